@@ -1,0 +1,190 @@
+// Package config loads toolgate's YAML configuration (SPEC Appendix A) into a
+// typed Config and validates it.
+//
+// The lifecycle is explicit: Load reads the file, interpolates ${VAR}
+// references, applies TOOLGATE_… overrides, decodes strictly (unknown keys
+// are errors), appends upstreams from an mcpServers file, fills defaults and
+// runs Validate. Every error names the key path it is about
+// (`upstreams[2].url`, `gateway.confirm.ttl`), and no error, warning or dump
+// ever contains a secret value (IM-5): secrets are typed Secret, which prints
+// as •••.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Gateway   Gateway    `koanf:"gateway" json:"gateway" yaml:"gateway"`
+	Endpoints []Endpoint `koanf:"endpoints" json:"endpoints,omitempty" yaml:"endpoints,omitempty"`
+	Upstreams []Upstream `koanf:"upstreams" json:"upstreams,omitempty" yaml:"upstreams,omitempty"`
+	// UpstreamsFrom names an mcpServers JSON file (Claude Desktop, Cursor,
+	// VS Code) whose servers are appended to Upstreams at load time (OP-2).
+	UpstreamsFrom string `koanf:"upstreamsFrom" json:"upstreamsFrom,omitempty" yaml:"upstreamsFrom,omitempty"`
+}
+
+// Gateway holds the process-wide settings.
+type Gateway struct {
+	Listen string `koanf:"listen" json:"listen" yaml:"listen"`
+	// PublicURL is the public origin (scheme://host[:port]) used to build
+	// OAuth resource URLs behind a proxy (AU-6). Empty: use the request's.
+	PublicURL string `koanf:"publicUrl" json:"publicUrl,omitempty" yaml:"publicUrl,omitempty"`
+	Stateless bool   `koanf:"stateless" json:"stateless" yaml:"stateless"`
+	// Store is an embedded database file or a postgres:// URL (OP-5).
+	// Empty means the store package's default location.
+	Store           string  `koanf:"store" json:"store,omitempty" yaml:"store,omitempty"`
+	MaxRequestBytes int64   `koanf:"maxRequestBytes" json:"maxRequestBytes" yaml:"maxRequestBytes"`
+	Confirm         Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
+	Review          Review  `koanf:"review" json:"review" yaml:"review"`
+}
+
+// Confirm configures the confirm gate for action tools (CF-3, CF-5).
+type Confirm struct {
+	Secret       Secret        `koanf:"secret" json:"secret,omitempty" yaml:"secret,omitempty"`
+	TTL          time.Duration `koanf:"ttl" json:"ttl" yaml:"ttl"`
+	ApprovalWait time.Duration `koanf:"approvalWait" json:"approvalWait" yaml:"approvalWait"`
+}
+
+// Review configures how third-party tool descriptions are gated (RV-3).
+type Review struct {
+	Mode string `koanf:"mode" json:"mode" yaml:"mode"`
+}
+
+// Review modes (RV-3).
+const (
+	ReviewOff     = "off"
+	ReviewWarn    = "warn"
+	ReviewPin     = "pin"
+	ReviewRequire = "require"
+)
+
+// Endpoint is one MCP server the gateway exposes (SV-3).
+type Endpoint struct {
+	Path         string `koanf:"path" json:"path" yaml:"path"`
+	Name         string `koanf:"name" json:"name,omitempty" yaml:"name,omitempty"`
+	Version      string `koanf:"version" json:"version,omitempty" yaml:"version,omitempty"`
+	Instructions string `koanf:"instructions" json:"instructions,omitempty" yaml:"instructions,omitempty"`
+	// Tools is the allow-list of registry names (globs). nil means all;
+	// an explicit empty list serves nothing.
+	Tools []string `koanf:"tools" json:"tools" yaml:"tools"`
+	// Auth and Actor are mutually exclusive: Actor alone is open mode
+	// (AU-7); neither fails closed (AU-8).
+	Auth  *Auth  `koanf:"auth" json:"auth,omitempty" yaml:"auth,omitempty"`
+	Actor *Actor `koanf:"actor" json:"actor,omitempty" yaml:"actor,omitempty"`
+}
+
+// Open reports whether the endpoint runs in open mode (AU-7).
+func (e Endpoint) Open() bool { return e.Auth == nil && e.Actor != nil }
+
+// Auth is one authentication strategy: exactly one field is set.
+type Auth struct {
+	APIKeys []APIKey `koanf:"apiKeys" json:"apiKeys,omitempty" yaml:"apiKeys,omitempty"`
+	OAuth   *OAuth   `koanf:"oauth" json:"oauth,omitempty" yaml:"oauth,omitempty"`
+	// AnyOf tries strategies in order (AU-2). Nesting is refused.
+	AnyOf []Auth `koanf:"anyOf" json:"anyOf,omitempty" yaml:"anyOf,omitempty"`
+}
+
+// APIKey maps one static bearer key to the actor it authenticates (AU-1).
+type APIKey struct {
+	Key   Secret `koanf:"key" json:"key" yaml:"key"`
+	Actor Actor  `koanf:"actor" json:"actor" yaml:"actor"`
+}
+
+// OAuth verifies JWT access tokens against the issuer's JWKS (AU-1), or
+// opaque ones by introspection (AU-9).
+type OAuth struct {
+	Issuer string `koanf:"issuer" json:"issuer" yaml:"issuer"`
+	// JWKSURL is discovered from the issuer when empty.
+	JWKSURL         string              `koanf:"jwksUrl" json:"jwksUrl,omitempty" yaml:"jwksUrl,omitempty"`
+	Audience        Audience            `koanf:"audience" json:"audience" yaml:"audience"`
+	ScopesSupported []string            `koanf:"scopesSupported" json:"scopesSupported,omitempty" yaml:"scopesSupported,omitempty"`
+	RolesFromScopes map[string][]string `koanf:"rolesFromScopes" json:"rolesFromScopes,omitempty" yaml:"rolesFromScopes,omitempty"`
+	ActorClaim      string              `koanf:"actorClaim" json:"actorClaim,omitempty" yaml:"actorClaim,omitempty"`
+	TenantClaim     string              `koanf:"tenantClaim" json:"tenantClaim,omitempty" yaml:"tenantClaim,omitempty"`
+	// IntrospectionURL, ClientID and ClientSecret verify opaque tokens by
+	// RFC 7662 introspection (AU-9).
+	IntrospectionURL string `koanf:"introspectionUrl" json:"introspectionUrl,omitempty" yaml:"introspectionUrl,omitempty"`
+	ClientID         string `koanf:"clientId" json:"clientId,omitempty" yaml:"clientId,omitempty"`
+	ClientSecret     Secret `koanf:"clientSecret" json:"clientSecret,omitempty" yaml:"clientSecret,omitempty"`
+}
+
+// Actor is who is calling (concepts table).
+type Actor struct {
+	ID     string   `koanf:"id" json:"id" yaml:"id"`
+	Roles  []string `koanf:"roles" json:"roles,omitempty" yaml:"roles,omitempty"`
+	Tenant string   `koanf:"tenant" json:"tenant,omitempty" yaml:"tenant,omitempty"`
+}
+
+// Upstream is one MCP server tools are imported from (IM-1..IM-16).
+type Upstream struct {
+	Name string `koanf:"name" json:"name" yaml:"name"`
+
+	// stdio (IM-3)
+	Command string            `koanf:"command" json:"command,omitempty" yaml:"command,omitempty"`
+	Args    []string          `koanf:"args" json:"args,omitempty" yaml:"args,omitempty"`
+	Cwd     string            `koanf:"cwd" json:"cwd,omitempty" yaml:"cwd,omitempty"`
+	Env     map[string]Secret `koanf:"env" json:"env,omitempty" yaml:"env,omitempty"`
+
+	Required bool `koanf:"required" json:"required,omitempty" yaml:"required,omitempty"`
+	// Prefix is nil when absent (the name is used) and "" to opt out of
+	// prefixing (IM-11). Use EffectivePrefix.
+	Prefix      *string       `koanf:"prefix" json:"prefix,omitempty" yaml:"prefix,omitempty"`
+	Include     []string      `koanf:"include" json:"include,omitempty" yaml:"include,omitempty"`
+	Exclude     []string      `koanf:"exclude" json:"exclude,omitempty" yaml:"exclude,omitempty"`
+	Reads       []string      `koanf:"reads" json:"reads,omitempty" yaml:"reads,omitempty"`
+	Actions     []string      `koanf:"actions" json:"actions,omitempty" yaml:"actions,omitempty"`
+	DefaultKind string        `koanf:"defaultKind" json:"defaultKind,omitempty" yaml:"defaultKind,omitempty"`
+	Approval    string        `koanf:"approval" json:"approval,omitempty" yaml:"approval,omitempty"`
+	Roles       []string      `koanf:"roles" json:"roles,omitempty" yaml:"roles,omitempty"`
+	Timeout     time.Duration `koanf:"timeout" json:"timeout,omitempty" yaml:"timeout,omitempty"`
+
+	// network (IM-2, IM-4)
+	URL           string            `koanf:"url" json:"url,omitempty" yaml:"url,omitempty"`
+	Transport     string            `koanf:"transport" json:"transport,omitempty" yaml:"transport,omitempty"`
+	Headers       map[string]Secret `koanf:"headers" json:"headers,omitempty" yaml:"headers,omitempty"`
+	Authorization Secret            `koanf:"authorization" json:"authorization,omitempty" yaml:"authorization,omitempty"`
+	Signing       *Signing          `koanf:"signing" json:"signing,omitempty" yaml:"signing,omitempty"`
+
+	// Roots is reserved: root URIs or paths the gateway offers this
+	// upstream. Accepted and checked, not yet used.
+	Roots []string `koanf:"roots" json:"roots,omitempty" yaml:"roots,omitempty"`
+
+	// From is set for upstreams appended from upstreamsFrom; it replaces
+	// "upstreams[i]" in error paths, since those entries have no index in
+	// the user's file. Never read from the config.
+	From string `koanf:"-" json:"-" yaml:"-"`
+}
+
+// Upstream kinds (IM-15), approvals (CF-5) and transports (IM-2).
+const (
+	KindRead   = "read"
+	KindAction = "action"
+
+	ApprovalClient   = "client"
+	ApprovalOperator = "operator"
+
+	TransportAuto = "auto"
+	TransportHTTP = "http"
+	TransportSSE  = "sse"
+)
+
+// EffectivePrefix is the prefix imported names get (IM-11): the name unless
+// prefix was given, and "" when prefixing is switched off.
+func (u Upstream) EffectivePrefix() string {
+	if u.Prefix != nil {
+		return *u.Prefix
+	}
+	return u.Name
+}
+
+// Signing configures a per-request signer for network upstreams (IM-4).
+type Signing struct {
+	HMACSHA256 *HMACSigning `koanf:"hmacSha256" json:"hmacSha256,omitempty" yaml:"hmacSha256,omitempty"`
+}
+
+// HMACSigning signs method, URL and body with HMAC-SHA256 into Header.
+type HMACSigning struct {
+	Secret Secret `koanf:"secret" json:"secret" yaml:"secret"`
+	Header string `koanf:"header" json:"header" yaml:"header"`
+}

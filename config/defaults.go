@@ -1,0 +1,79 @@
+package config
+
+import "time"
+
+// Defaults (Appendix A and the SPEC ids they come from).
+const (
+	DefaultListen          = "127.0.0.1:7331"
+	DefaultMaxRequestBytes = 4 << 20 // SV-8
+	DefaultConfirmTTL      = 15 * time.Minute
+	DefaultApprovalWait    = 2 * time.Minute // CF-5
+	DefaultReviewMode      = ReviewPin       // RV-3
+	DefaultUpstreamTimeout = 30 * time.Second
+	DefaultEndpointPath    = "/mcp"
+	DefaultEndpointName    = "toolgate"
+	DefaultActorClaim      = "sub"
+)
+
+// SetDefaults fills every unset value with its default; version is the
+// default endpoint version. A zero duration or size counts as unset, so
+// `timeout: 0s` means the default; negative values are left for Validate
+// to refuse. It returns warnings about defaults an operator should know of.
+func (c *Config) SetDefaults(version string) []Warning {
+	var warnings []Warning
+	g := &c.Gateway
+	setIfZero(&g.Listen, DefaultListen)
+	setIfZero(&g.MaxRequestBytes, DefaultMaxRequestBytes)
+	setIfZero(&g.Confirm.TTL, DefaultConfirmTTL)
+	setIfZero(&g.Confirm.ApprovalWait, DefaultApprovalWait)
+	setIfZero(&g.Review.Mode, DefaultReviewMode)
+
+	// With no endpoint configured there is nothing to say who may call, so
+	// the default endpoint has neither auth nor actor and refuses everything
+	// (AU-8). Defaulting to open mode instead would hand every tool to
+	// anyone who can reach the port, and a config file is exactly the case
+	// where the operator means to choose. The demo (no file) runs open mode
+	// on loopback on its own.
+	if len(c.Endpoints) == 0 {
+		c.Endpoints = []Endpoint{{Path: DefaultEndpointPath}}
+		warnings = append(warnings, Warning{Path: "endpoints", Message: "none configured: serving " + DefaultEndpointPath + " without auth or actor, so every request is refused; add an endpoint with auth"})
+	}
+	for i := range c.Endpoints {
+		e := &c.Endpoints[i]
+		setIfZero(&e.Name, DefaultEndpointName)
+		setIfZero(&e.Version, version)
+		if e.Tools == nil {
+			e.Tools = []string{"*"}
+		}
+		if e.Auth != nil {
+			authDefaults(e.Auth)
+		}
+	}
+
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		setIfZero(&u.Timeout, DefaultUpstreamTimeout)
+		setIfZero(&u.DefaultKind, KindAction) // IM-15: unknown side effects are side effects
+		setIfZero(&u.Approval, ApprovalClient)
+		if u.URL != "" {
+			setIfZero(&u.Transport, TransportAuto)
+		}
+	}
+	return warnings
+}
+
+func authDefaults(a *Auth) {
+	if a.OAuth != nil {
+		setIfZero(&a.OAuth.ActorClaim, DefaultActorClaim)
+	}
+	for i := range a.AnyOf {
+		authDefaults(&a.AnyOf[i])
+	}
+}
+
+func setIfZero[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}

@@ -1,0 +1,830 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// UpstreamSpec is one configured upstream as the importer needs it. The
+// caller resolves config defaults (prefix, timeout) and builds the Upstream.
+type UpstreamSpec struct {
+	Name string
+	// Prefix for imported names; "" opts out (IM-11).
+	Prefix string
+	// Transport is shown to the operator: stdio, http, sse, auto, fake.
+	Transport string
+	Include   []string
+	Exclude   []string
+	Reads     []string
+	Actions   []string
+	// DefaultKind applies when neither the lists nor the annotations decide;
+	// empty means action (IM-15).
+	DefaultKind Kind
+	// Roles an actor needs for any tool of this upstream.
+	Roles    []string
+	Required bool
+	// Timeout applies to each operation: connect, each list, each call (IM-6).
+	Timeout  time.Duration
+	Upstream Upstream
+}
+
+// DefaultTimeout is the per-operation timeout when a spec gives none.
+const DefaultTimeout = 30 * time.Second
+
+// ConnState is an upstream's connection state (IM-9).
+type ConnState string
+
+const (
+	StateDisconnected ConnState = "disconnected"
+	StateConnecting   ConnState = "connecting"
+	StateConnected    ConnState = "connected"
+	StateFailed       ConnState = "failed"
+)
+
+// UpstreamStatus is what the operator sees of one upstream (IM-9).
+type UpstreamStatus struct {
+	Name        string        `json:"name"`
+	Transport   string        `json:"transport"`
+	Required    bool          `json:"required,omitempty"`
+	State       ConnState     `json:"state"`
+	LastError   string        `json:"error,omitempty"`
+	LastErrorAt time.Time     `json:"errorAt,omitzero"`
+	Tools       int           `json:"tools"`
+	Server      ServerInfo    `json:"server,omitzero"`
+	Latency     time.Duration `json:"latency,omitempty"`
+}
+
+// DropKind says why an upstream's tool was not imported.
+type DropKind string
+
+const (
+	DropFilter  DropKind = "filter"  // include/exclude (IM-14): deliberate
+	DropSchema  DropKind = "schema"  // schema does not compile (IM-18)
+	DropPattern DropKind = "pattern" // catastrophic pattern (IM-19)
+	DropInvalid DropKind = "invalid" // unusable definition (no name, duplicate)
+)
+
+// Drop records one listed tool that was not imported.
+type Drop struct {
+	Source     string   `json:"source"`
+	RemoteName string   `json:"remoteName"`
+	Kind       DropKind `json:"kind"`
+	Reason     string   `json:"reason"`
+}
+
+// ToolChange is one tool whose definition differs between two listings.
+type ToolChange struct {
+	Old    ToolInfo `json:"old"`
+	New    ToolInfo `json:"new"`
+	Fields []string `json:"fields"` // description, inputSchema, annotations, kind
+}
+
+// Diff is what a refresh of one upstream changes (IM-26).
+type Diff struct {
+	Upstream   string       `json:"upstream"`
+	Added      []ToolInfo   `json:"added,omitempty"`
+	Removed    []ToolInfo   `json:"removed,omitempty"`
+	Changed    []ToolChange `json:"changed,omitempty"`
+	Collisions []Collision  `json:"collisions,omitempty"` // newly refused names
+	Dropped    []Drop       `json:"dropped,omitempty"`    // newly dropped tools
+}
+
+// Empty reports whether the refresh changes nothing.
+func (d Diff) Empty() bool {
+	return len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.Collisions)+len(d.Dropped) == 0
+}
+
+// ImportedTool is the review-facing view of one imported tool (IM-33). The
+// description is third-party text that reaches every client's tool list.
+type ImportedTool struct {
+	Name        string `json:"name"`
+	Source      string `json:"source"`
+	RemoteName  string `json:"remoteName"`
+	Kind        Kind   `json:"kind"`
+	Description string `json:"description"`
+}
+
+// Events the importer publishes.
+type (
+	// UpstreamChanged: an upstream's status changed.
+	UpstreamChanged struct{ Status UpstreamStatus }
+	// ToolsDropped: a listing left these tools out (replaces earlier drops of
+	// that upstream).
+	ToolsDropped struct {
+		Source string
+		Drops  []Drop
+	}
+	// RefreshApplied: a refresh was applied; Diff says what changed.
+	RefreshApplied struct{ Diff Diff }
+	// Warning: something the operator should read.
+	Warning struct {
+		Source  string
+		Message string
+	}
+)
+
+func (UpstreamChanged) EventName() string { return "upstream.changed" }
+func (ToolsDropped) EventName() string    { return "tool.dropped" }
+func (RefreshApplied) EventName() string  { return "refresh.applied" }
+func (Warning) EventName() string         { return "warning" }
+
+// ImporterOptions tunes an Importer; nil means defaults.
+type ImporterOptions struct {
+	// Retry decides re-issuing for every kind; nil is DefaultRetry (IM-31).
+	Retry RetryClassifier
+	// Attempts bounds connect and read-call attempts (default 3).
+	Attempts int
+	// Backoff between attempts; nil is randomized exponential from 200 ms.
+	Backoff Backoff
+	// Debounce for tools/list_changed refreshes (default 500 ms).
+	Debounce time.Duration
+}
+
+// Importer turns upstreams' tools into registry tools and keeps them current.
+type Importer struct {
+	reg      *Registry
+	bus      *Bus
+	ups      []*upstream // configuration order
+	byName   map[string]*upstream
+	retry    RetryClassifier
+	attempts int
+	backoff  Backoff
+	debounce time.Duration
+
+	// refreshMu makes refreshes one at a time, so registration always
+	// replays in configuration order against a stable registry.
+	refreshMu sync.Mutex
+
+	// life ends debounced refreshes on Close.
+	life   context.Context
+	stop   context.CancelFunc
+	timers sync.WaitGroup
+
+	mu sync.Mutex // guards the fields of every upstream marked "im.mu"
+}
+
+type upstream struct {
+	spec UpstreamSpec
+
+	// connMu serialises Connect and Close of this upstream.
+	connMu    sync.Mutex
+	connected bool
+	gen       uint64 // connection generation, so a stale failure can't drop a newer connection
+
+	// Guarded by im.mu.
+	status   UpstreamStatus
+	wanted   []Tool // the last successful listing, in listing order
+	drops    []Drop
+	debounce *time.Timer
+}
+
+// NewImporter prepares the importer; nothing connects until Start.
+// Upstream names must be unique; the config layer guarantees it.
+func NewImporter(reg *Registry, specs []UpstreamSpec, opts *ImporterOptions) *Importer {
+	if opts == nil {
+		opts = &ImporterOptions{}
+	}
+	im := &Importer{
+		reg: reg, bus: reg.Bus(), byName: make(map[string]*upstream),
+		retry: opts.Retry, attempts: opts.Attempts, backoff: opts.Backoff, debounce: opts.Debounce,
+	}
+	if im.retry == nil {
+		im.retry = DefaultRetry
+	}
+	if im.attempts <= 0 {
+		im.attempts = 3
+	}
+	if im.backoff == nil {
+		im.backoff = jitterBackoff
+	}
+	if im.debounce <= 0 {
+		im.debounce = 500 * time.Millisecond
+	}
+	im.life, im.stop = context.WithCancel(context.Background())
+	for _, s := range specs {
+		if s.Timeout <= 0 {
+			s.Timeout = DefaultTimeout
+		}
+		if s.DefaultKind == "" {
+			s.DefaultKind = KindAction
+		}
+		u := &upstream{spec: s, status: UpstreamStatus{
+			Name: s.Name, Transport: s.Transport, Required: s.Required, State: StateDisconnected,
+		}}
+		im.ups = append(im.ups, u)
+		im.byName[s.Name] = u
+		if n, ok := s.Upstream.(ToolsChangedNotifier); ok {
+			name := s.Name
+			n.OnToolsChanged(func() { im.toolsChanged(name) })
+		}
+	}
+	im.bus.AddSnapshotPart(im.fillSnapshot)
+	return im
+}
+
+func jitterBackoff(n int) time.Duration {
+	base := 200 * time.Millisecond << min(n-1, 4)
+	return base/2 + rand.N(base)
+}
+
+// Start connects to every upstream and lists its tools in parallel, then
+// registers them in configuration order, so a contested name goes to the
+// upstream configured first however fast the other answered (IM-7). An
+// unreachable upstream is reported and skipped (IM-8); the returned error
+// names every required upstream that failed.
+func (im *Importer) Start(ctx context.Context) error {
+	listings := im.listAll(ctx, im.ups)
+	im.refreshMu.Lock()
+	defer im.refreshMu.Unlock()
+	var errs []error
+	for i, u := range im.ups {
+		l := listings[i]
+		if l.err != nil {
+			if u.spec.Required {
+				errs = append(errs, fmt.Errorf("required upstream %q: %w", u.spec.Name, l.err))
+			}
+			continue
+		}
+		im.apply(u, l.tools)
+	}
+	return errors.Join(errs...)
+}
+
+type listing struct {
+	tools []RemoteTool
+	err   error
+}
+
+func (im *Importer) listAll(ctx context.Context, ups []*upstream) []listing {
+	out := make([]listing, len(ups))
+	var wg sync.WaitGroup
+	for i, u := range ups {
+		wg.Go(func() {
+			tools, err := im.list(ctx, u)
+			out[i] = listing{tools, err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// list connects if needed and reads the upstream's tools, retrying
+// transient failures with backoff.
+func (im *Importer) list(ctx context.Context, u *upstream) ([]RemoteTool, error) {
+	var err error
+	for attempt := range im.attempts {
+		if attempt > 0 {
+			if werr := sleep(ctx, im.backoff(attempt)); werr != nil {
+				break
+			}
+		}
+		var gen uint64
+		if gen, err = im.connect(ctx, u); err != nil {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
+		start := time.Now()
+		var tools []RemoteTool
+		tools, err = u.spec.Upstream.ListTools(lctx)
+		cancel()
+		if err == nil {
+			im.setStatus(u, func(s *UpstreamStatus) {
+				s.State, s.Latency, s.LastError = StateConnected, time.Since(start), ""
+			})
+			return tools, nil
+		}
+		if !Transient(err) {
+			im.failed(u, err)
+			return nil, err
+		}
+		im.disconnect(u, gen)
+	}
+	im.failed(u, err)
+	return nil, err
+}
+
+// connect makes sure u is connected and returns the connection generation.
+// Its errors wrap ErrNotSent: nothing was asked of the upstream yet.
+func (im *Importer) connect(ctx context.Context, u *upstream) (uint64, error) {
+	u.connMu.Lock()
+	defer u.connMu.Unlock()
+	if u.connected {
+		return u.gen, nil
+	}
+	im.setStatus(u, func(s *UpstreamStatus) { s.State = StateConnecting })
+	cctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
+	defer cancel()
+	start := time.Now()
+	info, err := u.spec.Upstream.Connect(cctx)
+	if err != nil {
+		_ = u.spec.Upstream.Close()
+		err = fmt.Errorf("connect: %w: %w", ErrNotSent, err)
+		im.failed(u, err)
+		return 0, err
+	}
+	u.connected = true
+	u.gen++
+	im.setStatus(u, func(s *UpstreamStatus) {
+		s.State, s.Server, s.Latency, s.LastError = StateConnected, info, time.Since(start), ""
+	})
+	return u.gen, nil
+}
+
+// disconnect drops connection generation gen after a transient failure, so
+// the next attempt reconnects (IM-27).
+func (im *Importer) disconnect(u *upstream, gen uint64) {
+	u.connMu.Lock()
+	defer u.connMu.Unlock()
+	if !u.connected || u.gen != gen {
+		return
+	}
+	u.connected = false
+	_ = u.spec.Upstream.Close()
+	im.setStatus(u, func(s *UpstreamStatus) {
+		if s.State == StateConnected {
+			s.State = StateDisconnected
+		}
+	})
+}
+
+func (im *Importer) failed(u *upstream, err error) {
+	im.setStatus(u, func(s *UpstreamStatus) {
+		s.State, s.LastError, s.LastErrorAt = StateFailed, err.Error(), time.Now()
+	})
+}
+
+func (im *Importer) setStatus(u *upstream, change func(*UpstreamStatus)) {
+	im.bus.Commit(func() []EventData {
+		im.mu.Lock()
+		defer im.mu.Unlock()
+		before := u.status
+		change(&u.status)
+		if u.status == before {
+			return nil
+		}
+		return []EventData{UpstreamChanged{Status: u.status}}
+	})
+}
+
+// prepared is one listing turned into registry tools and drops.
+type prepared struct {
+	tools   []Tool
+	schemas map[string]*Schema
+	drops   []Drop
+}
+
+// prepare applies filters, kinds, names and the schema gates to a listing.
+func (im *Importer) prepare(u *upstream, listed []RemoteTool) prepared {
+	s := u.spec
+	p := prepared{schemas: make(map[string]*Schema)}
+	seen := make(map[string]bool)
+	for _, rt := range listed {
+		drop := func(kind DropKind, reason string) {
+			p.drops = append(p.drops, Drop{Source: s.Name, RemoteName: rt.Name, Kind: kind, Reason: reason})
+		}
+		switch {
+		case rt.Name == "":
+			drop(DropInvalid, "tool without a name")
+			continue
+		case seen[rt.Name]:
+			drop(DropInvalid, "listed twice")
+			continue
+		case len(s.Include) > 0 && !MatchAny(s.Include, rt.Name):
+			drop(DropFilter, "not in include")
+			continue
+		case MatchAny(s.Exclude, rt.Name):
+			drop(DropFilter, "excluded")
+			continue
+		}
+		seen[rt.Name] = true
+		schema, err := CompileSchema(rt.InputSchema)
+		if err != nil {
+			var dp *DangerousPatternError
+			if errors.As(err, &dp) {
+				drop(DropPattern, err.Error())
+			} else {
+				drop(DropSchema, err.Error())
+			}
+			continue
+		}
+		desc := fmt.Sprintf("MCP tool: %s", rt.Name) // IM-36
+		if rt.Description != nil && *rt.Description != "" {
+			desc = *rt.Description
+		}
+		t := Tool{
+			Name:        ToolName(s.Prefix, rt.Name),
+			Source:      s.Name,
+			RemoteName:  rt.Name,
+			Kind:        kindOf(s, rt),
+			Description: desc,
+			InputSchema: schema.Raw(),
+			Annotations: rt.Annotations,
+			Roles:       slices.Clone(s.Roles),
+		}
+		t.Handler = im.handler(u, t.RemoteName, t.Kind)
+		p.tools = append(p.tools, t)
+		p.schemas[t.Name] = schema
+	}
+	return p
+}
+
+// kindOf: config lists win (actions over reads when both match), then the
+// readOnlyHint annotation, then the upstream's default (IM-15).
+func kindOf(s UpstreamSpec, rt RemoteTool) Kind {
+	switch {
+	case MatchAny(s.Actions, rt.Name):
+		return KindAction
+	case MatchAny(s.Reads, rt.Name):
+		return KindRead
+	}
+	var ann struct {
+		ReadOnlyHint *bool `json:"readOnlyHint"`
+	}
+	if len(rt.Annotations) > 0 && json.Unmarshal(rt.Annotations, &ann) == nil && ann.ReadOnlyHint != nil && *ann.ReadOnlyHint {
+		return KindRead
+	}
+	return s.DefaultKind
+}
+
+// apply makes the registry match u's listing: stale names of u are freed,
+// listed ones claimed, then names freed anywhere are offered to the other
+// upstreams in configuration order (IM-20..22). refreshMu must be held.
+func (im *Importer) apply(u *upstream, listed []RemoteTool) Diff {
+	p := im.prepare(u, listed)
+	diff := im.predict(u, p)
+
+	im.reg.ForgetCollisions(u.spec.Name)
+	want := make(map[string]bool, len(p.tools))
+	for _, t := range p.tools {
+		want[t.Name] = true
+	}
+	for _, name := range im.reg.Names(u.spec.Name) {
+		if !want[name] {
+			_ = im.reg.Unregister(u.spec.Name, name)
+		}
+	}
+	for _, t := range p.tools {
+		_ = im.reg.register(t, p.schemas[t.Name])
+	}
+
+	held := len(im.reg.Names(u.spec.Name))
+	im.bus.Commit(func() []EventData {
+		im.mu.Lock()
+		defer im.mu.Unlock()
+		u.wanted, u.drops = p.tools, p.drops
+		u.status.Tools = held
+		return []EventData{
+			UpstreamChanged{Status: u.status},
+			ToolsDropped{Source: u.spec.Name, Drops: slices.Clone(p.drops)},
+			RefreshApplied{Diff: diff},
+		}
+	})
+	im.reclaim(u)
+	return diff
+}
+
+// reclaim offers names that are free again to every other upstream that
+// wanted them, in configuration order.
+func (im *Importer) reclaim(except *upstream) {
+	for _, v := range im.ups {
+		if v == except {
+			continue
+		}
+		im.mu.Lock()
+		wanted := slices.Clone(v.wanted)
+		im.mu.Unlock()
+		claimed := false
+		for _, t := range wanted {
+			if cur, ok := im.reg.Get(t.Name); ok && cur.Source == v.spec.Name {
+				continue
+			}
+			if im.reg.Register(t) == nil {
+				claimed = true
+			}
+		}
+		if claimed {
+			n := len(im.reg.Names(v.spec.Name))
+			im.setStatus(v, func(s *UpstreamStatus) { s.Tools = n })
+		}
+	}
+}
+
+// predict computes the diff that applying p to u would make now.
+func (im *Importer) predict(u *upstream, p prepared) Diff {
+	d := Diff{Upstream: u.spec.Name}
+	want := make(map[string]bool, len(p.tools))
+	for _, t := range p.tools {
+		want[t.Name] = true
+		cur, ok := im.reg.Get(t.Name)
+		switch {
+		case !ok:
+			d.Added = append(d.Added, t.Info())
+		case cur.Source == u.spec.Name:
+			if fields := changedFields(&cur, &t); len(fields) > 0 {
+				d.Changed = append(d.Changed, ToolChange{Old: cur.Info(), New: t.Info(), Fields: fields})
+			}
+		default:
+			c := Collision{Name: t.Name, Kept: claimantOf(&cur), Refused: claimantOf(&t)}
+			if !slices.Contains(im.reg.Collisions(), c) {
+				d.Collisions = append(d.Collisions, c)
+			}
+		}
+	}
+	for _, name := range im.reg.Names(u.spec.Name) {
+		if !want[name] {
+			cur, _ := im.reg.Get(name)
+			d.Removed = append(d.Removed, cur.Info())
+		}
+	}
+	im.mu.Lock()
+	old := slices.Clone(u.drops)
+	im.mu.Unlock()
+	for _, dr := range p.drops {
+		if !slices.Contains(old, dr) {
+			d.Dropped = append(d.Dropped, dr)
+		}
+	}
+	return d
+}
+
+func changedFields(old, cur *Tool) []string {
+	var f []string
+	if old.Description != cur.Description {
+		f = append(f, "description")
+	}
+	if !jsonEqual(old.InputSchema, cur.InputSchema) {
+		f = append(f, "inputSchema")
+	}
+	if !jsonEqual(old.Annotations, cur.Annotations) {
+		f = append(f, "annotations")
+	}
+	if old.Kind != cur.Kind {
+		f = append(f, "kind")
+	}
+	return f
+}
+
+// jsonEqual compares byte-for-byte: the gateway serves schemas verbatim, so
+// a reformatted schema is a change a client will see.
+func jsonEqual(a, b json.RawMessage) bool { return string(a) == string(b) }
+
+// RefreshPlan is a listed-but-not-applied refresh, for the operator to
+// confirm (CO-4).
+type RefreshPlan struct {
+	Diff   Diff
+	listed []RemoteTool
+}
+
+// PlanRefresh lists one upstream and returns what applying it would change,
+// without changing anything.
+func (im *Importer) PlanRefresh(ctx context.Context, name string) (*RefreshPlan, error) {
+	u, err := im.upstream(name)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := im.list(ctx, u)
+	if err != nil {
+		return nil, err // IM-23: unreachable prunes nothing
+	}
+	im.refreshMu.Lock()
+	defer im.refreshMu.Unlock()
+	return &RefreshPlan{Diff: im.predict(u, im.prepare(u, listed)), listed: listed}, nil
+}
+
+// ApplyRefresh applies a plan from PlanRefresh. The registry may have moved
+// since; the returned diff is what was actually applied.
+func (im *Importer) ApplyRefresh(plan *RefreshPlan) (Diff, error) {
+	u, err := im.upstream(plan.Diff.Upstream)
+	if err != nil {
+		return Diff{}, err
+	}
+	im.refreshMu.Lock()
+	defer im.refreshMu.Unlock()
+	return im.apply(u, plan.listed), nil
+}
+
+// Refresh re-imports one upstream: its current answer to tools/list,
+// adding and removing (IM-20). An unreachable upstream prunes nothing
+// (IM-23); an unknown name is ErrUnknownUpstream, never "0 tools" (IM-24).
+func (im *Importer) Refresh(ctx context.Context, name string) (Diff, error) {
+	plan, err := im.PlanRefresh(ctx, name)
+	if err != nil {
+		return Diff{}, err
+	}
+	return im.ApplyRefresh(plan)
+}
+
+// RefreshAll re-imports every upstream: listing in parallel, applying in
+// configuration order, so a name freed by one is claimable by the next in
+// the same refresh (IM-22). Unreachable upstreams keep their tools.
+func (im *Importer) RefreshAll(ctx context.Context) ([]Diff, error) {
+	listings := im.listAll(ctx, im.ups)
+	im.refreshMu.Lock()
+	defer im.refreshMu.Unlock()
+	var diffs []Diff
+	var errs []error
+	for i, u := range im.ups {
+		if listings[i].err != nil {
+			errs = append(errs, fmt.Errorf("upstream %q: %w", u.spec.Name, listings[i].err))
+			continue
+		}
+		diffs = append(diffs, im.apply(u, listings[i].tools))
+	}
+	return diffs, errors.Join(errs...)
+}
+
+func (im *Importer) upstream(name string) (*upstream, error) {
+	u, ok := im.byName[name]
+	if !ok {
+		im.bus.Publish(Warning{Source: name, Message: fmt.Sprintf("refresh: no upstream named %q", name)})
+		return nil, fmt.Errorf("%w: %q", ErrUnknownUpstream, name)
+	}
+	return u, nil
+}
+
+// toolsChanged debounces an upstream's list_changed into one refresh (IM-25).
+func (im *Importer) toolsChanged(name string) {
+	u := im.byName[name]
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.life.Err() != nil {
+		return
+	}
+	if u.debounce != nil && u.debounce.Stop() {
+		im.timers.Done() // the stopped timer will never run
+	}
+	im.timers.Add(1)
+	u.debounce = time.AfterFunc(im.debounce, func() {
+		defer im.timers.Done()
+		if _, err := im.Refresh(im.life, name); err != nil && im.life.Err() == nil {
+			im.bus.Publish(Warning{Source: name, Message: "refresh after tools/list_changed: " + err.Error()})
+		}
+	})
+}
+
+// handler is the registry handler of one imported tool.
+func (im *Importer) handler(u *upstream, remote string, kind Kind) Handler {
+	return func(ctx context.Context, args json.RawMessage) (Result, error) {
+		return im.call(ctx, u, remote, kind, args)
+	}
+}
+
+// call runs one upstream call. Reads are retried in place on transient
+// failures (IM-28); an action is re-issued only if the classifier says so,
+// which by default is only when the request never left (IM-29). An
+// isError result is a result, never retried (IM-30).
+func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind Kind, args json.RawMessage) (Result, error) {
+	var err error
+	for attempt := range im.attempts {
+		if attempt > 0 {
+			if werr := sleep(ctx, im.backoff(attempt)); werr != nil {
+				break
+			}
+		}
+		var gen uint64
+		if gen, err = im.connect(ctx, u); err == nil {
+			cctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
+			var res Result
+			res, err = u.spec.Upstream.CallTool(cctx, remote, args)
+			cancel()
+			if err == nil {
+				return res, nil
+			}
+			if Transient(err) {
+				im.disconnect(u, gen)
+			}
+		}
+		if ctx.Err() != nil || !im.retry(kind, err) {
+			break
+		}
+	}
+	if kind == KindAction && ambiguous(err) {
+		return Result{}, fmt.Errorf("%s on %q: %w (%w)", remote, u.spec.Name, ErrOutcomeUnknown, err)
+	}
+	return Result{}, fmt.Errorf("%s on %q: %w", remote, u.spec.Name, err)
+}
+
+// RPCError is a JSON-RPC error answer from an upstream: a definite failure.
+type RPCError struct {
+	Code    int
+	Message string
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("upstream error %d: %s", e.Code, e.Message) }
+
+// ambiguous: the request may have reached the upstream and run.
+func ambiguous(err error) bool {
+	var rpc *RPCError
+	return !errors.Is(err, ErrNotSent) && !errors.As(err, &rpc)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Ping runs a health check on one upstream and records its latency (IM-9).
+func (im *Importer) Ping(ctx context.Context, name string) (time.Duration, error) {
+	u, err := im.upstream(name)
+	if err != nil {
+		return 0, err
+	}
+	gen, err := im.connect(ctx, u)
+	if err != nil {
+		return 0, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
+	defer cancel()
+	start := time.Now()
+	if err := u.spec.Upstream.Ping(pctx); err != nil {
+		if Transient(err) {
+			im.disconnect(u, gen)
+		}
+		im.failed(u, err)
+		return 0, err
+	}
+	d := time.Since(start)
+	im.setStatus(u, func(s *UpstreamStatus) { s.State, s.Latency, s.LastError = StateConnected, d, "" })
+	return d, nil
+}
+
+// Statuses returns every upstream's status in configuration order.
+func (im *Importer) Statuses() []UpstreamStatus {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	out := make([]UpstreamStatus, len(im.ups))
+	for i, u := range im.ups {
+		out[i] = u.status
+	}
+	return out
+}
+
+// Drops returns every tool the last listings left out, in configuration order.
+func (im *Importer) Drops() []Drop {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	var out []Drop
+	for _, u := range im.ups {
+		out = append(out, u.drops...)
+	}
+	return out
+}
+
+// ImportedTools lists the registry's imported tools (IM-33), sorted by name.
+func (im *Importer) ImportedTools() []ImportedTool {
+	var out []ImportedTool
+	for _, t := range im.bus.Snapshot().Tools {
+		if t.Source == "" {
+			continue
+		}
+		out = append(out, ImportedTool{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: t.Kind, Description: t.Description})
+	}
+	return out
+}
+
+// Close stops pending refreshes and closes every upstream connection (for
+// stdio upstreams, that stops their processes).
+func (im *Importer) Close() error {
+	im.mu.Lock()
+	im.stop()
+	for _, u := range im.ups {
+		if u.debounce != nil && u.debounce.Stop() {
+			im.timers.Done()
+		}
+	}
+	im.mu.Unlock()
+	im.timers.Wait()
+	var errs []error
+	for _, u := range im.ups {
+		u.connMu.Lock()
+		if err := u.spec.Upstream.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %q: %w", u.spec.Name, err))
+		}
+		u.connected = false
+		u.connMu.Unlock()
+		im.setStatus(u, func(s *UpstreamStatus) { s.State = StateDisconnected })
+	}
+	return errors.Join(errs...)
+}
+
+func (im *Importer) fillSnapshot(s *Snapshot) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	s.Upstreams = make([]UpstreamStatus, len(im.ups))
+	for i, u := range im.ups {
+		s.Upstreams[i] = u.status
+		s.Dropped = append(s.Dropped, u.drops...)
+	}
+}

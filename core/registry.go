@@ -1,0 +1,374 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+)
+
+var (
+	// ErrUnknownTool: no tool of that name is registered.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrToolDisabled: the tool is registered but switched off.
+	ErrToolDisabled = errors.New("tool is disabled")
+	// ErrNotPermitted: the role policy or a custom check refused the actor.
+	ErrNotPermitted = errors.New("not permitted")
+	// ErrNameTaken: another claimant holds the name (IM-13). Register returns
+	// it inside a *CollisionError.
+	ErrNameTaken = errors.New("tool name already registered")
+	// ErrNotOwner: only the claimant that registered a name may unregister or
+	// replace it (IM-21).
+	ErrNotOwner = errors.New("tool registered by another owner")
+	// ErrInvalidTool: a definition the registry cannot serve (bad name, kind,
+	// missing handler).
+	ErrInvalidTool = errors.New("invalid tool")
+)
+
+// Claimant is one party to a name: an upstream and its remote name, or the
+// gateway itself.
+type Claimant struct {
+	// Source is the upstream name, or NativeSource for a native tool.
+	Source     string `json:"source"`
+	RemoteName string `json:"remoteName,omitempty"`
+}
+
+func (c Claimant) String() string {
+	if c.RemoteName == "" {
+		return c.Source
+	}
+	return c.Source + "/" + c.RemoteName
+}
+
+func claimantOf(t *Tool) Claimant {
+	if t.Native() {
+		return Claimant{Source: NativeSource}
+	}
+	return Claimant{Source: t.Source, RemoteName: t.RemoteName}
+}
+
+// Collision records a refused claim: who kept the name and who was refused.
+type Collision struct {
+	Name    string   `json:"name"`
+	Kept    Claimant `json:"kept"`
+	Refused Claimant `json:"refused"`
+}
+
+// CollisionError is returned by Register when the name is held by another
+// claimant. It wraps ErrNameTaken.
+type CollisionError struct{ Collision Collision }
+
+func (e *CollisionError) Error() string {
+	c := e.Collision
+	return fmt.Sprintf("tool name %q is held by %s; %s was refused", c.Name, c.Kept, c.Refused)
+}
+
+func (e *CollisionError) Unwrap() error { return ErrNameTaken }
+
+// Policy decides whether an actor may use a tool. The tool's Source is
+// visible, so a policy can match on provenance (IM-16).
+type Policy interface {
+	Allows(actor Actor, tool *Tool) bool
+}
+
+// RolePolicy is the default policy: a tool without roles is open to every
+// actor; otherwise the actor needs at least one of the tool's roles.
+type RolePolicy struct{}
+
+// Allows implements Policy.
+func (RolePolicy) Allows(actor Actor, tool *Tool) bool {
+	if len(tool.Roles) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(tool.Roles, actor.HasRole)
+}
+
+// RegistryOptions configures a Registry; the zero value is usable.
+type RegistryOptions struct {
+	// Policy defaults to RolePolicy.
+	Policy Policy
+	// CanUse is an extra check after Policy; nil allows.
+	CanUse func(ctx context.Context, actor Actor, tool *Tool) bool
+	// Bus receives registry events; nil creates a private one.
+	Bus *Bus
+}
+
+// Registry is the set of tools the gateway serves, keyed by name only.
+// All methods are safe for concurrent use; reads (List, Get, Invoke) take a
+// shared lock and never wait for a handler.
+type Registry struct {
+	policy Policy
+	canUse func(ctx context.Context, actor Actor, tool *Tool) bool
+	bus    *Bus
+
+	mu         sync.RWMutex
+	tools      map[string]*entry
+	collisions []Collision
+}
+
+type entry struct {
+	tool   Tool
+	schema *Schema
+}
+
+// NewRegistry returns an empty registry. opts may be nil.
+func NewRegistry(opts *RegistryOptions) *Registry {
+	if opts == nil {
+		opts = &RegistryOptions{}
+	}
+	r := &Registry{policy: opts.Policy, canUse: opts.CanUse, bus: opts.Bus, tools: make(map[string]*entry)}
+	if r.policy == nil {
+		r.policy = RolePolicy{}
+	}
+	if r.bus == nil {
+		r.bus = NewBus()
+	}
+	r.bus.AddSnapshotPart(r.fillSnapshot)
+	return r
+}
+
+// Bus returns the bus the registry publishes on.
+func (r *Registry) Bus() *Bus { return r.bus }
+
+// Register claims t.Name for t's source. The first claimant keeps a name: a
+// different claimant gets a *CollisionError (also recorded and published),
+// and the live handler is untouched. The same source registering the name
+// again replaces its own definition, which is how a refresh updates a tool
+// without colliding with itself (IM-21).
+func (r *Registry) Register(t Tool) error {
+	if err := checkTool(&t); err != nil {
+		return err
+	}
+	schema, err := CompileSchema(t.InputSchema)
+	if err != nil {
+		return fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	return r.register(t, schema)
+}
+
+// register stores t with its compiled schema; t has passed checkTool.
+func (r *Registry) register(t Tool, schema *Schema) error {
+	t.InputSchema = schema.Raw()
+	t.Roles = slices.Clone(t.Roles)
+
+	var result error
+	r.bus.Commit(func() []EventData {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		old, taken := r.tools[t.Name]
+		switch {
+		case !taken:
+			r.tools[t.Name] = &entry{tool: t, schema: schema}
+			return []EventData{ToolRegistered{Tool: t.Info()}}
+		case old.tool.Source == t.Source:
+			r.tools[t.Name] = &entry{tool: t, schema: schema}
+			return []EventData{ToolUpdated{Old: old.tool.Info(), New: t.Info()}}
+		default:
+			c := Collision{Name: t.Name, Kept: claimantOf(&old.tool), Refused: claimantOf(&t)}
+			result = &CollisionError{Collision: c}
+			if slices.Contains(r.collisions, c) {
+				return nil
+			}
+			r.collisions = append(r.collisions, c)
+			return []EventData{CollisionRecorded{Collision: c}}
+		}
+	})
+	return result
+}
+
+func checkTool(t *Tool) error {
+	switch {
+	case !ValidToolName(t.Name):
+		return fmt.Errorf("%w: name %q breaks ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, t.Name)
+	case !t.Kind.Valid():
+		return fmt.Errorf("%w: tool %q has kind %q, want read or action", ErrInvalidTool, t.Name, t.Kind)
+	case t.Handler == nil:
+		return fmt.Errorf("%w: tool %q has no handler", ErrInvalidTool, t.Name)
+	}
+	return nil
+}
+
+// Unregister frees name. Only the source that registered it may (IM-21):
+// source is the upstream name, or "" for native tools.
+func (r *Registry) Unregister(source, name string) error {
+	var result error
+	r.bus.Commit(func() []EventData {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		e, ok := r.tools[name]
+		switch {
+		case !ok:
+			result = fmt.Errorf("%w: %q", ErrUnknownTool, name)
+			return nil
+		case e.tool.Source != source:
+			result = fmt.Errorf("%w: %q belongs to %s", ErrNotOwner, name, claimantOf(&e.tool).Source)
+			return nil
+		}
+		delete(r.tools, name)
+		return []EventData{ToolUnregistered{Tool: e.tool.Info()}}
+	})
+	return result
+}
+
+// SetDisabled switches a tool off or on.
+func (r *Registry) SetDisabled(name string, disabled bool) error {
+	var result error
+	r.bus.Commit(func() []EventData {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		e, ok := r.tools[name]
+		if !ok {
+			result = fmt.Errorf("%w: %q", ErrUnknownTool, name)
+			return nil
+		}
+		if e.tool.Disabled == disabled {
+			return nil
+		}
+		old := e.tool.Info()
+		updated := *e
+		updated.tool.Disabled = disabled
+		r.tools[name] = &updated
+		return []EventData{ToolUpdated{Old: old, New: updated.tool.Info()}}
+	})
+	return result
+}
+
+// ForgetCollisions drops the recorded collisions in which source took part,
+// before that source is imported again.
+func (r *Registry) ForgetCollisions(source string) {
+	r.bus.Commit(func() []EventData {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n := len(r.collisions)
+		r.collisions = slices.DeleteFunc(r.collisions, func(c Collision) bool {
+			return c.Kept.Source == source || c.Refused.Source == source
+		})
+		if len(r.collisions) == n {
+			return nil
+		}
+		return []EventData{CollisionsForgotten{Source: source}}
+	})
+}
+
+// Collisions returns the recorded collisions in the order they happened.
+func (r *Registry) Collisions() []Collision {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.collisions)
+}
+
+// Get returns the tool registered under name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.tools[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return e.tool, true
+}
+
+// Names returns every registered name that source owns ("" for native), sorted.
+func (r *Registry) Names(source string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var names []string
+	for name, e := range r.tools {
+		if e.tool.Source == source {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// List returns what actor may call, sorted by name: the tools matching the
+// allow-list (nil or empty allows all), then enabled, then the policy and
+// the custom check (SV-4 up to review state).
+func (r *Registry) List(ctx context.Context, actor Actor, allow []string) []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Tool
+	for name, e := range r.tools {
+		if len(allow) > 0 && !MatchAny(allow, name) {
+			continue
+		}
+		if r.usable(ctx, actor, &e.tool) != nil {
+			continue
+		}
+		out = append(out, e.tool)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Allowed reports whether actor may call name under allow, answering with
+// the same error kinds as Invoke. A transport uses it to answer a call off
+// the actor's list exactly like an unknown tool (SV-5).
+func (r *Registry) Allowed(ctx context.Context, actor Actor, allow []string, name string) error {
+	if len(allow) > 0 && !MatchAny(allow, name) {
+		return fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	r.mu.RLock()
+	e, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	return r.usable(ctx, actor, &e.tool)
+}
+
+func (r *Registry) usable(ctx context.Context, actor Actor, t *Tool) error {
+	switch {
+	case t.Disabled:
+		return fmt.Errorf("%w: %q", ErrToolDisabled, t.Name)
+	case !r.policy.Allows(actor, t):
+		return fmt.Errorf("%w: actor %q may not use %q", ErrNotPermitted, actor.ID, t.Name)
+	case r.canUse != nil && !r.canUse(ctx, actor, t):
+		return fmt.Errorf("%w: actor %q may not use %q", ErrNotPermitted, actor.ID, t.Name)
+	}
+	return nil
+}
+
+// Invoke runs one call: unknown names fail with ErrUnknownTool; then the
+// enabled flag, the policy and the custom check are checked again (the list a
+// client saw may be stale); then args are validated against the tool's schema
+// (*ValidationError with JSON pointers); then the handler runs with the call
+// in its context.
+func (r *Registry) Invoke(ctx context.Context, actor Actor, name string, args json.RawMessage) (Result, error) {
+	r.mu.RLock()
+	e, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	// e is never mutated after it is stored, so it is safe to use unlocked.
+	if err := r.usable(ctx, actor, &e.tool); err != nil {
+		return Result{}, err
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if err := e.schema.Validate(args); err != nil {
+		return Result{}, err
+	}
+	call, _ := CallFromContext(ctx)
+	call.Actor = actor
+	call.Tool = name
+	call.Source = e.tool.Source
+	return e.tool.Handler(WithCall(ctx, call), args)
+}
+
+func (r *Registry) fillSnapshot(s *Snapshot) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s.Tools = make([]ToolInfo, 0, len(r.tools))
+	for _, e := range r.tools {
+		s.Tools = append(s.Tools, e.tool.Info())
+	}
+	sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
+	s.Collisions = slices.Clone(r.collisions)
+}

@@ -1,0 +1,220 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// ErrSchemaInvalid is wrapped by every error CompileSchema returns (IM-18).
+// A schema refused by the pattern screen matches it too, and also matches
+// ErrDangerousPattern (IM-19).
+var ErrSchemaInvalid = errors.New("schema does not compile")
+
+// Schema is a compiled JSON Schema with its raw bytes kept verbatim (IM-17).
+// It is immutable and safe for concurrent use.
+type Schema struct {
+	raw      json.RawMessage
+	compiled *jsonschema.Schema
+}
+
+// defaultInputSchema stands in for a tool that advertises no input schema.
+var defaultInputSchema = json.RawMessage(`{"type":"object"}`)
+
+// schemaLocation names the document inside the compiler. A relative "$ref"
+// resolves against it and is then refused by refuseLoader.
+const schemaLocation = "toolgate:///inputSchema.json"
+
+// CompileSchema compiles a tool's input schema. Draft 2020-12 is assumed
+// unless "$schema" names another draft the library knows (draft-07 among
+// them). The document must be a JSON object, must not reach outside itself
+// ("$ref" to a URL or a file, or an unknown "$schema"), every pattern must
+// compile on Go's regexp after ECMA-262 escapes are translated, and no
+// pattern may fail the backtracking screen; otherwise the error wraps
+// ErrSchemaInvalid, and for the screen it is a *DangerousPatternError.
+//
+// Nil or empty raw stands for {"type":"object"}.
+func CompileSchema(raw json.RawMessage) (*Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = defaultInputSchema
+	}
+	raw = bytes.Clone(raw)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: not valid JSON: %v", ErrSchemaInvalid, err)
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, fmt.Errorf("%w: an input schema must be a JSON object, not %s", ErrSchemaInvalid, jsonKind(doc))
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	c.UseRegexpEngine(ecmaRegexpEngine)
+	if err := c.AddResource(schemaLocation, doc); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrSchemaInvalid, oneLine(err))
+	}
+	compiled, err := c.Compile(schemaLocation)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrSchemaInvalid, compileErrorText(err))
+	}
+	if found := ScreenSchema(raw); len(found) > 0 {
+		return nil, found[0]
+	}
+	return &Schema{raw: raw, compiled: compiled}, nil
+}
+
+// Raw returns the schema exactly as given to CompileSchema, or the default
+// when none was given. The slice is a copy.
+func (s *Schema) Raw() json.RawMessage { return bytes.Clone(s.raw) }
+
+// Validate checks tool-call arguments against the schema. Empty args stand
+// for {}. The error is nil or a *ValidationError.
+func (s *Schema) Validate(args json.RawMessage) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return &ValidationError{Errors: []FieldError{{Message: "arguments are not valid JSON: " + err.Error()}}}
+	}
+	err = s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &ValidationError{Errors: []FieldError{{Message: err.Error()}}}
+	}
+	return &ValidationError{Errors: leafErrors(ve)}
+}
+
+// FieldError is one reason arguments were refused.
+type FieldError struct {
+	// Pointer is an RFC 6901 JSON pointer into the arguments; "" is the
+	// whole document.
+	Pointer string
+	Message string
+}
+
+// ValidationError lists why arguments do not match a schema, ordered by
+// pointer.
+type ValidationError struct {
+	Errors []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Errors) == 0 {
+		return "arguments do not match the input schema"
+	}
+	parts := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		p := fe.Pointer
+		if p == "" {
+			p = "/"
+		}
+		parts[i] = p + ": " + fe.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+var englishPrinter = message.NewPrinter(language.English)
+
+// leafErrors flattens the library's error tree to its leaves: the groups
+// above them (anyOf, $ref, properties) only say that something below failed.
+func leafErrors(root *jsonschema.ValidationError) []FieldError {
+	var out []FieldError
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, FieldError{
+				Pointer: jsonPointer(e.InstanceLocation),
+				Message: e.ErrorKind.LocalizedString(englishPrinter),
+			})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(root)
+	slices.SortFunc(out, func(a, b FieldError) int {
+		if c := strings.Compare(a.Pointer, b.Pointer); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return slices.Compact(out)
+}
+
+func jsonPointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(t))
+	}
+	return b.String()
+}
+
+// compileErrorText renders a compile error on one line; a schema that fails
+// its metaschema lists the failing places.
+func compileErrorText(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		var parts []string
+		for _, fe := range leafErrors(ve) {
+			p := fe.Pointer
+			if p == "" {
+				p = "/"
+			}
+			parts = append(parts, p+": "+fe.Message)
+		}
+		return "not a valid schema: " + strings.Join(parts, "; ")
+	}
+	return oneLine(err)
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	default:
+		return "a number"
+	}
+}
+
+// refuseLoader keeps compilation inside the document: the library's default
+// would read local files, and an upstream must not make the gateway do that.
+type refuseLoader struct{}
+
+func (refuseLoader) Load(string) (any, error) {
+	return nil, errors.New("references outside the schema document are not followed")
+}
+
+// ecmaRegexpEngine compiles schema patterns, which are ECMA-262, on Go's
+// regexp: escapes Go spells differently are translated, and what RE2 cannot
+// run (lookarounds, backreferences) fails, so the tool is dropped (IM-18).
+func ecmaRegexpEngine(pattern string) (jsonschema.Regexp, error) {
+	re, err := compileECMA(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return re, nil
+}
