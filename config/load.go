@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -236,7 +237,26 @@ type yamlParser struct{}
 func (yamlParser) Unmarshal(b []byte) (map[string]any, error) {
 	f, err := parser.ParseBytes(b, 0)
 	if err != nil {
-		return nil, syntaxError(err)
+		// SPEC Appendix A writes `env: {GITHUB_TOKEN: ${GITHUB_TOKEN}}`, which
+		// YAML refuses ("{" and "}" are flow indicators). Operators copy that
+		// example, so a whole-scalar ${VAR} in a flow collection is quoted and
+		// the file parsed again; only if that fails too is the error shown.
+		quoted := b
+		// Adjacent matches share a "," so one pass can miss every other one.
+		for range 8 {
+			next := unquotedFlowVar.ReplaceAll(quoted, []byte(`$1"$2"$3`))
+			if string(next) == string(quoted) {
+				break
+			}
+			quoted = next
+		}
+		if string(quoted) == string(b) {
+			return nil, syntaxError(err)
+		}
+		if f, err = parser.ParseBytes(quoted, 0); err != nil {
+			return nil, syntaxError(err)
+		}
+		b = quoted
 	}
 	// A second document would otherwise be dropped without a word.
 	for _, doc := range f.Docs[min(1, len(f.Docs)):] {
@@ -262,6 +282,10 @@ func (yamlParser) Unmarshal(b []byte) (map[string]any, error) {
 func (yamlParser) Marshal(m map[string]any) ([]byte, error) {
 	return yaml.Marshal(m)
 }
+
+// unquotedFlowVar finds a ${VAR} that is a whole plain scalar inside a flow
+// mapping or sequence: after "{", "[", "," or ":" and before ",", "}" or "]".
+var unquotedFlowVar = regexp.MustCompile(`([{\[,:][ \t]*)(\$\{[A-Za-z_][A-Za-z0-9_]*(?::[^{}"'\s,\]]+)?\})([ \t]*[,}\]])`)
 
 // syntaxError keeps the parser's position and message but drops the source
 // excerpt that goccy's Error() appends.

@@ -552,3 +552,30 @@ func TestNaturalOrder(t *testing.T) {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
 }
+
+// OP-1: SPEC Appendix A writes ${VAR} unquoted inside flow mappings, which
+// plain YAML refuses; the loader quotes such whole-scalar references and
+// the values are interpolated as usual.
+func TestFlowMappingVars(t *testing.T) {
+	cfg, _ := mustLoad(t, "../testdata/config/good/spec-appendix-a.yaml", fixedEnv)
+	gh := cfg.Upstreams[0]
+	if got := gh.Env["GITHUB_TOKEN"].Reveal(); got != fixedEnv["GITHUB_TOKEN"] {
+		t.Fatalf("env.GITHUB_TOKEN = %q", got)
+	}
+	sig := cfg.Upstreams[1].Signing.HMACSHA256
+	if sig.Secret.Reveal() != fixedEnv["SIGNING_KEY"] || sig.Header != "X-Signature" {
+		t.Fatalf("signing = %q %q", sig.Secret.Reveal(), sig.Header)
+	}
+
+	p := writeConfig(t, "upstreams:\n  - {name: a, command: x, args: [${TEAM_ID}, ${TEAM_ID},${TEAM_ID}], defaultKind: read}\n")
+	cfg, _ = mustLoad(t, p, fixedEnv)
+	if diff := cmp.Diff([]string{"team-42", "team-42", "team-42"}, cfg.Upstreams[0].Args); diff != "" {
+		t.Fatalf("args (-want +got):\n%s", diff)
+	}
+
+	// A flow mapping that is broken for another reason still reports it.
+	p = writeConfig(t, "upstreams:\n  - {name: a, command: ${TEAM_ID}\n")
+	if _, _, err := Load(p, optionsFor(fixedEnv)); err == nil || !strings.Contains(err.Error(), p+":") {
+		t.Fatalf("broken flow mapping: %v", err)
+	}
+}

@@ -539,7 +539,7 @@ func (t *ecmaTranslator) sequence(b *strings.Builder, lo, hi, depth int) error {
 			g := t.groups[i]
 			if g.lookaround {
 				if t.mode == ecmaForEngine {
-					return fmt.Errorf("lookaround %q is not supported by RE2", s[i:g.body])
+					return fmt.Errorf("lookaround %s is not supported by RE2", s[i:g.body])
 				}
 				if depth == 0 {
 					body, err := t.translate(g.body, g.close, depth)
@@ -770,7 +770,7 @@ func (t *ecmaTranslator) escape(b *strings.Builder, i int, inClass bool, depth i
 
 func (t *ecmaTranslator) backreference(b *strings.Builder, g *ecmaGroup, at, depth int) error {
 	if t.mode == ecmaForEngine {
-		return fmt.Errorf("backreference %q is not supported by RE2", t.src[at:min(at+2, len(t.src))])
+		return fmt.Errorf("backreference %s is not supported by RE2", t.src[at:min(at+2, len(t.src))])
 	}
 	if depth > 0 || g.close > at {
 		// Inside a copy, or naming a group not closed yet: match empty.
@@ -918,11 +918,12 @@ type rxNode struct {
 type rxEdge struct{ from, to, gen int32 }
 
 type automaton struct {
-	labels   [][]rune // rune ranges, lo-hi pairs
-	labelIDs map[string]int32
-	broad    []bool
-	meets    map[[2]int32]bool
-	leaves   int
+	labels    [][]rune // rune ranges, lo-hi pairs
+	labelIDs  map[string]int32
+	broad     []bool
+	meets     map[[2]int32]bool
+	meetTable []int8 // made once labels are final, when there are few
+	leaves    int
 
 	posLabel []int32
 	edges    []rxEdge
@@ -1133,9 +1134,29 @@ func (a *automaton) link(from, to []int32, gen int32) {
 	}
 }
 
+// meet reports whether two labels share a character, cached in a square
+// table while there are few labels and in a map beyond.
 func (a *automaton) meet(x, y int32) bool {
 	if x > y {
 		x, y = y, x
+	}
+	n := int32(len(a.labels))
+	if n <= maxDenseLabels {
+		if a.meetTable == nil {
+			a.meetTable = make([]int8, n*n)
+		}
+		switch a.meetTable[x*n+y] {
+		case 1:
+			return false
+		case 2:
+			return true
+		}
+		v := rangesMeet(a.labels[x], a.labels[y])
+		a.meetTable[x*n+y] = 1
+		if v {
+			a.meetTable[x*n+y] = 2
+		}
+		return v
 	}
 	k := [2]int32{x, y}
 	if v, ok := a.meets[k]; ok {
@@ -1145,6 +1166,8 @@ func (a *automaton) meet(x, y int32) bool {
 	a.meets[k] = v
 	return v
 }
+
+const maxDenseLabels = 512
 
 func rangesMeet(x, y []rune) bool {
 	for i, j := 0, 0; i+1 < len(x) && j+1 < len(y); {
@@ -1175,7 +1198,7 @@ func (a *automaton) ambiguous(l *rxNode) (amb, exhausted bool) {
 		}
 	}
 	for q := range n {
-		k := uint64(q)<<32 | uint64(q)
+		k := pairKey(q, q)
 		if _, seen := s.index[k]; !seen {
 			s.visit(k)
 		}
@@ -1195,6 +1218,10 @@ func (a *automaton) ambiguous(l *rxNode) (amb, exhausted bool) {
 // same input, reached from pairs (q, q). A pair of different edges taken
 // inside a strongly connected component that holds some (q, q) is two
 // different ways around the same cycle.
+//
+// The product is symmetric, so a pair is stored once, smaller position
+// first: a cycle through (q, q) in either graph lifts to one in the other,
+// because (q, q) is its own mirror image.
 type productSearch struct {
 	a     *automaton
 	base  int32
@@ -1211,6 +1238,13 @@ type productSearch struct {
 	exhausted bool
 }
 
+func pairKey(p, r int32) uint64 {
+	if p > r {
+		p, r = r, p
+	}
+	return uint64(p)<<32 | uint64(r)
+}
+
 func (s *productSearch) visit(k uint64) int32 {
 	v := int32(len(s.low))
 	s.index[k] = v
@@ -1220,8 +1254,12 @@ func (s *productSearch) visit(k uint64) int32 {
 	s.onStack = append(s.onStack, true)
 	s.diag = append(s.diag, p == r)
 	s.stack = append(s.stack, v)
-	for _, e1 := range s.out[p] {
-		for _, e2 := range s.out[r] {
+	for i, e1 := range s.out[p] {
+		others := s.out[r]
+		if p == r {
+			others = others[i:] // the mirror of (e2, e1) is (e1, e2)
+		}
+		for _, e2 := range others {
 			if s.exhausted {
 				return v
 			}
@@ -1233,7 +1271,7 @@ func (s *productSearch) visit(k uint64) int32 {
 			if !s.a.meet(s.a.posLabel[t1], s.a.posLabel[t2]) {
 				continue
 			}
-			wk := uint64(t1-s.base)<<32 | uint64(t2-s.base)
+			wk := pairKey(t1-s.base, t2-s.base)
 			w, seen := s.index[wk]
 			if !seen {
 				w = s.visit(wk)

@@ -222,4 +222,3 @@ func runConsole(_ context.Context, c *cli, args []string) int {
 	fmt.Fprintln(c.stderr, "toolgate console: the console is not available in this version yet; the config is valid")
 	return 2
 }
-

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// exampleEnv is what testdata/toolgate.example.yaml references.
+var exampleEnv = map[string]string{
+	"TOOLGATE_CONFIRM_SECRET": "cli-SECRET-confirm-0123456789abcdef0123456789",
+	"GATEWAY_KEY":             "cli-SECRET-gateway-key-0123456789",
+	"GITHUB_TOKEN":            "cli-SECRET-github",
+	"MCP_TOKEN":               "cli-SECRET-mcp",
+	"SIGNING_KEY":             "cli-SECRET-signing",
+}
+
+func setExampleEnv(t *testing.T) {
+	for k, v := range exampleEnv {
+		t.Setenv(k, v)
+	}
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func assertNoSecrets(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if strings.Contains(s, "cli-SECRET-") {
+			t.Fatalf("a secret leaked (IM-5):\n%s", s)
+		}
+	}
+}
+
+// Appendix B: every command exists and answers --help with status 0.
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, cmd := range commands() {
+		t.Run(cmd.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, cmd.name, "--help")
+			if code != 0 || !strings.HasPrefix(out, "Usage: toolgate "+cmd.name) || errOut != "" {
+				t.Fatalf("code=%d stdout=%q stderr=%q", code, out, errOut)
+			}
+		})
+	}
+	code, out, _ := runCLI(t, "--help")
+	if code != 0 || !strings.Contains(out, "import-config") {
+		t.Fatalf("top-level help: %d %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Fatalf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "check", "--bogus"); code != 2 || !strings.Contains(errOut, "bogus") {
+		t.Fatalf("bad flag: %d %q", code, errOut)
+	}
+}
+
+// Issue done-when: check of the example exits 0 with its variables set, and
+// prints no secret.
+func TestCheckExample(t *testing.T) {
+	setExampleEnv(t)
+	code, out, errOut := runCLI(t, "check", "--config", "../../testdata/toolgate.example.yaml")
+	if code != 0 {
+		t.Fatalf("check exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if !strings.Contains(out, "config ok") || !strings.Contains(out, notProbed) {
+		t.Fatalf("check output does not say what it did:\n%s", out)
+	}
+	assertNoSecrets(t, out, errOut)
+
+	code, out, errOut = runCLI(t, "check", "--json", "--config", "../../testdata/toolgate.example.yaml")
+	if code != 0 {
+		t.Fatalf("check --json exit %d: %s", code, errOut)
+	}
+	var report map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("check --json is not one JSON object: %v\n%s", err, out)
+	}
+	for _, key := range []string{"upstreams", "tools", "collisions", "dropped"} {
+		if _, ok := report[key]; !ok {
+			t.Fatalf("check --json lacks %q: %s", key, out)
+		}
+	}
+	var ups []checkUpstream
+	if err := json.Unmarshal(report["upstreams"], &ups); err != nil || len(ups) == 0 || ups[0].Name != "github" || ups[0].Transport != "stdio" {
+		t.Fatalf("upstreams: %v %+v", err, ups)
+	}
+	assertNoSecrets(t, out, errOut)
+}
+
+// Issue done-when: each bad config exits 1 with the config package's
+// message, which names the key path (or file:line:col).
+func TestCheckBadConfigs(t *testing.T) {
+	// The environment the config package's golden files were written with.
+	for k, v := range map[string]string{
+		"TOOLGATE_CONFIRM_SECRET": "cli-SECRET-confirm-0123456789abcdef0123456789",
+		"GATEWAY_KEY":             "cli-SECRET-gateway-key-0123456789",
+		"GITHUB_TOKEN":            "cli-SECRET-github",
+		"MCP_TOKEN":               "cli-SECRET-mcp",
+		"SIGNING_KEY":             "cli-SECRET-signing",
+		"MY_API_KEY":              "cli-SECRET-my-api-key",
+		"TEAM_ID":                 "team-42",
+		"EMPTY_VAR":               "",
+	} {
+		t.Setenv(k, v)
+	}
+	files, err := filepath.Glob("../../testdata/config/bad/*.yaml")
+	if err != nil || len(files) < 30 {
+		t.Fatalf("bad configs: %v (%d)", err, len(files))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "check", "--config", f)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, out, errOut)
+			}
+			// The first line of the golden (written by the config tests, whose
+			// working directory is config/) names the same problem.
+			golden, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := strings.SplitN(strings.TrimSpace(string(golden)), "\n", 2)[0]
+			first = strings.ReplaceAll(first, "../testdata/", "../../testdata/")
+			if !strings.Contains(errOut, first) {
+				t.Fatalf("stderr does not carry the expected error\nwant line: %s\ngot: %s", first, errOut)
+			}
+			assertNoSecrets(t, out, errOut)
+		})
+	}
+}
+
+func TestCheckWithoutConfig(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	code, _, errOut := runCLI(t, "check")
+	if code != 1 || !strings.Contains(errOut, "no config file") {
+		t.Fatalf("check with no config: %d %q", code, errOut)
+	}
+	code, out, _ := runCLI(t)
+	if code != 0 || !strings.Contains(out, "demo") {
+		t.Fatalf("toolgate with no config: %d %q", code, out)
+	}
+}
+
+// OP-2: import-config prints the upstreams YAML the config package produces.
+func TestImportConfig(t *testing.T) {
+	for _, name := range []string{"claude-desktop", "cursor", "vscode"} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "import-config", "../../testdata/config/mcpservers/"+name+".json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			want, err := os.ReadFile("../../testdata/config/mcpservers/" + name + ".yaml.golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != string(want) {
+				t.Fatalf("output differs from golden\n--- got\n%s\n--- want\n%s", out, want)
+			}
+			assertNoSecrets(t, out, errOut)
+		})
+	}
+	if code, _, errOut := runCLI(t, "import-config", "does-not-exist.json"); code != 1 || errOut == "" {
+		t.Fatalf("missing file: %d %q", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"mcpServers": [`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "import-config", bad); code != 1 || !strings.Contains(errOut, "bad.json") {
+		t.Fatalf("malformed file: %d %q", code, errOut)
+	}
+	if code, _, _ := runCLI(t, "import-config"); code != 2 {
+		t.Fatalf("no argument: %d", code)
+	}
+}
+
+func TestToolsJSON(t *testing.T) {
+	setExampleEnv(t)
+	code, out, errOut := runCLI(t, "tools", "--json", "--config", "../../testdata/toolgate.example.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var tools []toolRow
+	if err := json.Unmarshal([]byte(out), &tools); err != nil {
+		t.Fatalf("tools --json is not an array: %v\n%s", err, out)
+	}
+	if !strings.Contains(errOut, notProbed) {
+		t.Fatalf("tools does not say upstreams were not imported: %q", errOut)
+	}
+}
+
+// The real binary: exit statuses as a shell sees them.
+func TestBinaryExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "toolgate")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"version"}, 0, "toolgate "},
+		{[]string{"check", "--config", "../../testdata/config/bad/upstream-both.yaml"}, 1, "upstreams[0]"},
+		{[]string{"serve", "--help"}, 0, "Usage: toolgate serve"},
+	}
+	for _, tc := range cases {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Env = append(os.Environ(), "TOOLGATE_CONFIRM_SECRET="+exampleEnv["TOOLGATE_CONFIRM_SECRET"])
+		out, _ := cmd.CombinedOutput()
+		if got := cmd.ProcessState.ExitCode(); got != tc.code || !strings.Contains(string(out), tc.out) {
+			t.Errorf("toolgate %v: exit %d, output %q; want exit %d containing %q", tc.args, got, out, tc.code, tc.out)
+		}
+	}
+}
