@@ -36,7 +36,7 @@ func commands() []command {
 		{"check", "[--config F] [--json]", "validate the config, probe upstreams, report", runCheck},
 		{"tools", "[--config F] [--json]", "print the registry", runTools},
 		{"import-config", "FILE", "print upstreams YAML converted from an mcpServers JSON file", runImportConfig},
-		{"demo-upstream", "NAME [--http ADDR]", "run a built-in MCP server over stdio or Streamable HTTP", runNotYet("demo-upstream")},
+		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},
 		{"bench", "[--json] [--quick]", "gateway overhead against a direct call, same run", runNotYet("bench")},
 		{"version", "", "print version, commit and Go version", runVersion},
 	}
