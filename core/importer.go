@@ -324,7 +324,11 @@ func (im *Importer) connect(ctx context.Context, u *upstream) (uint64, error) {
 	info, err := u.spec.Upstream.Connect(cctx)
 	if err != nil {
 		_ = u.spec.Upstream.Close()
-		err = fmt.Errorf("connect: %w: %w", ErrNotSent, err)
+		if errors.Is(err, ErrNotSent) {
+			err = fmt.Errorf("connect: %w", err)
+		} else {
+			err = fmt.Errorf("connect: %w: %w", ErrNotSent, err)
+		}
 		im.failed(u, err)
 		return 0, err
 	}

@@ -16,9 +16,9 @@ package core
 //     become unbounded, since they backtrack like unbounded loops and Go's
 //     parser refuses counts above 1000. Lookaround bodies are lifted out and
 //     screened as patterns of their own: an engine backtracks inside them just
-//     the same, but where they stand they consume nothing. A backreference is
-//     replaced by a copy of the group it names, which matches at least what
-//     the backreference can.
+//     the same, but where they stand they consume nothing. A backreference
+//     matches one fixed string at run time, so it stands in as a single
+//     character drawn from its group's alphabet.
 //  2. regexp/syntax parses the result and the raw tree is used as is; it is
 //     never simplified, because simplification rewrites repetitions.
 //  3. The tree becomes a position (Glushkov) automaton that keeps parallel
@@ -33,14 +33,16 @@ package core
 //     read, so there is one way only, while `([a-z]+)*` has many.
 //
 // Counted repeats up to 10 are unrolled, so `(\.\d{1,3}){3}` is just text.
-// Polynomial blow-up (`\d+\d+` on its own, `.*a.*a`) is not flagged: it is
-// slow, not catastrophic, and common in ordinary patterns.
+// Polynomial blow-up (`\d+\d+` on its own, `.*a.*a`, `(.*a){5}`) is not
+// flagged: it is slow rather than catastrophic, and common in ordinary
+// patterns.
 //
-// The screen errs towards flagging only where it approximates: word
-// boundaries and anchors are treated as matching nothing, and a Unicode
-// property Go does not know is treated as any character. A pattern neither
-// the translator nor Go's parser understands is not flagged here; the schema
-// compiler decides whether it compiles (IM-18).
+// Where the screen approximates, it errs towards flagging: anchors and word
+// boundaries are taken to match the empty string anywhere (so
+// `(\b\w+\b\s*)*` is flagged though its boundaries make it linear), and a
+// Unicode property Go does not know is taken as any character. A pattern
+// neither the translator nor Go's parser understands is not flagged here; the
+// schema compiler decides whether it compiles (IM-18).
 
 import (
 	"bytes"
@@ -79,7 +81,7 @@ func (e *DangerousPatternError) Error() string {
 	if e.Pointer != "" {
 		at = " at " + e.Pointer
 	}
-	return fmt.Sprintf("pattern %q%s can backtrack catastrophically: %s", e.Pattern, at, e.Reason)
+	return fmt.Sprintf("pattern %s%s can backtrack catastrophically: %s", quotePattern(e.Pattern), at, e.Reason)
 }
 
 // Unwrap returns ErrDangerousPattern.
@@ -87,6 +89,14 @@ func (e *DangerousPatternError) Unwrap() error { return ErrDangerousPattern }
 
 // Is reports ErrSchemaInvalid as matching; see the type's doc comment.
 func (e *DangerousPatternError) Is(target error) bool { return target == ErrSchemaInvalid }
+
+// quotePattern quotes a pattern without doubling its backslashes where it can.
+func quotePattern(p string) string {
+	if strconv.CanBackquote(p) {
+		return "`" + p + "`"
+	}
+	return strconv.Quote(p)
+}
 
 // Reasons given by the screen, one per rule. Each is followed by " in " and
 // the offending repetition as parsed.
@@ -105,8 +115,9 @@ func ScreenPattern(pattern string) (reason string, dangerous bool) {
 	if !ok {
 		return "", false
 	}
+	work := 0 // shared by the main pattern and its lookarounds
 	for i, re := range tr {
-		if reason, bad := screenTree(re); bad {
+		if reason, bad := screenTree(re, &work); bad {
 			if i > 0 {
 				reason += " (inside a lookaround)"
 			}
@@ -150,20 +161,29 @@ func translateForScreen(pattern string) (trees []*syntax.Regexp, ok bool) {
 }
 
 // ScreenSchema screens every pattern in a schema document: each "pattern"
-// string and each "patternProperties" key in a schema position, at any depth.
-// The values of const, enum, default and examples are data and are not
-// entered, unless a local "$ref" points into them. Duplicate keys are all
-// screened, whichever one a client's parser keeps. A document that is not
-// valid JSON yields nothing; CompileSchema reports that.
+// string and each "patternProperties" key in a schema position, at any depth,
+// in document order. The values of const, enum, default and examples are
+// data and are not entered, unless a "#/…" reference points into them.
+// Duplicate keys are all screened, whichever one a client's parser keeps. A
+// document that is not valid JSON yields nothing; CompileSchema reports that,
+// and also screens whatever other references the compiler resolved.
 func ScreenSchema(raw json.RawMessage) []*DangerousPatternError {
+	found, _ := screenDocument(raw)
+	return found
+}
+
+// screenDocument is ScreenSchema, also returning each distinct pattern's
+// verdict (its reason, "" when safe) so that nothing is screened twice.
+func screenDocument(raw json.RawMessage) ([]*DangerousPatternError, map[string]string) {
+	verdict := map[string]string{}
 	root, err := decodeJSONTree(raw)
 	if err != nil {
-		return nil
+		return nil, verdict
 	}
 	w := &schemaWalker{
 		root:    root,
 		walked:  map[*jsonNode]bool{},
-		verdict: map[string]string{},
+		verdict: verdict,
 	}
 	w.schema(root, "")
 	// A local reference can turn any part of the document into a schema,
@@ -184,7 +204,7 @@ func ScreenSchema(raw json.RawMessage) []*DangerousPatternError {
 			w.schema(target, frag)
 		}
 	}
-	return w.found
+	return w.found, verdict
 }
 
 // --- walking a schema document
@@ -568,6 +588,13 @@ func (t *ecmaTranslator) sequence(b *strings.Builder, lo, hi, depth int) error {
 			i = g.close + 1
 		case '{':
 			i = t.count(b, i)
+		case '.':
+			if t.mode == ecmaForEngine {
+				b.WriteString(`[^\n\r\x{2028}\x{2029}]`) // ECMA's line terminators
+			} else {
+				b.WriteByte('.')
+			}
+			i++
 		default:
 			b.WriteByte(c)
 			i++
@@ -575,6 +602,10 @@ func (t *ecmaTranslator) sequence(b *strings.Builder, lo, hi, depth int) error {
 	}
 	return nil
 }
+
+// ecmaSpace is ECMA-262's \s: white space and line terminators, not just
+// ASCII as in RE2.
+const ecmaSpace = `\t\n\v\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}`
 
 // count copies a {n}, {n,} or {n,m} quantifier at i, or a literal '{'.
 func (t *ecmaTranslator) count(b *strings.Builder, i int) int {
@@ -685,6 +716,16 @@ func (t *ecmaTranslator) escape(b *strings.Builder, i int, inClass bool, depth i
 	}
 	c := s[i+1]
 	switch {
+	case t.mode == ecmaForEngine && c == 's':
+		if inClass {
+			b.WriteString(ecmaSpace)
+		} else {
+			b.WriteString("[" + ecmaSpace + "]")
+		}
+		return i + 2, nil
+	case t.mode == ecmaForEngine && c == 'S' && !inClass:
+		b.WriteString("[^" + ecmaSpace + "]")
+		return i + 2, nil
 	case strings.IndexByte("dDwWsSnrtfv", c) >= 0:
 		b.WriteString(s[i : i+2])
 		return i + 2, nil
@@ -777,12 +818,53 @@ func (t *ecmaTranslator) backreference(b *strings.Builder, g *ecmaGroup, at, dep
 		b.WriteString("(?:)")
 		return nil
 	}
+	// At run time a backreference matches one fixed string the group
+	// matched, so repeating it is unambiguous; what can overlap is which
+	// characters that string holds. It stands in as one character from the
+	// group's alphabet.
 	body, err := t.translate(g.body, g.close, depth+1)
 	if err != nil {
 		return err
 	}
-	b.WriteString("(?:" + body + ")")
+	re, err := syntax.Parse(body, syntax.Perl)
+	if err != nil {
+		b.WriteString("(?:)")
+		return nil
+	}
+	var alphabet []rune
+	collectAlphabet(re, &alphabet)
+	if len(alphabet) == 0 {
+		b.WriteString("(?:)")
+		return nil
+	}
+	b.WriteByte('[')
+	for i := 0; i+1 < len(alphabet); i += 2 {
+		fmt.Fprintf(b, `\x{%x}-\x{%x}`, alphabet[i], alphabet[i+1])
+	}
+	b.WriteByte(']')
 	return nil
+}
+
+// collectAlphabet adds the characters re can match, as lo-hi pairs.
+func collectAlphabet(re *syntax.Regexp, out *[]rune) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if re.Flags&syntax.FoldCase != 0 {
+				for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+					*out = append(*out, f, f)
+				}
+			}
+			*out = append(*out, r, r)
+		}
+	case syntax.OpCharClass:
+		*out = append(*out, re.Rune...)
+	case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
+		*out = append(*out, 0, unicode.MaxRune)
+	}
+	for _, sub := range re.Sub {
+		collectAlphabet(sub, out)
+	}
 }
 
 // property writes a Unicode property escape Go understands.
@@ -884,10 +966,16 @@ func compileECMA(pattern string) (ecmaRegexp, error) {
 // --- the automaton
 
 const (
-	maxPositions   = 4096      // past this, counted repeats stay loops instead of unrolling
-	maxEdges       = 1 << 20   // follow edges in one pattern
-	maxProductWork = 8_000_000 // label comparisons for one repetition
+	maxPositions = 4096    // past this, counted repeats stay loops instead of unrolling
+	maxEdges     = 1 << 20 // follow edges in one pattern
 )
+
+// screenWorkBudget bounds the work spent on one pattern, about half a second
+// at worst: comparing a pair of edges costs 1, a new pair of positions
+// workPerPair. A pattern needing more is refused as too large.
+var screenWorkBudget = 4_000_000
+
+const workPerPair = 4
 
 type rxOp uint8
 
@@ -930,10 +1018,11 @@ type automaton struct {
 	loops    []*rxNode // post-order: inner loops first
 	nextID   int32
 	tooBig   bool
+	work     *int // spent from screenWorkBudget
 }
 
-func screenTree(re *syntax.Regexp) (string, bool) {
-	a := &automaton{labelIDs: map[string]int32{}, meets: map[[2]int32]bool{}}
+func screenTree(re *syntax.Regexp, work *int) (string, bool) {
+	a := &automaton{labelIDs: map[string]int32{}, meets: map[[2]int32]bool{}, work: work}
 	root := a.build(re)
 	a.walk(root)
 	for _, l := range a.loops {
@@ -1234,7 +1323,6 @@ type productSearch struct {
 	stack     []int32
 	compDiag  []bool
 	diverging [][2]int32
-	work      int
 	exhausted bool
 }
 
@@ -1245,46 +1333,84 @@ func pairKey(p, r int32) uint64 {
 	return uint64(p)<<32 | uint64(r)
 }
 
-func (s *productSearch) visit(k uint64) int32 {
-	v := int32(len(s.low))
-	s.index[k] = v
-	p, r := int32(k>>32), int32(uint32(k))
-	s.low = append(s.low, v)
-	s.comp = append(s.comp, -1)
-	s.onStack = append(s.onStack, true)
-	s.diag = append(s.diag, p == r)
-	s.stack = append(s.stack, v)
-	for i, e1 := range s.out[p] {
-		others := s.out[r]
-		if p == r {
-			others = others[i:] // the mirror of (e2, e1) is (e1, e2)
-		}
-		for _, e2 := range others {
-			if s.exhausted {
-				return v
-			}
-			if s.work++; s.work > maxProductWork {
-				s.exhausted = true
-				return v
-			}
-			t1, t2 := s.a.edges[e1].to, s.a.edges[e2].to
-			if !s.a.meet(s.a.posLabel[t1], s.a.posLabel[t2]) {
-				continue
-			}
-			wk := pairKey(t1-s.base, t2-s.base)
-			w, seen := s.index[wk]
-			if !seen {
-				w = s.visit(wk)
-				s.low[v] = min(s.low[v], s.low[w])
-			} else if s.onStack[w] {
-				s.low[v] = min(s.low[v], w)
-			}
-			if e1 != e2 {
-				s.diverging = append(s.diverging, [2]int32{v, w})
-			}
-		}
+// visit runs Tarjan's algorithm from k with an explicit stack: the product
+// of a long pattern can be millions of pairs deep.
+func (s *productSearch) visit(k uint64) {
+	type frame struct {
+		v, p, r int32
+		i, j    int   // next pair of edges: out[p][i] with out[r][j]
+		child   int32 // node being explored below, or -1
+		div     bool  // whether the edge pair to child diverged
 	}
-	if s.low[v] == v {
+	open := func(k uint64) frame {
+		*s.a.work += workPerPair
+		v := int32(len(s.low))
+		s.index[k] = v
+		p, r := int32(k>>32), int32(uint32(k))
+		s.low = append(s.low, v)
+		s.comp = append(s.comp, -1)
+		s.onStack = append(s.onStack, true)
+		s.diag = append(s.diag, p == r)
+		s.stack = append(s.stack, v)
+		return frame{v: v, p: p, r: r, child: -1}
+	}
+	frames := []frame{open(k)}
+	for len(frames) > 0 {
+		f := &frames[len(frames)-1]
+		if f.child >= 0 {
+			w := f.child
+			s.low[f.v] = min(s.low[f.v], s.low[w])
+			// A w already in a finished component is not in v's.
+			if f.div && s.onStack[w] {
+				s.diverging = append(s.diverging, [2]int32{f.v, w})
+			}
+			f.child = -1
+		}
+		var next uint64
+		descend := false
+	edges:
+		for ; f.i < len(s.out[f.p]); f.i, f.j = f.i+1, 0 {
+			e1 := s.out[f.p][f.i]
+			if f.p == f.r && f.j < f.i {
+				f.j = f.i // the mirror of (e2, e1) is (e1, e2)
+			}
+			for ; f.j < len(s.out[f.r]); f.j++ {
+				if *s.a.work++; *s.a.work > screenWorkBudget {
+					s.exhausted = true
+					return
+				}
+				e2 := s.out[f.r][f.j]
+				t1, t2 := s.a.edges[e1].to, s.a.edges[e2].to
+				if !s.a.meet(s.a.posLabel[t1], s.a.posLabel[t2]) {
+					continue
+				}
+				wk := pairKey(t1-s.base, t2-s.base)
+				w, seen := s.index[wk]
+				switch {
+				case !seen:
+					f.div = e1 != e2
+					f.j++
+					next, descend = wk, true
+					break edges
+				case s.onStack[w]:
+					s.low[f.v] = min(s.low[f.v], w)
+					if e1 != e2 {
+						s.diverging = append(s.diverging, [2]int32{f.v, w})
+					}
+				}
+			}
+		}
+		if descend {
+			child := open(next)
+			f.child = child.v
+			frames = append(frames, child)
+			continue
+		}
+		v := f.v
+		frames = frames[:len(frames)-1]
+		if s.low[v] != v {
+			continue
+		}
 		c := int32(len(s.compDiag))
 		hasDiag := false
 		for {
@@ -1299,7 +1425,6 @@ func (s *productSearch) visit(k uint64) int32 {
 		}
 		s.compDiag = append(s.compDiag, hasDiag)
 	}
-	return v
 }
 
 // classify names the rule an ambiguous loop breaks, from its shape.
@@ -1326,7 +1451,7 @@ func (a *automaton) classify(l *rxNode) string {
 		}
 	}
 	within := func(n *rxNode, p int32) bool { return p >= n.pos && p < n.posEnd }
-	budget := maxProductWork
+	budget := screenWorkBudget
 	for _, e := range a.edges {
 		if e.gen < l.id || e.gen >= l.idEnd || !a.meet(a.posLabel[e.from], a.posLabel[e.to]) {
 			continue
@@ -1365,6 +1490,18 @@ func renderRegexp(re *syntax.Regexp) string {
 	return out
 }
 
+// perlClassNames maps the ranges regexp/syntax gives \d, \s and \w (and
+// their negations) back to their names.
+var perlClassNames = map[string]string{
+	string([]rune{0, unicode.MaxRune}):                                                                         `[^]`,
+	string([]rune{'0', '9'}):                                                                                   `\d`,
+	string([]rune{0, '0' - 1, '9' + 1, unicode.MaxRune}):                                                       `\D`,
+	string([]rune{'\t', '\n', '\f', '\r', ' ', ' '}):                                                           `\s`,
+	string([]rune{0, '\t' - 1, '\v', '\v', '\r' + 1, ' ' - 1, ' ' + 1, unicode.MaxRune}):                       `\S`,
+	string([]rune{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}):                                                     `\w`,
+	string([]rune{0, '0' - 1, '9' + 1, 'A' - 1, 'Z' + 1, '_' - 1, '_' + 1, 'a' - 1, 'z' + 1, unicode.MaxRune}): `\W`,
+}
+
 // maxRendered keeps a reason readable when a class spans half of Unicode.
 const maxRendered = 120
 
@@ -1380,13 +1517,21 @@ func writeRegexp(b *strings.Builder, re *syntax.Regexp) {
 			b.WriteString("(?i:")
 		}
 		for _, r := range re.Rune {
-			b.WriteString(regexp.QuoteMeta(string(r)))
+			if unicode.IsPrint(r) {
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			} else {
+				fmt.Fprintf(b, `\x{%x}`, r)
+			}
 		}
 		if fold {
 			b.WriteByte(')')
 		}
 	case syntax.OpCharClass:
-		b.WriteString(re.String())
+		if name, ok := perlClassNames[string(re.Rune)]; ok {
+			b.WriteString(name)
+		} else {
+			b.WriteString(re.String())
+		}
 	case syntax.OpAnyCharNotNL:
 		b.WriteByte('.')
 	case syntax.OpAnyChar:

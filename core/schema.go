@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -64,10 +65,100 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSchemaInvalid, compileErrorText(err))
 	}
-	if found := ScreenSchema(raw); len(found) > 0 {
+	found, verdict := screenDocument(raw)
+	found = append(found, screenCompiled(compiled, found, verdict)...)
+	if len(found) > 0 {
 		return nil, found[0]
 	}
 	return &Schema{raw: raw, compiled: compiled}, nil
+}
+
+// screenCompiled screens the patterns of every schema the compiled one can
+// reach, skipping places already reported and reusing verdicts already
+// reached. The document walk cannot follow every reference on its own
+// ("$id"-relative ones, say); the compiler has.
+func screenCompiled(root *jsonschema.Schema, reported []*DangerousPatternError, verdict map[string]string) []*DangerousPatternError {
+	done := map[string]bool{}
+	for _, d := range reported {
+		done[d.Pointer] = true
+	}
+	var found []*DangerousPatternError
+	check := func(pattern, ptr string) {
+		if done[ptr] {
+			return
+		}
+		done[ptr] = true
+		reason, seen := verdict[pattern]
+		if !seen {
+			reason, _ = ScreenPattern(pattern)
+			verdict[pattern] = reason
+		}
+		if reason != "" {
+			found = append(found, &DangerousPatternError{Pointer: ptr, Pattern: pattern, Reason: reason})
+		}
+	}
+	visited := map[*jsonschema.Schema]bool{}
+	var walk func(s *jsonschema.Schema)
+	walkAny := func(v any) {
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			walk(v)
+		case []*jsonschema.Schema:
+			for _, s := range v {
+				walk(s)
+			}
+		}
+	}
+	walk = func(s *jsonschema.Schema) {
+		if s == nil || visited[s] {
+			return
+		}
+		visited[s] = true
+		if s.Pattern != nil {
+			check(s.Pattern.String(), locationPointer(s.Location)+"/pattern")
+		}
+		for re, sub := range s.PatternProperties {
+			check(re.String(), locationPointer(sub.Location))
+			walk(sub)
+		}
+		for _, sub := range []*jsonschema.Schema{
+			s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else, s.PropertyNames,
+			s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema,
+		} {
+			walk(sub)
+		}
+		if s.DynamicRef != nil {
+			walk(s.DynamicRef.Ref)
+		}
+		for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems} {
+			walkAny(list)
+		}
+		for _, m := range []map[string]*jsonschema.Schema{s.Properties, s.DependentSchemas} {
+			for _, sub := range m {
+				walk(sub)
+			}
+		}
+		for _, dep := range s.Dependencies {
+			walkAny(dep)
+		}
+		walkAny(s.AdditionalProperties)
+		walkAny(s.Items)
+		walkAny(s.AdditionalItems)
+	}
+	walk(root)
+	// Maps were visited in random order.
+	slices.SortFunc(found, func(a, b *DangerousPatternError) int { return strings.Compare(a.Pointer, b.Pointer) })
+	return found
+}
+
+// locationPointer turns a compiled schema's location into a JSON pointer
+// into the document.
+func locationPointer(loc string) string {
+	_, frag, _ := strings.Cut(loc, "#")
+	if f, err := url.PathUnescape(frag); err == nil {
+		return f
+	}
+	return frag
 }
 
 // Raw returns the schema exactly as given to CompileSchema, or the default

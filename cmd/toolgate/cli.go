@@ -33,7 +33,7 @@ func commands() []command {
 	return []command{
 		{"console", "[--config F]", "console and in-process gateway; no config file starts the demo", runConsole},
 		{"serve", "[--config F] [--listen ADDR]", "headless gateway with JSON logs", runNotYet("serve")},
-		{"check", "[--config F] [--json]", "validate the config, probe upstreams, report", runCheck},
+		{"check", "[--config F] [--json] [--offline]", "validate the config, probe upstreams, report", runCheck},
 		{"tools", "[--config F] [--json]", "print the registry", runTools},
 		{"import-config", "FILE", "print upstreams YAML converted from an mcpServers JSON file", runImportConfig},
 		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},

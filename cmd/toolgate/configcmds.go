@@ -12,10 +12,6 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
-// notProbed is said wherever upstreams would be connected: the importer's
-// network side is not part of this version yet.
-const notProbed = "not probed: connecting to upstreams is not available in this version"
-
 // loadConfig resolves --config (or the default path) and loads it, printing
 // warnings. ok is false when the command should exit with status 1.
 func (c *cli) loadConfig(cmd, path string) (*config.Config, bool) {
@@ -27,7 +23,7 @@ func (c *cli) loadConfig(cmd, path string) (*config.Config, bool) {
 		return nil, false
 	}
 	v, _ := buildVersion()
-	cfg, warnings, err := config.Load(path, config.LoadOptions{Version: v})
+	cfg, warnings, err := config.Load(path, config.LoadOptions{Version: v, LookupEnv: lookupEnv})
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
@@ -77,10 +73,11 @@ func transportOf(u config.Upstream) string {
 	return u.Transport
 }
 
-func runCheck(_ context.Context, c *cli, args []string) int {
+func runCheck(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("check")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	offline := fs.Bool("offline", false, "validate the config only; connect to no upstream")
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
@@ -88,40 +85,67 @@ func runCheck(_ context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	reg := core.NewRegistry(nil)
-	report := checkReport{Tools: rows(reg), Collisions: reg.Collisions(), Dropped: []checkDrop{}}
-	for _, u := range cfg.Upstreams {
-		report.Upstreams = append(report.Upstreams, checkUpstream{
-			Name: u.Name, State: string(core.StateDisconnected), Transport: transportOf(u), Error: notProbed,
-		})
+	g, err := newGateway(cfg)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
+		return 1
 	}
-	if report.Upstreams == nil {
-		report.Upstreams = []checkUpstream{}
+	defer g.close()
+	var startErr error
+	if *offline {
+		fmt.Fprintln(c.stderr, "toolgate check: --offline: upstreams not probed")
+	} else {
+		startErr = g.start(ctx)
 	}
+
+	snap := g.reg.Bus().Snapshot()
+	report := checkReport{Upstreams: []checkUpstream{}, Tools: rows(snap), Collisions: snap.Collisions, Dropped: []checkDrop{}}
 	if report.Collisions == nil {
 		report.Collisions = []core.Collision{}
 	}
-	if *asJSON {
-		return c.printJSON(report)
+	problems := len(report.Collisions) > 0 || startErr != nil
+	for _, st := range snap.Upstreams {
+		report.Upstreams = append(report.Upstreams, checkUpstream{
+			Name: st.Name, State: string(st.State), Transport: st.Transport, Tools: st.Tools, Error: st.LastError,
+		})
+		problems = problems || !*offline && st.State != core.StateConnected
 	}
-	fmt.Fprintf(c.stdout, "config ok: %d endpoint(s), %d upstream(s)\n", len(cfg.Endpoints), len(cfg.Upstreams))
-	for _, e := range cfg.Endpoints {
-		mode := "auth"
-		switch {
-		case e.Open():
-			mode = "open (actor " + e.Actor.ID + ")"
-		case e.Auth == nil:
-			mode = "fails closed (no auth, no actor)"
+	for _, d := range snap.Dropped {
+		if d.Kind == core.DropFilter {
+			continue // the operator asked for it (IM-14)
 		}
-		fmt.Fprintf(c.stdout, "  endpoint %-20s %s\n", e.Path, mode)
+		report.Dropped = append(report.Dropped, checkDrop{Source: d.Source, RemoteName: d.RemoteName, Reason: d.Reason})
+		problems = true
 	}
+	code := 0
+	if problems {
+		code = 2
+	}
+	if *asJSON {
+		if c.printJSON(report) != 0 {
+			return 1
+		}
+		return code
+	}
+	fmt.Fprintf(c.stdout, "config ok: %d endpoint(s), %d upstream(s), %d tool(s)\n", len(cfg.Endpoints), len(cfg.Upstreams), len(report.Tools))
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	for _, u := range report.Upstreams {
-		fmt.Fprintf(c.stdout, "  upstream %-20s %-6s %s\n", u.Name, u.Transport, u.Error)
+		fmt.Fprintf(tw, "  upstream %s\t%s\t%s\t%d tools\t%s\n", u.Name, u.Transport, u.State, u.Tools, u.Error)
 	}
-	return 0
+	_ = tw.Flush()
+	for _, col := range report.Collisions {
+		fmt.Fprintf(c.stdout, "  collision %s: kept %s, refused %s\n", col.Name, col.Kept, col.Refused)
+	}
+	for _, d := range report.Dropped {
+		fmt.Fprintf(c.stdout, "  dropped %s/%s: %s\n", d.Source, d.RemoteName, d.Reason)
+	}
+	if startErr != nil {
+		fmt.Fprintf(c.stderr, "toolgate check: %v\n", startErr)
+	}
+	return code
 }
 
-func runTools(_ context.Context, c *cli, args []string) int {
+func runTools(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("tools")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
 	asJSON := fs.Bool("json", false, "print the tools as a JSON array")
@@ -132,10 +156,22 @@ func runTools(_ context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	if len(cfg.Upstreams) > 0 {
-		fmt.Fprintf(c.stderr, "toolgate tools: %d upstream(s) %s\n", len(cfg.Upstreams), notProbed)
+	g, err := newGateway(cfg)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
+		return 1
 	}
-	tools := rows(core.NewRegistry(nil))
+	defer g.close()
+	if err := g.start(ctx); err != nil {
+		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
+		return 1
+	}
+	for _, st := range g.importer.Statuses() {
+		if st.State != core.StateConnected {
+			fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s\n", st.Name, st.State, st.LastError)
+		}
+	}
+	tools := rows(g.reg.Bus().Snapshot())
 	if *asJSON {
 		return c.printJSON(tools)
 	}
@@ -156,9 +192,9 @@ func runTools(_ context.Context, c *cli, args []string) int {
 }
 
 // rows lists the registry as printed by tools and check.
-func rows(reg *core.Registry) []toolRow {
+func rows(snap core.Snapshot) []toolRow {
 	out := []toolRow{}
-	for _, t := range reg.Bus().Snapshot().Tools {
+	for _, t := range snap.Tools {
 		out = append(out, toolRow{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind), Flags: []string{}})
 	}
 	return out

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
+)
+
+// SelfEnv names the running toolgate binary for ${…} in configs that spawn
+// the built-in demo upstreams (`command: ${TOOLGATE_SELF}`).
+const SelfEnv = "TOOLGATE_SELF"
+
+// lookupEnv resolves ${VAR} for configs: the process environment, plus
+// TOOLGATE_SELF when the environment does not set it.
+func lookupEnv(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
+	}
+	if name == SelfEnv {
+		if exe, err := os.Executable(); err == nil {
+			return exe, true
+		}
+	}
+	return "", false
+}
+
+// gateway is the in-process gateway as far as this version builds it.
+type gateway struct {
+	reg      *core.Registry
+	importer *core.Importer
+}
+
+// newGateway builds the registry and importer for cfg; nothing connects.
+func newGateway(cfg *config.Config) (*gateway, error) {
+	reg := core.NewRegistry(nil)
+	specs := make([]core.UpstreamSpec, 0, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		up, err := newUpstream(u)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		specs = append(specs, core.UpstreamSpec{
+			Name:        u.Name,
+			Prefix:      u.EffectivePrefix(),
+			Transport:   transportOf(u),
+			Include:     u.Include,
+			Exclude:     u.Exclude,
+			Reads:       u.Reads,
+			Actions:     u.Actions,
+			DefaultKind: core.Kind(u.DefaultKind),
+			Roles:       u.Roles,
+			Required:    u.Required,
+			Timeout:     u.Timeout,
+			Upstream:    up,
+		})
+	}
+	return &gateway{reg: reg, importer: core.NewImporter(reg, specs, nil)}, nil
+}
+
+// start imports every upstream (IM-7, IM-8).
+func (g *gateway) start(ctx context.Context) error { return g.importer.Start(ctx) }
+
+// close stops every upstream connection and child process (IM-10).
+func (g *gateway) close() error { return g.importer.Close() }

@@ -1,0 +1,573 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// UpstreamOptions is one upstream's connection settings (cmd fills it from
+// config). Exactly one of Command and URL is set.
+type UpstreamOptions struct {
+	Name string
+
+	// stdio (IM-3)
+	Command string
+	Args    []string
+	Cwd     string
+	// Env nil: the child gets a minimal default environment (PATH, HOME, …).
+	// Non-nil: the gateway's environment with these entries merged over it.
+	Env map[string]string
+
+	// network (IM-2, IM-4)
+	URL string
+	// Transport is "auto" (or empty), "http" or "sse".
+	Transport string
+	Headers   map[string]string
+	// Authorization is a raw token, sent as "Authorization: Bearer <token>".
+	Authorization string
+	// Signing is nil for no request signing.
+	Signing *HMACSigning
+
+	// StderrLimit bounds the kept stderr of a stdio child (default 64 KiB).
+	StderrLimit int
+	// Logger is nil to discard.
+	Logger *slog.Logger
+}
+
+// HMACSigning signs every request: the configured header carries
+// hex(HMAC-SHA256(Secret, METHOD + "\n" + URL + "\n" + body)).
+type HMACSigning struct {
+	Secret []byte
+	Header string
+}
+
+// StderrReporter is implemented by the stdio upstream.
+type StderrReporter interface {
+	// Stderr returns the kept tail of the child's stderr, for diagnostics.
+	Stderr() string
+}
+
+// ProtocolVersion is the MCP revision toolgate asks upstreams for. Pinning a
+// revision that still uses initialize skips mcp-go's server/discover probe.
+const ProtocolVersion = mcpgo.ProtocolVersion20250618
+
+// DefaultStderrLimit is how much of a stdio child's stderr is kept.
+const DefaultStderrLimit = 64 << 10
+
+// maxListPages bounds tools/list pagination against a server that never
+// stops handing out cursors.
+const maxListPages = 1000
+
+// NewUpstream validates opts and returns an unconnected upstream.
+func NewUpstream(opts UpstreamOptions) (core.Upstream, error) {
+	if err := validate(&opts); err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", opts.Name, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("upstream", opts.Name)
+	if opts.Command != "" {
+		return newStdioUpstream(opts, log), nil
+	}
+	return newHTTPUpstream(opts, log), nil
+}
+
+func validate(o *UpstreamOptions) error {
+	switch {
+	case o.Command == "" && o.URL == "":
+		return errors.New("needs a command or a url")
+	case o.Command != "" && o.URL != "":
+		return errors.New("has both a command and a url")
+	case o.StderrLimit < 0:
+		return errors.New("stderr limit is negative")
+	}
+	if o.StderrLimit == 0 {
+		o.StderrLimit = DefaultStderrLimit
+	}
+	if o.Command != "" {
+		if o.Transport != "" && o.Transport != "stdio" {
+			return fmt.Errorf("transport %q does not apply to a command", o.Transport)
+		}
+		return nil
+	}
+	switch o.Transport {
+	case "", "auto", "http", "sse":
+	default:
+		return fmt.Errorf("unknown transport %q (want auto, http or sse)", o.Transport)
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return errors.New("url does not parse")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("url needs an http or https scheme and a host")
+	}
+	for k := range o.Headers {
+		if !validHeaderName(k) {
+			return fmt.Errorf("invalid header name %q", k)
+		}
+	}
+	if s := o.Signing; s != nil {
+		if len(s.Secret) == 0 {
+			return errors.New("signing secret is empty")
+		}
+		if !validHeaderName(s.Header) {
+			return fmt.Errorf("invalid signing header name %q", s.Header)
+		}
+	}
+	return nil
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// dialFunc makes one fresh connection: transport started and initialized.
+type dialFunc func(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error)
+
+// base is what every transport shares: the current session, raw requests,
+// result conversion and the tools-changed callback.
+type base struct {
+	log   *slog.Logger
+	dial  dialFunc
+	scrub func(error) error
+
+	mu        sync.Mutex
+	sess      *session
+	onChanged func()
+}
+
+// session is one live connection. Its requests carry string ids, so they can
+// never collide with the integer ids mcp-go's client uses for initialize.
+type session struct {
+	client *client.Client
+	tr     transport.Interface
+	// lost is done when the transport reported the connection gone.
+	lost     context.Context
+	markLost context.CancelFunc
+	// stop ends the connection and releases everything it holds.
+	stop func() error
+	ids  atomic.Int64
+	// exited reports whether a stdio child has exited; nil for network.
+	exited func() bool
+}
+
+var errConnectionLost = errors.New("connection to upstream lost")
+
+func (b *base) Connect(ctx context.Context) (core.ServerInfo, error) {
+	_ = b.Close()
+	s, info, err := b.dial(ctx, b.notification)
+	if err != nil {
+		return core.ServerInfo{}, b.scrub(err)
+	}
+	b.mu.Lock()
+	b.sess = s
+	b.mu.Unlock()
+	b.log.Debug("connected", "server", info.Name, "protocol", info.Protocol)
+	return info, nil
+}
+
+func (b *base) Close() error {
+	b.mu.Lock()
+	s := b.sess
+	b.sess = nil
+	b.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.stop()
+}
+
+func (b *base) OnToolsChanged(f func()) {
+	b.mu.Lock()
+	b.onChanged = f
+	b.mu.Unlock()
+}
+
+func (b *base) notification(n mcpgo.JSONRPCNotification) {
+	if n.Method != mcpgo.MethodNotificationToolsListChanged {
+		return
+	}
+	b.mu.Lock()
+	f := b.onChanged
+	b.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+func (b *base) current() (*session, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sess == nil {
+		return nil, fmt.Errorf("%w: not connected", core.ErrNotSent)
+	}
+	return b.sess, nil
+}
+
+func (b *base) Ping(ctx context.Context) error {
+	s, err := b.current()
+	if err != nil {
+		return err
+	}
+	// Sent raw rather than through client.Ping, which sends nothing when the
+	// server negotiated a stateless revision.
+	if _, err := s.request(ctx, string(mcpgo.MethodPing), nil); err != nil {
+		return b.scrub(fmt.Errorf("ping: %w", err))
+	}
+	return nil
+}
+
+func (b *base) ListTools(ctx context.Context) ([]core.RemoteTool, error) {
+	s, err := b.current()
+	if err != nil {
+		return nil, err
+	}
+	var tools []core.RemoteTool
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", maxListPages)
+		}
+		var params any
+		if cursor != "" {
+			params = map[string]string{"cursor": cursor}
+		}
+		raw, err := s.request(ctx, string(mcpgo.MethodToolsList), params)
+		if err != nil {
+			return nil, b.scrub(fmt.Errorf("tools/list: %w", err))
+		}
+		next, err := parseToolsPage(raw, &tools)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if next == "" {
+			return tools, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("tools/list: cursor %q repeated", next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+}
+
+// parseToolsPage appends one page's tools, keeping inputSchema and
+// annotations as the exact bytes the server sent (IM-17).
+func parseToolsPage(raw json.RawMessage, tools *[]core.RemoteTool) (string, error) {
+	var page struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			Description *string         `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+			Annotations json.RawMessage `json:"annotations"`
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return "", fmt.Errorf("invalid result: %w", err)
+	}
+	for _, t := range page.Tools {
+		*tools = append(*tools, core.RemoteTool{
+			Name:        t.Name,
+			Description: t.Description,
+			InputSchema: nonNull(t.InputSchema),
+			Annotations: nonNull(t.Annotations),
+		})
+	}
+	return page.NextCursor, nil
+}
+
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMessage) (core.Result, error) {
+	s, err := b.current()
+	if err != nil {
+		return core.Result{}, err
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if !json.Valid(args) {
+		return core.Result{}, fmt.Errorf("tools/call %s: %w: arguments are not valid JSON", remoteName, core.ErrNotSent)
+	}
+	params := struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{remoteName, args}
+	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), params)
+	if err != nil {
+		return core.Result{}, b.scrub(fmt.Errorf("tools/call %s: %w", remoteName, err))
+	}
+	res, err := convertResult(raw)
+	if err != nil {
+		return core.Result{}, fmt.Errorf("tools/call %s: %w", remoteName, err)
+	}
+	return res, nil
+}
+
+// convertResult passes a tools/call result through untouched, except the
+// legacy shape (IM-32): a toolResult and no content blocks becomes one text
+// block. Non-empty content always wins over toolResult.
+func convertResult(raw json.RawMessage) (core.Result, error) {
+	var probe struct {
+		Content    json.RawMessage `json:"content"`
+		ToolResult json.RawMessage `json:"toolResult"`
+		IsError    json.RawMessage `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return core.Result{}, fmt.Errorf("invalid result: %w", err)
+	}
+	isError := string(probe.IsError) == "true"
+	if len(probe.ToolResult) == 0 || !emptyContent(probe.Content) {
+		return core.Result{JSON: raw, IsError: isError}, nil
+	}
+	var text string
+	if err := json.Unmarshal(probe.ToolResult, &text); err != nil {
+		var buf bytes.Buffer
+		if json.Compact(&buf, probe.ToolResult) != nil {
+			return core.Result{}, errors.New("invalid result: bad toolResult")
+		}
+		text = buf.String()
+	}
+	type block struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	out, err := json.Marshal(struct {
+		Content []block `json:"content"`
+		IsError bool    `json:"isError"`
+	}{[]block{{"text", text}}, isError})
+	if err != nil {
+		return core.Result{}, err
+	}
+	return core.Result{JSON: out, IsError: isError}, nil
+}
+
+func emptyContent(raw json.RawMessage) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	var blocks []json.RawMessage
+	return json.Unmarshal(raw, &blocks) == nil && len(blocks) == 0
+}
+
+// request sends one JSON-RPC request straight through the transport and
+// returns the result untouched.
+func (s *session) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if s.lost.Err() != nil {
+		return nil, fmt.Errorf("%w: %w: %w", core.ErrNotSent, io.ErrUnexpectedEOF, errConnectionLost)
+	}
+	rec := &statusRecorder{}
+	ctx = context.WithValue(ctx, statusKey{}, rec)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatch := context.AfterFunc(s.lost, func() { cancel(errConnectionLost) })
+	defer stopWatch()
+
+	req := transport.JSONRPCRequest{
+		JSONRPC: mcpgo.JSONRPC_VERSION,
+		ID:      mcpgo.NewRequestId(fmt.Sprintf("tg-%d", s.ids.Add(1))),
+		Method:  method,
+		Params:  params,
+	}
+	resp, err := s.tr.SendRequest(ctx, req)
+	if err != nil {
+		return nil, s.classify(ctx, err, rec)
+	}
+	if resp == nil {
+		return nil, s.classify(ctx, errors.New("no response"), rec)
+	}
+	if resp.Error != nil {
+		return nil, &core.RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	if len(resp.Result) == 0 {
+		// mcp-go hands back an error status whose body parsed as an empty
+		// JSON-RPC message as a response with neither result nor error.
+		return nil, s.classify(ctx, errors.New("response has no result"), rec)
+	}
+	return resp.Result, nil
+}
+
+// classify marks err for the importer's retry rules (IM-27, IM-29).
+func (s *session) classify(ctx context.Context, err error, rec *statusRecorder) error {
+	if errors.Is(context.Cause(ctx), errConnectionLost) {
+		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, errConnectionLost)
+	}
+	if code := rec.code.Load(); code >= 400 && !errors.Is(err, transport.ErrSessionTerminated) {
+		return fmt.Errorf("%w: %w", &core.StatusError{Code: int(code)}, err)
+	}
+	if s.exited != nil && s.exited() {
+		return fmt.Errorf("%w: child process exited: %w", io.ErrUnexpectedEOF, err)
+	}
+	return classifyErr(err)
+}
+
+// classifyErr handles what does not depend on the session.
+func classifyErr(err error) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, transport.ErrSessionTerminated):
+		return fmt.Errorf("%w: %w", core.ErrSessionExpired, err)
+	case notSent(err):
+		return fmt.Errorf("%w: %w", core.ErrNotSent, err)
+	case errors.Is(err, transport.ErrTransportClosed):
+		// Returned by the stdio transport once the child's stdout ended.
+		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, err)
+	case strings.Contains(msg, "unexpected nil response"),
+		strings.Contains(msg, "connection has been closed"):
+		// A response stream that ended without the response.
+		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, err)
+	case strings.Contains(msg, "timeout waiting for SSE response"):
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// scrubbed is an error whose text had secrets replaced; matching still sees
+// the original chain.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// scrubber returns a function that replaces secret in error texts with safe
+// (IM-5): net/http quotes the request URL, whose userinfo or query may
+// carry a token.
+func scrubber(secret, safe string) func(error) error {
+	if secret == "" || secret == safe {
+		return func(err error) error { return err }
+	}
+	return func(err error) error {
+		if err == nil || !strings.Contains(err.Error(), secret) {
+			return err
+		}
+		return &scrubbed{strings.ReplaceAll(err.Error(), secret, safe), err}
+	}
+}
+
+// handshake starts c and runs initialize, bounded by ctx. The connection
+// itself lives on connCtx, which the caller cancels to end it: Start keeps its
+// context for the connection's lifetime (the SSE stream, the GET listener).
+func handshake(ctx, connCtx context.Context, c *client.Client) (core.ServerInfo, error) {
+	rec := &statusRecorder{}
+	ctx = context.WithValue(ctx, statusKey{}, rec)
+	started := make(chan error, 1)
+	go func() { started <- c.Start(context.WithValue(connCtx, statusKey{}, rec)) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return core.ServerInfo{}, handshakeErr(err, rec)
+		}
+	case <-ctx.Done():
+		return core.ServerInfo{}, fmt.Errorf("initialize: %w", ctx.Err())
+	}
+	req := mcpgo.InitializeRequest{}
+	req.Params.ProtocolVersion = ProtocolVersion
+	req.Params.ClientInfo = mcpgo.Implementation{Name: "toolgate", Version: "0"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		return core.ServerInfo{}, handshakeErr(err, rec)
+	}
+	return core.ServerInfo{
+		Name:     res.ServerInfo.Name,
+		Version:  res.ServerInfo.Version,
+		Protocol: res.ProtocolVersion,
+	}, nil
+}
+
+func handshakeErr(err error, rec *statusRecorder) error {
+	if code := rec.code.Load(); code >= 400 {
+		return fmt.Errorf("initialize: %w: %w", &core.StatusError{Code: int(code)}, err)
+	}
+	return fmt.Errorf("initialize: %w", classifyErr(err))
+}
+
+// libLogger is the logger handed to mcp-go: its messages are demoted to
+// debug (it reports routine reconnects as errors) and scrubbed of secret.
+func libLogger(log *slog.Logger, secret, safe string) *slog.Logger {
+	return slog.New(libHandler{log.Handler(), scrubber(secret, safe), secret, safe})
+}
+
+type libHandler struct {
+	h            slog.Handler
+	scrub        func(error) error
+	secret, safe string
+}
+
+func (h libHandler) Enabled(ctx context.Context, _ slog.Level) bool {
+	return h.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h libHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, slog.LevelDebug, h.text(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.h.Handle(ctx, out)
+}
+
+func (h libHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.text(v.String()))
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, h.scrub(err).Error())
+		}
+	}
+	return a
+}
+
+func (h libHandler) text(s string) string {
+	if h.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, h.secret, h.safe)
+}
+
+func (h libHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	h.h = h.h.WithAttrs(as)
+	return h
+}
+
+func (h libHandler) WithGroup(name string) slog.Handler {
+	h.h = h.h.WithGroup(name)
+	return h
+}

@@ -1,0 +1,225 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+type httpUpstream struct {
+	base
+	opts   UpstreamOptions
+	libLog *slog.Logger
+	// origin is scheme://host of the URL: credentials go nowhere else.
+	origin string
+}
+
+var (
+	_ core.Upstream             = (*httpUpstream)(nil)
+	_ core.ToolsChangedNotifier = (*httpUpstream)(nil)
+)
+
+func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
+	u := &httpUpstream{opts: opts}
+	pu, _ := url.Parse(opts.URL) // validated
+	u.origin = pu.Scheme + "://" + pu.Host
+	safe := *pu
+	safe.User, safe.RawQuery, safe.Fragment = nil, "", ""
+	u.base = base{log: log, dial: u.dial, scrub: scrubber(pu.String(), safe.String())}
+	u.libLog = libLogger(log, pu.String(), safe.String())
+	return u
+}
+
+func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
+	switch u.opts.Transport {
+	case "http":
+		return u.dialWith(ctx, onNote, false)
+	case "sse":
+		return u.dialWith(ctx, onNote, true)
+	}
+	// auto (IM-2): Streamable HTTP, then SSE; if both fail, the HTTP error.
+	s, info, err := u.dialWith(ctx, onNote, false)
+	if err == nil {
+		return s, info, nil
+	}
+	u.log.Debug("streamable HTTP failed, trying SSE", "err", u.scrub(err))
+	s, info, sseErr := u.dialWith(ctx, onNote, true)
+	if sseErr == nil {
+		return s, info, nil
+	}
+	u.log.Debug("SSE failed too", "err", u.scrub(sseErr))
+	return nil, core.ServerInfo{}, err
+}
+
+func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNotification), sse bool) (*session, core.ServerInfo, error) {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	hc := &http.Client{
+		Transport: &authTransport{
+			base:    base,
+			headers: u.opts.Headers,
+			bearer:  u.opts.Authorization,
+			signing: u.opts.Signing,
+		},
+		// Credentials ride on every hop, so no hop may leave the origin.
+		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			if req.URL.Scheme+"://"+req.URL.Host != u.origin {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+
+	var tr transport.Interface
+	if sse {
+		t, err := transport.NewSSE(u.opts.URL,
+			transport.WithHTTPClient(hc),
+			transport.WithSSELogger(u.libLog),
+			// Connect's and each call's context bound the waits instead.
+			transport.WithEndpointTimeout(24*time.Hour),
+			transport.WithResponseTimeout(24*time.Hour))
+		if err != nil {
+			return nil, core.ServerInfo{}, err
+		}
+		tr = t
+	} else {
+		t, err := transport.NewStreamableHTTP(u.opts.URL,
+			transport.WithHTTPBasicClient(hc),
+			transport.WithHTTPLogger(u.libLog),
+			// The standing GET stream carries list_changed (IM-25).
+			transport.WithContinuousListening())
+		if err != nil {
+			return nil, core.ServerInfo{}, err
+		}
+		tr = t
+	}
+
+	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	lost, markLost := context.WithCancel(context.Background())
+	c := client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
+	c.OnNotification(onNote)
+	c.OnConnectionLost(func(error) { markLost() })
+
+	var once sync.Once
+	var stopErr error
+	stop := func() error {
+		once.Do(func() {
+			markLost()
+			stopErr = tr.Close()
+			cancel()
+			base.CloseIdleConnections()
+		})
+		return stopErr
+	}
+	info, err := handshake(ctx, connCtx, c)
+	if err != nil {
+		_ = stop()
+		name := "streamable HTTP"
+		if sse {
+			name = "SSE"
+		}
+		return nil, core.ServerInfo{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop}, info, nil
+}
+
+// authTransport puts the upstream's credentials on every request mcp-go
+// makes, including the ones it sends without its configured headers (the
+// DELETE ending a session) and the event streams (IM-4).
+type authTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+	bearer  string
+	signing *HMACSigning
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	if t.bearer != "" {
+		r.Header.Set("Authorization", "Bearer "+t.bearer)
+	}
+	if t.signing != nil {
+		var body []byte
+		if req.Body != nil && req.Body != http.NoBody {
+			b, err := io.ReadAll(req.Body)
+			_ = req.Body.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading request body to sign: %w", core.ErrNotSent, err)
+			}
+			body = b
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+			r.ContentLength = int64(len(body))
+		}
+		// Set last: the signer's header wins over static headers.
+		r.Header.Set(t.signing.Header, sign(t.signing.Secret, r.Method, r.URL.String(), body))
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode >= 400 {
+		if rec, ok := req.Context().Value(statusKey{}).(*statusRecorder); ok {
+			rec.code.Store(int32(resp.StatusCode))
+		}
+	}
+	return resp, err
+}
+
+// sign is hex(HMAC-SHA256(secret, METHOD "\n" URL "\n" body)).
+func sign(secret []byte, method, url string, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(method + "\n" + url + "\n"))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// statusRecorder catches the HTTP status of a failed request on its way
+// through authTransport: mcp-go only reports it inside an error string.
+type statusRecorder struct{ code atomic.Int32 }
+
+type statusKey struct{}
+
+// notSent reports failures that provably happened before a request left
+// (IM-29): no connection was made, so nothing was written.
+func notSent(err error) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &dnsErr), errors.As(err, &certErr), errors.As(err, &recErr),
+		errors.As(err, &alert), errors.As(err, &unknownCA), errors.As(err, &hostErr),
+		errors.As(err, &invalid):
+		return true
+	case errors.As(err, &opErr):
+		return opErr.Op == "dial" || opErr.Op == "proxyconnect"
+	}
+	// The TLS handshake's own failures are mostly plain errors.
+	return strings.Contains(err.Error(), "tls: handshake") ||
+		strings.Contains(err.Error(), "TLS handshake")
+}
