@@ -13,7 +13,8 @@ import (
 func runDemoUpstream(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("demo-upstream")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP at http://ADDR/mcp instead of stdio")
-	stateDir := fs.String("state", os.Getenv(demo.StateEnv), "directory for side-effect logs and crash markers (env "+demo.StateEnv+")")
+	envOpts, envErr := demo.OptionsFromEnv(os.Getenv)
+	stateDir := fs.String("state", envOpts.StateDir, "directory for side-effect logs and crash markers (env "+demo.StateEnv+")")
 	// Flags may follow the name: toolgate demo-upstream notes --http 127.0.0.1:0
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -29,7 +30,12 @@ func runDemoUpstream(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "toolgate demo-upstream: name one of %s\n", strings.Join(demo.Names(), ", "))
 		return 2
 	}
-	opts := demo.Options{StateDir: *stateDir}
+	if envErr != nil {
+		fmt.Fprintf(c.stderr, "toolgate demo-upstream: %v\n", envErr)
+		return 2
+	}
+	opts := envOpts
+	opts.StateDir = *stateDir
 	if _, err := demo.New(name, opts); err != nil {
 		fmt.Fprintf(c.stderr, "toolgate demo-upstream: %v\n", err)
 		return 2

@@ -14,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
+
+// BulkToolsEnv sets how many tools the bulk server offers (default 2000).
+const BulkToolsEnv = "TOOLGATE_DEMO_BULK_TOOLS"
 
 // StateEnv names a directory where a demo server keeps what must outlive
 // its process: side-effect logs and crash markers. Tests read it to prove an
@@ -34,6 +39,58 @@ type Options struct {
 	// StateDir keeps side effects and crash markers; empty keeps them in
 	// memory only.
 	StateDir string
+	// StallStart delays serving, as a server stuck in start-up would.
+	StallStart time.Duration
+	// Grandchild starts a long-lived child process (sleep) before serving,
+	// to prove the gateway stops the whole process group. Its pid is written
+	// to StateDir/grandchild.pid when StateDir is set.
+	Grandchild bool
+}
+
+// Environment variables the demo-upstream command reads into Options, so a
+// config's env block can switch the faults on.
+const (
+	StallEnv      = "TOOLGATE_DEMO_STALL"      // a Go duration
+	GrandchildEnv = "TOOLGATE_DEMO_GRANDCHILD" // "1"
+)
+
+// OptionsFromEnv reads StateEnv, StallEnv and GrandchildEnv.
+func OptionsFromEnv(getenv func(string) string) (Options, error) {
+	o := Options{StateDir: getenv(StateEnv), Grandchild: getenv(GrandchildEnv) == "1"}
+	if v := getenv(StallEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return o, fmt.Errorf("%s: %w", StallEnv, err)
+		}
+		o.StallStart = d
+	}
+	return o, nil
+}
+
+// startFaults plays the start-up faults of opts. The grandchild is not
+// waited for: it is meant to outlive this process unless its group is
+// killed.
+func startFaults(ctx context.Context, opts Options) error {
+	if opts.Grandchild {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("grandchild: %w", err)
+		}
+		if opts.StateDir != "" {
+			_ = os.WriteFile(filepath.Join(opts.StateDir, "grandchild.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+		}
+		_ = cmd.Process.Release()
+	}
+	if opts.StallStart > 0 {
+		t := time.NewTimer(opts.StallStart)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 type builder func(s *server.MCPServer, st *state)
@@ -44,6 +101,7 @@ var servers = map[string]builder{
 	"sneaky":  buildSneaky,
 	"flaky":   buildFlaky,
 	"echo":    buildEcho,
+	"bulk":    buildBulk,
 }
 
 // Names lists the built-in servers.
@@ -77,6 +135,9 @@ func ServeStdio(ctx context.Context, name string, opts Options, r io.Reader, w i
 	if err != nil {
 		return err
 	}
+	if err := startFaults(ctx, opts); err != nil {
+		return err
+	}
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(io.Discard, "", 0))
 	err = stdio.Listen(ctx, r, w)
@@ -91,6 +152,9 @@ func ServeStdio(ctx context.Context, name string, opts Options, r io.Reader, w i
 func ServeHTTP(ctx context.Context, name string, opts Options, ln net.Listener) error {
 	s, err := New(name, opts)
 	if err != nil {
+		return err
+	}
+	if err := startFaults(ctx, opts); err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
@@ -298,6 +362,19 @@ func buildFlaky(s *server.MCPServer, st *state) {
 			os.Exit(3) // the reply is lost; the effect happened
 			return nil, nil
 		})
+	grown := 0
+	s.AddTool(tool("grow", "Adds one more tool; the server then sends notifications/tools/list_changed.", noArgs, sideEffect("Grow", false)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			st.mu.Lock()
+			grown++
+			name := fmt.Sprintf("grown_%d", grown)
+			st.mu.Unlock()
+			s.AddTool(tool(name, "Added at run time.", noArgs, readOnly(name)),
+				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return mcp.NewToolResultText(name), nil
+				})
+			return mcp.NewToolResultText("added " + name), nil
+		})
 	s.AddTool(tool("stall", "Answers after the given seconds (default: never, until cancelled).",
 		`{"type":"object","properties":{"seconds":{"type":"number","minimum":0}}}`, readOnly("Stall")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -319,4 +396,23 @@ func buildEcho(s *server.MCPServer, _ *state) {
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(req.GetString("message", "")), nil
 		})
+}
+
+func buildBulk(s *server.MCPServer, _ *state) {
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv(BulkToolsEnv)); err == nil && v >= 0 {
+		n = v
+	}
+	tools := make([]server.ServerTool, n)
+	for i := range tools {
+		name := fmt.Sprintf("tool_%04d", i)
+		tools[i] = server.ServerTool{
+			Tool: tool(name, "Bulk tool "+name+".",
+				`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9-]{1,40}$"}}}`, readOnly(name)),
+			Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(name), nil
+			},
+		}
+	}
+	s.AddTools(tools...)
 }
