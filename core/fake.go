@@ -24,10 +24,15 @@ type FakeUpstream struct {
 	listErr    []error // consumed one per ListTools
 	callErr    []error // consumed one per CallTool, after the call counted
 	notify     func()
+	resources  []json.RawMessage
+	templates  []json.RawMessage
+	prompts    []json.RawMessage
+	catalogErr error
 }
 
 var _ Upstream = (*FakeUpstream)(nil)
 var _ ToolsChangedNotifier = (*FakeUpstream)(nil)
+var _ CatalogUpstream = (*FakeUpstream)(nil)
 
 // NewFakeUpstream returns a fake serving tools; every tool echoes its
 // arguments unless SetHandler says otherwise.
@@ -181,4 +186,55 @@ func (f *FakeUpstream) OnToolsChanged(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notify = fn
+}
+
+// SetCatalog replaces the fake's resources, resource templates and prompts
+// (raw list entries).
+func (f *FakeUpstream) SetCatalog(resources, templates, prompts []json.RawMessage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resources, f.templates, f.prompts = resources, templates, prompts
+}
+
+// FailCatalog makes every catalog list fail with err until called with nil.
+func (f *FakeUpstream) FailCatalog(err error) { f.mu.Lock(); f.catalogErr = err; f.mu.Unlock() }
+
+func (f *FakeUpstream) catalogList(items []json.RawMessage) ([]json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.connected {
+		return nil, errFakeNotConnected
+	}
+	if f.catalogErr != nil {
+		return nil, f.catalogErr
+	}
+	return slices.Clone(items), nil
+}
+
+func (f *FakeUpstream) ListResources(context.Context) ([]json.RawMessage, error) {
+	return f.catalogList(f.resources)
+}
+
+func (f *FakeUpstream) ListResourceTemplates(context.Context) ([]json.RawMessage, error) {
+	return f.catalogList(f.templates)
+}
+
+func (f *FakeUpstream) ListPrompts(context.Context) ([]json.RawMessage, error) {
+	return f.catalogList(f.prompts)
+}
+
+// ReadResource answers with one text content naming this fake and the URI,
+// so a test sees where a read was routed.
+func (f *FakeUpstream) ReadResource(_ context.Context, uri string) (json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["resources/read"]++
+	return json.Marshal(map[string]any{"contents": []map[string]string{{"uri": uri, "text": f.info.Name + ":" + uri}}})
+}
+
+// GetPrompt answers with one message naming this fake and the remote name.
+func (f *FakeUpstream) GetPrompt(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return json.Marshal(map[string]any{"messages": []map[string]any{{"role": "user", "content": map[string]string{"type": "text", "text": f.info.Name + ":" + name}}}})
 }

@@ -181,6 +181,7 @@ type upstream struct {
 	status   UpstreamStatus
 	wanted   []Tool // the last successful listing, in listing order
 	drops    []Drop
+	catalog  catalogListing
 	debounce *time.Timer
 }
 
@@ -251,14 +252,15 @@ func (im *Importer) Start(ctx context.Context) error {
 			}
 			continue
 		}
-		im.apply(u, l.tools)
+		im.apply(u, l)
 	}
 	return errors.Join(errs...)
 }
 
 type listing struct {
-	tools []RemoteTool
-	err   error
+	tools   []RemoteTool
+	catalog *catalogListing // nil: the upstream serves no resources or prompts
+	err     error
 }
 
 func (im *Importer) listAll(ctx context.Context, ups []*upstream) []listing {
@@ -266,17 +268,24 @@ func (im *Importer) listAll(ctx context.Context, ups []*upstream) []listing {
 	var wg sync.WaitGroup
 	for i, u := range ups {
 		wg.Go(func() {
-			tools, err := im.list(ctx, u)
-			out[i] = listing{tools, err}
+			out[i] = im.list(ctx, u)
 		})
 	}
 	wg.Wait()
 	return out
 }
 
-// list connects if needed and reads the upstream's tools, retrying
-// transient failures with backoff.
-func (im *Importer) list(ctx context.Context, u *upstream) ([]RemoteTool, error) {
+// list connects if needed and reads the upstream's tools, then its
+// resources and prompts, retrying transient failures with backoff.
+func (im *Importer) list(ctx context.Context, u *upstream) listing {
+	tools, err := im.listTools(ctx, u)
+	if err != nil {
+		return listing{err: err}
+	}
+	return listing{tools: tools, catalog: im.listCatalog(ctx, u)}
+}
+
+func (im *Importer) listTools(ctx context.Context, u *upstream) ([]RemoteTool, error) {
 	var err error
 	for attempt := range im.attempts {
 		if attempt > 0 {
@@ -459,8 +468,9 @@ func kindOf(s UpstreamSpec, rt RemoteTool) Kind {
 // apply makes the registry match u's listing: stale names of u are freed,
 // listed ones claimed, then names freed anywhere are offered to the other
 // upstreams in configuration order (IM-20..22). refreshMu must be held.
-func (im *Importer) apply(u *upstream, listed []RemoteTool) Diff {
-	p := im.prepare(u, listed)
+func (im *Importer) apply(u *upstream, l listing) Diff {
+	im.applyCatalog(u, l.catalog)
+	p := im.prepare(u, l.tools)
 	diff := im.predict(u, p)
 
 	im.reg.ForgetCollisions(u.spec.Name)
@@ -582,7 +592,7 @@ func jsonEqual(a, b json.RawMessage) bool { return string(a) == string(b) }
 // confirm (CO-4).
 type RefreshPlan struct {
 	Diff   Diff
-	listed []RemoteTool
+	listed listing
 }
 
 // PlanRefresh lists one upstream and returns what applying it would change,
@@ -592,13 +602,13 @@ func (im *Importer) PlanRefresh(ctx context.Context, name string) (*RefreshPlan,
 	if err != nil {
 		return nil, err
 	}
-	listed, err := im.list(ctx, u)
-	if err != nil {
-		return nil, err // IM-23: unreachable prunes nothing
+	l := im.list(ctx, u)
+	if l.err != nil {
+		return nil, l.err // IM-23: unreachable prunes nothing
 	}
 	im.refreshMu.Lock()
 	defer im.refreshMu.Unlock()
-	return &RefreshPlan{Diff: im.predict(u, im.prepare(u, listed)), listed: listed}, nil
+	return &RefreshPlan{Diff: im.predict(u, im.prepare(u, l.tools)), listed: l}, nil
 }
 
 // ApplyRefresh applies a plan from PlanRefresh. The registry may have moved
@@ -638,7 +648,7 @@ func (im *Importer) RefreshAll(ctx context.Context) ([]Diff, error) {
 			errs = append(errs, fmt.Errorf("upstream %q: %w", u.spec.Name, listings[i].err))
 			continue
 		}
-		diffs = append(diffs, im.apply(u, listings[i].tools))
+		diffs = append(diffs, im.apply(u, listings[i]))
 	}
 	return diffs, errors.Join(errs...)
 }
@@ -684,6 +694,24 @@ func (im *Importer) handler(u *upstream, remote string, kind Kind) Handler {
 // which by default is only when the request never left (IM-29). An
 // isError result is a result, never retried (IM-30).
 func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind Kind, args json.RawMessage) (Result, error) {
+	var res Result
+	err := im.do(ctx, u, kind, func(ctx context.Context) (err error) {
+		res, err = u.spec.Upstream.CallTool(ctx, remote, args)
+		return err
+	})
+	if err == nil {
+		return res, nil
+	}
+	if kind == KindAction && ambiguous(err) {
+		return Result{}, fmt.Errorf("%s on %q: %w (%w)", remote, u.spec.Name, ErrOutcomeUnknown, err)
+	}
+	return Result{}, fmt.Errorf("%s on %q: %w", remote, u.spec.Name, err)
+}
+
+// do runs op against u's connection with the per-operation timeout,
+// connecting first and dropping the connection after a transient failure
+// (IM-27); the classifier decides whether to try again.
+func (im *Importer) do(ctx context.Context, u *upstream, kind Kind, op func(context.Context) error) error {
 	var err error
 	for attempt := range im.attempts {
 		if attempt > 0 {
@@ -694,11 +722,10 @@ func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind K
 		var gen uint64
 		if gen, err = im.connect(ctx, u); err == nil {
 			cctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
-			var res Result
-			res, err = u.spec.Upstream.CallTool(cctx, remote, args)
+			err = op(cctx)
 			cancel()
 			if err == nil {
-				return res, nil
+				return nil
 			}
 			if Transient(err) {
 				im.disconnect(u, gen)
@@ -708,10 +735,7 @@ func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind K
 			break
 		}
 	}
-	if kind == KindAction && ambiguous(err) {
-		return Result{}, fmt.Errorf("%s on %q: %w (%w)", remote, u.spec.Name, ErrOutcomeUnknown, err)
-	}
-	return Result{}, fmt.Errorf("%s on %q: %w", remote, u.spec.Name, err)
+	return err
 }
 
 // RPCError is a JSON-RPC error answer from an upstream: a definite failure.

@@ -1,0 +1,276 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// CatalogUpstream is implemented by upstreams that can pass on resources
+// and prompts (IM-34). Entries are kept raw so every field the server sent
+// reaches the client.
+type CatalogUpstream interface {
+	ListResources(ctx context.Context) ([]json.RawMessage, error)
+	ListResourceTemplates(ctx context.Context) ([]json.RawMessage, error)
+	// ReadResource returns the raw resources/read result.
+	ReadResource(ctx context.Context, uri string) (json.RawMessage, error)
+	ListPrompts(ctx context.Context) ([]json.RawMessage, error)
+	// GetPrompt returns the raw prompts/get result.
+	GetPrompt(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// ErrUnknownResource: no upstream listed the URI or a template matching it.
+var ErrUnknownResource = errors.New("unknown resource")
+
+// ErrUnknownPrompt: no upstream offers a prompt of that name.
+var ErrUnknownPrompt = errors.New("unknown prompt")
+
+// CatalogResource is one resource (or resource template) as served, routed
+// to the upstream that listed it. URIs are served unchanged.
+type CatalogResource struct {
+	URI    string          `json:"uri"` // the URI, or the URI template
+	Source string          `json:"source"`
+	Raw    json.RawMessage `json:"raw"`
+}
+
+// CatalogPrompt is one prompt as served: prefixed like a tool (IM-34).
+type CatalogPrompt struct {
+	Name       string          `json:"name"`
+	Source     string          `json:"source"`
+	RemoteName string          `json:"remoteName"`
+	Raw        json.RawMessage `json:"raw"` // the upstream's entry with "name" replaced
+}
+
+// Catalog is everything resource- and prompt-shaped the gateway serves.
+type Catalog struct {
+	Resources  []CatalogResource
+	Templates  []CatalogResource
+	Prompts    []CatalogPrompt
+	Collisions []CatalogCollision
+}
+
+// CatalogCollision: a resource URI, template or prompt name claimed by two
+// upstreams; the first in configuration order keeps it.
+type CatalogCollision struct {
+	What    string `json:"what"` // resource, template, prompt
+	Key     string `json:"key"`
+	Kept    string `json:"kept"`
+	Refused string `json:"refused"`
+}
+
+// catalogListing is one upstream's answer; failed keeps the previous one
+// (an upstream that could not answer prunes nothing, as for tools).
+type catalogListing struct {
+	resources, templates []CatalogResource
+	prompts              []CatalogPrompt
+	failed               bool
+}
+
+// isMethodNotFound: the server does not offer that list at all.
+func isMethodNotFound(err error) bool {
+	var rpc *RPCError
+	return errors.As(err, &rpc) && rpc.Code == -32601
+}
+
+func (im *Importer) listCatalog(ctx context.Context, u *upstream) *catalogListing {
+	cu, ok := u.spec.Upstream.(CatalogUpstream)
+	if !ok {
+		return nil
+	}
+	l := &catalogListing{}
+	var problems []string
+	fetch := func(what string, list func(context.Context) ([]json.RawMessage, error)) []json.RawMessage {
+		var items []json.RawMessage
+		err := im.do(ctx, u, KindRead, func(ctx context.Context) (err error) {
+			items, err = list(ctx)
+			return err
+		})
+		if err != nil && !isMethodNotFound(err) {
+			problems = append(problems, what+": "+err.Error())
+		}
+		return items
+	}
+	for _, raw := range fetch("resources/list", cu.ListResources) {
+		if uri := stringField(raw, "uri"); uri != "" {
+			l.resources = append(l.resources, CatalogResource{URI: uri, Source: u.spec.Name, Raw: raw})
+		}
+	}
+	for _, raw := range fetch("resources/templates/list", cu.ListResourceTemplates) {
+		if tpl := stringField(raw, "uriTemplate"); tpl != "" {
+			l.templates = append(l.templates, CatalogResource{URI: tpl, Source: u.spec.Name, Raw: raw})
+		}
+	}
+	for _, raw := range fetch("prompts/list", cu.ListPrompts) {
+		remote := stringField(raw, "name")
+		if remote == "" {
+			continue
+		}
+		name := ToolName(u.spec.Prefix, remote)
+		renamed, err := withField(raw, "name", name)
+		if err != nil {
+			continue
+		}
+		l.prompts = append(l.prompts, CatalogPrompt{Name: name, Source: u.spec.Name, RemoteName: remote, Raw: renamed})
+	}
+	if len(problems) > 0 {
+		l.failed = true
+		im.bus.Publish(Warning{Source: u.spec.Name, Message: "listing resources and prompts: " + strings.Join(problems, "; ")})
+	}
+	return l
+}
+
+func stringField(raw json.RawMessage, key string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	var s string
+	_ = json.Unmarshal(m[key], &s)
+	return s
+}
+
+// withField returns raw with one string field replaced, other fields kept
+// as sent.
+func withField(raw json.RawMessage, key, value string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	v, _ := json.Marshal(value)
+	m[key] = v
+	return json.Marshal(m)
+}
+
+// applyCatalog stores u's listing and warns about the collisions it is
+// refused in (first claimant wins, IM-34).
+func (im *Importer) applyCatalog(u *upstream, l *catalogListing) {
+	if l != nil && l.failed {
+		return
+	}
+	im.mu.Lock()
+	if l == nil {
+		u.catalog = catalogListing{}
+	} else {
+		u.catalog = *l
+	}
+	im.mu.Unlock()
+	for _, c := range im.Catalog().Collisions {
+		if c.Refused == u.spec.Name {
+			im.bus.Publish(Warning{Source: u.spec.Name, Message: fmt.Sprintf("%s %q is served by %s; %s's was refused", c.What, c.Key, c.Kept, c.Refused)})
+		}
+	}
+}
+
+// Catalog aggregates every upstream's resources, templates and prompts in
+// configuration order; the first claimant of a URI or name keeps it.
+func (im *Importer) Catalog() Catalog {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	var c Catalog
+	resources, templates, prompts := map[string]string{}, map[string]string{}, map[string]string{}
+	for _, u := range im.ups {
+		for _, r := range u.catalog.resources {
+			if owner, taken := resources[r.URI]; taken {
+				c.Collisions = append(c.Collisions, CatalogCollision{"resource", r.URI, owner, r.Source})
+				continue
+			}
+			resources[r.URI] = r.Source
+			c.Resources = append(c.Resources, r)
+		}
+		for _, t := range u.catalog.templates {
+			if owner, taken := templates[t.URI]; taken {
+				c.Collisions = append(c.Collisions, CatalogCollision{"template", t.URI, owner, t.Source})
+				continue
+			}
+			templates[t.URI] = t.Source
+			c.Templates = append(c.Templates, t)
+		}
+		for _, p := range u.catalog.prompts {
+			if owner, taken := prompts[p.Name]; taken {
+				c.Collisions = append(c.Collisions, CatalogCollision{"prompt", p.Name, owner, p.Source})
+				continue
+			}
+			prompts[p.Name] = p.Source
+			c.Prompts = append(c.Prompts, p)
+		}
+	}
+	return c
+}
+
+// ReadResource routes resources/read to the upstream that listed the URI,
+// or else to the first whose template matches it.
+func (im *Importer) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	c := im.Catalog()
+	source := ""
+	for _, r := range c.Resources {
+		if r.URI == uri {
+			source = r.Source
+			break
+		}
+	}
+	if source == "" {
+		for _, t := range c.Templates {
+			if templateMatches(t.URI, uri) {
+				source = t.Source
+				break
+			}
+		}
+	}
+	if source == "" {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownResource, uri)
+	}
+	u := im.byName[source]
+	cu := u.spec.Upstream.(CatalogUpstream)
+	var out json.RawMessage
+	err := im.do(ctx, u, KindRead, func(ctx context.Context) (err error) {
+		out, err = cu.ReadResource(ctx, uri)
+		return err
+	})
+	return out, err
+}
+
+// GetPrompt routes prompts/get by served name to its upstream's remote name.
+func (im *Importer) GetPrompt(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	for _, p := range im.Catalog().Prompts {
+		if p.Name != name {
+			continue
+		}
+		u := im.byName[p.Source]
+		cu := u.spec.Upstream.(CatalogUpstream)
+		var out json.RawMessage
+		err := im.do(ctx, u, KindRead, func(ctx context.Context) (err error) {
+			out, err = cu.GetPrompt(ctx, p.RemoteName, args)
+			return err
+		})
+		return out, err
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
+}
+
+var templateVar = regexp.MustCompile(`\{[^{}]*\}`)
+
+// templateMatches is RFC 6570 matching as far as routing needs it: a
+// {var} matches one path segment, {+var}, {#var} and {/var*}-style
+// expressions match anything.
+func templateMatches(tpl, uri string) bool {
+	var b strings.Builder
+	b.WriteString("^")
+	last := 0
+	for _, loc := range templateVar.FindAllStringIndex(tpl, -1) {
+		b.WriteString(regexp.QuoteMeta(tpl[last:loc[0]]))
+		expr := tpl[loc[0]+1 : loc[1]-1]
+		if expr != "" && strings.ContainsAny(expr[:1], "+#/?&.;") || strings.HasSuffix(expr, "*") {
+			b.WriteString(".*")
+		} else {
+			b.WriteString("[^/?#]*")
+		}
+		last = loc[1]
+	}
+	b.WriteString(regexp.QuoteMeta(tpl[last:]))
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	return err == nil && re.MatchString(uri)
+}
