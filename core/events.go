@@ -55,6 +55,7 @@ type Snapshot struct {
 	Collisions []Collision
 	Upstreams  []UpstreamStatus
 	Dropped    []Drop
+	Sessions   []Session
 }
 
 // DefaultSubscriptionBuffer is the channel size of a subscription.

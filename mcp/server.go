@@ -1,0 +1,398 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// DefaultMaxRequestBytes is the request body limit when none is set (SV-8).
+const DefaultMaxRequestBytes = 4 << 20
+
+// SourceMetaKey carries an imported tool's upstream in its _meta (IM-16).
+const SourceMetaKey = "dev.toolgate/source"
+
+// EndpointOptions configures one served MCP endpoint (SV-1, SV-3).
+type EndpointOptions struct {
+	Path         string
+	Name         string
+	Version      string
+	Instructions string
+	// Tools is the endpoint's allow-list of registry names (globs); empty
+	// allows all.
+	Tools []string
+	// Stateless serves without sessions (SV-2), for replicas behind a
+	// load balancer.
+	Stateless bool
+	// MaxRequestBytes bounds a request body (SV-8); 0 is the default.
+	MaxRequestBytes int64
+
+	Registry *core.Registry
+	// Sessions records live sessions for the console; nil records nothing.
+	Sessions *core.Sessions
+	// Actor returns the caller the authentication middleware derived for
+	// this request (AU-3). Requests without one are refused.
+	Actor  func(ctx context.Context) (core.Actor, bool)
+	Logger *slog.Logger
+}
+
+// Endpoint serves the live registry as a Streamable HTTP MCP server. It is
+// an http.Handler meant to sit behind the authentication middleware.
+type Endpoint struct {
+	opts   EndpointOptions
+	mcp    *server.MCPServer
+	http   *server.StreamableHTTPServer
+	ids    *sessionIDs
+	sub    *core.Subscription
+	synced sync.WaitGroup
+}
+
+// NewEndpoint builds the endpoint and starts following the registry.
+func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
+	switch {
+	case opts.Registry == nil:
+		return nil, errors.New("endpoint: no registry")
+	case opts.Actor == nil:
+		return nil, errors.New("endpoint: no actor function")
+	case opts.Path == "":
+		return nil, errors.New("endpoint: no path")
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Name == "" {
+		opts.Name = "toolgate"
+	}
+	e := &Endpoint{opts: opts, ids: newSessionIDs()}
+
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(e.sessionStarted)
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		e.ids.forget(s.SessionID())
+		if opts.Sessions != nil {
+			opts.Sessions.Remove(s.SessionID())
+		}
+	})
+	serverOpts := []server.ServerOption{
+		server.WithToolCapabilities(true),
+		server.WithToolFilter(e.filterTools),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+	}
+	if opts.Instructions != "" {
+		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
+	}
+	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
+
+	httpOpts := []server.StreamableHTTPOption{
+		server.WithEndpointPath(opts.Path),
+		server.WithStreamableHTTPLogger(opts.Logger),
+	}
+	if opts.Stateless {
+		httpOpts = append(httpOpts, server.WithStateLess(true))
+	} else {
+		// Sessions are a product feature (the console lists and ends them,
+		// a session is bound to its actor), and protocol 2026-07-28 has
+		// none, so a stateful endpoint offers the revisions that do.
+		httpOpts = append(httpOpts,
+			server.WithSessionIdManager(e.ids),
+			server.WithStreamableHTTPProtocolVersions(mcpgo.LegacyProtocolVersions()...))
+	}
+	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
+	if opts.Sessions != nil && !opts.Stateless {
+		opts.Sessions.SetEnder(opts.Path, e.EndSession)
+	}
+
+	snap, sub := opts.Registry.Bus().Subscribe(0)
+	e.sub = sub
+	e.setTools(snap.Tools)
+	e.synced.Add(1)
+	go e.follow()
+	return e, nil
+}
+
+// follow keeps the MCP server's tool table equal to the registry; adding or
+// removing a tool notifies live sessions (IM-25). It ends when the
+// subscription is closed.
+func (e *Endpoint) follow() {
+	defer e.synced.Done()
+	for ev := range e.sub.C() {
+		switch d := ev.Data.(type) {
+		case core.ToolRegistered:
+			e.addTool(d.Tool)
+		case core.ToolUpdated:
+			e.mcp.DeleteTools(d.Old.Name)
+			e.addTool(d.New)
+		case core.ToolUnregistered:
+			e.mcp.DeleteTools(d.Tool.Name)
+		case core.Resync:
+			e.setTools(e.sub.Resync().Tools)
+		}
+	}
+}
+
+// served reports whether a tool is offered over MCP at all. Action tools
+// wait for the confirm gate: serving them ungated would let one model call
+// cause a side effect with no human in the loop.
+func served(t core.ToolInfo) bool { return t.Kind == core.KindRead && !t.Disabled }
+
+func (e *Endpoint) setTools(tools []core.ToolInfo) {
+	var st []server.ServerTool
+	for _, t := range tools {
+		if served(t) {
+			st = append(st, server.ServerTool{Tool: mcpTool(t), Handler: e.callHandler(t.Name)})
+		}
+	}
+	e.mcp.SetTools(st...)
+}
+
+func (e *Endpoint) addTool(t core.ToolInfo) {
+	if served(t) {
+		e.mcp.AddTool(mcpTool(t), e.callHandler(t.Name))
+	}
+}
+
+// mcpTool is the advertised definition: the schema verbatim (IM-17), the
+// upstream's annotations, and the source in _meta (IM-16).
+func mcpTool(t core.ToolInfo) mcpgo.Tool {
+	tool := mcpgo.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema)
+	if len(t.Annotations) > 0 {
+		_ = json.Unmarshal(t.Annotations, &tool.Annotations)
+	}
+	if t.Source != "" {
+		tool.Meta = mcpgo.NewMetaFromMap(map[string]any{SourceMetaKey: t.Source})
+	}
+	return tool
+}
+
+// filterTools is SV-4 per request: allow-list, enabled, policy, custom
+// check. mcp-go applies it to tools/call as well, so a tool off the list
+// answers exactly like an unknown one (SV-5).
+func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
+	actor, ok := e.opts.Actor(ctx)
+	if !ok {
+		return nil
+	}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if e.opts.Registry.Allowed(ctx, actor, e.opts.Tools, t.Name) == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		actor, ok := e.opts.Actor(ctx)
+		if !ok {
+			return mcpgo.NewToolResultError("not authenticated"), nil
+		}
+		args := req.Params.RawArguments
+		if len(args) == 0 && req.Params.Arguments != nil {
+			args, _ = json.Marshal(req.Params.Arguments)
+		}
+		call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", CallID: randomID(), IdempotencyKey: randomID()}
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			call.Session = s.SessionID()
+		}
+		if e.opts.Sessions != nil && call.Session != "" {
+			e.opts.Sessions.Touch(call.Session, true)
+		}
+		res, err := e.opts.Registry.Invoke(core.WithCall(ctx, call), actor, name, args)
+		if err != nil {
+			return toolError(name, err), nil
+		}
+		var out mcpgo.CallToolResult
+		if err := json.Unmarshal(res.JSON, &out); err != nil {
+			return mcpgo.NewToolResultError(fmt.Sprintf("tool %s returned a result that could not be read: %v", name, err)), nil
+		}
+		return &out, nil
+	}
+}
+
+// toolError turns a refusal or failure into an isError result the model can
+// read and recover from (SV-6). A tool that vanished or was refused between
+// the list check and the call reads like an unknown tool (SV-5).
+func toolError(name string, err error) *mcpgo.CallToolResult {
+	var ve *core.ValidationError
+	switch {
+	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
+		return mcpgo.NewToolResultError(fmt.Sprintf("tool '%s' not found", name))
+	case errors.As(err, &ve):
+		return mcpgo.NewToolResultError("invalid arguments: " + ve.Error())
+	}
+	return mcpgo.NewToolResultError(err.Error())
+}
+
+func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
+	actor, _ := e.opts.Actor(ctx)
+	e.ids.bind(s.SessionID(), actor.ID)
+	if e.opts.Sessions == nil {
+		return
+	}
+	sess := core.Session{ID: s.SessionID(), Endpoint: e.opts.Path, Actor: actor, Protocol: server.RequestProtocolVersion(ctx)}
+	if ci, ok := s.(server.SessionWithClientInfo); ok {
+		info := ci.GetClientInfo()
+		sess.ClientName, sess.ClientVersion = info.Name, info.Version
+	}
+	e.opts.Sessions.Add(sess)
+}
+
+// ServeHTTP enforces the body limit and the session's owner, then hands
+// the request to mcp-go.
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Method == http.MethodPost {
+		// Read at most one byte past the limit: a larger body is refused
+		// without being read whole (SV-8).
+		if r.ContentLength > e.opts.MaxRequestBytes {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
+		if err != nil {
+			http.Error(w, "reading request body failed", http.StatusBadRequest)
+			return
+		}
+		if int64(len(body)) > e.opts.MaxRequestBytes {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && !e.opts.Stateless {
+		actor, _ := e.opts.Actor(r.Context())
+		// A session belongs to the actor that opened it: another actor's
+		// token cannot ride on it, and an unknown or ended id is 404.
+		if !e.ids.ownedBy(id, actor.ID) {
+			http.Error(w, "unknown session", http.StatusNotFound)
+			return
+		}
+		if e.opts.Sessions != nil {
+			e.opts.Sessions.Touch(id, false)
+		}
+	}
+	e.http.ServeHTTP(w, r)
+}
+
+// EndSession ends a session from the gateway side, exactly as the client's
+// DELETE would; its next request gets 404.
+func (e *Endpoint) EndSession(id string) error {
+	if !e.ids.live(id) {
+		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
+	}
+	req := httptest.NewRequest(http.MethodDelete, e.opts.Path, nil)
+	req.Header.Set(server.HeaderKeySessionID, id)
+	if s, ok := e.opts.sessionProtocol(id); ok {
+		req.Header.Set(mcpgo.HeaderProtocolVersion, s)
+	}
+	rec := httptest.NewRecorder()
+	e.http.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("ending session %q: HTTP %d", id, rec.Code)
+	}
+	e.ids.forget(id)
+	return nil
+}
+
+func (o EndpointOptions) sessionProtocol(id string) (string, bool) {
+	if o.Sessions == nil {
+		return "", false
+	}
+	s, ok := o.Sessions.Get(id)
+	return s.Protocol, ok && s.Protocol != ""
+}
+
+// Close stops following the registry and ends every session (SV-9).
+func (e *Endpoint) Close(ctx context.Context) error {
+	e.sub.Close()
+	e.synced.Wait()
+	e.http.CloseSessions(ctx)
+	return nil
+}
+
+// sessionIDs mints session ids and knows which are live and whose they
+// are. Unknown and ended ids both fail validation, so mcp-go answers 404
+// instead of accepting any well-formed id.
+type sessionIDs struct {
+	mu    sync.Mutex
+	owner map[string]string // id → actor id ("" until initialize finished)
+}
+
+var _ server.SessionIdManager = (*sessionIDs)(nil)
+
+func newSessionIDs() *sessionIDs { return &sessionIDs{owner: map[string]string{}} }
+
+var errUnknownSession = errors.New("unknown session")
+
+func (m *sessionIDs) Generate() string {
+	id := randomID()
+	m.mu.Lock()
+	m.owner[id] = ""
+	m.mu.Unlock()
+	return id
+}
+
+func (m *sessionIDs) Validate(id string) (bool, error) {
+	if !m.live(id) {
+		return false, errUnknownSession
+	}
+	return false, nil
+}
+
+func (m *sessionIDs) Terminate(id string) (bool, error) {
+	m.forget(id)
+	return false, nil
+}
+
+func (m *sessionIDs) live(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.owner[id]
+	return ok
+}
+
+func (m *sessionIDs) bind(id, actor string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.owner[id]; ok {
+		m.owner[id] = actor
+	}
+}
+
+func (m *sessionIDs) ownedBy(id, actor string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	owner, ok := m.owner[id]
+	return ok && (owner == "" || owner == actor)
+}
+
+func (m *sessionIDs) forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.owner, id)
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
