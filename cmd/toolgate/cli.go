@@ -32,7 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"console", "[--config F]", "console and in-process gateway; no config file starts the demo", runConsole},
-		{"serve", "[--config F] [--listen ADDR]", "headless gateway with JSON logs", runNotYet("serve")},
+		{"serve", "[--config F] [--listen ADDR] [--insecure-open]", "headless gateway with JSON logs", runServe},
 		{"check", "[--config F] [--json] [--offline]", "validate the config, probe upstreams, report", runCheck},
 		{"tools", "[--config F] [--json]", "print the registry", runTools},
 		{"import-config", "FILE", "print upstreams YAML converted from an mcpServers JSON file", runImportConfig},

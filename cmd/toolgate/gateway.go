@@ -31,6 +31,7 @@ func lookupEnv(name string) (string, bool) {
 type gateway struct {
 	reg      *core.Registry
 	importer *core.Importer
+	sessions *core.Sessions // set by serve
 }
 
 // newGateway builds the registry and importer for cfg; nothing connects.
