@@ -39,6 +39,7 @@ func commands() []command {
 		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},
 		{"bench", "[--json] [--quick]", "gateway overhead against a direct call, same run", runNotYet("bench")},
 		{"version", "", "print version, commit and Go version", runVersion},
+		{"_supervise", "-- CMD ARGS…", "(internal) run CMD in this process group and stop the group when toolgate dies", runSupervise},
 	}
 }
 
@@ -68,6 +69,9 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "toolgate — a governed gateway for the Model Context Protocol")
 	fmt.Fprintln(w, "\nUsage:\n  toolgate [command] [flags]\n\nCommands:")
 	for _, cmd := range commands() {
+		if strings.HasPrefix(cmd.name, "_") {
+			continue // internal
+		}
 		fmt.Fprintf(w, "  %-14s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprintln(w, "\nWith no command, toolgate runs the console. `toolgate COMMAND --help` shows a command's flags.")

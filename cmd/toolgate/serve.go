@@ -156,7 +156,7 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 			Name  string `json:"name"`
 			State string `json:"state"`
 		}
-		var waiting []upstreamState
+		waiting := []upstreamState{}
 		for _, st := range g.importer.Statuses() {
 			if st.Required && st.State != core.StateConnected {
 				waiting = append(waiting, upstreamState{st.Name, string(st.State)})
