@@ -75,7 +75,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 			log.Warn("upstream unavailable", "upstream", st.Name, "state", st.State, "err", st.LastError)
 		}
 	}
-	log.Info("ready", "tools", len(g.reg.Names("")) + countImported(g))
+	log.Info("ready", "tools", len(g.reg.Names(""))+countImported(g))
 
 	select {
 	case <-ctx.Done():
@@ -170,4 +170,3 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 	})
 	return mux, closeAll, nil
 }
-
