@@ -339,20 +339,8 @@ func (r *Registry) usable(ctx context.Context, actor Actor, t *Tool) error {
 // (*ValidationError with JSON pointers); then the handler runs with the call
 // in its context.
 func (r *Registry) Invoke(ctx context.Context, actor Actor, name string, args json.RawMessage) (Result, error) {
-	r.mu.RLock()
-	e, ok := r.tools[name]
-	r.mu.RUnlock()
-	if !ok {
-		return Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
-	}
-	// e is never mutated after it is stored, so it is safe to use unlocked.
-	if err := r.usable(ctx, actor, &e.tool); err != nil {
-		return Result{}, err
-	}
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	if err := e.schema.Validate(args); err != nil {
+	e, args, err := r.check(ctx, actor, name, args)
+	if err != nil {
 		return Result{}, err
 	}
 	call, _ := CallFromContext(ctx)
@@ -360,6 +348,36 @@ func (r *Registry) Invoke(ctx context.Context, actor Actor, name string, args js
 	call.Tool = name
 	call.Source = e.tool.Source
 	return e.tool.Handler(WithCall(ctx, call), args)
+}
+
+// Check runs every gate of Invoke except the handler, and returns the tool.
+// The confirm gate uses it to validate a preview that must run nothing.
+func (r *Registry) Check(ctx context.Context, actor Actor, name string, args json.RawMessage) (Tool, error) {
+	e, _, err := r.check(ctx, actor, name, args)
+	if err != nil {
+		return Tool{}, err
+	}
+	return e.tool, nil
+}
+
+func (r *Registry) check(ctx context.Context, actor Actor, name string, args json.RawMessage) (*entry, json.RawMessage, error) {
+	r.mu.RLock()
+	e, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	// e is never mutated after it is stored, so it is safe to use unlocked.
+	if err := r.usable(ctx, actor, &e.tool); err != nil {
+		return nil, nil, err
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if err := e.schema.Validate(args); err != nil {
+		return nil, nil, err
+	}
+	return e, args, nil
 }
 
 func (r *Registry) fillSnapshot(s *Snapshot) {
