@@ -1,0 +1,47 @@
+package sqlitestore
+
+// migrations are applied in order, each in its own transaction; the file's
+// PRAGMA user_version is the number applied so far. Append only: a released
+// migration is never edited, since files in the field already ran it.
+//
+// Times are Unix nanoseconds (INTEGER) where they are compared or indexed,
+// RFC 3339 text (UTC) where they are only shown.
+var migrations = []string{
+	// 1: approvals (RV-1, RV-4), the confirm ledger (CF-4), the audit log (OP-6).
+	`
+CREATE TABLE approvals (
+	source      TEXT NOT NULL,
+	remote_name TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	decision    TEXT NOT NULL CHECK (decision IN ('approved', 'rejected')),
+	decided_by  TEXT NOT NULL,
+	decided_at  TEXT NOT NULL,
+	PRIMARY KEY (source, remote_name)
+) WITHOUT ROWID;
+
+CREATE TABLE spent_tokens (
+	id      TEXT PRIMARY KEY,
+	expires INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX spent_tokens_expires ON spent_tokens (expires);
+
+-- No column for argument values: they may hold secrets (OP-6).
+CREATE TABLE audit (
+	seq              INTEGER PRIMARY KEY, -- append order, breaks ties in time
+	time             INTEGER NOT NULL,
+	endpoint         TEXT NOT NULL,
+	actor_id         TEXT NOT NULL,
+	tenant           TEXT NOT NULL,
+	session          TEXT NOT NULL,
+	tool             TEXT NOT NULL,
+	source           TEXT NOT NULL,
+	remote_name      TEXT NOT NULL,
+	args_hash        TEXT NOT NULL,
+	outcome          TEXT NOT NULL,
+	latency          INTEGER NOT NULL, -- nanoseconds
+	confirm_token_id TEXT NOT NULL,
+	call_id          TEXT NOT NULL
+);
+CREATE INDEX audit_time ON audit (time, seq);
+`,
+}

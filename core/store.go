@@ -1,0 +1,157 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Store keeps what must survive a restart: review approvals, the confirm
+// ledger, the audit log (OP-5).
+//
+// Implementations are safe for concurrent use. Close may be called more than
+// once; every other method fails with ErrStoreClosed after it.
+type Store interface {
+	// PutApproval records a review decision (RV-1, RV-4). There is one
+	// decision per (source, remoteName); a new decision replaces the old.
+	PutApproval(ctx context.Context, a Approval) error
+	// Approvals returns every decision, sorted by source, then remoteName.
+	Approvals(ctx context.Context) ([]Approval, error)
+	// DeleteApproval forgets the decision for one tool. Deleting one that
+	// does not exist is not an error.
+	DeleteApproval(ctx context.Context, source, remoteName string) error
+
+	// UseToken records a confirm token id as spent, atomically: of two
+	// concurrent calls with one id exactly one gets true (CF-4), across
+	// goroutines and, for stores shared by several processes, across them.
+	//
+	// expires lets the store forget ids after they could no longer verify:
+	// an id is kept at least until SpentTokenGrace after expires (a zero
+	// expires is kept forever). Forgetting is opportunistic, at the latest
+	// after PruneEvery further first uses through the same handle.
+	UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error)
+
+	// AppendAudit records one call (OP-6). A zero Time is set to now.
+	AppendAudit(ctx context.Context, r AuditRecord) error
+	// Audit returns the records matching q, oldest first; records with equal
+	// times stay in the order they were appended.
+	Audit(ctx context.Context, q AuditQuery) ([]AuditRecord, error)
+
+	Close() error
+}
+
+// ReviewDecision is an operator's verdict on one imported tool.
+type ReviewDecision string
+
+const (
+	DecisionApproved ReviewDecision = "approved"
+	DecisionRejected ReviewDecision = "rejected"
+)
+
+// Valid reports whether d is one of the known decisions.
+func (d ReviewDecision) Valid() bool { return d == DecisionApproved || d == DecisionRejected }
+
+// Approval is a review decision about one imported tool at one fingerprint
+// (RV-1). Its JSON form is the one approval files use (RV-4).
+type Approval struct {
+	Source      string         `json:"source"`
+	RemoteName  string         `json:"remoteName"`
+	Fingerprint string         `json:"fingerprint"`
+	Decision    ReviewDecision `json:"decision"`
+	By          string         `json:"by"`
+	At          time.Time      `json:"at"`
+}
+
+// Validate reports what makes a unfit to store: the key fields are required
+// and the decision must be a known one.
+func (a Approval) Validate() error {
+	switch {
+	case a.Source == "":
+		return errors.New("approval: source is required")
+	case a.RemoteName == "":
+		return errors.New("approval: remoteName is required")
+	case a.Fingerprint == "":
+		return errors.New("approval: fingerprint is required")
+	case !a.Decision.Valid():
+		return fmt.Errorf("approval: decision must be %q or %q (got %q)", DecisionApproved, DecisionRejected, a.Decision)
+	}
+	return nil
+}
+
+// AuditRecord is one call in the audit log (OP-6).
+//
+// It deliberately has no field for argument values: arguments may carry
+// secrets or personal data, and the log outlives the call. ArgsHash lets an
+// auditor check a claimed set of arguments without the log revealing them.
+type AuditRecord struct {
+	Time       time.Time `json:"time"`
+	Endpoint   string    `json:"endpoint"`
+	ActorID    string    `json:"actorId"`
+	Tenant     string    `json:"tenant,omitempty"`
+	Session    string    `json:"session,omitempty"`
+	Tool       string    `json:"tool"`
+	Source     string    `json:"source,omitempty"`
+	RemoteName string    `json:"remoteName,omitempty"`
+	// ArgsHash is a hash of the canonical arguments; argument values are
+	// never stored in clear.
+	ArgsHash string `json:"argsHash,omitempty"`
+	// Outcome: ok | error | refused | preview | outcome-unknown …
+	Outcome string `json:"outcome"`
+	// Latency is in nanoseconds in JSON, like any time.Duration.
+	Latency        time.Duration `json:"latency"`
+	ConfirmTokenID string        `json:"confirmTokenId,omitempty"`
+	CallID         string        `json:"callId,omitempty"`
+}
+
+// AuditQuery selects audit records.
+type AuditQuery struct {
+	// Since keeps records at or after it; zero means from the beginning.
+	Since time.Time
+	// Limit keeps the first (oldest) Limit matching records, so a reader can
+	// page forward; 0 or less means all.
+	Limit int
+}
+
+var (
+	// ErrStoreCorrupt: the file is not a toolgate store, or it is damaged.
+	// The store is never reset to recover from it.
+	ErrStoreCorrupt = errors.New("store is damaged or not a toolgate store")
+	// ErrStoreTooNew: the store was written by a newer toolgate (its schema
+	// version is above the one this build knows). It is never downgraded.
+	ErrStoreTooNew = errors.New("store was written by a newer toolgate")
+	// ErrStoreClosed: the store was used after Close.
+	ErrStoreClosed = errors.New("store is closed")
+)
+
+const (
+	// SpentTokenGrace is how long past its expiry a spent token id is still
+	// kept, so a replica whose clock runs behind cannot accept it again.
+	SpentTokenGrace = 5 * time.Minute
+	// PruneEvery bounds how many first uses of token ids pass between two
+	// prunings of expired ids through one store handle.
+	PruneEvery = 100
+)
+
+// TokenPruneBefore returns the expiry before which spent ids may be forgotten
+// at now, as Unix nanoseconds, the form stores index expiries by.
+func TokenPruneBefore(now time.Time) int64 { return now.Add(-SpentTokenGrace).UnixNano() }
+
+// TokenExpiryKey is the Unix-nanosecond form of a token's expiry. A zero
+// expiry, or one too far ahead for the form, sorts after every other, so it
+// is never pruned.
+func TokenExpiryKey(expires time.Time) int64 {
+	if expires.IsZero() || !expires.Before(maxUnixNano) {
+		return math.MaxInt64
+	}
+	if expires.Before(minUnixNano) {
+		return math.MinInt64
+	}
+	return expires.UnixNano()
+}
+
+var (
+	minUnixNano = time.Unix(0, math.MinInt64)
+	maxUnixNano = time.Unix(0, math.MaxInt64)
+)

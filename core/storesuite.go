@@ -1,0 +1,355 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// StoreConformance checks the behaviour every Store must have, so the
+// in-memory store and each persistent one are held to one contract (OP-5).
+// open returns a fresh, empty store; the suite closes it.
+func StoreConformance(t *testing.T, open func(t *testing.T) Store) {
+	fresh := func(t *testing.T) Store {
+		t.Helper()
+		s := open(t)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	t.Run("RV-1_RV-4/ApprovalsPutReplaceListDelete", func(t *testing.T) { suiteApprovals(t, fresh(t)) })
+	t.Run("RV-1/ApprovalInvalidRefused", func(t *testing.T) { suiteApprovalInvalid(t, fresh(t)) })
+	t.Run("CF-4/UseTokenSingleUse", func(t *testing.T) { suiteTokenSingleUse(t, fresh(t)) })
+	t.Run("CF-4/UseTokenRace50Goroutines", func(t *testing.T) { suiteTokenRace(t, fresh(t)) })
+	t.Run("CF-4/UseTokenPrunesOnlyExpired", func(t *testing.T) { suiteTokenPrune(t, fresh(t)) })
+	t.Run("OP-6/AuditRoundTrip", func(t *testing.T) { suiteAuditRoundTrip(t, fresh(t)) })
+	t.Run("OP-6/AuditOrderSinceLimit", func(t *testing.T) { suiteAuditQuery(t, fresh(t)) })
+	t.Run("OP-6/AuditConcurrentAppend", func(t *testing.T) { suiteAuditConcurrent(t, fresh(t)) })
+	t.Run("OP-5/UseAfterClose", func(t *testing.T) { suiteClosed(t, open(t)) })
+}
+
+func suiteApprovals(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891011121, time.UTC)
+	mk := func(src, name, fp string, d ReviewDecision) Approval {
+		return Approval{Source: src, RemoteName: name, Fingerprint: fp, Decision: d, By: "alice", At: at}
+	}
+	got, err := s.Approvals(ctx)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty store: Approvals = %v, %v; want none", got, err)
+	}
+	for _, a := range []Approval{
+		mk("b", "x", "fp-bx", DecisionApproved),
+		mk("a", "z", "fp-az", DecisionRejected),
+		mk("a", "y", "fp-ay", DecisionApproved),
+	} {
+		if err := s.PutApproval(ctx, a); err != nil {
+			t.Fatalf("PutApproval(%+v): %v", a, err)
+		}
+	}
+	wantApprovals(t, s, mk("a", "y", "fp-ay", DecisionApproved), mk("a", "z", "fp-az", DecisionRejected), mk("b", "x", "fp-bx", DecisionApproved))
+
+	// A new decision for the same tool replaces the old one (RV-1: the
+	// fingerprint changed and an operator looked again).
+	re := Approval{Source: "a", RemoteName: "y", Fingerprint: "fp-ay-2", Decision: DecisionRejected, By: "bob", At: at.Add(time.Hour)}
+	if err := s.PutApproval(ctx, re); err != nil {
+		t.Fatal(err)
+	}
+	wantApprovals(t, s, re, mk("a", "z", "fp-az", DecisionRejected), mk("b", "x", "fp-bx", DecisionApproved))
+
+	if err := s.DeleteApproval(ctx, "a", "z"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteApproval(ctx, "nope", "z"); err != nil {
+		t.Errorf("deleting a missing approval: %v, want nil", err)
+	}
+	wantApprovals(t, s, re, mk("b", "x", "fp-bx", DecisionApproved))
+}
+
+func wantApprovals(t *testing.T, s Store, want ...Approval) {
+	t.Helper()
+	got, err := s.Approvals(context.Background())
+	if err != nil {
+		t.Fatalf("Approvals: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Approvals = %+v\nwant %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if !g.At.Equal(w.At) {
+			t.Errorf("Approvals[%d].At = %v, want %v", i, g.At, w.At)
+		}
+		g.At, w.At = time.Time{}, time.Time{}
+		if g != w {
+			t.Errorf("Approvals[%d] = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func suiteApprovalInvalid(t *testing.T, s Store) {
+	ctx := context.Background()
+	ok := Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: DecisionApproved}
+	for name, mutate := range map[string]func(*Approval){
+		"no source":      func(a *Approval) { a.Source = "" },
+		"no remoteName":  func(a *Approval) { a.RemoteName = "" },
+		"no fingerprint": func(a *Approval) { a.Fingerprint = "" },
+		"bad decision":   func(a *Approval) { a.Decision = "maybe" },
+	} {
+		a := ok
+		mutate(&a)
+		if err := s.PutApproval(ctx, a); err == nil {
+			t.Errorf("%s: PutApproval(%+v) = nil, want an error", name, a)
+		}
+	}
+	wantApprovals(t, s)
+}
+
+func suiteTokenSingleUse(t *testing.T, s Store) {
+	ctx := context.Background()
+	exp := time.Now().Add(15 * time.Minute)
+	for i, want := range []bool{true, false, false} {
+		got, err := s.UseToken(ctx, "tok-1", exp)
+		if err != nil || got != want {
+			t.Fatalf("use #%d of tok-1 = %v, %v; want %v", i+1, got, err, want)
+		}
+	}
+	if got, err := s.UseToken(ctx, "tok-2", exp); err != nil || !got {
+		t.Fatalf("first use of another id = %v, %v; want true", got, err)
+	}
+	if _, err := s.UseToken(ctx, "", exp); err == nil {
+		t.Error("UseToken with an empty id: want an error")
+	}
+}
+
+// RaceUseToken has n goroutines spend id at once, spread over stores, and
+// returns how many were told theirs was the first use.
+func RaceUseToken(t *testing.T, id string, n int, stores ...Store) int {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		wins  atomic.Int32
+		errs  = make(chan error, n)
+	)
+	exp := time.Now().Add(15 * time.Minute)
+	for i := range n {
+		wg.Add(1)
+		go func(s Store) {
+			defer wg.Done()
+			<-start
+			first, err := s.UseToken(context.Background(), id, exp)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if first {
+				wins.Add(1)
+			}
+		}(stores[i%len(stores)])
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("UseToken(%q): %v", id, err)
+	}
+	return int(wins.Load())
+}
+
+func suiteTokenRace(t *testing.T, s Store) {
+	for round := range 5 {
+		id := fmt.Sprintf("raced-%d", round)
+		if wins := RaceUseToken(t, id, 50, s); wins != 1 {
+			t.Fatalf("round %d: %d of 50 concurrent uses of one token were first uses, want exactly 1", round, wins)
+		}
+	}
+}
+
+func suiteTokenPrune(t *testing.T, s Store) {
+	ctx := context.Background()
+	now := time.Now()
+	use := func(id string, exp time.Time) bool {
+		t.Helper()
+		first, err := s.UseToken(ctx, id, exp)
+		if err != nil {
+			t.Fatalf("UseToken(%q): %v", id, err)
+		}
+		return first
+	}
+	use("long-expired", now.Add(-SpentTokenGrace-time.Hour))
+	use("just-expired", now.Add(-time.Second)) // within the grace: a skewed replica may still accept it
+	use("live", now.Add(time.Hour))
+	use("no-expiry", time.Time{})
+	// Enough first uses that a pruning must have happened since.
+	for i := range PruneEvery + 1 {
+		use(fmt.Sprintf("filler-%d", i), now.Add(time.Hour))
+	}
+	if use("live", now.Add(time.Hour)) {
+		t.Error("an unexpired spent id was forgotten: a confirm token could run twice (CF-4)")
+	}
+	if use("just-expired", now.Add(-time.Second)) {
+		t.Error("an id expired less than SpentTokenGrace ago was forgotten")
+	}
+	if use("no-expiry", time.Time{}) {
+		t.Error("an id without expiry was forgotten")
+	}
+	if !use("long-expired", now.Add(-SpentTokenGrace-time.Hour)) {
+		t.Errorf("an id expired long ago was still kept after %d further first uses: the ledger is never pruned", PruneEvery+1)
+	}
+}
+
+// FullAuditRecord returns a record with every field set, for round trips.
+func FullAuditRecord(at time.Time, callID string) AuditRecord {
+	return AuditRecord{
+		Time:           at,
+		Endpoint:       "/mcp",
+		ActorID:        "alice",
+		Tenant:         "acme",
+		Session:        "sess-1",
+		Tool:           "github_create_issue",
+		Source:         "github",
+		RemoteName:     "create_issue",
+		ArgsHash:       "sha256:5f2b",
+		Outcome:        "ok",
+		Latency:        1234567 * time.Nanosecond,
+		ConfirmTokenID: "tok-9",
+		CallID:         callID,
+	}
+}
+
+func sameRecord(got, want AuditRecord) bool {
+	if !got.Time.Equal(want.Time) {
+		return false
+	}
+	got.Time, want.Time = time.Time{}, time.Time{}
+	return got == want
+}
+
+func wantAudit(t *testing.T, s Store, q AuditQuery, want ...AuditRecord) {
+	t.Helper()
+	got, err := s.Audit(context.Background(), q)
+	if err != nil {
+		t.Fatalf("Audit(%+v): %v", q, err)
+	}
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = sameRecord(got[i], want[i])
+	}
+	if !ok {
+		ids := func(rs []AuditRecord) []string {
+			var out []string
+			for _, r := range rs {
+				out = append(out, r.CallID+"@"+r.Time.UTC().Format(time.RFC3339Nano))
+			}
+			return out
+		}
+		t.Errorf("Audit(%+v) = %v\nwant %v", q, ids(got), ids(want))
+	}
+}
+
+func suiteAuditRoundTrip(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.FixedZone("x", 3600)) // before any "now"
+	r := FullAuditRecord(at, "call-1")
+	if err := s.AppendAudit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	wantAudit(t, s, AuditQuery{}, r)
+
+	// A zero time means now.
+	before := time.Now()
+	if err := s.AppendAudit(ctx, AuditRecord{Tool: "t", Outcome: "ok", CallID: "call-2"}); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	got, err := s.Audit(ctx, AuditQuery{Since: before})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Audit(since the zero-time append) = %v, %v; want one record", got, err)
+	}
+	if got[0].Time.Before(before) || got[0].Time.After(after) {
+		t.Errorf("zero Time stored as %v, want between %v and %v", got[0].Time, before, after)
+	}
+}
+
+func suiteAuditQuery(t *testing.T, s Store) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := func(sec int, id string) AuditRecord {
+		return FullAuditRecord(t0.Add(time.Duration(sec)*time.Second), id)
+	}
+	// Appended out of time order, as concurrent calls finish.
+	for _, r := range []AuditRecord{rec(3, "c"), rec(1, "a"), rec(2, "b1"), rec(5, "e"), rec(2, "b2")} {
+		if err := s.AppendAudit(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b1, b2, c, e := rec(1, "a"), rec(2, "b1"), rec(2, "b2"), rec(3, "c"), rec(5, "e")
+	wantAudit(t, s, AuditQuery{}, a, b1, b2, c, e)
+	wantAudit(t, s, AuditQuery{Since: t0.Add(2 * time.Second)}, b1, b2, c, e)
+	wantAudit(t, s, AuditQuery{Since: t0.Add(2*time.Second + 1)}, c, e)
+	wantAudit(t, s, AuditQuery{Limit: 2}, a, b1)
+	wantAudit(t, s, AuditQuery{Since: t0.Add(2 * time.Second), Limit: 3}, b1, b2, c)
+	wantAudit(t, s, AuditQuery{Limit: 100}, a, b1, b2, c, e)
+	wantAudit(t, s, AuditQuery{Since: t0.Add(time.Minute)})
+}
+
+func suiteAuditConcurrent(t *testing.T, s Store) {
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := s.AppendAudit(context.Background(), FullAuditRecord(time.Now(), fmt.Sprintf("w%d-%d", w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.Audit(context.Background(), AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != writers*each {
+		t.Fatalf("%d records after %d concurrent appends", len(got), writers*each)
+	}
+	seen := map[string]bool{}
+	for i, r := range got {
+		if seen[r.CallID] {
+			t.Errorf("record %s twice", r.CallID)
+		}
+		seen[r.CallID] = true
+		if i > 0 && r.Time.Before(got[i-1].Time) {
+			t.Errorf("record %d (%v) is older than record %d (%v): not oldest first", i, r.Time, i-1, got[i-1].Time)
+		}
+	}
+}
+
+func suiteClosed(t *testing.T, s Store) {
+	ctx := context.Background()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v, want nil", err)
+	}
+	checks := map[string]error{}
+	checks["PutApproval"] = s.PutApproval(ctx, Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: DecisionApproved})
+	_, checks["Approvals"] = s.Approvals(ctx)
+	checks["DeleteApproval"] = s.DeleteApproval(ctx, "s", "r")
+	_, checks["UseToken"] = s.UseToken(ctx, "t", time.Now().Add(time.Minute))
+	checks["AppendAudit"] = s.AppendAudit(ctx, AuditRecord{Tool: "t"})
+	_, checks["Audit"] = s.Audit(ctx, AuditQuery{})
+	for name, err := range checks {
+		if !errors.Is(err, ErrStoreClosed) {
+			t.Errorf("%s after Close = %v, want ErrStoreClosed", name, err)
+		}
+	}
+}
