@@ -56,6 +56,7 @@ type Snapshot struct {
 	Upstreams  []UpstreamStatus
 	Dropped    []Drop
 	Sessions   []Session
+	Pending    []PendingConfirmation
 }
 
 // DefaultSubscriptionBuffer is the channel size of a subscription.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -42,6 +43,9 @@ type EndpointOptions struct {
 	MaxRequestBytes int64
 
 	Registry *core.Registry
+	// Gate serves action tools behind preview → confirm (CF-1); nil serves
+	// no action tool at all.
+	Gate *core.Gate
 	// Sessions records live sessions for the console; nil records nothing.
 	Sessions *core.Sessions
 	// Actor returns the caller the authentication middleware derived for
@@ -148,38 +152,52 @@ func (e *Endpoint) follow() {
 	}
 }
 
-// served reports whether a tool is offered over MCP at all. Action tools
-// wait for the confirm gate: serving them ungated would let one model call
-// cause a side effect with no human in the loop.
-func served(t core.ToolInfo) bool { return t.Kind == core.KindRead && !t.Disabled }
+// served reports whether a tool is offered over MCP at all. Without a
+// confirm gate, action tools are withheld: serving them ungated would let
+// one model call cause a side effect with no human in the loop.
+func (e *Endpoint) served(t core.ToolInfo) bool {
+	return !t.Disabled && (t.Kind == core.KindRead || t.Kind == core.KindAction && e.opts.Gate != nil)
+}
 
 func (e *Endpoint) setTools(tools []core.ToolInfo) {
 	var st []server.ServerTool
 	for _, t := range tools {
-		if served(t) {
-			st = append(st, server.ServerTool{Tool: mcpTool(t), Handler: e.callHandler(t.Name)})
+		if tool, ok := e.mcpTool(t); ok {
+			st = append(st, server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name, t.Kind)})
 		}
 	}
 	e.mcp.SetTools(st...)
 }
 
 func (e *Endpoint) addTool(t core.ToolInfo) {
-	if served(t) {
-		e.mcp.AddTool(mcpTool(t), e.callHandler(t.Name))
+	if tool, ok := e.mcpTool(t); ok {
+		e.mcp.AddTool(tool, e.callHandler(t.Name, t.Kind))
 	}
 }
 
-// mcpTool is the advertised definition: the schema verbatim (IM-17), the
-// upstream's annotations, and the source in _meta (IM-16).
-func mcpTool(t core.ToolInfo) mcpgo.Tool {
-	tool := mcpgo.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema)
+// mcpTool is the advertised definition: the schema verbatim (IM-17), for
+// an action tool plus the gate's two fields (CF-1), the upstream's
+// annotations, and the source in _meta (IM-16).
+func (e *Endpoint) mcpTool(t core.ToolInfo) (mcpgo.Tool, bool) {
+	if !e.served(t) {
+		return mcpgo.Tool{}, false
+	}
+	schema := t.InputSchema
+	if t.Kind == core.KindAction {
+		var err error
+		if schema, err = core.AdvertisedSchema(t.InputSchema); err != nil {
+			e.opts.Logger.Warn("action tool not served", "tool", t.Name, "err", err)
+			return mcpgo.Tool{}, false
+		}
+	}
+	tool := mcpgo.NewToolWithRawSchema(t.Name, t.Description, schema)
 	if len(t.Annotations) > 0 {
 		_ = json.Unmarshal(t.Annotations, &tool.Annotations)
 	}
 	if t.Source != "" {
 		tool.Meta = mcpgo.NewMetaFromMap(map[string]any{SourceMetaKey: t.Source})
 	}
-	return tool
+	return tool, true
 }
 
 // filterTools is SV-4 per request: allow-list, enabled, policy, custom
@@ -199,7 +217,7 @@ func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.
 	return out
 }
 
-func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
+func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		actor, ok := e.opts.Actor(ctx)
 		if !ok {
@@ -216,7 +234,17 @@ func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
 		if e.opts.Sessions != nil && call.Session != "" {
 			e.opts.Sessions.Touch(call.Session, true)
 		}
-		res, err := e.opts.Registry.Invoke(core.WithCall(ctx, call), actor, name, args)
+		ctx = core.WithCall(ctx, call)
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			ctx = core.WithProgress(ctx, e.progress(ctx, req.Params.Meta.ProgressToken))
+		}
+		var res core.Result
+		var err error
+		if kind == core.KindAction {
+			res, err = e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, args)
+		} else {
+			res, err = e.opts.Registry.Invoke(ctx, actor, name, args)
+		}
 		if err != nil {
 			return toolError(name, err), nil
 		}
@@ -228,12 +256,28 @@ func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
 	}
 }
 
+// progress sends notifications/progress to the calling session while a
+// confirmation waits for an operator (CF-5).
+func (e *Endpoint) progress(ctx context.Context, token mcpgo.ProgressToken) core.Progress {
+	return func(waited, total time.Duration) {
+		_ = e.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token,
+			"progress":      waited.Seconds(),
+			"total":         total.Seconds(),
+			"message":       "waiting for an operator to approve",
+		})
+	}
+}
+
 // toolError turns a refusal or failure into an isError result the model can
 // read and recover from (SV-6). A tool that vanished or was refused between
 // the list check and the call reads like an unknown tool (SV-5).
 func toolError(name string, err error) *mcpgo.CallToolResult {
 	var ve *core.ValidationError
+	var refused *core.RefusedError
 	switch {
+	case errors.As(err, &refused):
+		return mcpgo.NewToolResultError(refused.Text)
 	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
 		return mcpgo.NewToolResultError(fmt.Sprintf("tool '%s' not found", name))
 	case errors.As(err, &ve):

@@ -435,3 +435,55 @@ func TestEndpointStateless(t *testing.T) {
 		t.Fatalf("stateless list: %v", names)
 	}
 }
+
+// CF-1, CF-2, CF-4 over MCP: an action tool is served with the gate's two
+// fields; the first call previews and runs nothing, the confirming call runs
+// once, a replay is refused as an isError result.
+func TestEndpointConfirmGate(t *testing.T) {
+	gate, err := core.NewGate(core.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: core.NewMemStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, mcp.EndpointOptions{Gate: gate})
+	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
+	c.initialize()
+	names, tools := listNames(t, c)
+	if strings.Join(names, ",") != "boom,gh_delete,gh_search" {
+		t.Fatalf("with a gate: %v", names)
+	}
+	if !strings.Contains(string(tools[1]["inputSchema"]), `"confirmToken"`) {
+		t.Fatalf("action schema lacks the gate's fields: %s", tools[1]["inputSchema"])
+	}
+	res := c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 7}})
+	var preview struct {
+		StructuredContent struct {
+			ConfirmToken string    `json:"confirmToken"`
+			ExpiresAt    time.Time `json:"expiresAt"`
+			Preview      string    `json:"preview"`
+		} `json:"structuredContent"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(res["result"], &preview); err != nil || preview.IsError || preview.StructuredContent.ConfirmToken == "" {
+		t.Fatalf("preview: %s %s", res["result"], res["error"])
+	}
+	select {
+	case <-s.calls:
+		t.Fatal("the preview ran the tool")
+	default:
+	}
+	confirm := map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 7, "confirm": true, "confirmToken": preview.StructuredContent.ConfirmToken}}
+	res = c.call("tools/call", confirm)
+	if !strings.Contains(string(res["result"]), `echo {\"id\":7}`) {
+		t.Fatalf("confirm: %s %s", res["result"], res["error"])
+	}
+	<-s.calls
+	res = c.call("tools/call", confirm)
+	if !strings.Contains(string(res["result"]), `"isError":true`) || !strings.Contains(string(res["result"]), "already used") {
+		t.Fatalf("replay: %s", res["result"])
+	}
+	select {
+	case <-s.calls:
+		t.Fatal("the replay ran the tool")
+	default:
+	}
+}

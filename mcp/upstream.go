@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,17 @@ type UpstreamOptions struct {
 	// Env nil: the child gets a minimal default environment (PATH, HOME, …).
 	// Non-nil: the gateway's environment with these entries merged over it.
 	Env map[string]string
+	// Supervisor, when set, runs the child under a supervisor process: the
+	// adapter spawns Supervisor[0] with Supervisor[1:] followed by Command
+	// (resolved on PATH first, so a missing program still fails at start)
+	// and Args, e.g. {"/usr/bin/toolgate", "_supervise", "--"}. The
+	// supervisor leads the child's process group, gets SIGTERM as its
+	// parent-death signal and stops the whole group when the gateway dies,
+	// even by SIGKILL, which the parent-death signal alone cannot carry
+	// past the direct child (IM-10); see Supervise. Cwd and Env apply to
+	// the supervisor, which passes them on unchanged. Used on Linux only;
+	// elsewhere the command is started directly.
+	Supervisor []string
 
 	// network (IM-2, IM-4)
 	URL string
@@ -100,6 +112,9 @@ func validate(o *UpstreamOptions) error {
 	}
 	if o.StderrLimit == 0 {
 		o.StderrLimit = DefaultStderrLimit
+	}
+	if len(o.Supervisor) > 0 && o.Supervisor[0] == "" {
+		return errors.New("supervisor command is empty")
 	}
 	if o.Command != "" {
 		if o.Transport != "" && o.Transport != "stdio" {
@@ -465,19 +480,50 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
-// scrubber returns a function that replaces secret in error texts with safe
-// (IM-5): net/http quotes the request URL, whose userinfo or query may
-// carry a token.
-func scrubber(secret, safe string) func(error) error {
-	if secret == "" || secret == safe {
-		return func(err error) error { return err }
-	}
-	return func(err error) error {
-		if err == nil || !strings.Contains(err.Error(), secret) {
-			return err
+// redactor replaces secrets in text (IM-5): net/http quotes the request URL,
+// whose userinfo or query may carry a token, and an upstream's error page may
+// echo the request's headers back.
+type redactor struct{ r *strings.Replacer }
+
+// minRedacted is the shortest secret replaced: a two-letter header value
+// would mangle every message it happens to occur in.
+const minRedacted = 4
+
+// newRedactor replaces each pair's secret with its safe text; secrets shorter
+// than minRedacted are left alone.
+func newRedactor(pairs ...[2]string) redactor {
+	// Longer secrets first, so one that contains another is replaced whole.
+	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i][0]) > len(pairs[j][0]) })
+	var args []string
+	for _, p := range pairs {
+		if len(p[0]) >= minRedacted && p[0] != p[1] {
+			args = append(args, p[0], p[1])
 		}
-		return &scrubbed{strings.ReplaceAll(err.Error(), secret, safe), err}
 	}
+	if len(args) == 0 {
+		return redactor{}
+	}
+	return redactor{strings.NewReplacer(args...)}
+}
+
+func (rd redactor) text(s string) string {
+	if rd.r == nil {
+		return s
+	}
+	return rd.r.Replace(s)
+}
+
+// scrub returns err with secrets replaced in its text; errors.Is/As still
+// see the original chain.
+func (rd redactor) scrub(err error) error {
+	if err == nil || rd.r == nil {
+		return err
+	}
+	msg := rd.r.Replace(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbed{msg, err}
 }
 
 // handshake starts c and runs initialize, bounded by ctx. The connection
@@ -519,14 +565,13 @@ func handshakeErr(err error, rec *statusRecorder) error {
 
 // libLogger is the logger handed to mcp-go: its messages are demoted to
 // debug (it reports routine reconnects as errors) and scrubbed of secret.
-func libLogger(log *slog.Logger, secret, safe string) *slog.Logger {
-	return slog.New(libHandler{log.Handler(), scrubber(secret, safe), secret, safe})
+func libLogger(log *slog.Logger, rd redactor) *slog.Logger {
+	return slog.New(libHandler{log.Handler(), rd})
 }
 
 type libHandler struct {
-	h            slog.Handler
-	scrub        func(error) error
-	secret, safe string
+	h  slog.Handler
+	rd redactor
 }
 
 func (h libHandler) Enabled(ctx context.Context, _ slog.Level) bool {
@@ -549,18 +594,13 @@ func (h libHandler) attr(a slog.Attr) slog.Attr {
 		return slog.String(a.Key, h.text(v.String()))
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.scrub(err).Error())
+			return slog.String(a.Key, h.rd.scrub(err).Error())
 		}
 	}
 	return a
 }
 
-func (h libHandler) text(s string) string {
-	if h.secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, h.secret, h.safe)
-}
+func (h libHandler) text(s string) string { return h.rd.text(s) }
 
 func (h libHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	h.h = h.h.WithAttrs(as)

@@ -46,8 +46,19 @@ func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
 	u.origin = pu.Scheme + "://" + pu.Host
 	safe := *pu
 	safe.User, safe.RawQuery, safe.Fragment = nil, "", ""
-	u.base = base{log: log, dial: u.dial, scrub: scrubber(pu.String(), safe.String())}
-	u.libLog = libLogger(log, pu.String(), safe.String())
+	pairs := [][2]string{{pu.String(), safe.String()}}
+	for _, v := range opts.Headers {
+		pairs = append(pairs, [2]string{v, "•••"})
+	}
+	if opts.Authorization != "" {
+		pairs = append(pairs, [2]string{opts.Authorization, "•••"})
+	}
+	if opts.Signing != nil {
+		pairs = append(pairs, [2]string{string(opts.Signing.Secret), "•••"})
+	}
+	rd := newRedactor(pairs...)
+	u.base = base{log: log, dial: u.dial, scrub: rd.scrub}
+	u.libLog = libLogger(log, rd)
 	return u
 }
 

@@ -1,13 +1,17 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +37,7 @@ type stdioUpstream struct {
 	base
 	opts   UpstreamOptions
 	stderr *ring
+	rd     redactor // env values out of errors and logs (IM-5)
 }
 
 var (
@@ -43,7 +48,12 @@ var (
 
 func newStdioUpstream(opts UpstreamOptions, log *slog.Logger) *stdioUpstream {
 	u := &stdioUpstream{opts: opts, stderr: newRing(opts.StderrLimit)}
-	u.base = base{log: log, dial: u.dial, scrub: scrubber("", "")}
+	var pairs [][2]string
+	for _, v := range opts.Env {
+		pairs = append(pairs, [2]string{v, "•••"})
+	}
+	u.rd = newRedactor(pairs...)
+	u.base = base{log: log, dial: u.dial, scrub: u.rd.scrub}
 	return u
 }
 
@@ -96,7 +106,16 @@ func (c *child) pid() int {
 func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
 	ch := &child{}
 	var exited atomic.Bool
+	supervised := supervisorSupported && len(u.opts.Supervisor) > 0
 	mkCmd := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+		if supervised {
+			path, err := resolveCommand(command, u.opts.Cwd)
+			if err != nil {
+				return nil, err
+			}
+			args = append(append(slices.Clone(u.opts.Supervisor[1:]), path), args...)
+			command = u.opts.Supervisor[0]
+		}
 		// Not exec.CommandContext: the child lives until Close, not until
 		// the end of Connect's context.
 		cmd := exec.Command(command, args...)
@@ -104,14 +123,14 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 		cmd.Env = childEnv(u.opts.Env)
 		cmd.Stderr = u.stderr
 		cmd.WaitDelay = time.Second
-		setProcessGroup(cmd)
+		setProcessGroup(cmd, supervised)
 		ch.mu.Lock()
 		ch.cmd = cmd
 		ch.mu.Unlock()
 		return cmd, nil
 	}
 	tr := transport.NewStdioWithOptions(u.opts.Command, nil, u.opts.Args,
-		transport.WithCommandFunc(mkCmd), transport.WithCommandLogger(libLogger(u.log, "", "")))
+		transport.WithCommandFunc(mkCmd), transport.WithCommandLogger(libLogger(u.log, u.rd)))
 
 	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	lost, markLost := context.WithCancel(context.Background())
@@ -149,6 +168,61 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 		exited: exited.Load,
 	}
 	return s, info, nil
+}
+
+// resolveCommand finds command the way exec.Command would from the gateway,
+// so that a missing program fails before anything starts even when a
+// supervisor is what actually runs it. A name without a path separator is
+// looked up on PATH; a path is checked relative to dir and passed on as
+// given, since the supervisor starts in dir.
+func resolveCommand(command, dir string) (string, error) {
+	if filepath.Base(command) == command {
+		return exec.LookPath(command)
+	}
+	p := command
+	if dir != "" && !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	if _, err := exec.LookPath(p); err != nil {
+		return "", err
+	}
+	return command, nil
+}
+
+// Exit statuses of Supervise besides the command's own.
+const (
+	// SuperviseUsage: no command was given.
+	SuperviseUsage = 2
+	// SuperviseCannotStart: the command could not be started (as in a shell).
+	SuperviseCannotStart = 127
+)
+
+// Supervise runs argv as the supervisor named by UpstreamOptions.Supervisor
+// and returns the exit status for the supervisor's process: the command's
+// own, 128+N when a signal N ended it, SuperviseCannotStart when it could
+// not start.
+//
+// On Linux the command runs in the supervisor's process group, which the
+// supervisor leads (it makes itself leader if it is not), with the
+// supervisor's stdin, stdout and stderr, environment and working directory
+// passed straight through. The supervisor stops the whole group — SIGTERM,
+// then SIGKILL after a grace of two seconds — when ctx is done, on SIGTERM,
+// SIGINT or SIGHUP (the gateway spawns it with SIGTERM as its parent-death
+// signal), when its parent changes (polled every 250 ms: the gateway is
+// gone, a backstop for a parent-death signal that did not arrive or was
+// never set), and when the command exits, so that nothing the command
+// started outlives it (IM-10). stderr carries the supervisor's own
+// diagnostics only.
+//
+// Elsewhere there is no supervision: on other Unix systems the process
+// becomes the command (exec), on Windows it runs the command and returns
+// its exit status.
+func Supervise(ctx context.Context, argv []string, stderr io.Writer) int {
+	if len(argv) == 0 || argv[0] == "" {
+		fmt.Fprintln(stderr, "supervise: no command to run")
+		return SuperviseUsage
+	}
+	return supervise(ctx, argv, stderr)
 }
 
 // watchExit notes when the child is gone, polling because the transport owns
@@ -211,6 +285,60 @@ func stopChild(pid int, closeTransport func() error) error {
 		closeErr = nil
 	}
 	return closeErr
+}
+
+// groupMembers lists the live processes of group pgid other than self, from
+// /proc (Linux; elsewhere it finds none). Zombies are left out: they have
+// already exited.
+func groupMembers(pgid, self int) []int {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := dir.Readdirnames(-1)
+	_ = dir.Close()
+	var out []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
+		}
+		st, ok := procStat(pid)
+		if ok && st.pgid == pgid && st.state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+type procStatus struct {
+	state byte
+	ppid  int
+	pgid  int
+}
+
+// procStat reads a process's state, parent and process group from
+// /proc/PID/stat.
+func procStat(pid int) (procStatus, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStatus{}, false
+	}
+	// "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStatus{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return procStatus{}, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return procStatus{}, false
+	}
+	return procStatus{state: f[0][0], ppid: ppid, pgid: pgid}, true
 }
 
 // ring keeps the last n bytes written to it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
@@ -29,9 +30,12 @@ func lookupEnv(name string) (string, bool) {
 
 // gateway is the in-process gateway as far as this version builds it.
 type gateway struct {
-	reg      *core.Registry
-	importer *core.Importer
-	sessions *core.Sessions // set by serve
+	reg       *core.Registry
+	importer  *core.Importer
+	sessions  *core.Sessions      // set by serve
+	gate      *core.Gate          // set by serve
+	approvals *core.ApprovalQueue // set by serve
+	ready     atomic.Bool         // the first import finished
 }
 
 // newGateway builds the registry and importer for cfg; nothing connects.

@@ -46,6 +46,21 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	}
 	defer g.close()
 	g.sessions = core.NewSessions(g.reg.Bus())
+	store, err := openStore(ctx, cfg.Gateway.Store)
+	if err != nil {
+		log.Error("opening the store", "err", err)
+		return 1
+	}
+	defer store.Close()
+	g.approvals = core.NewApprovalQueue(g.reg.Bus())
+	if g.gate, err = newGate(cfg, store, g.approvals); err != nil {
+		log.Error("confirm gate", "err", err)
+		return 1
+	}
+	if ups := operatorUpstreams(cfg); len(ups) > 0 {
+		// Headless, nobody can approve: such calls wait and time out.
+		log.Warn("approval: operator needs the console; without it these confirmations time out", "upstreams", ups)
+	}
 
 	h, closeEndpoints, err := g.handler(ctx, cfg, log)
 	if err != nil {
@@ -67,9 +82,10 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 
 	if err := g.start(ctx); err != nil {
 		log.Error("start-up failed", "err", err)
-		shutdown(srv, log)
+		_ = shutdown(srv, log)
 		return 1
 	}
+	g.ready.Store(true)
 	for _, st := range g.importer.Statuses() {
 		if st.State != core.StateConnected {
 			log.Warn("upstream unavailable", "upstream", st.Name, "state", st.State, "err", st.LastError)
@@ -100,9 +116,9 @@ func shutdown(srv *http.Server, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		log.Warn("calls still in flight at the deadline were cut", "err", err)
+		log.Error("calls still in flight at the deadline were cut", "err", err)
 		_ = srv.Close()
-		return nil
+		return err
 	}
 	return nil
 }
@@ -134,7 +150,7 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
-			Registry: g.reg, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: log,
+			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: log,
 		})
 		if err != nil {
 			closeAll()
@@ -151,7 +167,8 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		// Ready when every required upstream is connected.
+		// Ready once the first import finished and every required upstream
+		// is connected: before that a listed tool may not be callable yet.
 		type upstreamState struct {
 			Name  string `json:"name"`
 			State string `json:"state"`
@@ -162,11 +179,12 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 				waiting = append(waiting, upstreamState{st.Name, string(st.State)})
 			}
 		}
+		imported := g.ready.Load()
 		w.Header().Set("Content-Type", "application/json")
-		if len(waiting) > 0 {
+		if len(waiting) > 0 || !imported {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"ready": len(waiting) == 0, "waiting": waiting})
+		_ = json.NewEncoder(w).Encode(map[string]any{"ready": imported && len(waiting) == 0, "imported": imported, "waiting": waiting})
 	})
 	return mux, closeAll, nil
 }

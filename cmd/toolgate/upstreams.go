@@ -17,6 +17,9 @@ func newUpstream(u config.Upstream) (core.Upstream, error) {
 		URL:           u.URL,
 		Transport:     u.Transport,
 		Authorization: u.Authorization.Reveal(),
+		// IM-10: the whole process group goes when the gateway dies, even
+		// by SIGKILL.
+		Supervisor: supervisorArgs(),
 	}
 	if u.Env != nil { // absent and empty differ (IM-3)
 		opts.Env = make(map[string]string, len(u.Env))

@@ -1,0 +1,827 @@
+//go:build linux
+
+package main
+
+// Tests of `toolgate serve` as a real process: the built binary serving
+// testdata/serve.yaml (or a config written by the test) on 127.0.0.1,
+// driven over HTTP. The process table is read from /proc.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolgate/toolgate/auth/authtest"
+)
+
+// Distinctive secrets: none of them may ever appear in serve's logs.
+const (
+	serveGatewayKey    = "serve-SECRET-gateway-key-5c1e0f7a9b3d"
+	serveConfirmSecret = "serve-SECRET-confirm-8e2b6d4f0a1c3e5b7d9f1a3c5e7b9d1f"
+)
+
+const (
+	serveBootWait  = 30 * time.Second // process start to /readyz 200
+	serveExitWait  = 15 * time.Second // SIGTERM to exit (shutdownGrace is 10 s)
+	serveHTTPWait  = 20 * time.Second // one HTTP exchange
+	serveProcsWait = 5 * time.Second  // upstream children gone after exit
+)
+
+// serveLog is a process's captured output, safe to read while it runs.
+type serveLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *serveLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *serveLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// servedGateway is one running `toolgate serve`.
+type servedGateway struct {
+	cmd    *exec.Cmd
+	base   string // http://127.0.0.1:PORT
+	port   int
+	stderr *serveLog
+	exited chan struct{}
+	// upstreamGroups are the process groups of the gateway's children (its
+	// supervised stdio upstreams), recorded once it was ready.
+	upstreamGroups []int
+}
+
+// serveEnv is what testdata/serve.yaml needs besides OIDC_ISSUER.
+func serveEnv(issuer string) map[string]string {
+	return map[string]string{
+		"GATEWAY_KEY":             serveGatewayKey,
+		"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret,
+		"OIDC_ISSUER":             issuer,
+	}
+}
+
+// serveConfigFile is testdata/serve.yaml, absolute.
+func serveConfigFile(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "serve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeServeConfig writes a config for one test and returns its path.
+func writeServeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "serve.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startServe runs `toolgate serve --config cfg --listen 127.0.0.1:PORT` in a
+// process group of its own, with env added to the environment, and waits
+// (bounded) until /healthz answers and /readyz says ready. At cleanup the
+// gateway's group and its upstreams' groups are killed and the gateway is
+// reaped.
+func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway {
+	t.Helper()
+	bin := toolgateBinary(t)
+	port := serveFreePort(t)
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:"+strconv.Itoa(port))
+	// Each gateway gets its own store file, never the user's.
+	cmd.Env = append(os.Environ(), SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	g := &servedGateway{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), port: port, stderr: &serveLog{}, exited: make(chan struct{})}
+	cmd.Stdout = g.stderr // serve writes nothing to stdout; keep whatever it does
+	cmd.Stderr = g.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(g.exited)
+	}()
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		groups := append(serveChildGroups(pid), g.upstreamGroups...)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		for _, pg := range groups {
+			_ = syscall.Kill(-pg, syscall.SIGKILL)
+		}
+		select {
+		case <-g.exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("toolgate serve (pid %d) not reaped 10 s after SIGKILL", pid)
+		}
+	})
+	g.waitReady(t)
+	g.upstreamGroups = serveChildGroups(pid)
+	return g
+}
+
+// waitReady polls /healthz, then /readyz, until both answer 200, then waits
+// for the "ready" log record: /readyz answers 200 once the required
+// upstreams are connected, which can be before their tools are registered.
+func (g *servedGateway) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(serveBootWait)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		for {
+			resp, err := client.Get(g.base + path)
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					if path == "/readyz" && !strings.Contains(string(body), `"ready":true`) {
+						t.Fatalf("/readyz 200 with %s", body)
+					}
+					break
+				}
+			}
+			select {
+			case <-g.exited:
+				t.Fatalf("toolgate serve exited (%v) before %s answered 200\n%s", g.cmd.ProcessState, path, g.stderr)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not 200 within %v (last: %v)\n%s", path, serveBootWait, err, g.stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for !strings.Contains(g.stderr.String(), `"msg":"ready"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"ready\" log record within %v\n%s", serveBootWait, g.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// terminate sends SIGTERM and waits (bounded) for the exit status.
+func (g *servedGateway) terminate(t *testing.T) int {
+	t.Helper()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return g.waitExit(t)
+}
+
+func (g *servedGateway) waitExit(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-g.exited:
+		return g.cmd.ProcessState.ExitCode()
+	case <-time.After(serveExitWait):
+		t.Fatalf("toolgate serve still runs %v after SIGTERM\n%s", serveExitWait, g.stderr)
+	}
+	return -1
+}
+
+// serveFreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func serveFreePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// serveStat reads parent and process group from /proc/PID/stat; zombies
+// count as gone.
+func serveStat(pid int) (ppid, pgid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold anything
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 || f[0] == "Z" {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	pgid, _ = strconv.Atoi(f[2])
+	return ppid, pgid, true
+}
+
+// serveProcs lists the live processes for which keep holds.
+func serveProcs(keep func(ppid, pgid int) bool) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, pgid, ok := serveStat(pid); ok && keep(ppid, pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// serveChildGroups are the process groups of pid's live children.
+func serveChildGroups(pid int) []int {
+	var groups []int
+	for _, c := range serveProcs(func(ppid, _ int) bool { return ppid == pid }) {
+		if _, pg, ok := serveStat(c); ok && !slices.Contains(groups, pg) {
+			groups = append(groups, pg)
+		}
+	}
+	return groups
+}
+
+// serveExchange is one JSON-RPC POST and its answer.
+type serveExchange struct {
+	status  int
+	header  http.Header
+	body    []byte
+	message map[string]any // the JSON-RPC response, when there is one
+}
+
+// servePost sends a JSON-RPC message to url with an optional bearer and
+// session id. The answer may be JSON or an SSE stream; the response message
+// is taken from either.
+func servePost(t *testing.T, url, token, session, body string) serveExchange {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveHeaders(req, token, session)
+	return serveDo(t, req)
+}
+
+func serveHeaders(req *http.Request, token, session string) {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+}
+
+func serveDo(t *testing.T, req *http.Request) serveExchange {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: serveHTTPWait}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL, err)
+	}
+	x := serveExchange{status: resp.StatusCode, header: resp.Header, body: body}
+	x.message = serveRPCMessage(resp.Header.Get("Content-Type"), body)
+	return x
+}
+
+// serveRPCMessage finds the JSON-RPC response (an object with an id) in a JSON
+// body or in the data lines of an SSE stream.
+func serveRPCMessage(contentType string, body []byte) map[string]any {
+	var candidates [][]byte
+	if strings.HasPrefix(contentType, "text/event-stream") {
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				candidates = append(candidates, []byte(strings.TrimSpace(data)))
+			}
+		}
+	} else {
+		candidates = append(candidates, body)
+	}
+	for _, c := range candidates {
+		var m map[string]any
+		if json.Unmarshal(c, &m) == nil && m["id"] != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+const serveInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"serve-test","version":"1.0.0"}}}`
+
+// serveSession initializes a session on url and returns its id.
+func serveSession(t *testing.T, url, token string) string {
+	t.Helper()
+	x := servePost(t, url, token, "", serveInitialize)
+	id := x.header.Get("Mcp-Session-Id")
+	if x.status != http.StatusOK || id == "" || x.message["result"] == nil {
+		t.Fatalf("initialize at %s: HTTP %d, session %q: %s", url, x.status, id, x.body)
+	}
+	if n := servePost(t, url, token, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); n.status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: HTTP %d: %s", n.status, n.body)
+	}
+	return id
+}
+
+// serveToolNames lists the names in a tools/list result.
+func serveToolNames(t *testing.T, x serveExchange) []string {
+	t.Helper()
+	res, _ := x.message["result"].(map[string]any)
+	list, ok := res["tools"].([]any)
+	if x.status != http.StatusOK || !ok {
+		t.Fatalf("tools/list: HTTP %d: %s", x.status, x.body)
+	}
+	var names []string
+	for _, tool := range list {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// serveCallText is the first text of a tools/call result and its isError flag.
+func serveCallText(t *testing.T, x serveExchange) (string, bool) {
+	t.Helper()
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+		IsError bool                    `json:"isError"`
+	}
+	raw, _ := json.Marshal(x.message["result"])
+	if err := json.Unmarshal(raw, &res); x.status != http.StatusOK || err != nil || len(res.Content) == 0 {
+		t.Fatalf("tools/call: HTTP %d: %s", x.status, x.body)
+	}
+	return res.Content[0].Text, res.IsError
+}
+
+// startServeYAML starts testdata/serve.yaml with its own OpenID provider.
+func startServeYAML(t *testing.T, extra map[string]string) (*servedGateway, *authtest.Provider) {
+	t.Helper()
+	p := authtest.NewProvider(t)
+	env := serveEnv(p.Issuer())
+	for k, v := range extra {
+		env[k] = v
+	}
+	return startServe(t, serveConfigFile(t), env), p
+}
+
+// serveToken is an access token of p for the resource at audience.
+func serveToken(t *testing.T, p *authtest.Provider, audience, subject string) string {
+	return p.Token(t, jwt.MapClaims{"sub": subject, "aud": audience, "scope": "openid tools", "org_id": "acme"})
+}
+
+// AU-4, AU-5, SV-3 against the real binary: refusals carry the challenge
+// with the endpoint's metadata URL, a token for one endpoint is refused by
+// another, and the metadata documents are public with CORS.
+func TestServeRefusalsAndMetadataAU4AU5SV3(t *testing.T) {
+	g, p := startServeYAML(t, nil)
+	mcpURL, adminURL := g.base+"/mcp", g.base+"/admin"
+	mcpMeta := g.base + "/.well-known/oauth-protected-resource/mcp"
+	adminMeta := g.base + "/.well-known/oauth-protected-resource/admin"
+	mcpToken := serveToken(t, p, mcpURL, "alice")
+
+	cases := []struct {
+		name, url, token string
+		wantStatus       int
+		wantChallenge    string
+	}{
+		{"no token", mcpURL, "", 401, `Bearer resource_metadata="` + mcpMeta + `"`},
+		{"wrong API key", mcpURL, "serve-wrong-key-0000000000000000", 401, `Bearer resource_metadata="` + mcpMeta + `", error="invalid_token"`},
+		{"token of another issuer", mcpURL, authtest.NewProvider(t).Token(t, jwt.MapClaims{"sub": "eve", "aud": mcpURL}), 401, `Bearer resource_metadata="` + mcpMeta + `", error="invalid_token"`},
+		{"/mcp token on /admin", adminURL, mcpToken, 401, `Bearer resource_metadata="` + adminMeta + `", error="invalid_token"`},
+		{"API key on the OAuth-only /admin", adminURL, serveGatewayKey, 401, `Bearer resource_metadata="` + adminMeta + `", error="invalid_token"`},
+		{"no token on /admin", adminURL, "", 401, `Bearer resource_metadata="` + adminMeta + `"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := servePost(t, c.url, c.token, "", serveInitialize)
+			if x.status != c.wantStatus || x.header.Get("WWW-Authenticate") != c.wantChallenge {
+				t.Fatalf("HTTP %d, WWW-Authenticate %q; want %d, %q\n%s", x.status, x.header.Get("WWW-Authenticate"), c.wantStatus, c.wantChallenge, x.body)
+			}
+			if c.token != "" && bytes.Contains(x.body, []byte(c.token)) {
+				t.Fatalf("the refusal echoes the token: %s", x.body)
+			}
+		})
+	}
+
+	// The same credentials are accepted where they belong.
+	for _, ok := range []struct{ url, token string }{
+		{mcpURL, serveGatewayKey},
+		{mcpURL, mcpToken},
+		{adminURL, serveToken(t, p, adminURL, "alice")},
+	} {
+		if x := servePost(t, ok.url, ok.token, "", serveInitialize); x.status != http.StatusOK || x.message["result"] == nil {
+			t.Errorf("initialize at %s: HTTP %d: %s", ok.url, x.status, x.body)
+		}
+	}
+
+	for _, m := range []struct{ url, resource, name string }{
+		{mcpMeta, mcpURL, "toolgate serve"},
+		{adminMeta, adminURL, "toolgate admin"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, m.url, nil)
+		req.Header.Set("Origin", "https://client.example")
+		x := serveDo(t, req)
+		var doc struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			ScopesSupported      []string `json:"scopes_supported"`
+			BearerMethods        []string `json:"bearer_methods_supported"`
+			ResourceName         string   `json:"resource_name"`
+		}
+		if x.status != http.StatusOK || json.Unmarshal(x.body, &doc) != nil {
+			t.Fatalf("GET %s: HTTP %d: %s", m.url, x.status, x.body)
+		}
+		if got := x.header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("GET %s: Access-Control-Allow-Origin %q, want *", m.url, got)
+		}
+		if doc.Resource != m.resource || !slices.Equal(doc.AuthorizationServers, []string{p.Issuer()}) ||
+			!slices.Equal(doc.ScopesSupported, []string{"openid", "tools"}) || !slices.Equal(doc.BearerMethods, []string{"header"}) || doc.ResourceName != m.name {
+			t.Errorf("GET %s: %s", m.url, x.body)
+		}
+	}
+}
+
+// SV-2: initialize mints a session id; DELETE ends the session and its id
+// then answers 404, as does an id never minted and another actor's session.
+func TestServeSessionsSV2(t *testing.T) {
+	g, p := startServeYAML(t, nil)
+	url := g.base + "/mcp"
+	id := serveSession(t, url, serveGatewayKey)
+
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if got, want := serveToolNames(t, servePost(t, url, serveGatewayKey, id, list)), []string{"echo_echo", "notes_create_note", "notes_list_notes", "notes_search", "notes_side_effects"}; !slices.Equal(got, want) {
+		t.Fatalf("tools/list: %q, want %q", got, want)
+	}
+	// The session belongs to the actor that opened it.
+	if x := servePost(t, url, serveToken(t, p, url, "mallory"), id, list); x.status != http.StatusNotFound {
+		t.Errorf("another actor on the session: HTTP %d, want 404: %s", x.status, x.body)
+	}
+	if x := servePost(t, url, serveGatewayKey, "0123456789abcdef0123456789abcdef", list); x.status != http.StatusNotFound {
+		t.Errorf("unknown session id: HTTP %d, want 404: %s", x.status, x.body)
+	}
+
+	del, _ := http.NewRequest(http.MethodDelete, url, nil)
+	serveHeaders(del, serveGatewayKey, id)
+	if x := serveDo(t, del); x.status != http.StatusOK {
+		t.Fatalf("DELETE: HTTP %d: %s", x.status, x.body)
+	}
+	if x := servePost(t, url, serveGatewayKey, id, list); x.status != http.StatusNotFound {
+		t.Errorf("after DELETE: HTTP %d, want 404: %s", x.status, x.body)
+	}
+	// A DELETE needs auth like any request.
+	del, _ = http.NewRequest(http.MethodDelete, url, nil)
+	serveHeaders(del, "", serveSession(t, url, serveGatewayKey))
+	if x := serveDo(t, del); x.status != http.StatusUnauthorized {
+		t.Errorf("DELETE without a token: HTTP %d, want 401", x.status)
+	}
+}
+
+// SV-8, QB-3: with gateway.maxRequestBytes at 65536 (set through its
+// environment override) a larger body is refused with 413, with or without
+// a Content-Length; a body under the limit is served.
+func TestServeBodyLimitSV8(t *testing.T) {
+	const limit = 65536
+	g, _ := startServeYAML(t, map[string]string{"TOOLGATE_GATEWAY_MAXREQUESTBYTES": strconv.Itoa(limit)})
+	url := g.base + "/mcp"
+	id := serveSession(t, url, serveGatewayKey)
+
+	// A tools/call of echo_echo whose message pads the body to n bytes.
+	const head, tail = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"`, `"}}}`
+	padding := func(n int) string { return strings.Repeat("x", n-len(head)-len(tail)) }
+	call := func(n int) string { return head + padding(n) + tail }
+	if got, isErr := serveCallText(t, servePost(t, url, serveGatewayKey, id, call(limit))); isErr || got != padding(limit) {
+		t.Fatalf("a body of exactly %d bytes: isError %v, %d bytes back, want %d", limit, isErr, len(got), len(padding(limit)))
+	}
+
+	if x := servePost(t, url, serveGatewayKey, id, call(limit+1)); x.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body of %d bytes: HTTP %d, want 413: %.200s", limit+1, x.status, x.body)
+	}
+	// Without Content-Length (chunked), the limit holds while reading.
+	req, _ := http.NewRequest(http.MethodPost, url, io.MultiReader(strings.NewReader(call(4*limit))))
+	serveHeaders(req, serveGatewayKey, id)
+	if req.ContentLength != 0 {
+		t.Fatalf("the request has a Content-Length (%d); it should be chunked", req.ContentLength)
+	}
+	if x := serveDo(t, req); x.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a chunked body of %d bytes: HTTP %d, want 413: %.200s", 4*limit, x.status, x.body)
+	}
+	// The session still works afterwards.
+	if got, isErr := serveCallText(t, servePost(t, url, serveGatewayKey, id, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"still here"}}}`)); got != "still here" || isErr {
+		t.Errorf("after the refusals: %q isError=%v", got, isErr)
+	}
+}
+
+// serveFlakyConfig is an open-mode endpoint over the flaky demo upstream.
+const serveFlakyConfig = `gateway:
+  confirm:
+    secret: ${TOOLGATE_CONFIRM_SECRET}
+endpoints:
+  - path: /mcp
+    actor: {id: dev, roles: [ADMIN]}
+upstreams:
+  - name: flaky
+    command: ${TOOLGATE_SELF}
+    args: [demo-upstream, flaky]
+    required: true
+  - name: echo
+    command: ${TOOLGATE_SELF}
+    args: [demo-upstream, echo]
+    required: true
+`
+
+// SV-9, Appendix B: SIGTERM while a call is in flight. The gateway stops
+// accepting connections, lets the call finish with its result, exits 0, and
+// leaves none of its upstream processes behind.
+func TestServeGracefulShutdownSV9(t *testing.T) {
+	g := startServe(t, writeServeConfig(t, serveFlakyConfig), map[string]string{"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret})
+	pid := g.cmd.Process.Pid
+	if len(g.upstreamGroups) != 2 {
+		t.Fatalf("gateway %d has upstream process groups %v, want 2 (flaky, echo)", pid, g.upstreamGroups)
+	}
+	url := g.base + "/mcp"
+	id := serveSession(t, url, "")
+
+	const stall = 3 * time.Second
+	type answer struct {
+		x   serveExchange
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"flaky_stall","arguments":{"seconds":%g}}}`, stall.Seconds())))
+		serveHeaders(req, "", id)
+		resp, err := (&http.Client{Timeout: serveHTTPWait}).Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		done <- answer{x: serveExchange{status: resp.StatusCode, header: resp.Header, body: body, message: serveRPCMessage(resp.Header.Get("Content-Type"), body)}, err: err}
+	}()
+	// Let the call reach the upstream, well inside its stall.
+	time.Sleep(stall / 3)
+	sent := time.Now()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stop accepting: new connections are refused while the call runs.
+	refused := false
+	for time.Since(sent) < stall/2 {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", g.port), 200*time.Millisecond)
+		if err != nil {
+			refused = true
+			break
+		}
+		_ = c.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !refused {
+		t.Errorf("new connections still accepted %v after SIGTERM", stall/2)
+	}
+
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(serveHTTPWait + time.Second):
+		t.Fatal("the in-flight call never answered")
+	}
+	if a.err != nil {
+		t.Fatalf("the in-flight call failed: %v\n%s", a.err, g.stderr)
+	}
+	if got, isErr := serveCallText(t, a.x); got != "done stalling" || isErr {
+		t.Fatalf("the in-flight call answered %q (isError %v), want its result", got, isErr)
+	}
+	code := g.waitExit(t)
+	took := time.Since(sent)
+	if code != 0 {
+		t.Fatalf("exit status %d after SIGTERM, want 0\n%s", code, g.stderr)
+	}
+	if took < stall/2 {
+		t.Errorf("exited %v after SIGTERM: it cannot have waited for the call", took)
+	}
+	t.Logf("exited 0 %v after SIGTERM", took.Round(time.Millisecond))
+
+	// Its upstreams, supervisors and servers alike, are gone.
+	deadline := time.Now().Add(serveProcsWait)
+	for {
+		left := serveProcs(func(ppid, pgid int) bool { return ppid == pid || slices.Contains(g.upstreamGroups, pgid) })
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after exit, processes %v of the gateway's upstreams (groups %v) still run", serveProcsWait, left, g.upstreamGroups)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// JSON logs on stderr, telling the shutdown.
+	logs := serveLogRecords(t, g.stderr.String())
+	for _, msg := range []string{"serving", "ready", "shutting down", "stopped"} {
+		if !slices.ContainsFunc(logs, func(r map[string]any) bool { return r["msg"] == msg }) {
+			t.Errorf("no %q log record in\n%s", msg, g.stderr)
+		}
+	}
+}
+
+// serveLogRecords parses serve's stderr: every line must be a JSON object
+// with time, level and msg.
+func serveLogRecords(t *testing.T, stderr string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(stderr) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r["time"] == nil || r["level"] == nil || r["msg"] == nil {
+			t.Errorf("stderr line is not a JSON log record: %q", line)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// serveRun runs the binary to completion (bounded) and returns its exit
+// status and stderr.
+func serveRun(t *testing.T, env map[string]string, args ...string) (int, string) {
+	t.Helper()
+	bin := toolgateBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), serveBootWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	// Each gateway gets its own store file, never the user's.
+	cmd.Env = append(os.Environ(), SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &errOut, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("toolgate %q still ran after %v\n%s", args, serveBootWait, errOut.String())
+	}
+	if _, ok := errors.AsType[*exec.ExitError](err); err != nil && !ok {
+		t.Fatalf("toolgate %q: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), errOut.String()
+}
+
+// AU-7: open mode on a non-loopback address is refused (exit 1, a message
+// naming the open endpoint and the flag) before anything is bound or
+// spawned. Only the refusal is tested: nothing here listens beyond
+// loopback.
+func TestServeOpenModeRefusedOffLoopbackAU7(t *testing.T) {
+	cfg := writeServeConfig(t, `gateway:
+  confirm:
+    secret: ${TOOLGATE_CONFIRM_SECRET}
+endpoints:
+  - path: /mcp
+    auth:
+      apiKeys:
+        - key: ${GATEWAY_KEY}
+          actor: {id: gateway}
+  - path: /dev
+    actor: {id: dev, roles: [ADMIN]}
+upstreams:
+  - name: echo
+    command: ${TOOLGATE_SELF}
+    args: [demo-upstream, echo]
+`)
+	env := map[string]string{"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret, "GATEWAY_KEY": serveGatewayKey}
+	port := strconv.Itoa(serveFreePort(t))
+	for _, listen := range []string{"0.0.0.0:" + port, ":" + port, "[::]:" + port} {
+		t.Run(listen, func(t *testing.T) {
+			code, stderr := serveRun(t, env, "serve", "--config", cfg, "--listen", listen)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s", code, stderr)
+			}
+			logs := serveLogRecords(t, stderr)
+			if len(logs) != 1 || logs[0]["level"] != "ERROR" || !strings.Contains(logs[0]["msg"].(string), "--insecure-open") ||
+				fmt.Sprint(logs[0]["endpoints"]) != "[/dev]" || logs[0]["listen"] != listen {
+				t.Fatalf("want one error naming /dev, %s and --insecure-open:\n%s", listen, stderr)
+			}
+		})
+	}
+}
+
+// Secrets never reach serve's logs: the API key, the OAuth client secret
+// used for introspection, upstream headers, bearer and env, and the confirm
+// secret, through start-up, refused and accepted requests, an unreachable
+// upstream and shutdown.
+func TestServeLogsNoSecrets(t *testing.T) {
+	secrets := map[string]string{
+		"GATEWAY_KEY":             serveGatewayKey,
+		"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret,
+		"OAUTH_CLIENT_SECRET":     "serve-SECRET-oauth-client-4b8d2f6a0c",
+		"HEADER_SECRET":           "serve-SECRET-header-9a7c5e3b1d",
+		"UPSTREAM_BEARER":         "serve-SECRET-upstream-bearer-2e4f6a8c0b",
+		"UPSTREAM_ENV_SECRET":     "serve-SECRET-upstream-env-7d5b3f1e9c",
+	}
+	opaque := "serve-SECRET-opaque-token-3c5e7a9b1d"
+	p := authtest.NewProvider(t)
+	in := authtest.NewIntrospector(t, "serve-client", secrets["OAUTH_CLIENT_SECRET"])
+	env := map[string]string{"OIDC_ISSUER": p.Issuer(), "INTROSPECTION_URL": in.URL()}
+	for k, v := range secrets {
+		env[k] = v
+	}
+	cfg := writeServeConfig(t, fmt.Sprintf(`gateway:
+  confirm:
+    secret: ${TOOLGATE_CONFIRM_SECRET}
+endpoints:
+  - path: /mcp
+    auth:
+      anyOf:
+        - apiKeys:
+            - key: ${GATEWAY_KEY}
+              actor: {id: gateway}
+        - oauth:
+            issuer: ${OIDC_ISSUER}
+            introspectionUrl: ${INTROSPECTION_URL}
+            clientId: serve-client
+            clientSecret: ${OAUTH_CLIENT_SECRET}
+upstreams:
+  - name: echo
+    command: ${TOOLGATE_SELF}
+    args: [demo-upstream, echo]
+    env: {ECHO_SECRET: "${UPSTREAM_ENV_SECRET}"}
+    required: true
+  - name: remote
+    url: http://127.0.0.1:%d/mcp
+    transport: http
+    headers: {X-Api-Key: "${HEADER_SECRET}"}
+    authorization: ${UPSTREAM_BEARER}
+    timeout: 2s
+`, serveFreePort(t)))
+	g := startServe(t, cfg, env)
+	url := g.base + "/mcp"
+
+	in.Activate(opaque, map[string]any{"sub": "opaque-user", "aud": url, "iss": p.Issuer(), "exp": time.Now().Add(time.Minute).Unix()})
+	id := serveSession(t, url, serveGatewayKey)
+	if got, _ := serveCallText(t, servePost(t, url, serveGatewayKey, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"hello"}}}`)); got != "hello" {
+		t.Fatalf("echo_echo: %q", got)
+	}
+	if x := servePost(t, url, opaque, "", serveInitialize); x.status != http.StatusOK {
+		t.Fatalf("an active opaque token: HTTP %d: %s", x.status, x.body)
+	}
+	if in.Hits() == 0 {
+		t.Fatal("the opaque token was never introspected, so the client secret was never used")
+	}
+	for _, bad := range []string{serveGatewayKey + "x", "serve-SECRET-inactive-opaque-1f3b"} {
+		if x := servePost(t, url, bad, "", serveInitialize); x.status != http.StatusUnauthorized {
+			t.Errorf("a bad token: HTTP %d", x.status)
+		}
+	}
+	if code := g.terminate(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, g.stderr)
+	}
+	logs := g.stderr.String()
+	if !strings.Contains(logs, `"msg":"stopped"`) || !strings.Contains(logs, `"upstream":"remote"`) {
+		t.Fatalf("the logs miss the shutdown or the unreachable upstream:\n%s", logs)
+	}
+	for name, s := range secrets {
+		if strings.Contains(logs, s) {
+			t.Errorf("%s leaked into serve's stderr", name)
+		}
+	}
+	if strings.Contains(logs, "serve-SECRET-") {
+		t.Errorf("a secret leaked into serve's stderr:\n%s", logs)
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/sqlitestore"
+)
+
+// openStore opens gateway.store: a file path, empty for the default file in
+// the user data dir (OP-5).
+func openStore(ctx context.Context, spec string) (core.Store, error) {
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		return nil, errors.New("gateway.store: a PostgreSQL store is not available in this version; use a file")
+	}
+	path := spec
+	if path == "" {
+		var err error
+		if path, err = sqlitestore.DefaultPath(); err != nil {
+			return nil, fmt.Errorf("gateway.store: %w", err)
+		}
+	}
+	return sqlitestore.Open(ctx, path)
+}
+
+// newGate builds the confirm gate when a secret is configured; without one
+// action tools are not served (config validation already requires the
+// secret wherever action tools can be served).
+func newGate(cfg *config.Config, ledger core.TokenLedger, approvals *core.ApprovalQueue) (*core.Gate, error) {
+	secret := cfg.Gateway.Confirm.Secret.Reveal()
+	if secret == "" {
+		return nil, nil
+	}
+	operator := map[string]bool{}
+	for _, u := range cfg.Upstreams {
+		if u.Approval == config.ApprovalOperator {
+			operator[u.Name] = true
+		}
+	}
+	return core.NewGate(core.GateOptions{
+		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
+		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
+		NeedsOperator: func(t core.Tool) bool { return operator[t.Source] },
+	})
+}
+
+// operatorUpstreams names the upstreams whose actions wait for an operator.
+func operatorUpstreams(cfg *config.Config) []string {
+	var out []string
+	for _, u := range cfg.Upstreams {
+		if u.Approval == config.ApprovalOperator {
+			out = append(out, u.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolgate/toolgate/mcp"
+)
+
+// TestMain lets the test binary stand in for toolgate as a supervisor:
+// supervisorArgs names the running executable, which in-process tests is
+// this binary. It also removes the toolgate binary the tests built.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "_supervise" {
+		os.Exit(runSupervise(context.Background(), &cli{stdout: os.Stdout, stderr: os.Stderr}, os.Args[2:]))
+	}
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	builtDir  string
+	builtBin  string
+	buildErr  error
+)
+
+// toolgateBinary builds the real toolgate binary once per test run and
+// returns its path. Skipped with -short.
+func toolgateBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the toolgate binary")
+	}
+	buildOnce.Do(func() {
+		builtDir, buildErr = os.MkdirTemp("", "toolgate-bin-")
+		if buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(builtDir, "toolgate")
+		if runtime.GOOS == "windows" {
+			builtBin += ".exe"
+		}
+		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// The hidden command's arguments: `--help` and no command.
+func TestSuperviseArgs(t *testing.T) {
+	var out, errOut bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errOut}
+	if code := runSupervise(context.Background(), c, []string{"--help"}); code != 0 || !strings.HasPrefix(out.String(), "Usage: toolgate _supervise -- CMD") || errOut.Len() != 0 {
+		t.Errorf("--help: %d %q %q", code, out.String(), errOut.String())
+	}
+	for _, args := range [][]string{nil, {"--"}} {
+		out.Reset()
+		errOut.Reset()
+		if code := runSupervise(context.Background(), c, args); code != mcp.SuperviseUsage || !strings.Contains(errOut.String(), "no command") {
+			t.Errorf("%q: %d %q", args, code, errOut.String())
+		}
+	}
+	errOut.Reset()
+	if code := runSupervise(context.Background(), c, []string{"--bogus", "--", "true"}); code != 2 || !strings.Contains(errOut.String(), "bogus") {
+		t.Errorf("bad flag: %d %q", code, errOut.String())
+	}
+	if got := supervisorArgs(); len(got) != 3 || got[1] != "_supervise" || got[2] != "--" {
+		t.Errorf("supervisorArgs() = %q", got)
+	}
+}
