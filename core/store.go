@@ -155,3 +155,13 @@ var (
 	minUnixNano = time.Unix(0, math.MinInt64)
 	maxUnixNano = time.Unix(0, math.MaxInt64)
 )
+
+// Auditor appends audit records; Store implements it.
+type Auditor interface {
+	AppendAudit(ctx context.Context, r AuditRecord) error
+}
+
+// CallFinished is published for every served call (CO-7's activity feed).
+type CallFinished struct{ Record AuditRecord }
+
+func (CallFinished) EventName() string { return "call.finished" }

@@ -46,6 +46,14 @@ type EndpointOptions struct {
 	// Gate serves action tools behind preview → confirm (CF-1); nil serves
 	// no action tool at all.
 	Gate *core.Gate
+	// Audit records every call (OP-6); nil records nothing.
+	Audit core.Auditor
+	// AuditKey keys the hash of audited arguments, so low-entropy values
+	// cannot be recovered by guessing; nil hashes with plain SHA-256.
+	AuditKey []byte
+	// Catalog passes upstreams' resources and prompts on (IM-34); nil
+	// serves none.
+	Catalog Catalog
 	// Sessions records live sessions for the console; nil records nothing.
 	Sessions *core.Sessions
 	// Actor returns the caller the authentication middleware derived for
@@ -103,6 +111,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	if opts.Instructions != "" {
 		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
 	}
+	if opts.Catalog != nil {
+		serverOpts = append(serverOpts, server.WithResourceCapabilities(false, true), server.WithPromptCapabilities(true))
+	}
 	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
 
 	httpOpts := []server.StreamableHTTPOption{
@@ -127,6 +138,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	snap, sub := opts.Registry.Bus().Subscribe(0)
 	e.sub = sub
 	e.setTools(snap.Tools)
+	e.syncCatalog()
 	e.synced.Add(1)
 	go e.follow()
 	return e, nil
@@ -146,8 +158,11 @@ func (e *Endpoint) follow() {
 			e.addTool(d.New)
 		case core.ToolUnregistered:
 			e.mcp.DeleteTools(d.Tool.Name)
+		case core.RefreshApplied:
+			e.syncCatalog()
 		case core.Resync:
 			e.setTools(e.sub.Resync().Tools)
+			e.syncCatalog()
 		}
 	}
 }
@@ -238,6 +253,7 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			ctx = core.WithProgress(ctx, e.progress(ctx, req.Params.Meta.ProgressToken))
 		}
+		start := time.Now()
 		var res core.Result
 		var err error
 		if kind == core.KindAction {
@@ -245,6 +261,7 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 		} else {
 			res, err = e.opts.Registry.Invoke(ctx, actor, name, args)
 		}
+		e.audit(ctx, call, actor, name, kind, args, res, err, time.Since(start))
 		if err != nil {
 			return toolError(name, err), nil
 		}

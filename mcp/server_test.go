@@ -487,3 +487,66 @@ func TestEndpointConfirmGate(t *testing.T) {
 	default:
 	}
 }
+
+// OP-6: every call is audited with its outcome, a preview and its confirm
+// share a token id, and argument values are kept only as a hash.
+func TestEndpointAudit(t *testing.T) {
+	gate, err := core.NewGate(core.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: core.NewMemStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := core.NewMemStore()
+	s := serve(t, mcp.EndpointOptions{Gate: gate, Audit: store, AuditKey: []byte("audit-key")})
+	_, sub := s.reg.Bus().Subscribe(0)
+	defer sub.Close()
+	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
+	c.initialize()
+	const marker = "ARG-VALUE-MARKER"
+	c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": marker}})
+	<-s.calls
+	c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": ""}})
+	res := c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": marker}})
+	var preview struct {
+		StructuredContent struct{ ConfirmToken string } `json:"structuredContent"`
+	}
+	_ = json.Unmarshal(res["result"], &preview)
+	confirm := map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": marker, "confirm": true, "confirmToken": preview.StructuredContent.ConfirmToken}}
+	c.call("tools/call", confirm)
+	<-s.calls
+	c.call("tools/call", confirm)
+	c.call("tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}})
+
+	recs, err := store.Audit(context.Background(), core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, r := range recs {
+		outcomes = append(outcomes, r.Outcome)
+		if r.Endpoint != "/mcp" || r.ActorID != "m" || r.Tenant != "t1" || r.Session != c.session || r.CallID == "" || !strings.HasPrefix(r.ArgsHash, "hmac-sha256:") {
+			t.Errorf("record: %+v", r)
+		}
+		b, _ := json.Marshal(r)
+		if strings.Contains(string(b), marker) {
+			t.Fatalf("an argument value reached the audit log: %s", b)
+		}
+	}
+	if got := strings.Join(outcomes, ","); got != "ok,invalid,preview,ok,refused,failed" {
+		t.Fatalf("outcomes %s", got)
+	}
+	if recs[2].ConfirmTokenID == "" || recs[2].ConfirmTokenID != recs[3].ConfirmTokenID || recs[3].Source != "gh" || recs[3].RemoteName != "delete" {
+		t.Fatalf("preview and confirm not linked: %+v / %+v", recs[2], recs[3])
+	}
+	if recs[2].ArgsHash != recs[3].ArgsHash {
+		t.Fatal("the confirm's arguments hash differs from the preview's (confirm fields must be stripped)")
+	}
+	finished := 0
+	for len(sub.C()) > 0 {
+		if _, ok := (<-sub.C()).Data.(core.CallFinished); ok {
+			finished++
+		}
+	}
+	if finished != len(recs) {
+		t.Fatalf("%d call events for %d records", finished, len(recs))
+	}
+}

@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +70,44 @@ func TestCatalogThroughRealServer(t *testing.T) {
 	}
 	if _, err := im.ReadResource(ctx, "notes://nope"); err == nil {
 		t.Fatal("unknown resource read succeeded")
+	}
+}
+
+// IM-34 end to end: an endpoint serves the upstreams' resources and
+// prompts, reads and gets routed to the upstream that listed them.
+func TestEndpointServesCatalog(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "notes", URL: serveDemo(t, "notes"), Transport: "http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "notes", Prefix: "notes", Upstream: up, Timeout: 10 * time.Second}}, nil)
+	defer im.Close()
+	if err := im.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Actor: testActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", testAuth(ep))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer ep.Close(context.Background())
+
+	c := &rpcClient{t: t, url: srv.URL + "/mcp", actor: "m"}
+	c.initialize()
+	if res := c.call("resources/list", map[string]any{}); !strings.Contains(string(res["result"]), `"uri":"notes://welcome"`) {
+		t.Fatalf("resources/list: %s %s", res["result"], res["error"])
+	}
+	if res := c.call("resources/read", map[string]any{"uri": "notes://welcome"}); !strings.Contains(string(res["result"]), "Welcome to toolgate.") {
+		t.Fatalf("resources/read: %s %s", res["result"], res["error"])
+	}
+	if res := c.call("prompts/list", map[string]any{}); !strings.Contains(string(res["result"]), `"name":"notes_summarize"`) {
+		t.Fatalf("prompts/list: %s %s", res["result"], res["error"])
+	}
+	if res := c.call("prompts/get", map[string]any{"name": "notes_summarize"}); !strings.Contains(string(res["result"]), "Summarize my notes") {
+		t.Fatalf("prompts/get: %s %s", res["result"], res["error"])
 	}
 }

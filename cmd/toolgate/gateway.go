@@ -35,6 +35,7 @@ type gateway struct {
 	sessions  *core.Sessions      // set by serve
 	gate      *core.Gate          // set by serve
 	approvals *core.ApprovalQueue // set by serve
+	store     core.Store          // set by serve
 	ready     atomic.Bool         // the first import finished
 }
 

@@ -52,6 +52,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		return 1
 	}
 	defer store.Close()
+	g.store = store
 	g.approvals = core.NewApprovalQueue(g.reg.Bus())
 	if g.gate, err = newGate(cfg, store, g.approvals); err != nil {
 		log.Error("confirm gate", "err", err)
@@ -151,6 +152,7 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: log,
+			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg),
 		})
 		if err != nil {
 			closeAll()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,4 +58,16 @@ func operatorUpstreams(cfg *config.Config) []string {
 		}
 	}
 	return out
+}
+
+// auditKey keys the audit log's argument hashes (OP-6) with a key derived
+// from the confirm secret, so a guessable argument cannot be confirmed by
+// hashing candidates; without a secret the hash is plain SHA-256.
+func auditKey(cfg *config.Config) []byte {
+	secret := cfg.Gateway.Confirm.Secret.Reveal()
+	if secret == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte("toolgate audit key\x00" + secret))
+	return sum[:]
 }

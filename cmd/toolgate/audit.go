@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+func runAudit(ctx context.Context, c *cli, args []string) int {
+	fs := c.commandFlags("audit")
+	path := fs.String("config", "", "config file (its gateway.store is read)")
+	since := fs.String("since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")
+	limit := fs.Int("limit", 0, "at most this many records (0: all)")
+	asJSON := fs.Bool("json", false, "print the records as a JSON array")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	var q core.AuditQuery
+	q.Limit = *limit
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			fmt.Fprintf(c.stderr, "toolgate audit: --since: %v\n", err)
+			return 2
+		}
+		q.Since = t
+	}
+	cfg, ok := c.loadConfig("audit", *path)
+	if !ok {
+		return 1
+	}
+	store, err := openStore(ctx, cfg.Gateway.Store)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate audit: %v\n", err)
+		return 1
+	}
+	defer store.Close()
+	recs, err := store.Audit(ctx, q)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate audit: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if recs == nil {
+			recs = []core.AuditRecord{}
+		}
+		return c.printJSON(recs)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tENDPOINT\tACTOR\tTOOL\tSOURCE\tOUTCOME\tLATENCY\tCONFIRM")
+	for _, r := range recs {
+		src := r.Source
+		if src == "" {
+			src = core.NativeSource
+		}
+		tok := r.ConfirmTokenID
+		if len(tok) > 12 {
+			tok = tok[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Endpoint, r.ActorID, r.Tool, src, r.Outcome, r.Latency.Round(time.Millisecond), tok)
+	}
+	_ = tw.Flush()
+	if len(recs) == 0 {
+		fmt.Fprintln(c.stdout, "(no records)")
+	}
+	return 0
+}
+
+// parseSince reads "24h"-style durations back from now, or RFC 3339 times.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q is negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}

@@ -1,0 +1,90 @@
+package mcp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// audit records one call (OP-6) and publishes it for the activity feed
+// (CO-7). Argument values are only ever kept as a hash.
+func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, name string, kind core.Kind, args json.RawMessage, res core.Result, err error, latency time.Duration) {
+	if e.opts.Audit == nil {
+		return
+	}
+	toolArgs, confirm, token, _ := core.ConfirmArgs(args)
+	rec := core.AuditRecord{
+		Time: time.Now(), Endpoint: e.opts.Path, ActorID: actor.ID, Tenant: actor.Tenant, Session: call.Session,
+		Tool: name, ArgsHash: e.argsHash(toolArgs), Outcome: outcome(kind, confirm, res, err), Latency: latency, CallID: call.CallID,
+	}
+	if t, ok := e.opts.Registry.Get(name); ok {
+		rec.Source, rec.RemoteName = t.Source, t.RemoteName
+	}
+	if confirm && token != "" {
+		rec.ConfirmTokenID = core.TokenID(token)
+	} else if kind == core.KindAction && err == nil {
+		rec.ConfirmTokenID = issuedTokenID(res)
+	}
+	// The caller's context may end the moment the answer is written; the
+	// record must still land.
+	if aerr := e.opts.Audit.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
+		e.opts.Logger.Error("audit record lost", "tool", name, "call", call.CallID, "err", aerr)
+	}
+	e.opts.Registry.Bus().Publish(core.CallFinished{Record: rec})
+}
+
+func (e *Endpoint) argsHash(canonicalish json.RawMessage) string {
+	canon, err := core.CanonicalJSON(canonicalish)
+	if err != nil {
+		canon = canonicalish
+	}
+	if e.opts.AuditKey != nil {
+		m := hmac.New(sha256.New, e.opts.AuditKey)
+		m.Write(canon)
+		return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// outcome names what happened in the audit's words.
+func outcome(kind core.Kind, confirm bool, res core.Result, err error) string {
+	var refused *core.RefusedError
+	var invalid *core.ValidationError
+	switch {
+	case errors.As(err, &refused):
+		return "refused"
+	case errors.As(err, &invalid):
+		return "invalid"
+	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
+		return "not-found"
+	case errors.Is(err, core.ErrOutcomeUnknown):
+		return "outcome-unknown"
+	case err != nil:
+		return "failed"
+	case kind == core.KindAction && !confirm:
+		return "preview"
+	case res.IsError:
+		return "error"
+	}
+	return "ok"
+}
+
+// issuedTokenID finds the confirm token a preview answer carries.
+func issuedTokenID(res core.Result) string {
+	var body struct {
+		StructuredContent struct {
+			ConfirmToken string `json:"confirmToken"`
+		} `json:"structuredContent"`
+	}
+	if json.Unmarshal(res.JSON, &body) != nil {
+		return ""
+	}
+	return core.TokenID(body.StructuredContent.ConfirmToken)
+}
