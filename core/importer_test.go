@@ -520,3 +520,20 @@ func TestPingAndClose(t *testing.T) {
 		t.Fatalf("state after close: %s", st.State)
 	}
 }
+
+// IM-35: the fake upstream is a real Upstream for the importer: its tools
+// are stamped with the spec's name as source, as a real one's are.
+func TestFakeUpstreamStampsSource(t *testing.T) {
+	reg := NewRegistry(nil)
+	f := NewFakeUpstream("memory-fake", FakeTool("lookup", "Looks up.", `{"type":"object"}`))
+	im := newImporter(t, reg, spec("fake1", f))
+	must(t, im.Start(context.Background()))
+	tool, ok := reg.Get("fake1_lookup")
+	if !ok || tool.Source != "fake1" || tool.RemoteName != "lookup" || tool.Native() {
+		t.Fatalf("fake-imported tool: %+v", tool)
+	}
+	if st := im.Statuses()[0]; st.Server.Name != "memory-fake" || st.Transport != "fake" {
+		t.Fatalf("status: %+v", st)
+	}
+	var _ Upstream = f
+}
