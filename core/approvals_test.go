@@ -85,8 +85,8 @@ func TestOperatorApproves(t *testing.T) {
 	}
 }
 
-// CF-5: rejected or timed out ⇒ isError with the reason; nothing runs. A
-// rejection does not spend the token: confirming again asks again.
+// CF-5: rejected or timed out ⇒ isError with the reason; nothing runs; the
+// token is spent, so sending it again cannot ask the operator twice.
 func TestOperatorRejectsAndTimeout(t *testing.T) {
 	f := newGateFixture(t)
 	q := operatorGate(t, f, time.Minute)
@@ -101,6 +101,9 @@ func TestOperatorRejectsAndTimeout(t *testing.T) {
 	}
 	if f.runs.Load() != 0 {
 		t.Fatal("a rejected call ran")
+	}
+	if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken)); !errors.Is(err, ErrConfirmUsed) || len(q.Pending()) != 0 {
+		t.Fatalf("resending a rejected token: %v (pending %d)", err, len(q.Pending()))
 	}
 
 	q2 := operatorGate(t, f, 50*time.Millisecond)

@@ -50,6 +50,8 @@ type ConfirmMessages struct {
 	Used     string
 	Rejected string
 	Expired  string
+	// TimedOut: no operator decided within approvalWait.
+	TimedOut string
 }
 
 // GateOptions configures a Gate.
@@ -115,6 +117,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	setDefault(&m.Used, "Not run: this confirmation was already used; preview again to get a new one")
 	setDefault(&m.Rejected, "Not run: the operator rejected this call")
 	setDefault(&m.Expired, "Not run: the confirmation expired; preview again to get a new one")
+	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
 	}
@@ -300,7 +303,7 @@ func (g *Gate) RefusalText(err error) string {
 	case errors.Is(err, ErrConfirmRejected):
 		return g.msgs.Rejected + ": " + err.Error()
 	case errors.Is(err, ErrApprovalTimeout):
-		return g.msgs.Rejected + ": " + err.Error()
+		return g.msgs.TimedOut
 	}
 	return g.msgs.Invalid + ": " + err.Error()
 }
@@ -371,14 +374,17 @@ func (g *Gate) Invoke(ctx context.Context, reg *Registry, actor Actor, name stri
 		return Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
 	}
 	expires, err := g.Verify(name, actor, canon, token)
+	// Spent before any operator sees it: a replay never reaches the
+	// queue, and a rejected or timed-out confirmation cannot be sent again
+	// in the hope of a different answer; the client previews again.
+	if err == nil {
+		err = g.Spend(ctx, token, expires)
+	}
 	if err == nil && g.needsOperator != nil && g.needsOperator(tool) {
 		err = g.approvals.Wait(ctx, PendingConfirmation{
 			ID: TokenID(token), Tool: name, Source: tool.Source, RemoteName: tool.RemoteName,
 			Actor: actor, Arguments: canon, Preview: g.PreviewText(name, tool.Source, expires),
 		}, g.approvalWait, progressFrom(ctx))
-	}
-	if err == nil {
-		err = g.Spend(ctx, token, expires)
 	}
 	if err != nil {
 		return Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
