@@ -2,7 +2,7 @@ package mcp_test
 
 // toolgate as the client of the official conformance suite's client
 // scenarios (@modelcontextprotocol/conformance, testdata/peers): the suite
-// starts a fixture server and runs mcp/internal/peers/confclient against it,
+// starts a fixture server and runs mcp/peers/confclient against it,
 // which imports the fixture's tools through the importer and calls through
 // the registry.
 
@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/mcp/internal/peers"
+	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // conformanceRun bounds one scenario run of the CLI, fixture and client
@@ -55,7 +55,7 @@ func buildConfClient(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin,
-		"github.com/toolgate/toolgate/mcp/internal/peers/confclient").CombinedOutput()
+		"github.com/toolgate/toolgate/mcp/peers/confclient").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build confclient: %v\n%s", err, out)
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp"
-	"github.com/toolgate/toolgate/mcp/internal/peers"
+	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 const (

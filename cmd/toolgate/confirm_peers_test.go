@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // API keys of the two actors of the confirm tests.
@@ -92,7 +94,7 @@ type confirmPreview struct {
 // order included). Every call must have answered.
 func runConfirmSDK(t *testing.T, url, key, calls string) confirmSDKRun {
 	t.Helper()
-	dir := servePeers(t)
+	dir := peers.Dir(t)
 	code, stdout, stderr := runServePeer(t, dir, servePeerRunWait, map[string]string{"SDK_CLIENT_TOKEN": key},
 		filepath.Join(dir, "sdk-confirm.mjs"), url, calls)
 	var r confirmSDKRun
@@ -168,8 +170,8 @@ func checkConfirmAbsent(t *testing.T, path, when string) {
 //   - another actor (second API key) cannot use alice's token, and its
 //     refusal does not spend it: alice confirms afterwards.
 func TestConfirmFilesystemSDKCF1CF2CF4(t *testing.T) {
-	dir := servePeers(t)
-	node := serveNode(t)
+	dir := peers.Dir(t)
+	node := peers.Node(t)
 	js := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
 	if _, err := os.Stat(js); err != nil {
 		t.Fatalf("server-filesystem is not installed in %s: %v", dir, err)

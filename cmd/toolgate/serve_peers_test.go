@@ -16,9 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,100 +24,13 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 const (
-	servePeersInstallWait = 5 * time.Minute  // one `npm ci`
-	servePeerRunWait      = 60 * time.Second // one client run
-	serveConformanceWait  = 2 * time.Minute  // one conformance scenario
+	servePeerRunWait     = 60 * time.Second // one client run
+	serveConformanceWait = 2 * time.Minute  // one conformance scenario
 )
-
-var (
-	servePeersMu  sync.Mutex
-	servePeersDir string // testdata/peers, installed, once known
-)
-
-// servePeers returns the absolute testdata/peers directory with its
-// node_modules installed. It follows mcp/internal/peers (which this package
-// may not import): a missing or stale install is replaced by `npm ci` under
-// a lock on testdata/peers/.install.lock, which the mcp tests take too.
-func servePeers(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the npm peers")
-	}
-	servePeersMu.Lock()
-	defer servePeersMu.Unlock()
-	if servePeersDir != "" {
-		return servePeersDir
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "peers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	for {
-		if err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("locking %s: %v", dir, err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if servePeersStale(dir) {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("npm is not on PATH; the peer tests need Node.js >= 20 and npm to install %s: %v", dir, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), servePeersInstallWait)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-		if servePeersStale(dir) {
-			t.Fatalf("`npm ci` in %s left node_modules older than package-lock.json", dir)
-		}
-	}
-	servePeersDir = dir
-	return dir
-}
-
-// servePeersStale reports whether node_modules must be (re)installed.
-func servePeersStale(dir string) bool {
-	marker, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-	if err != nil {
-		return true
-	}
-	for _, f := range []string{"package-lock.json", "package.json"} {
-		st, err := os.Stat(filepath.Join(dir, f))
-		if err != nil || st.ModTime().After(marker.ModTime()) {
-			return true
-		}
-	}
-	return false
-}
-
-// serveNode is the node executable, version 20 or later.
-func serveNode(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH; the peer tests need Node.js >= 20: %v", err)
-	}
-	out, err := exec.Command(node, "--version").Output()
-	major, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".")
-	if n, aerr := strconv.Atoi(major); err != nil || aerr != nil || n < 20 {
-		t.Fatalf("node %q (%v): the peer tests need Node.js >= 20", out, err)
-	}
-	return node
-}
 
 // runServePeer runs a node peer to completion in dir (bounded), in a process
 // group of its own, with env added, and returns its exit status, stdout and
@@ -128,7 +39,7 @@ func runServePeer(t *testing.T, dir string, wait time.Duration, env map[string]s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, serveNode(t), args...)
+	cmd := exec.CommandContext(ctx, peers.Node(t), args...)
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
 	for k, v := range env {
@@ -193,7 +104,7 @@ type serveSDKRun struct {
 // tool, its JSON arguments and --terminate.
 func runServeSDKClient(t *testing.T, url, token string, args ...string) (serveSDKRun, int) {
 	t.Helper()
-	dir := servePeers(t)
+	dir := peers.Dir(t)
 	code, stdout, stderr := runServePeer(t, dir, servePeerRunWait, map[string]string{"SDK_CLIENT_TOKEN": token},
 		append([]string{filepath.Join(dir, "sdk-client.mjs"), url}, args...)...)
 	var r serveSDKRun
@@ -316,7 +227,7 @@ func TestServeSDKClientOAuthAU1(t *testing.T) {
 // sent by its --header option, and calls echo_echo.
 func TestServeInspectorCLI(t *testing.T) {
 	g, _ := startServeYAML(t, nil)
-	dir := servePeers(t)
+	dir := peers.Dir(t)
 	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector-cli", "build", "cli.js")
 	// The CLI reads ../package.json relative to its working directory.
 	cwd := filepath.Join(dir, "node_modules")
@@ -376,7 +287,7 @@ var (
 // SV-1, SV-2, QB-1: the conformance suite's server scenarios that need no
 // fixture tools pass against `toolgate serve`.
 func TestServeConformanceServer(t *testing.T) {
-	dir := servePeers(t)
+	dir := peers.Dir(t)
 	pkg := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance")
 	raw, err := os.ReadFile(filepath.Join(pkg, "package.json"))
 	if err != nil {

@@ -102,6 +102,7 @@ var servers = map[string]builder{
 	"flaky":   buildFlaky,
 	"echo":    buildEcho,
 	"bulk":    buildBulk,
+	"shifty":  buildShifty,
 }
 
 // Names lists the built-in servers.
