@@ -57,6 +57,8 @@ type Snapshot struct {
 	Dropped    []Drop
 	Sessions   []Session
 	Pending    []PendingConfirmation
+	// Reviews is each imported tool's review state, by tool name (RV-3).
+	Reviews map[string]ReviewState `json:"reviews,omitempty"`
 }
 
 // DefaultSubscriptionBuffer is the channel size of a subscription.

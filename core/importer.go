@@ -103,11 +103,12 @@ func (d Diff) Empty() bool {
 // ImportedTool is the review-facing view of one imported tool (IM-33). The
 // description is third-party text that reaches every client's tool list.
 type ImportedTool struct {
-	Name        string `json:"name"`
-	Source      string `json:"source"`
-	RemoteName  string `json:"remoteName"`
-	Kind        Kind   `json:"kind"`
-	Description string `json:"description"`
+	Name        string      `json:"name"`
+	Source      string      `json:"source"`
+	RemoteName  string      `json:"remoteName"`
+	Kind        Kind        `json:"kind"`
+	Description string      `json:"description"`
+	ReviewState ReviewState `json:"reviewState,omitempty"`
 }
 
 // Events the importer publishes.
@@ -144,6 +145,8 @@ type ImporterOptions struct {
 	Backoff Backoff
 	// Debounce for tools/list_changed refreshes (default 500 ms).
 	Debounce time.Duration
+	// ReviewState fills ImportedTool.ReviewState (IM-33); nil leaves it empty.
+	ReviewState func(ToolInfo) ReviewState
 }
 
 // Importer turns upstreams' tools into registry tools and keeps them current.
@@ -153,6 +156,7 @@ type Importer struct {
 	ups      []*upstream // configuration order
 	byName   map[string]*upstream
 	retry    RetryClassifier
+	review   func(ToolInfo) ReviewState
 	attempts int
 	backoff  Backoff
 	debounce time.Duration
@@ -193,7 +197,7 @@ func NewImporter(reg *Registry, specs []UpstreamSpec, opts *ImporterOptions) *Im
 	}
 	im := &Importer{
 		reg: reg, bus: reg.Bus(), byName: make(map[string]*upstream),
-		retry: opts.Retry, attempts: opts.Attempts, backoff: opts.Backoff, debounce: opts.Debounce,
+		retry: opts.Retry, review: opts.ReviewState, attempts: opts.Attempts, backoff: opts.Backoff, debounce: opts.Debounce,
 	}
 	if im.retry == nil {
 		im.retry = DefaultRetry
@@ -817,7 +821,11 @@ func (im *Importer) ImportedTools() []ImportedTool {
 		if t.Source == "" {
 			continue
 		}
-		out = append(out, ImportedTool{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: t.Kind, Description: t.Description})
+		it := ImportedTool{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: t.Kind, Description: t.Description}
+		if im.review != nil {
+			it.ReviewState = im.review(t)
+		}
+		out = append(out, it)
 	}
 	return out
 }

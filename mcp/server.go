@@ -160,6 +160,10 @@ func (e *Endpoint) follow() {
 			e.mcp.DeleteTools(d.Tool.Name)
 		case core.RefreshApplied:
 			e.syncCatalog()
+		case core.ToolReviewed:
+			// A review decision changes what actors may see without
+			// touching the tool table.
+			e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
 		case core.Resync:
 			e.setTools(e.sub.Resync().Tools)
 			e.syncCatalog()

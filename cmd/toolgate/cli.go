@@ -38,6 +38,7 @@ func commands() []command {
 		{"import-config", "FILE", "print upstreams YAML converted from an mcpServers JSON file", runImportConfig},
 		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},
 		{"bench", "[--json] [--quick]", "gateway overhead against a direct call, same run", runNotYet("bench")},
+		{"review", reviewSynopsis, reviewSummary, runReview},
 		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json]", "print the audit log of served calls", runAudit},
 		{"version", "", "print version, commit and Go version", runVersion},
 		{"_supervise", "-- CMD ARGS…", "(internal) run CMD in this process group and stop the group when toolgate dies", runSupervise},
@@ -104,7 +105,7 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	case err == nil:
 		return 0, true
 	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
+		// The flag package has already printed the usage.
 		return 0, false
 	default:
 		fmt.Fprintf(c.stderr, "toolgate %s: %v (see toolgate %s --help)\n", fs.Name(), err, fs.Name())

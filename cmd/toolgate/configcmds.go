@@ -85,7 +85,13 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	g, err := newGateway(cfg)
+	store, closeStore, err := reviewStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+	g, err := newGateway(ctx, cfg, store)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
 		return 1
@@ -99,7 +105,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	}
 
 	snap := g.reg.Bus().Snapshot()
-	report := checkReport{Upstreams: []checkUpstream{}, Tools: rows(snap), Collisions: snap.Collisions, Dropped: []checkDrop{}}
+	report := checkReport{Upstreams: []checkUpstream{}, Tools: rows(g.review, snap), Collisions: snap.Collisions, Dropped: []checkDrop{}}
 	if report.Collisions == nil {
 		report.Collisions = []core.Collision{}
 	}
@@ -156,7 +162,13 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	g, err := newGateway(cfg)
+	store, closeStore, err := reviewStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+	g, err := newGateway(ctx, cfg, store)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
 		return 1
@@ -171,7 +183,7 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s\n", st.Name, st.State, st.LastError)
 		}
 	}
-	tools := rows(g.reg.Bus().Snapshot())
+	tools := rows(g.review, g.reg.Bus().Snapshot())
 	if *asJSON {
 		return c.printJSON(tools)
 	}
@@ -192,10 +204,11 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 }
 
 // rows lists the registry as printed by tools and check.
-func rows(snap core.Snapshot) []toolRow {
+func rows(rev *core.Reviewer, snap core.Snapshot) []toolRow {
 	out := []toolRow{}
 	for _, t := range snap.Tools {
-		out = append(out, toolRow{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind), Flags: []string{}})
+		state, flags := reviewInfo(rev, t, snap.Tools)
+		out = append(out, toolRow{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind), ReviewState: string(state), Flags: flags})
 	}
 	return out
 }

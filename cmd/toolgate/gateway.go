@@ -32,6 +32,7 @@ func lookupEnv(name string) (string, bool) {
 type gateway struct {
 	reg       *core.Registry
 	importer  *core.Importer
+	review    *core.Reviewer
 	sessions  *core.Sessions      // set by serve
 	gate      *core.Gate          // set by serve
 	approvals *core.ApprovalQueue // set by serve
@@ -39,9 +40,20 @@ type gateway struct {
 	ready     atomic.Bool         // the first import finished
 }
 
-// newGateway builds the registry and importer for cfg; nothing connects.
-func newGateway(cfg *config.Config) (*gateway, error) {
-	reg := core.NewRegistry(nil)
+// newGateway builds the review, registry and importer for cfg; nothing
+// connects. store holds the review approvals; nil means none are kept.
+func newGateway(ctx context.Context, cfg *config.Config, store core.Store) (*gateway, error) {
+	if store == nil {
+		store = core.NewMemStore()
+	}
+	bus := core.NewBus()
+	rev, err := core.NewReviewer(ctx, core.ReviewMode(cfg.Gateway.Review.Mode), store, bus)
+	if err != nil {
+		return nil, err
+	}
+	// SV-4: review state is the last filter of what an actor sees (RV-3).
+	reg := core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse})
+	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Reviews = rev.States(s.Tools) })
 	specs := make([]core.UpstreamSpec, 0, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
 		up, err := newUpstream(u)
@@ -63,7 +75,8 @@ func newGateway(cfg *config.Config) (*gateway, error) {
 			Upstream:    up,
 		})
 	}
-	return &gateway{reg: reg, importer: core.NewImporter(reg, specs, nil)}, nil
+	im := core.NewImporter(reg, specs, &core.ImporterOptions{ReviewState: rev.State})
+	return &gateway{reg: reg, importer: im, review: rev}, nil
 }
 
 // start imports every upstream (IM-7, IM-8).

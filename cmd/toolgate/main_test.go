@@ -47,7 +47,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	for _, cmd := range commands() {
 		t.Run(cmd.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, cmd.name, "--help")
-			if code != 0 || !strings.HasPrefix(out, "Usage: toolgate "+cmd.name) || errOut != "" {
+			if code != 0 || !strings.HasPrefix(out, "Usage: toolgate "+cmd.name) || strings.Count(out, "Usage:") != 1 || errOut != "" {
 				t.Fatalf("code=%d stdout=%q stderr=%q", code, out, errOut)
 			}
 		})

@@ -39,20 +39,20 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		log.Error("refusing open-mode endpoints on a non-loopback address; pass --insecure-open to force", "endpoints", open, "listen", cfg.Gateway.Listen)
 		return 1
 	}
-	g, err := newGateway(cfg)
-	if err != nil {
-		log.Error("building gateway", "err", err)
-		return 1
-	}
-	defer g.close()
-	g.sessions = core.NewSessions(g.reg.Bus())
 	store, err := openStore(ctx, cfg.Gateway.Store)
 	if err != nil {
 		log.Error("opening the store", "err", err)
 		return 1
 	}
 	defer store.Close()
+	g, err := newGateway(ctx, cfg, store)
+	if err != nil {
+		log.Error("building gateway", "err", err)
+		return 1
+	}
+	defer g.close()
 	g.store = store
+	g.sessions = core.NewSessions(g.reg.Bus())
 	g.approvals = core.NewApprovalQueue(g.reg.Bus())
 	if g.gate, err = newGate(cfg, store, g.approvals); err != nil {
 		log.Error("confirm gate", "err", err)

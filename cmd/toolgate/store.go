@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/toolgate/toolgate/config"
@@ -70,4 +71,28 @@ func auditKey(cfg *config.Config) []byte {
 	}
 	sum := sha256.Sum256([]byte("toolgate audit key\x00" + secret))
 	return sum[:]
+}
+
+// reviewStore gives check and tools the review approvals without creating
+// a store as a side effect: the configured or default file when it exists,
+// else an empty in-memory store.
+func reviewStore(ctx context.Context, cfg *config.Config) (core.Store, func(), error) {
+	path := cfg.Gateway.Store
+	if path == "" {
+		var err error
+		if path, err = sqlitestore.DefaultPath(); err != nil {
+			return core.NewMemStore(), func() {}, nil
+		}
+	}
+	if strings.Contains(path, "://") {
+		return core.NewMemStore(), func() {}, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return core.NewMemStore(), func() {}, nil
+	}
+	s, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
 }

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
+)
+
+// The review command's entry in the command table.
+const (
+	reviewSynopsis = "export|import|list|approve|reject …"
+	reviewSummary  = "review third-party tools: list, approve, reject, export and import approvals"
+)
+
+type reviewSub struct {
+	name, args, summary string
+	run                 func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int
+}
+
+func reviewSubs() []reviewSub {
+	return []reviewSub{
+		{"list", "[--config F] [--json]",
+			"import the upstreams and print each imported tool's review state, flags and fingerprint", runReviewList},
+		{"approve", "[--config F] [--by WHO] NAME…|--all-new",
+			"approve tools as they are now (their current fingerprint)", runReviewDecide(core.DecisionApproved)},
+		{"reject", "[--config F] [--by WHO] NAME…|--all-new",
+			"reject tools: they are withheld in every review mode but off", runReviewDecide(core.DecisionRejected)},
+		{"export", "[--config F] [--out FILE]",
+			"write the stored decisions as an approvals file to commit to a repository (default stdout)", runReviewExport},
+		{"import", "[--config F] FILE",
+			"store the decisions of an approvals file; a malformed file writes nothing", runReviewImport},
+	}
+}
+
+// runReview is `toolgate review SUBCOMMAND` (RV-1…RV-4).
+func runReview(ctx context.Context, c *cli, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(c.stderr, "toolgate review: name a subcommand")
+		c.reviewUsage(c.stderr)
+		return 2
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		c.reviewUsage(c.stdout)
+		return 0
+	}
+	for _, sub := range reviewSubs() {
+		if sub.name == args[0] {
+			return sub.run(ctx, c, c.flags("review "+sub.name, sub.args, sub.summary), args[1:])
+		}
+	}
+	fmt.Fprintf(c.stderr, "toolgate review: unknown subcommand %q\n", args[0])
+	c.reviewUsage(c.stderr)
+	return 2
+}
+
+func (c *cli) reviewUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: toolgate review %s\n\n%s\n\nSubcommands:\n", reviewSynopsis, reviewSummary)
+	for _, sub := range reviewSubs() {
+		fmt.Fprintf(w, "  %-8s %s\n", sub.name, sub.args)
+		fmt.Fprintf(w, "  %-8s %s\n", "", sub.summary)
+	}
+	fmt.Fprintln(w, "\nThe decisions live in gateway.store; gateway.review.mode decides what they gate.")
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// the positional arguments (`review approve NAME --config F`), and returns
+// the positional ones. Everything after "--" is positional.
+func (c *cli) parseInterspersed(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	for {
+		if code, ok := c.parse(fs, args); !ok {
+			return nil, code, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
+}
+
+// reviewEnv is what every subcommand works with: the config, the store and
+// a reviewer over it. The gateway is only built by the subcommands that need
+// the upstreams' current tools.
+type reviewEnv struct {
+	cfg   *config.Config
+	store core.Store
+	rev   *core.Reviewer
+	g     *gateway
+}
+
+func (e *reviewEnv) close() {
+	if e.g != nil {
+		_ = e.g.close()
+	}
+	if e.store != nil {
+		_ = e.store.Close()
+	}
+}
+
+// openReview loads the config and the store; with upstreams it also imports
+// every upstream. The caller closes the result, also when ok is false.
+func (c *cli) openReview(ctx context.Context, name, path string, upstreams bool) (e *reviewEnv, ok bool) {
+	e = &reviewEnv{}
+	fail := func(err error) (*reviewEnv, bool) {
+		fmt.Fprintf(c.stderr, "toolgate review %s: %v\n", name, err)
+		return e, false
+	}
+	cfg, ok := c.loadConfig("review", path)
+	if !ok {
+		return e, false
+	}
+	e.cfg = cfg
+	store, err := openStore(ctx, cfg.Gateway.Store)
+	if err != nil {
+		return fail(err)
+	}
+	e.store = store
+	if upstreams {
+		if e.g, err = newGateway(ctx, cfg, store); err != nil {
+			return fail(err)
+		}
+		e.rev = e.g.review
+	} else if e.rev, err = core.NewReviewer(ctx, core.ReviewMode(cfg.Gateway.Review.Mode), store, core.NewBus()); err != nil {
+		return fail(err)
+	}
+	if upstreams {
+		if err := e.g.start(ctx); err != nil {
+			return fail(err)
+		}
+		for _, st := range e.g.importer.Statuses() {
+			if st.State != core.StateConnected {
+				fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s (its tools are not listed)\n", st.Name, st.State, st.LastError)
+			}
+		}
+	}
+	return e, true
+}
+
+// reviewRow is one imported tool as `review list` prints it.
+type reviewRow struct {
+	Name        string           `json:"name"`
+	Source      string           `json:"source"`
+	RemoteName  string           `json:"remoteName"`
+	Kind        string           `json:"kind"`
+	ReviewState core.ReviewState `json:"reviewState"`
+	// Served says whether review lets the tool through under the mode
+	// (RV-3); the other gates still apply.
+	Served      bool     `json:"served"`
+	Flags       []string `json:"flags"`
+	Fingerprint string   `json:"fingerprint"`
+	DecidedBy   string   `json:"decidedBy,omitempty"`
+}
+
+// reviewInfo is what `tools`, `check` and `review list` show of t's review:
+// its state and the kinds of its scanner flags, sorted ("" and none for a
+// native tool).
+func reviewInfo(rev *core.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []string) {
+	if t.Source == "" {
+		return "", []string{}
+	}
+	return rev.State(t), flagKinds(core.ReviewFlags(t, all))
+}
+
+func flagKinds(flags []core.Flag) []string {
+	kinds := []string{}
+	for _, f := range flags {
+		kinds = append(kinds, string(f.Kind))
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+func reviewRows(rev *core.Reviewer, tools []core.ToolInfo) []reviewRow {
+	out := []reviewRow{}
+	for _, t := range tools {
+		if t.Source == "" {
+			continue
+		}
+		state, flags := reviewInfo(rev, t, tools)
+		row := reviewRow{
+			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
+			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: core.ToolFingerprint(t),
+		}
+		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
+			row.DecidedBy = d.By
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
+	path := configFlag(fs)
+	asJSON := fs.Bool("json", false, "print the tools as a JSON array")
+	pos, code, ok := c.parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "toolgate review list: unexpected argument %q (see toolgate review list --help)\n", pos[0])
+		return 2
+	}
+	e, ok := c.openReview(ctx, "list", *path, true)
+	defer e.close()
+	if !ok {
+		return 1
+	}
+	rows := reviewRows(e.rev, e.g.reg.Bus().Snapshot().Tools)
+	if *asJSON {
+		return c.printJSON(rows)
+	}
+	fmt.Fprintf(c.stdout, "review mode: %s\n", e.rev.Mode())
+	if len(rows) == 0 {
+		fmt.Fprintln(c.stdout, "(no imported tools)")
+		return 0
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tSTATE\tSERVED\tFLAGS\tFINGERPRINT")
+	for _, r := range rows {
+		served := "yes"
+		if !r.Served {
+			served = "withheld"
+		}
+		flags := strings.Join(r.Flags, ",")
+		if flags == "" {
+			flags = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Source, r.ReviewState, served, flags, shortFingerprint(r.Fingerprint))
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+// shortFingerprint keeps enough of a fingerprint to tell two apart in a
+// table; --json has it whole.
+func shortFingerprint(fp string) string {
+	const keep = len("sha256:") + 12
+	if len(fp) <= keep {
+		return fp
+	}
+	return fp[:keep]
+}
+
+func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
+	verb := "approve"
+	if d == core.DecisionRejected {
+		verb = "reject"
+	}
+	return func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
+		path := configFlag(fs)
+		allNew := fs.Bool("all-new", false, "every imported tool that has no decision yet")
+		by := fs.String("by", defaultReviewer(), "who decides, recorded with the decision")
+		names, code, ok := c.parseInterspersed(fs, args)
+		if !ok {
+			return code
+		}
+		if (len(names) > 0) == *allNew {
+			fmt.Fprintf(c.stderr, "toolgate review %s: name the tools or pass --all-new, not both (see toolgate review %s --help)\n", verb, verb)
+			return 2
+		}
+		e, ok := c.openReview(ctx, verb, *path, true)
+		defer e.close()
+		if !ok {
+			return 1
+		}
+		tools := e.g.reg.Bus().Snapshot().Tools
+		var targets []core.ToolInfo
+		if *allNew {
+			for _, t := range tools {
+				if t.Source != "" && e.rev.State(t) == core.ReviewNew {
+					targets = append(targets, t)
+				}
+			}
+			if len(targets) == 0 {
+				fmt.Fprintln(c.stdout, "no new tools")
+				return 0
+			}
+		} else {
+			// Every name is checked before anything is written.
+			var bad []string
+			for _, name := range names {
+				i := slices.IndexFunc(tools, func(t core.ToolInfo) bool { return t.Name == name })
+				switch {
+				case i < 0:
+					bad = append(bad, fmt.Sprintf("no tool %q (is its upstream connected? see toolgate review list)", name))
+				case tools[i].Source == "":
+					bad = append(bad, fmt.Sprintf("%q is a native tool; only imported tools are reviewed", name))
+				default:
+					targets = append(targets, tools[i])
+				}
+			}
+			if len(bad) > 0 {
+				for _, b := range bad {
+					fmt.Fprintf(c.stderr, "toolgate review %s: %s\n", verb, b)
+				}
+				return 1
+			}
+		}
+		for _, t := range targets {
+			var err error
+			if d == core.DecisionApproved {
+				err = e.rev.Approve(ctx, t, *by)
+			} else {
+				err = e.rev.Reject(ctx, t, *by)
+			}
+			if err != nil {
+				fmt.Fprintf(c.stderr, "toolgate review %s: %v\n", verb, err)
+				return 1
+			}
+			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, t.Name, t.Source, t.RemoteName, core.ToolFingerprint(t))
+		}
+		return 0
+	}
+}
+
+// defaultReviewer names the person at the terminal.
+func defaultReviewer() string {
+	for _, k := range []string{"USER", "USERNAME", "LOGNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "cli"
+}
+
+func runReviewExport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
+	path := configFlag(fs)
+	out := fs.String("out", "", "write to FILE instead of stdout")
+	pos, code, ok := c.parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "toolgate review export: unexpected argument %q (see toolgate review export --help)\n", pos[0])
+		return 2
+	}
+	e, ok := c.openReview(ctx, "export", *path, false)
+	defer e.close()
+	if !ok {
+		return 1
+	}
+	data, err := e.rev.Export(ctx)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate review export: %v\n", err)
+		return 1
+	}
+	if *out == "" {
+		_, _ = c.stdout.Write(data)
+		return 0
+	}
+	if err := writeFileAtomic(*out, data); err != nil {
+		fmt.Fprintf(c.stderr, "toolgate review export: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(c.stderr, "wrote %s\n", *out)
+	return 0
+}
+
+// writeFileAtomic replaces path in one step, so an interrupted export never
+// leaves a half-written approvals file in a repository. The file holds no
+// secrets and is meant to be shared: 0644.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".toolgate-approvals-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func runReviewImport(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
+	path := configFlag(fs)
+	pos, code, ok := c.parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(c.stderr, "toolgate review import: want exactly one FILE (see toolgate review import --help)")
+		return 2
+	}
+	data, err := os.ReadFile(pos[0])
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate review import: %v\n", err)
+		return 1
+	}
+	// Validate before the store is even opened: a bad file touches nothing.
+	if _, err := core.ParseApprovals(data); err != nil {
+		fmt.Fprintf(c.stderr, "toolgate review import: %s: %v\n", pos[0], err)
+		return 1
+	}
+	e, ok := c.openReview(ctx, "import", *path, false)
+	defer e.close()
+	if !ok {
+		return 1
+	}
+	n, err := e.rev.Import(ctx, data)
+	if err != nil {
+		if n > 0 {
+			fmt.Fprintf(c.stderr, "toolgate review import: %d decision(s) stored before the error\n", n)
+		}
+		fmt.Fprintf(c.stderr, "toolgate review import: %s: %v\n", pos[0], err)
+		return 1
+	}
+	fmt.Fprintf(c.stdout, "imported %d decision(s) from %s\n", n, pos[0])
+	return 0
+}
