@@ -39,76 +39,129 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		log.Error("refusing open-mode endpoints on a non-loopback address; pass --insecure-open to force", "endpoints", open, "listen", cfg.Gateway.Listen)
 		return 1
 	}
-	store, err := openStore(ctx, cfg.Gateway.Store)
+	l, err := startLive(ctx, cfg, log)
 	if err != nil {
-		log.Error("opening the store", "err", err)
-		return 1
-	}
-	defer store.Close()
-	g, err := newGateway(ctx, cfg, store)
-	if err != nil {
-		log.Error("building gateway", "err", err)
-		return 1
-	}
-	defer g.close()
-	g.store = store
-	g.sessions = core.NewSessions(g.reg.Bus())
-	g.approvals = core.NewApprovalQueue(g.reg.Bus())
-	if g.gate, err = newGate(cfg, store, g.approvals); err != nil {
-		log.Error("confirm gate", "err", err)
+		log.Error("start-up failed", "err", err)
 		return 1
 	}
 	if ups := operatorUpstreams(cfg); len(ups) > 0 {
 		// Headless, nobody can approve: such calls wait and time out.
 		log.Warn("approval: operator needs the console; without it these confirmations time out", "upstreams", ups)
 	}
-
-	h, closeEndpoints, err := g.handler(ctx, cfg, log)
-	if err != nil {
-		log.Error("building endpoints", "err", err)
-		return 1
-	}
-	ln, err := net.Listen("tcp", cfg.Gateway.Listen)
-	if err != nil {
-		log.Error("listen", "err", err)
-		return 1
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	// Ending sessions first lets their event streams close, so Shutdown
-	// waits only for calls in flight.
-	srv.RegisterOnShutdown(closeEndpoints)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "endpoints", len(cfg.Endpoints))
-
-	if err := g.start(ctx); err != nil {
+	if err := l.importAll(ctx); err != nil {
 		log.Error("start-up failed", "err", err)
-		_ = shutdown(srv, log)
+		_ = l.stop()
 		return 1
 	}
-	g.ready.Store(true)
-	for _, st := range g.importer.Statuses() {
+	for _, st := range l.g.importer.Statuses() {
 		if st.State != core.StateConnected {
 			log.Warn("upstream unavailable", "upstream", st.Name, "state", st.State, "err", st.LastError)
 		}
 	}
-	log.Info("ready", "tools", len(g.reg.Names(""))+countImported(g))
+	log.Info("ready", "tools", len(l.g.reg.Names(""))+countImported(l.g))
 
 	select {
 	case <-ctx.Done():
-	case err := <-served:
+	case err := <-l.served:
 		log.Error("server stopped", "err", err)
+		_ = l.stop()
 		return 1
 	}
 	log.Info("shutting down")
-	if err := shutdown(srv, log); err != nil {
+	if err := l.stop(); err != nil {
 		return 1
-	}
-	if err := g.close(); err != nil {
-		log.Warn("closing upstreams", "err", err)
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// live is a running gateway: store, registry, importer, gate and the HTTP
+// endpoints listening. serve and the console both run one.
+type live struct {
+	g      *gateway
+	store  core.Store
+	srv    *http.Server
+	addr   string     // the address actually listened on
+	served chan error // Serve's result, should it stop by itself
+	log    *slog.Logger
+}
+
+// startLive opens the store, builds the gateway and starts serving its
+// endpoints. Upstreams are not imported yet: importAll does that, so the
+// console can show them connecting.
+func startLive(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *live, err error) {
+	store, err := openStore(ctx, cfg.Gateway.Store)
+	if err != nil {
+		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	l := &live{store: store, log: log, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = l.stop()
+		}
+	}()
+	if l.g, err = newGateway(ctx, cfg, store); err != nil {
+		return nil, fmt.Errorf("building the gateway: %w", err)
+	}
+	g := l.g
+	g.store = store
+	g.sessions = core.NewSessions(g.reg.Bus())
+	g.approvals = core.NewApprovalQueue(g.reg.Bus())
+	if g.gate, err = newGate(cfg, store, g.approvals); err != nil {
+		return nil, fmt.Errorf("confirm gate: %w", err)
+	}
+	h, closeEndpoints, err := g.handler(ctx, cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("building endpoints: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Gateway.Listen)
+	if err != nil {
+		closeEndpoints()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	l.addr = ln.Addr().String()
+	l.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Ending sessions first lets their event streams close, so Shutdown
+	// waits only for calls in flight.
+	l.srv.RegisterOnShutdown(closeEndpoints)
+	go func() { l.served <- l.srv.Serve(ln) }()
+	log.Info("serving", "listen", l.addr, "endpoints", len(cfg.Endpoints))
+	return l, nil
+}
+
+// importAll imports every upstream (IM-7, IM-8); /readyz turns ready after.
+func (l *live) importAll(ctx context.Context) error {
+	err := l.g.start(ctx)
+	if err == nil {
+		l.g.ready.Store(true)
+	}
+	return err
+}
+
+// stop shuts the endpoints down gracefully (SV-9), then the upstreams and
+// the store. The error says in-flight calls had to be cut.
+func (l *live) stop() error {
+	var err error
+	if l.srv != nil {
+		err = shutdown(l.srv, l.log)
+	}
+	if l.g != nil {
+		if cerr := l.g.close(); cerr != nil {
+			l.log.Warn("closing upstreams", "err", cerr)
+		}
+	}
+	if l.store != nil {
+		_ = l.store.Close()
+	}
+	return err
+}
+
+// console is the Console of this gateway.
+func (l *live) console(info core.ConsoleInfo) core.Console {
+	return &core.LocalConsole{
+		Registry: l.g.reg, Importer: l.g.importer, Reviewer: l.g.review,
+		Approvals: l.g.approvals, Sessions: l.g.sessions, Details: info,
+	}
 }
 
 func countImported(g *gateway) int { return len(g.importer.ImportedTools()) }
