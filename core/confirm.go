@@ -367,8 +367,14 @@ func (g *Gate) Invoke(ctx context.Context, reg *Registry, actor Actor, name stri
 		return Result{}, err
 	}
 	if !confirm {
+		var detail string
+		if tool.Preview != nil {
+			if detail, err = tool.Preview(ctx, toolArgs); err != nil {
+				return Result{}, err
+			}
+		}
 		tok, expires := g.Issue(name, actor, canon)
-		return g.previewResult(tool, canon, tok, expires), nil
+		return g.previewResult(tool, detail, canon, tok, expires), nil
 	}
 	if token == "" {
 		return Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
@@ -392,15 +398,19 @@ func (g *Gate) Invoke(ctx context.Context, reg *Registry, actor Actor, name stri
 	return reg.Invoke(ctx, actor, name, toolArgs)
 }
 
-func (g *Gate) previewResult(tool Tool, canon []byte, token string, expires time.Time) Result {
+func (g *Gate) previewResult(tool Tool, detail string, canon []byte, token string, expires time.Time) Result {
+	text := g.PreviewText(tool.Name, tool.Source, expires)
+	if detail != "" {
+		text = detail + "\n" + text
+	}
 	p := Preview{
-		Preview:      g.PreviewText(tool.Name, tool.Source, expires),
+		Preview:      text,
 		Call:         PreviewCall{Tool: tool.Name, Source: tool.Source, RemoteName: tool.RemoteName, Arguments: canon},
 		ConfirmToken: token,
 		ExpiresAt:    expires.UTC(),
 	}
 	structured, _ := json.Marshal(p)
-	text := fmt.Sprintf("%s\nCall: %s", p.Preview, structured)
+	full := fmt.Sprintf("%s\nCall: %s", p.Preview, structured)
 	type block struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -408,6 +418,6 @@ func (g *Gate) previewResult(tool Tool, canon []byte, token string, expires time
 	body, _ := json.Marshal(struct {
 		Content           []block         `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
-	}{[]block{{"text", text}}, structured})
+	}{[]block{{"text", full}}, structured})
 	return Result{JSON: body}
 }

@@ -90,6 +90,42 @@ type Tool struct {
 	// Disabled tools stay registered but are neither listed nor callable.
 	Disabled bool
 	Handler  Handler
+	// Preview, for a native action tool, describes what a call would do
+	// without doing it (CF-2); the confirm gate shows it. Imported tools get
+	// a generated preview instead.
+	Preview func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// NativeAction is a side-effecting tool of the gateway itself, in the three
+// steps the confirm gate needs (CF-2): Prepare checks the arguments and
+// makes a plan, Preview says what the plan would do, Commit carries it out.
+// Prepare runs again on the confirming call, so a plan is never kept
+// between the two calls.
+type NativeAction[P any] struct {
+	Prepare func(ctx context.Context, args json.RawMessage) (P, error)
+	Preview func(plan P) string
+	Commit  func(ctx context.Context, plan P) (Result, error)
+}
+
+// Tool makes the registry entry of a native action.
+func (a NativeAction[P]) Tool(name, description string, schema json.RawMessage, roles ...string) Tool {
+	return Tool{
+		Name: name, Kind: KindAction, Description: description, InputSchema: schema, Roles: roles,
+		Handler: func(ctx context.Context, args json.RawMessage) (Result, error) {
+			plan, err := a.Prepare(ctx, args)
+			if err != nil {
+				return Result{}, err
+			}
+			return a.Commit(ctx, plan)
+		},
+		Preview: func(ctx context.Context, args json.RawMessage) (string, error) {
+			plan, err := a.Prepare(ctx, args)
+			if err != nil {
+				return "", err
+			}
+			return a.Preview(plan), nil
+		},
+	}
 }
 
 // Native reports whether the tool belongs to the gateway itself.
