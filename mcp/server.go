@@ -46,6 +46,9 @@ type EndpointOptions struct {
 	// Gate serves action tools behind preview → confirm (CF-1); nil serves
 	// no action tool at all.
 	Gate *core.Gate
+	// ElicitConfirm asks clients that declared elicitation to confirm an
+	// action in the same call instead of a second one (CF-6).
+	ElicitConfirm bool
 	// Audit records every call (OP-6); nil records nothing.
 	Audit core.Auditor
 	// AuditKey keys the hash of audited arguments, so low-entropy values
@@ -262,6 +265,9 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 		var err error
 		if kind == core.KindAction {
 			res, err = e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, args)
+			if _, confirm, _, _ := core.ConfirmArgs(args); err == nil && !confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+				res, err = e.confirmByElicitation(ctx, actor, name, args, res)
+			}
 		} else {
 			res, err = e.opts.Registry.Invoke(ctx, actor, name, args)
 		}

@@ -68,7 +68,7 @@ func outcome(kind core.Kind, confirm bool, res core.Result, err error) string {
 		return "outcome-unknown"
 	case err != nil:
 		return "failed"
-	case kind == core.KindAction && !confirm:
+	case kind == core.KindAction && !confirm && issuedTokenID(res) != "":
 		return "preview"
 	case res.IsError:
 		return "error"

@@ -1,0 +1,72 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// errDeclined: the user said no when asked to confirm (CF-6).
+var errDeclined = errors.New("the user declined the call")
+
+// canElicit reports whether the calling client declared the elicitation
+// capability.
+func canElicit(ctx context.Context) bool {
+	s, ok := server.ClientSessionFromContext(ctx).(interface {
+		GetClientCapabilities() mcpgo.ClientCapabilities
+	})
+	return ok && s.GetClientCapabilities().Elicitation != nil
+}
+
+// confirmByElicitation is CF-6: where the client can ask its user, the
+// gate's preview becomes a question and an accepted answer confirms in the
+// same call. preview is the gate's answer to the first call. Without an
+// answer (the client failed to ask), the preview is returned as it is and
+// the two-call protocol applies.
+func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, name string, args json.RawMessage, preview core.Result) (core.Result, error) {
+	var body struct {
+		StructuredContent core.Preview `json:"structuredContent"`
+	}
+	if json.Unmarshal(preview.JSON, &body) != nil || body.StructuredContent.ConfirmToken == "" {
+		return preview, nil
+	}
+	p := body.StructuredContent
+	answer, err := e.mcp.RequestElicitation(ctx, mcpgo.ElicitationRequest{Params: mcpgo.ElicitationParams{
+		Message: fmt.Sprintf("%s\n\nRun %s with %s?", p.Preview, name, p.Call.Arguments),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"confirm": map[string]any{"type": "boolean", "title": "Run this call", "description": "Runs the call once; nothing runs otherwise."},
+			},
+			"required": []string{"confirm"},
+		},
+	}})
+	if err != nil {
+		e.opts.Logger.Debug("elicitation failed; answering with the preview", "tool", name, "err", err)
+		return preview, nil
+	}
+	var content struct {
+		Confirm bool `json:"confirm"`
+	}
+	if b, merr := json.Marshal(answer.Content); merr == nil {
+		_ = json.Unmarshal(b, &content)
+	}
+	if answer.Action != mcpgo.ElicitationResponseActionAccept || !content.Confirm {
+		return core.Result{}, &core.RefusedError{Err: errDeclined, Text: "Not run: " + errDeclined.Error()}
+	}
+	var m map[string]json.RawMessage
+	if len(args) == 0 || json.Unmarshal(args, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["confirm"] = json.RawMessage(`true`)
+	tok, _ := json.Marshal(p.ConfirmToken)
+	m["confirmToken"] = tok
+	confirmed, _ := json.Marshal(m)
+	return e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, confirmed)
+}
