@@ -7,7 +7,7 @@ package core
 //
 // It is a reviewer's aid, not a filter. Each rule is written to be specific
 // enough that the reference servers' descriptions pass clean (the benign
-// corpus under testdata/scan proves it), so a flag is worth reading; text
+// corpus under testdata/review proves it), so a flag is worth reading; text
 // that evades every rule is still shown in full and pinned by its
 // fingerprint (RV-1), so a change after approval is caught regardless.
 //
@@ -482,6 +482,8 @@ var instructionRules = []textRule{
 	{re: phrase(`\b(?:do not|don['’]?t|never) (?:show|display|report|explain) (?:this|it|that|these)\b`), reason: reasonConceal, needles: []string{"not", "don", "never"}},
 	{re: phrase(`\b(?:do not|don['’]?t|never) let (?:the )?(?:user|human|operator) (?:know|see|notice)\b`), reason: reasonConceal, needles: []string{"let"}},
 	{re: phrase(`\bwithout (?:telling|informing|notifying|alerting|asking|warning|letting|showing) (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"without"}},
+	{re: phrase(`\bwithout (?:mentioning|showing|revealing|disclosing|reporting) (?:this|it|that|them|anything) to (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"without"}},
+	{re: phrase(`\b(?:must|should|is to|are to) (?:not|never) be (?:shown|mentioned|revealed|disclosed|reported|displayed) to (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"shown", "mentioned", "revealed", "disclosed", "reported", "displayed"}},
 	{re: phrase(`\bwithout (?:the )?(?:user|human|operator)(?:['’]s)? (?:knowledge|knowing|noticing|consent|awareness|seeing)\b`), reason: reasonConceal, needles: []string{"without"}},
 	{re: phrase(`\b(?:hide|conceal|keep) (?:this|it|that|these|them) (?:(?:hidden|secret) )?from (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"from"}},
 	{re: phrase(`\bkeep (?:this|it|that) (?:a )?(?:secret|hidden|confidential)\b`), reason: reasonConceal, needles: []string{"keep"}},

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-const scanCorpus = "../testdata/scan"
+const scanCorpus = "../testdata/review"
 
 // span is a flag without its reason, for exact comparisons.
 type span struct {
@@ -310,7 +310,7 @@ func TestRV2ScanInputText(t *testing.T) {
 	}
 }
 
-// poisonedCase is one file of testdata/scan/poisoned.
+// poisonedCase is one file of testdata/review/poisoned.
 type poisonedCase struct {
 	Source      string          `json:"source"`
 	Name        string          `json:"name"`
@@ -324,7 +324,7 @@ type poisonedCase struct {
 	WantWhere []string `json:"wantWhere"`
 }
 
-// benignServer is one file of testdata/scan/benign: a tools/list answer.
+// benignServer is one file of testdata/review/benign: a tools/list answer.
 type benignServer struct {
 	Source string `json:"source"`
 	Tools  []struct {
