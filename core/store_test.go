@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// OP-5: the in-memory store keeps the same contract as the persistent ones.
-func TestMemStoreConformance(t *testing.T) {
-	StoreConformance(t, func(t *testing.T) Store { return NewMemStore() })
-}
-
 // OP-6: argument values are never stored. The record type has no place for
 // them; a new field must be added here on purpose, after asking whether it
 // could carry argument values in clear.

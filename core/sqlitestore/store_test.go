@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/storetest"
 )
 
 func tempPath(t *testing.T) string {
@@ -41,7 +42,7 @@ func mustOpen(t *testing.T, path string) *Store {
 // OP-5: the embedded store keeps the contract the in-memory one is tested
 // against, on a real file.
 func TestConformanceOP5(t *testing.T) {
-	core.StoreConformance(t, func(t *testing.T) core.Store {
+	storetest.StoreConformance(t, func(t *testing.T) core.Store {
 		s, err := Open(context.Background(), tempPath(t))
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +71,7 @@ func TestPersistsAcrossReopenOP5RV4(t *testing.T) {
 			t.Fatalf("UseToken(%s) = %v, %v", id, first, err)
 		}
 	}
-	rec := core.FullAuditRecord(now, "call-1")
+	rec := storetest.FullAuditRecord(now, "call-1")
 	if err := s.AppendAudit(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestUseTokenTwoHandlesCF4(t *testing.T) {
 	a, b := mustOpen(t, path), mustOpen(t, path)
 	for round := range 5 {
 		id := fmt.Sprintf("tok-%d", round)
-		if wins := core.RaceUseToken(t, id, 50, a, b); wins != 1 {
+		if wins := storetest.RaceUseToken(t, id, 50, a, b); wins != 1 {
 			t.Fatalf("round %d: %d first uses across two handles, want exactly 1", round, wins)
 		}
 	}
@@ -283,7 +284,7 @@ func TestRefusesCorruptFilesOP5(t *testing.T) {
 		path := tempPath(t)
 		s := mustOpen(t, path)
 		for i := range 400 {
-			if err := s.AppendAudit(context.Background(), core.FullAuditRecord(time.Now(), fmt.Sprint("call-", i))); err != nil {
+			if err := s.AppendAudit(context.Background(), storetest.FullAuditRecord(time.Now(), fmt.Sprint("call-", i))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -419,7 +420,7 @@ func TestOddPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a b?c#d%20e")
 	path := filepath.Join(dir, "store.db")
 	s := mustOpen(t, path)
-	if err := s.AppendAudit(context.Background(), core.FullAuditRecord(time.Now(), "c")); err != nil {
+	if err := s.AppendAudit(context.Background(), storetest.FullAuditRecord(time.Now(), "c")); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
@@ -473,7 +474,7 @@ func TestArgumentValuesNeverStoredOP6(t *testing.T) {
 	sum := sha256.Sum256(args)
 	hash := "sha256:" + hex.EncodeToString(sum[:])
 
-	rec := core.FullAuditRecord(time.Now(), "call-1")
+	rec := storetest.FullAuditRecord(time.Now(), "call-1")
 	rec.Tool, rec.ArgsHash = toolMarker, hash
 	if err := s.AppendAudit(ctx, rec); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
-package core
+// Package storetest checks a core.Store implementation against the
+// contract every store keeps (OP-5, OP-6, CF-4, RV-4).
+package storetest
 
 import (
+	"github.com/toolgate/toolgate/core"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +14,11 @@ import (
 	"time"
 )
 
-// StoreConformance checks the behaviour every Store must have, so the
+// StoreConformance checks the behaviour every core.Store must have, so the
 // in-memory store and each persistent one are held to one contract (OP-5).
 // open returns a fresh, empty store; the suite closes it.
-func StoreConformance(t *testing.T, open func(t *testing.T) Store) {
-	fresh := func(t *testing.T) Store {
+func StoreConformance(t *testing.T, open func(t *testing.T) core.Store) {
+	fresh := func(t *testing.T) core.Store {
 		t.Helper()
 		s := open(t)
 		t.Cleanup(func() { _ = s.Close() })
@@ -31,34 +35,34 @@ func StoreConformance(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("OP-5/UseAfterClose", func(t *testing.T) { suiteClosed(t, open(t)) })
 }
 
-func suiteApprovals(t *testing.T, s Store) {
+func suiteApprovals(t *testing.T, s core.Store) {
 	ctx := context.Background()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891011121, time.UTC)
-	mk := func(src, name, fp string, d ReviewDecision) Approval {
-		return Approval{Source: src, RemoteName: name, Fingerprint: fp, Decision: d, By: "alice", At: at}
+	mk := func(src, name, fp string, d core.ReviewDecision) core.Approval {
+		return core.Approval{Source: src, RemoteName: name, Fingerprint: fp, Decision: d, By: "alice", At: at}
 	}
 	got, err := s.Approvals(ctx)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("empty store: Approvals = %v, %v; want none", got, err)
 	}
-	for _, a := range []Approval{
-		mk("b", "x", "fp-bx", DecisionApproved),
-		mk("a", "z", "fp-az", DecisionRejected),
-		mk("a", "y", "fp-ay", DecisionApproved),
+	for _, a := range []core.Approval{
+		mk("b", "x", "fp-bx", core.DecisionApproved),
+		mk("a", "z", "fp-az", core.DecisionRejected),
+		mk("a", "y", "fp-ay", core.DecisionApproved),
 	} {
 		if err := s.PutApproval(ctx, a); err != nil {
 			t.Fatalf("PutApproval(%+v): %v", a, err)
 		}
 	}
-	wantApprovals(t, s, mk("a", "y", "fp-ay", DecisionApproved), mk("a", "z", "fp-az", DecisionRejected), mk("b", "x", "fp-bx", DecisionApproved))
+	wantApprovals(t, s, mk("a", "y", "fp-ay", core.DecisionApproved), mk("a", "z", "fp-az", core.DecisionRejected), mk("b", "x", "fp-bx", core.DecisionApproved))
 
 	// A new decision for the same tool replaces the old one (RV-1: the
 	// fingerprint changed and an operator looked again).
-	re := Approval{Source: "a", RemoteName: "y", Fingerprint: "fp-ay-2", Decision: DecisionRejected, By: "bob", At: at.Add(time.Hour)}
+	re := core.Approval{Source: "a", RemoteName: "y", Fingerprint: "fp-ay-2", Decision: core.DecisionRejected, By: "bob", At: at.Add(time.Hour)}
 	if err := s.PutApproval(ctx, re); err != nil {
 		t.Fatal(err)
 	}
-	wantApprovals(t, s, re, mk("a", "z", "fp-az", DecisionRejected), mk("b", "x", "fp-bx", DecisionApproved))
+	wantApprovals(t, s, re, mk("a", "z", "fp-az", core.DecisionRejected), mk("b", "x", "fp-bx", core.DecisionApproved))
 
 	if err := s.DeleteApproval(ctx, "a", "z"); err != nil {
 		t.Fatal(err)
@@ -66,10 +70,10 @@ func suiteApprovals(t *testing.T, s Store) {
 	if err := s.DeleteApproval(ctx, "nope", "z"); err != nil {
 		t.Errorf("deleting a missing approval: %v, want nil", err)
 	}
-	wantApprovals(t, s, re, mk("b", "x", "fp-bx", DecisionApproved))
+	wantApprovals(t, s, re, mk("b", "x", "fp-bx", core.DecisionApproved))
 }
 
-func wantApprovals(t *testing.T, s Store, want ...Approval) {
+func wantApprovals(t *testing.T, s core.Store, want ...core.Approval) {
 	t.Helper()
 	got, err := s.Approvals(context.Background())
 	if err != nil {
@@ -90,14 +94,14 @@ func wantApprovals(t *testing.T, s Store, want ...Approval) {
 	}
 }
 
-func suiteApprovalInvalid(t *testing.T, s Store) {
+func suiteApprovalInvalid(t *testing.T, s core.Store) {
 	ctx := context.Background()
-	ok := Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: DecisionApproved}
-	for name, mutate := range map[string]func(*Approval){
-		"no source":      func(a *Approval) { a.Source = "" },
-		"no remoteName":  func(a *Approval) { a.RemoteName = "" },
-		"no fingerprint": func(a *Approval) { a.Fingerprint = "" },
-		"bad decision":   func(a *Approval) { a.Decision = "maybe" },
+	ok := core.Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: core.DecisionApproved}
+	for name, mutate := range map[string]func(*core.Approval){
+		"no source":      func(a *core.Approval) { a.Source = "" },
+		"no remoteName":  func(a *core.Approval) { a.RemoteName = "" },
+		"no fingerprint": func(a *core.Approval) { a.Fingerprint = "" },
+		"bad decision":   func(a *core.Approval) { a.Decision = "maybe" },
 	} {
 		a := ok
 		mutate(&a)
@@ -108,7 +112,7 @@ func suiteApprovalInvalid(t *testing.T, s Store) {
 	wantApprovals(t, s)
 }
 
-func suiteTokenSingleUse(t *testing.T, s Store) {
+func suiteTokenSingleUse(t *testing.T, s core.Store) {
 	ctx := context.Background()
 	exp := time.Now().Add(15 * time.Minute)
 	for i, want := range []bool{true, false, false} {
@@ -127,7 +131,7 @@ func suiteTokenSingleUse(t *testing.T, s Store) {
 
 // RaceUseToken has n goroutines spend id at once, spread over stores, and
 // returns how many were told theirs was the first use.
-func RaceUseToken(t *testing.T, id string, n int, stores ...Store) int {
+func RaceUseToken(t *testing.T, id string, n int, stores ...core.Store) int {
 	t.Helper()
 	var (
 		wg    sync.WaitGroup
@@ -138,7 +142,7 @@ func RaceUseToken(t *testing.T, id string, n int, stores ...Store) int {
 	exp := time.Now().Add(15 * time.Minute)
 	for i := range n {
 		wg.Add(1)
-		go func(s Store) {
+		go func(s core.Store) {
 			defer wg.Done()
 			<-start
 			first, err := s.UseToken(context.Background(), id, exp)
@@ -160,7 +164,7 @@ func RaceUseToken(t *testing.T, id string, n int, stores ...Store) int {
 	return int(wins.Load())
 }
 
-func suiteTokenRace(t *testing.T, s Store) {
+func suiteTokenRace(t *testing.T, s core.Store) {
 	for round := range 5 {
 		id := fmt.Sprintf("raced-%d", round)
 		if wins := RaceUseToken(t, id, 50, s); wins != 1 {
@@ -169,7 +173,7 @@ func suiteTokenRace(t *testing.T, s Store) {
 	}
 }
 
-func suiteTokenPrune(t *testing.T, s Store) {
+func suiteTokenPrune(t *testing.T, s core.Store) {
 	ctx := context.Background()
 	now := time.Now()
 	use := func(id string, exp time.Time) bool {
@@ -180,31 +184,31 @@ func suiteTokenPrune(t *testing.T, s Store) {
 		}
 		return first
 	}
-	use("long-expired", now.Add(-SpentTokenGrace-time.Hour))
+	use("long-expired", now.Add(-core.SpentTokenGrace-time.Hour))
 	use("just-expired", now.Add(-time.Second)) // within the grace: a skewed replica may still accept it
 	use("live", now.Add(time.Hour))
 	use("no-expiry", time.Time{})
 	// Enough first uses that a pruning must have happened since.
-	for i := range PruneEvery + 1 {
+	for i := range core.PruneEvery + 1 {
 		use(fmt.Sprintf("filler-%d", i), now.Add(time.Hour))
 	}
 	if use("live", now.Add(time.Hour)) {
 		t.Error("an unexpired spent id was forgotten: a confirm token could run twice (CF-4)")
 	}
 	if use("just-expired", now.Add(-time.Second)) {
-		t.Error("an id expired less than SpentTokenGrace ago was forgotten")
+		t.Error("an id expired less than core.SpentTokenGrace ago was forgotten")
 	}
 	if use("no-expiry", time.Time{}) {
 		t.Error("an id without expiry was forgotten")
 	}
-	if !use("long-expired", now.Add(-SpentTokenGrace-time.Hour)) {
-		t.Errorf("an id expired long ago was still kept after %d further first uses: the ledger is never pruned", PruneEvery+1)
+	if !use("long-expired", now.Add(-core.SpentTokenGrace-time.Hour)) {
+		t.Errorf("an id expired long ago was still kept after %d further first uses: the ledger is never pruned", core.PruneEvery+1)
 	}
 }
 
 // FullAuditRecord returns a record with every field set, for round trips.
-func FullAuditRecord(at time.Time, callID string) AuditRecord {
-	return AuditRecord{
+func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
+	return core.AuditRecord{
 		Time:           at,
 		Endpoint:       "/mcp",
 		ActorID:        "alice",
@@ -221,7 +225,7 @@ func FullAuditRecord(at time.Time, callID string) AuditRecord {
 	}
 }
 
-func sameRecord(got, want AuditRecord) bool {
+func sameRecord(got, want core.AuditRecord) bool {
 	if !got.Time.Equal(want.Time) {
 		return false
 	}
@@ -229,7 +233,7 @@ func sameRecord(got, want AuditRecord) bool {
 	return got == want
 }
 
-func wantAudit(t *testing.T, s Store, q AuditQuery, want ...AuditRecord) {
+func wantAudit(t *testing.T, s core.Store, q core.AuditQuery, want ...core.AuditRecord) {
 	t.Helper()
 	got, err := s.Audit(context.Background(), q)
 	if err != nil {
@@ -240,7 +244,7 @@ func wantAudit(t *testing.T, s Store, q AuditQuery, want ...AuditRecord) {
 		ok = sameRecord(got[i], want[i])
 	}
 	if !ok {
-		ids := func(rs []AuditRecord) []string {
+		ids := func(rs []core.AuditRecord) []string {
 			var out []string
 			for _, r := range rs {
 				out = append(out, r.CallID+"@"+r.Time.UTC().Format(time.RFC3339Nano))
@@ -251,22 +255,22 @@ func wantAudit(t *testing.T, s Store, q AuditQuery, want ...AuditRecord) {
 	}
 }
 
-func suiteAuditRoundTrip(t *testing.T, s Store) {
+func suiteAuditRoundTrip(t *testing.T, s core.Store) {
 	ctx := context.Background()
 	at := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.FixedZone("x", 3600)) // before any "now"
 	r := FullAuditRecord(at, "call-1")
 	if err := s.AppendAudit(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	wantAudit(t, s, AuditQuery{}, r)
+	wantAudit(t, s, core.AuditQuery{}, r)
 
 	// A zero time means now.
 	before := time.Now()
-	if err := s.AppendAudit(ctx, AuditRecord{Tool: "t", Outcome: "ok", CallID: "call-2"}); err != nil {
+	if err := s.AppendAudit(ctx, core.AuditRecord{Tool: "t", Outcome: "ok", CallID: "call-2"}); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now()
-	got, err := s.Audit(ctx, AuditQuery{Since: before})
+	got, err := s.Audit(ctx, core.AuditQuery{Since: before})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Audit(since the zero-time append) = %v, %v; want one record", got, err)
 	}
@@ -275,29 +279,29 @@ func suiteAuditRoundTrip(t *testing.T, s Store) {
 	}
 }
 
-func suiteAuditQuery(t *testing.T, s Store) {
+func suiteAuditQuery(t *testing.T, s core.Store) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	rec := func(sec int, id string) AuditRecord {
+	rec := func(sec int, id string) core.AuditRecord {
 		return FullAuditRecord(t0.Add(time.Duration(sec)*time.Second), id)
 	}
 	// Appended out of time order, as concurrent calls finish.
-	for _, r := range []AuditRecord{rec(3, "c"), rec(1, "a"), rec(2, "b1"), rec(5, "e"), rec(2, "b2")} {
+	for _, r := range []core.AuditRecord{rec(3, "c"), rec(1, "a"), rec(2, "b1"), rec(5, "e"), rec(2, "b2")} {
 		if err := s.AppendAudit(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a, b1, b2, c, e := rec(1, "a"), rec(2, "b1"), rec(2, "b2"), rec(3, "c"), rec(5, "e")
-	wantAudit(t, s, AuditQuery{}, a, b1, b2, c, e)
-	wantAudit(t, s, AuditQuery{Since: t0.Add(2 * time.Second)}, b1, b2, c, e)
-	wantAudit(t, s, AuditQuery{Since: t0.Add(2*time.Second + 1)}, c, e)
-	wantAudit(t, s, AuditQuery{Limit: 2}, a, b1)
-	wantAudit(t, s, AuditQuery{Since: t0.Add(2 * time.Second), Limit: 3}, b1, b2, c)
-	wantAudit(t, s, AuditQuery{Limit: 100}, a, b1, b2, c, e)
-	wantAudit(t, s, AuditQuery{Since: t0.Add(time.Minute)})
+	wantAudit(t, s, core.AuditQuery{}, a, b1, b2, c, e)
+	wantAudit(t, s, core.AuditQuery{Since: t0.Add(2 * time.Second)}, b1, b2, c, e)
+	wantAudit(t, s, core.AuditQuery{Since: t0.Add(2*time.Second + 1)}, c, e)
+	wantAudit(t, s, core.AuditQuery{Limit: 2}, a, b1)
+	wantAudit(t, s, core.AuditQuery{Since: t0.Add(2 * time.Second), Limit: 3}, b1, b2, c)
+	wantAudit(t, s, core.AuditQuery{Limit: 100}, a, b1, b2, c, e)
+	wantAudit(t, s, core.AuditQuery{Since: t0.Add(time.Minute)})
 }
 
-func suiteAuditConcurrent(t *testing.T, s Store) {
+func suiteAuditConcurrent(t *testing.T, s core.Store) {
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -313,7 +317,7 @@ func suiteAuditConcurrent(t *testing.T, s Store) {
 		}()
 	}
 	wg.Wait()
-	got, err := s.Audit(context.Background(), AuditQuery{})
+	got, err := s.Audit(context.Background(), core.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +336,7 @@ func suiteAuditConcurrent(t *testing.T, s Store) {
 	}
 }
 
-func suiteClosed(t *testing.T, s Store) {
+func suiteClosed(t *testing.T, s core.Store) {
 	ctx := context.Background()
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -341,15 +345,15 @@ func suiteClosed(t *testing.T, s Store) {
 		t.Errorf("second Close: %v, want nil", err)
 	}
 	checks := map[string]error{}
-	checks["PutApproval"] = s.PutApproval(ctx, Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: DecisionApproved})
+	checks["PutApproval"] = s.PutApproval(ctx, core.Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: core.DecisionApproved})
 	_, checks["Approvals"] = s.Approvals(ctx)
 	checks["DeleteApproval"] = s.DeleteApproval(ctx, "s", "r")
 	_, checks["UseToken"] = s.UseToken(ctx, "t", time.Now().Add(time.Minute))
-	checks["AppendAudit"] = s.AppendAudit(ctx, AuditRecord{Tool: "t"})
-	_, checks["Audit"] = s.Audit(ctx, AuditQuery{})
+	checks["AppendAudit"] = s.AppendAudit(ctx, core.AuditRecord{Tool: "t"})
+	_, checks["Audit"] = s.Audit(ctx, core.AuditQuery{})
 	for name, err := range checks {
-		if !errors.Is(err, ErrStoreClosed) {
-			t.Errorf("%s after Close = %v, want ErrStoreClosed", name, err)
+		if !errors.Is(err, core.ErrStoreClosed) {
+			t.Errorf("%s after Close = %v, want core.ErrStoreClosed", name, err)
 		}
 	}
 }

@@ -1,0 +1,13 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/storetest"
+)
+
+// OP-5: the in-memory store keeps the same contract as the persistent ones.
+func TestMemStoreConformance(t *testing.T) {
+	storetest.StoreConformance(t, func(t *testing.T) core.Store { return core.NewMemStore() })
+}
