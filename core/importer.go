@@ -262,7 +262,10 @@ func (im *Importer) Start(ctx context.Context) error {
 }
 
 type listing struct {
-	tools   []RemoteTool
+	tools []RemoteTool
+	// prep is tools turned into registry tools, done while listing so the
+	// schema compiles of all upstreams run in parallel too.
+	prep    prepared
 	catalog *catalogListing // nil: the upstream serves no resources or prompts
 	err     error
 }
@@ -286,7 +289,7 @@ func (im *Importer) list(ctx context.Context, u *upstream) listing {
 	if err != nil {
 		return listing{err: err}
 	}
-	return listing{tools: tools, catalog: im.listCatalog(ctx, u)}
+	return listing{tools: tools, prep: im.prepare(u, tools), catalog: im.listCatalog(ctx, u)}
 }
 
 func (im *Importer) listTools(ctx context.Context, u *upstream) ([]RemoteTool, error) {
@@ -474,7 +477,7 @@ func kindOf(s UpstreamSpec, rt RemoteTool) Kind {
 // upstreams in configuration order (IM-20..22). refreshMu must be held.
 func (im *Importer) apply(u *upstream, l listing) Diff {
 	im.applyCatalog(u, l.catalog)
-	p := im.prepare(u, l.tools)
+	p := l.prep
 	diff := im.predict(u, p)
 
 	im.reg.ForgetCollisions(u.spec.Name)
@@ -612,7 +615,7 @@ func (im *Importer) PlanRefresh(ctx context.Context, name string) (*RefreshPlan,
 	}
 	im.refreshMu.Lock()
 	defer im.refreshMu.Unlock()
-	return &RefreshPlan{Diff: im.predict(u, im.prepare(u, l.tools)), listed: l}, nil
+	return &RefreshPlan{Diff: im.predict(u, l.prep), listed: l}, nil
 }
 
 // ApplyRefresh applies a plan from PlanRefresh. The registry may have moved

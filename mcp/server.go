@@ -138,7 +138,8 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		opts.Sessions.SetEnder(opts.Path, e.EndSession)
 	}
 
-	snap, sub := opts.Registry.Bus().Subscribe(0)
+	// Room for a whole start-up burst of registrations without a resync.
+	snap, sub := opts.Registry.Bus().Subscribe(4096)
 	e.sub = sub
 	e.setTools(snap.Tools)
 	e.syncCatalog()

@@ -85,6 +85,10 @@ func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotifi
 
 func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNotification), sse bool) (*session, core.ServerInfo, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	// Every call of every session goes to this one host: the default of two
+	// idle connections would make concurrent calls open a new connection
+	// (and TLS handshake) for about every other call.
+	base.MaxIdleConnsPerHost = 64
 	hc := &http.Client{
 		Transport: &authTransport{
 			base:    base,

@@ -37,7 +37,7 @@ func commands() []command {
 		{"tools", "[--config F] [--json]", "print the registry", runTools},
 		{"import-config", "FILE", "print upstreams YAML converted from an mcpServers JSON file", runImportConfig},
 		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},
-		{"bench", "[--json] [--quick]", "gateway overhead against a direct call, same run", runNotYet("bench")},
+		{"bench", "[--json] [--quick]", "gateway overhead against a direct call, same run", runBench},
 		{"review", reviewSynopsis, reviewSummary, runReview},
 		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json]", "print the audit log of served calls", runAudit},
 		{"version", "", "print version, commit and Go version", runVersion},
@@ -120,22 +120,6 @@ func (c *cli) commandFlags(name string) *flag.FlagSet {
 		}
 	}
 	panic("unknown command " + name)
-}
-
-func runNotYet(name string) func(context.Context, *cli, []string) int {
-	return func(_ context.Context, c *cli, args []string) int {
-		fs := c.commandFlags(name)
-		fs.String("config", "", "config file")
-		fs.String("listen", "", "listen address")
-		fs.String("http", "", "Streamable HTTP listen address")
-		fs.Bool("json", false, "JSON output")
-		fs.Bool("quick", false, "short run")
-		if code, ok := c.parse(fs, args); !ok {
-			return code
-		}
-		fmt.Fprintf(c.stderr, "toolgate %s: not available in this version yet\n", name)
-		return 2
-	}
 }
 
 func runVersion(_ context.Context, c *cli, args []string) int {

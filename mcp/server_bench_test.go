@@ -1,0 +1,268 @@
+package mcp_test
+
+// Benchmarks of one tools/call through the served endpoint and through the
+// upstream client, over httptest loopback servers (QB-2). The bare mcp-go
+// server with the same tool is the floor the endpoint's own cost sits on.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/auth"
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+const benchToolSchema = `{"type":"object","properties":{"message":{"type":"string","maxLength":1000}},"required":["message"]}`
+
+const benchKey = "bench-api-key-0123456789"
+
+var benchArguments = `{"message":"toolgate bench: the quick brown fox jumps over the lazy dog"}`
+
+// benchResult is the fixed answer of the benchmarked tool.
+var benchResult = core.TextResult("toolgate bench: the quick brown fox jumps over the lazy dog")
+
+// bareServer is mcp-go serving the same tool with no gateway around it.
+func bareServer(b *testing.B) *httptest.Server {
+	b.Helper()
+	s := server.NewMCPServer("bare", "1", server.WithToolCapabilities(true))
+	s.AddTool(mcpgo.NewToolWithRawSchema("echo", "Echo.", json.RawMessage(benchToolSchema)),
+		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText("toolgate bench: the quick brown fox jumps over the lazy dog"), nil
+		})
+	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// endpointServer is the gateway endpoint behind API-key auth, with the tool
+// needing the actor's role, and the given audit store (nil: none).
+func endpointServer(b *testing.B, audit core.Auditor) *httptest.Server {
+	b.Helper()
+	reg := core.NewRegistry(nil)
+	err := reg.Register(core.Tool{
+		Name: "up_echo", Source: "up", RemoteName: "echo", Kind: core.KindRead, Description: "Echo.",
+		InputSchema: json.RawMessage(benchToolSchema), Roles: []string{"bench"},
+		Handler: func(context.Context, json.RawMessage) (core.Result, error) { return benchResult, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ep, err := mcp.NewEndpoint(mcp.EndpointOptions{
+		Path: "/mcp", Registry: reg, Sessions: core.NewSessions(reg.Bus()), Actor: auth.ActorFrom,
+		Audit: audit, AuditKey: []byte("bench-audit-key-0123456789abcdef"),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mw := auth.Middleware(auth.EndpointAuth{Path: "/mcp", Strategy: auth.APIKeys([]auth.APIKey{
+		{Key: benchKey, Actor: core.Actor{ID: "bench-client", Roles: []string{"bench"}}},
+	})})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mw(ep))
+	srv := httptest.NewServer(mux)
+	b.Cleanup(func() {
+		_ = ep.Close(context.Background())
+		srv.Close()
+	})
+	return srv
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+}
+
+// benchSession is a minimal Streamable HTTP MCP session.
+type benchSession struct {
+	hc      *http.Client
+	url     string
+	bearer  string
+	session string
+	next    int
+	tool    string
+}
+
+func (s *benchSession) post(body []byte) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+s.bearer)
+	}
+	if s.session != "" {
+		req.Header.Set("Mcp-Session-Id", s.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	}
+	if s.session == "" {
+		s.session = resp.Header.Get("Mcp-Session-Id")
+	}
+	return b, nil
+}
+
+func openBenchSession(b *testing.B, hc *http.Client, url, bearer, tool string) *benchSession {
+	b.Helper()
+	s := &benchSession{hc: hc, url: url, bearer: bearer, tool: tool}
+	if _, err := s.post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func (s *benchSession) call() error {
+	s.next++
+	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(s.next) + `,"method":"tools/call","params":{"name":"` + s.tool + `","arguments":` + benchArguments + `}}`
+	b, err := s.post([]byte(body))
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(b, []byte("quick brown fox")) || bytes.Contains(b, []byte(`"isError":true`)) {
+		return fmt.Errorf("unexpected answer %s", b)
+	}
+	return nil
+}
+
+// BenchmarkEndpointToolsCall is one tools/call over loopback HTTP: the bare
+// mcp-go server, then the gateway endpoint (auth, policy, validation, the
+// registry's pass-through of a fixed result) without audit and with each
+// audit store.
+func BenchmarkEndpointToolsCall(b *testing.B) {
+	targets := []struct {
+		name   string
+		start  func(b *testing.B) *httptest.Server
+		bearer string
+		tool   string
+	}{
+		{"mcp-go", bareServer, "", "echo"},
+		{"endpoint/audit=off", func(b *testing.B) *httptest.Server { return endpointServer(b, nil) }, benchKey, "up_echo"},
+		{"endpoint/audit=memory", func(b *testing.B) *httptest.Server { return endpointServer(b, core.NewMemStore()) }, benchKey, "up_echo"},
+		{"endpoint/audit=sqlite", func(b *testing.B) *httptest.Server {
+			st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			return endpointServer(b, st)
+		}, benchKey, "up_echo"},
+	}
+	for _, tc := range targets {
+		b.Run(tc.name+"/seq", func(b *testing.B) {
+			srv := tc.start(b)
+			hc := benchClient()
+			defer hc.CloseIdleConnections()
+			s := openBenchSession(b, hc, srv.URL+"/mcp", tc.bearer, tc.tool)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/parallel", func(b *testing.B) {
+			srv := tc.start(b)
+			hc := benchClient()
+			defer hc.CloseIdleConnections()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				s := openBenchSession(b, hc, srv.URL+"/mcp", tc.bearer, tc.tool)
+				for pb.Next() {
+					if err := s.call(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkUpstreamCallTool is the gateway's side of an imported call: the
+// upstream client calling a bare mcp-go server over Streamable HTTP. conns/op
+// counts the TCP connections the server accepted: a pooled client makes
+// none per call once warm.
+func BenchmarkUpstreamCallTool(b *testing.B) {
+	for _, parallel := range []bool{false, true} {
+		name := "seq"
+		if parallel {
+			name = "parallel"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := bareServer(b)
+			var conns atomic.Int64
+			srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "bare", URL: srv.URL, Transport: "http"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer up.Close()
+			if _, err := up.Connect(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			args := json.RawMessage(benchArguments)
+			call := func() error {
+				res, err := up.CallTool(context.Background(), "echo", args)
+				if err == nil && res.IsError {
+					err = fmt.Errorf("isError: %s", res.JSON)
+				}
+				return err
+			}
+			before := conns.Load()
+			b.ReportAllocs()
+			b.ResetTimer()
+			if parallel {
+				b.SetParallelism(8) // 16 callers on 2 CPUs, as bench's sessions
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := call(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			} else {
+				for range b.N {
+					if err := call(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(conns.Load()-before)/float64(b.N), "conns/op")
+		})
+	}
+}
