@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,12 @@ type Store struct {
 
 	closed    atomic.Bool
 	firstUses atomic.Int64
+
+	// flushMu: one audit batch is written at a time.
+	flushMu sync.Mutex
+	// auditMu guards pending, the batch the next writer takes.
+	auditMu sync.Mutex
+	pending *auditBatch
 }
 
 var _ core.Store = (*Store)(nil)
@@ -412,17 +419,67 @@ func (s *Store) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	if r.Time.IsZero() {
 		r.Time = s.now()
 	}
-	at, ok := unixNano(r.Time)
-	if !ok {
+	if _, ok := unixNano(r.Time); !ok {
 		return fmt.Errorf("append audit: time %v is outside the years 1678-2262", r.Time)
 	}
-	_, err := s.w.ExecContext(ctx, `
+	// Group commit: the first caller of a batch writes it; callers that
+	// arrive while an earlier batch is being written join the next one.
+	// Every caller still returns only after its record is committed, but
+	// concurrent calls share one transaction instead of queueing for one
+	// each behind the single writer.
+	s.auditMu.Lock()
+	b := s.pending
+	leader := b == nil
+	if leader {
+		b = &auditBatch{done: make(chan struct{})}
+		s.pending = b
+	}
+	b.recs = append(b.recs, r)
+	s.auditMu.Unlock()
+	if !leader {
+		<-b.done
+		return b.err
+	}
+	s.flushMu.Lock()
+	s.auditMu.Lock()
+	s.pending = nil
+	recs := b.recs
+	s.auditMu.Unlock()
+	b.err = s.insertAudit(context.WithoutCancel(ctx), recs)
+	s.flushMu.Unlock()
+	close(b.done)
+	return b.err
+}
+
+// auditBatch is the records committed together and what came of it.
+type auditBatch struct {
+	recs []core.AuditRecord
+	done chan struct{}
+	err  error
+}
+
+func (s *Store) insertAudit(ctx context.Context, recs []core.AuditRecord) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("append audit", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `
 		INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
 			args_hash, outcome, latency, confirm_token_id, call_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		at, r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-		r.ArgsHash, r.Outcome, int64(r.Latency), r.ConfirmTokenID, r.CallID)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
+		return s.wrap("append audit", err)
+	}
+	defer stmt.Close()
+	for _, r := range recs {
+		at, _ := unixNano(r.Time)
+		if _, err := stmt.ExecContext(ctx, at, r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
+			r.ArgsHash, r.Outcome, int64(r.Latency), r.ConfirmTokenID, r.CallID); err != nil {
+			return s.wrap("append audit", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
 		return s.wrap("append audit", err)
 	}
 	return nil
