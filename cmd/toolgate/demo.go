@@ -1,0 +1,71 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/mcp/demo"
+)
+
+// demoListen is where the demo serves; if it is taken, a free port is used.
+const demoListen = "127.0.0.1:7331"
+
+// demoNotice is the header line of the demo (OP-4).
+const demoNotice = "demo: built-in upstreams, open mode on loopback; confirm secret generated for this session"
+
+// demoConfig builds the demo's configuration in code (OP-4): open mode on
+// loopback, upstreams spawned from this binary — a collision (notes and
+// weather both offer search with prefixes off), a flagged description, a
+// dangerous pattern and a broken schema (sneaky), a rug pull (shifty), an
+// action tool whose confirmations wait for the operator (notes) and one
+// upstream that is down — a generated confirm secret, and a store in dir.
+// It needs no network, npm or secrets.
+func demoConfig(exe, dir string) (*config.Config, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("generating the demo's confirm secret: %w", err)
+	}
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, err
+	}
+	noPrefix := ""
+	self := func(name string) config.Upstream {
+		return config.Upstream{
+			Name: name, Command: exe, Args: []string{"demo-upstream", name},
+			Env: map[string]config.Secret{demo.StateEnv: config.Secret(state)},
+		}
+	}
+	notes := self("notes")
+	notes.Prefix = &noPrefix
+	notes.Approval = config.ApprovalOperator
+	weather := self("weather")
+	weather.Prefix = &noPrefix
+	cfg := &config.Config{
+		Gateway: config.Gateway{
+			Listen:  demoListen,
+			Store:   filepath.Join(dir, "demo.db"),
+			Confirm: config.Confirm{Secret: config.Secret(hex.EncodeToString(raw))},
+			Review:  config.Review{Mode: config.ReviewPin},
+		},
+		Endpoints: []config.Endpoint{{
+			Path: "/mcp", Name: "toolgate demo",
+			Actor: &config.Actor{ID: "demo", Roles: []string{"ADMIN"}},
+		}},
+		Upstreams: []config.Upstream{
+			notes, weather, self("sneaky"), self("shifty"),
+			{Name: "offline", URL: "http://127.0.0.1:1/mcp", Transport: config.TransportHTTP, Timeout: 2 * time.Second},
+		},
+	}
+	v, _ := buildVersion()
+	cfg.SetDefaults(v)
+	if _, err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("demo config: %w", err)
+	}
+	return cfg, nil
+}

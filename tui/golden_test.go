@@ -1,0 +1,105 @@
+package tui
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// step is one key (or message) sent to the program and the text whose
+// appearance in the output says it took effect.
+type step struct {
+	keys []string
+	msg  tea.Msg
+	want string
+}
+
+// TestGolden runs the console program over a fake gateway at fixed sizes
+// and compares each pane's screen with testdata/tui/*.golden (ASCII colour
+// profile, so the files are plain text).
+func TestGolden(t *testing.T) {
+	activityEvents := []tea.Msg{
+		eventMsg(core.Event{Seq: 100, Time: t0, Data: core.CallFinished{Record: core.AuditRecord{
+			Time: t0, Endpoint: "/mcp", ActorID: "demo", Session: "3f9c2a71", Tool: "forecast", Source: "weather", Outcome: "ok", Latency: 12 * time.Millisecond,
+		}}}),
+		eventMsg(core.Event{Seq: 101, Time: t0.Add(time.Second), Data: core.Warning{Source: "offline", Message: "upstream unreachable: connection refused"}}),
+		eventMsg(core.Event{Seq: 102, Time: t0.Add(2 * time.Second), Data: core.CallFinished{Record: core.AuditRecord{
+			Time: t0, Endpoint: "/mcp", ActorID: "demo", Tool: "create_note", Source: "notes", Outcome: "refused", Latency: 900 * time.Microsecond,
+		}}}),
+	}
+	cases := []struct {
+		name  string
+		w, h  int
+		steps []step
+	}{
+		{"upstreams_100x30", 100, 30, nil},
+		{"upstreams_80x24", 80, 24, nil},
+		{"upstream_detail_100x30", 100, 30, []step{{keys: []string{"j", "j", "j", "enter"}, want: "last error"}}},
+		{"refresh_diff_100x30", 100, 30, []step{{keys: []string{"r"}, want: "removed"}}},
+		{"tools_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}}},
+		{"tools_80x24", 80, 24, []step{{keys: []string{"2"}, want: "invisible"}}},
+		{"tools_filter_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"/", "n", "o", "t", "e"}, want: "2 of 5"}}},
+		{"tool_review_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"G", "enter"}, want: "secret-path"}}},
+		{"tool_reject_dialog_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"x"}, want: "Reject tool?"}}},
+		{"collisions_100x30", 100, 30, []step{{keys: []string{"3"}, want: "kept by"}}},
+		{"sessions_100x30", 100, 30, []step{{keys: []string{"4"}, want: "claude-code"}}},
+		{"sessions_80x24", 80, 24, []step{{keys: []string{"4"}, want: "claude-code"}}},
+		{"approvals_100x30", 100, 30, []step{{keys: []string{"5"}, want: "buy milk"}}},
+		{"approvals_80x24", 80, 24, []step{{keys: []string{"5"}, want: "buy milk"}}},
+		{"activity_100x30", 100, 30, []step{{keys: []string{"6"}, want: "following"}, {msg: tea.BatchMsg(nil), want: "refused"}}},
+		{"help_100x30", 100, 30, []step{{keys: []string{"?"}, want: "go to pane"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			tm := teatest.NewTestModel(t, newModel(f), teatest.WithInitialTermSize(tc.w, tc.h))
+			waitOutput(t, tm, "review mode")
+			for _, s := range tc.steps {
+				for _, k := range s.keys {
+					tm.Send(keyMsg(k))
+				}
+				if s.msg != nil {
+					for _, ev := range activityEvents {
+						tm.Send(ev)
+					}
+				}
+				waitOutput(t, tm, s.want)
+			}
+			if err := tm.Quit(); err != nil {
+				t.Fatal(err)
+			}
+			m := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+			got := m.View()
+			checkSize(t, got, tc.w, tc.h)
+			golden(t, tc.name, got)
+		})
+	}
+}
+
+func waitOutput(t *testing.T, tm *teatest.TestModel, want string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}
+
+// checkSize: the screen is exactly h lines of at most w cells (CO-8).
+func checkSize(t *testing.T, view string, w, h int) {
+	t.Helper()
+	ls := lines(view)
+	if len(ls) != h {
+		t.Errorf("view has %d lines, want %d", len(ls), h)
+	}
+	for i, l := range ls {
+		if n := displayWidth(l); n > w {
+			t.Errorf("line %d is %d cells wide, more than %d: %q", i+1, n, w, l)
+		}
+	}
+}
+
+func displayWidth(s string) int { return ansi.StringWidth(s) }

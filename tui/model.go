@@ -1,0 +1,637 @@
+// Package tui is toolgate's console (SPEC §7): a Bubble Tea program over a
+// core.Console. The root model owns the state (a snapshot kept current from
+// the event subscription), the header with the pending-approvals badge, the
+// tabs, the confirm dialog, the status line and the key bar; each pane is a
+// widget package of its own.
+//
+// The update loop never blocks: every Console call runs in a command, live
+// updates come from one command that reads the next event and is re-issued
+// only from its own handler, and results carry the id of who asked so stale
+// ones are dropped.
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/tui/activity"
+	"github.com/toolgate/toolgate/tui/approvals"
+	"github.com/toolgate/toolgate/tui/collisions"
+	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/dialog"
+	"github.com/toolgate/toolgate/tui/keys"
+	"github.com/toolgate/toolgate/tui/sessions"
+	"github.com/toolgate/toolgate/tui/theme"
+	"github.com/toolgate/toolgate/tui/tools"
+	"github.com/toolgate/toolgate/tui/upstreams"
+)
+
+// FlashDuration is how long a status message stays.
+const FlashDuration = 5 * time.Second
+
+// ReviewsDelay debounces re-reading review states after tools change.
+const ReviewsDelay = 500 * time.Millisecond
+
+// Options configure the console; zero fields take defaults.
+type Options struct {
+	Console core.Console
+	// Operator is recorded as who approved or rejected (default "console").
+	Operator string
+	// Now is the clock (default time.Now); tests fix it.
+	Now func() time.Time
+	// Context bounds console calls; it is cancelled when the model closes.
+	Context context.Context
+	// Theme defaults to theme.New().
+	Theme *theme.Theme
+}
+
+// Messages of the root model.
+type (
+	subscribedMsg struct {
+		info core.ConsoleInfo
+		snap core.Snapshot
+		sub  *core.Subscription
+	}
+	eventMsg       core.Event
+	resyncedMsg    core.Snapshot
+	subClosedMsg   struct{}
+	tickMsg        time.Time
+	clearFlashMsg  struct{ id uint64 }
+	reviewsTickMsg struct{ gen uint64 }
+	reviewsMsg     struct {
+		gen     uint64
+		reviews map[string]core.ReviewState
+	}
+)
+
+// Model is the root model.
+type Model struct {
+	c      *common.Common
+	cancel context.CancelFunc
+
+	info   core.ConsoleInfo
+	sub    *core.Subscription
+	state  core.Snapshot
+	loaded bool
+	closed bool
+
+	panes     [common.NumPanes]common.Pane
+	upstreams *upstreams.Model
+	tools     *tools.Model
+	colls     *collisions.Model
+	sessions  *sessions.Model
+	approvals *approvals.Model
+	activity  *activity.Model
+	active    int
+
+	dialog   *dialog.Model
+	showHelp bool
+	help     help.Model
+	spin     spinner.Model
+	inflight int
+	busy     string
+	flash    string
+	flashErr bool
+	flashID  uint64
+	ticking  bool
+	revGen   uint64
+
+	width, height int
+	headerH       int
+	bodyH         int
+}
+
+// New builds the console model. Nothing is read from the console until the
+// program runs Init.
+func New(o Options) *Model {
+	if o.Operator == "" {
+		o.Operator = "console"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	if o.Theme == nil {
+		o.Theme = theme.New()
+	}
+	ctx, cancel := context.WithCancel(o.Context)
+	c := &common.Common{Ctx: ctx, Console: o.Console, Theme: o.Theme, Keys: keys.Default(), Operator: o.Operator, Now: o.Now}
+	m := &Model{c: c, cancel: cancel, help: help.New(), spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.Theme.Spinner))}
+	m.help.Styles.ShortKey = c.Theme.Bold
+	m.help.Styles.ShortDesc = c.Theme.KeyBar
+	m.help.Styles.FullKey = c.Theme.Bold
+	m.help.Styles.FullDesc = c.Theme.KeyBar
+	m.upstreams = upstreams.New(c)
+	m.tools = tools.New(c)
+	m.colls = collisions.New(c)
+	m.sessions = sessions.New(c)
+	m.approvals = approvals.New(c)
+	m.activity = activity.New(c)
+	m.panes = [common.NumPanes]common.Pane{m.upstreams, m.tools, m.colls, m.sessions, m.approvals, m.activity}
+	m.width, m.height = 80, 24
+	m.layout()
+	return m
+}
+
+// Close ends the subscription and cancels console calls in flight.
+func (m *Model) Close() {
+	m.cancel()
+	if m.sub != nil {
+		m.sub.Close()
+	}
+}
+
+// Active is the index of the active pane.
+func (m *Model) Active() int { return m.active }
+
+// Dialog is the open confirm dialog, or nil.
+func (m *Model) Dialog() *dialog.Model { return m.dialog }
+
+// Snapshot is the console's current view of the gateway.
+func (m *Model) Snapshot() core.Snapshot { return m.state }
+
+// Tools is the Tools pane.
+func (m *Model) Tools() *tools.Model { return m.tools }
+
+// Activity is the Activity pane.
+func (m *Model) Activity() *activity.Model { return m.activity }
+
+// Flash is the status message shown now.
+func (m *Model) Flash() string { return m.flash }
+
+// Init subscribes to the gateway.
+func (m *Model) Init() tea.Cmd {
+	con := m.c.Console
+	return func() tea.Msg {
+		snap, sub := con.Subscribe()
+		return subscribedMsg{info: con.Info(), snap: snap, sub: sub}
+	}
+}
+
+// waitEvent reads the next event. It is issued once the subscription is
+// there and re-issued only from the eventMsg handler, so events stay in
+// order.
+func waitEvent(sub *core.Subscription) tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-sub.C()
+		if !ok {
+			return subClosedMsg{}
+		}
+		return eventMsg(ev)
+	}
+}
+
+func resync(sub *core.Subscription) tea.Cmd {
+	return func() tea.Msg { return resyncedMsg(sub.Resync()) }
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Update is the root update: global keys first, sizes to every pane, results
+// to the pane that asked, everything else to the active pane.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.layout()
+		return m, nil
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	case subscribedMsg:
+		m.info, m.sub = msg.info, msg.sub
+		m.setSnapshot(msg.snap)
+		m.layout()
+		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll))
+	case eventMsg:
+		return m, tea.Batch(m.event(core.Event(msg)), m.nextEvent(core.Event(msg)))
+	case resyncedMsg:
+		m.setSnapshot(core.Snapshot(msg))
+		return m, tea.Batch(m.setParts(partAll), waitEvent(m.sub))
+	case subClosedMsg:
+		m.closed = true
+		return m, nil
+	case tickMsg:
+		m.ticking = false
+		m.approvals.Tick()
+		m.sessions.Tick()
+		return m, m.ensureTick()
+	case reviewsTickMsg:
+		if msg.gen != m.revGen || m.sub == nil {
+			return m, nil
+		}
+		sub, gen := m.sub, msg.gen
+		return m, func() tea.Msg { return reviewsMsg{gen: gen, reviews: sub.Resync().Reviews} }
+	case reviewsMsg:
+		if msg.gen != m.revGen {
+			return m, nil // tools changed again: a later read follows
+		}
+		m.state.Reviews = msg.reviews
+		m.tools.SetReviews(msg.reviews)
+		return m, nil
+	case common.FlashMsg:
+		return m, m.setFlash(msg.Text, msg.Err)
+	case clearFlashMsg:
+		if msg.id == m.flashID {
+			m.flash, m.flashErr = "", false
+		}
+		return m, nil
+	case common.AskMsg:
+		m.dialog = dialog.New(m.c.Theme, m.c.Keys, msg.Title, msg.Prompt, msg.Confirm, msg.Then)
+		m.dialog.SetWidth(m.width)
+		return m, nil
+	case common.StartMsg:
+		m.inflight++
+		m.busy = msg.Label
+		if m.inflight == 1 {
+			return m, m.spin.Tick
+		}
+		return m, nil
+	case spinner.TickMsg:
+		if m.inflight <= 0 {
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.spin, cmd = m.spin.Update(msg)
+		return m, cmd
+	case common.ResultMsg:
+		if msg.Label != "" {
+			m.inflight = max(m.inflight-1, 0)
+		}
+		if msg.Pane < 0 || msg.Pane >= common.NumPanes {
+			return m, nil
+		}
+		_, cmd := m.panes[msg.Pane].Update(msg)
+		return m, cmd
+	}
+	_, cmd := m.panes[m.active].Update(msg)
+	return m, cmd
+}
+
+// nextEvent decides what follows an event: the next read, or on Resync a
+// fresh snapshot (whose handler then resumes reading).
+func (m *Model) nextEvent(ev core.Event) tea.Cmd {
+	if _, ok := ev.Data.(core.Resync); ok {
+		return resync(m.sub)
+	}
+	return waitEvent(m.sub)
+}
+
+func (m *Model) event(ev core.Event) tea.Cmd {
+	m.activity.Add(ev)
+	var cmds []tea.Cmd
+	if w, ok := ev.Data.(core.Warning); ok {
+		cmds = append(cmds, m.setFlash("warning: "+common.OneLine(w.Message), true))
+	}
+	p := apply(&m.state, ev)
+	if p&partTools != 0 {
+		// A tool event does not carry its review state: read the states
+		// again once the registry is quiet.
+		m.revGen++
+		gen := m.revGen
+		cmds = append(cmds, tea.Tick(ReviewsDelay, func(time.Time) tea.Msg { return reviewsTickMsg{gen: gen} }))
+	}
+	cmds = append(cmds, m.setParts(p))
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) setSnapshot(s core.Snapshot) {
+	if s.Reviews == nil {
+		s.Reviews = map[string]core.ReviewState{}
+	}
+	m.state = s
+	m.loaded = true
+}
+
+// setParts hands the changed parts of the state to their panes.
+func (m *Model) setParts(p part) tea.Cmd {
+	var cmd tea.Cmd
+	s := &m.state
+	if p&partUpstreams != 0 {
+		m.upstreams.SetUpstreams(s.Upstreams)
+	}
+	if p&partTools != 0 {
+		cmd = m.tools.SetTools(s.Tools, s.Reviews)
+	} else if p&partReviews != 0 {
+		m.tools.SetReviews(s.Reviews)
+	}
+	if p&partCollisions != 0 {
+		m.colls.Set(s.Collisions, s.Dropped)
+	}
+	if p&partSessions != 0 {
+		m.sessions.SetSessions(s.Sessions)
+	}
+	if p&partPending != 0 {
+		m.approvals.SetPending(s.Pending)
+	}
+	return tea.Batch(cmd, m.ensureTick())
+}
+
+// ensureTick keeps a one-second tick running while something counts down.
+func (m *Model) ensureTick() tea.Cmd {
+	if m.ticking || len(m.state.Pending)+len(m.state.Sessions) == 0 {
+		return nil
+	}
+	m.ticking = true
+	return tick()
+}
+
+func (m *Model) setFlash(text string, isErr bool) tea.Cmd {
+	m.flashID++
+	m.flash, m.flashErr = text, isErr
+	id := m.flashID
+	return tea.Tick(FlashDuration, func(time.Time) tea.Msg { return clearFlashMsg{id: id} })
+}
+
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	// Keys typed faster than the terminal is read arrive as one message
+	// with several runes: outside a text input, each is a key of its own.
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste && !m.panes[m.active].Capturing() {
+		var cmds []tea.Cmd
+		for i, r := range msg.Runes {
+			if m.panes[m.active].Capturing() {
+				rest := tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[i:]}
+				cmds = append(cmds, m.key1(rest))
+				break
+			}
+			cmds = append(cmds, m.key1(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+		}
+		return tea.Batch(cmds...)
+	}
+	return m.key1(msg)
+}
+
+func (m *Model) key1(msg tea.KeyMsg) tea.Cmd {
+	k := m.c.Keys
+	if key.Matches(msg, k.ForceQuit) {
+		return tea.Quit
+	}
+	if m.dialog != nil {
+		done, ok := m.dialog.Update(msg)
+		if !done {
+			return nil
+		}
+		then := m.dialog.Then
+		m.dialog = nil
+		if ok {
+			return then
+		}
+		return common.Flash("cancelled", false)
+	}
+	if m.showHelp {
+		switch {
+		case key.Matches(msg, k.Quit):
+			return m.quit()
+		case key.Matches(msg, k.Help, k.Back):
+			m.showHelp = false
+		}
+		return nil
+	}
+	pane := m.panes[m.active]
+	if pane.Capturing() {
+		_, cmd := pane.Update(msg)
+		return cmd
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+		return nil
+	case key.Matches(msg, k.NextTab):
+		m.active = (m.active + 1) % common.NumPanes
+		return nil
+	case key.Matches(msg, k.PrevTab):
+		m.active = (m.active + common.NumPanes - 1) % common.NumPanes
+		return nil
+	}
+	for i, b := range k.Tabs {
+		if key.Matches(msg, b) {
+			m.active = i
+			return nil
+		}
+	}
+	_, cmd := pane.Update(msg)
+	return cmd
+}
+
+// quit leaves at once unless operators' decisions are pending: then it asks,
+// since the waiting calls would time out.
+func (m *Model) quit() tea.Cmd {
+	if n := len(m.state.Pending); n > 0 {
+		m.dialog = dialog.New(m.c.Theme, m.c.Keys, "Quit?",
+			fmt.Sprintf("%d confirmation(s) wait for an operator. If you quit, those calls time out and nothing runs.", n),
+			"Quit", tea.Quit)
+		m.dialog.SetWidth(m.width)
+		return nil
+	}
+	return tea.Quit
+}
+
+// layout is the one place layout arithmetic happens: the header, tabs,
+// status line and key bar take fixed lines and the body gets the rest.
+func (m *Model) layout() {
+	m.headerH = len(m.headerLines())
+	const tabs, status, keybar = 1, 1, 1
+	m.bodyH = max(m.height-m.headerH-tabs-status-keybar, 3)
+	for _, p := range m.panes {
+		p.SetSize(m.width, m.bodyH)
+	}
+	m.help.Width = m.width
+	if m.dialog != nil {
+		m.dialog.SetWidth(m.width)
+	}
+}
+
+func (m *Model) headerLines() []string {
+	th := m.c.Theme
+	title := th.Title.Render("toolgate")
+	if m.info.Demo {
+		title += th.Notice.Render(" demo")
+	}
+	eps := th.Muted.Render("  connecting…")
+	if m.loaded {
+		eps = "  " + strings.Join(m.info.Endpoints, "  ")
+		if len(m.info.Endpoints) == 0 {
+			eps = th.Muted.Render("  no endpoints")
+		}
+	}
+	first := title + eps
+	badge := ""
+	if n := len(m.state.Pending); n > 0 {
+		badge = th.Badge.Render(fmt.Sprintf(" ⚑ %d pending approval%s ", n, plural(n)))
+	}
+	lines := []string{joinRight(first, badge, m.width)}
+	if len(m.info.OpenEndpoints) > 0 {
+		lines = append(lines, common.Truncate(th.OpenWarn.Render(fmt.Sprintf("⚠ open mode, no auth: %s — anyone who can reach it acts as its configured actor",
+			strings.Join(m.info.OpenEndpoints, ", "))), m.width))
+	}
+	if m.info.Notice != "" {
+		lines = append(lines, common.Truncate(th.Notice.Render(m.info.Notice), m.width))
+	}
+	return lines
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// joinRight puts right at the right edge of a line starting with left.
+func joinRight(left, right string, width int) string {
+	if right == "" {
+		return common.Truncate(left, width)
+	}
+	rw := lipgloss.Width(right)
+	left = common.Truncate(left, max(width-rw-1, 0))
+	gap := max(width-lipgloss.Width(left)-rw, 1)
+	return left + strings.Repeat(" ", gap) + right
+}
+
+var shortTitles = [common.NumPanes]string{"Ups", "Tools", "Coll", "Sess", "Appr", "Act"}
+
+func (m *Model) tabs() string {
+	th := m.c.Theme
+	render := func(short bool) string {
+		parts := make([]string, common.NumPanes)
+		for i, p := range m.panes {
+			title := p.Title()
+			if short {
+				title = shortTitles[i]
+			}
+			label := fmt.Sprintf("%d %s %d", i+1, title, p.Count())
+			if i == m.active {
+				parts[i] = th.TabActive.Render("[" + label + "]")
+			} else {
+				parts[i] = th.Tab.Render(" " + label + " ")
+			}
+		}
+		return strings.Join(parts, th.TabSep.Render("│"))
+	}
+	s := render(false)
+	if lipgloss.Width(s) > m.width {
+		s = render(true)
+	}
+	return common.Truncate(s, m.width)
+}
+
+func (m *Model) statusLine() string {
+	th := m.c.Theme
+	switch {
+	case m.inflight > 0:
+		return common.Truncate(m.spin.View()+" "+m.busy+"…", m.width)
+	case m.flash != "":
+		if m.flashErr {
+			return common.Truncate(th.StatusErr.Render(m.flash), m.width)
+		}
+		return common.Truncate(th.Status.Render(m.flash), m.width)
+	case m.closed:
+		return common.Truncate(th.StatusErr.Render("the gateway closed the event stream; the view no longer updates"), m.width)
+	case !m.loaded:
+		return th.Muted.Render("loading…")
+	}
+	mode := string(m.info.ReviewMode)
+	if mode == "" {
+		mode = "—"
+	}
+	return common.Truncate(th.Muted.Render(fmt.Sprintf("review mode %s · %d tools · %d upstreams", mode, len(m.state.Tools), len(m.state.Upstreams))), m.width)
+}
+
+// keyBar shows the focused pane's keys; the global ones (tab, help, quit)
+// stay at the right edge however narrow the terminal is.
+func (m *Model) keyBar() string {
+	var b, global []key.Binding
+	switch {
+	case m.dialog != nil:
+		b = m.dialog.HelpKeys()
+	case m.showHelp:
+		b = []key.Binding{withHelp(m.c.Keys.Back, "esc/?", "close help"), m.c.Keys.Quit}
+	default:
+		pane := m.panes[m.active]
+		b = pane.ShortHelp()
+		if !pane.Capturing() {
+			global = []key.Binding{m.c.Keys.NextTab, m.c.Keys.Help, m.c.Keys.Quit}
+		}
+	}
+	left := m.help.ShortHelpView(b)
+	if len(global) == 0 {
+		return common.Truncate(left, m.width)
+	}
+	right := m.help.ShortHelpView(global)
+	sep := m.help.Styles.ShortSeparator.Render(m.help.ShortSeparator)
+	room := m.width - lipgloss.Width(right) - lipgloss.Width(sep)
+	if room < 10 {
+		return common.Truncate(right, m.width)
+	}
+	return common.Truncate(left, room) + sep + right
+}
+
+func withHelp(b key.Binding, keyName, desc string) key.Binding {
+	b.SetHelp(keyName, desc)
+	return b
+}
+
+func (m *Model) fullHelp() string {
+	k := m.c.Keys
+	pane := m.panes[m.active]
+	groups := pane.FullHelp()
+	groups = append(groups, []key.Binding{k.NextTab, k.PrevTab, withHelp(k.Tabs[0], "1–6", "go to pane"), k.Help, k.Quit, k.ForceQuit})
+	th := m.c.Theme
+	return th.Section.Render("Keys: "+pane.Title()) + "\n\n" + m.help.FullHelpView(groups)
+}
+
+// View renders the whole screen: exactly height lines of at most width
+// cells.
+func (m *Model) View() string {
+	var body string
+	switch {
+	case m.dialog != nil:
+		body = lipgloss.Place(m.width, m.bodyH, lipgloss.Center, lipgloss.Center, m.dialog.View())
+	case m.showHelp:
+		body = m.fullHelp()
+	default:
+		body = m.panes[m.active].View()
+	}
+	var b strings.Builder
+	for _, l := range m.headerLines() {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.WriteString(m.tabs())
+	b.WriteByte('\n')
+	writeBlock(&b, body, m.width, m.bodyH)
+	b.WriteString(m.statusLine())
+	b.WriteByte('\n')
+	b.WriteString(m.keyBar())
+	return b.String()
+}
+
+// writeBlock writes exactly h lines of s, each cut to w cells.
+func writeBlock(b *strings.Builder, s string, w, h int) {
+	n := 0
+	for line := range strings.SplitSeq(s, "\n") {
+		if n == h {
+			break
+		}
+		b.WriteString(common.Truncate(line, w))
+		b.WriteByte('\n')
+		n++
+	}
+	for ; n < h; n++ {
+		b.WriteByte('\n')
+	}
+}

@@ -1,0 +1,362 @@
+// Package tools is the Tools pane (CO-2): every registry tool with its
+// source, kind, review state and scanner flags; `/` filters live; enter
+// opens the review view of one tool; a approves, x rejects.
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/table"
+)
+
+// ScanDelay debounces rescans while tools are being registered.
+const ScanDelay = 300 * time.Millisecond
+
+// Values carried by common.ResultMsg for this pane.
+type (
+	scanTick   struct{}
+	scanResult struct{ Kinds map[string][]core.FlagKind }
+	flagResult struct {
+		Name  string
+		Flags []core.Flag
+	}
+	reviewResult struct {
+		Name  string
+		State core.ReviewState
+	}
+)
+
+// Model is the Tools pane.
+type Model struct {
+	c     *common.Common
+	table *table.Model
+	vp    viewport.Model
+
+	tools   []core.ToolInfo
+	reviews map[string]core.ReviewState
+	kinds   map[string][]core.FlagKind
+	loaded  bool
+
+	// scanGen counts tool-list changes; a scan or its debounce tick for an
+	// older generation is stale.
+	scanGen uint64
+
+	detail     string // tool shown in the review view; "" in the list
+	flags      []core.Flag
+	flagsID    uint64
+	nextID     uint64
+	width, hgt int
+}
+
+// New returns the pane.
+func New(c *common.Common) *Model {
+	cols := []table.Column{
+		{Title: "NAME", Width: 20, Flex: true},
+		{Title: "SOURCE", Width: 10},
+		{Title: "KIND", Width: 6},
+		{Title: "REVIEW", Width: 8},
+		{Title: "FLAGS", Width: 22, Flex: true},
+	}
+	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading tools…"), vp: viewport.New(0, 0), kinds: map[string][]core.FlagKind{}}
+}
+
+func (m *Model) Init() tea.Cmd { return nil }
+
+func (m *Model) Title() string { return "Tools" }
+
+func (m *Model) Count() int { return len(m.tools) }
+
+func (m *Model) Capturing() bool { return m.detail == "" && m.table.Filtering() }
+
+// Table exposes the list, for tests and benchmarks.
+func (m *Model) Table() *table.Model { return m.table }
+
+// SetSize lays the pane out.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.hgt = w, h
+	m.table.SetSize(w, h)
+	m.vp.Width, m.vp.Height = w, max(h-1, 1)
+	m.renderDetail()
+}
+
+// SetTools replaces the tool list and review states. It returns the command
+// that rescans the tools' flags after a short quiet period.
+func (m *Model) SetTools(tools []core.ToolInfo, reviews map[string]core.ReviewState) tea.Cmd {
+	m.tools = tools
+	m.reviews = reviews
+	m.loaded = true
+	m.table.SetEmpty("No tools: no upstream is connected and no native tool is registered.")
+	m.rebuild()
+	if m.detail != "" {
+		m.renderDetail()
+	}
+	m.scanGen++
+	gen := m.scanGen
+	return tea.Tick(ScanDelay, func(time.Time) tea.Msg {
+		return common.ResultMsg{Pane: common.PaneTools, ID: gen, Value: scanTick{}}
+	})
+}
+
+// SetReviews updates review states only.
+func (m *Model) SetReviews(reviews map[string]core.ReviewState) {
+	m.reviews = reviews
+	m.rebuild()
+	if m.detail != "" {
+		m.renderDetail()
+	}
+}
+
+// SetFlagKinds sets the flag kinds of every tool (tests set them directly).
+func (m *Model) SetFlagKinds(kinds map[string][]core.FlagKind) {
+	m.kinds = kinds
+	m.rebuild()
+}
+
+func (m *Model) rebuild() {
+	th := m.c.Theme
+	rows := make([]table.Row, len(m.tools))
+	for i, t := range m.tools {
+		state := m.reviews[t.Name]
+		review := string(state)
+		if review == "" {
+			review = "—"
+		}
+		rs := th.Review(state)
+		var flagText string
+		var fs *lipgloss.Style
+		if ks := m.kinds[t.Name]; len(ks) > 0 {
+			parts := make([]string, len(ks))
+			for j, k := range ks {
+				parts[j] = string(k)
+			}
+			flagText = strings.Join(parts, ",")
+			s := th.Severity(ks[0].Severity())
+			fs = &s
+		}
+		kind := string(t.Kind)
+		if t.Disabled {
+			kind += "!"
+		}
+		rows[i] = table.Row{Key: t.Name, Cells: []table.Cell{
+			{Text: t.Name},
+			{Text: common.Source(t.Source)},
+			{Text: kind},
+			{Text: review, Style: &rs},
+			{Text: flagText, Style: fs},
+		}}
+	}
+	m.table.SetRows(rows)
+}
+
+func (m *Model) tool(name string) (core.ToolInfo, bool) {
+	i, ok := slices.BinarySearchFunc(m.tools, name, func(t core.ToolInfo, n string) int { return strings.Compare(t.Name, n) })
+	if ok {
+		return m.tools[i], true
+	}
+	for _, t := range m.tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return core.ToolInfo{}, false
+}
+
+func (m *Model) id() uint64 {
+	m.nextID++
+	return m.nextID
+}
+
+// Update handles keys and this pane's results.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case common.ResultMsg:
+		return m, m.result(msg)
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	}
+	if m.detail == "" {
+		cmd, _ := m.table.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	k := m.c.Keys
+	if m.detail != "" {
+		switch {
+		case key.Matches(msg, k.Back):
+			m.detail, m.flags, m.flagsID = "", nil, 0
+			return nil
+		case key.Matches(msg, k.Approve):
+			return m.approve(m.detail)
+		case key.Matches(msg, k.Reject):
+			return m.reject(m.detail)
+		}
+		m.vp, _ = m.vp.Update(msg)
+		return nil
+	}
+	if cmd, handled := m.table.Update(msg); handled {
+		return cmd
+	}
+	name, ok := m.table.SelectedKey()
+	if !ok {
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Enter):
+		return m.open(name)
+	case key.Matches(msg, k.Approve):
+		return m.approve(name)
+	case key.Matches(msg, k.Reject):
+		return m.reject(name)
+	}
+	return nil
+}
+
+// open shows the review view of name and asks for its flags.
+func (m *Model) open(name string) tea.Cmd {
+	id := m.id()
+	m.detail, m.flags, m.flagsID = name, nil, id
+	m.renderDetail()
+	m.vp.GotoTop()
+	con := m.c.Console
+	return common.Call(common.PaneTools, id, "scanning "+name, func() (any, error) {
+		fl, err := con.ToolFlags(name)
+		return flagResult{Name: name, Flags: fl}, err
+	})
+}
+
+// reviewable says why name cannot be reviewed, or "".
+func (m *Model) reviewable(name string) string {
+	t, ok := m.tool(name)
+	if !ok {
+		return fmt.Sprintf("%s is no longer registered", name)
+	}
+	if t.Source == "" {
+		return "native tools are the gateway's own and are not reviewed"
+	}
+	return ""
+}
+
+func (m *Model) approve(name string) tea.Cmd {
+	if why := m.reviewable(name); why != "" {
+		return common.Flash("cannot approve: "+why, true)
+	}
+	ctx, con, by := m.c.Ctx, m.c.Console, m.c.Operator
+	return common.Call(common.PaneTools, m.id(), "approving "+name, func() (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return reviewResult{Name: name, State: core.ReviewApproved}, con.ApproveTool(ctx, name, by)
+	})
+}
+
+func (m *Model) reject(name string) tea.Cmd {
+	if why := m.reviewable(name); why != "" {
+		return common.Flash("cannot reject: "+why, true)
+	}
+	t, _ := m.tool(name)
+	ctx, con, by := m.c.Ctx, m.c.Console, m.c.Operator
+	id := m.id()
+	run := common.Call(common.PaneTools, id, "rejecting "+name, func() (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return reviewResult{Name: name, State: core.ReviewRejected}, con.RejectTool(ctx, name, by)
+	})
+	return common.Ask("Reject tool?",
+		fmt.Sprintf("Reject %s from %s? Clients stop seeing it until an operator approves it again.", name, t.Source),
+		"Reject "+name, run)
+}
+
+func (m *Model) result(r common.ResultMsg) tea.Cmd {
+	switch v := r.Value.(type) {
+	case scanTick:
+		if r.ID != m.scanGen {
+			return nil // more changes came: a later tick scans
+		}
+		tools := slices.Clone(m.tools)
+		gen := m.scanGen
+		return func() tea.Msg {
+			return common.ResultMsg{Pane: common.PaneTools, ID: gen, Value: scanResult{Kinds: ScanAll(tools)}}
+		}
+	case scanResult:
+		if r.ID != m.scanGen {
+			return nil // stale: the tools changed since
+		}
+		m.SetFlagKinds(v.Kinds)
+	case flagResult:
+		if r.ID != m.flagsID || v.Name != m.detail {
+			return nil // stale: another tool is open now, or none
+		}
+		if r.Err != nil {
+			return common.Flash(fmt.Sprintf("scanning %s failed: %v", v.Name, r.Err), true)
+		}
+		m.flags = v.Flags
+		if m.flags == nil {
+			m.flags = []core.Flag{}
+		}
+		m.renderDetail()
+	case reviewResult:
+		if r.Err != nil {
+			return common.Flash(fmt.Sprintf("%s: %v", r.Label, r.Err), true)
+		}
+		return common.Flash(fmt.Sprintf("%s %s", v.Name, v.State), false)
+	}
+	return nil
+}
+
+func (m *Model) renderDetail() {
+	if m.detail == "" {
+		return
+	}
+	t, ok := m.tool(m.detail)
+	if !ok {
+		m.vp.SetContent(m.c.Theme.Muted.Render(m.detail + " is no longer registered."))
+		return
+	}
+	m.vp.SetContent(Describe(m.c.Theme, t, m.reviews[t.Name], m.flags, m.width))
+}
+
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.c.Keys
+	if m.detail != "" {
+		approve, reject := k.Approve, k.Reject
+		if m.reviewable(m.detail) != "" {
+			approve.SetEnabled(false)
+			reject.SetEnabled(false)
+		}
+		return []key.Binding{k.Back, approve, reject, k.Up, k.Down}
+	}
+	if m.table.Filtering() {
+		return m.table.HelpKeys()
+	}
+	return append([]key.Binding{k.Enter, k.Approve, k.Reject}, m.table.HelpKeys()...)
+}
+
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.c.Keys
+	return [][]key.Binding{
+		{k.Enter, k.Approve, k.Reject, k.Back},
+		append(k.Nav(), k.Filter, k.ClearFilter),
+	}
+}
+
+// View renders the pane.
+func (m *Model) View() string {
+	if m.detail != "" {
+		pct := fmt.Sprintf("  %3.f%%", m.vp.ScrollPercent()*100)
+		return common.Truncate(m.c.Theme.Muted.Render("esc back · a approve · x reject · ↑/↓ scroll"+pct), m.width) + "\n" + m.vp.View()
+	}
+	return m.table.View()
+}

@@ -1,0 +1,417 @@
+// Package upstreams is the Upstreams pane (CO-1) with refresh-with-diff
+// preview and confirm (CO-4).
+package upstreams
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/table"
+	"github.com/toolgate/toolgate/tui/theme"
+)
+
+type mode int
+
+const (
+	modeList mode = iota
+	modeDiff
+	modeDetail
+)
+
+// Values carried by common.ResultMsg for this pane.
+type (
+	planResult    struct{ Plan *core.RefreshPlan }
+	applyResult   struct{ Diff core.Diff }
+	refreshAllRes struct{ Diffs []core.Diff }
+	pingResult    struct {
+		Name    string
+		Latency time.Duration
+	}
+)
+
+// Model is the Upstreams pane.
+type Model struct {
+	c     *common.Common
+	table *table.Model
+	vp    viewport.Model
+
+	ups    []core.UpstreamStatus
+	loaded bool
+	mode   mode
+	detail string // upstream shown in modeDetail
+
+	nextID uint64
+	// planID is the refresh plan being waited for; 0 when none. A plan
+	// that arrives with another id was cancelled or superseded.
+	planID  uint64
+	planFor string
+	plan    *core.RefreshPlan
+	applyID uint64
+
+	width, height int
+}
+
+// New returns the pane.
+func New(c *common.Common) *Model {
+	cols := []table.Column{
+		{Title: "NAME", Width: 12},
+		{Title: "TRANSPORT", Width: 9},
+		{Title: "STATE", Width: 14},
+		{Title: "TOOLS", Width: 5},
+		{Title: "LATENCY", Width: 7},
+		{Title: "SERVER", Width: 16},
+		{Title: "LAST ERROR", Width: 1, Flex: true},
+	}
+	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading upstreams…"), vp: viewport.New(0, 0)}
+}
+
+func (m *Model) Init() tea.Cmd { return nil }
+
+func (m *Model) Title() string { return "Upstreams" }
+
+func (m *Model) Count() int { return len(m.ups) }
+
+func (m *Model) Capturing() bool { return m.mode == modeList && m.table.Filtering() }
+
+// SetSize lays the pane out.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.table.SetSize(w, h)
+	m.vp.Width, m.vp.Height = w, max(h-1, 1)
+	m.refreshView()
+}
+
+// SetUpstreams replaces the upstream list.
+func (m *Model) SetUpstreams(ups []core.UpstreamStatus) {
+	m.ups = ups
+	m.loaded = true
+	m.table.SetEmpty("No upstreams configured.")
+	th := m.c.Theme
+	rows := make([]table.Row, 0, len(ups))
+	for _, u := range ups {
+		glyph, st := th.State(u.State)
+		st2 := st
+		tools := fmt.Sprint(u.Tools)
+		if u.State != core.StateConnected && u.Tools == 0 {
+			tools = "—"
+		}
+		server := u.Server.Version
+		if u.Server.Protocol != "" {
+			server = strings.TrimSpace(server + " " + u.Server.Protocol)
+		}
+		if server == "" {
+			server = "—"
+		}
+		errStyle := th.Err
+		rows = append(rows, table.Row{Key: u.Name, Cells: []table.Cell{
+			{Text: u.Name},
+			{Text: u.Transport},
+			{Text: glyph + " " + string(u.State), Style: &st2},
+			{Text: tools},
+			{Text: common.Duration(u.Latency)},
+			{Text: server},
+			{Text: u.LastError, Style: &errStyle},
+		}})
+	}
+	m.table.SetRows(rows)
+	if m.mode == modeDetail {
+		m.refreshView()
+	}
+}
+
+func (m *Model) selected() (core.UpstreamStatus, bool) {
+	k, ok := m.table.SelectedKey()
+	if !ok {
+		return core.UpstreamStatus{}, false
+	}
+	for _, u := range m.ups {
+		if u.Name == k {
+			return u, true
+		}
+	}
+	return core.UpstreamStatus{}, false
+}
+
+func (m *Model) id() uint64 {
+	m.nextID++
+	return m.nextID
+}
+
+// Update handles keys and the results of this pane's console calls.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case common.ResultMsg:
+		return m, m.result(msg)
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	}
+	if m.mode == modeList {
+		cmd, _ := m.table.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	k := m.c.Keys
+	switch m.mode {
+	case modeDiff:
+		switch {
+		case key.Matches(msg, k.Back):
+			m.mode, m.plan, m.planID = modeList, nil, 0
+			return common.Flash("refresh cancelled: nothing changed", false)
+		case key.Matches(msg, k.Apply):
+			if m.plan == nil {
+				return nil // still listing
+			}
+			return m.apply()
+		default:
+			m.vp, _ = m.vp.Update(msg)
+		}
+		return nil
+	case modeDetail:
+		if key.Matches(msg, k.Back) {
+			m.mode = modeList
+			return nil
+		}
+		if key.Matches(msg, k.Refresh, k.Ping) {
+			break
+		}
+		m.vp, _ = m.vp.Update(msg)
+		return nil
+	}
+	if cmd, handled := m.table.Update(msg); handled {
+		return cmd
+	}
+	switch {
+	case key.Matches(msg, k.RefreshAll):
+		return m.refreshAll()
+	case key.Matches(msg, k.Refresh):
+		return m.planRefresh()
+	case key.Matches(msg, k.Ping):
+		u, ok := m.selected()
+		if !ok {
+			return nil
+		}
+		ctx, con, name := m.c.Ctx, m.c.Console, u.Name
+		return common.Call(common.PaneUpstreams, m.id(), "pinging "+name, func() (any, error) {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			d, err := con.Ping(ctx, name)
+			return pingResult{Name: name, Latency: d}, err
+		})
+	case key.Matches(msg, k.Enter):
+		if u, ok := m.selected(); ok {
+			m.mode, m.detail = modeDetail, u.Name
+			m.refreshView()
+			m.vp.GotoTop()
+		}
+	}
+	return nil
+}
+
+func (m *Model) planRefresh() tea.Cmd {
+	u, ok := m.selected()
+	if !ok {
+		return nil
+	}
+	id := m.id()
+	m.mode, m.planID, m.planFor, m.plan = modeDiff, id, u.Name, nil
+	m.refreshView()
+	ctx, con, name := m.c.Ctx, m.c.Console, u.Name
+	return common.Call(common.PaneUpstreams, id, "listing "+name, func() (any, error) {
+		p, err := con.PlanRefresh(ctx, name)
+		return planResult{Plan: p}, err
+	})
+}
+
+func (m *Model) apply() tea.Cmd {
+	plan := m.plan
+	id := m.id()
+	m.applyID = id
+	m.mode, m.plan, m.planID = modeList, nil, 0
+	con := m.c.Console
+	return common.Call(common.PaneUpstreams, id, "applying refresh of "+plan.Diff.Upstream, func() (any, error) {
+		d, err := con.ApplyRefresh(plan)
+		return applyResult{Diff: d}, err
+	})
+}
+
+func (m *Model) refreshAll() tea.Cmd {
+	ctx, con := m.c.Ctx, m.c.Console
+	return common.Call(common.PaneUpstreams, m.id(), "refreshing all upstreams", func() (any, error) {
+		ds, err := con.RefreshAll(ctx)
+		return refreshAllRes{Diffs: ds}, err
+	})
+}
+
+func (m *Model) result(r common.ResultMsg) tea.Cmd {
+	switch v := r.Value.(type) {
+	case planResult:
+		if r.ID != m.planID {
+			return nil // cancelled or superseded: stale
+		}
+		if r.Err != nil {
+			m.mode, m.planID = modeList, 0
+			return common.Flash(fmt.Sprintf("refresh of %s failed: %v (nothing changed)", m.planFor, r.Err), true)
+		}
+		m.plan = v.Plan
+		m.refreshView()
+		m.vp.GotoTop()
+	case applyResult:
+		if r.ID != m.applyID {
+			return nil
+		}
+		if r.Err != nil {
+			return common.Flash(fmt.Sprintf("refresh failed: %v", r.Err), true)
+		}
+		return common.Flash(fmt.Sprintf("refresh of %s applied: %s", v.Diff.Upstream, Summary(v.Diff)), false)
+	case refreshAllRes:
+		var parts []string
+		for _, d := range v.Diffs {
+			if !d.Empty() {
+				parts = append(parts, d.Upstream+": "+Summary(d))
+			}
+		}
+		text := "refreshed all upstreams: no changes"
+		if len(parts) > 0 {
+			text = "refreshed all upstreams: " + strings.Join(parts, "; ")
+		}
+		if r.Err != nil {
+			return common.Flash(text+" — "+common.OneLine(r.Err.Error()), true)
+		}
+		return common.Flash(text, false)
+	case pingResult:
+		if r.Err != nil {
+			return common.Flash(fmt.Sprintf("ping %s failed: %v", v.Name, r.Err), true)
+		}
+		return common.Flash(fmt.Sprintf("ping %s: %s", v.Name, common.Duration(v.Latency)), false)
+	}
+	return nil
+}
+
+// Summary counts what a diff changes.
+func Summary(d core.Diff) string {
+	if d.Empty() {
+		return "no changes"
+	}
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(len(d.Added), "added")
+	add(len(d.Removed), "removed")
+	add(len(d.Changed), "changed")
+	add(len(d.Collisions), "collisions")
+	add(len(d.Dropped), "dropped")
+	return strings.Join(parts, ", ")
+}
+
+func (m *Model) refreshView() {
+	switch m.mode {
+	case modeDiff:
+		if m.plan == nil {
+			m.vp.SetContent(m.c.Theme.Muted.Render(fmt.Sprintf("Listing %s's tools… (esc cancels)", m.planFor)))
+			return
+		}
+		m.vp.SetContent(RenderDiff(m.c.Theme, m.plan.Diff, m.width))
+	case modeDetail:
+		m.vp.SetContent(m.renderDetail())
+	}
+}
+
+func (m *Model) renderDetail() string {
+	th := m.c.Theme
+	var u core.UpstreamStatus
+	found := false
+	for _, x := range m.ups {
+		if x.Name == m.detail {
+			u, found = x, true
+		}
+	}
+	if !found {
+		return th.Muted.Render(m.detail + " is no longer configured.")
+	}
+	glyph, st := th.State(u.State)
+	line := func(label, value string) string {
+		return th.Label.Render(common.Pad(label, 12)) + " " + value
+	}
+	lines := []string{
+		th.Section.Render("Upstream " + u.Name),
+		line("state", st.Render(glyph+" "+string(u.State))),
+		line("transport", u.Transport),
+		line("required", fmt.Sprint(u.Required)),
+		line("tools", fmt.Sprint(u.Tools)),
+		line("latency", common.Duration(u.Latency)),
+		line("server", strings.TrimSpace(u.Server.Name+" "+u.Server.Version)),
+		line("protocol", u.Server.Protocol),
+	}
+	if u.LastError != "" {
+		at := ""
+		if !u.LastErrorAt.IsZero() {
+			at = " (" + common.Ago(m.c.Now(), u.LastErrorAt) + ")"
+		}
+		lines = append(lines, line("last error", th.Err.Render(u.LastError)+th.Muted.Render(at)))
+	}
+	return lipgloss.NewStyle().Width(max(m.width, 10)).Render(strings.Join(lines, "\n"))
+}
+
+// RenderDiff renders a refresh's diff (IM-26) for the operator to confirm
+// (CO-4); removals and changed descriptions are highlighted.
+func RenderDiff(th *theme.Theme, d core.Diff, width int) string {
+	return renderDiff(th, d, width)
+}
+
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.c.Keys
+	switch m.mode {
+	case modeDiff:
+		apply := k.Apply
+		apply.SetEnabled(m.plan != nil)
+		return []key.Binding{apply, withHelp(k.Back, "esc", "cancel"), k.Up, k.Down}
+	case modeDetail:
+		return []key.Binding{k.Back, k.Up, k.Down}
+	}
+	if m.table.Filtering() {
+		return m.table.HelpKeys()
+	}
+	return append([]key.Binding{k.Refresh, k.RefreshAll, k.Ping, k.Enter}, m.table.HelpKeys()...)
+}
+
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.c.Keys
+	return [][]key.Binding{
+		{k.Refresh, k.RefreshAll, k.Ping, k.Enter},
+		{k.Apply, withHelp(k.Back, "esc", "cancel / back")},
+		append(k.Nav(), k.Filter),
+	}
+}
+
+func withHelp(b key.Binding, keyName, desc string) key.Binding {
+	b.SetHelp(keyName, desc)
+	return b
+}
+
+// View renders the pane.
+func (m *Model) View() string {
+	th := m.c.Theme
+	switch m.mode {
+	case modeDiff:
+		title := th.Section.Render("Refresh preview: "+m.planFor) + th.Muted.Render("  enter applies · esc cancels")
+		return common.Truncate(title, m.width) + "\n" + m.vp.View()
+	case modeDetail:
+		return common.Truncate(th.Muted.Render("esc back"), m.width) + "\n" + m.vp.View()
+	}
+	return m.table.View()
+}
