@@ -25,6 +25,10 @@ type Console interface {
 	RejectTool(ctx context.Context, name, by string) error
 	// ToolFlags scans one tool's description and schema (RV-2).
 	ToolFlags(name string) ([]Flag, error)
+	// ReviewStates is every imported tool's review state now. A tool whose
+	// definition changed may change state (a rug pull becomes "changed")
+	// without a review event, so the console asks after tool events.
+	ReviewStates() map[string]ReviewState
 
 	ApproveConfirmation(id, by string) error
 	RejectConfirmation(id, by, reason string) error
@@ -113,6 +117,13 @@ func (c *LocalConsole) ToolFlags(name string) ([]Flag, error) {
 		return nil, err
 	}
 	return ReviewFlags(t, c.Registry.Bus().Snapshot().Tools), nil
+}
+
+func (c *LocalConsole) ReviewStates() map[string]ReviewState {
+	if c.Reviewer == nil {
+		return nil
+	}
+	return c.Reviewer.States(c.Registry.Bus().Snapshot().Tools)
 }
 
 func (c *LocalConsole) ApproveConfirmation(id, by string) error {

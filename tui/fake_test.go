@@ -64,6 +64,11 @@ func (f *fakeConsole) Subscribe() (core.Snapshot, *core.Subscription) {
 	return f.snap, sub
 }
 func (f *fakeConsole) Info() core.ConsoleInfo { return f.info }
+func (f *fakeConsole) ReviewStates() map[string]core.ReviewState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.snap.Reviews
+}
 func (f *fakeConsole) PlanRefresh(ctx context.Context, up string) (*core.RefreshPlan, error) {
 	f.record("plan " + up)
 	if f.planGate != nil {

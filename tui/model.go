@@ -232,8 +232,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.revGen || m.sub == nil {
 			return m, nil
 		}
-		sub, gen := m.sub, msg.gen
-		return m, func() tea.Msg { return reviewsMsg{gen: gen, reviews: sub.Resync().Reviews} }
+		console, gen := m.c.Console, msg.gen
+		return m, func() tea.Msg { return reviewsMsg{gen: gen, reviews: console.ReviewStates()} }
 	case reviewsMsg:
 		if msg.gen != m.revGen {
 			return m, nil // tools changed again: a later read follows
