@@ -170,34 +170,37 @@ func (im *Importer) Catalog() Catalog {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	var c Catalog
-	resources, templates, prompts := map[string]string{}, map[string]string{}, map[string]string{}
+	resources := firstClaims[CatalogResource]{what: "resource", owners: map[string]string{}}
+	templates := firstClaims[CatalogResource]{what: "template", owners: map[string]string{}}
+	prompts := firstClaims[CatalogPrompt]{what: "prompt", owners: map[string]string{}}
 	for _, u := range im.ups {
 		for _, r := range u.catalog.resources {
-			if owner, taken := resources[r.URI]; taken {
-				c.Collisions = append(c.Collisions, CatalogCollision{"resource", r.URI, owner, r.Source})
-				continue
-			}
-			resources[r.URI] = r.Source
-			c.Resources = append(c.Resources, r)
+			c.Resources = resources.add(&c, r, r.URI, r.Source, c.Resources)
 		}
 		for _, t := range u.catalog.templates {
-			if owner, taken := templates[t.URI]; taken {
-				c.Collisions = append(c.Collisions, CatalogCollision{"template", t.URI, owner, t.Source})
-				continue
-			}
-			templates[t.URI] = t.Source
-			c.Templates = append(c.Templates, t)
+			c.Templates = templates.add(&c, t, t.URI, t.Source, c.Templates)
 		}
 		for _, p := range u.catalog.prompts {
-			if owner, taken := prompts[p.Name]; taken {
-				c.Collisions = append(c.Collisions, CatalogCollision{"prompt", p.Name, owner, p.Source})
-				continue
-			}
-			prompts[p.Name] = p.Source
-			c.Prompts = append(c.Prompts, p)
+			c.Prompts = prompts.add(&c, p, p.Name, p.Source, c.Prompts)
 		}
 	}
 	return c
+}
+
+// firstClaims keeps the first claimant of each key and records the rest as
+// collisions.
+type firstClaims[T any] struct {
+	what   string
+	owners map[string]string // key → source
+}
+
+func (f firstClaims[T]) add(c *Catalog, item T, key, source string, kept []T) []T {
+	if owner, taken := f.owners[key]; taken {
+		c.Collisions = append(c.Collisions, CatalogCollision{f.what, key, owner, source})
+		return kept
+	}
+	f.owners[key] = source
+	return append(kept, item)
 }
 
 // ReadResource routes resources/read to the upstream that listed the URI,
