@@ -216,14 +216,14 @@ func (s *Store) check(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %s", core.ErrStoreCorrupt, s.path, strings.Join(problems, "; "))
 	}
 
+	// One statement, so one read snapshot: read one by one, another
+	// process's first migration could commit between the reads and make a
+	// new store look like another application's.
 	var appID, version, tables int
-	if err := s.w.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return s.wrap("check", err)
-	}
-	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.wrap("check", err)
-	}
-	if err := s.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+	if err := s.w.QueryRowContext(ctx, `SELECT
+		(SELECT application_id FROM pragma_application_id()),
+		(SELECT user_version FROM pragma_user_version()),
+		(SELECT count(*) FROM sqlite_schema)`).Scan(&appID, &version, &tables); err != nil {
 		return s.wrap("check", err)
 	}
 	fresh := appID == 0 && version == 0 && tables == 0
