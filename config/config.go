@@ -146,8 +146,9 @@ type Upstream struct {
 	Authorization Secret            `koanf:"authorization" json:"authorization,omitempty" yaml:"authorization,omitempty"`
 	Signing       *Signing          `koanf:"signing" json:"signing,omitempty" yaml:"signing,omitempty"`
 
-	// Roots is reserved: root URIs or paths the gateway offers this
-	// upstream. Accepted and checked, not yet used.
+	// Roots answer the upstream's roots/list: file:// URIs or absolute
+	// paths on the gateway's machine. The downstream client's roots are
+	// never passed on: they name paths on the client's machine.
 	Roots []string `koanf:"roots" json:"roots,omitempty" yaml:"roots,omitempty"`
 
 	// From is set for upstreams appended from upstreamsFrom; it replaces

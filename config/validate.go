@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -476,8 +477,11 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 		v.fail(p+".timeout", "must be greater than 0")
 	}
 	for j, r := range u.Roots {
-		if r == "" {
+		switch {
+		case r == "":
 			v.fail(fmt.Sprintf("%s.roots[%d]", p, j), "empty root")
+		case !strings.HasPrefix(r, "file://") && !filepath.IsAbs(r):
+			v.fail(fmt.Sprintf("%s.roots[%d]", p, j), "must be a file:// URI or an absolute path")
 		}
 	}
 }

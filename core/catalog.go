@@ -22,6 +22,20 @@ type CatalogUpstream interface {
 	GetPrompt(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 }
 
+// CatalogRouter is implemented by upstreams that also take resource
+// subscriptions and completion requests (IM-34); each is sent to the
+// upstream that owns the resource or prompt.
+type CatalogRouter interface {
+	SubscribeResource(ctx context.Context, uri string) error
+	UnsubscribeResource(ctx context.Context, uri string) error
+	// Complete sends completion/complete with params as given and returns
+	// the raw result.
+	Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// ErrNotOffered: the owning upstream cannot take this kind of request.
+var ErrNotOffered = errors.New("not offered by the upstream")
+
 // ErrUnknownResource: no upstream listed the URI or a template matching it.
 var ErrUnknownResource = errors.New("unknown resource")
 
@@ -206,6 +220,114 @@ func (f firstClaims[T]) add(c *Catalog, item T, key, source string, kept []T) []
 // ReadResource routes resources/read to the upstream that listed the URI,
 // or else to the first whose template matches it.
 func (im *Importer) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	u, err := im.resourceOwner(uri)
+	if err != nil {
+		return nil, err
+	}
+	cu := u.spec.Upstream.(CatalogUpstream)
+	var out json.RawMessage
+	err = im.do(ctx, u, KindRead, func(ctx context.Context) (err error) {
+		out, err = cu.ReadResource(ctx, uri)
+		return err
+	})
+	return out, err
+}
+
+// SubscribeResource asks the upstream that owns uri for its updates.
+func (im *Importer) SubscribeResource(ctx context.Context, uri string) error {
+	return im.routeResource(ctx, uri, func(ctx context.Context, r CatalogRouter) error {
+		return r.SubscribeResource(ctx, uri)
+	})
+}
+
+// UnsubscribeResource ends what SubscribeResource started.
+func (im *Importer) UnsubscribeResource(ctx context.Context, uri string) error {
+	return im.routeResource(ctx, uri, func(ctx context.Context, r CatalogRouter) error {
+		return r.UnsubscribeResource(ctx, uri)
+	})
+}
+
+func (im *Importer) routeResource(ctx context.Context, uri string, f func(context.Context, CatalogRouter) error) error {
+	u, err := im.resourceOwner(uri)
+	if err != nil {
+		return err
+	}
+	r, ok := u.spec.Upstream.(CatalogRouter)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotOffered, u.spec.Name)
+	}
+	return im.do(ctx, u, KindRead, func(ctx context.Context) error { return f(ctx, r) })
+}
+
+// Complete routes completion/complete by its ref: a prompt by served name
+// (renamed to the upstream's own), a resource by URI or URI template.
+func (im *Importer) Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(params, &body); err != nil {
+		return nil, fmt.Errorf("completion/complete: invalid params: %w", err)
+	}
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if err := json.Unmarshal(body["ref"], &ref); err != nil {
+		return nil, fmt.Errorf("completion/complete: invalid ref: %w", err)
+	}
+	var u *upstream
+	switch ref.Type {
+	case "ref/prompt":
+		for _, p := range im.Catalog().Prompts {
+			if p.Name == ref.Name {
+				u = im.byName[p.Source]
+				renamed, err := withField(body["ref"], "name", p.RemoteName)
+				if err != nil {
+					return nil, err
+				}
+				body["ref"] = renamed
+				break
+			}
+		}
+		if u == nil {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownPrompt, ref.Name)
+		}
+	case "ref/resource":
+		var err error
+		if u, err = im.templateOwner(ref.URI); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("completion/complete: unknown ref type %q", ref.Type)
+	}
+	r, ok := u.spec.Upstream.(CatalogRouter)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotOffered, u.spec.Name)
+	}
+	forward, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	var out json.RawMessage
+	err = im.do(ctx, u, KindRead, func(ctx context.Context) (err error) {
+		out, err = r.Complete(ctx, forward)
+		return err
+	})
+	return out, err
+}
+
+// templateOwner finds the upstream of a resource template by its template
+// text, or of a resource whose URI it is.
+func (im *Importer) templateOwner(uri string) (*upstream, error) {
+	c := im.Catalog()
+	for _, t := range c.Templates {
+		if t.URI == uri {
+			return im.byName[t.Source], nil
+		}
+	}
+	return im.resourceOwner(uri)
+}
+
+func (im *Importer) resourceOwner(uri string) (*upstream, error) {
 	c := im.Catalog()
 	source := ""
 	for _, r := range c.Resources {
@@ -225,14 +347,7 @@ func (im *Importer) ReadResource(ctx context.Context, uri string) (json.RawMessa
 	if source == "" {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownResource, uri)
 	}
-	u := im.byName[source]
-	cu := u.spec.Upstream.(CatalogUpstream)
-	var out json.RawMessage
-	err := im.do(ctx, u, KindRead, func(ctx context.Context) (err error) {
-		out, err = cu.ReadResource(ctx, uri)
-		return err
-	})
-	return out, err
+	return im.byName[source], nil
 }
 
 // GetPrompt routes prompts/get by served name to its upstream's remote name.

@@ -25,13 +25,56 @@
 // follows the registry's events (a change notifies sessions), filters
 // tools/list and tools/call per actor, puts action tools behind core's
 // confirm gate, records every call for the audit log, and passes upstreams'
-// resources and prompts on. Its own session-id manager answers 404 for ids it
+// resources, prompts and completions on. Its own session-id manager answers 404 for ids it
 // did not mint or that ended, and binds each session to the actor that opened
 // it. Authentication is not done here: the auth package's middleware sits in
 // front and puts the actor in the request context.
 //
-// Upstream connections are shared by all downstream sessions: one
-// connection per upstream, opened by the importer. Server-to-client requests
-// from an upstream (sampling, elicitation) are therefore not routed to a
-// downstream session yet; that needs per-call attribution and is open work.
+// # Upstream connections and downstream sessions
+//
+// Upstream connections are shared: one connection per upstream, opened by
+// the importer, carries the calls of every downstream session. The
+// alternatives were weighed and refused. A connection per session would
+// spawn a child process per session for every stdio upstream (hundreds of
+// processes for a busy endpoint, each with its own start-up delay and
+// memory), multiply upstream sessions and their rate limits, and still not
+// attribute anything a call did not cause. A pool has the same attribution
+// problem as one connection while adding the cost of several.
+//
+// What an upstream sends during a call is attributed to the call, and
+// through it to the session, as precisely as the protocol allows:
+//
+//   - Progress: the client's progressToken is replaced, upstream, by one
+//     the gateway mints per call; notifications/progress carrying it go back
+//     to the calling session under the client's own token, in the order
+//     they came, on the call's own response stream (stream.go), ahead of
+//     the result.
+//   - Sampling and elicitation over Streamable HTTP arrive on the stream of
+//     the call that caused them, and so carry that call's context: they go
+//     to exactly that session, and its answer goes back.
+//   - What carries no reference to a call — log messages, and sampling or
+//     elicitation over stdio, where there is one pipe for everything — is
+//     attributed only when every call in flight on that upstream comes from
+//     one session. Otherwise it goes to nobody: a log message is dropped,
+//     a request is refused with an error. It is never sent to a guessed
+//     session, since that would show one client another's data.
+//   - notifications/cancelled from a client cancels the call's context,
+//     and the gateway sends notifications/cancelled for the upstream
+//     request. An upstream's notifications/cancelled for a request it made
+//     of the gateway ends the gateway's wait for the client's answer.
+//   - roots/list is answered by the gateway from the upstream's configured
+//     roots. The clients' roots are paths on their machines and mean
+//     nothing to an upstream running elsewhere.
+//   - logging/setLevel is kept per session and filters the messages passed
+//     to it; it is not sent upstream, where it would change the level for
+//     every session sharing the connection.
+//   - Resource subscriptions are counted across sessions (Hub): the
+//     upstream is subscribed on the first and unsubscribed after the last,
+//     and notifications/resources/updated goes to the subscribed sessions.
+//   - list_changed for tools, prompts and resources makes the importer
+//     refresh that upstream; the endpoints then tell every session.
+//
+// The legacy SSE transport has no way to take requests from the server in
+// mcp-go, so an upstream reached over SSE is not offered sampling or
+// elicitation.
 package mcp

@@ -62,8 +62,9 @@ type rawTool struct {
 // rawTools spawns `node args...` and speaks JSON-RPC over its stdio by hand:
 // initialize, notifications/initialized, tools/list. It returns each tool's
 // inputSchema and annotations as the exact bytes the server sent, by name,
-// with the names in listing order. Like toolgate it declares no client
-// capabilities, so the server offers the same tools.
+// with the names in listing order. It declares the client capabilities
+// toolgate declares (roots, sampling, elicitation), so the server offers the
+// same tools.
 func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 	t.Helper()
 	cmd := exec.Command(peers.Node(t), args...)
@@ -106,7 +107,7 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 		}
 	}
 	// await returns the result of the response with the given id, skipping
-	// the server's notifications.
+	// the server's notifications and requests.
 	await := func(id int) json.RawMessage {
 		for {
 			select {
@@ -116,13 +117,14 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 				}
 				var msg struct {
 					ID     *int            `json:"id"`
+					Method string          `json:"method"`
 					Result json.RawMessage `json:"result"`
 					Error  json.RawMessage `json:"error"`
 				}
 				if err := json.Unmarshal(line, &msg); err != nil {
 					t.Fatalf("raw %v: %v in %s", args, err, line)
 				}
-				if msg.ID == nil || *msg.ID != id {
+				if msg.ID == nil || *msg.ID != id || msg.Method != "" {
 					continue
 				}
 				if msg.Error != nil {
@@ -135,7 +137,7 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 		}
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + mcp.ProtocolVersion +
-		`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		`","capabilities":{"roots":{},"sampling":{},"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	await(1)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)

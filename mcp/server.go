@@ -59,6 +59,9 @@ type EndpointOptions struct {
 	Catalog Catalog
 	// Sessions records live sessions for the console; nil records nothing.
 	Sessions *core.Sessions
+	// Hub carries upstreams' resource updates to subscribed sessions; nil
+	// offers no subscriptions.
+	Hub *Hub
 	// Actor returns the caller the authentication middleware derived for
 	// this request (AU-3). Requests without one are refused.
 	Actor  func(ctx context.Context) (core.Actor, bool)
@@ -69,6 +72,7 @@ type EndpointOptions struct {
 // an http.Handler meant to sit behind the authentication middleware.
 type Endpoint struct {
 	opts   EndpointOptions
+	levels logLevels
 	mcp    *server.MCPServer
 	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
@@ -101,8 +105,15 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	hooks.AddOnRegisterSession(e.sessionStarted)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		e.ids.forget(s.SessionID())
+		e.levels.forget(s.SessionID())
+		e.releaseSubscriptions(s.SessionID())
 		if opts.Sessions != nil {
 			opts.Sessions.Remove(s.SessionID())
+		}
+	})
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			e.levels.set(s.SessionID(), req.Params.Level)
 		}
 	})
 	serverOpts := []server.ServerOption{
@@ -110,12 +121,25 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		server.WithToolFilter(e.filterTools),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
+		// Upstreams' log messages are passed on, filtered by each
+		// session's logging/setLevel.
+		server.WithLogging(),
 	}
 	if opts.Instructions != "" {
 		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
 	}
 	if opts.Catalog != nil {
-		serverOpts = append(serverOpts, server.WithResourceCapabilities(false, true), server.WithPromptCapabilities(true))
+		_, routes := opts.Catalog.(CatalogRouter)
+		subscribe := routes && opts.Hub != nil && !opts.Stateless
+		serverOpts = append(serverOpts, server.WithResourceCapabilities(subscribe, true), server.WithPromptCapabilities(true))
+		if subscribe {
+			hooks.AddBeforeSubscribe(e.subscribe)
+			hooks.AddBeforeUnsubscribe(e.unsubscribe)
+		}
+		if routes {
+			serverOpts = append(serverOpts, server.WithCompletions(),
+				server.WithPromptCompletionProvider(completer{e}), server.WithResourceCompletionProvider(completer{e}))
+		}
 	}
 	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
 
@@ -134,6 +158,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 			server.WithStreamableHTTPProtocolVersions(mcpgo.LegacyProtocolVersions()...))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
+	if opts.Hub != nil {
+		opts.Hub.attach(e)
+	}
 	if opts.Sessions != nil && !opts.Stateless {
 		opts.Sessions.SetEnder(opts.Path, e.EndSession)
 	}
@@ -250,6 +277,10 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 		if len(args) == 0 && req.Params.Arguments != nil {
 			args, _ = json.Marshal(req.Params.Arguments)
 		}
+		if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+			// No arguments at all is an empty object, as the schema sees it.
+			args = json.RawMessage(`{}`)
+		}
 		call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", CallID: randomID(), IdempotencyKey: randomID()}
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			call.Session = s.SessionID()
@@ -258,9 +289,14 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 			e.opts.Sessions.Touch(call.Session, true)
 		}
 		ctx = core.WithCall(ctx, call)
+		down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session)}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			down.progressToken = req.Params.Meta.ProgressToken
 			ctx = core.WithProgress(ctx, e.progress(ctx, req.Params.Meta.ProgressToken))
 		}
+		// What the upstream sends during the call comes back to this
+		// session (issue 5).
+		ctx = withDownstream(ctx, down)
 		start := time.Now()
 		var res core.Result
 		var err error
@@ -362,7 +398,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.opts.Sessions.Touch(id, false)
 		}
 	}
-	e.http.ServeHTTP(w, r)
+	if r.Method != http.MethodPost {
+		e.http.ServeHTTP(w, r)
+		return
+	}
+	cs := newCallStream(w)
+	e.http.ServeHTTP(cs, r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs)))
+	cs.finish()
 }
 
 // EndSession ends a session from the gateway side, exactly as the client's
@@ -395,6 +437,9 @@ func (o EndpointOptions) sessionProtocol(id string) (string, bool) {
 
 // Close stops following the registry and ends every session (SV-9).
 func (e *Endpoint) Close(ctx context.Context) error {
+	if e.opts.Hub != nil {
+		e.opts.Hub.detach(e)
+	}
 	e.sub.Close()
 	e.synced.Wait()
 	e.http.CloseSessions(ctx)

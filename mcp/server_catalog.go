@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -88,4 +90,116 @@ func (e *Endpoint) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*
 		return nil, err
 	}
 	return mcpgo.ParseGetPromptResult(&raw)
+}
+
+// CatalogRouter is what an endpoint needs to pass resource subscriptions and
+// completion requests on; *core.Importer implements it.
+type CatalogRouter interface {
+	SubscribeResource(ctx context.Context, uri string) error
+	UnsubscribeResource(ctx context.Context, uri string) error
+	Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// subscribe records a session's resources/subscribe and asks the owning
+// upstream when it is the gateway's first subscriber to the URI. mcp-go
+// acknowledges the request itself, so an upstream that refuses is logged
+// and the subscription kept: updates will simply not come.
+func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeRequest) {
+	s := server.ClientSessionFromContext(ctx)
+	if s == nil || req.Params.URI == "" {
+		return
+	}
+	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}) {
+		if err := e.opts.Catalog.(CatalogRouter).SubscribeResource(ctx, req.Params.URI); err != nil {
+			e.opts.Logger.Warn("resources/subscribe not passed on", "uri", req.Params.URI, "err", err)
+		}
+	}
+}
+
+func (e *Endpoint) unsubscribe(ctx context.Context, _ any, req *mcpgo.UnsubscribeRequest) {
+	s := server.ClientSessionFromContext(ctx)
+	if s == nil || req.Params.URI == "" {
+		return
+	}
+	if e.opts.Hub.unsubscribe(req.Params.URI, subscriber{e, s.SessionID()}) {
+		e.upstreamUnsubscribe(ctx, req.Params.URI)
+	}
+}
+
+// releaseSubscriptions lets go of an ended session's subscriptions.
+func (e *Endpoint) releaseSubscriptions(session string) {
+	if e.opts.Hub == nil {
+		return
+	}
+	for _, uri := range e.opts.Hub.sessionEnded(e, session) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		e.upstreamUnsubscribe(ctx, uri)
+		cancel()
+	}
+}
+
+func (e *Endpoint) upstreamUnsubscribe(ctx context.Context, uri string) {
+	if err := e.opts.Catalog.(CatalogRouter).UnsubscribeResource(ctx, uri); err != nil {
+		e.opts.Logger.Debug("resources/unsubscribe not passed on", "uri", uri, "err", err)
+	}
+}
+
+// completer routes completion/complete to the upstream owning the prompt or
+// resource template.
+type completer struct{ e *Endpoint }
+
+func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcpgo.CompleteArgument, cc mcpgo.CompleteContext) (*mcpgo.Completion, error) {
+	return c.complete(ctx, map[string]string{"type": "ref/prompt", "name": name}, arg, cc)
+}
+
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcpgo.CompleteArgument, cc mcpgo.CompleteContext) (*mcpgo.Completion, error) {
+	return c.complete(ctx, map[string]string{"type": "ref/resource", "uri": uri}, arg, cc)
+}
+
+func (c completer) complete(ctx context.Context, ref map[string]string, arg mcpgo.CompleteArgument, cc mcpgo.CompleteContext) (*mcpgo.Completion, error) {
+	params, err := json.Marshal(map[string]any{"ref": ref, "argument": arg, "context": cc})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := c.e.opts.Catalog.(CatalogRouter).Complete(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Completion mcpgo.Completion `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("completion/complete: invalid result: %w", err)
+	}
+	return &res.Completion, nil
+}
+
+// logLevels is what each session asked for with logging/setLevel.
+type logLevels struct {
+	mu sync.Mutex
+	m  map[string]mcpgo.LoggingLevel
+}
+
+func (l *logLevels) set(session string, level mcpgo.LoggingLevel) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]mcpgo.LoggingLevel{}
+	}
+	l.m[session] = level
+}
+
+func (l *logLevels) forget(session string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, session)
+}
+
+func (l *logLevels) getter(session string) func() (mcpgo.LoggingLevel, bool) {
+	return func() (mcpgo.LoggingLevel, bool) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		level, ok := l.m[session]
+		return level, ok
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -57,6 +58,13 @@ type UpstreamOptions struct {
 
 	// StderrLimit bounds the kept stderr of a stdio child (default 64 KiB).
 	StderrLimit int
+
+	// Roots answer the upstream's roots/list: file:// URIs on the
+	// gateway's side, from configuration (never the client's).
+	Roots []string
+	// Hub carries notifications/resources/updated to subscribed sessions;
+	// nil drops them.
+	Hub *Hub
 	// Logger is nil to discard.
 	Logger *slog.Logger
 }
@@ -171,6 +179,9 @@ type base struct {
 	log   *slog.Logger
 	dial  dialFunc
 	scrub func(error) error
+	roots []string
+	hub   *Hub
+	fl    flights
 
 	mu        sync.Mutex
 	sess      *session
@@ -225,7 +236,12 @@ func (b *base) OnToolsChanged(f func()) {
 }
 
 func (b *base) notification(n mcpgo.JSONRPCNotification) {
-	if n.Method != mcpgo.MethodNotificationToolsListChanged {
+	switch n.Method {
+	case mcpgo.MethodNotificationToolsListChanged, mcpgo.MethodNotificationPromptsListChanged,
+		mcpgo.MethodNotificationResourcesListChanged:
+		// A refresh lists tools, prompts and resources alike (IM-25).
+	default:
+		b.relayNotification(n)
 		return
 	}
 	b.mu.Lock()
@@ -340,7 +356,16 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 	params := struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
-	}{remoteName, args}
+		Meta      *callMeta       `json:"_meta,omitempty"`
+	}{Name: remoteName, Arguments: args}
+	if d := downstreamFrom(ctx); d != nil {
+		f := b.fl.start(d)
+		defer b.fl.end(f)
+		if f.token != "" {
+			params.Meta = &callMeta{ProgressToken: f.token}
+		}
+		defer lingerIfStreamed(ctx, d)
+	}
 	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), params)
 	if err != nil {
 		return core.Result{}, b.scrub(fmt.Errorf("tools/call %s: %w", remoteName, err))
@@ -350,6 +375,30 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 		return core.Result{}, fmt.Errorf("tools/call %s: %w", remoteName, err)
 	}
 	return res, nil
+}
+
+// streamLinger is how long a call that streamed notifications stays open
+// after its response, for notifications still on their way. A server may
+// send a call's notifications on its standing GET stream rather than the
+// call's own (mcp-go's does, whichever of its streams is free), and then the
+// last one can arrive just after the response; without the wait it would
+// belong to no call in flight and be lost.
+const streamLinger = 25 * time.Millisecond
+
+func lingerIfStreamed(ctx context.Context, d *downstream) {
+	if !d.streamed.Load() {
+		return
+	}
+	t := time.NewTimer(streamLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+type callMeta struct {
+	ProgressToken string `json:"progressToken"`
 }
 
 // convertResult passes a tools/call result through untouched, except the
@@ -418,6 +467,9 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		Params:  params,
 	}
 	resp, err := s.tr.SendRequest(ctx, req)
+	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errConnectionLost) {
+		s.cancelled(req.ID)
+	}
 	if err != nil {
 		return nil, s.classify(ctx, err, rec)
 	}
@@ -433,6 +485,24 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		return nil, s.classify(ctx, errors.New("response has no result"), rec)
 	}
 	return resp.Result, nil
+}
+
+// cancelled tells the upstream that the caller gave up on a request (the
+// client cancelled, or its call's deadline passed), so the server can stop
+// the work instead of finishing it for nobody.
+func (s *session) cancelled(id mcpgo.RequestId) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.tr.SendNotification(ctx, mcpgo.JSONRPCNotification{
+		JSONRPC: mcpgo.JSONRPC_VERSION,
+		Notification: mcpgo.Notification{
+			Method: string(mcpgo.MethodNotificationCancelled),
+			Params: mcpgo.NotificationParams{AdditionalFields: map[string]any{
+				"requestId": id.Value(),
+				"reason":    "the client cancelled the call",
+			}},
+		},
+	})
 }
 
 // classify marks err for the importer's retry rules (IM-27, IM-29).
@@ -529,7 +599,7 @@ func (rd redactor) scrub(err error) error {
 // handshake starts c and runs initialize, bounded by ctx. The connection
 // itself lives on connCtx, which the caller cancels to end it: Start keeps its
 // context for the connection's lifetime (the SSE stream, the GET listener).
-func handshake(ctx, connCtx context.Context, c *client.Client) (core.ServerInfo, error) {
+func handshake(ctx, connCtx context.Context, c *client.Client, tr transport.Interface, onRequest transport.RequestHandler) (core.ServerInfo, error) {
 	rec := &statusRecorder{}
 	ctx = context.WithValue(ctx, statusKey{}, rec)
 	started := make(chan error, 1)
@@ -542,7 +612,18 @@ func handshake(ctx, connCtx context.Context, c *client.Client) (core.ServerInfo,
 	case <-ctx.Done():
 		return core.ServerInfo{}, fmt.Errorf("initialize: %w", ctx.Err())
 	}
+	// Start installed mcp-go's own handler, which has nothing to answer
+	// with; the gateway's routes requests to the calling session.
+	caps := mcpgo.ClientCapabilities{Roots: &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{}}
+	if bt, ok := tr.(transport.BidirectionalInterface); ok && onRequest != nil {
+		bt.SetRequestHandler(onRequest)
+		caps.Sampling = &mcpgo.SamplingCapability{}
+		caps.Elicitation = &mcpgo.ElicitationCapability{}
+	}
 	req := mcpgo.InitializeRequest{}
+	req.Params.Capabilities = caps
 	req.Params.ProtocolVersion = ProtocolVersion
 	req.Params.ClientInfo = mcpgo.Implementation{Name: "toolgate", Version: "0"}
 	res, err := c.Initialize(ctx, req)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/toolgate/toolgate/core"
 )
 
@@ -87,4 +89,20 @@ func (b *base) listRaw(ctx context.Context, method, key string) ([]json.RawMessa
 		cursor = next
 	}
 	return nil, fmt.Errorf("%s: more than %d pages", method, maxListPages)
+}
+
+var _ core.CatalogRouter = (*base)(nil)
+
+func (b *base) SubscribeResource(ctx context.Context, uri string) error {
+	_, err := b.requestRaw(ctx, string(mcpgo.MethodResourcesSubscribe), map[string]string{"uri": uri})
+	return err
+}
+
+func (b *base) UnsubscribeResource(ctx context.Context, uri string) error {
+	_, err := b.requestRaw(ctx, string(mcpgo.MethodResourcesUnsubscribe), map[string]string{"uri": uri})
+	return err
+}
+
+func (b *base) Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return b.requestRaw(ctx, string(mcpgo.MethodCompletionComplete), params)
 }

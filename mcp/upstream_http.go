@@ -57,7 +57,7 @@ func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
 		pairs = append(pairs, [2]string{string(opts.Signing.Secret), "•••"})
 	}
 	rd := newRedactor(pairs...)
-	u.base = base{log: log, dial: u.dial, scrub: rd.scrub}
+	u.base = base{log: log, dial: u.dial, scrub: rd.scrub, roots: opts.Roots, hub: opts.Hub}
 	u.libLog = libLogger(log, rd)
 	return u
 }
@@ -146,7 +146,7 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 		})
 		return stopErr
 	}
-	info, err := handshake(ctx, connCtx, c)
+	info, err := handshake(ctx, connCtx, c, tr, u.handleRequest)
 	if err != nil {
 		_ = stop()
 		name := "streamable HTTP"

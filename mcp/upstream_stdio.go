@@ -53,7 +53,7 @@ func newStdioUpstream(opts UpstreamOptions, log *slog.Logger) *stdioUpstream {
 		pairs = append(pairs, [2]string{v, "•••"})
 	}
 	u.rd = newRedactor(pairs...)
-	u.base = base{log: log, dial: u.dial, scrub: u.rd.scrub}
+	u.base = base{log: log, dial: u.dial, scrub: u.rd.scrub, roots: opts.Roots, hub: opts.Hub}
 	return u
 }
 
@@ -156,7 +156,7 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 	}
 	go watchExit(ch.pid(), &exited, lost)
 
-	info, err := handshake(ctx, connCtx, c)
+	info, err := handshake(ctx, connCtx, c, tr, u.handleRequest)
 	if err != nil {
 		// The child's stderr is not quoted here: it may print its
 		// environment, and errors reach logs (IM-5). Stderr() has it.

@@ -40,8 +40,10 @@ func TestMain(m *testing.M) {
 
 func runStdioServer() {
 	fmt.Fprintln(os.Stderr, "test stdio server starting")
-	s := server.NewMCPServer("stdio-test", "1.2.3", server.WithToolCapabilities(true))
+	s := server.NewMCPServer("stdio-test", "1.2.3", server.WithToolCapabilities(true), server.WithLogging())
+	s.EnableSampling()
 	text := func(s string) *mcpgo.CallToolResult { return mcpgo.NewToolResultText(s) }
+	addRelayTools(s)
 	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text")),
 		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return text(req.GetString("text", "")), nil

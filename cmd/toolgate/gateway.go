@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp"
 )
 
 // SelfEnv names the running toolgate binary for ${…} in configs that spawn
@@ -37,6 +38,7 @@ type gateway struct {
 	gate      *core.Gate          // set by serve
 	approvals *core.ApprovalQueue // set by serve
 	store     core.Store          // set by serve
+	hub       *mcp.Hub            // resource updates to subscribed sessions
 	ready     atomic.Bool         // the first import finished
 }
 
@@ -54,9 +56,10 @@ func newGateway(ctx context.Context, cfg *config.Config, store core.Store) (*gat
 	// SV-4: review state is the last filter of what an actor sees (RV-3).
 	reg := core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse})
 	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Reviews = rev.States(s.Tools) })
+	hub := mcp.NewHub()
 	specs := make([]core.UpstreamSpec, 0, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
-		up, err := newUpstream(u)
+		up, err := newUpstreamOn(u, hub)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
@@ -76,7 +79,7 @@ func newGateway(ctx context.Context, cfg *config.Config, store core.Store) (*gat
 		})
 	}
 	im := core.NewImporter(reg, specs, &core.ImporterOptions{ReviewState: rev.State})
-	return &gateway{reg: reg, importer: im, review: rev}, nil
+	return &gateway{reg: reg, importer: im, review: rev, hub: hub}, nil
 }
 
 // start imports every upstream (IM-7, IM-8).

@@ -205,7 +205,7 @@ func (g *gateway) handler(ctx context.Context, cfg *config.Config, log *slog.Log
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: log,
-			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true,
+			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
 		})
 		if err != nil {
 			closeAll()

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"net/url"
+	"strings"
+
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp"
 )
 
-// newUpstream turns one upstream's config into its connection. This is the
-// one place secrets leave their config.Secret wrapper.
-func newUpstream(u config.Upstream) (core.Upstream, error) {
+// newUpstream turns one upstream's config into its connection, with no hub
+// for resource updates.
+func newUpstream(u config.Upstream) (core.Upstream, error) { return newUpstreamOn(u, nil) }
+
+// newUpstreamOn turns one upstream's config into its connection, passing
+// its resource updates to hub. This is the one place secrets leave their
+// config.Secret wrapper.
+func newUpstreamOn(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
 	opts := mcp.UpstreamOptions{
 		Name:          u.Name,
 		Command:       u.Command,
@@ -20,6 +28,8 @@ func newUpstream(u config.Upstream) (core.Upstream, error) {
 		// IM-10: the whole process group goes when the gateway dies, even
 		// by SIGKILL.
 		Supervisor: supervisorArgs(),
+		Roots:      rootURIs(u.Roots),
+		Hub:        hub,
 	}
 	if u.Env != nil { // absent and empty differ (IM-3)
 		opts.Env = make(map[string]string, len(u.Env))
@@ -37,4 +47,18 @@ func newUpstream(u config.Upstream) (core.Upstream, error) {
 		opts.Signing = &mcp.HMACSigning{Secret: []byte(u.Signing.HMACSHA256.Secret.Reveal()), Header: u.Signing.HMACSHA256.Header}
 	}
 	return mcp.NewUpstream(opts)
+}
+
+// rootURIs turns configured roots into the file:// URIs roots/list answers
+// with; config validation has made sure each is one or an absolute path.
+func rootURIs(roots []string) []string {
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if strings.HasPrefix(r, "file://") {
+			out = append(out, r)
+			continue
+		}
+		out = append(out, (&url.URL{Scheme: "file", Path: r}).String())
+	}
+	return out
 }

@@ -1,0 +1,5 @@
+package mcp
+
+// StdioServerArgForTest makes the test binary the test stdio server, for the
+// external tests that build a whole gateway around it.
+const StdioServerArgForTest = stdioServerArg

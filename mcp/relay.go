@@ -1,0 +1,221 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// downstream is the client session a tools/call came from, as the upstream
+// side sees it: where the upstream's progress, log messages and requests
+// made during that call are sent. The serving side puts it in the call's
+// context; the upstream adapter finds it there.
+type downstream struct {
+	// ctx is the downstream request's context: sending with it reaches the
+	// calling session, on the call's own stream where the transport has one.
+	ctx     context.Context
+	srv     *server.MCPServer
+	session string
+	// progressToken is the client's own token; nil when it asked for none.
+	progressToken any
+	// logLevel is the level the session set with logging/setLevel; ok is
+	// false when it set none, and then every message is passed on.
+	logLevel func() (level mcpgo.LoggingLevel, ok bool)
+	// streamed is set once anything was passed on during the call.
+	streamed atomic.Bool
+}
+
+type downstreamKey struct{}
+
+func withDownstream(ctx context.Context, d *downstream) context.Context {
+	return context.WithValue(ctx, downstreamKey{}, d)
+}
+
+func downstreamFrom(ctx context.Context) *downstream {
+	d, _ := ctx.Value(downstreamKey{}).(*downstream)
+	return d
+}
+
+// notify sends a notification to the calling session. params is the
+// upstream's object; numbers keep their exact text.
+func (d *downstream) notify(method string, params map[string]any) {
+	d.streamed.Store(true)
+	if cs := callStreamFrom(d.ctx); cs != nil {
+		msg := mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION,
+			Notification: mcpgo.Notification{Method: method, Params: mcpgo.NotificationParams{AdditionalFields: params}}}
+		if cs.send(msg) == nil {
+			return
+		}
+	}
+	_ = d.srv.SendNotificationToClient(d.ctx, method, params)
+}
+
+// wantsLog reports whether the session asked for messages of this level.
+func (d *downstream) wantsLog(level mcpgo.LoggingLevel) bool {
+	if d.logLevel == nil {
+		return true
+	}
+	min, ok := d.logLevel()
+	return !ok || level.ShouldSendTo(min)
+}
+
+// errNoSuchRequest: the upstream asked for something a gateway does not
+// pass on to clients.
+var errNoSuchRequest = errors.New("method not offered to upstreams")
+
+// request asks the calling session's client on the upstream's behalf
+// (sampling, elicitation) and returns its answer. ctx ends when the
+// upstream cancels its request; the downstream call's end ends it too.
+func (d *downstream) request(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	rctx, cancel := context.WithCancel(d.ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	switch method {
+	case string(mcpgo.MethodSamplingCreateMessage):
+		req := mcpgo.CreateMessageRequest{Request: mcpgo.Request{Method: method}}
+		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
+			return nil, fmt.Errorf("%s: invalid params: %w", method, err)
+		}
+		return d.srv.RequestSampling(rctx, req)
+	case string(mcpgo.MethodElicitationCreate):
+		req := mcpgo.ElicitationRequest{Request: mcpgo.Request{Method: method}}
+		if err := json.Unmarshal(params, &req.Params); err != nil {
+			return nil, fmt.Errorf("%s: invalid params: %w", method, err)
+		}
+		return d.srv.RequestElicitation(rctx, req)
+	}
+	return nil, fmt.Errorf("%s: %w", method, errNoSuchRequest)
+}
+
+// decodeParams reads a notification's params as an object, keeping numbers
+// as they were written.
+func decodeParams(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// Hub carries what upstreams send outside any call to the endpoints whose
+// sessions asked for it: notifications/resources/updated goes to the
+// sessions subscribed to that URI. One hub serves a whole gateway; it
+// counts subscriptions across endpoints, so an upstream is subscribed once
+// per URI and unsubscribed when the last session lets go.
+type Hub struct {
+	mu        sync.Mutex
+	endpoints map[*Endpoint]bool
+	subs      map[string]map[subscriber]bool // uri → sessions
+}
+
+type subscriber struct {
+	e       *Endpoint
+	session string
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub {
+	return &Hub{endpoints: map[*Endpoint]bool{}, subs: map[string]map[subscriber]bool{}}
+}
+
+func (h *Hub) attach(e *Endpoint) {
+	h.mu.Lock()
+	h.endpoints[e] = true
+	h.mu.Unlock()
+}
+
+func (h *Hub) detach(e *Endpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.endpoints, e)
+	for uri, set := range h.subs {
+		for s := range set {
+			if s.e == e {
+				delete(set, s)
+			}
+		}
+		if len(set) == 0 {
+			delete(h.subs, uri)
+		}
+	}
+}
+
+// subscribe records a session's subscription and reports whether it is the
+// first for the URI, which is when the upstream must be asked.
+func (h *Hub) subscribe(uri string, s subscriber) (first bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[uri]
+	if set == nil {
+		set = map[subscriber]bool{}
+		h.subs[uri] = set
+	}
+	first = len(set) == 0
+	set[s] = true
+	return first
+}
+
+// unsubscribe drops one subscription and reports whether none is left.
+func (h *Hub) unsubscribe(uri string, s subscriber) (last bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[uri]
+	if !set[s] {
+		return false
+	}
+	delete(set, s)
+	if len(set) == 0 {
+		delete(h.subs, uri)
+		return true
+	}
+	return false
+}
+
+// sessionEnded drops a session's subscriptions and returns the URIs nobody
+// is subscribed to any more.
+func (h *Hub) sessionEnded(e *Endpoint, session string) (released []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for uri, set := range h.subs {
+		if set[subscriber{e, session}] {
+			delete(set, subscriber{e, session})
+			if len(set) == 0 {
+				delete(h.subs, uri)
+				released = append(released, uri)
+			}
+		}
+	}
+	return released
+}
+
+// resourceUpdated passes an upstream's notifications/resources/updated to
+// every session subscribed to its URI, and to nobody else.
+func (h *Hub) resourceUpdated(raw []byte) {
+	params, err := decodeParams(raw)
+	if err != nil {
+		return
+	}
+	uri, _ := params["uri"].(string)
+	h.mu.Lock()
+	var to []subscriber
+	for s := range h.subs[uri] {
+		to = append(to, s)
+	}
+	h.mu.Unlock()
+	for _, s := range to {
+		_ = s.e.mcp.SendNotificationToSpecificClient(s.session, string(mcpgo.MethodNotificationResourceUpdated), params)
+	}
+}

@@ -1,0 +1,350 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+// Issue 5: what an upstream sends during a call reaches the session that
+// made the call, and only that session. The upstream here is a real stdio
+// child (the test binary as an MCP server), so attribution cannot lean on
+// per-call HTTP streams.
+
+func relayGateway(t *testing.T, roots ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := mcp.NewHub()
+	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "child", Command: exe, Args: []string{mcp.StdioServerArgForTest}, Roots: roots, Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := core.NewRegistry(nil)
+	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: 30 * time.Second, Upstream: up}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := im.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Hub: hub, Actor: testActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", testAuth(ep))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		_ = ep.Close(context.Background())
+		srv.Close()
+		_ = im.Close()
+	})
+	return srv.URL + "/mcp"
+}
+
+// notes collects one client's notifications in arrival order.
+type notes struct {
+	mu   sync.Mutex
+	list []mcpgo.JSONRPCNotification
+}
+
+func (n *notes) add(x mcpgo.JSONRPCNotification) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.list = append(n.list, x)
+}
+
+func (n *notes) of(method string) []map[string]any {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []map[string]any
+	for _, x := range n.list {
+		if x.Method == method {
+			out = append(out, x.Params.AdditionalFields)
+		}
+	}
+	return out
+}
+
+func relayClient(t *testing.T, url, actor string, opts ...client.ClientOption) (*client.Client, *notes) {
+	t.Helper()
+	// The standing GET stream is where mcp-go's server sends sampling
+	// requests (elicitation goes on the call's own stream).
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"X-Test-Actor": actor, "X-Test-Roles": "MEMBER"}),
+		transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, append([]client.ClientOption{client.WithProtocolVersion(mcpgo.ProtocolVersion20250618)}, opts...)...)
+	n := &notes{}
+	c.OnNotification(n.add)
+	// Start's context is the standing stream's lifetime.
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t.Cleanup(func() { _ = c.Close() })
+	req := mcpgo.InitializeRequest{}
+	req.Params.ProtocolVersion = mcpgo.ProtocolVersion20250618
+	req.Params.ClientInfo = mcpgo.Implementation{Name: actor, Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	return c, n
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any, token any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	if token != nil {
+		req.Params.Meta = &mcpgo.Meta{ProgressToken: token}
+	}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var texts []string
+	for _, block := range res.Content {
+		if tc, ok := block.(mcpgo.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+func TestRelayProgressAndLogsReachTheCallerStdio(t *testing.T) {
+	url := relayGateway(t)
+	a, aNotes := relayClient(t, url, "alice")
+	b, bNotes := relayClient(t, url, "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.SetLevel(ctx, mcpgo.SetLevelRequest{Params: mcpgo.SetLevelParams{Level: mcpgo.LoggingLevelError}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := callTool(t, a, "chatty", nil, "alice-token"); got != "chatted" {
+		t.Fatalf("alice's result = %q", got)
+	}
+	// Progress comes back under the client's own token, in order, before
+	// the result (the call returned only after they were written).
+	progress := aNotes.of("notifications/progress")
+	if len(progress) != 3 {
+		t.Fatalf("alice got %d progress notifications, want 3: %v (all: %+v)", len(progress), progress, aNotes.list)
+	}
+	for i, p := range progress {
+		if p["progressToken"] != "alice-token" || fmt.Sprint(p["progress"]) != fmt.Sprint(i+1) || fmt.Sprint(p["total"]) != "3" {
+			t.Fatalf("progress %d = %v", i, p)
+		}
+	}
+	// No level set: every message is passed on, in order.
+	var logs []string
+	for _, m := range aNotes.of("notifications/message") {
+		logs = append(logs, fmt.Sprint(m["data"]))
+	}
+	if strings.Join(logs, ",") != "message debug,message info,message error" {
+		t.Fatalf("alice's log messages = %q", logs)
+	}
+	if n := len(bNotes.of("notifications/message")) + len(bNotes.of("notifications/progress")); n != 0 {
+		t.Fatalf("bob, who called nothing, got %d of alice's notifications", n)
+	}
+
+	// Bob asked for errors only (logging/setLevel), and no progress.
+	if got := callTool(t, b, "chatty", nil, nil); got != "chatted" {
+		t.Fatalf("bob's result = %q", got)
+	}
+	var bobLogs []string
+	for _, m := range bNotes.of("notifications/message") {
+		bobLogs = append(bobLogs, fmt.Sprint(m["data"]))
+	}
+	if strings.Join(bobLogs, ",") != "message error" {
+		t.Fatalf("bob's log messages at level error = %q", bobLogs)
+	}
+	if p := bNotes.of("notifications/progress"); len(p) != 0 {
+		t.Fatalf("bob asked for no progress and got %v", p)
+	}
+	if n := len(aNotes.of("notifications/message")); n != 3 {
+		t.Fatalf("alice got %d messages after bob's call, want still 3", n)
+	}
+}
+
+type sampler struct {
+	name  string
+	mu    sync.Mutex
+	asked []string
+}
+
+func (s *sampler) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range req.Messages {
+		if tc, ok := m.Content.(mcpgo.TextContent); ok {
+			s.asked = append(s.asked, tc.Text)
+		}
+	}
+	return &mcpgo.CreateMessageResult{
+		SamplingMessage: mcpgo.SamplingMessage{Role: mcpgo.RoleAssistant, Content: mcpgo.TextContent{Type: "text", Text: "from " + s.name}},
+		Model:           "test-model",
+	}, nil
+}
+
+func (s *sampler) prompts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.asked...)
+}
+
+func TestRelaySamplingGoesToTheCallingSessionStdio(t *testing.T) {
+	url := relayGateway(t)
+	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
+	a, _ := relayClient(t, url, "alice", client.WithSamplingHandler(as))
+	relayClient(t, url, "bob", client.WithSamplingHandler(bs))
+
+	got := callTool(t, a, "ask", map[string]any{"prompt": "what is 2+2"}, nil)
+	if !strings.Contains(got, "from alice") {
+		t.Fatalf("result = %q, want alice's sampling answer", got)
+	}
+	if p := as.prompts(); len(p) != 1 || p[0] != "what is 2+2" {
+		t.Fatalf("alice's handler saw %q", p)
+	}
+	if p := bs.prompts(); len(p) != 0 {
+		t.Fatalf("bob's handler was asked %q for alice's call", p)
+	}
+}
+
+// With calls of two sessions in flight on one stdio upstream, a sampling
+// request names neither: it is refused, never sent to a guess.
+func TestRelaySamplingRefusedWhenNotAttributableStdio(t *testing.T) {
+	url := relayGateway(t)
+	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
+	a, _ := relayClient(t, url, "alice", client.WithSamplingHandler(as))
+	b, _ := relayClient(t, url, "bob", client.WithSamplingHandler(bs))
+
+	// Bob's call stays in flight until the test cancels it.
+	bctx, bcancel := context.WithCancel(context.Background())
+	bobDone := make(chan struct{})
+	marker := filepath.Join(t.TempDir(), "m")
+	go func() {
+		defer close(bobDone)
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "wait"
+		req.Params.Arguments = map[string]any{"marker": marker}
+		_, _ = b.CallTool(bctx, req)
+	}()
+	defer func() { bcancel(); <-bobDone }()
+	waitFile(t, marker+".started", "bob's call reaching the upstream")
+
+	got := callTool(t, a, "ask", map[string]any{"prompt": "secret question"}, nil)
+	if !strings.Contains(got, "sampling failed") || !strings.Contains(got, "cannot be attributed") {
+		t.Fatalf("result = %q, want the gateway's refusal", got)
+	}
+	if p := append(as.prompts(), bs.prompts()...); len(p) != 0 {
+		t.Fatalf("a client was asked %q", p)
+	}
+}
+
+// waitFile waits (bounded) for a file the test server writes.
+func waitFile(t *testing.T, path, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRelayRootsComeFromConfigStdio(t *testing.T) {
+	url := relayGateway(t, "file:///srv/projects", "file:///srv/shared%20data")
+	asked := make(chan struct{}, 1)
+	a, _ := relayClient(t, url, "alice", client.WithRootsHandler(rootsFunc(func() { asked <- struct{}{} })))
+	got := callTool(t, a, "roots", nil, nil)
+	var roots []struct {
+		URI string `json:"uri"`
+	}
+	if err := json.Unmarshal([]byte(got), &roots); err != nil {
+		t.Fatalf("roots result %q: %v", got, err)
+	}
+	if len(roots) != 2 || roots[0].URI != "file:///srv/projects" || roots[1].URI != "file:///srv/shared%20data" {
+		t.Fatalf("upstream saw roots %q", got)
+	}
+	select {
+	case <-asked:
+		t.Fatal("the client's roots were asked for; they are paths on the client's machine")
+	default:
+	}
+}
+
+type rootsFunc func()
+
+func (f rootsFunc) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.ListRootsResult, error) {
+	f()
+	return &mcpgo.ListRootsResult{Roots: []mcpgo.Root{{URI: "file:///home/client/secret"}}}, nil
+}
+
+// notifications/cancelled from the client reaches the upstream, which stops
+// the work (the wait tool writes its marker only when its context ends).
+func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
+	url := relayGateway(t)
+	c := &rpcClient{t: t, url: url, actor: "alice", roles: "MEMBER"}
+	c.initialize()
+	marker := filepath.Join(t.TempDir(), "cancelled")
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"wait","arguments":{"marker":%q}}}`, marker)
+	done := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Test-Actor", "alice")
+		req.Header.Set("X-Test-Roles", "MEMBER")
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	waitFile(t, marker+".started", "the call reaching the upstream")
+	r := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user pressed stop"}}`)
+	r.Body.Close()
+
+	waitFile(t, marker, "the upstream's call being cancelled")
+	if b, _ := os.ReadFile(marker); string(b) != "cancelled" {
+		t.Fatalf("marker = %q", b)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call's request did not end")
+	}
+}

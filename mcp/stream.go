@@ -1,0 +1,144 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// callStream is the response of one POST, through which the gateway writes
+// what an upstream sends during a call (progress, log messages) as SSE
+// events on that call's own stream, ahead of the call's response.
+//
+// mcp-go queues request-scoped notifications on a channel it shares with the
+// session's standing GET stream, so either stream may carry them, and one
+// that goes out on the GET stream can reach the client after the result it
+// belongs to. Writing them here keeps them on the call's stream and in
+// order.
+//
+// mcp-go keeps writing through this writer. Until the gateway sends an
+// event, everything passes straight through. Once it has, the response is
+// SSE: if mcp-go then answers in plain JSON, that body is held back and sent
+// as one final event when the request ends (finish); if mcp-go switched to
+// SSE itself, its events pass through.
+type callStream struct {
+	mu sync.Mutex
+	w  http.ResponseWriter
+	// hdr is the header map mcp-go fills; copied to w's when mcp-go sends
+	// its header, so the two writers never share a map.
+	hdr http.Header
+	// upgraded: the real response went out as text/event-stream.
+	upgraded bool
+	// libHeader: mcp-go sent its header; libSSE: as an event stream.
+	libHeader, libSSE bool
+	held              bytes.Buffer
+}
+
+type callStreamKey struct{}
+
+func newCallStream(w http.ResponseWriter) *callStream {
+	return &callStream{w: w, hdr: http.Header{}}
+}
+
+func callStreamFrom(ctx context.Context) *callStream {
+	cs, _ := ctx.Value(callStreamKey{}).(*callStream)
+	return cs
+}
+
+func (c *callStream) Header() http.Header { return c.hdr }
+
+func (c *callStream) WriteHeader(code int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writeHeaderLocked(code)
+}
+
+func (c *callStream) writeHeaderLocked(code int) {
+	if c.libHeader {
+		return
+	}
+	c.libHeader = true
+	c.libSSE = strings.HasPrefix(c.hdr.Get("Content-Type"), "text/event-stream")
+	if c.upgraded {
+		return // the event stream's header went out already
+	}
+	for k, v := range c.hdr {
+		c.w.Header()[k] = v
+	}
+	c.w.WriteHeader(code)
+	c.upgraded = c.libSSE
+}
+
+func (c *callStream) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writeHeaderLocked(http.StatusOK)
+	if c.upgraded && !c.libSSE {
+		return c.held.Write(p)
+	}
+	return c.w.Write(p)
+}
+
+func (c *callStream) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushLocked()
+}
+
+func (c *callStream) flushLocked() {
+	if f, ok := c.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+var errStreamTaken = errors.New("the response was already sent as JSON")
+
+// send writes one JSON-RPC message as an SSE event, switching the response
+// to an event stream if nothing was sent yet.
+func (c *callStream) send(msg any) error {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.upgraded {
+		if c.libHeader {
+			return errStreamTaken
+		}
+		h := c.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		c.w.WriteHeader(http.StatusOK)
+		c.upgraded = true
+	}
+	if _, err := fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", data); err != nil {
+		return err
+	}
+	c.flushLocked()
+	return nil
+}
+
+// finish sends a JSON answer mcp-go wrote after the stream was upgraded as
+// the stream's last event.
+func (c *callStream) finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	body := bytes.TrimSpace(c.held.Bytes())
+	if len(body) == 0 {
+		return
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, body) == nil {
+		body = compact.Bytes()
+	}
+	_, _ = fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", body)
+	c.flushLocked()
+	c.held.Reset()
+}

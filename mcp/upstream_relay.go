@@ -1,0 +1,217 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// What an upstream sends during a call goes back to the downstream session
+// that made the call (see the package doc for why connections are shared
+// and how a message is attributed).
+
+// flight is one tools/call in progress on an upstream, with the session it
+// came from.
+type flight struct {
+	down *downstream
+	// token is the progress token sent upstream in place of the client's:
+	// unique per call, so two sessions using the same token never mix.
+	token string
+}
+
+// flights is an upstream's calls in progress and the requests it has made
+// of the gateway that are still being answered.
+type flights struct {
+	seq      atomic.Int64
+	mu       sync.Mutex
+	live     map[*flight]struct{}
+	byToken  map[string]*flight
+	incoming map[string]context.CancelFunc // upstream's request id → cancel
+}
+
+func (fs *flights) start(d *downstream) *flight {
+	f := &flight{down: d}
+	if d.progressToken != nil {
+		f.token = "tg-progress-" + strconv.FormatInt(fs.seq.Add(1), 10)
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.live == nil {
+		fs.live = map[*flight]struct{}{}
+		fs.byToken = map[string]*flight{}
+	}
+	fs.live[f] = struct{}{}
+	if f.token != "" {
+		fs.byToken[f.token] = f
+	}
+	return f
+}
+
+func (fs *flights) end(f *flight) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	delete(fs.live, f)
+	delete(fs.byToken, f.token)
+}
+
+func (fs *flights) byProgressToken(token string) *flight {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.byToken[token]
+}
+
+// sole is the downstream session of every call in progress, when they all
+// come from one session. A message that carries no reference to a call can
+// only be attributed that way; with no call or several sessions in flight
+// there is no answer, and the message goes to nobody rather than to a guess.
+func (fs *flights) sole() *downstream {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var found *downstream
+	for f := range fs.live {
+		switch {
+		case found == nil:
+			found = f.down
+		case found.session != f.down.session || found.srv != f.down.srv:
+			return nil
+		}
+	}
+	return found
+}
+
+func (fs *flights) track(id string, cancel context.CancelFunc) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.incoming == nil {
+		fs.incoming = map[string]context.CancelFunc{}
+	}
+	fs.incoming[id] = cancel
+}
+
+func (fs *flights) untrack(id string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	delete(fs.incoming, id)
+}
+
+func (fs *flights) cancelIncoming(id string) {
+	fs.mu.Lock()
+	cancel := fs.incoming[id]
+	fs.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// idKey is a JSON-RPC id as its JSON text, so 7 and "7" stay apart.
+func idKey(id any) string {
+	raw, _ := json.Marshal(id)
+	return string(raw)
+}
+
+// relayNotification handles what an upstream sends that concerns a call or
+// a subscription. It runs on the transport's reader, so notifications of
+// one call are passed on in the order they came.
+func (b *base) relayNotification(n mcpgo.JSONRPCNotification) {
+	raw, err := json.Marshal(n.Params)
+	if err != nil {
+		return
+	}
+	switch n.Method {
+	case string(mcpgo.MethodNotificationProgress):
+		params, err := decodeParams(raw)
+		if err != nil {
+			return
+		}
+		token, _ := params["progressToken"].(string)
+		f := b.fl.byProgressToken(token)
+		if f == nil {
+			return // not a token this gateway handed out, or the call ended
+		}
+		params["progressToken"] = f.down.progressToken
+		f.down.notify(n.Method, params)
+	case string(mcpgo.MethodNotificationMessage):
+		params, err := decodeParams(raw)
+		if err != nil {
+			return
+		}
+		d := b.fl.sole()
+		if d == nil {
+			b.log.Debug("log message from upstream not attributable to one session; not passed on")
+			return
+		}
+		level, _ := params["level"].(string)
+		if d.wantsLog(mcpgo.LoggingLevel(level)) {
+			d.notify(n.Method, params)
+		}
+	case string(mcpgo.MethodNotificationCancelled):
+		params, err := decodeParams(raw)
+		if err != nil {
+			return
+		}
+		b.fl.cancelIncoming(idKey(params["requestId"]))
+	case mcpgo.MethodNotificationResourceUpdated:
+		if b.hub != nil {
+			b.hub.resourceUpdated(raw)
+		}
+	}
+}
+
+// handleRequest answers what an upstream asks of the gateway as a client.
+// roots/list is answered from configuration: the downstream client's roots
+// are paths on its own machine and mean nothing to the upstream. Sampling
+// and elicitation go to the session whose call caused them, or are refused.
+func (b *base) handleRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	switch req.Method {
+	case string(mcpgo.MethodPing):
+		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+	case string(mcpgo.MethodListRoots):
+		roots := make([]mcpgo.Root, 0, len(b.roots))
+		for _, r := range b.roots {
+			roots = append(roots, mcpgo.Root{URI: r})
+		}
+		raw, err := json.Marshal(mcpgo.ListRootsResult{Roots: roots})
+		if err != nil {
+			return nil, err
+		}
+		return transport.NewJSONRPCResultResponse(req.ID, raw), nil
+	case string(mcpgo.MethodSamplingCreateMessage), string(mcpgo.MethodElicitationCreate):
+	default:
+		return transport.NewJSONRPCErrorResponse(req.ID, mcpgo.METHOD_NOT_FOUND, "method not found: "+req.Method, nil), nil
+	}
+	// Over Streamable HTTP the request came on the stream of the call that
+	// caused it, whose context names the session. Otherwise (stdio, the
+	// standing GET stream) only a sole session in flight identifies it.
+	d := downstreamFrom(ctx)
+	if d == nil {
+		d = b.fl.sole()
+	}
+	if d == nil {
+		b.log.Info("upstream request refused: not attributable to one client session", "method", req.Method)
+		return transport.NewJSONRPCErrorResponse(req.ID, mcpgo.INVALID_REQUEST,
+			req.Method+" refused by the gateway: it cannot be attributed to exactly one client session", nil), nil
+	}
+	params, err := json.Marshal(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	id := idKey(req.ID)
+	b.fl.track(id, cancel)
+	defer b.fl.untrack(id)
+	res, err := d.request(ctx, req.Method, params)
+	if err != nil {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcpgo.INTERNAL_ERROR, b.scrub(err).Error(), nil), nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return transport.NewJSONRPCResultResponse(req.ID, raw), nil
+}
