@@ -30,6 +30,10 @@ type downstream struct {
 	logLevel func() (level mcpgo.LoggingLevel, ok bool)
 	// streamed is set once anything was passed on during the call.
 	streamed atomic.Bool
+	// listening reports whether a session has a GET stream open; fast says
+	// the call is served by serveCall, outside mcp-go's request handling.
+	listening func(session string) bool
+	fast      bool
 }
 
 type downstreamKey struct{}
@@ -74,6 +78,12 @@ var errNoSuchRequest = errors.New("method not offered to upstreams")
 // (sampling, elicitation) and returns its answer. ctx ends when the
 // upstream cancels its request; the downstream call's end ends it too.
 func (d *downstream) request(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	// mcp-go sends sampling requests to a client only on its GET stream,
+	// and elicitation too when the call is not its own; without the stream
+	// the request would wait for an answer that cannot come.
+	if d.listening != nil && !d.listening(d.session) && (d.fast || method == string(mcpgo.MethodSamplingCreateMessage)) {
+		return nil, fmt.Errorf("%s: the client has no open stream (GET) to receive the request", method)
+	}
 	rctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)

@@ -269,55 +269,74 @@ func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.
 
 func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		actor, ok := e.opts.Actor(ctx)
-		if !ok {
-			return mcpgo.NewToolResultError("not authenticated"), nil
-		}
 		args := req.Params.RawArguments
 		if len(args) == 0 && req.Params.Arguments != nil {
 			args, _ = json.Marshal(req.Params.Arguments)
 		}
-		if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
-			// No arguments at all is an empty object, as the schema sees it.
-			args = json.RawMessage(`{}`)
+		var token any
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
 		}
-		call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", CallID: randomID(), IdempotencyKey: randomID()}
-		if s := server.ClientSessionFromContext(ctx); s != nil {
-			call.Session = s.SessionID()
-		}
-		if e.opts.Sessions != nil && call.Session != "" {
-			e.opts.Sessions.Touch(call.Session, true)
-		}
-		ctx = core.WithCall(ctx, call)
-		down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session)}
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			down.progressToken = req.Params.Meta.ProgressToken
-			ctx = core.WithProgress(ctx, e.progress(ctx, req.Params.Meta.ProgressToken))
-		}
-		// What the upstream sends during the call comes back to this
-		// session (issue 5).
-		ctx = withDownstream(ctx, down)
-		start := time.Now()
-		var res core.Result
-		var err error
-		if kind == core.KindAction {
-			res, err = e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, args)
-			if _, confirm, _, _ := core.ConfirmArgs(args); err == nil && !confirm && e.opts.ElicitConfirm && canElicit(ctx) {
-				res, err = e.confirmByElicitation(ctx, actor, name, args, res)
-			}
-		} else {
-			res, err = e.opts.Registry.Invoke(ctx, actor, name, args)
-		}
-		e.audit(ctx, call, actor, name, kind, args, res, err, time.Since(start))
-		if err != nil {
-			return toolError(name, err), nil
-		}
+		raw := e.invoke(ctx, name, kind, args, token, false)
 		var out mcpgo.CallToolResult
-		if err := json.Unmarshal(res.JSON, &out); err != nil {
+		if err := json.Unmarshal(raw, &out); err != nil {
 			return mcpgo.NewToolResultError(fmt.Sprintf("tool %s returned a result that could not be read: %v", name, err)), nil
 		}
 		return &out, nil
 	}
+}
+
+// invoke runs one tools/call for the session in ctx and returns the result
+// as JSON: the upstream's own bytes, or an isError result the model can
+// read. fast says the call came by serveCall rather than through mcp-go.
+func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args json.RawMessage, token any, fast bool) json.RawMessage {
+	actor, ok := e.opts.Actor(ctx)
+	if !ok {
+		return errorResult("not authenticated")
+	}
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		// No arguments at all is an empty object, as the schema sees it.
+		args = json.RawMessage(`{}`)
+	}
+	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", CallID: randomID(), IdempotencyKey: randomID()}
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		call.Session = s.SessionID()
+	}
+	if e.opts.Sessions != nil && call.Session != "" {
+		e.opts.Sessions.Touch(call.Session, true)
+	}
+	ctx = core.WithCall(ctx, call)
+	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session),
+		listening: e.ids.listening, fast: fast}
+	if token != nil {
+		down.progressToken = token
+		ctx = core.WithProgress(ctx, e.progress(ctx, token))
+	}
+	// What the upstream sends during the call comes back to this
+	// session (issue 5).
+	ctx = withDownstream(ctx, down)
+	start := time.Now()
+	var res core.Result
+	var err error
+	if kind == core.KindAction {
+		res, err = e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, args)
+		if _, confirm, _, _ := core.ConfirmArgs(args); err == nil && !confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+			res, err = e.confirmByElicitation(ctx, actor, name, args, res)
+		}
+	} else {
+		res, err = e.opts.Registry.Invoke(ctx, actor, name, args)
+	}
+	e.audit(ctx, call, actor, name, kind, args, res, err, time.Since(start))
+	if err != nil {
+		raw, _ := json.Marshal(toolError(name, err))
+		return raw
+	}
+	return res.JSON
+}
+
+func errorResult(text string) json.RawMessage {
+	raw, _ := json.Marshal(mcpgo.NewToolResultError(text))
+	return raw
 }
 
 // progress sends notifications/progress to the calling session while a
@@ -352,7 +371,7 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 
 func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	actor, _ := e.opts.Actor(ctx)
-	e.ids.bind(s.SessionID(), actor.ID)
+	e.ids.bind(s.SessionID(), actor.ID, s)
 	if e.opts.Sessions == nil {
 		return
 	}
@@ -367,6 +386,7 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 // ServeHTTP enforces the body limit and the session's owner, then hands
 // the request to mcp-go.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body []byte
 	if r.Body != nil && r.Method == http.MethodPost {
 		// Read at most one byte past the limit: a larger body is refused
 		// without being read whole (SV-8).
@@ -374,7 +394,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
 		if err != nil {
 			http.Error(w, "reading request body failed", http.StatusBadRequest)
 			return
@@ -398,12 +419,21 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.opts.Sessions.Touch(id, false)
 		}
 	}
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if r.Method == http.MethodGet && id != "" {
+		// Requests from upstreams reach a client on this stream.
+		defer e.ids.listen(id)()
+	}
 	if r.Method != http.MethodPost {
 		e.http.ServeHTTP(w, r)
 		return
 	}
 	cs := newCallStream(w)
-	e.http.ServeHTTP(cs, r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs)))
+	r = r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs))
+	if !e.serveCall(cs, r, body, id) {
+		e.cancelFast(body, id)
+		e.http.ServeHTTP(cs, r)
+	}
 	cs.finish()
 }
 
@@ -450,13 +480,21 @@ func (e *Endpoint) Close(ctx context.Context) error {
 // are. Unknown and ended ids both fail validation, so mcp-go answers 404
 // instead of accepting any well-formed id.
 type sessionIDs struct {
-	mu    sync.Mutex
-	owner map[string]string // id → actor id ("" until initialize finished)
+	mu       sync.Mutex
+	owner    map[string]string // id → actor id ("" until initialize finished)
+	sessions map[string]server.ClientSession
+	// streams counts each session's open GET streams.
+	streams map[string]int
+	// inflight cancels the calls serveCall runs, by session and request id.
+	inflight map[string]context.CancelFunc
 }
 
 var _ server.SessionIdManager = (*sessionIDs)(nil)
 
-func newSessionIDs() *sessionIDs { return &sessionIDs{owner: map[string]string{}} }
+func newSessionIDs() *sessionIDs {
+	return &sessionIDs{owner: map[string]string{}, sessions: map[string]server.ClientSession{},
+		streams: map[string]int{}, inflight: map[string]context.CancelFunc{}}
+}
 
 var errUnknownSession = errors.New("unknown session")
 
@@ -487,12 +525,40 @@ func (m *sessionIDs) live(id string) bool {
 	return ok
 }
 
-func (m *sessionIDs) bind(id, actor string) {
+func (m *sessionIDs) bind(id, actor string, s server.ClientSession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.owner[id]; ok {
 		m.owner[id] = actor
+		m.sessions[id] = s
 	}
+}
+
+// session is the live session of that id, once initialize bound it.
+func (m *sessionIDs) session(id string) server.ClientSession {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[id]
+}
+
+// listen counts an open GET stream until the returned function is called.
+func (m *sessionIDs) listen(id string) func() {
+	m.mu.Lock()
+	m.streams[id]++
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.streams[id]--; m.streams[id] <= 0 {
+			delete(m.streams, id)
+		}
+	}
+}
+
+func (m *sessionIDs) listening(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.streams[id] > 0
 }
 
 func (m *sessionIDs) ownedBy(id, actor string) bool {
@@ -506,6 +572,7 @@ func (m *sessionIDs) forget(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.owner, id)
+	delete(m.sessions, id)
 }
 
 func randomID() string {

@@ -1,0 +1,70 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+// Issue 5: a tool's result reaches the client as the upstream wrote it —
+// every content kind, fields mcp-go has no type for, structuredContent and
+// _meta — not parsed and marshalled again.
+func TestEndpointResultBytesPassThrough(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{})
+	result := `{"content":[` +
+		`{"type":"text","text":"héllo \u2028 <b>","annotations":{"audience":["user"],"priority":0.25},"x-vendor":{"n":12345678901234567890}},` +
+		`{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},` +
+		`{"type":"audio","data":"UklGRiYAAABXQVZF","mimeType":"audio/wav"},` +
+		`{"type":"resource","resource":{"uri":"test://r","mimeType":"text/plain","text":"embedded","_meta":{"k":1}}},` +
+		`{"type":"resource_link","uri":"file:///srv/a.txt","name":"a.txt","size":42,"icons":[{"src":"https://x/i.png"}]}` +
+		`],"structuredContent":{"answer":1.50,"list":[]},"isError":false,"_meta":{"dev.example/trace":"t-1"}}`
+	if err := s.reg.Register(core.Tool{Name: "kinds", Kind: core.KindRead, Description: "Every kind.",
+		Handler: func(context.Context, json.RawMessage) (core.Result, error) {
+			return core.Result{JSON: json.RawMessage(result)}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
+	c.initialize()
+	c.id++
+	resp := c.post(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"kinds","arguments":{}}}`)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("HTTP %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	want := `{"jsonrpc":"2.0","id":"call-1","result":` + result + `}`
+	if got := string(bytes.TrimSpace(body)); got != want {
+		t.Fatalf("response changed the result:\n got %s\nwant %s", got, want)
+	}
+}
+
+// The calls serveCall does not take still get mcp-go's answers: a batch,
+// an unknown tool, a wrong version, a body that is not JSON.
+func TestEndpointCallEdgesKeepMcpGoAnswers(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{})
+	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
+	c.initialize()
+	for name, body := range map[string]string{
+		"unknown tool": `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}`,
+		"bad version":  `{"jsonrpc":"1.0","id":6,"method":"tools/call","params":{"name":"gh_search","arguments":{"q":"x"}}}`,
+		"not json":     `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":`,
+	} {
+		resp := c.post(body)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && !strings.Contains(string(b), `"error"`) && !strings.Contains(string(b), `"isError":true`) {
+			t.Errorf("%s: HTTP %d %s, want an error", name, resp.StatusCode, b)
+		}
+		if strings.Contains(string(b), "echo ") {
+			t.Errorf("%s: the tool ran: %s", name, b)
+		}
+	}
+}
