@@ -405,6 +405,11 @@ type callMeta struct {
 // legacy shape (IM-32): a toolResult and no content blocks becomes one text
 // block. Non-empty content always wins over toolResult.
 func convertResult(raw json.RawMessage) (core.Result, error) {
+	// Most results have no toolResult: one pass over the bytes decides,
+	// without decoding what is passed on unread anyway.
+	if isError, toolResult, ok := scanResult(raw); ok && !toolResult {
+		return core.Result{JSON: raw, IsError: isError}, nil
+	}
 	var probe struct {
 		Content    json.RawMessage `json:"content"`
 		ToolResult json.RawMessage `json:"toolResult"`
@@ -437,6 +442,68 @@ func convertResult(raw json.RawMessage) (core.Result, error) {
 		return core.Result{}, err
 	}
 	return core.Result{JSON: out, IsError: isError}, nil
+}
+
+// scanResult reads a result object's top-level isError and whether it has
+// a toolResult member, in one pass that tracks only nesting and strings.
+// ok is false for anything but an object; raw is known to be valid JSON
+// (it was cut out of a decoded response).
+func scanResult(raw []byte) (isError, toolResult, ok bool) {
+	depth, keyStart := 0, -1
+	var key []byte
+	inString, wantKey := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+				if keyStart >= 0 {
+					key, keyStart = raw[keyStart:i], -1
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			if depth == 0 {
+				return false, false, false
+			}
+			inString = true
+			if depth == 1 && wantKey {
+				keyStart, wantKey = i+1, false
+			}
+		case '{', '[':
+			if depth == 0 {
+				if c != '{' {
+					return false, false, false
+				}
+				wantKey = true
+			}
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			wantKey = depth == 1
+		case ':':
+			if depth != 1 {
+				continue
+			}
+			switch string(key) {
+			case "isError":
+				isError = bytes.HasPrefix(bytes.TrimLeft(raw[i+1:], " \t\r\n"), []byte("true"))
+			case "toolResult":
+				toolResult = true
+			}
+		default:
+			if depth == 0 && c > ' ' {
+				return false, false, false
+			}
+		}
+	}
+	return isError, toolResult, depth == 0
 }
 
 func emptyContent(raw json.RawMessage) bool {
