@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -30,10 +31,11 @@ type downstream struct {
 	logLevel func() (level mcpgo.LoggingLevel, ok bool)
 	// streamed is set once anything was passed on during the call.
 	streamed atomic.Bool
-	// listening reports whether a session has a GET stream open; fast says
-	// the call is served by serveCall, outside mcp-go's request handling.
+	// listening reports whether a session has a GET stream open.
 	listening func(session string) bool
-	fast      bool
+	// asks sends a request on the call's own stream and waits for the
+	// client's answer; nil where the call is mcp-go's.
+	asks *pendingRequests
 }
 
 type downstreamKey struct{}
@@ -78,16 +80,20 @@ var errNoSuchRequest = errors.New("method not offered to upstreams")
 // (sampling, elicitation) and returns its answer. ctx ends when the
 // upstream cancels its request; the downstream call's end ends it too.
 func (d *downstream) request(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	// mcp-go sends sampling requests to a client only on its GET stream,
-	// and elicitation too when the call is not its own; without the stream
-	// the request would wait for an answer that cannot come.
-	if d.listening != nil && !d.listening(d.session) && (d.fast || method == string(mcpgo.MethodSamplingCreateMessage)) {
-		return nil, fmt.Errorf("%s: the client has no open stream (GET) to receive the request", method)
-	}
 	rctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
+	if cs := callStreamFrom(d.ctx); d.asks != nil && cs != nil {
+		// The call is the gateway's own: the request goes on its stream,
+		// as the upstream sent it, and the answer comes back untouched.
+		return d.asks.ask(rctx, cs, d.session, method, params)
+	}
+	// mcp-go sends sampling requests to a client only on its GET stream;
+	// without one the request would wait for an answer that cannot come.
+	if d.listening != nil && !d.listening(d.session) && method == string(mcpgo.MethodSamplingCreateMessage) {
+		return nil, fmt.Errorf("%s: the client has no open stream (GET) to receive the request", method)
+	}
 	switch method {
 	case string(mcpgo.MethodSamplingCreateMessage):
 		req := mcpgo.CreateMessageRequest{Request: mcpgo.Request{Method: method}}
@@ -228,4 +234,87 @@ func (h *Hub) resourceUpdated(raw []byte) {
 	for _, s := range to {
 		_ = s.e.mcp.SendNotificationToSpecificClient(s.session, string(mcpgo.MethodNotificationResourceUpdated), params)
 	}
+}
+
+// pendingRequests are requests the gateway sent to clients on a call's
+// stream, waiting for the answer the client POSTs back.
+type pendingRequests struct {
+	seq     atomic.Int64
+	mu      sync.Mutex
+	waiting map[string]chan json.RawMessage // session + id → answer
+}
+
+// askPrefix starts the ids of the gateway's own requests, so their answers
+// are told apart from the answers to mcp-go's (integer ids).
+const askPrefix = "tg-ask-"
+
+func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, method string, params json.RawMessage) (any, error) {
+	id := askPrefix + strconv.FormatInt(p.seq.Add(1), 10)
+	key := session + "\x00" + id
+	answer := make(chan json.RawMessage, 1)
+	p.mu.Lock()
+	if p.waiting == nil {
+		p.waiting = map[string]chan json.RawMessage{}
+	}
+	p.waiting[key] = answer
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiting, key)
+		p.mu.Unlock()
+	}()
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{mcpgo.JSONRPC_VERSION, id, method, params}
+	if err := cs.send(msg); err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case raw := <-answer:
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return nil, fmt.Errorf("%s: the client's answer does not parse: %w", method, err)
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("%s: the client answered %d: %s", method, resp.Error.Code, resp.Error.Message)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
+	}
+}
+
+// answer delivers a client's POSTed response to the request waiting for it
+// and reports whether there was one.
+func (p *pendingRequests) answer(session string, body []byte) bool {
+	if !bytes.Contains(body, []byte(askPrefix)) {
+		return false
+	}
+	var resp struct {
+		ID     string          `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &resp) != nil || resp.Method != "" || (resp.Result == nil && resp.Error == nil) {
+		return false
+	}
+	p.mu.Lock()
+	answer := p.waiting[session+"\x00"+resp.ID]
+	delete(p.waiting, session+"\x00"+resp.ID)
+	p.mu.Unlock()
+	if answer == nil {
+		return false
+	}
+	answer <- body
+	return true
 }

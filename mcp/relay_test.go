@@ -85,11 +85,18 @@ func (n *notes) of(method string) []map[string]any {
 }
 
 func relayClient(t *testing.T, url, actor string, opts ...client.ClientOption) (*client.Client, *notes) {
+	return relayClientStream(t, url, actor, true, opts...)
+}
+
+// relayClientStream is relayClient with or without the standing GET
+// stream, where mcp-go's server sends what belongs to no call.
+func relayClientStream(t *testing.T, url, actor string, listen bool, opts ...client.ClientOption) (*client.Client, *notes) {
 	t.Helper()
-	// The standing GET stream is where mcp-go's server sends sampling
-	// requests (elicitation goes on the call's own stream).
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"X-Test-Actor": actor, "X-Test-Roles": "MEMBER"}),
-		transport.WithContinuousListening())
+	trOpts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"X-Test-Actor": actor, "X-Test-Roles": "MEMBER"})}
+	if listen {
+		trOpts = append(trOpts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(url, trOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +226,8 @@ func (s *sampler) prompts() []string {
 func TestRelaySamplingGoesToTheCallingSessionStdio(t *testing.T) {
 	url := relayGateway(t)
 	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
-	a, _ := relayClient(t, url, "alice", client.WithSamplingHandler(as))
+	// Alice has no GET stream: the request must come on her call's own.
+	a, _ := relayClientStream(t, url, "alice", false, client.WithSamplingHandler(as))
 	relayClient(t, url, "bob", client.WithSamplingHandler(bs))
 
 	got := callTool(t, a, "ask", map[string]any{"prompt": "what is 2+2"}, nil)

@@ -73,6 +73,7 @@ type EndpointOptions struct {
 type Endpoint struct {
 	opts   EndpointOptions
 	levels logLevels
+	asks   pendingRequests
 	mcp    *server.MCPServer
 	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
@@ -307,7 +308,10 @@ func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args
 	}
 	ctx = core.WithCall(ctx, call)
 	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session),
-		listening: e.ids.listening, fast: fast}
+		listening: e.ids.listening}
+	if fast {
+		down.asks = &e.asks
+	}
 	if token != nil {
 		down.progressToken = token
 		ctx = core.WithProgress(ctx, e.progress(ctx, token))
@@ -426,6 +430,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		e.http.ServeHTTP(w, r)
+		return
+	}
+	if id != "" && e.asks.answer(id, body) {
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	cs := newCallStream(w)

@@ -68,3 +68,40 @@ func TestEndpointCallEdgesKeepMcpGoAnswers(t *testing.T) {
 		}
 	}
 }
+
+// The conformance suite's json-schema-2020-12 scenario, which mcp-go's
+// fixture cannot run (it has no such tool): a 2020-12 schema with $schema,
+// $defs, $ref and additionalProperties is served byte for byte, and the
+// gateway validates against it.
+func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{})
+	schema := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
+		`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}},"required":["street"]}},` +
+		`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`
+	if err := s.reg.Register(core.Tool{Name: "json_schema_2020_12_tool", Kind: core.KindRead, Description: "2020-12.",
+		InputSchema: json.RawMessage(schema),
+		Handler: func(_ context.Context, args json.RawMessage) (core.Result, error) {
+			return core.TextResult("ok " + string(args)), nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
+	c.initialize()
+	_, tools := listNames(t, c)
+	found := false
+	for _, tl := range tools {
+		if string(tl["name"]) == `"json_schema_2020_12_tool"` {
+			found = true
+			if got := string(tl["inputSchema"]); got != schema {
+				t.Fatalf("inputSchema served as\n %s\nwant\n %s", got, schema)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("tool not listed")
+	}
+	res := c.call("tools/call", map[string]any{"name": "json_schema_2020_12_tool", "arguments": map[string]any{"name": "x", "address": map[string]any{"city": "y"}, "extra": 1}})
+	if !strings.Contains(string(res["result"]), `"isError":true`) || strings.Contains(string(res["result"]), "ok ") {
+		t.Fatalf("a call breaking the schema (no street, an extra property) ran: %s", res["result"])
+	}
+}
