@@ -37,6 +37,18 @@ func addRelayTools(s *server.MCPServer) {
 			}
 			return text("chatted"), nil
 		})
+	s.AddResource(mcpgo.NewResource("test://doc", "doc", mcpgo.WithMIMEType("text/plain")),
+		func(context.Context, mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+			return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: "test://doc", MIMEType: "text/plain", Text: "doc"}}, nil
+		})
+	// touch announces a change of test://doc to its subscribers, or to
+	// everyone when the server was never asked to subscribe (the gateway
+	// must then keep it from sessions that did not subscribe).
+	s.AddTool(mcpgo.NewTool("touch"),
+		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			s.SendNotificationToAllClients(mcpgo.MethodNotificationResourceUpdated, map[string]any{"uri": "test://doc"})
+			return text("touched"), nil
+		})
 	s.AddTool(mcpgo.NewTool("ask", mcpgo.WithString("prompt")),
 		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			res, err := s.RequestSampling(ctx, mcpgo.CreateMessageRequest{CreateMessageParams: mcpgo.CreateMessageParams{

@@ -261,7 +261,13 @@ func TestRelaySamplingRefusedWhenNotAttributableStdio(t *testing.T) {
 		req.Params.Arguments = map[string]any{"marker": marker}
 		_, _ = b.CallTool(bctx, req)
 	}()
-	defer func() { bcancel(); <-bobDone }()
+	defer func() {
+		// The upstream writes its marker when the cancellation reaches it;
+		// waiting for it keeps the write out of the temp dir's removal.
+		bcancel()
+		<-bobDone
+		waitFile(t, marker, "bob's cancelled call ending upstream")
+	}()
 	waitFile(t, marker+".started", "bob's call reaching the upstream")
 
 	got := callTool(t, a, "ask", map[string]any{"prompt": "secret question"}, nil)
@@ -354,5 +360,53 @@ func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancelled call's request did not end")
+	}
+}
+
+// notifications/resources/updated reaches the sessions subscribed to the URI
+// and no other; after unsubscribing, none.
+func TestRelayResourceUpdatesGoToSubscribersStdio(t *testing.T) {
+	url := relayGateway(t)
+	a, aNotes := relayClient(t, url, "alice")
+	b, bNotes := relayClient(t, url, "bob")
+	c, cNotes := relayClient(t, url, "carol") // stays subscribed throughout
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, cl := range []*client.Client{a, c} {
+		if err := cl.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "test://doc"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := callTool(t, b, "touch", nil, nil); got != "touched" {
+		t.Fatalf("touch = %q", got)
+	}
+	waitNotes(t, aNotes, "notifications/resources/updated", 1)
+	if u := aNotes.of("notifications/resources/updated"); u[0]["uri"] != "test://doc" {
+		t.Fatalf("alice got %v", u)
+	}
+	if err := a.Unsubscribe(ctx, mcpgo.UnsubscribeRequest{Params: mcpgo.UnsubscribeParams{URI: "test://doc"}}); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, b, "touch", nil, nil)
+	// Carol's copy of the second update went out in the same pass over the
+	// subscribers that alice's would have.
+	waitNotes(t, cNotes, "notifications/resources/updated", 2)
+	time.Sleep(100 * time.Millisecond)
+	if n := len(aNotes.of("notifications/resources/updated")); n != 1 {
+		t.Fatalf("alice got %d updates, want only the one from before she unsubscribed", n)
+	}
+	if u := bNotes.of("notifications/resources/updated"); len(u) != 0 {
+		t.Fatalf("bob never subscribed and got %v", u)
+	}
+}
+
+func waitNotes(t *testing.T, n *notes, method string, count int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(n.of(method)) < count {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %s within 10s, want %d", len(n.of(method)), method, count)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
