@@ -49,6 +49,18 @@ func addRelayTools(s *server.MCPServer) {
 			s.SendNotificationToAllClients(mcpgo.MethodNotificationResourceUpdated, map[string]any{"uri": "test://doc"})
 			return text("touched"), nil
 		})
+	// grow adds a prompt and a resource, which the server announces with
+	// prompts/list_changed and resources/list_changed.
+	s.AddTool(mcpgo.NewTool("grow"),
+		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			s.AddPrompt(mcpgo.NewPrompt("grown"), func(context.Context, mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+				return &mcpgo.GetPromptResult{Messages: []mcpgo.PromptMessage{{Role: mcpgo.RoleUser, Content: mcpgo.TextContent{Type: "text", Text: "grown"}}}}, nil
+			})
+			s.AddResource(mcpgo.NewResource("test://grown", "grown"), func(context.Context, mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: "test://grown", Text: "grown"}}, nil
+			})
+			return text("grown"), nil
+		})
 	s.AddTool(mcpgo.NewTool("ask", mcpgo.WithString("prompt")),
 		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			res, err := s.RequestSampling(ctx, mcpgo.CreateMessageRequest{CreateMessageParams: mcpgo.CreateMessageParams{

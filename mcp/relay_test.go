@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -408,5 +409,37 @@ func waitNotes(t *testing.T, n *notes, method string, count int) {
 			t.Fatalf("%d %s within 10s, want %d", len(n.of(method)), method, count)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An upstream's prompts/list_changed and resources/list_changed make the
+// gateway refresh it and tell every session, whose next list has the news.
+func TestRelayPromptAndResourceListChangedStdio(t *testing.T) {
+	url := relayGateway(t)
+	a, aNotes := relayClient(t, url, "alice")
+	b, bNotes := relayClient(t, url, "bob")
+	if got := callTool(t, a, "grow", nil, nil); got != "grown" {
+		t.Fatalf("grow = %q", got)
+	}
+	for _, n := range []*notes{aNotes, bNotes} {
+		waitNotes(t, n, "notifications/prompts/list_changed", 1)
+		waitNotes(t, n, "notifications/resources/list_changed", 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prompts, err := b.ListPrompts(ctx, mcpgo.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+	}
+	if !slices.Contains(names, "grown") {
+		t.Fatalf("prompts after list_changed = %v", names)
+	}
+	res, err := b.ReadResource(ctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "test://grown"}})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("reading the new resource: %v %v", res, err)
 	}
 }

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 func runStdioServer() {
 	fmt.Fprintln(os.Stderr, "test stdio server starting")
 	s := server.NewMCPServer("stdio-test", "1.2.3", server.WithToolCapabilities(true), server.WithLogging(),
-		server.WithResourceCapabilities(true, true))
+		server.WithResourceCapabilities(true, true), server.WithPromptCapabilities(true))
 	s.EnableSampling()
 	text := func(s string) *mcpgo.CallToolResult { return mcpgo.NewToolResultText(s) }
 	addRelayTools(s)
