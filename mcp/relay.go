@@ -289,6 +289,12 @@ func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, meth
 		}
 		return resp.Result, nil
 	case <-ctx.Done():
+		// The upstream withdrew its request (or the call ended): the
+		// client may stop asking its user or model.
+		_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{
+			Method: string(mcpgo.MethodNotificationCancelled),
+			Params: mcpgo.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": "the server withdrew the request"}},
+		}})
 		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
 	}
 }

@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
+	"sync"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -99,4 +101,57 @@ func addRelayTools(s *server.MCPServer) {
 				return text("finished"), nil
 			}
 		})
+}
+
+// rawServerArg makes the test binary a stdio MCP server written by hand, for
+// what mcp-go's server never does: withdrawing a request it made.
+const rawServerArg = "toolgate-test-raw-server"
+
+// runRawServer offers one tool, withdraw: it asks the client for a sampling
+// (id "srv-1"), withdraws the request with notifications/cancelled 300 ms
+// later, and then answers the call.
+func runRawServer() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	var mu sync.Mutex
+	out := json.NewEncoder(os.Stdout)
+	send := func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = out.Encode(v)
+	}
+	reply := func(id json.RawMessage, result any) {
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &m) != nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "raw-test", "version": "1"}})
+		case "ping":
+			reply(m.ID, map[string]any{})
+		case "tools/list":
+			reply(m.ID, map[string]any{"tools": []any{map[string]any{"name": "withdraw", "inputSchema": map[string]any{"type": "object"}}}})
+		case "tools/call":
+			send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
+				"params": map[string]any{"maxTokens": 5, "messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "never mind"}}}}})
+			go func(id json.RawMessage) {
+				time.Sleep(300 * time.Millisecond)
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
+				time.Sleep(100 * time.Millisecond)
+				reply(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": "withdrawn"}}})
+			}(m.ID)
+		default:
+			if len(m.ID) > 0 && m.Method != "" {
+				send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+			}
+		}
+	}
 }

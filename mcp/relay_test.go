@@ -29,13 +29,18 @@ import (
 // per-call HTTP streams.
 
 func relayGateway(t *testing.T, roots ...string) string {
+	return relayGatewayOf(t, mcp.StdioServerArgForTest, roots...)
+}
+
+// relayGatewayOf serves the test binary in the server mode arg names.
+func relayGatewayOf(t *testing.T, arg string, roots ...string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	hub := mcp.NewHub()
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "child", Command: exe, Args: []string{mcp.StdioServerArgForTest}, Roots: roots, Hub: hub})
+	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "child", Command: exe, Args: []string{arg}, Roots: roots, Hub: hub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,4 +447,45 @@ func TestRelayPromptAndResourceListChangedStdio(t *testing.T) {
 	if err != nil || len(res.Contents) != 1 {
 		t.Fatalf("reading the new resource: %v %v", res, err)
 	}
+}
+
+// An upstream's notifications/cancelled for a request it made of the
+// gateway reaches the client the request was passed to, as a cancellation
+// of the request the client received.
+func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
+	url := relayGatewayOf(t, mcp.RawServerArgForTest)
+	release := make(chan struct{})
+	defer close(release)
+	asked := make(chan struct{}, 1)
+	a, aNotes := relayClientStream(t, url, "alice", false, client.WithSamplingHandler(blockingSampler{asked, release}))
+	if got := callTool(t, a, "withdraw", nil, nil); got != "withdrawn" {
+		t.Fatalf("result = %q", got)
+	}
+	select {
+	case <-asked:
+	default:
+		t.Fatal("the sampling request never reached the client")
+	}
+	cancels := aNotes.of("notifications/cancelled")
+	if len(cancels) != 1 {
+		t.Fatalf("client got %d cancellations, want 1: %v", len(cancels), aNotes.list)
+	}
+	if id, _ := cancels[0]["requestId"].(string); !strings.HasPrefix(id, "tg-ask-") {
+		t.Fatalf("cancellation names request %v, not the gateway's request to the client", cancels[0]["requestId"])
+	}
+}
+
+// blockingSampler is a user who never answers (until the test ends).
+type blockingSampler struct {
+	asked   chan<- struct{}
+	release <-chan struct{}
+}
+
+func (s blockingSampler) CreateMessage(ctx context.Context, _ mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	s.asked <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return nil, context.Canceled
 }
