@@ -314,7 +314,7 @@ func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args
 	}
 	if token != nil {
 		down.progressToken = token
-		ctx = core.WithProgress(ctx, e.progress(ctx, token))
+		ctx = core.WithProgress(ctx, operatorWaitProgress(down))
 	}
 	// What the upstream sends during the call comes back to this
 	// session (issue 5).
@@ -343,12 +343,12 @@ func errorResult(text string) json.RawMessage {
 	return raw
 }
 
-// progress sends notifications/progress to the calling session while a
-// confirmation waits for an operator (CF-5).
-func (e *Endpoint) progress(ctx context.Context, token mcpgo.ProgressToken) core.Progress {
+// operatorWaitProgress sends notifications/progress to the calling session
+// while a confirmation waits for an operator (CF-5).
+func operatorWaitProgress(down *downstream) core.Progress {
 	return func(waited, total time.Duration) {
-		_ = e.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-			"progressToken": token,
+		down.notify(string(mcpgo.MethodNotificationProgress), map[string]any{
+			"progressToken": down.progressToken,
 			"progress":      waited.Seconds(),
 			"total":         total.Seconds(),
 			"message":       "waiting for an operator to approve",

@@ -37,7 +37,7 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, n
 		return preview, nil
 	}
 	p := body.StructuredContent
-	answer, err := e.mcp.RequestElicitation(ctx, mcpgo.ElicitationRequest{Params: mcpgo.ElicitationParams{
+	params := mcpgo.ElicitationParams{
 		Message: fmt.Sprintf("%s\n\nRun %s with %s?", p.Preview, name, p.Call.Arguments),
 		RequestedSchema: map[string]any{
 			"type": "object",
@@ -46,18 +46,18 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, n
 			},
 			"required": []string{"confirm"},
 		},
-	}})
-	if err != nil {
+	}
+	var answer struct {
+		Action  mcpgo.ElicitationResponseAction `json:"action"`
+		Content struct {
+			Confirm bool `json:"confirm"`
+		} `json:"content"`
+	}
+	if err := e.elicit(ctx, params, &answer); err != nil {
 		e.opts.Logger.Debug("elicitation failed; answering with the preview", "tool", name, "err", err)
 		return preview, nil
 	}
-	var content struct {
-		Confirm bool `json:"confirm"`
-	}
-	if b, merr := json.Marshal(answer.Content); merr == nil {
-		_ = json.Unmarshal(b, &content)
-	}
-	if answer.Action != mcpgo.ElicitationResponseActionAccept || !content.Confirm {
+	if answer.Action != mcpgo.ElicitationResponseActionAccept || !answer.Content.Confirm {
 		return core.Result{}, &core.RefusedError{Err: errDeclined, Text: "Not run: " + errDeclined.Error()}
 	}
 	var m map[string]json.RawMessage
@@ -69,4 +69,32 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, n
 	m["confirmToken"] = tok
 	confirmed, _ := json.Marshal(m)
 	return e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, confirmed)
+}
+
+// elicit asks the calling client and decodes its answer into out: on the
+// call's own stream when the gateway serves the call itself, else through
+// mcp-go.
+func (e *Endpoint) elicit(ctx context.Context, params mcpgo.ElicitationParams, out any) error {
+	var answer any
+	var err error
+	if d := downstreamFrom(ctx); d != nil && d.asks != nil {
+		if cs := callStreamFrom(ctx); cs != nil {
+			raw, merr := json.Marshal(params)
+			if merr != nil {
+				return merr
+			}
+			answer, err = d.asks.ask(ctx, cs, d.session, string(mcpgo.MethodElicitationCreate), raw)
+		}
+	}
+	if answer == nil && err == nil {
+		answer, err = e.mcp.RequestElicitation(ctx, mcpgo.ElicitationRequest{Params: params})
+	}
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(answer)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
 }

@@ -12,13 +12,13 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
-// serveCall answers a tools/call of a read tool itself, without mcp-go's
+// serveCall answers a tools/call itself, without mcp-go's
 // request handling: the upstream's result goes out as the bytes it sent,
 // never parsed into mcp-go's types and marshalled again, so every field of
 // every content block reaches the client (issue 5), and the call costs
 // less (issue 8). It takes only what it can answer exactly as mcp-go would:
-// a single request, on a live initialized session, for a read tool the
-// actor may call. Everything else, including every way of being wrong, is
+// a single request, on a live initialized session, for a tool the endpoint
+// serves and the actor may call. Everything else, including every way of being wrong, is
 // left to mcp-go, and then serveCall reports false.
 func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string) bool {
 	if e.opts.Stateless || session == "" || !bytes.Contains(body, []byte(`"tools/call"`)) {
@@ -60,7 +60,7 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 		return false
 	}
 	tool, ok := e.opts.Registry.Get(req.Params.Name)
-	if !ok || tool.Kind != core.KindRead || !e.served(core.ToolInfo{Kind: tool.Kind, Disabled: tool.Disabled}) ||
+	if !ok || !e.served(core.ToolInfo{Kind: tool.Kind, Disabled: tool.Disabled}) ||
 		e.opts.Registry.Allowed(r.Context(), actor, e.opts.Tools, tool.Name) != nil {
 		return false
 	}
