@@ -2,12 +2,15 @@ package core
 
 import (
 	"bytes"
+	"container/list"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -42,10 +45,71 @@ const schemaLocation = "toolgate:///inputSchema.json"
 // ErrSchemaInvalid, and for the screen it is a *DangerousPatternError.
 //
 // Nil or empty raw stands for {"type":"object"}.
+//
+// Results are cached by the exact bytes (and the default draft), within a
+// bound on entries and estimated memory, least recently used out first:
+// upstreams list many tools with one schema, and a refresh lists the same
+// schemas again. A refusal is cached like a success, since it depends on the
+// bytes alone; the same error value is returned again, so it must not be
+// changed.
 func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = defaultInputSchema
 	}
+	return compileCached(raw, jsonschema.Draft2020)
+}
+
+// schemaKey identifies one compilation: the bytes' SHA-256, the draft
+// assumed when "$schema" names none, and the pattern screen's budget.
+type schemaKey struct {
+	sum    [sha256.Size]byte
+	draft  string
+	budget int
+}
+
+// compiled is one cached compilation; raw is compared on a hit, so a hash
+// collision can never hand out another document's schema.
+type compiled struct {
+	raw    []byte
+	schema *Schema
+	err    error
+}
+
+// Bounds of the caches: entries, and an estimate of the memory they keep.
+// A compiled schema keeps 10 to 30 times its text (measured on
+// testdata/schemas), a compiled pattern less. A value estimated above a
+// tenth of the bound is computed but not cached.
+const (
+	schemaCacheEntries  = 2048
+	schemaCacheBytes    = 16 << 20
+	patternCacheEntries = 4096
+	patternCacheBytes   = 4 << 20
+	verdictCacheBytes   = 1 << 20
+)
+
+func schemaCost(raw []byte) int      { return 4<<10 + 24*len(raw) }
+func patternCost(pattern string) int { return 1<<10 + 16*len(pattern) }
+func verdictCost(pattern string) int { return 64 + 2*len(pattern) }
+
+var schemaCache = newLRU[schemaKey, compiled](schemaCacheEntries, schemaCacheBytes)
+
+func compileCached(raw []byte, draft *jsonschema.Draft) (*Schema, error) {
+	key := schemaKey{sum: sha256.Sum256(raw), draft: draft.String(), budget: screenWorkBudget}
+	c := schemaCache.do(key, schemaCost(raw), func() compiled {
+		s, err := compileSchema(raw, draft)
+		if err != nil {
+			return compiled{raw: bytes.Clone(raw), err: err}
+		}
+		return compiled{raw: s.raw, schema: s}
+	})
+	if !bytes.Equal(c.raw, raw) {
+		return compileSchema(raw, draft) // a SHA-256 collision: never seen, but never wrong
+	}
+	return c.schema, c.err
+}
+
+// compileSchema is CompileSchema without the cache.
+func compileSchema(raw json.RawMessage, draft *jsonschema.Draft) (*Schema, error) {
 	raw = bytes.Clone(raw)
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -55,7 +119,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("%w: an input schema must be a JSON object, not %s", ErrSchemaInvalid, jsonKind(doc))
 	}
 	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c.DefaultDraft(draft)
 	c.UseLoader(refuseLoader{})
 	c.UseRegexpEngine(ecmaRegexpEngine)
 	if err := c.AddResource(schemaLocation, doc); err != nil {
@@ -90,7 +154,7 @@ func screenCompiled(root *jsonschema.Schema, reported []*DangerousPatternError, 
 		done[ptr] = true
 		reason, seen := verdict[pattern]
 		if !seen {
-			reason, _ = ScreenPattern(pattern)
+			reason = screenCached(pattern)
 			verdict[pattern] = reason
 		}
 		if reason != "" {
@@ -302,10 +366,126 @@ func (refuseLoader) Load(string) (any, error) {
 // ecmaRegexpEngine compiles schema patterns, which are ECMA-262, on Go's
 // regexp: escapes Go spells differently are translated, and what RE2 cannot
 // run (lookarounds, backreferences) fails, so the tool is dropped (IM-18).
+// Compiled patterns are cached by their source: a *regexp.Regexp is safe
+// for concurrent use, and many schemas share their patterns.
 func ecmaRegexpEngine(pattern string) (jsonschema.Regexp, error) {
-	re, err := compileECMA(pattern)
-	if err != nil {
-		return nil, err
+	c := regexpCache.do(pattern, patternCost(pattern), func() compiledPattern {
+		re, err := compileECMA(pattern)
+		return compiledPattern{re: re, err: err}
+	})
+	if c.err != nil {
+		return nil, c.err
 	}
-	return re, nil
+	return c.re, nil
+}
+
+type compiledPattern struct {
+	re  ecmaRegexp
+	err error
+}
+
+var regexpCache = newLRU[string, compiledPattern](patternCacheEntries, patternCacheBytes)
+
+// screenKey is one screen verdict: the pattern and the work budget it was
+// screened under.
+type screenKey struct {
+	pattern string
+	budget  int
+}
+
+var screenCache = newLRU[screenKey, string](patternCacheEntries, verdictCacheBytes)
+
+// screenCached is ScreenPattern's reason ("" when safe), cached: the screen
+// of one pattern can cost up to its whole work budget.
+func screenCached(pattern string) string {
+	return screenCache.do(screenKey{pattern, screenWorkBudget}, verdictCost(pattern), func() string {
+		reason, _ := ScreenPattern(pattern)
+		return reason
+	})
+}
+
+// lru is a bounded, concurrency-safe cache of computed values: at most
+// maxEntries values and maxCost total cost, least recently used evicted
+// first. Concurrent misses on one key compute it once.
+type lru[K comparable, V any] struct {
+	maxEntries, maxCost int
+
+	mu      sync.Mutex
+	cost    int
+	order   list.List // of *lruItem[K, V], most recently used first
+	items   map[K]*list.Element
+	pending map[K]*lruFlight[V]
+}
+
+type lruItem[K comparable, V any] struct {
+	key  K
+	val  V
+	cost int
+}
+
+type lruFlight[V any] struct {
+	done chan struct{}
+	val  V
+	ok   bool // false: the computation panicked; a waiter computes itself
+}
+
+func newLRU[K comparable, V any](maxEntries, maxCost int) *lru[K, V] {
+	return &lru[K, V]{maxEntries: maxEntries, maxCost: maxCost, items: map[K]*list.Element{}, pending: map[K]*lruFlight[V]{}}
+}
+
+// do returns the value cached under k, or computes it with f and caches it
+// if cost fits.
+func (c *lru[K, V]) do(k K, cost int, f func() V) V {
+	c.mu.Lock()
+	if e, ok := c.items[k]; ok {
+		c.order.MoveToFront(e)
+		v := e.Value.(*lruItem[K, V]).val
+		c.mu.Unlock()
+		return v
+	}
+	if fl, ok := c.pending[k]; ok {
+		c.mu.Unlock()
+		<-fl.done
+		if fl.ok {
+			return fl.val
+		}
+		return f()
+	}
+	fl := &lruFlight[V]{done: make(chan struct{})}
+	c.pending[k] = fl
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, k)
+		if fl.ok {
+			c.addLocked(k, fl.val, cost)
+		}
+		c.mu.Unlock()
+		close(fl.done)
+	}()
+	fl.val = f()
+	fl.ok = true
+	return fl.val
+}
+
+func (c *lru[K, V]) addLocked(k K, v V, cost int) {
+	if cost > c.maxCost/10 {
+		return
+	}
+	c.items[k] = c.order.PushFront(&lruItem[K, V]{key: k, val: v, cost: cost})
+	c.cost += cost
+	for c.order.Len() > c.maxEntries || c.cost > c.maxCost {
+		e := c.order.Back()
+		it := e.Value.(*lruItem[K, V])
+		c.order.Remove(e)
+		delete(c.items, it.key)
+		c.cost -= it.cost
+	}
+}
+
+// len returns the number of cached values and their total cost.
+func (c *lru[K, V]) len() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len(), c.cost
 }
