@@ -243,21 +243,25 @@ func jitterBackoff(n int) time.Duration {
 // upstream configured first however fast the other answered (IM-7). An
 // unreachable upstream is reported and skipped (IM-8); the returned error
 // names every required upstream that failed.
+//
+// Registration does not wait for the slowest upstream: each listing is
+// applied as soon as it and every listing configured before it are in, so
+// when upstreams answer roughly in configuration order nearly everything is
+// registered, and served, by the time the last one answers. A refresh asked
+// for meanwhile waits until Start is done.
 func (im *Importer) Start(ctx context.Context) error {
-	listings := im.listAll(ctx, im.ups)
 	im.refreshMu.Lock()
 	defer im.refreshMu.Unlock()
 	var errs []error
-	for i, u := range im.ups {
-		l := listings[i]
+	im.listInOrder(ctx, func(u *upstream, l listing) {
 		if l.err != nil {
 			if u.spec.Required {
 				errs = append(errs, fmt.Errorf("required upstream %q: %w", u.spec.Name, l.err))
 			}
-			continue
+			return
 		}
 		im.apply(u, l)
-	}
+	})
 	return errors.Join(errs...)
 }
 
@@ -270,16 +274,29 @@ type listing struct {
 	err     error
 }
 
-func (im *Importer) listAll(ctx context.Context, ups []*upstream) []listing {
-	out := make([]listing, len(ups))
-	var wg sync.WaitGroup
-	for i, u := range ups {
-		wg.Go(func() {
+// listInOrder lists every upstream in parallel and hands each listing to
+// each in configuration order, as soon as that listing and all the ones
+// before it are in. It returns when every listing was handed over.
+func (im *Importer) listInOrder(ctx context.Context, each func(u *upstream, l listing)) {
+	n := len(im.ups)
+	out := make([]listing, n)
+	done := make(chan int, n)
+	for i, u := range im.ups {
+		go func() {
 			out[i] = im.list(ctx, u)
-		})
+			done <- i
+		}()
 	}
-	wg.Wait()
-	return out
+	in := make([]bool, n)
+	next := 0
+	for range n {
+		in[<-done] = true
+		for next < n && in[next] {
+			each(im.ups[next], out[next])
+			out[next] = listing{}
+			next++
+		}
+	}
 }
 
 // list connects if needed and reads the upstream's tools, then its
@@ -433,7 +450,7 @@ func (im *Importer) prepare(u *upstream, listed []RemoteTool) prepared {
 			}
 			continue
 		}
-		desc := fmt.Sprintf("MCP tool: %s", rt.Name) // IM-36
+		desc := "MCP tool: " + rt.Name // IM-36
 		if rt.Description != nil && *rt.Description != "" {
 			desc = *rt.Description
 		}
@@ -517,14 +534,13 @@ func (im *Importer) reclaim(except *upstream) {
 		if v == except {
 			continue
 		}
+		// apply replaces wanted and never changes its elements, so the
+		// slice can be read without a copy.
 		im.mu.Lock()
-		wanted := slices.Clone(v.wanted)
+		wanted := v.wanted
 		im.mu.Unlock()
 		claimed := false
-		for _, t := range wanted {
-			if cur, ok := im.reg.Get(t.Name); ok && cur.Source == v.spec.Name {
-				continue
-			}
+		for _, t := range im.reg.notHeld(v.spec.Name, wanted) {
 			if im.reg.Register(t) == nil {
 				claimed = true
 			}
@@ -645,18 +661,17 @@ func (im *Importer) Refresh(ctx context.Context, name string) (Diff, error) {
 // configuration order, so a name freed by one is claimable by the next in
 // the same refresh (IM-22). Unreachable upstreams keep their tools.
 func (im *Importer) RefreshAll(ctx context.Context) ([]Diff, error) {
-	listings := im.listAll(ctx, im.ups)
 	im.refreshMu.Lock()
 	defer im.refreshMu.Unlock()
 	var diffs []Diff
 	var errs []error
-	for i, u := range im.ups {
-		if listings[i].err != nil {
-			errs = append(errs, fmt.Errorf("upstream %q: %w", u.spec.Name, listings[i].err))
-			continue
+	im.listInOrder(ctx, func(u *upstream, l listing) {
+		if l.err != nil {
+			errs = append(errs, fmt.Errorf("upstream %q: %w", u.spec.Name, l.err))
+			return
 		}
-		diffs = append(diffs, im.apply(u, listings[i]))
-	}
+		diffs = append(diffs, im.apply(u, l))
+	})
 	return diffs, errors.Join(errs...)
 }
 

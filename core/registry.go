@@ -271,6 +271,20 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return e.tool, true
 }
 
+// notHeld returns the tools whose names source does not hold, under one
+// read lock.
+func (r *Registry) notHeld(source string, tools []Tool) []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Tool
+	for _, t := range tools {
+		if e, ok := r.tools[t.Name]; !ok || e.tool.Source != source {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Names returns every registered name that source owns ("" for native), sorted.
 func (r *Registry) Names(source string) []string {
 	r.mu.RLock()

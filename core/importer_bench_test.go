@@ -1,0 +1,51 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// bulkSpecs is n fake upstreams of m tools each, all sharing one schema as
+// the bench's bulk upstreams do.
+func bulkSpecs(n, m int) []UpstreamSpec {
+	specs := make([]UpstreamSpec, n)
+	for i := range specs {
+		tools := make([]RemoteTool, m)
+		for j := range tools {
+			tools[j] = FakeTool(fmt.Sprintf("tool_%04d", j), "Bulk tool.",
+				`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9-]{1,40}$"}}}`)
+		}
+		name := fmt.Sprintf("bulk%02d", i)
+		specs[i] = UpstreamSpec{Name: name, Prefix: name, Transport: "fake", Upstream: NewFakeUpstream(name, tools...)}
+	}
+	return specs
+}
+
+// BenchmarkImporterStart imports 20 upstreams × 100 tools into an empty
+// registry with a subscriber draining the events: the gateway's share of
+// start-up, without the network.
+func BenchmarkImporterStart(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		reg := NewRegistry(nil)
+		_, sub := reg.Bus().Subscribe(4096)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range sub.C() {
+			}
+		}()
+		im := NewImporter(reg, bulkSpecs(20, 100), nil)
+		b.StartTimer()
+		if err := im.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = im.Close()
+		reg.Bus().Close()
+		<-done
+		b.StartTimer()
+	}
+}
