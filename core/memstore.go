@@ -26,7 +26,10 @@ type MemStore struct {
 
 type approvalKey struct{ source, remoteName string }
 
-var _ Store = (*MemStore)(nil)
+var (
+	_ Store       = (*MemStore)(nil)
+	_ AuditQueuer = (*MemStore)(nil)
+)
 
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore {
@@ -124,6 +127,12 @@ func (m *MemStore) AppendAudit(ctx context.Context, r AuditRecord) error {
 	i := sort.Search(len(m.audit), func(i int) bool { return m.audit[i].Time.After(r.Time) })
 	m.audit = slices.Insert(m.audit, i, r)
 	return nil
+}
+
+// QueueAudit implements AuditQueuer: memory has nothing to wait for, so it
+// is AppendAudit.
+func (m *MemStore) QueueAudit(ctx context.Context, r AuditRecord) error {
+	return m.AppendAudit(ctx, r)
 }
 
 // Audit implements Store.

@@ -161,6 +161,26 @@ type Auditor interface {
 	AppendAudit(ctx context.Context, r AuditRecord) error
 }
 
+// AuditQueuer is an Auditor that can also take a record without waiting for
+// it to be committed. AppendAudit returns once its record is committed;
+// QueueAudit once the record is queued: the store commits it shortly after
+// (within milliseconds, together with whatever else is queued), in queue
+// order with appended records. Nothing queued is dropped: a full queue makes
+// QueueAudit wait (until ctx ends), Audit on the same handle first commits
+// everything queued before it, and Close commits everything queued before
+// it. What a crash of the process can lose is only what was still queued.
+//
+// A queued record that could not be written is reported by a later
+// QueueAudit on the same handle, as an error wrapping ErrAuditLost; that
+// call's own record was queued all the same.
+type AuditQueuer interface {
+	Auditor
+	QueueAudit(ctx context.Context, r AuditRecord) error
+}
+
+// ErrAuditLost: records queued earlier could not be written.
+var ErrAuditLost = errors.New("queued audit records were lost")
+
 // CallFinished is published for every served call (CO-7's activity feed).
 type CallFinished struct{ Record AuditRecord }
 

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,11 +56,10 @@ type Store struct {
 	closed    atomic.Bool
 	firstUses atomic.Int64
 
-	// flushMu: one audit batch is written at a time.
-	flushMu sync.Mutex
-	// auditMu guards pending, the batch the next writer takes.
-	auditMu sync.Mutex
-	pending *auditBatch
+	// audit is the queue the flusher goroutine writes the audit log from,
+	// with insert, prepared once on w.
+	audit  *auditQueue
+	insert *sql.Stmt
 }
 
 var _ core.Store = (*Store)(nil)
@@ -98,6 +96,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", abs, err)
 	}
 	s.r.SetMaxOpenConns(maxReaders)
+	if s.insert, err = s.w.PrepareContext(ctx, insertAuditSQL); err != nil {
+		_ = s.r.Close()
+		_ = s.w.Close()
+		return nil, s.wrap("prepare", err)
+	}
+	s.audit = newAuditQueue()
+	go s.audit.run(s.insertAudit)
 	return s, nil
 }
 
@@ -176,8 +181,23 @@ func (s *Store) init(ctx context.Context) error {
 		return err
 	}
 	var mode string
-	if err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		return s.wrap("enable WAL", err)
+	// Switching a new file to WAL needs it to itself; while other handles
+	// open it at the same moment SQLite can answer SQLITE_BUSY at once,
+	// without waiting out the busy timeout, so wait here.
+	for deadline := time.Now().Add(busyTimeout); ; {
+		err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil {
+			break
+		}
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return s.wrap("enable WAL", err)
+		}
+		select {
+		case <-ctx.Done():
+			return s.wrap("enable WAL", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("store %s: journal mode is %q, could not switch to WAL", s.path, mode)
@@ -411,85 +431,12 @@ func (s *Store) UseToken(ctx context.Context, tokenID string, expires time.Time)
 	return n == 1, nil
 }
 
-// AppendAudit implements core.Store.
-func (s *Store) AppendAudit(ctx context.Context, r core.AuditRecord) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if r.Time.IsZero() {
-		r.Time = s.now()
-	}
-	if _, ok := unixNano(r.Time); !ok {
-		return fmt.Errorf("append audit: time %v is outside the years 1678-2262", r.Time)
-	}
-	// Group commit: the first caller of a batch writes it; callers that
-	// arrive while an earlier batch is being written join the next one.
-	// Every caller still returns only after its record is committed, but
-	// concurrent calls share one transaction instead of queueing for one
-	// each behind the single writer.
-	s.auditMu.Lock()
-	b := s.pending
-	leader := b == nil
-	if leader {
-		b = &auditBatch{done: make(chan struct{})}
-		s.pending = b
-	}
-	b.recs = append(b.recs, r)
-	s.auditMu.Unlock()
-	if !leader {
-		<-b.done
-		return b.err
-	}
-	s.flushMu.Lock()
-	s.auditMu.Lock()
-	s.pending = nil
-	recs := b.recs
-	s.auditMu.Unlock()
-	b.err = s.insertAudit(context.WithoutCancel(ctx), recs)
-	s.flushMu.Unlock()
-	close(b.done)
-	return b.err
-}
-
-// auditBatch is the records committed together and what came of it.
-type auditBatch struct {
-	recs []core.AuditRecord
-	done chan struct{}
-	err  error
-}
-
-func (s *Store) insertAudit(ctx context.Context, recs []core.AuditRecord) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return s.wrap("append audit", err)
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `
-		INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return s.wrap("append audit", err)
-	}
-	defer stmt.Close()
-	for _, r := range recs {
-		at, _ := unixNano(r.Time)
-		if _, err := stmt.ExecContext(ctx, at, r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-			r.ArgsHash, r.Outcome, int64(r.Latency), r.ConfirmTokenID, r.CallID); err != nil {
-			return s.wrap("append audit", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return s.wrap("append audit", err)
-	}
-	return nil
-}
-
 // Audit implements core.Store.
 func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecord, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
+	s.audit.flush() // the records this handle queued before the query are in
 	since := int64(math.MinInt64)
 	if !q.Since.IsZero() {
 		since, _ = unixNano(q.Since) // clamped: out of range still orders right
@@ -536,11 +483,13 @@ func unixNano(t time.Time) (n int64, ok bool) {
 	return t.UnixNano(), true
 }
 
-// Close implements core.Store. The last connection to close checkpoints the
-// WAL into the main file.
+// Close implements core.Store. Every audit record queued before it is
+// committed first. The last connection to close checkpoints the WAL into the
+// main file.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	s.audit.close()
+	return errors.Join(s.insert.Close(), s.r.Close(), s.w.Close())
 }

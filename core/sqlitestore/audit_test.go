@@ -1,0 +1,281 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/storetest"
+)
+
+func auditIDs(t *testing.T, s *Store) map[string]int {
+	t.Helper()
+	recs, err := s.Audit(context.Background(), core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int{}
+	for _, r := range recs {
+		ids[r.CallID]++
+	}
+	return ids
+}
+
+// OP-6: queued records are committed on Close, and found after a reopen;
+// records queued by many goroutines at once are each written once.
+func TestQueuedAuditSurvivesCloseOP6(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	s := mustOpen(t, path)
+	const writers, each = 8, 300
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprintf("w%d-%d", w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "late")); !errors.Is(err, core.ErrStoreClosed) {
+		t.Errorf("QueueAudit after Close = %v, want ErrStoreClosed", err)
+	}
+	ids := auditIDs(t, mustOpen(t, path))
+	if len(ids) != writers*each {
+		t.Fatalf("%d records after reopen, want %d", len(ids), writers*each)
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("record %s written %d times", id, n)
+		}
+	}
+}
+
+// OP-6: Close while writers are still queueing loses nothing that was
+// accepted: every QueueAudit that returned nil is in the file.
+func TestCloseDuringQueueingOP6(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	s := mustOpen(t, path)
+	var mu sync.Mutex
+	accepted := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), id))
+				if err != nil {
+					if !errors.Is(err, core.ErrStoreClosed) {
+						t.Error(err)
+					}
+					return
+				}
+				mu.Lock()
+				accepted[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	ids := auditIDs(t, mustOpen(t, path))
+	for id := range accepted {
+		if ids[id] != 1 {
+			t.Errorf("accepted record %s written %d times", id, ids[id])
+		}
+	}
+	if len(accepted) == 0 {
+		t.Fatal("nothing was queued before Close")
+	}
+}
+
+// OP-6: AppendAudit returns only once its record is committed: another
+// handle on the file (another process, say) sees it at once. A queued
+// record reaches the file moments later without anybody asking.
+func TestAppendCommitsQueueFollowsOP6(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	a, b := mustOpen(t, path), mustOpen(t, path)
+	if err := a.AppendAudit(ctx, storetest.FullAuditRecord(time.Now(), "appended")); err != nil {
+		t.Fatal(err)
+	}
+	if ids := auditIDs(t, b); ids["appended"] != 1 {
+		t.Fatalf("another handle does not see an appended record: %v", ids)
+	}
+	if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "queued")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for auditIDs(t, b)["queued"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a queued record never reached the file")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The handle that queued sees its own records at once.
+	for i := range 20 {
+		if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("q", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(auditIDs(t, a)); n != 22 {
+		t.Fatalf("Audit on the queueing handle sees %d records, want 22", n)
+	}
+}
+
+// OP-6: a full queue makes writers wait (backpressure) instead of dropping
+// records; a waiting writer whose context ends gives up with its error and
+// its record is not written.
+func TestFullQueueWaitsOP6(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	s := mustOpen(t, path)
+	// Another handle holds SQLite's write lock, so the flusher cannot
+	// write and the queue fills.
+	blocker := mustOpen(t, path)
+	conn, err := blocker.w.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer release()
+
+	// The first record is taken by the flusher, which then waits for the
+	// lock; the next auditQueueMax fill the queue.
+	if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "first")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.audit.mu.Lock()
+		taken := s.audit.writing != nil
+		s.audit.mu.Unlock()
+		if taken {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the flusher never took the first record")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range auditQueueMax {
+		if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("fill-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := s.QueueAudit(cctx, storetest.FullAuditRecord(time.Now(), "gave-up")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("QueueAudit on a full queue = %v, want it to wait until its context ends", err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "waited")) }()
+	select {
+	case err := <-done:
+		t.Fatalf("QueueAudit on a full queue returned %v without waiting", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(busyTimeout):
+		t.Fatal("QueueAudit still waits after the queue drained")
+	}
+	ids := auditIDs(t, s)
+	if len(ids) != auditQueueMax+2 || ids["first"] != 1 || ids["waited"] != 1 || ids["gave-up"] != 0 {
+		t.Fatalf("%d records (first %d, waited %d, gave-up %d), want %d", len(ids), ids["first"], ids["waited"], ids["gave-up"], auditQueueMax+2)
+	}
+}
+
+// OP-6: queued records whose write failed are reported to the next
+// QueueAudit (wrapping core.ErrAuditLost, with the count); a caller that
+// waited for its record gets the error itself and is not counted again.
+func TestLostQueuedRecordsAreReportedOP6(t *testing.T) {
+	q := newAuditQueue()
+	fail := errors.New("disk full")
+	var mu sync.Mutex
+	failing := true
+	var written []string
+	go q.run(func(recs []core.AuditRecord) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return fail
+		}
+		for _, r := range recs {
+			written = append(written, r.CallID)
+		}
+		return nil
+	})
+	ctx := context.Background()
+	rec := func(id string) core.AuditRecord { return core.AuditRecord{Time: time.Now(), CallID: id} }
+
+	b, _, err := q.put(ctx, rec("waited"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.done
+	if !errors.Is(b.err, fail) {
+		t.Fatalf("waiting caller got %v, want the write error", b.err)
+	}
+	for _, id := range []string{"q1", "q2"} {
+		if _, lost, err := q.put(ctx, rec(id), false); err != nil || lost != nil {
+			t.Fatalf("put %s: %v, %v", id, lost, err)
+		}
+	}
+	q.flush()
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	_, lost, err := q.put(ctx, rec("q3"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(lost, core.ErrAuditLost) || !errors.Is(lost, fail) {
+		t.Fatalf("next put reports %v, want ErrAuditLost wrapping the write error", lost)
+	}
+	if want := "2 record(s)"; !strings.Contains(lost.Error(), want) {
+		t.Errorf("report %q does not count %s", lost, want)
+	}
+	if _, lost, _ := q.put(ctx, rec("q4"), false); lost != nil {
+		t.Errorf("a loss was reported twice: %v", lost)
+	}
+	q.close()
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(written) != "[q3 q4]" {
+		t.Errorf("written after the failure: %v, want [q3 q4]", written)
+	}
+}
