@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -53,17 +54,21 @@ type benchConfig struct {
 	Upstreams     int     `json:"upstreams"`     // start-up: upstreams
 	UpstreamTools int     `json:"upstreamTools"` // start-up: tools per upstream
 	ListDelayMs   float64 `json:"listDelayMs"`   // start-up: the slowest upstream's simulated list latency
-	StartupRounds int     `json:"startupRounds"`
-	CPUs          int     `json:"cpus"`
-	GOMAXPROCS    int     `json:"gomaxprocs"`
-	GoVersion     string  `json:"goVersion"`
-	OS            string  `json:"os"`
+	// StartupOrder is how list latency grows along the configuration:
+	// "ascending" (the slowest upstream configured last), "descending" or
+	// "shuffled".
+	StartupOrder  string `json:"startupOrder"`
+	StartupRounds int    `json:"startupRounds"`
+	CPUs          int    `json:"cpus"`
+	GOMAXPROCS    int    `json:"gomaxprocs"`
+	GoVersion     string `json:"goVersion"`
+	OS            string `json:"os"`
 }
 
 func defaultBenchConfig(quick bool) benchConfig {
 	c := benchConfig{
 		Quick: quick, Calls: 2000, Sessions: 16, Seconds: 5, Rounds: 5, IdleSessions: 1000,
-		Upstreams: 20, UpstreamTools: 100, ListDelayMs: 200, StartupRounds: 3,
+		Upstreams: 20, UpstreamTools: 100, ListDelayMs: 200, StartupRounds: 3, StartupOrder: "ascending",
 	}
 	if quick {
 		c.Calls, c.Seconds, c.Rounds, c.IdleSessions, c.StartupRounds = 300, 2, 3, 200, 1
@@ -77,7 +82,7 @@ func defaultBenchConfig(quick bool) benchConfig {
 // and experiments.
 var benchHidden = map[string]bool{
 	"calls": true, "sessions": true, "seconds": true, "rounds": true, "idle-sessions": true,
-	"upstreams": true, "upstream-tools": true, "list-delay": true, "startup-rounds": true,
+	"upstreams": true, "upstream-tools": true, "list-delay": true, "startup-rounds": true, "startup-order": true,
 }
 
 func runBench(ctx context.Context, c *cli, args []string) int {
@@ -95,6 +100,7 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	upstreamTools := fs.Int("upstream-tools", 0, "start-up: tools per upstream")
 	listDelay := fs.Duration("list-delay", 0, "start-up: the slowest upstream's simulated list latency")
 	startupRounds := fs.Int("startup-rounds", 0, "start-up rounds")
+	startupOrder := fs.String("startup-order", "", "start-up: list latency along the configuration: ascending, descending or shuffled")
 	fs.Usage = benchUsage(c, fs)
 	if code, ok := c.parse(fs, args); !ok {
 		return code
@@ -130,6 +136,14 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	}
 	if *listDelay > 0 {
 		cfg.ListDelayMs = float64(*listDelay) / float64(time.Millisecond)
+	}
+	switch *startupOrder {
+	case "":
+	case "ascending", "descending", "shuffled":
+		cfg.StartupOrder = *startupOrder
+	default:
+		fmt.Fprintf(c.stderr, "toolgate bench: --startup-order must be ascending, descending or shuffled, not %q\n", *startupOrder)
+		return 2
 	}
 	self, ok := lookupEnv(SelfEnv)
 	if !ok {
@@ -228,19 +242,24 @@ type transportResult struct {
 }
 
 type startupRound struct {
-	GatewayMs float64 `json:"gatewayMs"`
-	SlowestMs float64 `json:"slowestUpstreamMs"`
-	SerialMs  float64 `json:"serialMs"`
-	Ratio     float64 `json:"ratio"`
+	GatewayMs  float64 `json:"gatewayMs"`
+	SlowestMs  float64 `json:"slowestUpstreamMs"`
+	SerialMs   float64 `json:"serialMs"`
+	ParallelMs float64 `json:"parallelMs"`
+	Ratio      float64 `json:"ratio"`
 }
 
 type startupResult struct {
-	Upstreams     int            `json:"upstreams"`
-	ToolsEach     int            `json:"toolsEach"`
-	ListDelayMs   float64        `json:"listDelayMs"`
-	GatewayMs     float64        `json:"gatewayMs"`
-	SlowestMs     float64        `json:"slowestUpstreamMs"`
-	SerialMs      float64        `json:"serialMs"`
+	Upstreams   int     `json:"upstreams"`
+	ToolsEach   int     `json:"toolsEach"`
+	ListDelayMs float64 `json:"listDelayMs"`
+	GatewayMs   float64 `json:"gatewayMs"`
+	SlowestMs   float64 `json:"slowestUpstreamMs"`
+	SerialMs    float64 `json:"serialMs"`
+	// ParallelMs is a plain client connecting to and listing every upstream
+	// at once, for comparison: what the machine allows without a gateway.
+	// The ratio is against SlowestMs.
+	ParallelMs    float64        `json:"parallelMs"`
 	Ratio         float64        `json:"ratio"`
 	Rounds        []startupRound `json:"rounds"`
 	Errors        int            `json:"errors"`
@@ -1039,7 +1058,9 @@ func serveBulk(ctx context.Context, wg *sync.WaitGroup, tools int, delay time.Du
 // measureStartup times, in interleaved rounds, each of U bulk upstreams
 // connected to and listed alone (direct), then a gateway importing all of
 // them until an MCP client is served every tool. Upstream i answers
-// tools/list after listDelay·(i+1)/U, so the slowest takes listDelay.
+// tools/list after listDelay·(i+1)/U, so the slowest takes listDelay; with
+// the descending order it is upstream U-1-i, with shuffled a fixed
+// permutation.
 func measureStartup(ctx context.Context, cfg benchConfig, hc *http.Client, tmp string) startupResult {
 	out := startupResult{Upstreams: cfg.Upstreams, ToolsEach: cfg.UpstreamTools, ListDelayMs: cfg.ListDelayMs, ToolsExpected: cfg.Upstreams * cfg.UpstreamTools}
 	sctx, stop := context.WithCancel(ctx)
@@ -1047,8 +1068,9 @@ func measureStartup(ctx context.Context, cfg benchConfig, hc *http.Client, tmp s
 	defer servers.Wait()
 	defer stop()
 	ups := make([]config.Upstream, cfg.Upstreams)
+	rank := startupRanks(cfg.Upstreams, cfg.StartupOrder)
 	for i := range ups {
-		delay := time.Duration(cfg.ListDelayMs * float64(time.Millisecond) * float64(i+1) / float64(cfg.Upstreams))
+		delay := time.Duration(cfg.ListDelayMs * float64(time.Millisecond) * float64(rank[i]+1) / float64(cfg.Upstreams))
 		url, err := serveBulk(sctx, &servers, cfg.UpstreamTools, delay)
 		if err != nil {
 			out.Errors++
@@ -1056,12 +1078,16 @@ func measureStartup(ctx context.Context, cfg benchConfig, hc *http.Client, tmp s
 		}
 		ups[i] = config.Upstream{Name: fmt.Sprintf("bulk%02d", i), URL: url, Transport: config.TransportHTTP, Roles: []string{benchRole}}
 	}
-	var gws, slows, serials, rs []float64
+	var gws, slows, serials, pars, rs []float64
 	for round := range cfg.StartupRounds {
 		if ctx.Err() != nil {
 			break
 		}
 		slowest, serial, ok := startupDirect(ctx, ups, cfg.UpstreamTools)
+		if !ok {
+			out.Errors++
+		}
+		parallel, ok := startupDirectParallel(ctx, ups, cfg.UpstreamTools)
 		if !ok {
 			out.Errors++
 		}
@@ -1071,12 +1097,30 @@ func measureStartup(ctx context.Context, cfg benchConfig, hc *http.Client, tmp s
 			out.Errors++
 		}
 		out.ToolsServed = served
-		r := startupRound{GatewayMs: ms(gwTime), SlowestMs: ms(slowest), SerialMs: ms(serial), Ratio: round3(ratio(float64(gwTime), float64(slowest)))}
+		r := startupRound{GatewayMs: ms(gwTime), SlowestMs: ms(slowest), SerialMs: ms(serial), ParallelMs: ms(parallel),
+			Ratio: round3(ratio(float64(gwTime), float64(slowest)))}
 		out.Rounds = append(out.Rounds, r)
-		gws, slows, serials, rs = append(gws, r.GatewayMs), append(slows, r.SlowestMs), append(serials, r.SerialMs), append(rs, r.Ratio)
+		gws, slows, serials, pars, rs = append(gws, r.GatewayMs), append(slows, r.SlowestMs), append(serials, r.SerialMs), append(pars, r.ParallelMs), append(rs, r.Ratio)
 	}
-	out.GatewayMs, out.SlowestMs, out.SerialMs, out.Ratio = median(gws), median(slows), median(serials), median(rs)
+	out.GatewayMs, out.SlowestMs, out.SerialMs, out.ParallelMs, out.Ratio = median(gws), median(slows), median(serials), median(pars), median(rs)
 	return out
+}
+
+// startupRanks gives each configured upstream its rank in list latency
+// (0 fastest): in configuration order, reversed, or a fixed permutation.
+func startupRanks(n int, order string) []int {
+	rank := make([]int, n)
+	for i := range rank {
+		rank[i] = i
+	}
+	switch order {
+	case "descending":
+		slices.Reverse(rank)
+	case "shuffled":
+		r := mrand.New(mrand.NewPCG(8, 8)) // the same permutation every run
+		r.Shuffle(n, func(i, j int) { rank[i], rank[j] = rank[j], rank[i] })
+	}
+	return rank
 }
 
 // startupDirect connects to and lists each upstream alone, one after the
@@ -1109,21 +1153,58 @@ func startupDirect(ctx context.Context, ups []config.Upstream, want int) (slowes
 	return slowest, serial, ok
 }
 
-// startupGateway starts a gateway over ups as serve does and times the
-// import until a client's tools/list returns every tool.
+// startupDirectParallel connects to and lists every upstream at once with
+// the gateway's own upstream client, and returns when all have answered.
+func startupDirectParallel(ctx context.Context, ups []config.Upstream, want int) (time.Duration, bool) {
+	clients := make([]core.Upstream, len(ups))
+	for i, u := range ups {
+		up, err := newUpstream(u)
+		if err != nil {
+			return 0, false
+		}
+		clients[i] = up
+	}
+	defer func() {
+		for _, up := range clients {
+			_ = up.Close()
+		}
+	}()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, up := range clients {
+		wg.Go(func() {
+			_, err := up.Connect(cctx)
+			var tools []core.RemoteTool
+			if err == nil {
+				tools, err = up.ListTools(cctx)
+			}
+			if err != nil || len(tools) != want {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), !failed.Load()
+}
+
+// startupGateway starts a gateway over ups as serve does (opening the
+// store, building the endpoints, then importing) and times it until a
+// client's tools/list returns every tool.
 func startupGateway(ctx context.Context, hc *http.Client, ups []config.Upstream, store string, want int) (time.Duration, int, bool) {
 	key := randomHex(24)
 	gcfg, err := benchGatewayConfig(key, store, ups)
 	if err != nil {
 		return 0, 0, false
 	}
+	start := time.Now()
 	gw, err := startLive(ctx, gcfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return 0, 0, false
 	}
 	defer gw.stop()
-
-	start := time.Now()
 	if err := gw.importAll(ctx); err != nil {
 		return 0, 0, false
 	}
@@ -1339,7 +1420,9 @@ func (r *benchResult) print(w io.Writer) {
 	s := r.Startup
 	fmt.Fprintf(w, "start-up               %d upstreams × %d tools served in %.0f ms; slowest upstream alone %.0f ms, all one after another %.0f ms; ratio %.2f\n",
 		s.Upstreams, s.ToolsEach, s.GatewayMs, s.SlowestMs, s.SerialMs, s.Ratio)
-	fmt.Fprintf(w, "                       (upstream i answers tools/list after %g ms·i/%d, simulated; %d round(s))\n", s.ListDelayMs, s.Upstreams, len(s.Rounds))
+	fmt.Fprintf(w, "                       (for comparison, not the ratio's base: a plain client listing all at once %.0f ms)\n", s.ParallelMs)
+	fmt.Fprintf(w, "                       (the upstream of rank i answers tools/list after %g ms·i/%d, simulated, ranks %s along the configuration; %d round(s))\n",
+		s.ListDelayMs, s.Upstreams, c.StartupOrder, len(s.Rounds))
 	fmt.Fprintf(w, "errors                 %d\n", r.Errors)
 	for _, t := range []transportResult{r.HTTP, r.Stdio} {
 		if t.Errors > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,15 +22,17 @@ func TestBenchQuickJSON(t *testing.T) {
 		"--quick", "--json",
 		"--calls", "12", "--sessions", "2", "--seconds", "0.2", "--rounds", "2",
 		"--idle-sessions", "10", "--upstreams", "3", "--upstream-tools", "4", "--list-delay", "20ms", "--startup-rounds", "1",
+		"--startup-order", "shuffled",
 	})
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout: %s", code, errOut.String(), out.String())
 	}
 	var res struct {
 		Config struct {
-			Quick    bool `json:"quick"`
-			Calls    int  `json:"calls"`
-			Sessions int  `json:"sessions"`
+			Quick        bool   `json:"quick"`
+			Calls        int    `json:"calls"`
+			Sessions     int    `json:"sessions"`
+			StartupOrder string `json:"startupOrder"`
 		} `json:"config"`
 		HTTP             map[string]json.RawMessage `json:"http"`
 		Stdio            map[string]json.RawMessage `json:"stdio"`
@@ -45,7 +48,7 @@ func TestBenchQuickJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("not one JSON object: %v\n%s", err, out.String())
 	}
-	if !res.Config.Quick || res.Config.Calls != 12 || res.Config.Sessions != 2 {
+	if !res.Config.Quick || res.Config.Calls != 12 || res.Config.Sessions != 2 || res.Config.StartupOrder != "shuffled" {
 		t.Errorf("config not echoed: %+v", res.Config)
 	}
 	for name, tr := range map[string]map[string]json.RawMessage{"http": res.HTTP, "stdio": res.Stdio} {
@@ -79,6 +82,26 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 }
 
+// Every order ranks each upstream once.
+func TestBenchStartupRanks(t *testing.T) {
+	for _, order := range []string{"ascending", "descending", "shuffled"} {
+		r := startupRanks(20, order)
+		seen := map[int]bool{}
+		for _, v := range r {
+			seen[v] = true
+		}
+		if len(seen) != 20 || slices.Min(r) != 0 || slices.Max(r) != 19 {
+			t.Errorf("%s: %v is not a permutation of 0..19", order, r)
+		}
+		if order == "descending" && r[0] != 19 {
+			t.Errorf("descending: the slowest is not configured first: %v", r)
+		}
+		if order == "shuffled" && !slices.Equal(r, startupRanks(20, order)) {
+			t.Errorf("shuffled differs between calls")
+		}
+	}
+}
+
 // The sizes for tests stay out of --help; bad values are usage errors.
 func TestBenchFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
@@ -97,7 +120,7 @@ func TestBenchFlags(t *testing.T) {
 			t.Errorf("--help shows the hidden flag %s:\n%s", name, help)
 		}
 	}
-	for _, args := range [][]string{{"--calls", "-1"}, {"--seconds", "-2"}, {"--bogus"}, {"extra"}} {
+	for _, args := range [][]string{{"--calls", "-1"}, {"--seconds", "-2"}, {"--startup-order", "sideways"}, {"--bogus"}, {"extra"}} {
 		errOut.Reset()
 		if code := runBench(context.Background(), c, args); code != 2 || errOut.Len() == 0 {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut.String())
