@@ -74,6 +74,7 @@ type Endpoint struct {
 	opts   EndpointOptions
 	levels logLevels
 	asks   pendingRequests
+	listed listedTools
 	mcp    *server.MCPServer
 	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
@@ -182,24 +183,54 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 func (e *Endpoint) follow() {
 	defer e.synced.Done()
 	for ev := range e.sub.C() {
-		switch d := ev.Data.(type) {
-		case core.ToolRegistered:
-			e.addTool(d.Tool)
-		case core.ToolUpdated:
-			e.mcp.DeleteTools(d.Old.Name)
-			e.addTool(d.New)
-		case core.ToolUnregistered:
-			e.mcp.DeleteTools(d.Tool.Name)
-		case core.RefreshApplied:
-			e.syncCatalog()
-		case core.ToolReviewed:
-			// A review decision changes what actors may see without
-			// touching the tool table.
-			e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
-		case core.Resync:
-			e.setTools(e.sub.Resync().Tools)
-			e.syncCatalog()
+		// Registrations come in bursts (an import registers a whole
+		// upstream at once): what is already queued goes to mcp-go in one
+		// batch, with one list_changed, instead of one tool at a time.
+		var added []server.ServerTool
+		flush := func() {
+			if len(added) > 0 {
+				e.mcp.AddTools(added...)
+				added = nil
+			}
 		}
+		for {
+			if d, ok := ev.Data.(core.ToolRegistered); ok {
+				if st, ok := e.serverTool(d.Tool); ok {
+					added = append(added, st)
+				}
+			} else {
+				flush()
+				e.apply(ev)
+			}
+			var more bool
+			select {
+			case ev, more = <-e.sub.C():
+			default:
+			}
+			if !more {
+				break
+			}
+		}
+		flush()
+	}
+}
+
+func (e *Endpoint) apply(ev core.Event) {
+	switch d := ev.Data.(type) {
+	case core.ToolUpdated:
+		e.deleteTool(d.Old.Name)
+		e.addTool(d.New)
+	case core.ToolUnregistered:
+		e.deleteTool(d.Tool.Name)
+	case core.RefreshApplied:
+		e.syncCatalog()
+	case core.ToolReviewed:
+		// A review decision changes what actors may see without
+		// touching the tool table.
+		e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
+	case core.Resync:
+		e.setTools(e.sub.Resync().Tools)
+		e.syncCatalog()
 	}
 }
 
@@ -211,19 +242,40 @@ func (e *Endpoint) served(t core.ToolInfo) bool {
 }
 
 func (e *Endpoint) setTools(tools []core.ToolInfo) {
+	e.listed.reset()
 	var st []server.ServerTool
 	for _, t := range tools {
-		if tool, ok := e.mcpTool(t); ok {
-			st = append(st, server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name, t.Kind)})
+		if tool, ok := e.serverTool(t); ok {
+			st = append(st, tool)
 		}
 	}
 	e.mcp.SetTools(st...)
 }
 
 func (e *Endpoint) addTool(t core.ToolInfo) {
-	if tool, ok := e.mcpTool(t); ok {
-		e.mcp.AddTool(tool, e.callHandler(t.Name, t.Kind))
+	if st, ok := e.serverTool(t); ok {
+		e.mcp.AddTools(st)
 	}
+}
+
+func (e *Endpoint) deleteTool(name string) {
+	e.listed.remove(name)
+	e.mcp.DeleteTools(name)
+}
+
+// serverTool is t as mcp-go serves it, and records its listing JSON.
+func (e *Endpoint) serverTool(t core.ToolInfo) (server.ServerTool, bool) {
+	tool, ok := e.mcpTool(t)
+	if !ok {
+		return server.ServerTool{}, false
+	}
+	raw, err := listingJSON(tool, t.Annotations)
+	if err != nil {
+		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
+		return server.ServerTool{}, false
+	}
+	e.listed.set(t.Name, raw)
+	return server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name, t.Kind)}, true
 }
 
 // mcpTool is the advertised definition: the schema verbatim (IM-17), for
@@ -438,7 +490,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cs := newCallStream(w)
 	r = r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs))
-	if !e.serveCall(cs, r, body, id) {
+	if !e.serveCall(cs, r, body, id) && !e.serveList(cs, r, body, id) {
 		e.cancelFast(body, id)
 		e.http.ServeHTTP(cs, r)
 	}

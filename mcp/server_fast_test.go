@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp"
@@ -103,5 +106,76 @@ func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
 	res := c.call("tools/call", map[string]any{"name": "json_schema_2020_12_tool", "arguments": map[string]any{"name": "x", "address": map[string]any{"city": "y"}, "extra": 1}})
 	if !strings.Contains(string(res["result"]), `"isError":true`) || strings.Contains(string(res["result"]), "ok ") {
 		t.Fatalf("a call breaking the schema (no street, an extra property) ran: %s", res["result"])
+	}
+}
+
+// tools/list from the kept JSON says what mcp-go's listing says (the
+// stateless endpoint still lists through mcp-go), per actor, and keeps
+// annotation keys mcp-go has no field for.
+func TestEndpointListMatchesMcpGo(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	echo := func(context.Context, json.RawMessage) (core.Result, error) { return core.TextResult("ok"), nil }
+	for _, tl := range []core.Tool{
+		{Name: "b_read", Source: "up", Kind: core.KindRead, Description: "Reads.", Handler: echo,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+			Annotations: json.RawMessage(`{"readOnlyHint":true,"title":"Read"}`)},
+		{Name: "a_plain", Kind: core.KindRead, Description: "Plain.", Handler: echo},
+		{Name: "c_admin", Kind: core.KindRead, Description: "Admins.", Roles: []string{"ADMIN"}, Handler: echo},
+	} {
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mux := http.NewServeMux()
+	for _, path := range []string{"/fast", "/lib"} {
+		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: path, Registry: reg, Actor: testActor, Stateless: path == "/lib"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ep.Close(context.Background()) })
+		mux.Handle(path, testAuth(ep))
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	list := func(path string) []any {
+		c := &rpcClient{t: t, url: srv.URL + path, actor: "m", roles: "MEMBER"}
+		if path == "/fast" {
+			c.initialize()
+		}
+		res := c.call("tools/list", map[string]any{})
+		var out struct {
+			Tools []any `json:"tools"`
+		}
+		if err := json.Unmarshal(res["result"], &out); err != nil {
+			t.Fatalf("%s: %s", path, res["error"])
+		}
+		return out.Tools
+	}
+	fast, lib := list("/fast"), list("/lib")
+	if !reflect.DeepEqual(fast, lib) {
+		f, _ := json.Marshal(fast)
+		l, _ := json.Marshal(lib)
+		t.Fatalf("listings differ\nkept JSON %s\nmcp-go    %s", f, l)
+	}
+	if len(fast) != 2 {
+		t.Fatalf("listed %d tools, want a_plain and b_read", len(fast))
+	}
+
+	// A key mcp-go would drop survives.
+	if err := reg.Register(core.Tool{Name: "d_vendor", Kind: core.KindRead, Description: "Vendor.", Handler: echo,
+		Annotations: json.RawMessage(`{"readOnlyHint":true,"x-vendor":{"tier":2}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		raw, _ := json.Marshal(list("/fast"))
+		if strings.Contains(string(raw), `"x-vendor":{"tier":2}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("annotations lost a key: %s", raw)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
