@@ -22,6 +22,8 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -276,15 +278,18 @@ type benchResult struct {
 	RSSLoadBytes int64 `json:"rssLoadBytes"`
 	// Per idle session: heap growth after GC (the headline number), RSS
 	// growth and goroutines.
-	IdleSessionBytes      float64       `json:"idleSessionBytes"`
-	IdleSessionRSSBytes   float64       `json:"idleSessionRssBytes"`
-	IdleSessionGoroutines float64       `json:"idleSessionGoroutines"`
-	IdleSessionErrors     int           `json:"idleSessionErrors"`
-	Startup               startupResult `json:"startup"`
-	StartupRatio          float64       `json:"startupRatio"`
-	Errors                int           `json:"errors"`
-	ElapsedSeconds        float64       `json:"elapsedSeconds"`
-	Method                string        `json:"method"`
+	IdleSessionBytes      float64 `json:"idleSessionBytes"`
+	IdleSessionRSSBytes   float64 `json:"idleSessionRssBytes"`
+	IdleSessionGoroutines float64 `json:"idleSessionGoroutines"`
+	IdleSessionErrors     int     `json:"idleSessionErrors"`
+	// HopFloor is a bare reverse proxy on the same loopback hop, measured
+	// like the gateway: what adding the hop costs before any gateway work.
+	HopFloor       hopFloor      `json:"httpHopFloor"`
+	Startup        startupResult `json:"startup"`
+	StartupRatio   float64       `json:"startupRatio"`
+	Errors         int           `json:"errors"`
+	ElapsedSeconds float64       `json:"elapsedSeconds"`
+	Method         string        `json:"method"`
 }
 
 const benchMethod = "Interleaved rounds (direct, then via the gateway) per transport; ratios are via/direct per round, median over rounds. " +
@@ -356,7 +361,24 @@ func benchRun(ctx context.Context, cfg benchConfig, self, cpuProfile string, pro
 		return nil, err
 	}
 
+	// A bare reverse proxy in front of the same echo: no auth, no parse.
+	hopLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hopTarget, _ := url.Parse("http://" + echoLn.Addr().String())
+	hop := httputil.NewSingleHostReverseProxy(hopTarget)
+	hopTransport := http.DefaultTransport.(*http.Transport).Clone()
+	hopTransport.MaxIdleConnsPerHost = 64 // as the gateway's upstream client
+	hop.Transport = hopTransport
+	hop.FlushInterval = -1
+	hopSrv := &http.Server{Handler: hop, ReadHeaderTimeout: 10 * time.Second}
+	servers.Go(func() { _ = hopSrv.Serve(hopLn) })
+	context.AfterFunc(ctx, func() { _ = hopSrv.Close() })
+	hopURL := "http://" + hopLn.Addr().String() + "/mcp"
+
 	paths := benchPaths{
+		httpHop:    func() (caller, error) { return newHTTPCaller(ctx, hc, hopURL, "", "echo") },
 		httpDirect: func() (caller, error) { return newHTTPCaller(ctx, hc, echoURL, "", "echo") },
 		httpVia:    func() (caller, error) { return newHTTPCaller(ctx, hc, gwURL, key, "http_echo") },
 		stdioDirect: func() (caller, error) {
@@ -687,6 +709,17 @@ func timedCall(ctx context.Context, c caller) (time.Duration, error) {
 
 type benchPaths struct {
 	httpDirect, httpVia, stdioDirect, stdioVia func() (caller, error)
+	// httpHop goes through a bare reverse proxy to the HTTP echo.
+	httpHop func() (caller, error)
+}
+
+// hopFloor is the bare proxy's ratios to the direct path.
+type hopFloor struct {
+	Path        string  `json:"path"`
+	SeqP50Ratio float64 `json:"seqP50Ratio"`
+	SeqP99Ratio float64 `json:"seqP99Ratio"`
+	ConcRatio   float64 `json:"concRatio"`
+	CPUPerCall  float64 `json:"cpuPerCallMicros"`
 }
 
 // pathRun is one path's callers and what was measured on it.
@@ -852,6 +885,9 @@ func measureCalls(ctx context.Context, cfg benchConfig, paths benchPaths, echoCo
 	type transport struct {
 		direct, via *pathRun
 		r           ratios
+		// hop is the bare proxy, for HTTP only; hr its ratios to direct.
+		hop *pathRun
+		hr  ratios
 	}
 	mk := func(name string, direct, via func() (caller, error)) (*transport, error) {
 		d, err := newPathRun(ctx, name+" direct", direct, cfg.Sessions, warm)
@@ -872,6 +908,9 @@ func measureCalls(ctx context.Context, cfg benchConfig, paths benchPaths, echoCo
 	if err != nil {
 		return err
 	}
+	if h.hop, err = newPathRun(ctx, "http via bare proxy", paths.httpHop, cfg.Sessions, warm); err != nil {
+		return err
+	}
 	rss := &rssMax{}
 	if v, ok := processRSS(); ok {
 		res.RSSIdleBytes = v
@@ -890,6 +929,9 @@ func measureCalls(ctx context.Context, cfg benchConfig, paths benchPaths, echoCo
 			d := t.direct.runSeq(ctx, n)
 			v := t.via.runSeq(ctx, n)
 			t.r.addSeq(d, v)
+			if t.hop != nil {
+				t.hr.addSeq(d, t.hop.runSeq(ctx, n))
+			}
 		}
 	}
 	phase := time.Duration(cfg.Seconds / float64(cfg.Rounds) * float64(time.Second))
@@ -901,6 +943,10 @@ func measureCalls(ctx context.Context, cfg benchConfig, paths benchPaths, echoCo
 			dRate, d := t.direct.runConc(ctx, phase, echoConns, rss)
 			vRate, v := t.via.runConc(ctx, phase, echoConns, rss)
 			t.r.addConc(dRate, vRate, d, v)
+			if t.hop != nil {
+				hRate, hl := t.hop.runConc(ctx, phase, echoConns, rss)
+				t.hr.addConc(dRate, hRate, d, hl)
+			}
 		}
 	}
 	res.RSSLoadBytes = rss.max.Load()
@@ -926,6 +972,12 @@ func measureCalls(ctx context.Context, cfg benchConfig, paths benchPaths, echoCo
 		"client →HTTP→ echo (in-process)",
 		"client →HTTP→ gateway →HTTP→ echo (all in-process)",
 		"")
+	hopRes := h.hop.result("client →HTTP→ bare reverse proxy →HTTP→ echo (all in-process)")
+	res.HopFloor = hopFloor{Path: hopRes.Path, SeqP50Ratio: median(h.hr.seq50), SeqP99Ratio: median(h.hr.seq99), ConcRatio: median(h.hr.conc)}
+	if d := res.HTTP.Direct.Conc.CPUPerCall; d > 0 && hopRes.Conc.CPUPerCall > 0 {
+		res.HopFloor.CPUPerCall = round1(hopRes.Conc.CPUPerCall - d)
+	}
+	res.HTTP.Errors += h.hop.errors
 	res.Stdio = summarize(s,
 		"client →stdio→ echo child process",
 		"client →HTTP→ gateway →stdio→ echo child process",
@@ -1406,6 +1458,8 @@ func (r *benchResult) print(w io.Writer) {
 		fmt.Fprintf(w, row, "  ratio via/direct", f2(t.r.SeqP50Ratio), f2(t.r.SeqP90Ratio), f2(t.r.SeqP99Ratio),
 			f2(t.r.ConcRatio), f2(t.r.ConcP50Ratio), f2(t.r.ConcP99Ratio), "+"+fmtUs(t.r.GatewayCPUPerCall))
 	}
+	fmt.Fprintf(w, row, "http bare proxy/dir", f2(r.HopFloor.SeqP50Ratio), "", f2(r.HopFloor.SeqP99Ratio), f2(r.HopFloor.ConcRatio), "", "", "+"+fmtUs(r.HopFloor.CPUPerCall))
+	fmt.Fprintln(w, "  (a bare reverse proxy on the same hop, same rounds: what the extra loopback HTTP hop costs before any gateway work)")
 	fmt.Fprintln(w, "\nratios are medians over rounds; CPU/call is this whole process (client, gateway, in-process upstream)")
 	fmt.Fprintf(w, "paths: http direct   %s\n       http via      %s\n       stdio direct  %s\n       stdio via     %s\n",
 		r.HTTP.Direct.Path, r.HTTP.Via.Path, r.Stdio.Direct.Path, r.Stdio.Via.Path)

@@ -39,7 +39,11 @@ func TestBenchQuickJSON(t *testing.T) {
 		StartupRatio     *float64                   `json:"startupRatio"`
 		IdleSessionBytes *float64                   `json:"idleSessionBytes"`
 		Errors           *int                       `json:"errors"`
-		Startup          struct {
+		HopFloor         *struct {
+			SeqP50Ratio float64 `json:"seqP50Ratio"`
+			ConcRatio   float64 `json:"concRatio"`
+		} `json:"httpHopFloor"`
+		Startup struct {
 			ToolsServed   int `json:"toolsServed"`
 			ToolsExpected int `json:"toolsExpected"`
 			Rounds        []json.RawMessage
@@ -70,6 +74,9 @@ func TestBenchQuickJSON(t *testing.T) {
 				t.Errorf("%s.%s: %s", name, path, tr[path])
 			}
 		}
+	}
+	if res.HopFloor == nil || res.HopFloor.SeqP50Ratio <= 0 || res.HopFloor.ConcRatio <= 0 {
+		t.Errorf("httpHopFloor missing or empty: %+v", res.HopFloor)
 	}
 	if res.StartupRatio == nil || res.IdleSessionBytes == nil || res.Errors == nil {
 		t.Fatalf("startupRatio, idleSessionBytes or errors missing:\n%s", out.String())
