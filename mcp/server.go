@@ -546,14 +546,14 @@ type sessionIDs struct {
 	// streams counts each session's open GET streams.
 	streams map[string]int
 	// inflight cancels the calls serveCall runs, by session and request id.
-	inflight map[string]context.CancelFunc
+	inflight cancels
 }
 
 var _ server.SessionIdManager = (*sessionIDs)(nil)
 
 func newSessionIDs() *sessionIDs {
 	return &sessionIDs{owner: map[string]string{}, sessions: map[string]server.ClientSession{},
-		streams: map[string]int{}, inflight: map[string]context.CancelFunc{}}
+		streams: map[string]int{}}
 }
 
 var errUnknownSession = errors.New("unknown session")

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
 )
@@ -21,64 +22,40 @@ import (
 // serves and the actor may call. Everything else, including every way of being wrong, is
 // left to mcp-go, and then serveCall reports false.
 func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string) bool {
-	if e.opts.Stateless || session == "" || !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return false
-	}
-	var req struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-			Meta      *struct {
-				ProgressToken any `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != mcpgo.JSONRPC_VERSION || req.Method != string(mcpgo.MethodToolsCall) {
-		return false
-	}
-	var id any
-	if json.Unmarshal(req.ID, &id) != nil {
-		return false
-	}
-	switch id.(type) {
-	case string, float64:
-	default:
-		return false
-	}
-	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), v) {
-		return false
-	}
-	sess := e.ids.session(session)
-	if sess == nil || !sess.Initialized() {
-		return false
-	}
-	actor, ok := e.opts.Actor(r.Context())
+	req, ok := e.ownRequest(r, body, session, mcpgo.MethodToolsCall)
 	if !ok {
 		return false
 	}
-	tool, ok := e.opts.Registry.Get(req.Params.Name)
+	var params struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      *struct {
+			ProgressToken any `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(req.params, &params) != nil {
+		return false
+	}
+	tool, ok := e.opts.Registry.Get(params.Name)
 	if !ok || !e.served(core.ToolInfo{Kind: tool.Kind, Disabled: tool.Disabled}) ||
-		e.opts.Registry.Allowed(r.Context(), actor, e.opts.Tools, tool.Name) != nil {
+		e.opts.Registry.Allowed(r.Context(), req.actor, e.opts.Tools, tool.Name) != nil {
 		return false
 	}
 
-	ctx, cancel := context.WithCancel(e.mcp.WithContext(r.Context(), sess))
+	ctx, cancel := context.WithCancel(e.mcp.WithContext(r.Context(), req.session))
 	defer cancel()
-	key := session + "\x00" + idKey(id)
-	e.ids.startCall(key, cancel)
-	defer e.ids.endCall(key)
+	key := session + "\x00" + idKey(req.id)
+	e.ids.inflight.add(key, cancel)
+	defer e.ids.inflight.remove(key)
 	var token any
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
+	if params.Meta != nil {
+		token = params.Meta.ProgressToken
 	}
-	result := e.invoke(ctx, tool.Name, tool.Kind, req.Params.Arguments, token, true)
+	result := e.invoke(ctx, tool.Name, tool.Kind, params.Arguments, token, true)
 
-	resp := make([]byte, 0, len(result)+len(req.ID)+40)
+	resp := make([]byte, 0, len(result)+len(req.rawID)+40)
 	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
-	resp = append(resp, req.ID...)
+	resp = append(resp, req.rawID...)
 	resp = append(resp, `,"result":`...)
 	resp = append(resp, result...)
 	resp = append(resp, "}\n"...)
@@ -88,6 +65,56 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(resp)
 	return true
+}
+
+// ownRequest is a request the gateway answers itself, read.
+type ownRequest struct {
+	rawID   json.RawMessage
+	id      any
+	params  json.RawMessage
+	session server.ClientSession
+	actor   core.Actor
+}
+
+// ownRequest reads body as a single JSON-RPC request of method on a live,
+// initialized session, from an authenticated actor, with a protocol
+// version header (if any) of a revision that has sessions, and a string or
+// number id. ok is false for anything else, which mcp-go then answers.
+func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, method mcpgo.MCPMethod) (req ownRequest, ok bool) {
+	if e.opts.Stateless || session == "" || !bytes.Contains(body, []byte(`"`+method+`"`)) {
+		return req, false
+	}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcpgo.JSONRPC_VERSION || msg.Method != string(method) {
+		return req, false
+	}
+	if json.Unmarshal(msg.ID, &req.id) != nil {
+		return req, false
+	}
+	switch req.id.(type) {
+	case string, float64:
+	default:
+		return req, false
+	}
+	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), v) {
+		return req, false
+	}
+	if req.session = e.ids.session(session); req.session == nil || !req.session.Initialized() {
+		return req, false
+	}
+	if req.actor, ok = e.opts.Actor(r.Context()); !ok {
+		return req, false
+	}
+	req.rawID, req.params = msg.ID, msg.Params
+	if len(req.params) == 0 || string(req.params) == "null" {
+		req.params = json.RawMessage(`{}`)
+	}
+	return req, true
 }
 
 // cancelFast applies a client's notifications/cancelled to a call serveCall
@@ -105,26 +132,5 @@ func (e *Endpoint) cancelFast(body []byte, session string) {
 	if json.Unmarshal(body, &n) != nil || n.Method != string(mcpgo.MethodNotificationCancelled) {
 		return
 	}
-	e.ids.cancelCall(session + "\x00" + idKey(n.Params.RequestID))
-}
-
-func (m *sessionIDs) startCall(key string, cancel context.CancelFunc) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.inflight[key] = cancel
-}
-
-func (m *sessionIDs) endCall(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.inflight, key)
-}
-
-func (m *sessionIDs) cancelCall(key string) {
-	m.mu.Lock()
-	cancel := m.inflight[key]
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
+	e.ids.inflight.cancel(session + "\x00" + idKey(n.Params.RequestID))
 }

@@ -95,42 +95,20 @@ func listingJSON(tool mcpgo.Tool, annotations json.RawMessage) ([]byte, error) {
 // session from the kept JSON, filtered for the actor exactly as mcp-go's
 // listing is (filterTools). Anything else is left to mcp-go.
 func (e *Endpoint) serveList(w *callStream, r *http.Request, body []byte, session string) bool {
-	if e.opts.Stateless || session == "" || !bytes.Contains(body, []byte(`"tools/list"`)) {
-		return false
-	}
-	var req struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  struct {
-			Cursor *string `json:"cursor"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != mcpgo.JSONRPC_VERSION || req.Method != string(mcpgo.MethodToolsList) || req.Params.Cursor != nil {
-		return false
-	}
-	var id any
-	if json.Unmarshal(req.ID, &id) != nil {
-		return false
-	}
-	switch id.(type) {
-	case string, float64:
-	default:
-		return false
-	}
-	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), v) {
-		return false
-	}
-	if sess := e.ids.session(session); sess == nil || !sess.Initialized() {
-		return false
-	}
-	actor, ok := e.opts.Actor(r.Context())
+	req, ok := e.ownRequest(r, body, session, mcpgo.MethodToolsList)
 	if !ok {
 		return false
 	}
+	var params struct {
+		Cursor *string `json:"cursor"`
+	}
+	if json.Unmarshal(req.params, &params) != nil || params.Cursor != nil {
+		return false
+	}
+	actor := req.actor
 	var buf bytes.Buffer
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(req.ID)
+	buf.Write(req.rawID)
 	buf.WriteString(`,"result":{"tools":[`)
 	first := true
 	e.listed.each(func(name string, raw []byte) {

@@ -27,11 +27,13 @@ type flight struct {
 // flights is an upstream's calls in progress and the requests it has made
 // of the gateway that are still being answered.
 type flights struct {
-	seq      atomic.Int64
-	mu       sync.Mutex
-	live     map[*flight]struct{}
-	byToken  map[string]*flight
-	incoming map[string]context.CancelFunc // upstream's request id → cancel
+	seq     atomic.Int64
+	mu      sync.Mutex
+	live    map[*flight]struct{}
+	byToken map[string]*flight
+	// incoming are the upstream's requests of the gateway being answered,
+	// by request id.
+	incoming cancels
 }
 
 func (fs *flights) start(d *downstream) *flight {
@@ -84,30 +86,6 @@ func (fs *flights) sole() *downstream {
 	return found
 }
 
-func (fs *flights) track(id string, cancel context.CancelFunc) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.incoming == nil {
-		fs.incoming = map[string]context.CancelFunc{}
-	}
-	fs.incoming[id] = cancel
-}
-
-func (fs *flights) untrack(id string) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	delete(fs.incoming, id)
-}
-
-func (fs *flights) cancelIncoming(id string) {
-	fs.mu.Lock()
-	cancel := fs.incoming[id]
-	fs.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}
-
 // idKey is a JSON-RPC id as its JSON text, so 7 and "7" stay apart.
 func idKey(id any) string {
 	raw, _ := json.Marshal(id)
@@ -154,7 +132,7 @@ func (b *base) relayNotification(n mcpgo.JSONRPCNotification) {
 		if err != nil {
 			return
 		}
-		b.fl.cancelIncoming(idKey(params["requestId"]))
+		b.fl.incoming.cancel(idKey(params["requestId"]))
 	case mcpgo.MethodNotificationResourceUpdated:
 		if b.hub != nil {
 			b.hub.resourceUpdated(raw)
@@ -203,8 +181,8 @@ func (b *base) handleRequest(ctx context.Context, req transport.JSONRPCRequest) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	id := idKey(req.ID)
-	b.fl.track(id, cancel)
-	defer b.fl.untrack(id)
+	b.fl.incoming.add(id, cancel)
+	defer b.fl.incoming.remove(id)
 	res, err := d.request(ctx, req.Method, params)
 	if err != nil {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcpgo.INTERNAL_ERROR, b.scrub(err).Error(), nil), nil
