@@ -463,7 +463,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && !e.opts.Stateless {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if id != "" && !e.opts.Stateless {
 		actor, _ := e.opts.Actor(r.Context())
 		// A session belongs to the actor that opened it: another actor's
 		// token cannot ride on it, and an unknown or ended id is 404.
@@ -475,7 +476,6 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.opts.Sessions.Touch(id, false)
 		}
 	}
-	id := r.Header.Get(server.HeaderKeySessionID)
 	if r.Method == http.MethodGet && id != "" {
 		// Requests from upstreams reach a client on this stream.
 		defer e.ids.listen(id)()
@@ -484,6 +484,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.http.ServeHTTP(w, r)
 		return
 	}
+	// The session's owner was checked above, so only the client a request
+	// went to can answer it.
 	if id != "" && e.asks.answer(id, body) {
 		w.WriteHeader(http.StatusAccepted)
 		return
