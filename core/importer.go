@@ -455,14 +455,15 @@ func (im *Importer) prepare(u *upstream, listed []RemoteTool) prepared {
 			desc = *rt.Description
 		}
 		t := Tool{
-			Name:        ToolName(s.Prefix, rt.Name),
-			Source:      s.Name,
-			RemoteName:  rt.Name,
-			Kind:        kindOf(s, rt),
-			Description: desc,
-			InputSchema: schema.Raw(),
-			Annotations: rt.Annotations,
-			Roles:       slices.Clone(s.Roles),
+			Name:         ToolName(s.Prefix, rt.Name),
+			Source:       s.Name,
+			RemoteName:   rt.Name,
+			Kind:         kindOf(s, rt),
+			Description:  desc,
+			InputSchema:  schema.Raw(),
+			OutputSchema: rt.OutputSchema,
+			Annotations:  rt.Annotations,
+			Roles:        slices.Clone(s.Roles),
 		}
 		t.Handler = im.handler(u, t.RemoteName, t.Kind)
 		p.tools = append(p.tools, t)
@@ -597,6 +598,9 @@ func changedFields(old, cur *Tool) []string {
 	}
 	if !jsonEqual(old.InputSchema, cur.InputSchema) {
 		f = append(f, "inputSchema")
+	}
+	if !jsonEqual(old.OutputSchema, cur.OutputSchema) {
+		f = append(f, "outputSchema")
 	}
 	if !jsonEqual(old.Annotations, cur.Annotations) {
 		f = append(f, "annotations")

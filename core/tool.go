@@ -83,6 +83,10 @@ type Tool struct {
 	// InputSchema is kept verbatim and advertised as is (IM-17). Empty means
 	// {"type":"object"}.
 	InputSchema json.RawMessage
+	// OutputSchema is the upstream's declared structuredContent schema,
+	// verbatim; nil when it declared none. Results are passed on as they
+	// come, so the gateway does not validate against it.
+	OutputSchema json.RawMessage
 	// Annotations are the upstream's MCP annotations, verbatim.
 	Annotations json.RawMessage
 	// Roles: an actor needs at least one of them; none means anyone.
@@ -133,29 +137,31 @@ func (t *Tool) Native() bool { return t.Source == "" }
 
 // ToolInfo is the handler-free view of a tool that snapshots and events carry.
 type ToolInfo struct {
-	Name        string          `json:"name"`
-	Source      string          `json:"source,omitempty"`
-	RemoteName  string          `json:"remoteName,omitempty"`
-	Kind        Kind            `json:"kind"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations json.RawMessage `json:"annotations,omitempty"`
-	Roles       []string        `json:"roles,omitempty"`
-	Disabled    bool            `json:"disabled,omitempty"`
+	Name         string          `json:"name"`
+	Source       string          `json:"source,omitempty"`
+	RemoteName   string          `json:"remoteName,omitempty"`
+	Kind         Kind            `json:"kind"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Roles        []string        `json:"roles,omitempty"`
+	Disabled     bool            `json:"disabled,omitempty"`
 }
 
 // Info returns the handler-free view of t.
 func (t *Tool) Info() ToolInfo {
 	return ToolInfo{
-		Name:        t.Name,
-		Source:      t.Source,
-		RemoteName:  t.RemoteName,
-		Kind:        t.Kind,
-		Description: t.Description,
-		InputSchema: t.InputSchema,
-		Annotations: t.Annotations,
-		Roles:       slices.Clone(t.Roles),
-		Disabled:    t.Disabled,
+		Name:         t.Name,
+		Source:       t.Source,
+		RemoteName:   t.RemoteName,
+		Kind:         t.Kind,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations:  t.Annotations,
+		Roles:        slices.Clone(t.Roles),
+		Disabled:     t.Disabled,
 	}
 }
 

@@ -52,7 +52,9 @@ type RemoteTool struct {
 	// Description is nil when the upstream sent none (IM-36).
 	Description *string
 	InputSchema json.RawMessage
-	Annotations json.RawMessage
+	// OutputSchema is nil when the upstream declared none.
+	OutputSchema json.RawMessage
+	Annotations  json.RawMessage
 }
 
 var (

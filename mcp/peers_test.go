@@ -55,8 +55,9 @@ func minimalEnv(extra ...string) []string {
 
 // rawTool is one entry of tools/list as the server wrote it.
 type rawTool struct {
-	InputSchema json.RawMessage
-	Annotations json.RawMessage
+	InputSchema  json.RawMessage
+	Annotations  json.RawMessage
+	OutputSchema json.RawMessage
 }
 
 // rawTools spawns `node args...` and speaks JSON-RPC over its stdio by hand:
@@ -143,9 +144,10 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	var page struct {
 		Tools []struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-			Annotations json.RawMessage `json:"annotations"`
+			Name         string          `json:"name"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			Annotations  json.RawMessage `json:"annotations"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
@@ -159,7 +161,7 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 	out := make(map[string]rawTool, len(page.Tools))
 	var names []string
 	for _, tl := range page.Tools {
-		out[tl.Name] = rawTool{tl.InputSchema, tl.Annotations}
+		out[tl.Name] = rawTool{tl.InputSchema, tl.Annotations, tl.OutputSchema}
 		names = append(names, tl.Name)
 	}
 	return out, names
@@ -225,6 +227,7 @@ func checkVerbatim(t *testing.T, reg *core.Registry, source, prefix string, raw 
 		gotNames = append(gotNames, n)
 	}
 	slices.Sort(gotNames)
+	outputs := 0
 	want := slices.Sorted(slices.Values(names))
 	if !slices.Equal(gotNames, want) {
 		t.Fatalf("imported remote names = %v\nserver listed         %v", gotNames, want)
@@ -240,6 +243,15 @@ func checkVerbatim(t *testing.T, reg *core.Registry, source, prefix string, raw 
 		if !bytes.Equal(ti.Annotations, r.Annotations) {
 			t.Errorf("%s: annotations differ from what the server sent\n got: %s\nsent: %s", name, ti.Annotations, r.Annotations)
 		}
+		if !bytes.Equal(ti.OutputSchema, r.OutputSchema) {
+			t.Errorf("%s: outputSchema differs from what the server sent\n got: %s\nsent: %s", name, ti.OutputSchema, r.OutputSchema)
+		}
+		if len(r.OutputSchema) > 0 {
+			outputs++
+		}
+	}
+	if source == "everything" && outputs == 0 {
+		t.Error("server-everything declared no outputSchema: the check above compared nothing")
 	}
 }
 

@@ -279,8 +279,9 @@ func (e *Endpoint) serverTool(t core.ToolInfo) (server.ServerTool, bool) {
 }
 
 // mcpTool is the advertised definition: the schema verbatim (IM-17), for
-// an action tool plus the gate's two fields (CF-1), the upstream's
-// annotations, and the source in _meta (IM-16).
+// an action tool plus the gate's two fields (CF-1), a read tool's output
+// schema verbatim, the upstream's annotations, and the source in _meta
+// (IM-16).
 func (e *Endpoint) mcpTool(t core.ToolInfo) (mcpgo.Tool, bool) {
 	if !e.served(t) {
 		return mcpgo.Tool{}, false
@@ -294,6 +295,12 @@ func (e *Endpoint) mcpTool(t core.ToolInfo) (mcpgo.Tool, bool) {
 		}
 	}
 	tool := mcpgo.NewToolWithRawSchema(t.Name, t.Description, schema)
+	if t.Kind == core.KindRead {
+		// An action's first call answers with the gate's preview, not the
+		// upstream's result: its outputSchema would not describe it, and
+		// clients that check structuredContent against it would fail.
+		tool.RawOutputSchema = t.OutputSchema
+	}
 	if len(t.Annotations) > 0 {
 		_ = json.Unmarshal(t.Annotations, &tool.Annotations)
 	}

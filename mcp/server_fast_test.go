@@ -117,8 +117,9 @@ func TestEndpointListMatchesMcpGo(t *testing.T) {
 	echo := func(context.Context, json.RawMessage) (core.Result, error) { return core.TextResult("ok"), nil }
 	for _, tl := range []core.Tool{
 		{Name: "b_read", Source: "up", Kind: core.KindRead, Description: "Reads.", Handler: echo,
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
-			Annotations: json.RawMessage(`{"readOnlyHint":true,"title":"Read"}`)},
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"hits":{"type":"integer"}}}`),
+			Annotations:  json.RawMessage(`{"readOnlyHint":true,"title":"Read"}`)},
 		{Name: "a_plain", Kind: core.KindRead, Description: "Plain.", Handler: echo},
 		{Name: "c_admin", Kind: core.KindRead, Description: "Admins.", Roles: []string{"ADMIN"}, Handler: echo},
 	} {
@@ -160,6 +161,9 @@ func TestEndpointListMatchesMcpGo(t *testing.T) {
 	}
 	if len(fast) != 2 {
 		t.Fatalf("listed %d tools, want a_plain and b_read", len(fast))
+	}
+	if raw, _ := json.Marshal(fast); !strings.Contains(string(raw), `"outputSchema":{"properties":{"hits":{"type":"integer"}},"type":"object"}`) {
+		t.Fatalf("outputSchema not served: %s", raw)
 	}
 
 	// A key mcp-go would drop survives.

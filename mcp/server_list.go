@@ -82,12 +82,13 @@ func listingJSON(tool mcpgo.Tool, annotations json.RawMessage) ([]byte, error) {
 		annotations = json.RawMessage(`{}`)
 	}
 	entry := struct {
-		Meta        *mcpgo.Meta     `json:"_meta,omitempty"`
-		Annotations json.RawMessage `json:"annotations"`
-		Description string          `json:"description,omitempty"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-		Name        string          `json:"name"`
-	}{tool.Meta, annotations, tool.Description, tool.RawInputSchema, tool.Name}
+		Meta         *mcpgo.Meta     `json:"_meta,omitempty"`
+		Annotations  json.RawMessage `json:"annotations"`
+		Description  string          `json:"description,omitempty"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		Name         string          `json:"name"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	}{tool.Meta, annotations, tool.Description, tool.RawInputSchema, tool.Name, tool.RawOutputSchema}
 	return json.Marshal(entry)
 }
 

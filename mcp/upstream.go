@@ -314,10 +314,11 @@ func (b *base) ListTools(ctx context.Context) ([]core.RemoteTool, error) {
 func parseToolsPage(raw json.RawMessage, tools *[]core.RemoteTool) (string, error) {
 	var page struct {
 		Tools []struct {
-			Name        string          `json:"name"`
-			Description *string         `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-			Annotations json.RawMessage `json:"annotations"`
+			Name         string          `json:"name"`
+			Description  *string         `json:"description"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+			Annotations  json.RawMessage `json:"annotations"`
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
@@ -326,10 +327,11 @@ func parseToolsPage(raw json.RawMessage, tools *[]core.RemoteTool) (string, erro
 	}
 	for _, t := range page.Tools {
 		*tools = append(*tools, core.RemoteTool{
-			Name:        t.Name,
-			Description: t.Description,
-			InputSchema: nonNull(t.InputSchema),
-			Annotations: nonNull(t.Annotations),
+			Name:         t.Name,
+			Description:  t.Description,
+			InputSchema:  nonNull(t.InputSchema),
+			OutputSchema: nonNull(t.OutputSchema),
+			Annotations:  nonNull(t.Annotations),
 		})
 	}
 	return page.NextCursor, nil
