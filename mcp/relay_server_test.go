@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -107,9 +108,10 @@ func addRelayTools(s *server.MCPServer) {
 // what mcp-go's server never does: withdrawing a request it made.
 const rawServerArg = "toolgate-test-raw-server"
 
-// runRawServer offers one tool, withdraw: it asks the client for a sampling
+// runRawServer offers the tool withdraw: it asks the client for a sampling
 // (id "srv-1"), withdraws the request with notifications/cancelled 300 ms
-// later, and then answers the call.
+// later, and then answers the call. It also offers the resource test://raw
+// and keeps count of subscriptions to it, which the tool subs reports.
 func runRawServer() {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
@@ -123,30 +125,53 @@ func runRawServer() {
 	reply := func(id json.RawMessage, result any) {
 		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 	}
+	text := func(s string) any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+	}
+	subscribed := 0 // test://raw subscribes minus unsubscribes
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
 		}
 		if json.Unmarshal(in.Bytes(), &m) != nil {
 			continue
 		}
 		switch m.Method {
 		case "initialize":
-			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+			reply(m.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{},
+				"resources": map[string]any{"subscribe": true}},
 				"serverInfo": map[string]any{"name": "raw-test", "version": "1"}})
 		case "ping":
 			reply(m.ID, map[string]any{})
 		case "tools/list":
-			reply(m.ID, map[string]any{"tools": []any{map[string]any{"name": "withdraw", "inputSchema": map[string]any{"type": "object"}}}})
+			reply(m.ID, map[string]any{"tools": []any{
+				map[string]any{"name": "withdraw", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "subs", "inputSchema": map[string]any{"type": "object"}},
+			}})
+		case "resources/list":
+			reply(m.ID, map[string]any{"resources": []any{map[string]any{"uri": "test://raw", "name": "raw"}}})
+		case "resources/subscribe":
+			subscribed++
+			reply(m.ID, map[string]any{})
+		case "resources/unsubscribe":
+			subscribed--
+			reply(m.ID, map[string]any{})
 		case "tools/call":
+			if m.Params.Name == "subs" {
+				reply(m.ID, text(fmt.Sprint(subscribed)))
+				continue
+			}
 			send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
 				"params": map[string]any{"maxTokens": 5, "messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "never mind"}}}}})
 			go func(id json.RawMessage) {
 				time.Sleep(300 * time.Millisecond)
 				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
 				time.Sleep(100 * time.Millisecond)
-				reply(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": "withdrawn"}}})
+				reply(id, text("withdrawn"))
 			}(m.ID)
 		default:
 			if len(m.ID) > 0 && m.Method != "" {

@@ -489,3 +489,53 @@ func (s blockingSampler) CreateMessage(ctx context.Context, _ mcpgo.CreateMessag
 	}
 	return nil, context.Canceled
 }
+
+// The upstream is subscribed once however many sessions subscribe, and
+// unsubscribed when the last subscriber unsubscribes or its session ends.
+func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
+	url := relayGatewayOf(t, mcp.RawServerArgForTest)
+	a, _ := relayClient(t, url, "alice")
+	b, _ := relayClient(t, url, "bob")
+	c, _ := relayClient(t, url, "carol")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	upstreamSubs := func() string { return callTool(t, c, "subs", nil, nil) }
+	sub := mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "test://raw"}}
+	for _, cl := range []*client.Client{a, b} {
+		if err := cl.Subscribe(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := upstreamSubs(); n != "1" {
+		t.Fatalf("two sessions subscribed; upstream subscriptions = %s, want 1", n)
+	}
+	if err := a.Unsubscribe(ctx, mcpgo.UnsubscribeRequest{Params: mcpgo.UnsubscribeParams{URI: "test://raw"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := upstreamSubs(); n != "1" {
+		t.Fatalf("bob is still subscribed; upstream subscriptions = %s, want 1", n)
+	}
+	// Bob's session ends without unsubscribing. (mcp-go's client sends its
+	// DELETE without the configured headers, which authentication refuses,
+	// so the test ends the session itself.)
+	del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+	del.Header.Set("X-Test-Actor", "bob")
+	del.Header.Set("X-Test-Roles", "MEMBER")
+	del.Header.Set("Mcp-Session-Id", b.GetSessionId())
+	del.Header.Set("MCP-Protocol-Version", mcpgo.ProtocolVersion20250618)
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE of bob's session: HTTP %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for upstreamSubs() != "0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the last subscriber's session ended; upstream subscriptions = %s, want 0", upstreamSubs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
