@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp"
@@ -537,5 +539,91 @@ func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 			t.Fatalf("the last subscriber's session ended; upstream subscriptions = %s, want 0", upstreamSubs())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// An elicitation a person takes longer than 30 seconds to answer still gets
+// its answer to an upstream over Streamable HTTP: mcp-go's client bounds
+// the answer to a server's request at 30 seconds, and the gateway sends it
+// itself. (This test takes that long.)
+func TestRelaySlowElicitationAnswerReachesHTTPUpstream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits more than 30 s")
+	}
+	up := server.NewMCPServer("slow-elicit", "1", server.WithToolCapabilities(true), server.WithElicitation())
+	up.AddTool(mcpgo.NewTool("ask_user"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		res, err := up.RequestElicitation(ctx, mcpgo.ElicitationRequest{Params: mcpgo.ElicitationParams{
+			Message:         "Take your time.",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}},
+		}})
+		if err != nil {
+			return mcpgo.NewToolResultError("elicitation failed: " + err.Error()), nil
+		}
+		return mcpgo.NewToolResultText("answer " + string(res.Action)), nil
+	})
+	upSrv := httptest.NewServer(server.NewStreamableHTTPServer(up))
+	t.Cleanup(upSrv.Close)
+
+	hub := mcp.NewHub()
+	u, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "slow", URL: upSrv.URL + "/mcp", Transport: "http", Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := core.NewRegistry(nil)
+	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "slow", DefaultKind: core.KindRead, Timeout: 2 * time.Minute, Upstream: u}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := im.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Hub: hub, Actor: testActor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", testAuth(ep))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		_ = ep.Close(context.Background())
+		srv.Close()
+		_ = im.Close()
+	})
+
+	// The client is raw HTTP: mcp-go's client bounds its own answers at 30
+	// seconds too, which is what this test must get past.
+	c := &rpcClient{t: t, url: srv.URL + "/mcp", actor: "alice", roles: "MEMBER"}
+	c.initializeWith(`{"elicitation":{}}`)
+	resp := c.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user","arguments":{}}}`)
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	var result string
+	for result == "" && events.Scan() {
+		data, ok := strings.CutPrefix(events.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     any             `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &msg); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		switch {
+		case msg.Method == "elicitation/create":
+			time.Sleep(35 * time.Second) // a person thinking
+			id, _ := json.Marshal(msg.ID)
+			r := c.post(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"action":"accept","content":{"ok":true}}}`)
+			r.Body.Close()
+			if r.StatusCode != http.StatusAccepted && r.StatusCode != http.StatusOK {
+				t.Fatalf("answering the elicitation: HTTP %d", r.StatusCode)
+			}
+		case msg.Method == "" && msg.Result != nil:
+			result = string(msg.Result)
+		}
+	}
+	if !strings.Contains(result, `"text":"answer accept"`) {
+		t.Fatalf("result = %s, want the accepted answer", result)
 	}
 }

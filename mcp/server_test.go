@@ -150,7 +150,13 @@ func (c *rpcClient) call(method string, params any) map[string]json.RawMessage {
 
 func (c *rpcClient) initialize() {
 	c.t.Helper()
-	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"9.9"}}}`)
+	c.initializeWith(`{}`)
+}
+
+// initializeWith opens a session declaring the given client capabilities.
+func (c *rpcClient) initializeWith(capabilities string) {
+	c.t.Helper()
+	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + capabilities + `,"clientInfo":{"name":"raw-test","version":"9.9"}}}`)
 	if resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("initialize: HTTP %d", resp.StatusCode)
 	}

@@ -201,6 +201,9 @@ type session struct {
 	ids  atomic.Int64
 	// exited reports whether a stdio child has exited; nil for network.
 	exited func() bool
+	// reply, when set, sends the gateway's answer to a request the server
+	// made, instead of the transport (see handleRequest).
+	reply func(ctx context.Context, resp *transport.JSONRPCResponse) error
 }
 
 var errConnectionLost = errors.New("connection to upstream lost")

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
 )
@@ -155,7 +157,11 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 		}
 		return nil, core.ServerInfo{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop}, info, nil
+	s := &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop}
+	if st, ok := tr.(*transport.StreamableHTTP); ok {
+		s.reply = u.replier(hc, st, info.Protocol)
+	}
+	return s, info, nil
 }
 
 // authTransport puts the upstream's credentials on every request mcp-go
@@ -237,4 +243,39 @@ func notSent(err error) bool {
 	// The TLS handshake's own failures are mostly plain errors.
 	return strings.Contains(err.Error(), "tls: handshake") ||
 		strings.Contains(err.Error(), "TLS handshake")
+}
+
+// replier POSTs the gateway's answer to a request the server made, as
+// mcp-go's transport would but without its 30-second bound on the answer:
+// that bound is on the context the answer is sent with, and a person
+// answering an elicitation may take longer.
+func (u *httpUpstream) replier(hc *http.Client, st *transport.StreamableHTTP, protocol string) func(context.Context, *transport.JSONRPCResponse) error {
+	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
+		body, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.opts.URL, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if id := st.GetSessionId(); id != "" {
+			req.Header.Set(server.HeaderKeySessionID, id)
+		}
+		if protocol != "" {
+			req.Header.Set(mcpgo.HeaderProtocolVersion, protocol)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusAccepted {
+			return &core.StatusError{Code: res.StatusCode}
+		}
+		return nil
+	}
 }

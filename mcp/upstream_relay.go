@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -178,18 +179,44 @@ func (b *base) handleRequest(ctx context.Context, req transport.JSONRPCRequest) 
 	if err != nil {
 		return nil, err
 	}
+	// Over HTTP, mcp-go bounds the answer at 30 seconds, too short for a
+	// person: the session answers by itself, and what bounds the wait is
+	// the upstream withdrawing its request, the calling session's call
+	// ending, or the connection going.
+	s, _ := b.current()
+	if s != nil && s.reply != nil {
+		ctx = context.WithoutCancel(ctx)
+		var stop func() bool
+		ctx, stop = withCancelOn(ctx, s.lost)
+		defer stop()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	id := idKey(req.ID)
 	b.fl.incoming.add(id, cancel)
 	defer b.fl.incoming.remove(id)
-	res, err := d.request(ctx, req.Method, params)
-	if err != nil {
-		return transport.NewJSONRPCErrorResponse(req.ID, mcpgo.INTERNAL_ERROR, b.scrub(err).Error(), nil), nil
-	}
-	raw, err := json.Marshal(res)
-	if err != nil {
+	var resp *transport.JSONRPCResponse
+	if res, err := d.request(ctx, req.Method, params); err != nil {
+		resp = transport.NewJSONRPCErrorResponse(req.ID, mcpgo.INTERNAL_ERROR, b.scrub(err).Error(), nil)
+	} else if raw, err := json.Marshal(res); err != nil {
 		return nil, err
+	} else {
+		resp = transport.NewJSONRPCResultResponse(req.ID, raw)
 	}
-	return transport.NewJSONRPCResultResponse(req.ID, raw), nil
+	if s == nil || s.reply == nil {
+		return resp, nil
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	if err := s.reply(rctx, resp); err != nil {
+		b.log.Info("answer to the upstream's request not delivered", "method", req.Method, "err", b.scrub(err))
+	}
+	return nil, nil
+}
+
+// withCancelOn is ctx, also cancelled when done is.
+func withCancelOn(ctx, done context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(done, cancel)
+	return ctx, func() bool { cancel(); return stop() }
 }
