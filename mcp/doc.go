@@ -51,7 +51,9 @@
 //     the result.
 //   - Sampling and elicitation over Streamable HTTP arrive on the stream of
 //     the call that caused them, and so carry that call's context: they go
-//     to exactly that session, and its answer goes back.
+//     to exactly that session, on that call's own stream, and its answer
+//     goes back as the client wrote it, however long a person takes (the
+//     gateway posts it itself: mcp-go's client would cut it at 30 s).
 //   - What carries no reference to a call — log messages, and sampling or
 //     elicitation over stdio, where there is one pipe for everything — is
 //     attributed only when every call in flight on that upstream comes from
