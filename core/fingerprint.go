@@ -78,6 +78,16 @@ var ErrInvalidJSON = errors.New("invalid JSON")
 // as in the decoders that read the document. Anything but exactly one valid
 // JSON value is an error wrapping ErrInvalidJSON.
 func CanonicalJSON(raw json.RawMessage) ([]byte, error) {
+	// Audited arguments and confirm tokens canonicalise on every call; most
+	// documents need no decoding for it.
+	if out, ok := appendCanonical(make([]byte, 0, len(raw)), raw); ok {
+		return out, nil
+	}
+	return canonicalDecoded(raw)
+}
+
+// canonicalDecoded is CanonicalJSON by decoding: every document it accepts.
+func canonicalDecoded(raw json.RawMessage) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
