@@ -62,6 +62,7 @@ func TestCanonicalJSONOnePassMatchesDecoded(t *testing.T) {
 	}
 }
 
+// Covers RV-1, OP-6.
 func FuzzCanonicalJSON(f *testing.F) {
 	for _, c := range canonicalCases {
 		f.Add(c)

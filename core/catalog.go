@@ -220,7 +220,7 @@ func (f firstClaims[T]) add(c *Catalog, item T, key, source string, kept []T) []
 // ReadResource routes resources/read to the upstream that listed the URI,
 // or else to the first whose template matches it.
 func (im *Importer) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
-	u, err := im.resourceOwner(uri)
+	u, err := im.resourceOwner(im.Catalog(), uri)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (im *Importer) UnsubscribeResource(ctx context.Context, uri string) error {
 }
 
 func (im *Importer) routeResource(ctx context.Context, uri string, f func(context.Context, CatalogRouter) error) error {
-	u, err := im.resourceOwner(uri)
+	u, err := im.resourceOwner(im.Catalog(), uri)
 	if err != nil {
 		return err
 	}
@@ -275,9 +275,10 @@ func (im *Importer) Complete(ctx context.Context, params json.RawMessage) (json.
 		return nil, fmt.Errorf("completion/complete: invalid ref: %w", err)
 	}
 	var u *upstream
+	c := im.Catalog()
 	switch ref.Type {
 	case "ref/prompt":
-		for _, p := range im.Catalog().Prompts {
+		for _, p := range c.Prompts {
 			if p.Name == ref.Name {
 				u = im.byName[p.Source]
 				renamed, err := withField(body["ref"], "name", p.RemoteName)
@@ -293,7 +294,7 @@ func (im *Importer) Complete(ctx context.Context, params json.RawMessage) (json.
 		}
 	case "ref/resource":
 		var err error
-		if u, err = im.templateOwner(ref.URI); err != nil {
+		if u, err = im.templateOwner(c, ref.URI); err != nil {
 			return nil, err
 		}
 	default:
@@ -317,18 +318,18 @@ func (im *Importer) Complete(ctx context.Context, params json.RawMessage) (json.
 
 // templateOwner finds the upstream of a resource template by its template
 // text, or of a resource whose URI it is.
-func (im *Importer) templateOwner(uri string) (*upstream, error) {
-	c := im.Catalog()
+func (im *Importer) templateOwner(c Catalog, uri string) (*upstream, error) {
 	for _, t := range c.Templates {
 		if t.URI == uri {
 			return im.byName[t.Source], nil
 		}
 	}
-	return im.resourceOwner(uri)
+	return im.resourceOwner(c, uri)
 }
 
-func (im *Importer) resourceOwner(uri string) (*upstream, error) {
-	c := im.Catalog()
+// resourceOwner is the upstream that listed uri, or else the first whose
+// template matches it.
+func (im *Importer) resourceOwner(c Catalog, uri string) (*upstream, error) {
 	source := ""
 	for _, r := range c.Resources {
 		if r.URI == uri {

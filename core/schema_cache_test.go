@@ -89,6 +89,7 @@ func TestIM19SchemaCacheKeysTheBudget(t *testing.T) {
 
 // The cache keeps at most its entries and its cost, least recently used
 // out first, and never stores what alone exceeds a tenth of the cost.
+// Covers IM-17.
 func TestLRUBounds(t *testing.T) {
 	c := newLRU[int, int](3, 100)
 	calls := 0
@@ -133,6 +134,7 @@ func TestLRUBounds(t *testing.T) {
 
 // Concurrent misses on one key compute it once; a computation that panics
 // lets its waiters compute for themselves.
+// Covers IM-17.
 func TestLRUConcurrentMisses(t *testing.T) {
 	c := newLRU[string, int](10, 1000)
 	var computed atomic.Int32

@@ -132,9 +132,8 @@ func decodeParams(raw []byte) (map[string]any, error) {
 // counts subscriptions across endpoints, so an upstream is subscribed once
 // per URI and unsubscribed when the last session lets go.
 type Hub struct {
-	mu        sync.Mutex
-	endpoints map[*Endpoint]bool
-	subs      map[string]map[subscriber]bool // uri → sessions
+	mu   sync.Mutex
+	subs map[string]map[subscriber]bool // uri → sessions
 }
 
 type subscriber struct {
@@ -144,19 +143,13 @@ type subscriber struct {
 
 // NewHub returns an empty hub.
 func NewHub() *Hub {
-	return &Hub{endpoints: map[*Endpoint]bool{}, subs: map[string]map[subscriber]bool{}}
+	return &Hub{subs: map[string]map[subscriber]bool{}}
 }
 
-func (h *Hub) attach(e *Endpoint) {
-	h.mu.Lock()
-	h.endpoints[e] = true
-	h.mu.Unlock()
-}
-
+// detach drops a closing endpoint's subscriptions.
 func (h *Hub) detach(e *Endpoint) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.endpoints, e)
 	for uri, set := range h.subs {
 		for s := range set {
 			if s.e == e {

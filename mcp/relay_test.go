@@ -46,8 +46,15 @@ func relayGatewayOf(t *testing.T, arg string, roots ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveImported(t, up, hub, 30*time.Second)
+}
+
+// serveImported imports up (prefix "", reads) and serves it on /mcp with
+// hub; it returns the endpoint's URL.
+func serveImported(t *testing.T, up core.Upstream, hub *mcp.Hub, timeout time.Duration) string {
+	t.Helper()
 	reg := core.NewRegistry(nil)
-	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: 30 * time.Second, Upstream: up}}, nil)
+	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: timeout, Upstream: up}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := im.Start(ctx); err != nil {
@@ -150,6 +157,7 @@ func callTool(t *testing.T, c *client.Client, name string, args map[string]any, 
 	return strings.Join(texts, "\n")
 }
 
+// Covers issue 5: progress and logging/setLevel.
 func TestRelayProgressAndLogsReachTheCallerStdio(t *testing.T) {
 	url := relayGateway(t)
 	a, aNotes := relayClient(t, url, "alice")
@@ -231,6 +239,7 @@ func (s *sampler) prompts() []string {
 	return append([]string(nil), s.asked...)
 }
 
+// Covers issue 5: sampling routed to the calling session.
 func TestRelaySamplingGoesToTheCallingSessionStdio(t *testing.T) {
 	url := relayGateway(t)
 	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
@@ -252,6 +261,7 @@ func TestRelaySamplingGoesToTheCallingSessionStdio(t *testing.T) {
 
 // With calls of two sessions in flight on one stdio upstream, a sampling
 // request names neither: it is refused, never sent to a guess.
+// Covers issue 5: no request is sent to a guessed session.
 func TestRelaySamplingRefusedWhenNotAttributableStdio(t *testing.T) {
 	url := relayGateway(t)
 	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
@@ -302,6 +312,7 @@ func waitFile(t *testing.T, path, what string) {
 	}
 }
 
+// Covers issue 5: roots/list from config.
 func TestRelayRootsComeFromConfigStdio(t *testing.T) {
 	url := relayGateway(t, "file:///srv/projects", "file:///srv/shared%20data")
 	asked := make(chan struct{}, 1)
@@ -332,6 +343,7 @@ func (f rootsFunc) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.Li
 
 // notifications/cancelled from the client reaches the upstream, which stops
 // the work (the wait tool writes its marker only when its context ends).
+// Covers issue 5: cancellation, client to upstream.
 func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
 	url := relayGateway(t)
 	c := &rpcClient{t: t, url: url, actor: "alice", roles: "MEMBER"}
@@ -373,6 +385,7 @@ func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
 
 // notifications/resources/updated reaches the sessions subscribed to the URI
 // and no other; after unsubscribing, none.
+// Covers IM-34, issue 5: resource subscriptions.
 func TestRelayResourceUpdatesGoToSubscribersStdio(t *testing.T) {
 	url := relayGateway(t)
 	a, aNotes := relayClient(t, url, "alice")
@@ -421,6 +434,7 @@ func waitNotes(t *testing.T, n *notes, method string, count int) {
 
 // An upstream's prompts/list_changed and resources/list_changed make the
 // gateway refresh it and tell every session, whose next list has the news.
+// Covers IM-25, IM-34.
 func TestRelayPromptAndResourceListChangedStdio(t *testing.T) {
 	url := relayGateway(t)
 	a, aNotes := relayClient(t, url, "alice")
@@ -454,6 +468,7 @@ func TestRelayPromptAndResourceListChangedStdio(t *testing.T) {
 // An upstream's notifications/cancelled for a request it made of the
 // gateway reaches the client the request was passed to, as a cancellation
 // of the request the client received.
+// Covers issue 5: cancellation, upstream to client.
 func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
 	url := relayGatewayOf(t, mcp.RawServerArgForTest)
 	release := make(chan struct{})
@@ -494,6 +509,7 @@ func (s blockingSampler) CreateMessage(ctx context.Context, _ mcpgo.CreateMessag
 
 // The upstream is subscribed once however many sessions subscribe, and
 // unsubscribed when the last subscriber unsubscribes or its session ends.
+// Covers IM-34, issue 5: resource subscriptions.
 func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 	url := relayGatewayOf(t, mcp.RawServerArgForTest)
 	a, _ := relayClient(t, url, "alice")
@@ -546,6 +562,7 @@ func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 // its answer to an upstream over Streamable HTTP: mcp-go's client bounds
 // the answer to a server's request at 30 seconds, and the gateway sends it
 // itself. (This test takes that long.)
+// Covers issue 5: elicitation routed and answered.
 func TestRelaySlowElicitationAnswerReachesHTTPUpstream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits more than 30 s")
@@ -569,29 +586,11 @@ func TestRelaySlowElicitationAnswerReachesHTTPUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := core.NewRegistry(nil)
-	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "slow", DefaultKind: core.KindRead, Timeout: 2 * time.Minute, Upstream: u}}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := im.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Hub: hub, Actor: testActor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", testAuth(ep))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		_ = ep.Close(context.Background())
-		srv.Close()
-		_ = im.Close()
-	})
+	url := serveImported(t, u, hub, 2*time.Minute)
 
 	// The client is raw HTTP: mcp-go's client bounds its own answers at 30
 	// seconds too, which is what this test must get past.
-	c := &rpcClient{t: t, url: srv.URL + "/mcp", actor: "alice", roles: "MEMBER"}
+	c := &rpcClient{t: t, url: url, actor: "alice", roles: "MEMBER"}
 	c.initializeWith(`{"elicitation":{}}`)
 	resp := c.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user","arguments":{}}}`)
 	defer resp.Body.Close()

@@ -75,6 +75,9 @@ type Endpoint struct {
 	levels logLevels
 	asks   pendingRequests
 	listed listedTools
+	// router takes subscriptions and completions; nil when the catalog
+	// cannot.
+	router CatalogRouter
 	mcp    *server.MCPServer
 	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
@@ -131,7 +134,8 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
 	}
 	if opts.Catalog != nil {
-		_, routes := opts.Catalog.(CatalogRouter)
+		e.router, _ = opts.Catalog.(CatalogRouter)
+		routes := e.router != nil
 		subscribe := routes && opts.Hub != nil && !opts.Stateless
 		serverOpts = append(serverOpts, server.WithResourceCapabilities(subscribe, true), server.WithPromptCapabilities(true))
 		if subscribe {
@@ -160,9 +164,6 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 			server.WithStreamableHTTPProtocolVersions(mcpgo.LegacyProtocolVersions()...))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
-	if opts.Hub != nil {
-		opts.Hub.attach(e)
-	}
 	if opts.Sessions != nil && !opts.Stateless {
 		opts.Sessions.SetEnder(opts.Path, e.EndSession)
 	}

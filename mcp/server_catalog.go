@@ -110,7 +110,7 @@ func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeReq
 		return
 	}
 	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}) {
-		if err := e.opts.Catalog.(CatalogRouter).SubscribeResource(ctx, req.Params.URI); err != nil {
+		if err := e.router.SubscribeResource(ctx, req.Params.URI); err != nil {
 			e.opts.Logger.Warn("resources/subscribe not passed on", "uri", req.Params.URI, "err", err)
 		}
 	}
@@ -139,7 +139,7 @@ func (e *Endpoint) releaseSubscriptions(session string) {
 }
 
 func (e *Endpoint) upstreamUnsubscribe(ctx context.Context, uri string) {
-	if err := e.opts.Catalog.(CatalogRouter).UnsubscribeResource(ctx, uri); err != nil {
+	if err := e.router.UnsubscribeResource(ctx, uri); err != nil {
 		e.opts.Logger.Debug("resources/unsubscribe not passed on", "uri", uri, "err", err)
 	}
 }
@@ -161,7 +161,7 @@ func (c completer) complete(ctx context.Context, ref map[string]string, arg mcpg
 	if err != nil {
 		return nil, err
 	}
-	raw, err := c.e.opts.Catalog.(CatalogRouter).Complete(ctx, params)
+	raw, err := c.e.router.Complete(ctx, params)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 // Issue 5: a tool's result reaches the client as the upstream wrote it —
 // every content kind, fields mcp-go has no type for, structuredContent and
 // _meta — not parsed and marshalled again.
+// Covers IM-32.
 func TestEndpointResultBytesPassThrough(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
 	result := `{"content":[` +
@@ -51,6 +52,7 @@ func TestEndpointResultBytesPassThrough(t *testing.T) {
 
 // The calls serveCall does not take still get mcp-go's answers: a batch,
 // an unknown tool, a wrong version, a body that is not JSON.
+// Covers SV-5, QB-3.
 func TestEndpointCallEdgesKeepMcpGoAnswers(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
 	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
@@ -76,6 +78,7 @@ func TestEndpointCallEdgesKeepMcpGoAnswers(t *testing.T) {
 // fixture cannot run (it has no such tool): a 2020-12 schema with $schema,
 // $defs, $ref and additionalProperties is served byte for byte, and the
 // gateway validates against it.
+// Covers IM-17.
 func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
 	schema := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
@@ -112,6 +115,7 @@ func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
 // tools/list from the kept JSON says what mcp-go's listing says (the
 // stateless endpoint still lists through mcp-go), per actor, and keeps
 // annotation keys mcp-go has no field for.
+// Covers SV-4, IM-17.
 func TestEndpointListMatchesMcpGo(t *testing.T) {
 	reg := core.NewRegistry(nil)
 	echo := func(context.Context, json.RawMessage) (core.Result, error) { return core.TextResult("ok"), nil }

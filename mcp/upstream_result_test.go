@@ -7,6 +7,7 @@ import (
 
 // scanResult must agree with a full decode on every result shape, or a
 // failed call would be audited (and retried) as a success.
+// Covers IM-32, IM-30.
 func TestScanResultAgreesWithDecode(t *testing.T) {
 	for _, raw := range []string{
 		`{"content":[{"type":"text","text":"ok"}]}`,

@@ -306,6 +306,7 @@ func (c *trClient) progress() []trProgress {
 // included, in order, before the tool's result, and nothing with another
 // session's token. Every run is held to that (a prefix of the three, none
 // after the result); at least one run per session delivers all three.
+// Covers issue 5: progress.
 func TestTransparencyProgress(t *testing.T) {
 	ctx := trCtx(t)
 	_, via := trServers(t)
@@ -400,6 +401,7 @@ var trLogWant = []string{"info:Tool execution started", "info:Tool processing da
 // the fixture itself ignores it, so the gateway has to filter); a third,
 // idle session with its standalone stream open receives nothing at all, and
 // the first receives nothing from the second's call.
+// Covers issue 5: logging/setLevel.
 func TestTransparencyLogging(t *testing.T) {
 	ctx := trCtx(t)
 	direct, via := trServers(t)
@@ -485,6 +487,7 @@ func (s *trSampler) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequ
 // streams open: the fixture sends sampling requests only there (unlike
 // elicitation, which it sends on the POST's stream), and the gateway may
 // choose either.
+// Covers issue 5: sampling.
 func TestTransparencySampling(t *testing.T) {
 	ctx := trCtx(t)
 	direct, via := trServers(t)
@@ -576,6 +579,7 @@ var trElicitSchemas = map[string]string{
 // requestedSchema unchanged (defaults, enum, enumNames, oneOf, anyOf — SEP-1034
 // and SEP-1330), and the tool's result, which echoes the handler's answer,
 // equals the one the same handler gets calling the fixture directly.
+// Covers issue 5: elicitation.
 func TestTransparencyElicitation(t *testing.T) {
 	ctx := trCtx(t)
 	direct, via := trServers(t)
@@ -624,6 +628,7 @@ func TestTransparencyElicitation(t *testing.T) {
 // Issue 5: an elicitation goes to the session whose call caused it. Two
 // sessions with elicitation handlers, both with their standalone streams
 // open; A calls test_elicitation; only A's handler is asked.
+// Covers issue 5: routing to the calling session.
 func TestTransparencyElicitationRoutedToCaller(t *testing.T) {
 	ctx := trCtx(t)
 	_, via := trServers(t)
@@ -827,6 +832,7 @@ func TestTransparencyPromptsAndCompletion(t *testing.T) {
 
 // Issue 5: notifications/*/list_changed cannot be exercised against this
 // fixture, which registers everything at start-up and never changes a list.
+// Covers IM-25.
 func TestTransparencyListChanged(t *testing.T) {
 	t.Skip("mcp-go's conformance fixture never changes its tool, resource or prompt lists")
 }
