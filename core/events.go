@@ -36,16 +36,9 @@ type CollisionRecorded struct{ Collision Collision }
 type CollisionsForgotten struct{ Source string }
 
 // Resync tells a subscriber that it fell behind and events were dropped for
-// it. It must call Subscription.Resync for a fresh snapshot; nothing more is
+// it. It must call BusSubscription.Resync for a fresh snapshot; nothing more is
 // delivered to it until it does.
 type Resync struct{}
-
-func (ToolRegistered) EventName() string      { return "tool.registered" }
-func (ToolUpdated) EventName() string         { return "tool.updated" }
-func (ToolUnregistered) EventName() string    { return "tool.unregistered" }
-func (CollisionRecorded) EventName() string   { return "tool.collision" }
-func (CollisionsForgotten) EventName() string { return "tool.collisions_forgotten" }
-func (Resync) EventName() string              { return "resync" }
 
 // Snapshot is the gateway state at one point of the event order: every event
 // with a higher Seq happened after it.
@@ -79,14 +72,36 @@ type Bus struct {
 	mu     sync.Mutex
 	seq    uint64
 	parts  []func(*Snapshot)
-	subs   map[*Subscription]struct{}
+	subs   map[*BusSubscription]struct{}
 	closed bool
 }
 
 // NewBus returns an empty bus.
 func NewBus() *Bus {
-	return &Bus{now: time.Now, subs: make(map[*Subscription]struct{})}
+	return &Bus{now: time.Now, subs: make(map[*BusSubscription]struct{})}
 }
+
+// BusSubscription is one subscriber's feed. C is closed when the subscription
+// or the bus is closed. Its methods are safe for concurrent use.
+type BusSubscription struct {
+	bus *Bus
+	ch  chan Event
+	// Guarded by bus.mu.
+	behind  bool
+	dropped uint64
+}
+
+func (ToolRegistered) EventName() string { return "tool.registered" }
+
+func (ToolUpdated) EventName() string { return "tool.updated" }
+
+func (ToolUnregistered) EventName() string { return "tool.unregistered" }
+
+func (CollisionRecorded) EventName() string { return "tool.collision" }
+
+func (CollisionsForgotten) EventName() string { return "tool.collisions_forgotten" }
+
+func (Resync) EventName() string { return "resync" }
 
 // AddSnapshotPart registers a function that fills its owner's share of a
 // snapshot. It is called with the bus lock held and must not call back into
@@ -143,12 +158,12 @@ func (b *Bus) snapshotLocked() Snapshot {
 
 // Subscribe returns the current state and a subscription that receives every
 // event after it. buffer <= 0 means DefaultSubscriptionBuffer.
-func (b *Bus) Subscribe(buffer int) (Snapshot, *Subscription) {
+func (b *Bus) Subscribe(buffer int) (Snapshot, *BusSubscription) {
 	if buffer <= 0 {
 		buffer = DefaultSubscriptionBuffer
 	}
 	// One slot more than asked: it stays free for the Resync marker.
-	s := &Subscription{bus: b, ch: make(chan Event, buffer+1)}
+	s := &BusSubscription{bus: b, ch: make(chan Event, buffer+1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -173,20 +188,10 @@ func (b *Bus) Close() {
 	}
 }
 
-// Subscription is one subscriber's feed. C is closed when the subscription
-// or the bus is closed. Its methods are safe for concurrent use.
-type Subscription struct {
-	bus *Bus
-	ch  chan Event
-	// Guarded by bus.mu.
-	behind  bool
-	dropped uint64
-}
-
 // C delivers events in Seq order.
-func (s *Subscription) C() <-chan Event { return s.ch }
+func (s *BusSubscription) C() <-chan Event { return s.ch }
 
-func (s *Subscription) deliverLocked(ev Event) {
+func (s *BusSubscription) deliverLocked(ev Event) {
 	if s.behind {
 		s.dropped++
 		return
@@ -204,7 +209,7 @@ func (s *Subscription) deliverLocked(ev Event) {
 
 // Resync returns a fresh snapshot and resumes delivery after it. Call it
 // after receiving a Resync event.
-func (s *Subscription) Resync() Snapshot {
+func (s *BusSubscription) Resync() Snapshot {
 	b := s.bus
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -213,14 +218,14 @@ func (s *Subscription) Resync() Snapshot {
 }
 
 // Dropped counts the events this subscriber lost to a full buffer.
-func (s *Subscription) Dropped() uint64 {
+func (s *BusSubscription) Dropped() uint64 {
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()
 	return s.dropped
 }
 
 // Close ends the subscription and closes C.
-func (s *Subscription) Close() {
+func (s *BusSubscription) Close() {
 	b := s.bus
 	b.mu.Lock()
 	defer b.mu.Unlock()

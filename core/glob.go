@@ -5,9 +5,6 @@ import (
 	"path"
 )
 
-// Globs in allow-lists, include/exclude and kind lists use path.Match syntax
-// (`*`, `?`, `[...]`). Tool names never contain '/', so `*` spans a whole name.
-
 // ValidateGlob reports whether pattern is a well-formed glob.
 func ValidateGlob(pattern string) error {
 	if pattern == "" {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/toolgate/toolgate/core/schema"
 )
 
 var (
@@ -36,14 +38,7 @@ type Claimant struct {
 	RemoteName string `json:"remoteName,omitempty"`
 }
 
-func (c Claimant) String() string {
-	if c.RemoteName == "" {
-		return c.Source
-	}
-	return c.Source + "/" + c.RemoteName
-}
-
-func claimantOf(t *Tool) Claimant {
+func ClaimantOf(t *Tool) Claimant {
 	if t.Native() {
 		return Claimant{Source: NativeSource}
 	}
@@ -61,13 +56,6 @@ type Collision struct {
 // claimant. It wraps ErrNameTaken.
 type CollisionError struct{ Collision Collision }
 
-func (e *CollisionError) Error() string {
-	c := e.Collision
-	return fmt.Sprintf("tool name %q is held by %s; %s was refused", c.Name, c.Kept, c.Refused)
-}
-
-func (e *CollisionError) Unwrap() error { return ErrNameTaken }
-
 // Policy decides whether an actor may use a tool. The tool's Source is
 // visible, so a policy can match on provenance (IM-16).
 type Policy interface {
@@ -77,14 +65,6 @@ type Policy interface {
 // RolePolicy is the default policy: a tool without roles is open to every
 // actor; otherwise the actor needs at least one of the tool's roles.
 type RolePolicy struct{}
-
-// Allows implements Policy.
-func (RolePolicy) Allows(actor Actor, tool *Tool) bool {
-	if len(tool.Roles) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(tool.Roles, actor.HasRole)
-}
 
 // RegistryOptions configures a Registry; the zero value is usable.
 type RegistryOptions struct {
@@ -111,7 +91,7 @@ type Registry struct {
 
 type entry struct {
 	tool   Tool
-	schema *Schema
+	schema *schema.Schema
 }
 
 // NewRegistry returns an empty registry. opts may be nil.
@@ -130,6 +110,40 @@ func NewRegistry(opts *RegistryOptions) *Registry {
 	return r
 }
 
+func checkTool(t *Tool) error {
+	switch {
+	case !ValidToolName(t.Name):
+		return fmt.Errorf("%w: name %q breaks ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, t.Name)
+	case !t.Kind.Valid():
+		return fmt.Errorf("%w: tool %q has kind %q, want read or action", ErrInvalidTool, t.Name, t.Kind)
+	case t.Handler == nil:
+		return fmt.Errorf("%w: tool %q has no handler", ErrInvalidTool, t.Name)
+	}
+	return nil
+}
+
+func (c Claimant) String() string {
+	if c.RemoteName == "" {
+		return c.Source
+	}
+	return c.Source + "/" + c.RemoteName
+}
+
+func (e *CollisionError) Error() string {
+	c := e.Collision
+	return fmt.Sprintf("tool name %q is held by %s; %s was refused", c.Name, c.Kept, c.Refused)
+}
+
+func (e *CollisionError) Unwrap() error { return ErrNameTaken }
+
+// Allows implements Policy.
+func (RolePolicy) Allows(actor Actor, tool *Tool) bool {
+	if len(tool.Roles) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(tool.Roles, actor.HasRole)
+}
+
 // Bus returns the bus the registry publishes on.
 func (r *Registry) Bus() *Bus { return r.bus }
 
@@ -142,16 +156,17 @@ func (r *Registry) Register(t Tool) error {
 	if err := checkTool(&t); err != nil {
 		return err
 	}
-	schema, err := CompileSchema(t.InputSchema)
+	compiled, err := schema.CompileSchema(t.InputSchema)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", t.Name, err)
 	}
-	return r.register(t, schema)
+	return r.RegisterCompiled(t, compiled)
 }
 
-// register stores t with its compiled schema; t has passed checkTool.
-func (r *Registry) register(t Tool, schema *Schema) error {
-	t.InputSchema = schema.Raw()
+// RegisterCompiled stores t with its compiled schema; t has passed
+// CheckTool. The importer compiles while listing, in parallel.
+func (r *Registry) RegisterCompiled(t Tool, compiled *schema.Schema) error {
+	t.InputSchema = compiled.Raw()
 	t.Roles = slices.Clone(t.Roles)
 
 	var result error
@@ -161,13 +176,13 @@ func (r *Registry) register(t Tool, schema *Schema) error {
 		old, taken := r.tools[t.Name]
 		switch {
 		case !taken:
-			r.tools[t.Name] = &entry{tool: t, schema: schema}
+			r.tools[t.Name] = &entry{tool: t, schema: compiled}
 			return []EventData{ToolRegistered{Tool: t.Info()}}
 		case old.tool.Source == t.Source:
-			r.tools[t.Name] = &entry{tool: t, schema: schema}
+			r.tools[t.Name] = &entry{tool: t, schema: compiled}
 			return []EventData{ToolUpdated{Old: old.tool.Info(), New: t.Info()}}
 		default:
-			c := Collision{Name: t.Name, Kept: claimantOf(&old.tool), Refused: claimantOf(&t)}
+			c := Collision{Name: t.Name, Kept: ClaimantOf(&old.tool), Refused: ClaimantOf(&t)}
 			result = &CollisionError{Collision: c}
 			if slices.Contains(r.collisions, c) {
 				return nil
@@ -177,18 +192,6 @@ func (r *Registry) register(t Tool, schema *Schema) error {
 		}
 	})
 	return result
-}
-
-func checkTool(t *Tool) error {
-	switch {
-	case !ValidToolName(t.Name):
-		return fmt.Errorf("%w: name %q breaks ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, t.Name)
-	case !t.Kind.Valid():
-		return fmt.Errorf("%w: tool %q has kind %q, want read or action", ErrInvalidTool, t.Name, t.Kind)
-	case t.Handler == nil:
-		return fmt.Errorf("%w: tool %q has no handler", ErrInvalidTool, t.Name)
-	}
-	return nil
 }
 
 // Unregister frees name. Only the source that registered it may (IM-21):
@@ -204,7 +207,7 @@ func (r *Registry) Unregister(source, name string) error {
 			result = fmt.Errorf("%w: %q", ErrUnknownTool, name)
 			return nil
 		case e.tool.Source != source:
-			result = fmt.Errorf("%w: %q belongs to %s", ErrNotOwner, name, claimantOf(&e.tool).Source)
+			result = fmt.Errorf("%w: %q belongs to %s", ErrNotOwner, name, ClaimantOf(&e.tool).Source)
 			return nil
 		}
 		delete(r.tools, name)
@@ -273,7 +276,7 @@ func (r *Registry) Get(name string) (Tool, bool) {
 
 // notHeld returns the tools whose names source does not hold, under one
 // read lock.
-func (r *Registry) notHeld(source string, tools []Tool) []Tool {
+func (r *Registry) NotHeld(source string, tools []Tool) []Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Tool

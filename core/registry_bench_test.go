@@ -1,34 +1,14 @@
 package core
 
-// Benchmarks of the per-call hot paths in core (QB-2). CI runs them once
-// (-benchtime=1x) so they keep compiling; `go test -run xxx -bench . ./core`
-// measures them.
-
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/core/schema/schematest"
 )
-
-// benchSchema is a typical tool input schema: strings with limits and a
-// pattern, an enum, an integer range, an array and a nested object.
-const benchSchema = `{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 200},
-    "repo": {"type": "string", "pattern": "^[a-z0-9-]{1,40}/[a-z0-9._-]{1,100}$"},
-    "state": {"enum": ["open", "closed", "all"]},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100},
-    "labels": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-    "options": {"type": "object", "properties": {"exact": {"type": "boolean"}}, "additionalProperties": false}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`
-
-// benchArgs satisfy benchSchema.
-var benchArgs = json.RawMessage(`{"query":"gateway latency","repo":"toolgate/toolgate","state":"open","limit":20,"labels":["perf","bench"],"options":{"exact":true}}`)
 
 const benchTools = 5000
 
@@ -39,7 +19,7 @@ var benchActor = Actor{ID: "bench-client", Roles: []string{"viewer", "bench", "d
 // is not what these benchmarks measure) and answering a fixed result.
 func benchRegistry(b *testing.B) (*Registry, []string) {
 	b.Helper()
-	schema, err := CompileSchema(json.RawMessage(benchSchema))
+	compiled, err := schema.CompileSchema(json.RawMessage(schematest.BenchSchema))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +34,7 @@ func benchRegistry(b *testing.B) (*Registry, []string) {
 			Name: ToolName(up, remote), Source: up, RemoteName: remote, Kind: KindRead,
 			Description: "Bench tool.", Roles: []string{"admin", "bench"}, Handler: handler,
 		}
-		if err := r.register(t, schema); err != nil {
+		if err := r.RegisterCompiled(t, compiled); err != nil {
 			b.Fatal(err)
 		}
 		names = append(names, t.Name)
@@ -121,77 +101,6 @@ func BenchmarkToolName(b *testing.B) {
 	}
 }
 
-func BenchmarkSchemaValidate(b *testing.B) {
-	s, err := CompileSchema(json.RawMessage(benchSchema))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("valid", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := s.Validate(benchArgs); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	bad := json.RawMessage(`{"query":"","repo":"No Such Repo","limit":1000,"extra":1}`)
-	b.Run("invalid", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if s.Validate(bad) == nil {
-				b.Fatal("accepted")
-			}
-		}
-	})
-}
-
-func BenchmarkCompileSchema(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := CompileSchema(json.RawMessage(benchSchema)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func benchGate(b *testing.B) *Gate {
-	b.Helper()
-	g, err := NewGate(GateOptions{Secret: []byte("bench-confirm-secret-0123456789abcdef"), Ledger: NewMemStore()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return g
-}
-
-func BenchmarkGateIssue(b *testing.B) {
-	g := benchGate(b)
-	canon, err := CanonicalJSON(benchArgs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if tok, _ := g.Issue("gh_create_issue", benchActor, canon); tok == "" {
-			b.Fatal("no token")
-		}
-	}
-}
-
-func BenchmarkGateVerify(b *testing.B) {
-	g := benchGate(b)
-	canon, err := CanonicalJSON(benchArgs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tok, _ := g.Issue("gh_create_issue", benchActor, canon)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := g.Verify("gh_create_issue", benchActor, canon, tok); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkRegistryInvoke is one call through every registry gate (lookup,
 // enabled, role policy, schema validation) to a handler answering a fixed
 // result: the JSON passes through untouched.
@@ -201,30 +110,10 @@ func BenchmarkRegistryInvoke(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := r.Invoke(ctx, benchActor, names[i%len(names)], benchArgs); err != nil {
+		if _, err := r.Invoke(ctx, benchActor, names[i%len(names)], schematest.BenchArgs); err != nil {
 			b.Fatal(err)
 		}
 		i++
-	}
-}
-
-// The audit of every served call hashes its canonical arguments after
-// taking out the confirm fields.
-func BenchmarkConfirmArgs(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, _, err := ConfirmArgs(benchArgs); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkCanonicalJSON(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := CanonicalJSON(benchArgs); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

@@ -4,32 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/core/schema"
 )
-
-func echoHandler(calls *atomic.Int64) Handler {
-	return func(ctx context.Context, args json.RawMessage) (Result, error) {
-		if calls != nil {
-			calls.Add(1)
-		}
-		return TextResult(string(args)), nil
-	}
-}
-
-func nativeTool(name string) Tool {
-	return Tool{Name: name, Kind: KindRead, Description: "native " + name, Handler: echoHandler(nil)}
-}
-
-func importedTool(source, remote string) Tool {
-	return Tool{
-		Name: ToolName(source, remote), Source: source, RemoteName: remote, Kind: KindRead,
-		Description: remote + " from " + source, Handler: echoHandler(nil),
-	}
-}
 
 // IM-13: the first claimant keeps a name; a second is refused with a
 // collision naming both; the live handler is never replaced.
@@ -150,7 +132,7 @@ func TestRegisterRefusesInvalidTools(t *testing.T) {
 				t.Fatal("registered")
 			}
 			if name == "schema invalid" {
-				if !errors.Is(err, ErrSchemaInvalid) {
+				if !errors.Is(err, schema.ErrSchemaInvalid) {
 					t.Fatalf("got %v, want ErrSchemaInvalid", err)
 				}
 			} else if !errors.Is(err, ErrInvalidTool) {
@@ -233,7 +215,7 @@ func TestInvokeGates(t *testing.T) {
 		t.Fatalf("policy: %v", err)
 	}
 	_, err := r.Invoke(ctx, member, "create", json.RawMessage(`{"title":""}`))
-	var ve *ValidationError
+	var ve *schema.ValidationError
 	if !errors.As(err, &ve) || len(ve.Errors) == 0 || ve.Errors[0].Pointer != "/title" {
 		t.Fatalf("validation: %v", err)
 	}
@@ -323,9 +305,15 @@ func TestResultShapes(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+// IM-19: through the registry, a refusal the schema cache already holds
+// still keeps the tool out, every time.
+func TestIM19RegistryRefusesCachedHostileSchema(t *testing.T) {
+	reg := NewRegistry(nil)
+	for i := range 2 {
+		err := reg.Register(Tool{Name: fmt.Sprint("hostile", i), Kind: KindRead, Handler: echoHandler(nil),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"cache-test-2":{"type":"string","pattern":"(a|a)*"}}}`)})
+		if !errors.Is(err, schema.ErrDangerousPattern) {
+			t.Errorf("register %d: %v, want schema.ErrDangerousPattern", i, err)
+		}
 	}
 }

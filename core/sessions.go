@@ -32,9 +32,6 @@ type (
 	}
 )
 
-func (SessionStarted) EventName() string { return "session.started" }
-func (SessionEnded) EventName() string   { return "session.ended" }
-
 // ErrUnknownSession: no live session has that id.
 var ErrUnknownSession = errors.New("unknown session")
 
@@ -58,6 +55,10 @@ func NewSessions(bus *Bus) *Sessions {
 	bus.AddSnapshotPart(s.fillSnapshot)
 	return s
 }
+
+func (SessionStarted) EventName() string { return "session.started" }
+
+func (SessionEnded) EventName() string { return "session.ended" }
 
 // SetEnder registers how sessions of an endpoint are ended.
 func (s *Sessions) SetEnder(endpoint string, end SessionEnder) {

@@ -50,9 +50,6 @@ const (
 	DecisionRejected ReviewDecision = "rejected"
 )
 
-// Valid reports whether d is one of the known decisions.
-func (d ReviewDecision) Valid() bool { return d == DecisionApproved || d == DecisionRejected }
-
 // Approval is a review decision about one imported tool at one fingerprint
 // (RV-1). Its JSON form is the one approval files use (RV-4).
 type Approval struct {
@@ -62,22 +59,6 @@ type Approval struct {
 	Decision    ReviewDecision `json:"decision"`
 	By          string         `json:"by"`
 	At          time.Time      `json:"at"`
-}
-
-// Validate reports what makes a unfit to store: the key fields are required
-// and the decision must be a known one.
-func (a Approval) Validate() error {
-	switch {
-	case a.Source == "":
-		return errors.New("approval: source is required")
-	case a.RemoteName == "":
-		return errors.New("approval: remoteName is required")
-	case a.Fingerprint == "":
-		return errors.New("approval: fingerprint is required")
-	case !a.Decision.Valid():
-		return fmt.Errorf("approval: decision must be %q or %q (got %q)", DecisionApproved, DecisionRejected, a.Decision)
-	}
-	return nil
 }
 
 // AuditRecord is one call in the audit log (OP-6).
@@ -183,5 +164,24 @@ var ErrAuditLost = errors.New("queued audit records were lost")
 
 // CallFinished is published for every served call (CO-7's activity feed).
 type CallFinished struct{ Record AuditRecord }
+
+// Valid reports whether d is one of the known decisions.
+func (d ReviewDecision) Valid() bool { return d == DecisionApproved || d == DecisionRejected }
+
+// Validate reports what makes a unfit to store: the key fields are required
+// and the decision must be a known one.
+func (a Approval) Validate() error {
+	switch {
+	case a.Source == "":
+		return errors.New("approval: source is required")
+	case a.RemoteName == "":
+		return errors.New("approval: remoteName is required")
+	case a.Fingerprint == "":
+		return errors.New("approval: fingerprint is required")
+	case !a.Decision.Valid():
+		return fmt.Errorf("approval: decision must be %q or %q (got %q)", DecisionApproved, DecisionRejected, a.Decision)
+	}
+	return nil
+}
 
 func (CallFinished) EventName() string { return "call.finished" }

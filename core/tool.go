@@ -18,9 +18,6 @@ const (
 	KindAction Kind = "action"
 )
 
-// Valid reports whether k is one of the known kinds.
-func (k Kind) Valid() bool { return k == KindRead || k == KindAction }
-
 // NativeSource is how a native tool's provenance is spelled where a word is
 // needed (collision reports, tables). Tool.Source itself stays empty.
 const NativeSource = "native"
@@ -31,9 +28,6 @@ type Actor struct {
 	Roles  []string `json:"roles,omitempty"`
 	Tenant string   `json:"tenant,omitempty"`
 }
-
-// HasRole reports whether the actor holds role.
-func (a Actor) HasRole(role string) bool { return slices.Contains(a.Roles, role) }
 
 // Result is a tool call's answer in MCP's CallToolResult shape. It is kept as
 // JSON so an upstream's answer passes through byte-for-byte (IM-32).
@@ -111,30 +105,6 @@ type NativeAction[P any] struct {
 	Commit  func(ctx context.Context, plan P) (Result, error)
 }
 
-// Tool makes the registry entry of a native action.
-func (a NativeAction[P]) Tool(name, description string, schema json.RawMessage, roles ...string) Tool {
-	return Tool{
-		Name: name, Kind: KindAction, Description: description, InputSchema: schema, Roles: roles,
-		Handler: func(ctx context.Context, args json.RawMessage) (Result, error) {
-			plan, err := a.Prepare(ctx, args)
-			if err != nil {
-				return Result{}, err
-			}
-			return a.Commit(ctx, plan)
-		},
-		Preview: func(ctx context.Context, args json.RawMessage) (string, error) {
-			plan, err := a.Prepare(ctx, args)
-			if err != nil {
-				return "", err
-			}
-			return a.Preview(plan), nil
-		},
-	}
-}
-
-// Native reports whether the tool belongs to the gateway itself.
-func (t *Tool) Native() bool { return t.Source == "" }
-
 // ToolInfo is the handler-free view of a tool that snapshots and events carry.
 type ToolInfo struct {
 	Name         string          `json:"name"`
@@ -147,22 +117,6 @@ type ToolInfo struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Roles        []string        `json:"roles,omitempty"`
 	Disabled     bool            `json:"disabled,omitempty"`
-}
-
-// Info returns the handler-free view of t.
-func (t *Tool) Info() ToolInfo {
-	return ToolInfo{
-		Name:         t.Name,
-		Source:       t.Source,
-		RemoteName:   t.RemoteName,
-		Kind:         t.Kind,
-		Description:  t.Description,
-		InputSchema:  t.InputSchema,
-		OutputSchema: t.OutputSchema,
-		Annotations:  t.Annotations,
-		Roles:        slices.Clone(t.Roles),
-		Disabled:     t.Disabled,
-	}
 }
 
 // Call describes one invocation to the handler and to policies (SV-7). The
@@ -195,4 +149,50 @@ func WithCall(ctx context.Context, c Call) context.Context {
 func CallFromContext(ctx context.Context) (Call, bool) {
 	c, ok := ctx.Value(callKey{}).(Call)
 	return c, ok
+}
+
+// Valid reports whether k is one of the known kinds.
+func (k Kind) Valid() bool { return k == KindRead || k == KindAction }
+
+// HasRole reports whether the actor holds role.
+func (a Actor) HasRole(role string) bool { return slices.Contains(a.Roles, role) }
+
+// Tool makes the registry entry of a native action.
+func (a NativeAction[P]) Tool(name, description string, schema json.RawMessage, roles ...string) Tool {
+	return Tool{
+		Name: name, Kind: KindAction, Description: description, InputSchema: schema, Roles: roles,
+		Handler: func(ctx context.Context, args json.RawMessage) (Result, error) {
+			plan, err := a.Prepare(ctx, args)
+			if err != nil {
+				return Result{}, err
+			}
+			return a.Commit(ctx, plan)
+		},
+		Preview: func(ctx context.Context, args json.RawMessage) (string, error) {
+			plan, err := a.Prepare(ctx, args)
+			if err != nil {
+				return "", err
+			}
+			return a.Preview(plan), nil
+		},
+	}
+}
+
+// Native reports whether the tool belongs to the gateway itself.
+func (t *Tool) Native() bool { return t.Source == "" }
+
+// Info returns the handler-free view of t.
+func (t *Tool) Info() ToolInfo {
+	return ToolInfo{
+		Name:         t.Name,
+		Source:       t.Source,
+		RemoteName:   t.RemoteName,
+		Kind:         t.Kind,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations:  t.Annotations,
+		Roles:        slices.Clone(t.Roles),
+		Disabled:     t.Disabled,
+	}
 }

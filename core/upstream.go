@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+// RPCError is a JSON-RPC error answer from an upstream: a definite failure.
+type RPCError struct {
+	Code    int
+	Message string
+}
+
 // Upstream is one connection to an MCP server that tools are imported from.
 // The mcp package implements it over stdio, Streamable HTTP and SSE; FakeUpstream
 // implements it in memory.
@@ -68,12 +74,13 @@ var (
 	ErrOutcomeUnknown = errors.New("outcome unknown: the call may have run upstream; it was not re-issued")
 	// ErrUnknownUpstream: no upstream of that name is configured (IM-24).
 	ErrUnknownUpstream = errors.New("unknown upstream")
+	// ErrUnknownPlan: no refresh plan of that id is held (applied, cancelled,
+	// expired or never made).
+	ErrUnknownPlan = errors.New("unknown refresh plan")
 )
 
 // StatusError is an HTTP status from an upstream.
 type StatusError struct{ Code int }
-
-func (e *StatusError) Error() string { return fmt.Sprintf("upstream answered HTTP %d", e.Code) }
 
 // Transient reports whether err is the kind of failure after which the
 // connection should be dropped and made again (IM-27): connection refused,
@@ -116,3 +123,5 @@ func DefaultRetry(kind Kind, err error) bool {
 // Backoff returns how long to wait before attempt n (n >= 1 is the first
 // retry).
 type Backoff func(n int) time.Duration
+
+func (e *StatusError) Error() string { return fmt.Sprintf("upstream answered HTTP %d", e.Code) }

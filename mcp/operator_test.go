@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -26,9 +28,9 @@ const operatorWait = 15 * time.Second
 // gh_delete) to an operator, with the queue and its bus.
 type operatorServed struct {
 	*served
-	gate   *core.Gate
-	queue  *core.ApprovalQueue
-	events *core.Subscription
+	gate   *confirm.Gate
+	queue  *confirm.ApprovalQueue
+	events *core.BusSubscription
 }
 
 func serveOperator(t *testing.T, wait time.Duration) *operatorServed {
@@ -36,9 +38,9 @@ func serveOperator(t *testing.T, wait time.Duration) *operatorServed {
 	bus := core.NewBus()
 	t.Cleanup(bus.Close)
 	_, sub := bus.Subscribe(64)
-	queue := core.NewApprovalQueue(bus)
-	gate, err := core.NewGate(core.GateOptions{
-		Secret: []byte("operator-test-secret-0123456789abcdef"), Ledger: core.NewMemStore(),
+	queue := confirm.NewApprovalQueue(bus)
+	gate, err := confirm.NewGate(confirm.GateOptions{
+		Secret: []byte("operator-test-secret-0123456789abcdef"), Ledger: memstore.NewMemStore(),
 		Approvals: queue, ApprovalWait: wait,
 		NeedsOperator: func(tool core.Tool) bool { return tool.Source == "gh" },
 	})
@@ -258,9 +260,9 @@ func TestOperatorApproveCF5(t *testing.T) {
 
 	msgs, _ := startConfirm(t, c, 7, token, "op-progress-7")
 	p := s.waitPending(t)
-	if p.ID != core.TokenID(token) || p.Tool != "gh_delete" || p.Source != "gh" || p.RemoteName != "delete" ||
+	if p.ID != confirm.TokenID(token) || p.Tool != "gh_delete" || p.Source != "gh" || p.RemoteName != "delete" ||
 		p.Actor.ID != "m" || p.Actor.Tenant != "t1" || string(p.Arguments) != `{"id":7}` || !strings.Contains(p.Preview, "gh_delete") ||
-		p.Deadline.Sub(p.Created) != core.DefaultApprovalWait {
+		p.Deadline.Sub(p.Created) != confirm.DefaultApprovalWait {
 		t.Errorf("pending confirmation: %+v", p)
 	}
 	s.checkNothingRan(t, "while waiting for the operator")
@@ -283,7 +285,7 @@ func TestOperatorApproveCF5(t *testing.T) {
 	}
 	if err := json.Unmarshal(m.msg["params"], &progress); method != "notifications/progress" || err != nil ||
 		progress.ProgressToken != "op-progress-7" || progress.Progress <= 0 || progress.Progress >= progress.Total ||
-		progress.Total != core.DefaultApprovalWait.Seconds() || !strings.Contains(progress.Message, "operator") {
+		progress.Total != confirm.DefaultApprovalWait.Seconds() || !strings.Contains(progress.Message, "operator") {
 		t.Fatalf("first message while waiting: %v (params %+v, %v)", m.msg, progress, err)
 	}
 	if len(s.queue.Pending()) != 1 {
@@ -366,13 +368,13 @@ func TestOperatorTimeoutCF5(t *testing.T) {
 	if took < wait || took > wait+5*time.Second {
 		t.Errorf("answered after %v, want about %v", took, wait)
 	}
-	if d := s.nextDecision(t); d.ID != core.TokenID(token) || d.Decision != core.DecisionTimeout {
+	if d := s.nextDecision(t); d.ID != confirm.TokenID(token) || d.Decision != core.DecisionTimeout {
 		t.Errorf("decision event: %+v", d)
 	}
 	if len(s.queue.Pending()) != 0 {
 		t.Errorf("still pending after the timeout: %+v", s.queue.Pending())
 	}
-	if err := s.queue.Approve(core.TokenID(token), "operator-late"); err == nil {
+	if err := s.queue.Approve(confirm.TokenID(token), "operator-late"); err == nil {
 		t.Error("approving a timed-out confirmation succeeded")
 	}
 	s.checkNothingRan(t, "after the timeout")

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/peers"
 )
@@ -168,7 +169,7 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 }
 
 // importPeer imports one upstream through the real importer and requires it.
-func importPeer(t *testing.T, opts mcp.UpstreamOptions, prefix string) (*core.Registry, *core.Importer) {
+func importPeer(t *testing.T, opts mcp.UpstreamOptions, prefix string) (*core.Registry, *importer.Importer) {
 	t.Helper()
 	up, err := mcp.NewUpstream(opts)
 	if err != nil {
@@ -179,7 +180,7 @@ func importPeer(t *testing.T, opts mcp.UpstreamOptions, prefix string) (*core.Re
 		transport = "stdio"
 	}
 	reg := core.NewRegistry(nil)
-	im := core.NewImporter(reg, []core.UpstreamSpec{{
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{{
 		Name: opts.Name, Prefix: prefix, Transport: transport, Required: true,
 		Timeout: peerTimeout, Upstream: up,
 	}}, nil)
@@ -288,7 +289,7 @@ func textOf(t *testing.T, r core.Result) string {
 
 // checkChildrenGone checks that the processes running in dir, there before
 // Close, are all gone once Close returns (IM-10).
-func checkChildrenGone(t *testing.T, im *core.Importer, dir string) {
+func checkChildrenGone(t *testing.T, im *importer.Importer, dir string) {
 	t.Helper()
 	before, ok := peers.ProcsIn(dir)
 	if !ok {
@@ -310,7 +311,7 @@ func checkChildrenGone(t *testing.T, im *core.Importer, dir string) {
 // checkStatus checks the upstream's visible state (IM-9). A refresh that
 // brought late tools publishes its count just after registering them, so
 // the count is awaited, bounded.
-func checkStatus(t *testing.T, im *core.Importer, server string, tools int) {
+func checkStatus(t *testing.T, im *importer.Importer, server string, tools int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

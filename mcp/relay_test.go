@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -54,7 +55,7 @@ func relayGatewayOf(t *testing.T, arg string, roots ...string) string {
 func serveImported(t *testing.T, up core.Upstream, hub *mcp.Hub, timeout time.Duration) string {
 	t.Helper()
 	reg := core.NewRegistry(nil)
-	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: timeout, Upstream: up}}, nil)
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: timeout, Upstream: up}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := im.Start(ctx); err != nil {

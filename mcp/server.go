@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/schema"
 )
 
 // DefaultMaxRequestBytes is the request body limit when none is set (SV-8).
@@ -45,7 +47,7 @@ type EndpointOptions struct {
 	Registry *core.Registry
 	// Gate serves action tools behind preview → confirm (CF-1); nil serves
 	// no action tool at all.
-	Gate *core.Gate
+	Gate *confirm.Gate
 	// ElicitConfirm asks clients that declared elicitation to confirm an
 	// action in the same call instead of a second one (CF-6).
 	ElicitConfirm bool
@@ -81,7 +83,7 @@ type Endpoint struct {
 	mcp    *server.MCPServer
 	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
-	sub    *core.Subscription
+	sub    *core.BusSubscription
 	synced sync.WaitGroup
 }
 
@@ -290,7 +292,7 @@ func (e *Endpoint) mcpTool(t core.ToolInfo) (mcpgo.Tool, bool) {
 	schema := t.InputSchema
 	if t.Kind == core.KindAction {
 		var err error
-		if schema, err = core.AdvertisedSchema(t.InputSchema); err != nil {
+		if schema, err = confirm.AdvertisedSchema(t.InputSchema); err != nil {
 			e.opts.Logger.Warn("action tool not served", "tool", t.Name, "err", err)
 			return mcpgo.Tool{}, false
 		}
@@ -374,7 +376,7 @@ func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args
 	}
 	if token != nil {
 		down.progressToken = token
-		ctx = core.WithProgress(ctx, operatorWaitProgress(down))
+		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down))
 	}
 	// What the upstream sends during the call comes back to this
 	// session (issue 5).
@@ -384,7 +386,7 @@ func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args
 	var err error
 	if kind == core.KindAction {
 		res, err = e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, args)
-		if _, confirm, _, _ := core.ConfirmArgs(args); err == nil && !confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+		if _, confirm, _, _ := confirm.ConfirmArgs(args); err == nil && !confirm && e.opts.ElicitConfirm && canElicit(ctx) {
 			res, err = e.confirmByElicitation(ctx, actor, name, args, res)
 		}
 	} else {
@@ -405,7 +407,7 @@ func errorResult(text string) json.RawMessage {
 
 // operatorWaitProgress sends notifications/progress to the calling session
 // while a confirmation waits for an operator (CF-5).
-func operatorWaitProgress(down *downstream) core.Progress {
+func operatorWaitProgress(down *downstream) confirm.Progress {
 	return func(waited, total time.Duration) {
 		down.notify(string(mcpgo.MethodNotificationProgress), map[string]any{
 			"progressToken": down.progressToken,
@@ -420,8 +422,8 @@ func operatorWaitProgress(down *downstream) core.Progress {
 // read and recover from (SV-6). A tool that vanished or was refused between
 // the list check and the call reads like an unknown tool (SV-5).
 func toolError(name string, err error) *mcpgo.CallToolResult {
-	var ve *core.ValidationError
-	var refused *core.RefusedError
+	var ve *schema.ValidationError
+	var refused *confirm.RefusedError
 	switch {
 	case errors.As(err, &refused):
 		return mcpgo.NewToolResultError(refused.Text)

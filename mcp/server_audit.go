@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/canonjson"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/schema"
 )
 
 // audit records one call (OP-6) and publishes it for the activity feed
@@ -19,16 +22,16 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	if e.opts.Audit == nil {
 		return
 	}
-	toolArgs, confirm, token := auditConfirmArgs(args)
+	toolArgs, confirming, token := auditConfirmArgs(args)
 	rec := core.AuditRecord{
 		Time: time.Now(), Endpoint: e.opts.Path, ActorID: actor.ID, Tenant: actor.Tenant, Session: call.Session,
-		Tool: name, ArgsHash: e.argsHash(toolArgs), Outcome: outcome(kind, confirm, res, err), Latency: latency, CallID: call.CallID,
+		Tool: name, ArgsHash: e.argsHash(toolArgs), Outcome: outcome(kind, confirming, res, err), Latency: latency, CallID: call.CallID,
 	}
 	if t, ok := e.opts.Registry.Get(name); ok {
 		rec.Source, rec.RemoteName = t.Source, t.RemoteName
 	}
-	if confirm && token != "" {
-		rec.ConfirmTokenID = core.TokenID(token)
+	if confirming && token != "" {
+		rec.ConfirmTokenID = confirm.TokenID(token)
 	} else if kind == core.KindAction && err == nil {
 		rec.ConfirmTokenID = issuedTokenID(res)
 	}
@@ -51,7 +54,7 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 }
 
 func (e *Endpoint) argsHash(canonicalish json.RawMessage) string {
-	canon, err := core.CanonicalJSON(canonicalish)
+	canon, err := canonjson.CanonicalJSON(canonicalish)
 	if err != nil {
 		canon = canonicalish
 	}
@@ -67,18 +70,18 @@ func (e *Endpoint) argsHash(canonicalish json.RawMessage) string {
 // auditConfirmArgs is core.ConfirmArgs without its parse when the gate's
 // fields cannot be there: no key can read "confirm" unless those bytes, or
 // an escape, appear.
-func auditConfirmArgs(args json.RawMessage) (toolArgs json.RawMessage, confirm bool, token string) {
+func auditConfirmArgs(args json.RawMessage) (toolArgs json.RawMessage, confirming bool, token string) {
 	if len(bytes.TrimSpace(args)) > 0 && !bytes.Contains(args, []byte("confirm")) && bytes.IndexByte(args, '\\') < 0 {
 		return args, false, ""
 	}
-	toolArgs, confirm, token, _ = core.ConfirmArgs(args)
-	return toolArgs, confirm, token
+	toolArgs, confirming, token, _ = confirm.ConfirmArgs(args)
+	return toolArgs, confirming, token
 }
 
 // outcome names what happened in the audit's words.
-func outcome(kind core.Kind, confirm bool, res core.Result, err error) string {
-	var refused *core.RefusedError
-	var invalid *core.ValidationError
+func outcome(kind core.Kind, confirming bool, res core.Result, err error) string {
+	var refused *confirm.RefusedError
+	var invalid *schema.ValidationError
 	switch {
 	case errors.As(err, &refused):
 		return "refused"
@@ -90,7 +93,7 @@ func outcome(kind core.Kind, confirm bool, res core.Result, err error) string {
 		return "outcome-unknown"
 	case err != nil:
 		return "failed"
-	case kind == core.KindAction && !confirm && issuedTokenID(res) != "":
+	case kind == core.KindAction && !confirming && issuedTokenID(res) != "":
 		return "preview"
 	case res.IsError:
 		return "error"
@@ -108,5 +111,5 @@ func issuedTokenID(res core.Result) string {
 	if json.Unmarshal(res.JSON, &body) != nil {
 		return ""
 	}
-	return core.TokenID(body.StructuredContent.ConfirmToken)
+	return confirm.TokenID(body.StructuredContent.ConfirmToken)
 }

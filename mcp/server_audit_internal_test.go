@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/canonjson"
+	"github.com/toolgate/toolgate/core/confirm"
 )
 
 // argsCases are arguments with and without the gate's fields, plain and
@@ -24,8 +25,8 @@ var argsCases = []string{
 // oldArgsHash is the hash as computed before the shortcut: always through
 // core.ConfirmArgs.
 func oldArgsHash(e *Endpoint, args json.RawMessage) (string, bool, string) {
-	toolArgs, confirm, token, _ := core.ConfirmArgs(args)
-	canon, err := core.CanonicalJSON(toolArgs)
+	toolArgs, confirm, token, _ := confirm.ConfirmArgs(args)
+	canon, err := canonjson.CanonicalJSON(toolArgs)
 	if err != nil {
 		canon = toolArgs
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -43,7 +45,7 @@ func (a appendOnly) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 // committed (AppendAudit); the record of any other call is queued when the
 // store can queue, and appended when it cannot.
 func TestEndpointAuditActionsWaitReadsQueueOP6(t *testing.T) {
-	gate, err := core.NewGate(core.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: core.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

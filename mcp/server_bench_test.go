@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/mcp"
 )
@@ -166,7 +167,7 @@ func BenchmarkEndpointToolsCall(b *testing.B) {
 	}{
 		{"mcp-go", bareServer, "", "echo"},
 		{"endpoint/audit=off", func(b *testing.B) *httptest.Server { return endpointServer(b, nil) }, benchKey, "up_echo"},
-		{"endpoint/audit=memory", func(b *testing.B) *httptest.Server { return endpointServer(b, core.NewMemStore()) }, benchKey, "up_echo"},
+		{"endpoint/audit=memory", func(b *testing.B) *httptest.Server { return endpointServer(b, memstore.NewMemStore()) }, benchKey, "up_echo"},
 		{"endpoint/audit=sqlite", func(b *testing.B) *httptest.Server {
 			st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
 			if err != nil {

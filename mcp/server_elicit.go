@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
 )
 
 // errDeclined: the user said no when asked to confirm (CF-6).
@@ -31,7 +32,7 @@ func canElicit(ctx context.Context) bool {
 // the two-call protocol applies.
 func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, name string, args json.RawMessage, preview core.Result) (core.Result, error) {
 	var body struct {
-		StructuredContent core.Preview `json:"structuredContent"`
+		StructuredContent confirm.Preview `json:"structuredContent"`
 	}
 	if json.Unmarshal(preview.JSON, &body) != nil || body.StructuredContent.ConfirmToken == "" {
 		return preview, nil
@@ -58,7 +59,7 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, n
 		return preview, nil
 	}
 	if answer.Action != mcpgo.ElicitationResponseActionAccept || !answer.Content.Confirm {
-		return core.Result{}, &core.RefusedError{Err: errDeclined, Text: "Not run: " + errDeclined.Error()}
+		return core.Result{}, &confirm.RefusedError{Err: errDeclined, Text: "Not run: " + errDeclined.Error()}
 	}
 	var m map[string]json.RawMessage
 	if len(args) == 0 || json.Unmarshal(args, &m) != nil || m == nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -85,7 +86,7 @@ func callText(t *testing.T, c *client.Client, name string, args map[string]any) 
 // call; yes runs the tool once, no runs nothing; a client without the
 // capability gets the two-call preview.
 func TestEndpointElicitConfirm(t *testing.T) {
-	gate, err := core.NewGate(core.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: core.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

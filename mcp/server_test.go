@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -446,7 +448,7 @@ func TestEndpointStateless(t *testing.T) {
 // fields; the first call previews and runs nothing, the confirming call runs
 // once, a replay is refused as an isError result.
 func TestEndpointConfirmGate(t *testing.T) {
-	gate, err := core.NewGate(core.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: core.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,11 +499,11 @@ func TestEndpointConfirmGate(t *testing.T) {
 // OP-6: every call is audited with its outcome, a preview and its confirm
 // share a token id, and argument values are kept only as a hash.
 func TestEndpointAudit(t *testing.T) {
-	gate, err := core.NewGate(core.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: core.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := core.NewMemStore()
+	store := memstore.NewMemStore()
 	s := serve(t, mcp.EndpointOptions{Gate: gate, Audit: store, AuditKey: []byte("audit-key")})
 	_, sub := s.reg.Bus().Subscribe(0)
 	defer sub.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -39,15 +40,15 @@ func serveDemo(t *testing.T, name string) string {
 // the upstream that listed them; prompts are prefixed like tools.
 func TestCatalogThroughRealServer(t *testing.T) {
 	reg := core.NewRegistry(nil)
-	var specs []core.UpstreamSpec
+	var specs []importer.UpstreamSpec
 	for _, name := range []string{"notes", "echo"} {
 		up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: name, URL: serveDemo(t, name), Transport: "http"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		specs = append(specs, core.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Upstream: up, Timeout: 10 * time.Second})
+		specs = append(specs, importer.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Upstream: up, Timeout: 10 * time.Second})
 	}
-	im := core.NewImporter(reg, specs, nil)
+	im := importer.NewImporter(reg, specs, nil)
 	defer im.Close()
 	if err := im.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestEndpointServesCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := core.NewImporter(reg, []core.UpstreamSpec{{Name: "notes", Prefix: "notes", Upstream: up, Timeout: 10 * time.Second}}, nil)
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "notes", Prefix: "notes", Upstream: up, Timeout: 10 * time.Second}}, nil)
 	defer im.Close()
 	if err := im.Start(context.Background()); err != nil {
 		t.Fatal(err)

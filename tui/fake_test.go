@@ -19,6 +19,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review"
 )
 
 func TestMain(m *testing.M) {
@@ -39,8 +40,10 @@ type fakeConsole struct {
 	info core.ConsoleInfo
 	plan core.Diff
 
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	calls   []string
+	plans   map[string]core.Diff // by plan ID, until applied or cancelled
+	planSeq int
 	// planGate, when set, holds PlanRefresh until it is closed.
 	planGate chan struct{}
 }
@@ -59,28 +62,61 @@ func (f *fakeConsole) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakeConsole) Subscribe() (core.Snapshot, *core.Subscription) {
+func (f *fakeConsole) Subscribe(context.Context) (core.Snapshot, core.Subscription, error) {
 	_, sub := f.bus.Subscribe(0)
-	return f.snap, sub
+	return f.snap, fakeSubscription{sub}, nil
 }
-func (f *fakeConsole) Info() core.ConsoleInfo { return f.info }
-func (f *fakeConsole) ReviewStates() map[string]core.ReviewState {
+
+type fakeSubscription struct{ *core.BusSubscription }
+
+func (s fakeSubscription) Resync(context.Context) (core.Snapshot, error) {
+	return s.BusSubscription.Resync(), nil
+}
+
+func (f *fakeConsole) Info(context.Context) (core.ConsoleInfo, error) { return f.info, nil }
+func (f *fakeConsole) ReviewStates(context.Context) (map[string]core.ReviewState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.snap.Reviews
+	return f.snap.Reviews, nil
 }
-func (f *fakeConsole) PlanRefresh(ctx context.Context, up string) (*core.RefreshPlan, error) {
+func (f *fakeConsole) PlanRefresh(ctx context.Context, up string) (core.RefreshPlan, error) {
 	f.record("plan " + up)
 	if f.planGate != nil {
 		<-f.planGate
 	}
 	d := f.plan
 	d.Upstream = up
-	return &core.RefreshPlan{Diff: d}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.plans == nil {
+		f.plans = map[string]core.Diff{}
+	}
+	f.planSeq++
+	id := fmt.Sprintf("plan-%d", f.planSeq)
+	f.plans[id] = d
+	return core.RefreshPlan{ID: id, Diff: d}, nil
 }
-func (f *fakeConsole) ApplyRefresh(p *core.RefreshPlan) (core.Diff, error) {
-	f.record("apply " + p.Diff.Upstream)
-	return p.Diff, nil
+func (f *fakeConsole) ApplyRefresh(_ context.Context, id string) (core.Diff, error) {
+	f.mu.Lock()
+	d, ok := f.plans[id]
+	delete(f.plans, id)
+	f.mu.Unlock()
+	if !ok {
+		return core.Diff{}, fmt.Errorf("%w: %q", core.ErrUnknownPlan, id)
+	}
+	f.record("apply " + d.Upstream)
+	return d, nil
+}
+func (f *fakeConsole) CancelRefresh(_ context.Context, id string) error {
+	f.mu.Lock()
+	d, ok := f.plans[id]
+	delete(f.plans, id)
+	f.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", core.ErrUnknownPlan, id)
+	}
+	f.record("cancel " + d.Upstream)
+	return nil
 }
 func (f *fakeConsole) RefreshAll(context.Context) ([]core.Diff, error) {
 	f.record("refresh-all")
@@ -98,24 +134,24 @@ func (f *fakeConsole) RejectTool(_ context.Context, name, by string) error {
 	f.record("reject-tool " + name + " by " + by)
 	return nil
 }
-func (f *fakeConsole) ToolFlags(name string) ([]core.Flag, error) {
+func (f *fakeConsole) ToolFlags(_ context.Context, name string) ([]core.Flag, error) {
 	f.record("flags " + name)
 	for _, t := range f.snap.Tools {
 		if t.Name == name {
-			return core.ReviewFlags(t, f.snap.Tools), nil
+			return review.ReviewFlags(t, f.snap.Tools), nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %q", core.ErrUnknownTool, name)
 }
-func (f *fakeConsole) ApproveConfirmation(id, by string) error {
+func (f *fakeConsole) ApproveConfirmation(_ context.Context, id, by string) error {
 	f.record("approve " + id + " by " + by)
 	return nil
 }
-func (f *fakeConsole) RejectConfirmation(id, by, reason string) error {
+func (f *fakeConsole) RejectConfirmation(_ context.Context, id, by, reason string) error {
 	f.record("reject " + id + " by " + by)
 	return nil
 }
-func (f *fakeConsole) EndSession(id string) error {
+func (f *fakeConsole) EndSession(_ context.Context, id string) error {
 	f.record("end " + id)
 	return nil
 }
@@ -224,9 +260,9 @@ func ready(t testing.TB, f *fakeConsole, w, h int) *Model {
 	t.Helper()
 	m := newModel(f)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	snap, sub := f.Subscribe()
+	snap, sub, _ := f.Subscribe(context.Background())
 	t.Cleanup(sub.Close)
-	_, cmd := m.Update(subscribedMsg{info: f.Info(), snap: snap, sub: sub})
+	_, cmd := m.Update(subscribedMsg{info: f.info, snap: snap, sub: sub})
 	_ = cmd // the event wait and the debounced scan are not run here
 	return m
 }

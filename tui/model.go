@@ -59,11 +59,11 @@ type (
 	subscribedMsg struct {
 		info core.ConsoleInfo
 		snap core.Snapshot
-		sub  *core.Subscription
+		sub  core.Subscription
 	}
 	eventMsg       core.Event
 	resyncedMsg    core.Snapshot
-	subClosedMsg   struct{}
+	subClosedMsg   struct{ err error } // err nil: the gateway ended the stream
 	tickMsg        time.Time
 	clearFlashMsg  struct{ id uint64 }
 	reviewsTickMsg struct{ gen uint64 }
@@ -78,11 +78,12 @@ type Model struct {
 	c      *common.Common
 	cancel context.CancelFunc
 
-	info   core.ConsoleInfo
-	sub    *core.Subscription
-	state  core.Snapshot
-	loaded bool
-	closed bool
+	info      core.ConsoleInfo
+	sub       core.Subscription
+	state     core.Snapshot
+	loaded    bool
+	closed    bool
+	closedErr error // why the stream could not be read, if it was not the gateway ending it
 
 	panes     [common.NumPanes]common.Pane
 	upstreams *upstreams.Model
@@ -172,17 +173,25 @@ func (m *Model) Flash() string { return m.flash }
 
 // Init subscribes to the gateway.
 func (m *Model) Init() tea.Cmd {
-	con := m.c.Console
+	ctx, con := m.c.Ctx, m.c.Console
 	return func() tea.Msg {
-		snap, sub := con.Subscribe()
-		return subscribedMsg{info: con.Info(), snap: snap, sub: sub}
+		snap, sub, err := con.Subscribe(ctx)
+		if err != nil {
+			return subClosedMsg{err: err}
+		}
+		info, err := con.Info(ctx)
+		if err != nil {
+			sub.Close()
+			return subClosedMsg{err: err}
+		}
+		return subscribedMsg{info: info, snap: snap, sub: sub}
 	}
 }
 
 // waitEvent reads the next event. It is issued once the subscription is
 // there and re-issued only from the eventMsg handler, so events stay in
 // order.
-func waitEvent(sub *core.Subscription) tea.Cmd {
+func waitEvent(sub core.Subscription) tea.Cmd {
 	return func() tea.Msg {
 		ev, ok := <-sub.C()
 		if !ok {
@@ -192,8 +201,14 @@ func waitEvent(sub *core.Subscription) tea.Cmd {
 	}
 }
 
-func resync(sub *core.Subscription) tea.Cmd {
-	return func() tea.Msg { return resyncedMsg(sub.Resync()) }
+func resync(ctx context.Context, sub core.Subscription) tea.Cmd {
+	return func() tea.Msg {
+		snap, err := sub.Resync(ctx)
+		if err != nil {
+			return subClosedMsg{err: err}
+		}
+		return resyncedMsg(snap)
+	}
 }
 
 func tick() tea.Cmd {
@@ -221,7 +236,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setSnapshot(core.Snapshot(msg))
 		return m, tea.Batch(m.setParts(partAll), waitEvent(m.sub))
 	case subClosedMsg:
-		m.closed = true
+		m.closed, m.closedErr = true, msg.err
 		return m, nil
 	case tickMsg:
 		m.ticking = false
@@ -233,7 +248,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		console, gen := m.c.Console, msg.gen
-		return m, func() tea.Msg { return reviewsMsg{gen: gen, reviews: console.ReviewStates()} }
+		ctx := m.c.Ctx
+		return m, func() tea.Msg {
+			reviews, err := console.ReviewStates(ctx)
+			if err != nil {
+				return nil // the next tool event asks again
+			}
+			return reviewsMsg{gen: gen, reviews: reviews}
+		}
 	case reviewsMsg:
 		if msg.gen != m.revGen {
 			return m, nil // tools changed again: a later read follows
@@ -284,7 +306,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // fresh snapshot (whose handler then resumes reading).
 func (m *Model) nextEvent(ev core.Event) tea.Cmd {
 	if _, ok := ev.Data.(core.Resync); ok {
-		return resync(m.sub)
+		return resync(m.c.Ctx, m.sub)
 	}
 	return waitEvent(m.sub)
 }
@@ -540,6 +562,9 @@ func (m *Model) statusLine() string {
 		}
 		return common.Truncate(th.Status.Render(m.flash), m.width)
 	case m.closed:
+		if m.closedErr != nil {
+			return common.Truncate(th.StatusErr.Render("cannot read the gateway's events: "+m.closedErr.Error()+"; the view no longer updates"), m.width)
+		}
 		return common.Truncate(th.StatusErr.Render("the gateway closed the event stream; the view no longer updates"), m.width)
 	case !m.loaded:
 		return th.Muted.Render("loading…")

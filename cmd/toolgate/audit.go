@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 func runAudit(ctx context.Context, c *cli, args []string) int {
@@ -32,7 +33,7 @@ func runAudit(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	store, err := openStore(ctx, cfg.Gateway.Store)
+	store, err := gateway.OpenStore(ctx, cfg.Gateway.Store)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate audit: %v\n", err)
 		return 1

@@ -4,17 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // QB-2: bench runs every phase end to end and reports the ratios and zero
 // errors. Speed is a benchmark, not a timed test: no timing or ratio is
 // asserted, only that each was measured.
 func TestBenchQuickJSON(t *testing.T) {
-	t.Setenv(SelfEnv, toolgateBinary(t))
+	t.Setenv(gateway.SelfEnv, toolgateBinary(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -86,26 +87,6 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	if res.Startup.ToolsServed != 12 || res.Startup.ToolsExpected != 12 || len(res.Startup.Rounds) != 1 {
 		t.Errorf("start-up: served %d of %d tools in %d rounds", res.Startup.ToolsServed, res.Startup.ToolsExpected, len(res.Startup.Rounds))
-	}
-}
-
-// Every order ranks each upstream once.
-func TestBenchStartupRanks(t *testing.T) {
-	for _, order := range []string{"ascending", "descending", "shuffled"} {
-		r := startupRanks(20, order)
-		seen := map[int]bool{}
-		for _, v := range r {
-			seen[v] = true
-		}
-		if len(seen) != 20 || slices.Min(r) != 0 || slices.Max(r) != 19 {
-			t.Errorf("%s: %v is not a permutation of 0..19", order, r)
-		}
-		if order == "descending" && r[0] != 19 {
-			t.Errorf("descending: the slowest is not configured first: %v", r)
-		}
-		if order == "shuffled" && !slices.Equal(r, startupRanks(20, order)) {
-			t.Errorf("shuffled differs between calls")
-		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // loadConfig resolves --config (or the default path) and loads it, printing
@@ -23,7 +25,7 @@ func (c *cli) loadConfig(cmd, path string) (*config.Config, bool) {
 		return nil, false
 	}
 	v, _ := buildVersion()
-	cfg, warnings, err := config.Load(path, config.LoadOptions{Version: v, LookupEnv: lookupEnv})
+	cfg, warnings, err := config.Load(path, config.LoadOptions{Version: v, LookupEnv: gateway.LookupEnv})
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
@@ -66,13 +68,6 @@ type toolRow struct {
 	Flags       []string `json:"flags"`
 }
 
-func transportOf(u config.Upstream) string {
-	if u.Command != "" {
-		return "stdio"
-	}
-	return u.Transport
-}
-
 func runCheck(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("check")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
@@ -85,27 +80,21 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	store, closeStore, err := reviewStore(ctx, cfg)
+	g, closeGateway, err := importOnly(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
 		return 1
 	}
-	defer closeStore()
-	g, err := newGateway(ctx, cfg, store)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
-		return 1
-	}
-	defer g.close()
+	defer closeGateway()
 	var startErr error
 	if *offline {
 		fmt.Fprintln(c.stderr, "toolgate check: --offline: upstreams not probed")
 	} else {
-		startErr = g.start(ctx)
+		startErr = g.Start(ctx)
 	}
 
-	snap := g.reg.Bus().Snapshot()
-	report := checkReport{Upstreams: []checkUpstream{}, Tools: rows(g.review, snap), Collisions: snap.Collisions, Dropped: []checkDrop{}}
+	snap := g.Registry().Bus().Snapshot()
+	report := checkReport{Upstreams: []checkUpstream{}, Tools: rows(g.Reviewer(), snap), Collisions: snap.Collisions, Dropped: []checkDrop{}}
 	if report.Collisions == nil {
 		report.Collisions = []core.Collision{}
 	}
@@ -162,28 +151,22 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	store, closeStore, err := reviewStore(ctx, cfg)
+	g, closeGateway, err := importOnly(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
 		return 1
 	}
-	defer closeStore()
-	g, err := newGateway(ctx, cfg, store)
-	if err != nil {
+	defer closeGateway()
+	if err := g.Start(ctx); err != nil {
 		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
 		return 1
 	}
-	defer g.close()
-	if err := g.start(ctx); err != nil {
-		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
-		return 1
-	}
-	for _, st := range g.importer.Statuses() {
+	for _, st := range g.Importer().Statuses() {
 		if st.State != core.StateConnected {
 			fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s\n", st.Name, st.State, st.LastError)
 		}
 	}
-	tools := rows(g.review, g.reg.Bus().Snapshot())
+	tools := rows(g.Reviewer(), g.Registry().Bus().Snapshot())
 	if *asJSON {
 		return c.printJSON(tools)
 	}
@@ -204,7 +187,7 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 }
 
 // rows lists the registry as printed by tools and check.
-func rows(rev *core.Reviewer, snap core.Snapshot) []toolRow {
+func rows(rev *review.Reviewer, snap core.Snapshot) []toolRow {
 	out := []toolRow{}
 	for _, t := range snap.Tools {
 		state, flags := reviewInfo(rev, t, snap.Tools)
@@ -251,4 +234,20 @@ func runImportConfig(_ context.Context, c *cli, args []string) int {
 	}
 	_, _ = c.stdout.Write(out)
 	return 0
+}
+
+// importOnly builds the gateway check and tools report on: review over the
+// configured store when its file exists (never creating one as a side
+// effect), registry and importer, nothing that serves.
+func importOnly(ctx context.Context, cfg *config.Config) (*gateway.Gateway, func(), error) {
+	store, closeStore, err := gateway.ReviewStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := gateway.New(ctx, cfg, &gateway.Options{Store: store, ImportOnly: true})
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	return g, func() { _ = g.Close(context.Background()); closeStore() }, nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/tui"
 )
 
@@ -84,24 +84,16 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 		}
 	}
 
-	l, err := startLive(ctx, cfg, log)
+	opts := &gateway.Options{Logger: log, Demo: demoMode, Notice: notice}
+	g, err := gateway.New(ctx, cfg, opts)
 	if err != nil && demoMode && errors.Is(err, syscall.EADDRINUSE) {
 		// Another toolgate (or anything) has the demo's port: take any.
 		cfg.Gateway.Listen = "127.0.0.1:0"
-		l, err = startLive(ctx, cfg, log)
+		g, err = gateway.New(ctx, cfg, opts)
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate console: %v\n", err)
 		return 1
-	}
-
-	info := core.ConsoleInfo{Demo: demoMode, Notice: notice, ReviewMode: core.ReviewMode(cfg.Gateway.Review.Mode)}
-	for _, e := range cfg.Endpoints {
-		u := "http://" + l.addr + e.Path
-		info.Endpoints = append(info.Endpoints, u)
-		if e.Open() {
-			info.OpenEndpoints = append(info.OpenEndpoints, u)
-		}
 	}
 
 	// Import in the background: the console shows the upstreams connecting.
@@ -109,7 +101,7 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 	imported := make(chan struct{})
 	go func() {
 		defer close(imported)
-		if err := l.importAll(importCtx); err != nil {
+		if err := g.Start(importCtx); err != nil {
 			log.Warn("import", "err", err)
 		}
 	}()
@@ -121,13 +113,13 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 	// the input, so adaptive colours pick the right variant.
 	lipgloss.SetHasDarkBackground(lipgloss.HasDarkBackground())
 
-	model := tui.New(tui.Options{Console: l.console(info), Operator: operatorName(), Context: ctx})
+	model := tui.New(tui.Options{Console: g.Console(), Operator: operatorName(), Context: ctx})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(c.stdout))
 	_, runErr := p.Run()
 	model.Close()
 	cancelImport()
 	<-imported
-	stopErr := l.stop()
+	stopErr := closeGateway(g)
 	code := 0
 	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && !errors.Is(runErr, context.Canceled) {
 		fmt.Fprintf(c.stderr, "toolgate console: %v\n", runErr)

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -39,39 +41,39 @@ func faultCtx(t *testing.T, d time.Duration) context.Context {
 
 // stdioDemoSpec is a built-in upstream run by the real binary over stdio,
 // supervised as the gateway runs it.
-func stdioDemoSpec(t *testing.T, name string, env map[string]string) core.UpstreamSpec {
+func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.UpstreamSpec {
 	t.Helper()
 	up, err := mcp.NewUpstream(mcp.UpstreamOptions{
 		Name: name, Command: toolgateBinary(t), Args: []string{"demo-upstream", name},
-		Env: env, Supervisor: supervisorArgs(),
+		Env: env, Supervisor: gateway.SupervisorArgs(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return core.UpstreamSpec{Name: name, Prefix: name, Transport: "stdio", Timeout: 20 * time.Second, Upstream: up}
+	return importer.UpstreamSpec{Name: name, Prefix: name, Transport: "stdio", Timeout: 20 * time.Second, Upstream: up}
 }
 
-func httpSpec(t *testing.T, name, url string) core.UpstreamSpec {
+func httpSpec(t *testing.T, name, url string) importer.UpstreamSpec {
 	t.Helper()
 	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: name, URL: url, Transport: "http"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return core.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Timeout: 5 * time.Second, Upstream: up}
+	return importer.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Timeout: 5 * time.Second, Upstream: up}
 }
 
 // startImporter imports specs into a fresh registry; the importer (and with
 // it every child process) is closed at cleanup.
-func startImporter(t *testing.T, specs ...core.UpstreamSpec) (*core.Registry, *core.Importer, error) {
+func startImporter(t *testing.T, specs ...importer.UpstreamSpec) (*core.Registry, *importer.Importer, error) {
 	t.Helper()
 	reg := core.NewRegistry(nil)
-	im := core.NewImporter(reg, specs, &core.ImporterOptions{Debounce: 100 * time.Millisecond})
+	im := importer.NewImporter(reg, specs, &importer.ImporterOptions{Debounce: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = im.Close() })
 	err := im.Start(faultCtx(t, 60*time.Second))
 	return reg, im, err
 }
 
-func statusOf(t *testing.T, im *core.Importer, name string) core.UpstreamStatus {
+func statusOf(t *testing.T, im *importer.Importer, name string) core.UpstreamStatus {
 	t.Helper()
 	for _, st := range im.Statuses() {
 		if st.Name == name {
@@ -157,7 +159,7 @@ func runToolgate(t *testing.T, args ...string) (code int, stdout, stderr string)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), SelfEnv+"="+bin)
+	cmd.Env = append(os.Environ(), gateway.SelfEnv+"="+bin)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -231,14 +233,14 @@ func TestFaultActionOutcomeUnknownIM29(t *testing.T) {
 // required one makes Start fail, naming it.
 func TestFaultUpstreamDownAtStartIM8(t *testing.T) {
 	missing, err := mcp.NewUpstream(mcp.UpstreamOptions{
-		Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-server"), Supervisor: supervisorArgs(),
+		Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-server"), Supervisor: gateway.SupervisorArgs(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	closedURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", closedPort(t))
 	reg, im, err := startImporter(t,
-		core.UpstreamSpec{Name: "missing", Prefix: "missing", Transport: "stdio", Timeout: 5 * time.Second, Upstream: missing},
+		importer.UpstreamSpec{Name: "missing", Prefix: "missing", Transport: "stdio", Timeout: 5 * time.Second, Upstream: missing},
 		httpSpec(t, "closed", closedURL),
 		stdioDemoSpec(t, "notes", nil),
 	)

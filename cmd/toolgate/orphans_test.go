@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -208,7 +209,7 @@ func gatewayDies(t *testing.T, sig syscall.Signal) {
 	bin := toolgateBinary(t)
 	state := t.TempDir()
 	cmd := exec.Command(bin, "check", "--config", orphanConfig(t, state))
-	cmd.Env = append(os.Environ(), SelfEnv+"="+bin)
+	cmd.Env = append(os.Environ(), gateway.SelfEnv+"="+bin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	gw := start(t, cmd)
 	grandchild := waitPIDFile(t, state, gw.exited)

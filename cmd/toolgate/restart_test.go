@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 const restartConfig = `gateway:
@@ -57,7 +59,7 @@ func TestRestartKeepsLedgerAndApprovals(t *testing.T) {
 	}
 
 	// A review decision made with the CLI against the same store file.
-	t.Setenv(SelfEnv, toolgateBinary(t))
+	t.Setenv(gateway.SelfEnv, toolgateBinary(t))
 	t.Setenv("TOOLGATE_GATEWAY_STORE", store)
 	t.Setenv("TOOLGATE_CONFIRM_SECRET", serveConfirmSecret)
 	t.Setenv("GATEWAY_KEY", serveGatewayKey)

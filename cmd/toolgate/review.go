@@ -13,6 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // The review command's entry in the command table.
@@ -101,13 +103,13 @@ func configFlag(fs *flag.FlagSet) *string {
 type reviewEnv struct {
 	cfg   *config.Config
 	store core.Store
-	rev   *core.Reviewer
-	g     *gateway
+	rev   *review.Reviewer
+	g     *gateway.Gateway
 }
 
 func (e *reviewEnv) close() {
 	if e.g != nil {
-		_ = e.g.close()
+		_ = e.g.Close(context.Background())
 	}
 	if e.store != nil {
 		_ = e.store.Close()
@@ -127,24 +129,24 @@ func (c *cli) openReview(ctx context.Context, name, path string, upstreams bool)
 		return e, false
 	}
 	e.cfg = cfg
-	store, err := openStore(ctx, cfg.Gateway.Store)
+	store, err := gateway.OpenStore(ctx, cfg.Gateway.Store)
 	if err != nil {
 		return fail(err)
 	}
 	e.store = store
 	if upstreams {
-		if e.g, err = newGateway(ctx, cfg, store); err != nil {
+		if e.g, err = gateway.New(ctx, cfg, &gateway.Options{Store: store, ImportOnly: true}); err != nil {
 			return fail(err)
 		}
-		e.rev = e.g.review
-	} else if e.rev, err = core.NewReviewer(ctx, core.ReviewMode(cfg.Gateway.Review.Mode), store, core.NewBus()); err != nil {
+		e.rev = e.g.Reviewer()
+	} else if e.rev, err = review.NewReviewer(ctx, core.ReviewMode(cfg.Gateway.Review.Mode), store, core.NewBus()); err != nil {
 		return fail(err)
 	}
 	if upstreams {
-		if err := e.g.start(ctx); err != nil {
+		if err := e.g.Start(ctx); err != nil {
 			return fail(err)
 		}
-		for _, st := range e.g.importer.Statuses() {
+		for _, st := range e.g.Importer().Statuses() {
 			if st.State != core.StateConnected {
 				fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s (its tools are not listed)\n", st.Name, st.State, st.LastError)
 			}
@@ -171,11 +173,11 @@ type reviewRow struct {
 // reviewInfo is what `tools`, `check` and `review list` show of t's review:
 // its state and the kinds of its scanner flags, sorted ("" and none for a
 // native tool).
-func reviewInfo(rev *core.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []string) {
+func reviewInfo(rev *review.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []string) {
 	if t.Source == "" {
 		return "", []string{}
 	}
-	return rev.State(t), flagKinds(core.ReviewFlags(t, all))
+	return rev.State(t), flagKinds(review.ReviewFlags(t, all))
 }
 
 func flagKinds(flags []core.Flag) []string {
@@ -187,7 +189,7 @@ func flagKinds(flags []core.Flag) []string {
 	return slices.Compact(kinds)
 }
 
-func reviewRows(rev *core.Reviewer, tools []core.ToolInfo) []reviewRow {
+func reviewRows(rev *review.Reviewer, tools []core.ToolInfo) []reviewRow {
 	out := []reviewRow{}
 	for _, t := range tools {
 		if t.Source == "" {
@@ -196,7 +198,7 @@ func reviewRows(rev *core.Reviewer, tools []core.ToolInfo) []reviewRow {
 		state, flags := reviewInfo(rev, t, tools)
 		row := reviewRow{
 			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
-			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: core.ToolFingerprint(t),
+			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: review.ToolFingerprint(t),
 		}
 		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
 			row.DecidedBy = d.By
@@ -222,7 +224,7 @@ func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	if !ok {
 		return 1
 	}
-	rows := reviewRows(e.rev, e.g.reg.Bus().Snapshot().Tools)
+	rows := reviewRows(e.rev, e.g.Registry().Bus().Snapshot().Tools)
 	if *asJSON {
 		return c.printJSON(rows)
 	}
@@ -280,7 +282,7 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 		if !ok {
 			return 1
 		}
-		tools := e.g.reg.Bus().Snapshot().Tools
+		tools := e.g.Registry().Bus().Snapshot().Tools
 		var targets []core.ToolInfo
 		if *allNew {
 			for _, t := range tools {
@@ -324,7 +326,7 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 				fmt.Fprintf(c.stderr, "toolgate review %s: %v\n", verb, err)
 				return 1
 			}
-			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, t.Name, t.Source, t.RemoteName, core.ToolFingerprint(t))
+			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, t.Name, t.Source, t.RemoteName, review.ToolFingerprint(t))
 		}
 		return 0
 	}
@@ -412,7 +414,7 @@ func runReviewImport(ctx context.Context, c *cli, fs *flag.FlagSet, args []strin
 		return 1
 	}
 	// Validate before the store is even opened: a bad file touches nothing.
-	if _, err := core.ParseApprovals(data); err != nil {
+	if _, err := review.ParseApprovals(data); err != nil {
 		fmt.Fprintf(c.stderr, "toolgate review import: %s: %v\n", pos[0], err)
 		return 1
 	}

@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -35,7 +38,7 @@ func reviewCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // "name" or "name:STATEDIR".
 func reviewConfig(t *testing.T, store, mode string, upstreams ...string) string {
 	t.Helper()
-	t.Setenv(SelfEnv, toolgateBinary(t))
+	t.Setenv(gateway.SelfEnv, toolgateBinary(t))
 	var ups strings.Builder
 	for _, u := range upstreams {
 		name, state, _ := strings.Cut(u, ":")
@@ -43,7 +46,7 @@ func reviewConfig(t *testing.T, store, mode string, upstreams ...string) string 
 		if state != "" {
 			args = fmt.Sprintf("[demo-upstream, %s, --state, %q]", name, state)
 		}
-		fmt.Fprintf(&ups, "  - name: %s\n    command: ${%s}\n    args: %s\n    timeout: 20s\n", name, SelfEnv, args)
+		fmt.Fprintf(&ups, "  - name: %s\n    command: ${%s}\n    args: %s\n    timeout: 20s\n", name, gateway.SelfEnv, args)
 	}
 	yaml := fmt.Sprintf(`gateway:
   listen: 127.0.0.1:7331
@@ -265,7 +268,7 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := core.NewReviewer(ctx, core.ReviewPin, st, nil)
+	rev, err := review.NewReviewer(ctx, core.ReviewPin, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +291,7 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rev, err = core.NewReviewer(ctx, core.ReviewPin, st, nil)
+	rev, err = review.NewReviewer(ctx, core.ReviewPin, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +309,7 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	rev2, err := core.NewReviewer(ctx, core.ReviewPin, fresh, nil)
+	rev2, err := review.NewReviewer(ctx, core.ReviewPin, fresh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,13 +335,13 @@ func TestReviewRugPullRV3(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	bus := core.NewBus()
-	rev, err := core.NewReviewer(ctx, core.ReviewPin, store, bus)
+	rev, err := review.NewReviewer(ctx, core.ReviewPin, store, bus)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse})
-	im := core.NewImporter(reg, []core.UpstreamSpec{stdioDemoSpec(t, "shifty", map[string]string{demo.StateEnv: state})},
-		&core.ImporterOptions{Debounce: 100 * time.Millisecond})
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{stdioDemoSpec(t, "shifty", map[string]string{demo.StateEnv: state})},
+		&importer.ImporterOptions{Debounce: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = im.Close() })
 	if err := im.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -360,7 +363,7 @@ func TestReviewRugPullRV3(t *testing.T) {
 	if first.Description != demo.ShiftyInnocent || rev.State(first) != core.ReviewNew || !listed() {
 		t.Fatalf("before review: %q is %q, listed %v", first.Description, rev.State(first), listed())
 	}
-	if flags := core.ReviewFlags(first, bus.Snapshot().Tools); len(flags) != 0 {
+	if flags := review.ReviewFlags(first, bus.Snapshot().Tools); len(flags) != 0 {
 		t.Errorf("the innocent description is flagged: %+v", flags)
 	}
 	if err := rev.Approve(ctx, first, "alice"); err != nil {
@@ -390,14 +393,14 @@ func TestReviewRugPullRV3(t *testing.T) {
 	if _, err := reg.Invoke(ctx, actor, "shifty_lookup", json.RawMessage(`{"word":"x"}`)); !errors.Is(err, core.ErrNotPermitted) {
 		t.Errorf("calling the withheld tool: %v", err)
 	}
-	kinds := flagKinds(core.ReviewFlags(pulled, bus.Snapshot().Tools))
+	kinds := flagKinds(review.ReviewFlags(pulled, bus.Snapshot().Tools))
 	for _, k := range []core.FlagKind{core.FlagHiddenInstruction, core.FlagSecretPath} {
 		if !slices.Contains(kinds, string(k)) {
 			t.Errorf("the poisoned description lacks a %s flag: %q", k, kinds)
 		}
 	}
 
-	warn, err := core.NewReviewer(ctx, core.ReviewWarn, store, nil)
+	warn, err := review.NewReviewer(ctx, core.ReviewWarn, store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

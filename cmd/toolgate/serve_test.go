@@ -30,6 +30,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgate/toolgate/auth/authtest"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // Distinctive secrets: none of them may ever appear in serve's logs.
@@ -115,7 +116,7 @@ func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway 
 	port := serveFreePort(t)
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:"+strconv.Itoa(port))
 	// Each gateway gets its own store file, never the user's.
-	cmd.Env = append(os.Environ(), SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
+	cmd.Env = append(os.Environ(), gateway.SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -685,7 +686,7 @@ func serveRun(t *testing.T, env map[string]string, args ...string) (int, string)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	// Each gateway gets its own store file, never the user's.
-	cmd.Env = append(os.Environ(), SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
+	cmd.Env = append(os.Environ(), gateway.SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

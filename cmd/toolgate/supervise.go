@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/toolgate/toolgate/mcp"
 )
@@ -13,18 +12,6 @@ const (
 	superviseSynopsis = "-- CMD ARGS…"
 	superviseSummary  = "(internal) run CMD in this process group and stop the group when toolgate dies"
 )
-
-// supervisorArgs is the mcp.UpstreamOptions.Supervisor of stdio upstreams:
-// this binary running _supervise, to which the adapter appends the
-// upstream's command and args. nil (no supervisor) if the binary cannot be
-// found.
-func supervisorArgs() []string {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil
-	}
-	return []string{exe, "_supervise", "--"}
-}
 
 // runSupervise runs CMD under mcp.Supervise (IM-10) and exits with CMD's
 // status. CMD's stdin, stdout and stderr are this process's own, inherited,

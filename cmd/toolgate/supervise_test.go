@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -81,7 +82,7 @@ func TestSuperviseArgs(t *testing.T) {
 	if code := runSupervise(context.Background(), c, []string{"--bogus", "--", "true"}); code != 2 || !strings.Contains(errOut.String(), "bogus") {
 		t.Errorf("bad flag: %d %q", code, errOut.String())
 	}
-	if got := supervisorArgs(); len(got) != 3 || got[1] != "_supervise" || got[2] != "--" {
-		t.Errorf("supervisorArgs() = %q", got)
+	if got := gateway.SupervisorArgs(); len(got) != 3 || got[1] != "_supervise" || got[2] != "--" {
+		t.Errorf("gateway.SupervisorArgs() = %q", got)
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/storetest"
 )
 
 // OP-5: the in-memory store keeps the same contract as the persistent ones.
 func TestMemStoreConformance(t *testing.T) {
-	storetest.StoreConformance(t, func(t *testing.T) core.Store { return core.NewMemStore() })
+	storetest.StoreConformance(t, func(t *testing.T) core.Store { return memstore.NewMemStore() })
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review/scan"
 	"github.com/toolgate/toolgate/tui/common"
 	"github.com/toolgate/toolgate/tui/table"
 )
@@ -141,14 +142,14 @@ func (m *Model) decide(d core.Decision) tea.Cmd {
 		return nil
 	}
 	m.nextID++
-	con, by, id, tool := m.c.Console, m.c.Operator, p.ID, p.Tool
+	ctx, con, by, id, tool := m.c.Ctx, m.c.Console, m.c.Operator, p.ID, p.Tool
 	if d == core.DecisionApprove {
 		return common.Call(common.PaneApprovals, m.nextID, "approving "+tool, func() (any, error) {
-			return decided{ID: id, Tool: tool, Decision: d}, con.ApproveConfirmation(id, by)
+			return decided{ID: id, Tool: tool, Decision: d}, con.ApproveConfirmation(ctx, id, by)
 		})
 	}
 	return common.Call(common.PaneApprovals, m.nextID, "rejecting "+tool, func() (any, error) {
-		return decided{ID: id, Tool: tool, Decision: d}, con.RejectConfirmation(id, by, RejectReason)
+		return decided{ID: id, Tool: tool, Decision: d}, con.RejectConfirmation(ctx, id, by, RejectReason)
 	})
 }
 
@@ -188,7 +189,7 @@ func (m *Model) View() string {
 		"",
 		th.Section.Render(fmt.Sprintf("%s — %s for %s, %s left", p.Tool, common.Source(p.Source), p.Actor.ID, common.Countdown(m.c.Now(), p.Deadline))),
 		th.Label.Render("preview"),
-		wrap.Render(core.VisibleText(p.Preview)),
+		wrap.Render(scan.VisibleText(p.Preview)),
 		th.Label.Render("arguments (canonical)"),
 		args.String(),
 	}

@@ -106,9 +106,9 @@ func (m *Model) end() tea.Cmd {
 		}
 	}
 	m.nextID++
-	con := m.c.Console
+	ctx, con := m.c.Ctx, m.c.Console
 	run := common.Call(common.PaneSessions, m.nextID, "ending session "+id, func() (any, error) {
-		return endResult{ID: id}, con.EndSession(id)
+		return endResult{ID: id}, con.EndSession(ctx, id)
 	})
 	return common.Ask("End session?",
 		fmt.Sprintf("End session %s of %s on %s? The client's next request fails and it must reconnect.", id, s.Actor.ID, s.Endpoint),

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review/scan"
 	"github.com/toolgate/toolgate/tui/common"
 	"github.com/toolgate/toolgate/tui/theme"
 )
@@ -52,7 +53,7 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 
 	var descFlags []core.Flag
 	for _, f := range flags {
-		if f.Where == core.DescriptionWhere {
+		if f.Where == scan.DescriptionWhere {
 			descFlags = append(descFlags, f)
 		}
 	}
@@ -63,7 +64,7 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 		b.WriteString(wrap.Render(Highlight(th, t.Description, descFlags)))
 	}
 	b.WriteString("\n")
-	if hidden := core.HiddenTagText(t.Description); hidden != "" {
+	if hidden := scan.HiddenTagText(t.Description); hidden != "" {
 		section("Hidden text (Unicode tag characters, invisible to people)")
 		b.WriteString(th.Hidden.Render(wrap.Render(hidden)))
 		b.WriteString("\n")
@@ -78,13 +79,13 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 		b.WriteString(th.OK.Render("none: the scanner found nothing to look at"))
 		b.WriteString("\n")
 	}
-	in := core.ScanInput{Description: t.Description, InputSchema: t.InputSchema}
+	in := scan.ScanInput{Description: t.Description, InputSchema: t.InputSchema}
 	for _, f := range flags {
 		sev := f.Kind.Severity()
 		head := th.Severity(sev).Render(fmt.Sprintf("[%s] %s", sev, f.Kind))
 		b.WriteString(wrap.Render(fmt.Sprintf("%s at %s: %s", head, f.Where, f.Reason)))
 		b.WriteString("\n")
-		if f.Where != core.DescriptionWhere {
+		if f.Where != scan.DescriptionWhere {
 			if text, ok := in.Text(f.Where); ok {
 				b.WriteString("    ")
 				b.WriteString(wrap.Render(Highlight(th, text, []core.Flag{f})))
@@ -103,7 +104,7 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 		pretty.Reset()
 		pretty.Write(schema)
 	}
-	b.WriteString(core.VisibleText(pretty.String()))
+	b.WriteString(scan.VisibleText(pretty.String()))
 	return b.String()
 }
 
@@ -112,7 +113,7 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 // wrapped in « ».
 func Highlight(th *theme.Theme, text string, flags []core.Flag) string {
 	if len(flags) == 0 {
-		return core.VisibleText(text)
+		return scan.VisibleText(text)
 	}
 	cuts := []int{0, len(text)}
 	for _, f := range flags {
@@ -143,7 +144,7 @@ func Highlight(th *theme.Theme, text string, flags []core.Flag) string {
 	}
 	var b strings.Builder
 	for _, p := range pieces {
-		seg := core.VisibleText(p.text)
+		seg := scan.VisibleText(p.text)
 		if p.sev == "" {
 			b.WriteString(seg)
 			continue
@@ -201,7 +202,7 @@ func ScanAll(tools []core.ToolInfo) map[string][]core.FlagKind {
 	}
 	out := make(map[string][]core.FlagKind, len(tools))
 	for _, t := range tools {
-		flags := core.ScanTool(core.ScanInput{
+		flags := scan.ScanTool(scan.ScanInput{
 			Name: t.Name, RemoteName: t.RemoteName, Description: t.Description,
 			InputSchema: t.InputSchema, OtherTools: others[t.Source],
 		})

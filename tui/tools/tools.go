@@ -231,9 +231,9 @@ func (m *Model) open(name string) tea.Cmd {
 	m.detail, m.flags, m.flagsID = name, nil, id
 	m.renderDetail()
 	m.vp.GotoTop()
-	con := m.c.Console
+	ctx, con := m.c.Ctx, m.c.Console
 	return common.Call(common.PaneTools, id, "scanning "+name, func() (any, error) {
-		fl, err := con.ToolFlags(name)
+		fl, err := con.ToolFlags(ctx, name)
 		return flagResult{Name: name, Flags: fl}, err
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review/scan"
 	"github.com/toolgate/toolgate/tui/common"
 	"github.com/toolgate/toolgate/tui/theme"
 )
@@ -37,8 +38,8 @@ func renderDiff(th *theme.Theme, d core.Diff, width int) string {
 		for _, f := range c.Fields {
 			switch f {
 			case "description":
-				line(indent(th.Muted.Render("old: ") + wrap.Render(core.VisibleText(c.Old.Description))))
-				newText := core.VisibleText(c.New.Description)
+				line(indent(th.Muted.Render("old: ") + wrap.Render(scan.VisibleText(c.Old.Description))))
+				newText := scan.VisibleText(c.New.Description)
 				if th.Marks {
 					newText = "«" + newText + "»"
 				}

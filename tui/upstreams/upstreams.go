@@ -167,8 +167,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case modeDiff:
 		switch {
 		case key.Matches(msg, k.Back):
+			cancel := m.cancelPlan()
 			m.mode, m.plan, m.planID = modeList, nil, 0
-			return common.Flash("refresh cancelled: nothing changed", false)
+			return tea.Batch(cancel, common.Flash("refresh cancelled: nothing changed", false))
 		case key.Matches(msg, k.Apply):
 			if m.plan == nil {
 				return nil // still listing
@@ -230,8 +231,22 @@ func (m *Model) planRefresh() tea.Cmd {
 	ctx, con, name := m.c.Ctx, m.c.Console, u.Name
 	return common.Call(common.PaneUpstreams, id, "listing "+name, func() (any, error) {
 		p, err := con.PlanRefresh(ctx, name)
-		return planResult{Plan: p}, err
+		return planResult{Plan: &p}, err
 	})
+}
+
+// cancelPlan tells the gateway to forget the plan on screen, so it does not
+// hold a listing nobody will apply. A failure is not the operator's concern:
+// the gateway expires plans by itself.
+func (m *Model) cancelPlan() tea.Cmd {
+	if m.plan == nil {
+		return nil
+	}
+	ctx, con, id := m.c.Ctx, m.c.Console, m.plan.ID
+	return func() tea.Msg {
+		_ = con.CancelRefresh(ctx, id)
+		return nil
+	}
 }
 
 func (m *Model) apply() tea.Cmd {
@@ -239,9 +254,9 @@ func (m *Model) apply() tea.Cmd {
 	id := m.id()
 	m.applyID = id
 	m.mode, m.plan, m.planID = modeList, nil, 0
-	con := m.c.Console
+	ctx, con := m.c.Ctx, m.c.Console
 	return common.Call(common.PaneUpstreams, id, "applying refresh of "+plan.Diff.Upstream, func() (any, error) {
-		d, err := con.ApplyRefresh(plan)
+		d, err := con.ApplyRefresh(ctx, plan.ID)
 		return applyResult{Diff: d}, err
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -43,7 +44,7 @@ func run() error {
 		return err
 	}
 	reg := core.NewRegistry(nil)
-	im := core.NewImporter(reg, []core.UpstreamSpec{{
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{{
 		Name: "fixture", Prefix: "", Transport: "http", Required: true,
 		Timeout: 20 * time.Second, Upstream: up,
 	}}, nil)

@@ -1,0 +1,423 @@
+package confirm
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/canonjson"
+)
+
+// MinConfirmSecretBytes is the shortest secret the gate accepts.
+const MinConfirmSecretBytes = 32
+
+// DefaultConfirmTTL is how long a confirm token stays valid (CF-3).
+const DefaultConfirmTTL = 15 * time.Minute
+
+// Refusals of a confirming call, each with its own message (CF-4).
+var (
+	ErrConfirmForged   = errors.New("confirm token is not valid")
+	ErrConfirmExpired  = errors.New("confirm token expired")
+	ErrConfirmUsed     = errors.New("confirm token already used")
+	ErrConfirmActor    = errors.New("confirm token was issued to another actor")
+	ErrConfirmTenant   = errors.New("confirm token was issued for another tenant")
+	ErrConfirmArgs     = errors.New("arguments differ from the previewed ones")
+	ErrConfirmTool     = errors.New("confirm token was issued for another tool")
+	ErrConfirmMissing  = errors.New("confirm is true but confirmToken is missing")
+	ErrConfirmConflict = errors.New("tool schema already defines confirm or confirmToken")
+)
+
+// TokenLedger records spent confirm tokens; Store implements it.
+type TokenLedger interface {
+	UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error)
+}
+
+// ConfirmMessages are the texts a client sees (CF-7). Empty fields keep
+// the defaults. Preview may use {tool}, {source}, {expires}.
+type ConfirmMessages struct {
+	Preview  string
+	Invalid  string
+	Used     string
+	Rejected string
+	Expired  string
+	// TimedOut: no operator decided within approvalWait.
+	TimedOut string
+}
+
+// GateOptions configures a Gate.
+type GateOptions struct {
+	// Secret keys the token MAC; required, at least 32 bytes (CF-3).
+	Secret []byte
+	// TTL of a token; 0 means DefaultConfirmTTL.
+	TTL time.Duration
+	// Ledger makes tokens single-use (CF-4); required.
+	Ledger   TokenLedger
+	Messages ConfirmMessages
+	Now      func() time.Time
+	// Approvals queues confirmations that need an operator (CF-5); with
+	// NeedsOperator nil or false for a tool, none wait.
+	Approvals     *ApprovalQueue
+	NeedsOperator func(tool core.Tool) bool
+	// ApprovalWait bounds the wait; 0 means DefaultApprovalWait.
+	ApprovalWait time.Duration
+}
+
+// Gate issues and verifies confirm tokens.
+type Gate struct {
+	secret        []byte
+	ttl           time.Duration
+	ledger        TokenLedger
+	msgs          ConfirmMessages
+	now           func() time.Time
+	approvals     *ApprovalQueue
+	needsOperator func(core.Tool) bool
+	approvalWait  time.Duration
+
+	// issued remembers what each recent token was issued for, only to say
+	// why a refused token failed; validity never depends on it.
+	mu     sync.Mutex
+	issued map[string]issuedToken
+}
+
+type issuedToken struct {
+	tool, actor, tenant, args string
+	expires                   time.Time
+}
+
+// maxIssuedRemembered bounds the diagnostic index.
+const maxIssuedRemembered = 10000
+
+// NewGate checks opts and returns a gate.
+func NewGate(opts GateOptions) (*Gate, error) {
+	if len(opts.Secret) < MinConfirmSecretBytes {
+		return nil, fmt.Errorf("confirm secret: %d bytes, need at least %d", len(opts.Secret), MinConfirmSecretBytes)
+	}
+	if opts.Ledger == nil {
+		return nil, errors.New("confirm gate: no ledger")
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultConfirmTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := &opts.Messages
+	setDefault(&m.Preview, "Preview only: nothing has run. To run {tool} on {source}, call it again with the same arguments, \"confirm\": true and this confirmToken before {expires}.")
+	setDefault(&m.Invalid, "Not run: the confirmation was refused")
+	setDefault(&m.Used, "Not run: this confirmation was already used; preview again to get a new one")
+	setDefault(&m.Rejected, "Not run: the operator rejected this call")
+	setDefault(&m.Expired, "Not run: the confirmation expired; preview again to get a new one")
+	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
+	if opts.NeedsOperator != nil && opts.Approvals == nil {
+		return nil, errors.New("confirm gate: operator approval needs an approval queue")
+	}
+	return &Gate{
+		secret: append([]byte(nil), opts.Secret...), ttl: opts.TTL, ledger: opts.Ledger, msgs: opts.Messages, now: opts.Now,
+		approvals: opts.Approvals, needsOperator: opts.NeedsOperator, approvalWait: opts.ApprovalWait,
+		issued: map[string]issuedToken{},
+	}, nil
+}
+
+func setDefault(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}
+
+// AdvertisedSchema is an action tool's schema as served: its own plus
+// optional "confirm" (boolean) and "confirmToken" (string) properties
+// (CF-1). Other keys keep their bytes.
+func AdvertisedSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object"}`)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	props := map[string]json.RawMessage{}
+	if p, ok := top["properties"]; ok {
+		if err := json.Unmarshal(p, &props); err != nil {
+			return nil, fmt.Errorf("schema properties: %w", err)
+		}
+	}
+	if _, ok := props["confirm"]; ok {
+		return nil, ErrConfirmConflict
+	}
+	if _, ok := props["confirmToken"]; ok {
+		return nil, ErrConfirmConflict
+	}
+	props["confirm"] = json.RawMessage(`{"type":"boolean","description":"Set to true, with confirmToken, to run the previewed call."}`)
+	props["confirmToken"] = json.RawMessage(`{"type":"string","description":"The token the preview returned."}`)
+	p, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	top["properties"] = p
+	return json.Marshal(top)
+}
+
+// ConfirmArgs separates the gate's two fields from the tool's own
+// arguments, which are returned with those fields removed (CF-1).
+func ConfirmArgs(args json.RawMessage) (toolArgs json.RawMessage, confirm bool, token string, err error) {
+	if len(strings.TrimSpace(string(args))) == 0 {
+		return json.RawMessage(`{}`), false, "", nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		// Not an object: leave it to schema validation to say so.
+		return args, false, "", nil
+	}
+	c, hasC := m["confirm"]
+	t, hasT := m["confirmToken"]
+	if !hasC && !hasT {
+		return args, false, "", nil
+	}
+	if hasC && json.Unmarshal(c, &confirm) != nil {
+		return nil, false, "", errors.New(`"confirm" must be a boolean`)
+	}
+	if hasT && json.Unmarshal(t, &token) != nil {
+		return nil, false, "", errors.New(`"confirmToken" must be a string`)
+	}
+	delete(m, "confirm")
+	delete(m, "confirmToken")
+	toolArgs, err = json.Marshal(m)
+	return toolArgs, confirm, token, err
+}
+
+// TokenID is the ledger key of a token: its MAC.
+func TokenID(token string) string {
+	_, mac, _ := strings.Cut(token, ".")
+	return mac
+}
+
+// ErrConfirmRejected: an operator rejected the call (CF-5).
+var ErrConfirmRejected = errors.New("rejected")
+
+// RefusedError is a confirming call the gate refused; Text is what the
+// client reads.
+type RefusedError struct {
+	Err  error
+	Text string
+}
+
+// Preview is the structured part of a preview answer (CF-2).
+type Preview struct {
+	Preview      string      `json:"preview"`
+	Call         PreviewCall `json:"call"`
+	ConfirmToken string      `json:"confirmToken"`
+	ExpiresAt    time.Time   `json:"expiresAt"`
+}
+
+// PreviewCall says what would run: which tool, on which upstream, with
+// which canonical arguments.
+type PreviewCall struct {
+	Tool       string          `json:"tool"`
+	Source     string          `json:"source,omitempty"`
+	RemoteName string          `json:"remoteName,omitempty"`
+	Arguments  json.RawMessage `json:"arguments"`
+}
+
+// Messages returns the texts in use.
+func (g *Gate) Messages() ConfirmMessages { return g.msgs }
+
+// Issue returns a token for this tool, actor and canonical arguments, and
+// when it expires (CF-3): "<expiresAt unix seconds>.<hex HMAC-SHA256>".
+func (g *Gate) Issue(tool string, actor core.Actor, canonicalArgs []byte) (string, time.Time) {
+	expires := g.now().Add(g.ttl).Truncate(time.Second)
+	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), canonicalArgs)
+	g.remember(mac, issuedToken{tool, actor.ID, actor.Tenant, string(canonicalArgs), expires})
+	return strconv.FormatInt(expires.Unix(), 10) + "." + mac, expires
+}
+
+func (g *Gate) mac(tool, actor, tenant string, expires int64, canonicalArgs []byte) string {
+	h := hmac.New(sha256.New, g.secret)
+	// Length-prefixed fields: no choice of names can make two different
+	// calls hash alike.
+	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), string(canonicalArgs)} {
+		fmt.Fprintf(h, "%d:%s;", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (g *Gate) remember(mac string, it issuedToken) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.issued) >= maxIssuedRemembered {
+		now := g.now()
+		for k, v := range g.issued {
+			if now.After(v.expires) {
+				delete(g.issued, k)
+			}
+		}
+		if len(g.issued) >= maxIssuedRemembered {
+			g.issued = map[string]issuedToken{}
+		}
+	}
+	g.issued[mac] = it
+}
+
+// Verify checks a token against the call it claims to confirm; it does not
+// spend it. Validity is decided by the MAC alone (stateless); when the MAC
+// does not match, a token this gate issued recently is compared part by
+// part to say which one differs.
+func (g *Gate) Verify(tool string, actor core.Actor, canonicalArgs []byte, token string) (expires time.Time, err error) {
+	expStr, mac, ok := strings.Cut(token, ".")
+	exp, perr := strconv.ParseInt(expStr, 10, 64)
+	if !ok || perr != nil || len(mac) != sha256.Size*2 {
+		return time.Time{}, ErrConfirmForged
+	}
+	expires = time.Unix(exp, 0)
+	want := g.mac(tool, actor.ID, actor.Tenant, exp, canonicalArgs)
+	if !hmac.Equal([]byte(want), []byte(mac)) {
+		return expires, g.why(mac, tool, actor, canonicalArgs)
+	}
+	if g.now().After(expires) {
+		return expires, ErrConfirmExpired
+	}
+	return expires, nil
+}
+
+func (g *Gate) why(mac, tool string, actor core.Actor, canonicalArgs []byte) error {
+	g.mu.Lock()
+	it, ok := g.issued[mac]
+	g.mu.Unlock()
+	switch {
+	case !ok:
+		return ErrConfirmForged
+	case it.tool != tool:
+		return ErrConfirmTool
+	case it.actor != actor.ID:
+		return ErrConfirmActor
+	case it.tenant != actor.Tenant:
+		return ErrConfirmTenant
+	case it.args != string(canonicalArgs):
+		return ErrConfirmArgs
+	}
+	return ErrConfirmForged
+}
+
+// Spend marks a verified token used; a second spend is ErrConfirmUsed
+// (CF-4). Two concurrent spends of one token: exactly one succeeds.
+func (g *Gate) Spend(ctx context.Context, token string, expires time.Time) error {
+	first, err := g.ledger.UseToken(ctx, TokenID(token), expires)
+	if err != nil {
+		return fmt.Errorf("confirm ledger: %w", err)
+	}
+	if !first {
+		return ErrConfirmUsed
+	}
+	return nil
+}
+
+// RefusalText is the client-facing message for a refused confirmation.
+func (g *Gate) RefusalText(err error) string {
+	switch {
+	case errors.Is(err, ErrConfirmUsed):
+		return g.msgs.Used
+	case errors.Is(err, ErrConfirmExpired):
+		return g.msgs.Expired
+	case errors.Is(err, ErrConfirmRejected):
+		return g.msgs.Rejected + ": " + err.Error()
+	case errors.Is(err, ErrApprovalTimeout):
+		return g.msgs.TimedOut
+	}
+	return g.msgs.Invalid + ": " + err.Error()
+}
+
+// PreviewText renders the preview message for a tool.
+func (g *Gate) PreviewText(tool, source string, expires time.Time) string {
+	if source == "" {
+		source = "this gateway"
+	} else {
+		source = "upstream " + source
+	}
+	r := strings.NewReplacer("{tool}", tool, "{source}", source, "{expires}", expires.UTC().Format(time.RFC3339))
+	return r.Replace(g.msgs.Preview)
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Invoke runs the two-call protocol for an action tool. Without confirm it
+// validates everything, runs nothing and answers a preview with a token
+// (CF-2); with confirm and the token it verifies, spends the token and runs
+// the tool exactly once (CF-4). Refusals are *RefusedError.
+func (g *Gate) Invoke(ctx context.Context, reg *core.Registry, actor core.Actor, name string, args json.RawMessage) (core.Result, error) {
+	toolArgs, confirm, token, err := ConfirmArgs(args)
+	if err != nil {
+		return core.Result{}, &RefusedError{Err: err, Text: "invalid arguments: " + err.Error()}
+	}
+	tool, err := reg.Check(ctx, actor, name, toolArgs)
+	if err != nil {
+		return core.Result{}, err
+	}
+	canon, err := canonjson.CanonicalJSON(toolArgs)
+	if err != nil {
+		return core.Result{}, err
+	}
+	if !confirm {
+		var detail string
+		if tool.Preview != nil {
+			if detail, err = tool.Preview(ctx, toolArgs); err != nil {
+				return core.Result{}, err
+			}
+		}
+		tok, expires := g.Issue(name, actor, canon)
+		return g.previewResult(tool, detail, canon, tok, expires), nil
+	}
+	if token == "" {
+		return core.Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
+	}
+	expires, err := g.Verify(name, actor, canon, token)
+	// Spent before any operator sees it: a replay never reaches the
+	// queue, and a rejected or timed-out confirmation cannot be sent again
+	// in the hope of a different answer; the client previews again.
+	if err == nil {
+		err = g.Spend(ctx, token, expires)
+	}
+	if err == nil && g.needsOperator != nil && g.needsOperator(tool) {
+		err = g.approvals.Wait(ctx, core.PendingConfirmation{
+			ID: TokenID(token), Tool: name, Source: tool.Source, RemoteName: tool.RemoteName,
+			Actor: actor, Arguments: canon, Preview: g.PreviewText(name, tool.Source, expires),
+		}, g.approvalWait, progressFrom(ctx))
+	}
+	if err != nil {
+		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
+	}
+	return reg.Invoke(ctx, actor, name, toolArgs)
+}
+
+func (g *Gate) previewResult(tool core.Tool, detail string, canon []byte, token string, expires time.Time) core.Result {
+	text := g.PreviewText(tool.Name, tool.Source, expires)
+	if detail != "" {
+		text = detail + "\n" + text
+	}
+	p := Preview{
+		Preview:      text,
+		Call:         PreviewCall{Tool: tool.Name, Source: tool.Source, RemoteName: tool.RemoteName, Arguments: canon},
+		ConfirmToken: token,
+		ExpiresAt:    expires.UTC(),
+	}
+	structured, _ := json.Marshal(p)
+	full := fmt.Sprintf("%s\nCall: %s", p.Preview, structured)
+	type block struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	body, _ := json.Marshal(struct {
+		Content           []block         `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}{[]block{{"text", full}}, structured})
+	return core.Result{JSON: body}
+}

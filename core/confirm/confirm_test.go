@@ -1,0 +1,255 @@
+package confirm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/coretest"
+	"github.com/toolgate/toolgate/core/schema"
+)
+
+// mapLedger is a minimal TokenLedger for the gate's unit tests; the store
+// implementations have their own conformance suite.
+type mapLedger struct {
+	mu   sync.Mutex
+	used map[string]bool
+}
+
+var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
+
+type gateFixture struct {
+	reg   *core.Registry
+	gate  *Gate
+	runs  atomic.Int64
+	clock time.Time
+}
+
+func newGateFixture(t *testing.T) *gateFixture {
+	t.Helper()
+	f := &gateFixture{reg: core.NewRegistry(nil), clock: time.Unix(1_800_000_000, 0)}
+	g, err := NewGate(GateOptions{Secret: testSecret, Ledger: &mapLedger{used: map[string]bool{}}, Now: func() time.Time { return f.clock }})
+	coretest.Must(t, err)
+	f.gate = g
+	coretest.Must(t, f.reg.Register(core.Tool{
+		Name: "notes_create", Source: "notes", RemoteName: "create", Kind: core.KindAction,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"},"n":{"type":"integer"}},"required":["title"],"additionalProperties":false}`),
+		Handler: func(context.Context, json.RawMessage) (core.Result, error) {
+			f.runs.Add(1)
+			return core.TextResult("created"), nil
+		},
+	}))
+	coretest.Must(t, f.reg.Register(core.Tool{Name: "other_action", Kind: core.KindAction, Handler: coretest.EchoHandler(nil)}))
+	return f
+}
+
+func confirmArgs(args, token string) json.RawMessage {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(args), &m)
+	m["confirm"] = true
+	m["confirmToken"] = token
+	b, _ := json.Marshal(m)
+	return b
+}
+
+var alice = core.Actor{ID: "alice", Tenant: "acme"}
+
+// CF-2, CF-3: the preview validates, runs nothing and returns a token of
+// the documented shape with the canonical arguments.
+func TestGatePreview(t *testing.T) {
+	f := newGateFixture(t)
+	p := f.preview(t, alice, `{"n":1,"title":"x"}`)
+	if f.runs.Load() != 0 {
+		t.Fatal("the preview ran the tool")
+	}
+	if !regexp.MustCompile(`^\d+\.[0-9a-f]{64}$`).MatchString(p.ConfirmToken) {
+		t.Fatalf("token shape: %q", p.ConfirmToken)
+	}
+	if !p.ExpiresAt.Equal(f.clock.Add(DefaultConfirmTTL)) {
+		t.Fatalf("expires %v", p.ExpiresAt)
+	}
+	if string(p.Call.Arguments) != `{"n":1,"title":"x"}` || p.Call.Source != "notes" || p.Call.RemoteName != "create" {
+		t.Fatalf("preview call: %+v %s", p.Call, p.Call.Arguments)
+	}
+	if !strings.Contains(p.Preview, "upstream notes") {
+		t.Fatalf("preview text: %q", p.Preview)
+	}
+	// The preview validated: bad arguments fail before any token exists.
+	_, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", json.RawMessage(`{"title":5}`))
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("invalid preview: %v", err)
+	}
+}
+
+// CF-4: the confirming call runs exactly once; key order does not matter;
+// every other mismatch is refused with its own error and runs nothing.
+func TestGateConfirm(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	p := f.preview(t, alice, `{"title":"x","n":1}`)
+	tok := p.ConfirmToken
+
+	refusals := []struct {
+		name  string
+		actor core.Actor
+		tool  string
+		args  string
+		token string
+		want  error
+	}{
+		{"changed arguments", alice, "notes_create", `{"title":"y","n":1}`, tok, ErrConfirmArgs},
+		{"other actor", core.Actor{ID: "bob", Tenant: "acme"}, "notes_create", `{"title":"x","n":1}`, tok, ErrConfirmActor},
+		{"other tenant", core.Actor{ID: "alice", Tenant: "evil"}, "notes_create", `{"title":"x","n":1}`, tok, ErrConfirmTenant},
+		{"other tool", alice, "other_action", `{"title":"x","n":1}`, tok, ErrConfirmTool},
+		{"forged mac", alice, "notes_create", `{"title":"x","n":1}`, tok[:len(tok)-4] + "beef", ErrConfirmForged},
+		{"garbage", alice, "notes_create", `{"title":"x","n":1}`, "hello", ErrConfirmForged},
+		{"missing token", alice, "notes_create", `{"title":"x","n":1}`, "", ErrConfirmMissing},
+	}
+	for _, r := range refusals {
+		t.Run(r.name, func(t *testing.T) {
+			args := confirmArgs(r.args, r.token)
+			if r.token == "" {
+				args = json.RawMessage(`{"title":"x","n":1,"confirm":true}`)
+			}
+			_, err := f.gate.Invoke(ctx, f.reg, r.actor, r.tool, args)
+			var re *RefusedError
+			if !errors.Is(err, r.want) || !errors.As(err, &re) || re.Text == "" {
+				t.Fatalf("got %v, want %v", err, r.want)
+			}
+		})
+	}
+	if f.runs.Load() != 0 {
+		t.Fatalf("a refused confirmation ran the tool %d times", f.runs.Load())
+	}
+
+	res, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"n":1,"title":"x"}`, tok))
+	if err != nil || res.IsError || f.runs.Load() != 1 {
+		t.Fatalf("confirm: %v %s runs=%d", err, res.JSON, f.runs.Load())
+	}
+	_, err = f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"n":1,"title":"x"}`, tok))
+	if !errors.Is(err, ErrConfirmUsed) || f.runs.Load() != 1 {
+		t.Fatalf("replay: %v runs=%d", err, f.runs.Load())
+	}
+}
+
+func TestGateExpiry(t *testing.T) {
+	f := newGateFixture(t)
+	p := f.preview(t, alice, `{"title":"x"}`)
+	f.clock = f.clock.Add(DefaultConfirmTTL + time.Second)
+	_, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken))
+	if !errors.Is(err, ErrConfirmExpired) || f.runs.Load() != 0 {
+		t.Fatalf("expired: %v", err)
+	}
+}
+
+// CF-3: verification is stateless: a gate that never saw the token (a
+// restart) accepts it; it just can no longer say which part differs.
+func TestGateStateless(t *testing.T) {
+	f := newGateFixture(t)
+	p := f.preview(t, alice, `{"title":"x"}`)
+	fresh, err := NewGate(GateOptions{Secret: testSecret, Ledger: &mapLedger{used: map[string]bool{}}, Now: func() time.Time { return f.clock }})
+	coretest.Must(t, err)
+	if _, err := fresh.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"y"}`, p.ConfirmToken)); !errors.Is(err, ErrConfirmForged) {
+		t.Fatalf("unknown token with other args: %v", err)
+	}
+	if _, err := fresh.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken)); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	other, _ := NewGate(GateOptions{Secret: []byte("another-secret-0123456789abcdef-xx"), Ledger: &mapLedger{used: map[string]bool{}}, Now: func() time.Time { return f.clock }})
+	if _, err := other.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken)); !errors.Is(err, ErrConfirmForged) {
+		t.Fatalf("other secret: %v", err)
+	}
+}
+
+// CF-4: two concurrent confirms with one token: exactly one runs.
+func TestGateConcurrentConfirm(t *testing.T) {
+	f := newGateFixture(t)
+	p := f.preview(t, alice, `{"title":"x"}`)
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 20 {
+		wg.Go(func() {
+			if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken)); err == nil {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 1 || f.runs.Load() != 1 {
+		t.Fatalf("succeeded %d, ran %d; want 1 and 1", ok.Load(), f.runs.Load())
+	}
+}
+
+// CF-1: the advertised schema adds the two optional fields, keeps the rest.
+func TestAdvertisedSchema(t *testing.T) {
+	got, err := AdvertisedSchema(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false,"x-k":12345678901234567890}`))
+	coretest.Must(t, err)
+	s, err := schema.CompileSchema(got)
+	coretest.Must(t, err)
+	if err := s.Validate(json.RawMessage(`{"a":"x","confirm":true,"confirmToken":"t"}`)); err != nil {
+		t.Fatalf("advertised schema refuses the gate's fields: %v", err)
+	}
+	if err := s.Validate(json.RawMessage(`{"a":"x","other":1}`)); err == nil {
+		t.Fatal("additionalProperties:false lost")
+	}
+	if !strings.Contains(string(got), "12345678901234567890") {
+		t.Fatalf("big number rounded: %s", got)
+	}
+	if _, err := AdvertisedSchema(json.RawMessage(`{"type":"object","properties":{"confirm":{}}}`)); !errors.Is(err, ErrConfirmConflict) {
+		t.Fatalf("conflict: %v", err)
+	}
+	toolArgs, confirm, token, err := ConfirmArgs(json.RawMessage(`{"a":"x","confirm":true,"confirmToken":"t"}`))
+	if err != nil || !confirm || token != "t" || string(toolArgs) != `{"a":"x"}` {
+		t.Fatalf("ConfirmArgs: %s %v %q %v", toolArgs, confirm, token, err)
+	}
+	if _, _, _, err := ConfirmArgs(json.RawMessage(`{"confirm":"yes"}`)); err == nil {
+		t.Fatal("a non-boolean confirm was accepted")
+	}
+}
+
+func TestGateOptions(t *testing.T) {
+	if _, err := NewGate(GateOptions{Secret: []byte("short"), Ledger: &mapLedger{}}); err == nil {
+		t.Fatal("short secret accepted")
+	}
+	if _, err := NewGate(GateOptions{Secret: testSecret}); err == nil {
+		t.Fatal("no ledger accepted")
+	}
+	g, err := NewGate(GateOptions{Secret: testSecret, Ledger: &mapLedger{}, Messages: ConfirmMessages{Used: "already spent, sorry"}})
+	coretest.Must(t, err)
+	if g.RefusalText(ErrConfirmUsed) != "already spent, sorry" || !strings.Contains(g.RefusalText(ErrConfirmExpired), "expired") {
+		t.Fatal("CF-7 messages not applied")
+	}
+}
+
+func (l *mapLedger) UseToken(_ context.Context, id string, _ time.Time) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.used[id] {
+		return false, nil
+	}
+	l.used[id] = true
+	return true, nil
+}
+
+func (f *gateFixture) preview(t *testing.T, actor core.Actor, args string) Preview {
+	t.Helper()
+	res, err := f.gate.Invoke(context.Background(), f.reg, actor, "notes_create", json.RawMessage(args))
+	coretest.Must(t, err)
+	var body struct {
+		StructuredContent Preview `json:"structuredContent"`
+		Content           []struct{ Text string }
+	}
+	coretest.Must(t, json.Unmarshal(res.JSON, &body))
+	if res.IsError || len(body.Content) == 0 {
+		t.Fatalf("preview result: %s", res.JSON)
+	}
+	return body.StructuredContent
+}

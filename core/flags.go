@@ -1,0 +1,63 @@
+package core
+
+// FlagKind names what a scanner rule found.
+type FlagKind string
+
+const (
+	// FlagHiddenInstruction: text that addresses the model rather than
+	// describing the tool — "ignore previous instructions", "do not tell the
+	// user", <IMPORTANT> blocks, chat-template tokens, "before using this
+	// tool, read …", orders to redirect recipients or pass file contents on.
+	FlagHiddenInstruction FlagKind = "hidden-instruction"
+	// FlagInvisible: characters a person does not see and a model reads —
+	// zero-width characters, soft hyphens, Unicode tag characters (which can
+	// spell out a whole hidden sentence), stray variation selectors, other
+	// format and control characters (a terminal escape can hide text in a
+	// console). Joiners and selectors inside emoji and scripts that need
+	// them are not flagged.
+	FlagInvisible FlagKind = "invisible"
+	// FlagBidi: bidirectional controls (U+202A–U+202E, U+2066–U+2069, and
+	// the LRM, RLM and ALM marks) that make text display in another order
+	// than it is read.
+	FlagBidi FlagKind = "bidi"
+	// FlagShadowing: the text names another tool in the registry, the way
+	// a poisoned tool steers how a trusted one is used ("when send_email is
+	// used, BCC …").
+	FlagShadowing FlagKind = "shadowing"
+	// FlagSecretPath: a secret file or credential store (~/.ssh, id_rsa,
+	// .env, ~/.aws/credentials, .npmrc, .netrc, /etc/passwd, mcp.json, …).
+	FlagSecretPath FlagKind = "secret-path"
+	// FlagURL: an http(s), ftp, file or ws(s) link, or a data: URI.
+	FlagURL FlagKind = "url"
+	// FlagBase64: a run of base64 that decodes to text, or a long encoded
+	// blob.
+	FlagBase64 FlagKind = "base64"
+	// FlagTooLong: more text than a person reviewing it will read; the span
+	// is the excess.
+	FlagTooLong FlagKind = "too-long"
+	// FlagSchemaText: an input-schema property name that reads like prose.
+	// Models read property names as much as descriptions, and model APIs
+	// expect identifiers there.
+	FlagSchemaText FlagKind = "schema-text"
+)
+
+// Severities, from least to most alarming.
+const (
+	SeverityInfo   = "info"
+	SeverityWarn   = "warn"
+	SeverityDanger = "danger"
+)
+
+// Flag is one finding, with the span of text it is about.
+type Flag struct {
+	Kind FlagKind `json:"kind"`
+	// Where is "description", or an RFC 6901 pointer into the input schema.
+	// A pointer that resolves to a string means that string; one that
+	// resolves to anything else means the member name it ends with (a
+	// property name). ScanInput.Text resolves it.
+	Where string `json:"where"`
+	// Start and End are byte offsets into that text, [Start, End).
+	Start  int    `json:"start"`
+	End    int    `json:"end"`
+	Reason string `json:"reason"`
+}

@@ -1,0 +1,5 @@
+// Package review reviews third-party tools (RV-1…RV-4). An operator approves what an
+// imported tool tells the model — its fingerprint (RV-1) — not the tool's
+// name: an upstream that later changes its description or schema (a "rug
+// pull") has to be approved again before pin mode serves it (RV-3).
+package review

@@ -1,0 +1,17 @@
+// Package scan is the review scanner (RV-2). It reads a third-party tool's description and input
+// schema the way a model will, and flags what a person approving the tool
+// should look at: instructions aimed at the model, text hidden from people,
+// references to other tools, secret files, links and encoded blobs.
+//
+// It is a reviewer's aid, not a filter. Each rule is written to be specific
+// enough that the reference servers' descriptions pass clean (the benign
+// corpus under testdata/review proves it), so a flag is worth reading; text
+// that evades every rule is still shown in full and pinned by its
+// fingerprint (RV-1), so a change after approval is caught regardless.
+//
+// Text rules run on a copy of the text with invisible and bidi characters
+// removed, so "ig\u200bnore previous instructions" matches like the plain
+// phrase, and spans are mapped back to byte offsets in the original.
+// Phrases match case-insensitively and across any run of white space,
+// including line breaks and Unicode spaces.
+package scan

@@ -1,0 +1,997 @@
+package scan
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/jsontree"
+)
+
+// ScanInput is what the scanner reads of one tool.
+type ScanInput struct {
+	// Name and RemoteName are the tool's own names; mentioning them is not
+	// shadowing.
+	Name, RemoteName string
+	Description      string
+	InputSchema      json.RawMessage
+	// OtherTools are the registry names and remote names of tools from
+	// other sources, for the shadowing rule. Leave out the tool's siblings
+	// from its own upstream: they may name each other honestly
+	// (server-filesystem's read_file says "use read_text_file instead").
+	OtherTools []string
+}
+
+// Text limits for FlagTooLong, in characters (runes).
+const (
+	MaxDescriptionLen = 2000
+	MaxSchemaTextLen  = 1000
+)
+
+// DescriptionWhere is Flag.Where for the description.
+const DescriptionWhere = "description"
+
+// ScanTool applies every rule to the tool's description and to the text of
+// its input schema, and returns the flags sorted by Where (the description
+// first, then schema pointers in order) and Start. Within one kind and one
+// Where, spans never overlap: overlapping or touching findings are merged
+// and their reasons joined.
+//
+// In the schema, the rules read the strings of "description", "title",
+// "$comment", "markdownDescription", "default", "const", "examples" and
+// "enum" anywhere in the document, and the names of "properties", "$defs"
+// and "definitions" members; each schema string has its own too-long limit,
+// MaxSchemaTextLen. A schema that is not valid JSON is not read (the
+// importer refuses it anyway).
+func ScanTool(in ScanInput) []core.Flag {
+	names := shadowNames(in)
+	var out []core.Flag
+	out = append(out, scanText(in.Description, DescriptionWhere, MaxDescriptionLen, names)...)
+	if len(in.InputSchema) > 0 {
+		if root, err := jsontree.DecodeJSONTree(in.InputSchema); err == nil {
+			w := schemaScan{names: names}
+			w.schema(root, "")
+			out = append(out, w.flags...)
+		}
+	}
+	slices.SortFunc(out, func(a, b core.Flag) int {
+		if c := cmp.Compare(whereRank(a.Where), whereRank(b.Where)); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.Where, b.Where), cmp.Compare(a.Start, b.Start),
+			cmp.Compare(a.End, b.End), strings.Compare(string(a.Kind), string(b.Kind)))
+	})
+	return out
+}
+
+func whereRank(where string) int {
+	if where == DescriptionWhere {
+		return 0
+	}
+	return 1
+}
+
+// schemaTextKeys are the keywords whose strings a model reads as prose.
+var schemaTextKeys = map[string]bool{
+	"description": true, "title": true, "$comment": true, "markdownDescription": true,
+	"default": true, "const": true, "examples": true, "enum": true,
+}
+
+// schemaNameMaps are the keywords whose member names are names a model reads.
+var schemaNameMaps = map[string]bool{"properties": true, "$defs": true, "definitions": true}
+
+type schemaScan struct {
+	names []shadowName
+	flags []core.Flag
+}
+
+// maxPlainNameLen is the longest property name that still reads as an
+// identifier; model APIs cap names at 64 characters.
+const maxPlainNameLen = 64
+
+// scanText applies every text rule to s.
+func scanText(s, where string, limit int, names []shadowName) []core.Flag {
+	if s == "" {
+		return nil
+	}
+	runs := hiddenRuns(s)
+	var flags []core.Flag
+	for _, r := range runs {
+		flags = append(flags, core.Flag{Kind: r.kind, Start: r.start, End: r.end, Reason: r.reason()})
+		if tags := r.tagText(); tags != "" {
+			flags = append(flags, payloadFlags(tags, r.start, r.end, "hidden in tag characters")...)
+		}
+	}
+	t := newCleanText(s, runs)
+	flags = append(flags, t.instructions()...)
+	flags = append(flags, t.rules(core.FlagSecretPath, secretRules)...)
+	urls := t.rules(core.FlagURL, urlRules)
+	flags = append(flags, urls...)
+	flags = append(flags, t.base64(urls)...)
+	flags = append(flags, t.shadowing(names)...)
+	if n := utf8.RuneCountInString(s); n > limit {
+		start := 0
+		for i := 0; i < limit; i++ {
+			_, size := utf8.DecodeRuneInString(s[start:])
+			start += size
+		}
+		flags = append(flags, core.Flag{Kind: core.FlagTooLong, Start: start, End: len(s),
+			Reason: fmt.Sprintf("%d characters, %d over the %d a reviewer can be expected to read; the rest still reaches the model", n, n-limit, limit)})
+	}
+	for i := range flags {
+		flags[i].Where = where
+	}
+	return mergeFlags(flags)
+}
+
+// mergeFlags merges overlapping or touching spans of one kind, joining their
+// distinct reasons, and returns the flags sorted by start. Reasons that say
+// the same thing of nested matches ("~/.ssh/id_rsa" and "id_rsa") are given
+// once.
+func mergeFlags(flags []core.Flag) []core.Flag {
+	slices.SortStableFunc(flags, func(a, b core.Flag) int {
+		return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End))
+	})
+	out := flags[:0]
+	for _, f := range flags {
+		if n := len(out); n > 0 && out[n-1].Kind == f.Kind && f.Start <= out[n-1].End {
+			last := &out[n-1]
+			last.End = max(last.End, f.End)
+			if !slices.ContainsFunc(strings.Split(last.Reason, "; "), func(r string) bool { return reasonStem(r) == reasonStem(f.Reason) }) {
+				last.Reason += "; " + f.Reason
+			}
+			continue
+		}
+		out = append(out, f)
+	}
+	slices.SortStableFunc(out, func(a, b core.Flag) int { return cmp.Compare(a.Start, b.Start) })
+	return out
+}
+
+// reasonStem is a reason without the quoted match a rule may append.
+func reasonStem(r string) string {
+	if i := strings.LastIndex(r, " ("); i >= 0 && strings.HasSuffix(r, ")") {
+		return r[:i]
+	}
+	return r
+}
+
+// cleanText is s with the hidden characters removed, and the way back to
+// offsets in s.
+type cleanText struct {
+	text  string
+	lower string // text with ASCII letters folded; same byte offsets
+	pos   []int  // pos[i]: offset in orig of text[i]
+	// folded is text lower-cased the way (?i) matches, for needles only:
+	// its offsets differ.
+	folded string
+}
+
+func newCleanText(s string, runs []hiddenRun) *cleanText {
+	t := &cleanText{pos: make([]int, 0, len(s))}
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := 0
+	keep := func(end int) {
+		b.WriteString(s[prev:end])
+		for i := prev; i < end; i++ {
+			t.pos = append(t.pos, i)
+		}
+	}
+	for _, r := range runs {
+		keep(r.start)
+		prev = r.end
+	}
+	keep(len(s))
+	t.text = b.String()
+	t.lower = asciiLower(t.text)
+	return t
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// textRule is one regular expression and what its match means. Group, when
+// set, picks the capture group that is the span (Go's regexp has no
+// look-behind, so a boundary is matched and left out).
+type textRule struct {
+	re     *regexp.Regexp
+	reason string
+	group  int
+	// quote adds the matched text to the reason.
+	quote bool
+	// trim shortens a match (a link loses the full stop after it).
+	trim func(string) string
+	// needles: the rule can only match if the lower-cased text contains one
+	// of these (none: always try). Most prose contains none, and skipping the
+	// regular expression is most of the scanner's speed.
+	needles []string
+}
+
+// phrase compiles a case-insensitive pattern in which each space stands for
+// any run of white space, Unicode spaces and line breaks included. Patterns
+// write a space inside a character class as \x20.
+func phrase(pattern string) *regexp.Regexp {
+	return regexp.MustCompile(`(?i)` + strings.ReplaceAll(pattern, " ", `[\s\p{Z}]+`))
+}
+
+// clip shortens s to n runes for a reason, showing hidden characters.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n]) + "…"
+	}
+	return VisibleText(s)
+}
+
+const (
+	reasonConceal  = "asks the model to keep something from the user"
+	reasonOverride = "tells the model to set aside its instructions"
+	reasonOrders   = "gives the model orders instead of describing the tool"
+	reasonPressure = "pressures the model with urgency or threats"
+)
+
+var instructionRules = []textRule{
+	{re: phrase(`\b(?:ignore|disregard|forget|bypass) (?:(?:the|of|these|those|my|each|every) )*(?:all|previous|prior|above|earlier|preceding|former|system|original|other|safety|your)(?: (?:the|of|all|these|those|previous|prior|above|earlier|preceding|former|system|original|other|safety|your))* (?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)\b`), reason: reasonOverride, needles: []string{"ignore", "disregard", "forget", "bypass"}},
+	{re: phrase(`\bforget everything\b`), reason: reasonOverride, needles: []string{"forget"}},
+	{re: phrase(`\b(?:new|updated|real|actual|true|hidden|secret) (?:system )?instructions?\s*:`), reason: reasonOverride, needles: []string{"instruction"}},
+	{re: phrase(`\byou are now (?:(?:in|a|an) )?(?:unbound|unrestricted|jailbroken|unfiltered|dan|developer mode|admin mode|god mode|free)\b`), reason: "tries to change the model's role", needles: []string{"now"}},
+	{re: phrase(`\b(?:reveal|print|output|repeat|leak|dump|disclose) (?:your (?:system |initial |hidden )?(?:prompt|instructions)|the (?:system|initial|hidden) prompt)\b`), reason: "asks the model to reveal its instructions", needles: []string{"prompt", "instruction"}},
+
+	{re: phrase(`\b(?:do not|don['’]?t|never|must not|should not|shouldn['’]?t|avoid) (?:(?:ever|even|explicitly|directly|actually) )?(?:tell|telling|inform|informing|notify|notifying|alert|alerting|mention|mentioning|reveal|revealing|disclose|disclosing)\b`), reason: reasonConceal, needles: []string{"not", "don", "never", "avoid"}},
+	{re: phrase(`\b(?:do not|don['’]?t|never) (?:show|display|report|explain) (?:this|it|that|these)\b`), reason: reasonConceal, needles: []string{"not", "don", "never"}},
+	{re: phrase(`\b(?:do not|don['’]?t|never) let (?:the )?(?:user|human|operator) (?:know|see|notice)\b`), reason: reasonConceal, needles: []string{"let"}},
+	{re: phrase(`\bwithout (?:telling|informing|notifying|alerting|asking|warning|letting|showing) (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"without"}},
+	{re: phrase(`\bwithout (?:mentioning|showing|revealing|disclosing|reporting) (?:this|it|that|them|anything) to (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"without"}},
+	{re: phrase(`\b(?:must|should|is to|are to) (?:not|never) be (?:shown|mentioned|revealed|disclosed|reported|displayed) to (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"shown", "mentioned", "revealed", "disclosed", "reported", "displayed"}},
+	{re: phrase(`\bwithout (?:the )?(?:user|human|operator)(?:['’]s)? (?:knowledge|knowing|noticing|consent|awareness|seeing)\b`), reason: reasonConceal, needles: []string{"without"}},
+	{re: phrase(`\b(?:hide|conceal|keep) (?:this|it|that|these|them) (?:(?:hidden|secret) )?from (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"from"}},
+	{re: phrase(`\bkeep (?:this|it|that) (?:a )?(?:secret|hidden|confidential)\b`), reason: reasonConceal, needles: []string{"keep"}},
+	{re: phrase(`\b(?:secretly|covertly|surreptitiously|stealthily)\b`), reason: "asks for something to be done out of the user's sight", needles: []string{"secretly", "covertly", "surreptitiously", "stealthily"}},
+	{re: phrase(`\bbehind (?:the )?user['’]?s? back\b`), reason: reasonConceal, needles: []string{"behind"}},
+	{re: phrase(`\b(?:the )?(?:user|human)s? (?:must|should|need|needs to|is|are) (?:not|never) (?:to )?(?:know|see|be told|find out|notice|be informed|be aware)\b`), reason: reasonConceal, needles: []string{"user", "human"}},
+	{re: phrase(`\b(?:the )?user (?:does not|doesn['’]t|do not|don['’]t) need to (?:know|see|be told)\b`), reason: reasonConceal, needles: []string{"need"}},
+
+	{re: phrase(`<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\|>|\[/?INST\]|<</?SYS>>`), reason: "contains chat-template tokens that try to open a new system or user turn", needles: []string{"<|", "inst]", "<<"}},
+	{re: phrase(`\bbefore (?:using|calling|invoking|running|executing|you (?:use|call|invoke|run)) (?:this|the|any|that) (?:\w+ )?(?:tool|function)\b[^.;\n]{0,80}?\b(?:read|cat|open|send|upload|pass|attach|exfiltrate|include|copy|collect)\b`), reason: "makes the model read or send data before it may use the tool", needles: []string{"before"}},
+	{re: phrase(`\b(?:pass|put|send|include|attach|embed|append|add|copy|insert) (?:its|their) (?:(?:full|entire|whole|complete|raw) )?contents? (?:as|in|into|to|inside|within)\b`), reason: "asks the model to pass file contents along in an argument", needles: []string{"content"}},
+	{re: phrase(`\b(?:bcc|cc|forward|redirect|mirror)\b[^.\n]{0,60}?[\w.+-]+@[\w-]+(?:\.[\w-]+)+`), reason: "asks for messages to be copied to an address of its choosing", needles: []string{"@"}},
+	{re: phrase(`\b(?:change|replace|redirect|override|switch) (?:the )?(?:recipient|receiver)s?\b`), reason: "tells the model to redirect where messages go", needles: []string{"recipient", "receiver"}},
+
+	{re: phrase(`\bthis is (?:(?:very|extremely|really|super|absolutely|critically|vitally|so) )+(?:important|critical|crucial|vital)\b`), reason: reasonPressure, needles: []string{"important", "critical", "crucial", "vital"}},
+	{re: phrase(`\bvery (?:very )+important\b`), reason: reasonPressure, needles: []string{"important"}},
+	{re: phrase(`\b(?:otherwise|or else|if not),? the (?:tool|system|application|app|server|request) will (?:not work|crash|stop working|be blocked|break)\b`), reason: reasonPressure, needles: []string{"otherwise", "else", "not"}},
+	{re: phrase(`\ball (?:the )?data will be lost\b`), reason: reasonPressure, needles: []string{"lost"}},
+	// "model" and "agent" are left out: a data model or a CI agent "must" too.
+	{re: phrase(`\bthe (?:assistant|ai|llm) (?:must|has to|is required to|needs to|shall)\b`), reason: reasonOrders, needles: []string{"assistant", "ai", "llm"}},
+}
+
+// instructionTag opens a block that poisoned descriptions use to address the
+// model. Placeholder-like names (<prompt>, <model>, <secret>) are left out:
+// honest descriptions use them for arguments.
+var instructionTag = phrase(`<\s*/?\s*(important|system|instructions?|hidden|assistant|critical|system[-_\x20]?prompt|override|note[-_\x20]?to[-_\x20]?(?:ai|model|assistant|llm))\b[^<>]{0,40}>`)
+
+const (
+	reasonSSH   = "names the user's SSH keys"
+	reasonCreds = "names a file that holds credentials"
+)
+
+var secretRules = []textRule{
+	{re: phrase(`(?:^|[^\w.])((?:~|\$home|%userprofile%|/home/[\w.-]+|/users/[\w.-]+|/root)?/?\.ssh\b(?:/[\w.-]+)?)`), group: 1, reason: reasonSSH, quote: true, needles: []string{"ssh"}},
+	{re: phrase(`\b(id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?)\b`), group: 1, reason: reasonSSH, quote: true, needles: []string{"id_"}},
+	{re: phrase(`(?:^|[^\w.])((?:~/)?\.aws/(?:credentials|config))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{".aws"}},
+	{re: phrase(`(?:^|[\s'"\x60(\[{,:=~/])(\.env(?:\.[\w-]+)?)\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{".env"}},
+	{re: phrase(`(?:^|[^\w.])(\.(?:npmrc|netrc|pypirc|pgpass|git-credentials|docker/config\.json|kube/config|config/gcloud|gnupg|bash_history|zsh_history))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{"npmrc", "netrc", "pypirc", "pgpass", "git-credentials", "docker/config", "kube/config", "gcloud", "gnupg", "_history"}},
+	{re: phrase(`(/etc/(?:passwd|shadow|gshadow|sudoers)|/proc/self/environ)\b`), group: 1, reason: "names a system file with account data", quote: true, needles: []string{"/etc/", "/proc/"}},
+	{re: phrase(`(?:^|[^\w.~/-])((?:~|\$home)?(?:/?[\w.-]+)*/?(?:mcp|claude_desktop_config|application_default_credentials)\.json)\b`), group: 1, reason: "names an AI client's or cloud SDK's configuration, which holds other servers' tokens", quote: true, needles: []string{".json"}},
+	{re: phrase(`(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)`), group: 1, reason: "contains a private key header", needles: []string{"private key"}},
+	{re: phrase(`\b((?:your|the user['’]?s|users['’]?|my|their) (?:(?:ssh|gpg|pgp|wallet|signing) )?private keys?)\b`), group: 1, reason: "names the user's private keys", quote: true, needles: []string{"private"}},
+	{re: phrase(`\b((?:read|cat|send|upload|copy|include|pass|extract|steal|exfiltrate|retrieve|attach|dump|collect) (?:the |your |their |all |any )?(?:(?:ssh|gpg|pgp|wallet) )?private keys?)\b`), group: 1, reason: "asks for private keys", quote: true, needles: []string{"private"}},
+}
+
+var urlRules = []textRule{
+	{re: regexp.MustCompile(`(?i)\b(?:https?|ftp|file|wss?)://[^\s<>"'\x60]+`), reason: "links to", quote: true, trim: trimURL, needles: []string{"://"}},
+	{re: regexp.MustCompile(`(?i)\bdata:[a-z]+/[\w.+-]+(?:;[\w=.+-]+)*,[^\s<>"'\x60]*`), reason: "embeds a data: URI", needles: []string{"data:"}},
+}
+
+// trimURL drops the sentence punctuation a link is usually followed by, and
+// a closing bracket the link did not open.
+func trimURL(s string) string {
+	for len(s) > 0 {
+		c := s[len(s)-1]
+		switch {
+		case strings.IndexByte(".,;:!?", c) >= 0:
+		case c == ')' && strings.Count(s, "(") < strings.Count(s, ")"):
+		case c == ']' && strings.Count(s, "[") < strings.Count(s, "]"):
+		default:
+			return s
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// base64Run is a candidate: 40 or more characters of either alphabet,
+// with optional padding.
+var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
+
+// Thresholds for FlagBase64. A run that decodes to readable text is flagged
+// from 40 characters; one that decodes to bytes only from 60, and only if it
+// is not a path (slashes between words): long identifiers and file paths
+// decode too, to noise.
+const (
+	minBase64Text  = 40
+	minBase64Blob  = 60
+	minDecodedText = 24
+)
+
+// base64Reason decides whether run is worth a flag. Hex digests and plain
+// long words are not: a candidate needs upper case, lower case and digits, or
+// padding, and it has to decode in one alphabet.
+func base64Reason(run string) (reason, text string, ok bool) {
+	body := strings.TrimRight(run, "=")
+	padded := len(body) < len(run)
+	upper := strings.IndexFunc(body, unicode.IsUpper) >= 0
+	lower := strings.IndexFunc(body, unicode.IsLower) >= 0
+	digit := strings.IndexFunc(body, unicode.IsDigit) >= 0
+	if !(upper && lower && digit) && !(padded && len(run)%4 == 0) {
+		return "", "", false
+	}
+	std, url := strings.ContainsAny(body, "+/"), strings.ContainsAny(body, "-_")
+	enc := base64.RawStdEncoding
+	switch {
+	case std && url:
+		return "", "", false
+	case url:
+		enc = base64.RawURLEncoding
+	}
+	decoded, err := enc.DecodeString(body)
+	if err != nil {
+		return "", "", false
+	}
+	if text, ok := readable(decoded); ok {
+		return fmt.Sprintf("base64 that decodes to text: %q", clip(text, 60)), text, true
+	}
+	if len(run) < minBase64Blob || strings.Count(body, "/")*16 > len(body) {
+		return "", "", false
+	}
+	return fmt.Sprintf("an encoded blob of %d bytes", len(decoded)), "", true
+}
+
+// payloadFlags applies the instruction and secret rules to text decoded
+// from a hidden or encoded payload, and flags the payload's span for what
+// they find.
+func payloadFlags(decoded string, start, end int, via string) []core.Flag {
+	if decoded == "" {
+		return nil
+	}
+	t := newCleanText(decoded, hiddenRuns(decoded))
+	var out []core.Flag
+	for _, f := range append(t.instructions(), t.rules(core.FlagSecretPath, secretRules)...) {
+		out = append(out, core.Flag{Kind: f.Kind, Start: start, End: end, Reason: via + ": " + f.Reason})
+	}
+	return out
+}
+
+// readable reports whether b is text: valid UTF-8, mostly printable.
+func readable(b []byte) (string, bool) {
+	if len(b) < minDecodedText || !utf8.Valid(b) {
+		return "", false
+	}
+	s := string(b)
+	var n, bad int
+	for _, r := range s {
+		n++
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			bad++
+		}
+	}
+	return s, float64(bad) <= math.Floor(float64(n)*0.05)
+}
+
+// shadowName is another tool's name, prepared for matching.
+type shadowName struct {
+	name  string // as given
+	lower string
+	// plain names are single ordinary words ("fetch", "query"); they are
+	// matched only when quoted, since the bare word is everyday prose.
+	plain bool
+}
+
+// minShadowName: shorter names ("add", "get", "ls") are too common to mean a
+// tool.
+const minShadowName = 4
+
+func shadowNames(in ScanInput) []shadowName {
+	own := map[string]bool{asciiLower(in.Name): true, asciiLower(in.RemoteName): true}
+	seen := map[string]bool{}
+	var out []shadowName
+	for _, n := range in.OtherTools {
+		l := asciiLower(n)
+		if utf8.RuneCountInString(n) < minShadowName || own[l] || seen[l] {
+			continue
+		}
+		seen[l] = true
+		out = append(out, shadowName{name: n, lower: l, plain: isPlainWord(n)})
+	}
+	// Longest first, so "send_email_v2" is reported rather than "send_email".
+	slices.SortFunc(out, func(a, b shadowName) int {
+		return cmp.Or(cmp.Compare(len(b.lower), len(a.lower)), strings.Compare(a.lower, b.lower))
+	})
+	return out
+}
+
+// isPlainWord: letters only, with no capital after the first letter.
+func isPlainWord(s string) bool {
+	for i, r := range s {
+		if !unicode.IsLetter(r) || (i > 0 && unicode.IsUpper(r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIdentByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// hidden is one hidden character.
+type hidden struct {
+	off, size int
+	r         rune
+}
+
+// hiddenRun is a run of adjacent hidden characters of one kind.
+type hiddenRun struct {
+	kind       core.FlagKind
+	start, end int
+	hidden     []hidden
+}
+
+// countedNames renders ["ZWSP","ZWSP","SHY"] as "ZWSP ×2, SHY".
+func countedNames(names []string) string {
+	var parts []string
+	for i := 0; i < len(names); {
+		j := i
+		for j < len(names) && names[j] == names[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", names[i], j-i))
+		} else {
+			parts = append(parts, names[i])
+		}
+		i = j
+	}
+	return strings.Join(parts, ", ")
+}
+
+type runeAt struct {
+	r         rune
+	off, size int
+}
+
+// hiddenRuns finds the hidden characters of s, grouped into runs.
+func hiddenRuns(s string) []hiddenRun {
+	var rs []runeAt
+	plain := true
+	for off := 0; off < len(s); {
+		r, size := utf8.DecodeRuneInString(s[off:])
+		if r >= 0x7F || r < 0x20 && r != '\n' && r != '\t' {
+			plain = false
+		}
+		rs = append(rs, runeAt{r, off, size})
+		off += size
+	}
+	if plain {
+		return nil
+	}
+	kinds := classifyRunes(rs)
+	var runs []hiddenRun
+	for i, k := range kinds {
+		if k == "" {
+			continue
+		}
+		h := hidden{off: rs[i].off, size: rs[i].size, r: rs[i].r}
+		if n := len(runs); n > 0 && runs[n-1].kind == k && runs[n-1].end == h.off {
+			runs[n-1].end = h.off + h.size
+			runs[n-1].hidden = append(runs[n-1].hidden, h)
+			continue
+		}
+		runs = append(runs, hiddenRun{kind: k, start: h.off, end: h.off + h.size, hidden: []hidden{h}})
+	}
+	return runs
+}
+
+// classifyRunes says which characters are hidden, and how. Context matters:
+// a zero-width joiner inside an emoji sequence or between Arabic or Indic
+// letters is how those are written, and a variation selector after an emoji
+// or a CJK ideograph picks its glyph; between Latin letters both only hide.
+func classifyRunes(rs []runeAt) []core.FlagKind {
+	kinds := make([]core.FlagKind, len(rs))
+	at := func(i int) rune {
+		if i < 0 || i >= len(rs) {
+			return -1
+		}
+		return rs[i].r
+	}
+	for i := 0; i < len(rs); i++ {
+		r := rs[i].r
+		switch {
+		case isBidiControl(r):
+			kinds[i] = core.FlagBidi
+		case isTag(r):
+			// A subdivision flag (England: black flag, "gbeng" in tags,
+			// cancel tag) is the one honest use of tag characters.
+			j := i
+			for j < len(rs) && isTag(rs[j].r) {
+				j++
+			}
+			if !isFlagTagSequence(at(i-1), rs[i:j]) {
+				for k := i; k < j; k++ {
+					kinds[k] = core.FlagInvisible
+				}
+			}
+			i = j - 1
+		case r == 0x200D || r == 0x200C:
+			prev, next := at(i-1), at(i+1)
+			emoji := r == 0x200D && (isEmojiBase(prev) || prev == 0xFE0F) && isEmojiBase(next)
+			if !emoji && !(isJoiningLetter(prev) && isJoiningLetter(next)) {
+				kinds[i] = core.FlagInvisible
+			}
+		case isVariationSelector(r):
+			prev, next := at(i-1), at(i+1)
+			keycap := r == 0xFE0F && next == 0x20E3 && (prev == '#' || prev == '*' || '0' <= prev && prev <= '9')
+			if !keycap && (prev < 0x80 || isVariationSelector(prev) || isInvisibleRune(prev)) {
+				kinds[i] = core.FlagInvisible
+			}
+		case r == '\r':
+			if at(i+1) != '\n' {
+				kinds[i] = core.FlagInvisible
+			}
+		case isInvisibleRune(r):
+			kinds[i] = core.FlagInvisible
+		case r == utf8.RuneError && rs[i].size == 1:
+			kinds[i] = core.FlagInvisible
+		}
+	}
+	return kinds
+}
+
+func isBidiControl(r rune) bool {
+	return 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+func isTag(r rune) bool { return 0xE0000 <= r && r <= 0xE007F }
+
+// tagASCII maps a tag character to the ASCII it mirrors.
+func tagASCII(r rune) (byte, bool) {
+	if 0xE0020 <= r && r <= 0xE007E {
+		return byte(r - 0xE0000), true
+	}
+	return 0, false
+}
+
+func isFlagTagSequence(base rune, tags []runeAt) bool {
+	n := len(tags)
+	if base != 0x1F3F4 || n < 3 || n > 7 || tags[n-1].r != 0xE007F {
+		return false
+	}
+	for _, t := range tags[:n-1] {
+		a, ok := tagASCII(t.r)
+		if !ok || !('a' <= a && a <= 'z' || '0' <= a && a <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isVariationSelector(r rune) bool {
+	return 0xFE00 <= r && r <= 0xFE0F || 0xE0100 <= r && r <= 0xE01EF
+}
+
+// isEmojiBase: a pictograph or modifier that a ZWJ sequence joins.
+func isEmojiBase(r rune) bool {
+	return r >= 0x80 && (unicode.Is(unicode.So, r) || unicode.Is(unicode.Sk, r))
+}
+
+// isJoiningLetter: a letter or mark outside Latin, where ZWJ and ZWNJ shape
+// the writing (Persian, Devanagari, …).
+func isJoiningLetter(r rune) bool {
+	return r > 0x24F && (unicode.IsLetter(r) || unicode.IsMark(r))
+}
+
+// isInvisibleRune: format characters, controls other than tab and newline,
+// and characters that render as blank without being spaces.
+func isInvisibleRune(r rune) bool {
+	switch r {
+	case '\t', '\n', '\r':
+		return false
+	case 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r) || unicode.IsControl(r)
+}
+
+// HiddenTagText returns the ASCII spelled in Unicode tag characters
+// (U+E0020–U+E007E mirror ASCII 0x20–0x7E), or "" if there is none. Tag
+// characters render as nothing, so a whole sentence for the model can hide
+// in them. The tags of a subdivision flag emoji are not counted.
+func HiddenTagText(s string) string {
+	var b strings.Builder
+	for _, run := range hiddenRuns(s) {
+		b.WriteString(run.tagText())
+	}
+	return b.String()
+}
+
+// charNames are the short names VisibleText uses.
+var charNames = map[rune]string{
+	0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x0D: "CR", 0x1B: "ESC", 0x7F: "DEL",
+	0x00AD: "SHY", 0x034F: "CGJ", 0x061C: "ALM", 0x115F: "HF", 0x1160: "HJF",
+	0x180E: "MVS", 0x200B: "ZWSP", 0x200C: "ZWNJ", 0x200D: "ZWJ", 0x200E: "LRM",
+	0x200F: "RLM", 0x202A: "LRE", 0x202B: "RLE", 0x202C: "PDF", 0x202D: "LRO",
+	0x202E: "RLO", 0x2060: "WJ", 0x2066: "LRI", 0x2067: "RLI", 0x2068: "FSI",
+	0x2069: "PDI", 0x3164: "HF", 0xFEFF: "BOM", 0xFFA0: "HWHF",
+}
+
+// charName names a hidden character: its short name, VS1–VS256 for a
+// variation selector, 0xNN for a byte that is not UTF-8, U+XXXX otherwise.
+func charName(r rune, size int) string {
+	if r == utf8.RuneError && size == 1 {
+		return "invalid UTF-8"
+	}
+	if n, ok := charNames[r]; ok {
+		return n
+	}
+	switch {
+	case 0xFE00 <= r && r <= 0xFE0F:
+		return fmt.Sprintf("VS%d", r-0xFE00+1)
+	case 0xE0100 <= r && r <= 0xE01EF:
+		return fmt.Sprintf("VS%d", r-0xE0100+17)
+	}
+	return fmt.Sprintf("U+%04X", r)
+}
+
+// visibleOpen starts every marker VisibleText writes.
+const visibleOpen = '⟦'
+
+// VisibleText renders s for a person: every character the scanner counts as
+// hidden becomes a marker, the rest is unchanged (newlines and tabs too).
+//
+//   - ⟦NAME⟧ for well-known characters: ⟦ZWSP⟧, ⟦ZWJ⟧, ⟦SHY⟧, ⟦BOM⟧, ⟦RLO⟧,
+//     ⟦LRI⟧, ⟦ESC⟧, ⟦CR⟧ (a carriage return not followed by a newline), …
+//   - ⟦VS1⟧–⟦VS256⟧ for a variation selector out of place
+//   - ⟦TAG:text⟧ for a run of tag characters, spelling the ASCII they hide
+//   - ⟦U+XXXX⟧ for any other hidden character, ⟦0xNN⟧ for a byte that is
+//     not UTF-8
+//   - a literal ⟦ in s is written ⟦U+27E6⟧, so every ⟦ in the output opens a
+//     marker and the rendering cannot be forged
+//
+// Joiners and selectors that emoji and other scripts need are left in place.
+func VisibleText(s string) string {
+	runs := hiddenRuns(s)
+	if len(runs) == 0 && !strings.ContainsRune(s, visibleOpen) {
+		return s
+	}
+	var b strings.Builder
+	literal := func(t string) {
+		b.WriteString(strings.ReplaceAll(t, string(visibleOpen), "⟦U+27E6⟧"))
+	}
+	prev := 0
+	for _, run := range runs {
+		literal(s[prev:run.start])
+		prev = run.end
+		hs := run.hidden
+		for i := 0; i < len(hs); {
+			if _, ok := tagASCII(hs[i].r); ok {
+				b.WriteString("⟦TAG:")
+				for ; i < len(hs); i++ {
+					a, ok := tagASCII(hs[i].r)
+					if !ok {
+						break
+					}
+					b.WriteByte(a)
+				}
+				b.WriteString("⟧")
+				continue
+			}
+			if h := hs[i]; h.r == utf8.RuneError && h.size == 1 {
+				fmt.Fprintf(&b, "⟦0x%02X⟧", s[h.off])
+			} else {
+				b.WriteString("⟦" + charName(h.r, h.size) + "⟧")
+			}
+			i++
+		}
+	}
+	literal(s[prev:])
+	return b.String()
+}
+
+// Text returns the text a Flag.Where refers to: the description, a string in
+// the input schema, or the member name a schema pointer ends with.
+func (in ScanInput) Text(where string) (string, bool) {
+	if where == DescriptionWhere {
+		return in.Description, true
+	}
+	if !strings.HasPrefix(where, "/") {
+		return "", false
+	}
+	root, err := jsontree.DecodeJSONTree(in.InputSchema)
+	if err != nil {
+		return "", false
+	}
+	n := root.Lookup(where)
+	if n == nil {
+		return "", false
+	}
+	if n.Kind == 's' {
+		return n.Str, true
+	}
+	tok := where[strings.LastIndexByte(where, '/')+1:]
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~"), true
+}
+
+// schema walks n as a schema. Keywords it does not know are entered as
+// schemas too, so text nested anywhere is found.
+func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
+	switch n.Kind {
+	case 'o':
+		for i, k := range n.Keys {
+			v, p := n.Elems[i], jsontree.PointerAppend(ptr, k)
+			switch {
+			case schemaTextKeys[k]:
+				w.strings(v, p)
+			case schemaNameMaps[k] && v.Kind == 'o':
+				for j, name := range v.Keys {
+					mp := jsontree.PointerAppend(p, name)
+					w.name(name, mp)
+					w.schema(v.Elems[j], mp)
+				}
+			default:
+				w.schema(v, p)
+			}
+		}
+	case 'a':
+		for i, e := range n.Elems {
+			w.schema(e, ptr+"/"+strconv.Itoa(i))
+		}
+	}
+}
+
+// strings scans every string inside a text keyword's value (a default or an
+// example may be an object).
+func (w *schemaScan) strings(n *jsontree.JsonNode, ptr string) {
+	switch n.Kind {
+	case 's':
+		w.flags = append(w.flags, scanText(n.Str, ptr, MaxSchemaTextLen, w.names)...)
+	case 'o':
+		for i, k := range n.Keys {
+			w.strings(n.Elems[i], jsontree.PointerAppend(ptr, k))
+		}
+	case 'a':
+		for i, e := range n.Elems {
+			w.strings(e, ptr+"/"+strconv.Itoa(i))
+		}
+	}
+}
+
+func (w *schemaScan) name(name, ptr string) {
+	flags := scanText(name, ptr, MaxSchemaTextLen, w.names)
+	if utf8.RuneCountInString(name) > maxPlainNameLen || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
+		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
+			Reason: "a property name that reads like prose; models read property names as instructions too"})
+		flags = mergeFlags(flags)
+	}
+	w.flags = append(w.flags, flags...)
+}
+
+// mayContain reports whether the text contains one of needles, or needles
+// is empty.
+func (t *cleanText) mayContain(needles []string) bool {
+	if len(needles) == 0 {
+		return true
+	}
+	if t.folded == "" {
+		t.folded = strings.Map(func(r rune) rune {
+			switch r {
+			case 0x017F: // ſ, which (?i) matches as s
+				return 's'
+			case 0x212A: // Kelvin sign, which (?i) matches as k
+				return 'k'
+			}
+			return unicode.ToLower(r)
+		}, t.text)
+	}
+	return slices.ContainsFunc(needles, func(n string) bool { return strings.Contains(t.folded, n) })
+}
+
+// span maps a span of the clean text back to the original.
+func (t *cleanText) span(start, end int) (int, int) {
+	if end <= start {
+		return t.pos[start], t.pos[start]
+	}
+	return t.pos[start], t.pos[end-1] + 1
+}
+
+func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
+	var out []core.Flag
+	for _, r := range rules {
+		if !t.mayContain(r.needles) {
+			continue
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(t.text, -1) {
+			s, e := m[2*r.group], m[2*r.group+1]
+			if s < 0 || e <= s {
+				continue
+			}
+			if r.trim != nil {
+				if e = s + len(r.trim(t.text[s:e])); e <= s {
+					continue
+				}
+			}
+			reason := r.reason
+			if r.quote {
+				reason += " (" + clip(t.text[s:e], 60) + ")"
+			}
+			start, end := t.span(s, e)
+			out = append(out, core.Flag{Kind: kind, Start: start, End: end, Reason: reason})
+		}
+	}
+	return out
+}
+
+func (t *cleanText) instructions() []core.Flag {
+	out := t.rules(core.FlagHiddenInstruction, instructionRules)
+	if !t.mayContain([]string{"<"}) {
+		return out
+	}
+	// A tag block is flagged whole, from its opening tag to the next
+	// closing tag of the same name; a tag without a partner is flagged
+	// alone.
+	type tag struct {
+		start, end int
+		name       string
+		closing    bool
+	}
+	var tags []tag
+	for _, m := range instructionTag.FindAllStringSubmatchIndex(t.text, -1) {
+		tags = append(tags, tag{m[0], m[1], strings.ToLower(t.text[m[2]:m[3]]), strings.Contains(t.text[m[0]:m[2]], "/")})
+	}
+	// closer[i] is the index of the first closing tag after tags[i] with its
+	// name, or -1.
+	closer := make([]int, len(tags))
+	next := map[string]int{}
+	for i := len(tags) - 1; i >= 0; i-- {
+		c, ok := next[tags[i].name]
+		if !ok {
+			c = -1
+		}
+		closer[i] = c
+		if tags[i].closing {
+			next[tags[i].name] = i
+		}
+	}
+	covered := 0
+	for i, tg := range tags {
+		if tg.start < covered {
+			continue
+		}
+		end, what := tg.end, "tag"
+		if !tg.closing && closer[i] >= 0 {
+			end, what = tags[closer[i]].end, "block"
+		}
+		covered = end
+		start, stop := t.span(tg.start, end)
+		out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: stop,
+			Reason: fmt.Sprintf("a %s %s, a common wrapper for instructions smuggled to the model", clip(strings.Join(strings.Fields(t.text[tg.start:tg.end]), " "), 40), what)})
+	}
+	return out
+}
+
+func (t *cleanText) base64(urls []core.Flag) []core.Flag {
+	var out []core.Flag
+	for _, m := range base64Run.FindAllStringIndex(t.text, -1) {
+		s, e := m[0], m[1]
+		start, end := t.span(s, e)
+		if slices.ContainsFunc(urls, func(u core.Flag) bool { return start < u.End && u.Start < end }) {
+			continue
+		}
+		if reason, text, ok := base64Reason(t.text[s:e]); ok {
+			out = append(out, core.Flag{Kind: core.FlagBase64, Start: start, End: end, Reason: reason})
+			out = append(out, payloadFlags(text, start, end, "encoded in base64")...)
+		}
+	}
+	return out
+}
+
+// shadowing finds other tools' names as whole identifiers. A name may follow
+// a namespace prefix ("mcp_tool_send_email", "whatsapp.send_message"), so the
+// left boundary only excludes letters and digits.
+func (t *cleanText) shadowing(names []shadowName) []core.Flag {
+	var out []core.Flag
+	taken := make([]bool, len(t.lower))
+	for _, n := range names {
+		for from := 0; ; {
+			i := strings.Index(t.lower[from:], n.lower)
+			if i < 0 {
+				break
+			}
+			s := from + i
+			e := s + len(n.lower)
+			from = s + 1
+			var before, after byte
+			if s > 0 {
+				before = t.lower[s-1]
+			}
+			if e < len(t.lower) {
+				after = t.lower[e]
+			}
+			if n.plain {
+				if !strings.ContainsRune("`'\"", rune(before)) || before == 0 || after != before {
+					continue
+				}
+			} else if (before != 0 && isIdentByte(before) && before != '_') || (after != 0 && isIdentByte(after)) {
+				continue
+			}
+			if slices.Contains(taken[s:e], true) {
+				continue
+			}
+			for k := s; k < e; k++ {
+				taken[k] = true
+			}
+			start, end := t.span(s, e)
+			out = append(out, core.Flag{Kind: core.FlagShadowing, Start: start, End: end,
+				Reason: fmt.Sprintf("names another tool, %s; one tool's description should not steer how others are used", n.name)})
+		}
+	}
+	return out
+}
+
+// tagText is the ASCII the run's tag characters spell.
+func (r hiddenRun) tagText() string {
+	var b strings.Builder
+	for _, h := range r.hidden {
+		if a, ok := tagASCII(h.r); ok {
+			b.WriteByte(a)
+		}
+	}
+	return b.String()
+}
+
+func (r hiddenRun) reason() string {
+	var names []string
+	for _, h := range r.hidden {
+		if _, ok := tagASCII(h.r); !ok {
+			names = append(names, charName(h.r, h.size))
+		}
+	}
+	var parts []string
+	if tags := r.tagText(); tags != "" {
+		parts = append(parts, fmt.Sprintf("Unicode tag characters carry hidden text %q", clip(tags, 80)))
+	}
+	if len(names) > 0 {
+		list := countedNames(names)
+		if r.kind == core.FlagBidi {
+			parts = append(parts, "bidirectional controls ("+list+") can make the text display in another order than the model reads it")
+		} else {
+			parts = append(parts, "invisible characters ("+list+") can hide text, or split words to slip past a reader")
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,97 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/core/jsontree"
+)
+
+var ErrDangerousPattern = errors.New("pattern can backtrack catastrophically")
+
+// DangerousPatternError names one pattern the screen refused.
+//
+// It also matches ErrSchemaInvalid under errors.Is, because CompileSchema
+// refuses a schema that carries one; test ErrDangerousPattern first to tell
+// the two apart.
+type DangerousPatternError struct {
+	// Pointer is an RFC 6901 JSON pointer into the schema document: to the
+	// pattern string, or to the patternProperties member whose key is the
+	// pattern.
+	Pointer string
+	Pattern string
+	Reason  string
+}
+
+// quotePattern quotes a pattern without doubling its backslashes where it can.
+func quotePattern(p string) string {
+	if strconv.CanBackquote(p) {
+		return "`" + p + "`"
+	}
+	return strconv.Quote(p)
+}
+
+// ScreenSchema screens every pattern in a schema document: each "pattern"
+// string and each "patternProperties" key in a schema position, at any depth,
+// in document order. The values of const, enum, default and examples are
+// data and are not entered, unless a "#/…" reference points into them.
+// Duplicate keys are all screened, whichever one a client's parser keeps. A
+// document that is not valid JSON yields nothing; CompileSchema reports that,
+// and also screens whatever other references the compiler resolved.
+func ScreenSchema(raw json.RawMessage) []*DangerousPatternError {
+	found, _ := screenDocument(raw)
+	return found
+}
+
+// screenDocument is ScreenSchema, also returning each distinct pattern's
+// verdict (its reason, "" when safe) so that nothing is screened twice.
+func screenDocument(raw json.RawMessage) ([]*DangerousPatternError, map[string]string) {
+	verdict := map[string]string{}
+	root, err := jsontree.DecodeJSONTree(raw)
+	if err != nil {
+		return nil, verdict
+	}
+	w := &schemaWalker{
+		root:    root,
+		walked:  map[*jsontree.JsonNode]bool{},
+		verdict: verdict,
+	}
+	w.schema(root, "")
+	// A local reference can turn any part of the document into a schema,
+	// including data under const or enum; screen what they point at too.
+	for i := 0; i < len(w.refs); i++ {
+		ref := w.refs[i]
+		frag, ok := strings.CutPrefix(ref, "#")
+		if !ok {
+			continue
+		}
+		if f, err := url.PathUnescape(frag); err == nil {
+			frag = f
+		}
+		if frag != "" && !strings.HasPrefix(frag, "/") {
+			continue // an anchor names a schema the walk has already seen
+		}
+		if target := root.Lookup(frag); target != nil {
+			w.schema(target, frag)
+		}
+	}
+	return w.found, verdict
+}
+
+func (e *DangerousPatternError) Error() string {
+	at := ""
+	if e.Pointer != "" {
+		at = " at " + e.Pointer
+	}
+	return fmt.Sprintf("pattern %s%s can backtrack catastrophically: %s", quotePattern(e.Pattern), at, e.Reason)
+}
+
+// Unwrap returns ErrDangerousPattern.
+func (e *DangerousPatternError) Unwrap() error { return ErrDangerousPattern }
+
+// Is reports ErrSchemaInvalid as matching; see the type's doc comment.
+func (e *DangerousPatternError) Is(target error) bool { return target == ErrSchemaInvalid }

@@ -1,0 +1,233 @@
+package redos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/core/schema/ecma"
+	"github.com/toolgate/toolgate/core/schema/schematest"
+)
+
+var ruleReasons = []string{reasonNested, reasonAlternation, reasonDotStar, reasonAdjacent}
+
+func ruleOf(reason string) string {
+	for _, r := range ruleReasons {
+		if strings.HasPrefix(reason, r+" in ") {
+			return r
+		}
+	}
+	return ""
+}
+
+// IM-19: every pattern of the evil corpus is flagged, under one of the rules.
+func TestIM19EvilCorpusIsFlagged(t *testing.T) {
+	patterns := schematest.ReadPatterns(t, "evil-patterns.txt")
+	if len(patterns) < 24 {
+		t.Fatalf("evil corpus has %d patterns, want at least 24", len(patterns))
+	}
+	counts := map[string]int{}
+	for _, p := range patterns {
+		reason, bad := ScreenPattern(p)
+		if !bad {
+			t.Errorf("ScreenPattern(%s) not flagged", p)
+			continue
+		}
+		rule := ruleOf(reason)
+		if rule == "" {
+			t.Errorf("ScreenPattern(%s) reason %q names no rule", p, reason)
+		}
+		counts[rule]++
+		t.Logf("%-40s %s", p, reason)
+	}
+	for _, r := range ruleReasons {
+		if counts[r] == 0 {
+			t.Errorf("no evil pattern exercises rule %q", r)
+		}
+	}
+}
+
+// IM-19: no real-world pattern of the benign corpus is flagged.
+func TestIM19BenignCorpusPasses(t *testing.T) {
+	patterns := schematest.ReadPatterns(t, "benign-patterns.txt")
+	if len(patterns) < 40 {
+		t.Fatalf("benign corpus has %d patterns, want at least 40", len(patterns))
+	}
+	for _, p := range patterns {
+		if reason, bad := ScreenPattern(p); bad {
+			t.Errorf("ScreenPattern(%s) flagged: %s", p, reason)
+		}
+	}
+}
+
+// IM-19: each rule, with the fragment the reason points at.
+func TestIM19RuleReasons(t *testing.T) {
+	tests := []struct {
+		pattern, reason string
+	}{
+		{`(a+)+$`, "nested quantifiers in (a+)+"},
+		{`^(\d+)*$`, `nested quantifiers in (\d+)*`},
+		{`(\w+\s?)*$`, `nested quantifiers in (\w+\s?)*`},
+		{`^(a|a)*$`, "overlapping alternatives under a quantifier in (a|a)*"},
+		{`(\d|\w)+`, `overlapping alternatives under a quantifier in (\d|\w)+`},
+		{`(.|\s)*`, `overlapping alternatives under a quantifier in (.|\s)*`},
+		{`(a|a?)+$`, "overlapping alternatives under a quantifier in (a|a?)+"},
+		{`(.*,)*`, "repeated group containing a .*-like element in (.*,)*"},
+		{`(.+)+`, "repeated group containing a .*-like element in (.+)+"},
+		// Counts above 10 backtrack like loops; the reason shows them so.
+		{`(.*a){20}`, "repeated group containing a .*-like element in (.*a){20,}"},
+		{`(\d+\d+)+`, `adjacent overlapping quantifiers in a repeated group in (\d+\d+)+`},
+		{`(a*a*)*`, "adjacent overlapping quantifiers in a repeated group in (a*a*)*"},
+		// What separates repetitions overlaps: trailing and leading \s*.
+		{`(\s*,\s*)*$`, `adjacent overlapping quantifiers in a repeated group in (\s*,\s*)*`},
+		// The innermost offending repetition is named.
+		{`^((a+)+)+$`, "nested quantifiers in (a+)+"},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		if !bad || reason != tt.reason {
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q, true", tt.pattern, reason, bad, tt.reason)
+		}
+	}
+}
+
+// IM-19: look-alikes that are linear, because every input splits into
+// repetitions one way only, or because nothing repeats.
+func TestIM19SafeLookAlikes(t *testing.T) {
+	for _, p := range []string{
+		`.*`, `\s+`, `[a-z]+`, `^\d+\d+$`, `^.*a.*b$`,
+		`(\.\d+)*`,             // every repetition starts with a dot
+		`^(\.\d{1,3}){3}$`,     // small counts are just text
+		`^[a-z]+(-[a-z]+)*$`,   // separators the loops cannot read
+		`^\w+(?:\s*,\s*\w+)*$`, // the comma list, done right
+		`(a|b)*`, `(\w|\s)*`,   // alternatives that never overlap
+		`(ab|ac)*`,         // overlap on the first character only
+		`(a|ab)*`,          // {a, ab} splits any input one way
+		`(aa)+`, `(a{2})+`, // fixed-length repetitions
+		`(?:ab{0,3})+`, // a counted repeat unrolled as nested options
+		`^(?:[a-z0-9]{1,63}\.){1,127}[a-z]{2,63}$`,
+		`(.*a){5}`, // polynomial, not exponential: not this screen's business
+	} {
+		if reason, bad := ScreenPattern(p); bad {
+			t.Errorf("ScreenPattern(%s) flagged: %s", p, reason)
+		}
+	}
+}
+
+// IM-19: Go's parser merges `a|a` into `a` and `.|\s` into one class; the
+// screen must see the alternatives as written, and honour case folding.
+func TestIM19AlternativesAreNotMerged(t *testing.T) {
+	for _, p := range []string{`(a|a)*`, `(?:x|x)+y`, `(.|\s)*`, `([ab]|[bc])+`, `(?i:(a|A)+)`} {
+		if _, bad := ScreenPattern(p); !bad {
+			t.Errorf("ScreenPattern(%s) not flagged", p)
+		}
+	}
+	// Without folding, a and A never overlap.
+	if reason, bad := ScreenPattern(`(a|A)+`); bad {
+		t.Errorf("ScreenPattern((a|A)+) flagged: %s", reason)
+	}
+}
+
+// IM-19: constructs RE2 does not parse go through the ECMA translation.
+func TestIM19ECMAOnlySyntax(t *testing.T) {
+	tests := []struct {
+		pattern string
+		bad     bool
+		reason  string
+	}{
+		// Lookaround bodies are screened on their own...
+		{`(?=(a+)+$)x`, true, "nested quantifiers in (a+)+ (inside a lookaround)"},
+		{`(?<!(a|a)*)x`, true, "overlapping alternatives under a quantifier in (a|a)* (inside a lookaround)"},
+		{`^(?!(\d+)*$)\d+$`, true, `nested quantifiers in (\d+)* (inside a lookaround)`},
+		// ...and consume nothing where they stand, so a tempered token or a
+		// password rule stays linear.
+		{`^(?:(?!--).)*$`, false, ""},
+		{`^(?=.*\d)(?=.*[a-z]).{8,}$`, false, ""},
+		{`^(?!x)(a|aa)+$`, true, "overlapping alternatives under a quantifier in (a|aa)+"},
+		// A backreference matches one fixed string: repeating it is
+		// unambiguous, but its characters can still overlap a neighbour.
+		{`^(\w+)\s\1$`, false, ""},
+		{`^(a|aa)\1*$`, false, ""},
+		{`^(a+)(?:\1)+$`, false, ""},
+		{`^(a)(?:\1|a)+$`, true, "overlapping alternatives under a quantifier in (?:a|a)+"},
+		{`^(?<w>a+)(?:\k<w>|a)+$`, true, "overlapping alternatives under a quantifier in (?:a|a)+"},
+		{`^(['"])(\w+\s?)*\1$`, true, `nested quantifiers in (\w+\s?)*`},
+		// Escapes and classes Go spells differently.
+		{`(\u0061+)+$`, true, "nested quantifiers in (a+)+"},
+		{`(\u{61}+)+$`, true, "nested quantifiers in (a+)+"},
+		{`([^]+)+`, true, "repeated group containing a .*-like element in ([^]+)+"},
+		{`([\u0041-\u005A]+)*`, true, "nested quantifiers in ([A-Z]+)*"},
+		{`(\x41|\cA)+`, false, ""},
+		{`([[:alpha:]]|a)+`, false, ""}, // ECMA: a class of [ : a l p h, then ']'
+		{`([\w-]|-)+`, true, `overlapping alternatives under a quantifier in ([\-0-9A-Z_a-z]|-)+`},
+		{`(?<word>\w+\s?)+$`, true, `nested quantifiers in (\w+\s?)+`},
+		{`(\p{Script=Greek}+)+`, true, `nested quantifiers in ([Ͱ-ͳ`},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		if bad != tt.bad || (tt.bad && !strings.HasPrefix(reason, tt.reason)) {
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q, %v", tt.pattern, reason, bad, tt.reason, tt.bad)
+		}
+	}
+}
+
+// IM-19: what neither the translation nor Go's parser understands is left
+// to the schema compiler, which refuses it (IM-18).
+func TestIM19UnparseablePatternsAreNotFlagged(t *testing.T) {
+	for _, p := range []string{`(`, `)`, `[a`, `\`, `a**`, `x{2}{3}`, `(?<name`, `(a+)+\`} {
+		if reason, bad := ScreenPattern(p); bad {
+			t.Errorf("ScreenPattern(%q) flagged: %s", p, reason)
+		}
+	}
+}
+
+// IM-19: a repetition too large to analyse within the budget is refused,
+// and large but simple ones still pass.
+func TestIM19Budget(t *testing.T) {
+	words := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = fmt.Sprintf("w%03dx", i)
+		}
+		return strings.Join(w, "|")
+	}
+	if reason, bad := ScreenPattern("^(?:" + words(60) + ")+$"); bad {
+		t.Errorf("60 words under + flagged: %s", reason)
+	}
+	if reason, bad := ScreenPattern("^(?:" + words(400) + ")(?:,(?:" + words(400) + "))*$"); bad {
+		t.Errorf("400-word comma list flagged: %s", reason)
+	}
+	defer func(b int) { ScreenWorkBudget = b }(ScreenWorkBudget)
+	ScreenWorkBudget = 1000
+	reason, bad := ScreenPattern("^(?:" + words(60) + ")+$")
+	if !bad || !strings.HasPrefix(reason, reasonTooComplex+" in ") {
+		t.Errorf("over budget = %q, %v; want %q", reason, bad, reasonTooComplex)
+	}
+}
+
+// IM-19: patterns come from upstreams; no input may crash the screen or the
+// translation.
+func FuzzScreenPattern(f *testing.F) {
+	for _, name := range []string{"evil-patterns.txt", "benign-patterns.txt"} {
+		data, err := os.ReadFile(filepath.Join(schematest.Corpus(), name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if line != "" && !strings.HasPrefix(line, "#") {
+				f.Add(line)
+			}
+		}
+	}
+	for _, p := range []string{`(?<n)>`, `(?`, `[^]]`, `\u{`, `\uD800`, `\c`, `\k<`, `a{1,}{2}`, `(?i)`, `((((((((((a))))))))))\10`} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		ScreenPattern(p)
+		if re, err := ecma.CompileECMA(p); err == nil {
+			re.MatchString("aaaa")
+		}
+	})
+}

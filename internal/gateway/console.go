@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/review"
+)
+
+// LocalConsole is the Console of an in-process gateway: each method is a
+// direct call into the gateway's parts, so none of them blocks on more than
+// the part it calls.
+type LocalConsole struct {
+	Registry  *core.Registry
+	Importer  *importer.Importer
+	Reviewer  *review.Reviewer // nil: review commands fail
+	Approvals *confirm.ApprovalQueue
+	Sessions  *core.Sessions
+	Details   core.ConsoleInfo
+}
+
+var _ core.Console = (*LocalConsole)(nil)
+
+// errNoReview answers review commands of a gateway built without a store.
+var errNoReview = errors.New("review is not configured")
+
+func (c *LocalConsole) Subscribe(context.Context) (core.Snapshot, core.Subscription, error) {
+	snap, sub := c.Registry.Bus().Subscribe(0)
+	return snap, localSubscription{sub}, nil
+}
+
+// localSubscription adapts the bus's subscription, which never does I/O, to
+// the console's.
+type localSubscription struct{ *core.BusSubscription }
+
+func (s localSubscription) Resync(context.Context) (core.Snapshot, error) {
+	return s.BusSubscription.Resync(), nil
+}
+
+func (c *LocalConsole) Info(context.Context) (core.ConsoleInfo, error) { return c.Details, nil }
+
+func (c *LocalConsole) PlanRefresh(ctx context.Context, upstream string) (core.RefreshPlan, error) {
+	p, err := c.Importer.PlanRefresh(ctx, upstream)
+	if err != nil {
+		return core.RefreshPlan{}, err
+	}
+	return *p, nil
+}
+
+func (c *LocalConsole) ApplyRefresh(_ context.Context, planID string) (core.Diff, error) {
+	return c.Importer.ApplyRefresh(planID)
+}
+
+func (c *LocalConsole) CancelRefresh(_ context.Context, planID string) error {
+	return c.Importer.CancelRefresh(planID)
+}
+
+func (c *LocalConsole) RefreshAll(ctx context.Context) ([]core.Diff, error) {
+	return c.Importer.RefreshAll(ctx)
+}
+
+func (c *LocalConsole) Ping(ctx context.Context, upstream string) (time.Duration, error) {
+	return c.Importer.Ping(ctx, upstream)
+}
+
+func (c *LocalConsole) tool(name string) (core.ToolInfo, error) {
+	t, ok := c.Registry.Get(name)
+	if !ok {
+		return core.ToolInfo{}, fmt.Errorf("%w: %q", core.ErrUnknownTool, name)
+	}
+	return t.Info(), nil
+}
+
+func (c *LocalConsole) ApproveTool(ctx context.Context, name, by string) error {
+	if c.Reviewer == nil {
+		return errNoReview
+	}
+	t, err := c.tool(name)
+	if err != nil {
+		return err
+	}
+	return c.Reviewer.Approve(ctx, t, by)
+}
+
+func (c *LocalConsole) RejectTool(ctx context.Context, name, by string) error {
+	if c.Reviewer == nil {
+		return errNoReview
+	}
+	t, err := c.tool(name)
+	if err != nil {
+		return err
+	}
+	return c.Reviewer.Reject(ctx, t, by)
+}
+
+func (c *LocalConsole) ToolFlags(_ context.Context, name string) ([]core.Flag, error) {
+	t, err := c.tool(name)
+	if err != nil {
+		return nil, err
+	}
+	return review.ReviewFlags(t, c.Registry.Bus().Snapshot().Tools), nil
+}
+
+func (c *LocalConsole) ReviewStates(context.Context) (map[string]core.ReviewState, error) {
+	if c.Reviewer == nil {
+		return nil, nil
+	}
+	return c.Reviewer.States(c.Registry.Bus().Snapshot().Tools), nil
+}
+
+func (c *LocalConsole) ApproveConfirmation(_ context.Context, id, by string) error {
+	if c.Approvals == nil {
+		return fmt.Errorf("%w: %q", confirm.ErrUnknownConfirmation, id)
+	}
+	return c.Approvals.Approve(id, by)
+}
+
+func (c *LocalConsole) RejectConfirmation(_ context.Context, id, by, reason string) error {
+	if c.Approvals == nil {
+		return fmt.Errorf("%w: %q", confirm.ErrUnknownConfirmation, id)
+	}
+	return c.Approvals.Reject(id, by, reason)
+}
+
+func (c *LocalConsole) EndSession(_ context.Context, id string) error {
+	if c.Sessions == nil {
+		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
+	}
+	return c.Sessions.End(id)
+}

@@ -1,0 +1,264 @@
+// Package gateway assembles a toolgate gateway from its configuration: the
+// store, review, registry, importer, confirm gate, approval queue, sessions
+// and the MCP endpoints behind their authentication. It owns the lifecycle
+// (New → Start → Close) so that the command line, the console, the bench and
+// the tests all run one assembly.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+// Options adjust what New builds. nil means defaults: a serving gateway on
+// cfg.Gateway.Listen over the store cfg.Gateway.Store names.
+type Options struct {
+	// Logger receives the gateway's logs; nil discards them.
+	Logger *slog.Logger
+	// Store is used instead of opening cfg.Gateway.Store. The caller keeps
+	// it: Close does not close a store it was given.
+	Store core.Store
+	// ImportOnly builds review, registry and importer and nothing that
+	// serves: no confirm gate, endpoints, authentication or listener
+	// (check, tools and review list). Without Store the review approvals
+	// are kept in memory.
+	ImportOnly bool
+	// NoListen builds the endpoints but binds no listener; Handler serves
+	// them (tests mount it on their own server).
+	NoListen bool
+	// Demo and Notice are shown by the console (OP-4).
+	Demo   bool
+	Notice string
+}
+
+// Gateway is one assembled gateway. Its accessors are safe to call from any
+// goroutine once New has returned.
+type Gateway struct {
+	cfg       *config.Config
+	log       *slog.Logger
+	opts      Options
+	store     core.Store
+	ownStore  bool
+	reg       *core.Registry
+	importer  *importer.Importer
+	review    *review.Reviewer
+	sessions  *core.Sessions
+	gate      *confirm.Gate // nil: no confirm secret, action tools are not served
+	approvals *confirm.ApprovalQueue
+	hub       *mcp.Hub
+	handler   http.Handler
+	endpoints []*mcp.Endpoint
+	ln        net.Listener
+	srv       *http.Server
+	served    chan error // Serve's result, should it stop by itself
+	ready     atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds the gateway cfg describes and, unless told otherwise, binds its
+// listener, so a taken port fails here with the address. Nothing connects
+// to an upstream yet. On error everything built so far is released.
+func New(ctx context.Context, cfg *config.Config, opts *Options) (_ *Gateway, err error) {
+	g := &Gateway{cfg: cfg, served: make(chan error, 1)}
+	if opts != nil {
+		g.opts = *opts
+	}
+	g.log = g.opts.Logger
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	defer func() {
+		if err != nil {
+			_ = g.Close(context.Background())
+		}
+	}()
+	switch {
+	case g.opts.Store != nil:
+		g.store = g.opts.Store
+	case g.opts.ImportOnly:
+		g.store = memstore.NewMemStore()
+	default:
+		if g.store, err = OpenStore(ctx, cfg.Gateway.Store); err != nil {
+			return nil, fmt.Errorf("opening the store: %w", err)
+		}
+		g.ownStore = true
+	}
+	if err = g.buildRegistry(ctx); err != nil {
+		return nil, fmt.Errorf("building the gateway: %w", err)
+	}
+	if g.opts.ImportOnly {
+		return g, nil
+	}
+	bus := g.reg.Bus()
+	g.sessions = core.NewSessions(bus)
+	g.approvals = confirm.NewApprovalQueue(bus)
+	if g.gate, err = newGate(cfg, g.store, g.approvals); err != nil {
+		return nil, fmt.Errorf("confirm gate: %w", err)
+	}
+	if err = g.buildHandler(ctx); err != nil {
+		return nil, fmt.Errorf("building endpoints: %w", err)
+	}
+	if g.opts.NoListen {
+		return g, nil
+	}
+	if g.ln, err = net.Listen("tcp", cfg.Gateway.Listen); err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return g, nil
+}
+
+// buildRegistry builds review, registry and importer.
+func (g *Gateway) buildRegistry(ctx context.Context) error {
+	bus := core.NewBus()
+	rev, err := review.NewReviewer(ctx, core.ReviewMode(g.cfg.Gateway.Review.Mode), g.store, bus)
+	if err != nil {
+		return err
+	}
+	// SV-4: review state is the last filter of what an actor sees (RV-3).
+	g.reg = core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse})
+	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Reviews = rev.States(s.Tools) })
+	g.review = rev
+	g.hub = mcp.NewHub()
+	specs := make([]importer.UpstreamSpec, 0, len(g.cfg.Upstreams))
+	for _, u := range g.cfg.Upstreams {
+		up, err := newUpstreamOn(u, g.hub)
+		if err != nil {
+			return fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		specs = append(specs, importer.UpstreamSpec{
+			Name:        u.Name,
+			Prefix:      u.EffectivePrefix(),
+			Transport:   transportOf(u),
+			Include:     u.Include,
+			Exclude:     u.Exclude,
+			Reads:       u.Reads,
+			Actions:     u.Actions,
+			DefaultKind: core.Kind(u.DefaultKind),
+			Roles:       u.Roles,
+			Required:    u.Required,
+			Timeout:     u.Timeout,
+			Upstream:    up,
+		})
+	}
+	g.importer = importer.NewImporter(g.reg, specs, &importer.ImporterOptions{ReviewState: rev.State})
+	return nil
+}
+
+// Start serves the endpoints on the bound listener and imports every
+// upstream (IM-7, IM-8); it returns when the first import is done, with its
+// error. /readyz turns ready after a successful import. The console calls
+// Start in the background to show the upstreams connecting.
+func (g *Gateway) Start(ctx context.Context) error {
+	if g.ln != nil && g.srv == nil {
+		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
+		// Ending sessions first lets their event streams close, so Shutdown
+		// waits only for calls in flight.
+		g.srv.RegisterOnShutdown(g.closeEndpoints)
+		srv, ln := g.srv, g.ln
+		go func() { g.served <- srv.Serve(ln) }()
+		g.log.Info("serving", "listen", g.Addr(), "endpoints", len(g.cfg.Endpoints))
+	}
+	if err := g.importer.Start(ctx); err != nil {
+		return err
+	}
+	g.ready.Store(true)
+	return nil
+}
+
+// Close shuts the endpoints down gracefully within ctx (SV-9), then every
+// upstream connection and child process (IM-10), then the store if the
+// gateway opened it. The error says in-flight calls had to be cut. Close is
+// safe after a partial New and more than once.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.closeOnce.Do(func() {
+		switch {
+		case g.srv != nil:
+			if err := g.srv.Shutdown(ctx); err != nil {
+				g.log.Error("calls still in flight at the deadline were cut", "err", err)
+				_ = g.srv.Close()
+				g.closeErr = err
+			}
+		case g.ln != nil:
+			_ = g.ln.Close()
+			g.closeEndpoints()
+		default:
+			g.closeEndpoints()
+		}
+		if g.importer != nil {
+			if err := g.importer.Close(); err != nil {
+				g.log.Warn("closing upstreams", "err", err)
+			}
+		}
+		if g.ownStore && g.store != nil {
+			_ = g.store.Close()
+		}
+	})
+	return g.closeErr
+}
+
+func (g *Gateway) closeEndpoints() {
+	for _, ep := range g.endpoints {
+		_ = ep.Close(context.Background())
+	}
+}
+
+// Handler serves every endpoint, the OAuth metadata, /healthz and /readyz.
+// nil for an ImportOnly gateway.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Addr is the address the listener is bound to ("" without one).
+func (g *Gateway) Addr() string {
+	if g.ln == nil {
+		return ""
+	}
+	return g.ln.Addr().String()
+}
+
+// Served delivers the HTTP server's error should it stop by itself.
+func (g *Gateway) Served() <-chan error { return g.served }
+
+// Ready reports whether the first import finished.
+func (g *Gateway) Ready() bool { return g.ready.Load() }
+
+// Registry, Importer, Reviewer, Sessions and Store are the gateway's parts,
+// for the command line's reports and for tests.
+func (g *Gateway) Registry() *core.Registry          { return g.reg }
+func (g *Gateway) Importer() *importer.Importer      { return g.importer }
+func (g *Gateway) Reviewer() *review.Reviewer        { return g.review }
+func (g *Gateway) Sessions() *core.Sessions          { return g.sessions }
+func (g *Gateway) Store() core.Store                 { return g.store }
+func (g *Gateway) Approvals() *confirm.ApprovalQueue { return g.approvals }
+
+// Console is the operator's view of this gateway (CO-1..9).
+func (g *Gateway) Console() core.Console {
+	info := core.ConsoleInfo{Demo: g.opts.Demo, Notice: g.opts.Notice, ReviewMode: core.ReviewMode(g.cfg.Gateway.Review.Mode)}
+	if addr := g.Addr(); addr != "" {
+		for _, e := range g.cfg.Endpoints {
+			u := "http://" + addr + e.Path
+			info.Endpoints = append(info.Endpoints, u)
+			if e.Open() {
+				info.OpenEndpoints = append(info.OpenEndpoints, u)
+			}
+		}
+	}
+	return &LocalConsole{
+		Registry: g.reg, Importer: g.importer, Reviewer: g.review,
+		Approvals: g.approvals, Sessions: g.sessions, Details: info,
+	}
+}

@@ -1,0 +1,67 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/toolgate/toolgate/auth"
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+// buildHandler mounts every endpoint behind its authentication, the RFC 9728
+// metadata where OAuth is configured, /healthz and /readyz.
+func (g *Gateway) buildHandler(ctx context.Context) error {
+	cfg := g.cfg
+	mux := http.NewServeMux()
+	for i, e := range cfg.Endpoints {
+		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
+		if err != nil {
+			return fmt.Errorf("endpoints[%d] %s: %w", i, e.Path, err)
+		}
+		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{
+			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
+			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
+			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: g.log,
+			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
+		})
+		if err != nil {
+			return err
+		}
+		g.endpoints = append(g.endpoints, ep)
+		mux.Handle(e.Path, auth.Middleware(epAuth)(ep))
+		if mh := auth.MetadataHandler(epAuth); mh != nil {
+			mux.Handle(auth.MetadataPath(e.Path), mh)
+		}
+	}
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", g.readyz)
+	g.handler = mux
+	return nil
+}
+
+// readyz is ready once the first import finished and every required
+// upstream is connected: before that a listed tool may not be callable yet.
+func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
+	type upstreamState struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+	}
+	waiting := []upstreamState{}
+	for _, st := range g.importer.Statuses() {
+		if st.Required && st.State != core.StateConnected {
+			waiting = append(waiting, upstreamState{st.Name, string(st.State)})
+		}
+	}
+	imported := g.ready.Load()
+	w.Header().Set("Content-Type", "application/json")
+	if len(waiting) > 0 || !imported {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ready": imported && len(waiting) == 0, "imported": imported, "waiting": waiting})
+}

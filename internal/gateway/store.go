@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/core/sqlitestore"
+)
+
+// OpenStore opens gateway.store: a file path, empty for the default file in
+// the user data dir (OP-5).
+func OpenStore(ctx context.Context, spec string) (core.Store, error) {
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		return nil, errors.New("gateway.store: a PostgreSQL store is not available in this version; use a file")
+	}
+	path := spec
+	if path == "" {
+		var err error
+		if path, err = sqlitestore.DefaultPath(); err != nil {
+			return nil, fmt.Errorf("gateway.store: %w", err)
+		}
+	}
+	return sqlitestore.Open(ctx, path)
+}
+
+// newGate builds the confirm gate when a secret is configured; without one
+// action tools are not served (config validation already requires the
+// secret wherever action tools can be served).
+func newGate(cfg *config.Config, ledger confirm.TokenLedger, approvals *confirm.ApprovalQueue) (*confirm.Gate, error) {
+	secret := cfg.Gateway.Confirm.Secret.Reveal()
+	if secret == "" {
+		return nil, nil
+	}
+	operator := map[string]bool{}
+	for _, u := range cfg.Upstreams {
+		if u.Approval == config.ApprovalOperator {
+			operator[u.Name] = true
+		}
+	}
+	return confirm.NewGate(confirm.GateOptions{
+		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
+		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
+		NeedsOperator: func(t core.Tool) bool { return operator[t.Source] },
+	})
+}
+
+// OperatorUpstreams names the upstreams whose actions wait for an operator.
+func OperatorUpstreams(cfg *config.Config) []string {
+	var out []string
+	for _, u := range cfg.Upstreams {
+		if u.Approval == config.ApprovalOperator {
+			out = append(out, u.Name)
+		}
+	}
+	return out
+}
+
+// auditKey keys the audit log's argument hashes (OP-6) with a key derived
+// from the confirm secret, so a guessable argument cannot be confirmed by
+// hashing candidates; without a secret the hash is plain SHA-256.
+func auditKey(cfg *config.Config) []byte {
+	secret := cfg.Gateway.Confirm.Secret.Reveal()
+	if secret == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte("toolgate audit key\x00" + secret))
+	return sum[:]
+}
+
+// ReviewStore gives check and tools the review approvals without creating
+// a store as a side effect: the configured or default file when it exists,
+// else an empty in-memory store.
+func ReviewStore(ctx context.Context, cfg *config.Config) (core.Store, func(), error) {
+	path := cfg.Gateway.Store
+	if path == "" {
+		var err error
+		if path, err = sqlitestore.DefaultPath(); err != nil {
+			return memstore.NewMemStore(), func() {}, nil
+		}
+	}
+	if strings.Contains(path, "://") {
+		return memstore.NewMemStore(), func() {}, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return memstore.NewMemStore(), func() {}, nil
+	}
+	s, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
+}
