@@ -3,10 +3,8 @@ package tui
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -301,40 +299,6 @@ func press(t testing.TB, m *Model, keys ...string) {
 	for _, k := range keys {
 		_, cmd := m.Update(keyMsg(k))
 		drive(t, m, cmd)
-	}
-}
-
-var update = func() *bool {
-	if f := flag.Lookup("update"); f != nil {
-		b := f.Value.(flag.Getter).Get().(bool)
-		return &b
-	}
-	return flag.Bool("update", false, "rewrite the golden files under testdata/tui")
-}()
-
-func updating() bool {
-	if f := flag.Lookup("update"); f != nil {
-		return f.Value.String() == "true"
-	}
-	return *update
-}
-
-// golden compares got with testdata/tui/NAME.golden; -update rewrites it.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("..", "testdata", "tui", name+".golden")
-	if updating() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./tui -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (go test ./tui -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

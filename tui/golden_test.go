@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/toolgate/toolgate/core"
@@ -21,8 +22,10 @@ type step struct {
 }
 
 // TestGolden runs the console program over a fake gateway at fixed sizes
-// and compares each pane's screen with testdata/tui/*.golden (ASCII colour
-// profile, so the files are plain text).
+// and compares each pane's screen with testdata/TestGolden/NAME.golden
+// (ASCII colour profile, so the files are plain text); go test ./tui
+// -update rewrites them. The golden package fixes that path: testdata next
+// to the package, named after the test.
 func TestGolden(t *testing.T) {
 	activityEvents := []tea.Msg{
 		eventMsg(core.Event{Seq: 100, Time: t0, Data: core.CallFinished{Record: core.AuditRecord{
@@ -77,7 +80,7 @@ func TestGolden(t *testing.T) {
 			m := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
 			got := m.View()
 			checkSize(t, got, tc.w, tc.h)
-			golden(t, tc.name, got)
+			golden.RequireEqual(t, []byte(got))
 		})
 	}
 }

@@ -271,7 +271,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case common.AskMsg:
-		m.dialog = dialog.New(m.c.Theme, m.c.Keys, msg.Title, msg.Prompt, msg.Confirm, msg.Then)
+		m.dialog = dialog.New(m.c.Theme, m.c.Keys.Dialog, msg.Title, msg.Prompt, msg.Confirm, msg.Then)
 		m.dialog.SetWidth(m.width)
 		return m, nil
 	case common.StartMsg:
@@ -396,8 +396,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 }
 
 func (m *Model) key1(msg tea.KeyMsg) tea.Cmd {
-	k := m.c.Keys
-	if key.Matches(msg, k.ForceQuit) {
+	g := m.globalKeys()
+	if key.Matches(msg, g.ForceQuit) {
 		return tea.Quit
 	}
 	if m.dialog != nil {
@@ -414,9 +414,9 @@ func (m *Model) key1(msg tea.KeyMsg) tea.Cmd {
 	}
 	if m.showHelp {
 		switch {
-		case key.Matches(msg, k.Quit):
+		case key.Matches(msg, g.Quit):
 			return m.quit()
-		case key.Matches(msg, k.Help, k.Back):
+		case key.Matches(msg, g.CloseHelp):
 			m.showHelp = false
 		}
 		return nil
@@ -427,19 +427,19 @@ func (m *Model) key1(msg tea.KeyMsg) tea.Cmd {
 		return cmd
 	}
 	switch {
-	case key.Matches(msg, k.Quit):
+	case key.Matches(msg, g.Quit):
 		return m.quit()
-	case key.Matches(msg, k.Help):
+	case key.Matches(msg, g.Help):
 		m.showHelp = true
 		return nil
-	case key.Matches(msg, k.NextTab):
+	case key.Matches(msg, g.NextTab):
 		m.active = (m.active + 1) % common.NumPanes
 		return nil
-	case key.Matches(msg, k.PrevTab):
+	case key.Matches(msg, g.PrevTab):
 		m.active = (m.active + common.NumPanes - 1) % common.NumPanes
 		return nil
 	}
-	for i, b := range k.Tabs {
+	for i, b := range g.Tabs {
 		if key.Matches(msg, b) {
 			m.active = i
 			return nil
@@ -449,11 +449,33 @@ func (m *Model) key1(msg tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
+// globalKeys is the root's bindings in the current state. An open dialog
+// or a pane reading text gets every key but ctrl+c; the help view has only
+// close and quit.
+func (m *Model) globalKeys() keys.GlobalKeys {
+	g := m.c.Keys.Global
+	switch {
+	case m.dialog != nil || (!m.showHelp && m.panes[m.active].Capturing()):
+		keys.Disable(&g.Quit, &g.Help, &g.CloseHelp, &g.NextTab, &g.PrevTab)
+		for i := range g.Tabs {
+			g.Tabs[i].SetEnabled(false)
+		}
+	case m.showHelp:
+		keys.Disable(&g.Help, &g.NextTab, &g.PrevTab)
+		for i := range g.Tabs {
+			g.Tabs[i].SetEnabled(false)
+		}
+	default:
+		g.CloseHelp.SetEnabled(false)
+	}
+	return g
+}
+
 // quit leaves at once unless operators' decisions are pending: then it asks,
 // since the waiting calls would time out.
 func (m *Model) quit() tea.Cmd {
 	if n := len(m.state.Pending); n > 0 {
-		m.dialog = dialog.New(m.c.Theme, m.c.Keys, "Quit?",
+		m.dialog = dialog.New(m.c.Theme, m.c.Keys.Dialog, "Quit?",
 			fmt.Sprintf("%d confirmation(s) wait for an operator. If you quit, those calls time out and nothing runs.", n),
 			"Quit", tea.Quit)
 		m.dialog.SetWidth(m.width)
@@ -579,17 +601,17 @@ func (m *Model) statusLine() string {
 // keyBar shows the focused pane's keys; the global ones (tab, help, quit)
 // stay at the right edge however narrow the terminal is.
 func (m *Model) keyBar() string {
+	g := m.globalKeys()
 	var b, global []key.Binding
 	switch {
 	case m.dialog != nil:
-		b = m.dialog.HelpKeys()
+		b = m.dialog.ShortHelp()
 	case m.showHelp:
-		b = []key.Binding{withHelp(m.c.Keys.Back, "esc/?", "close help"), m.c.Keys.Quit}
+		b = []key.Binding{g.CloseHelp, g.Quit}
 	default:
-		pane := m.panes[m.active]
-		b = pane.ShortHelp()
-		if !pane.Capturing() {
-			global = []key.Binding{m.c.Keys.NextTab, m.c.Keys.Help, m.c.Keys.Quit}
+		b = m.panes[m.active].ShortHelp()
+		if g.NextTab.Enabled() { // off while the pane reads text
+			global = []key.Binding{g.NextTab, g.Help, g.Quit}
 		}
 	}
 	left := m.help.ShortHelpView(b)
@@ -605,16 +627,14 @@ func (m *Model) keyBar() string {
 	return common.Truncate(left, room) + sep + right
 }
 
-func withHelp(b key.Binding, keyName, desc string) key.Binding {
-	b.SetHelp(keyName, desc)
-	return b
-}
-
+// fullHelp shows the pane's bindings in its current state and the global
+// ones it has (not the help view's own).
 func (m *Model) fullHelp() string {
-	k := m.c.Keys
+	g := m.c.Keys.Global
 	pane := m.panes[m.active]
-	groups := pane.FullHelp()
-	groups = append(groups, []key.Binding{k.NextTab, k.PrevTab, withHelp(k.Tabs[0], "1–6", "go to pane"), k.Help, k.Quit, k.ForceQuit})
+	tabs := g.Tabs[0]
+	tabs.SetHelp("1–6", "go to pane")
+	groups := append(pane.FullHelp(), []key.Binding{g.NextTab, g.PrevTab, tabs, g.Help, g.Quit, g.ForceQuit})
 	th := m.c.Theme
 	return th.Section.Render("Keys: "+pane.Title()) + "\n\n" + m.help.FullHelpView(groups)
 }

@@ -175,9 +175,9 @@ func TestRejectAsksWithFocusOnCancel(t *testing.T) {
 func TestEndSessionAsks(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 100, 30)
-	press(t, m, "4", "k")
+	press(t, m, "4", "x")
 	if m.Dialog() == nil || !strings.Contains(m.View(), "End session 3f9c2a71 of demo") {
-		t.Fatalf("k does not ask:\n%s", m.View())
+		t.Fatalf("x does not ask:\n%s", m.View())
 	}
 	press(t, m, "left", "right", "enter")
 	if !slices.Contains(f.Calls(), "end 3f9c2a71") {
@@ -212,9 +212,12 @@ func TestApprovalsAndBadge(t *testing.T) {
 	if strings.Contains(m.View(), "pending approval") {
 		t.Fatal("badge still shown after the decision")
 	}
-	press(t, m, "x") // nothing selected: nothing sent
+	press(t, m, "x") // nothing selected: nothing sent, and the flash says why
 	if slices.ContainsFunc(f.Calls(), func(c string) bool { return strings.HasPrefix(c, "reject ") }) {
 		t.Fatalf("calls %v", f.Calls())
+	}
+	if !strings.Contains(m.Flash(), "no confirmation selected") {
+		t.Fatalf("x with nothing selected: flash %q", m.Flash())
 	}
 }
 

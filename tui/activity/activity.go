@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
 )
 
@@ -46,7 +47,7 @@ func New(c *common.Common) *Model {
 		{Title: "LATENCY", Width: 7},
 		{Title: "DETAIL", Width: 10, Flex: true},
 	}
-	t := table.New(c.Theme, c.Keys, cols, "No activity yet: calls and warnings appear here as they happen.")
+	t := table.New(c.Theme, c.Keys.List, cols, "No activity yet: calls and warnings appear here as they happen.")
 	return &Model{c: c, table: t, follow: true}
 }
 
@@ -134,7 +135,7 @@ func (m *Model) rebuild() {
 }
 
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if km, ok := msg.(tea.KeyMsg); ok && !m.table.Filtering() && key.Matches(km, m.c.Keys.Follow) {
+	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, m.keys().Follow) {
 		m.follow = !m.follow
 		if m.follow {
 			m.unseen = 0
@@ -146,22 +147,25 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-func (m *Model) ShortHelp() []key.Binding {
-	if m.table.Filtering() {
-		return m.table.HelpKeys()
-	}
-	f := m.c.Keys.Follow
+// keys is the pane's bindings now: space is text while filtering, and
+// says what it does next.
+func (m *Model) keys() keys.ActivityKeys {
+	k := m.c.Keys.Activity
+	k.Follow.SetEnabled(!m.table.Filtering())
 	if m.follow {
-		f.SetHelp("space", "pause")
+		k.Follow.SetHelp("space", "pause")
 	} else {
-		f.SetHelp("space", "follow")
+		k.Follow.SetHelp("space", "follow")
 	}
-	return append([]key.Binding{f}, m.table.HelpKeys()...)
+	return k
+}
+
+func (m *Model) ShortHelp() []key.Binding {
+	return append([]key.Binding{m.keys().Follow}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
-	k := m.c.Keys
-	return [][]key.Binding{{k.Follow}, append(k.Nav(), k.Filter, k.ClearFilter)}
+	return [][]key.Binding{{m.keys().Follow}, m.table.Bindings()}
 }
 
 func (m *Model) View() string {

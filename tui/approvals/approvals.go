@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review/scan"
 	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
 )
 
@@ -47,7 +48,7 @@ func New(c *common.Common) *Model {
 		{Title: "ARGUMENTS", Width: 16, Flex: true},
 		{Title: "EXPIRES", Width: 7},
 	}
-	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading…")}
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading…")}
 }
 
 func (m *Model) Init() tea.Cmd   { return nil }
@@ -124,11 +125,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, common.Flash(fmt.Sprintf("%s %s", d.Tool, d.Decision), false)
 	case tea.KeyMsg:
 		if !m.table.Filtering() {
+			k := m.keys()
 			switch {
-			case key.Matches(msg, m.c.Keys.Approve):
+			case key.Matches(msg, k.Approve):
 				return m, m.decide(core.DecisionApprove)
-			case key.Matches(msg, m.c.Keys.Reject):
+			case key.Matches(msg, k.Reject):
 				return m, m.decide(core.DecisionReject)
+			case keys.Pressed(msg, k.Approve, k.Reject):
+				return m, common.Flash("no confirmation selected", true)
 			}
 		}
 	}
@@ -153,22 +157,25 @@ func (m *Model) decide(d core.Decision) tea.Cmd {
 	})
 }
 
+// keys is the pane's bindings now: a decision needs a selected
+// confirmation.
+func (m *Model) keys() keys.ApprovalKeys {
+	k := m.c.Keys.Approvals
+	_, ok := m.selected()
+	on := ok && !m.table.Filtering()
+	k.Approve.SetEnabled(on)
+	k.Reject.SetEnabled(on)
+	return k
+}
+
 func (m *Model) ShortHelp() []key.Binding {
-	if m.table.Filtering() {
-		return m.table.HelpKeys()
-	}
-	k := m.c.Keys
-	a, x := k.Approve, k.Reject
-	if len(m.list) == 0 {
-		a.SetEnabled(false)
-		x.SetEnabled(false)
-	}
-	return append([]key.Binding{a, x}, m.table.HelpKeys()...)
+	k := m.keys()
+	return append([]key.Binding{k.Approve, k.Reject}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
-	k := m.c.Keys
-	return [][]key.Binding{{k.Approve, k.Reject}, append(k.Nav(), k.Filter, k.ClearFilter)}
+	k := m.keys()
+	return [][]key.Binding{{k.Approve, k.Reject}, m.table.Bindings()}
 }
 
 // View renders the list and the selected confirmation's details.

@@ -28,7 +28,7 @@ func New(c *common.Common) *Model {
 		{Title: "TOOL", Width: 18},
 		{Title: "PARTIES / REASON", Width: 20, Flex: true},
 	}
-	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading…")}
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading…")}
 }
 
 func (m *Model) Init() tea.Cmd   { return nil }
@@ -73,10 +73,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-func (m *Model) ShortHelp() []key.Binding { return m.table.HelpKeys() }
+// ShortHelp is the table's: the pane only lists.
+func (m *Model) ShortHelp() []key.Binding { return m.table.ShortHelp() }
 
-func (m *Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{append(m.c.Keys.Nav(), m.c.Keys.Filter, m.c.Keys.ClearFilter)}
-}
+// FullHelp is the table's too.
+func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.table.Bindings()} }
 
 func (m *Model) View() string { return m.table.View() }

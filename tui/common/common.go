@@ -48,6 +48,9 @@ type Pane interface {
 	View() string
 	// SetSize gives the pane its body area.
 	SetSize(width, height int)
+	// ShortHelp is the key bar; FullHelp is every binding the pane acts
+	// on in its current state, grouped, for the full help. Both leave out
+	// (disable) what does not apply now.
 	ShortHelp() []key.Binding
 	FullHelp() [][]key.Binding
 	Title() string
@@ -105,6 +108,18 @@ func Call(pane int, id uint64, label string, fn func() (any, error)) tea.Cmd {
 			return ResultMsg{Pane: pane, ID: id, Label: label, Value: v, Err: err}
 		},
 	)
+}
+
+// Hint spells the enabled bindings as "key desc · key desc", for a view's
+// own line of hints; like the key bar, it leaves disabled ones out.
+func Hint(bs ...key.Binding) string {
+	parts := make([]string, 0, len(bs))
+	for _, b := range bs {
+		if b.Enabled() {
+			parts = append(parts, b.Help().Key+" "+b.Help().Desc)
+		}
+	}
+	return strings.Join(parts, " · ")
 }
 
 // Truncate cuts s (which may hold ANSI styles) to width cells with an

@@ -25,7 +25,7 @@ const (
 // Model is one open dialog.
 type Model struct {
 	theme *theme.Theme
-	keys  *keys.KeyMap
+	keys  keys.DialogKeys
 
 	Title, Prompt, Confirm string
 	// Then runs when the operator confirms.
@@ -35,7 +35,7 @@ type Model struct {
 }
 
 // New opens a dialog with focus on Cancel.
-func New(th *theme.Theme, km *keys.KeyMap, title, prompt, confirm string, then tea.Cmd) *Model {
+func New(th *theme.Theme, km keys.DialogKeys, title, prompt, confirm string, then tea.Cmd) *Model {
 	if confirm == "" {
 		confirm = "Confirm"
 	}
@@ -52,9 +52,9 @@ func (m *Model) SetWidth(w int) { m.width = w }
 // whether the operator chose the action.
 func (m *Model) Update(msg tea.KeyMsg) (done, confirmed bool) {
 	switch {
-	case key.Matches(msg, m.keys.Back), msg.String() == "n":
+	case key.Matches(msg, m.keys.Cancel):
 		return true, false
-	case key.Matches(msg, m.keys.Enter), msg.String() == " ":
+	case key.Matches(msg, m.keys.Select):
 		return true, m.focus == FocusConfirm
 	case key.Matches(msg, m.keys.Left):
 		m.focus = FocusCancel
@@ -64,13 +64,17 @@ func (m *Model) Update(msg tea.KeyMsg) (done, confirmed bool) {
 	return false, false
 }
 
-// HelpKeys is the dialog's key bar.
-func (m *Model) HelpKeys() []key.Binding {
-	return []key.Binding{
-		key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "choose")),
-		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "select")),
-		key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-	}
+// ShortHelp is the dialog's key bar: left and right as one entry.
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.keys
+	choose := key.NewBinding(key.WithKeys(append(k.Left.Keys(), k.Right.Keys()...)...), key.WithHelp("←/→", "choose"))
+	return []key.Binding{choose, k.Select, k.Cancel}
+}
+
+// FullHelp is every binding the dialog acts on.
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.keys
+	return [][]key.Binding{{k.Left, k.Right, k.Select, k.Cancel}}
 }
 
 // View renders the dialog box.

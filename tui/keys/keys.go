@@ -1,41 +1,93 @@
-// Package keys holds every key binding of the console in one place, so the
-// key bar, the full help and the handlers agree (CO-8).
+// Package keys holds the console's key bindings (CO-8): one struct per pane,
+// in the manner of gh-dash's keys package, plus the global keys the root
+// handles and the list and scroll movement the panes share. A pane's
+// handler, its key bar and its full help read the same struct, so they
+// agree; the Collisions pane only lists, so ListKeys is all it has.
+//
+// A pane disables the bindings that do not apply in its current state,
+// which leaves them out of the help; no two enabled bindings of a pane (the
+// global ones active there included) share a key (TestNoSharedKeys).
 package keys
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"slices"
 
-// KeyMap is every binding. Panes pick the ones that apply to them; a binding
-// that does not apply right now is disabled and so left out of the help.
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// KeyMap is every pane's bindings.
 type KeyMap struct {
-	// Global.
-	Quit, ForceQuit, Help, NextTab, PrevTab key.Binding
-	Tabs                                    [6]key.Binding
-
-	// Movement and lists.
-	Up, Down, Top, Bottom, PageUp, PageDown key.Binding
-	Filter, ClearFilter, Enter, Back        key.Binding
-
-	// Upstreams.
-	Refresh, RefreshAll, Ping, Apply key.Binding
-	// Tools and approvals.
-	Approve, Reject key.Binding
-	// Sessions.
-	EndSession key.Binding
-	// Activity.
-	Follow key.Binding
-
-	// Dialog.
-	Left, Right key.Binding
+	Global    GlobalKeys
+	List      ListKeys
+	Scroll    ScrollKeys
+	Upstreams UpstreamKeys
+	Tools     ToolKeys
+	Sessions  SessionKeys
+	Approvals ApprovalKeys
+	Activity  ActivityKeys
+	Dialog    DialogKeys
 }
 
 // Default returns the console's bindings.
 func Default() *KeyMap {
-	k := &KeyMap{
-		Quit:        key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQuit:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
-		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		NextTab:     key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
-		PrevTab:     key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+	return &KeyMap{
+		Global:    DefaultGlobal(),
+		List:      DefaultList(),
+		Scroll:    DefaultScroll(),
+		Upstreams: DefaultUpstreams(),
+		Tools:     DefaultTools(),
+		Sessions:  DefaultSessions(),
+		Approvals: DefaultApprovals(),
+		Activity:  DefaultActivity(),
+		Dialog:    DefaultDialog(),
+	}
+}
+
+// GlobalKeys are the root's: it handles them before the pane does.
+type GlobalKeys struct {
+	Quit, ForceQuit  key.Binding
+	Help, CloseHelp  key.Binding
+	NextTab, PrevTab key.Binding
+	Tabs             [6]key.Binding
+}
+
+// DefaultGlobal returns the global bindings.
+func DefaultGlobal() GlobalKeys {
+	g := GlobalKeys{
+		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		// Only while the help is shown, in place of Help.
+		CloseHelp: key.NewBinding(key.WithKeys("esc", "?"), key.WithHelp("esc/?", "close help")),
+		NextTab:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
+		PrevTab:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+	}
+	names := []string{"upstreams", "tools", "collisions", "sessions", "approvals", "activity"}
+	for i := range g.Tabs {
+		n := string(rune('1' + i))
+		g.Tabs[i] = key.NewBinding(key.WithKeys(n), key.WithHelp(n, names[i]))
+	}
+	return g
+}
+
+// Bindings is every global binding.
+func (g GlobalKeys) Bindings() []key.Binding {
+	return append([]key.Binding{g.Quit, g.ForceQuit, g.Help, g.CloseHelp, g.NextTab, g.PrevTab}, g.Tabs[:]...)
+}
+
+// ListKeys move through a table and filter it.
+type ListKeys struct {
+	Up, Down, Top, Bottom, PageUp, PageDown key.Binding
+	Filter                                  key.Binding
+	// KeepFilter ends typing and keeps the filter; ClearFilter drops it.
+	KeepFilter, ClearFilter key.Binding
+}
+
+// DefaultList returns the list bindings.
+func DefaultList() ListKeys {
+	return ListKeys{
 		Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		Top:         key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "top")),
@@ -43,34 +95,59 @@ func Default() *KeyMap {
 		PageUp:      key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 		PageDown:    key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
 		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		KeepFilter:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		ClearFilter: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
-		Back:        key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
-		RefreshAll:  key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "refresh all")),
-		Ping:        key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "ping")),
-		Apply:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
-		Approve:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
-		Reject:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "reject")),
-		EndSession:  key.NewBinding(key.WithKeys("k", "delete"), key.WithHelp("k", "end session")),
-		Follow:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "follow/pause")),
-		Left:        key.NewBinding(key.WithKeys("left", "h", "shift+tab"), key.WithHelp("←/h", "left")),
-		Right:       key.NewBinding(key.WithKeys("right", "l", "tab"), key.WithHelp("→/l", "right")),
 	}
-	names := []string{"upstreams", "tools", "collisions", "sessions", "approvals", "activity"}
-	for i := range k.Tabs {
-		n := string(rune('1' + i))
-		k.Tabs[i] = key.NewBinding(key.WithKeys(n), key.WithHelp(n, names[i]))
-	}
-	return k
 }
 
-// Nav is the list movement bindings, for help.
-func (k *KeyMap) Nav() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}
+// ScrollKeys scroll a detail view (a viewport): the pager keys it has
+// always had.
+type ScrollKeys struct {
+	Up, Down, PageUp, PageDown, HalfPageUp, HalfPageDown key.Binding
 }
 
-// Global is the bindings every pane has, for help.
-func (k *KeyMap) Global() []key.Binding {
-	return []key.Binding{k.NextTab, k.PrevTab, k.Tabs[0], k.Help, k.Quit, k.ForceQuit}
+// DefaultScroll returns the scroll bindings.
+func DefaultScroll() ScrollKeys {
+	return ScrollKeys{
+		Up:           key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:         key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:       key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("b/pgup", "page up")),
+		PageDown:     key.NewBinding(key.WithKeys("pgdown", " ", "f"), key.WithHelp("f/pgdn", "page down")),
+		HalfPageUp:   key.NewBinding(key.WithKeys("u", "ctrl+u"), key.WithHelp("u", "½ page up")),
+		HalfPageDown: key.NewBinding(key.WithKeys("d", "ctrl+d"), key.WithHelp("d", "½ page down")),
+	}
+}
+
+// Viewport is the viewport's key map. Left and Right stay unbound: the
+// console's detail views wrap their text and never scroll sideways.
+func (s ScrollKeys) Viewport() viewport.KeyMap {
+	return viewport.KeyMap{
+		Up: s.Up, Down: s.Down, PageUp: s.PageUp, PageDown: s.PageDown,
+		HalfPageUp: s.HalfPageUp, HalfPageDown: s.HalfPageDown,
+	}
+}
+
+// Bindings is every scroll binding.
+func (s ScrollKeys) Bindings() []key.Binding {
+	return []key.Binding{s.Up, s.Down, s.PageUp, s.PageDown, s.HalfPageUp, s.HalfPageDown}
+}
+
+// Pressed reports whether msg is one of the bindings' keys, enabled or
+// not: a pane uses it to say why a disabled action does nothing (lazygit's
+// GetDisabledReason) instead of ignoring the key.
+func Pressed(msg tea.KeyMsg, bs ...key.Binding) bool {
+	s := msg.String()
+	for _, b := range bs {
+		if slices.Contains(b.Keys(), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Disable turns bindings off, so handlers skip them and help leaves them out.
+func Disable(bs ...*key.Binding) {
+	for _, b := range bs {
+		b.SetEnabled(false)
+	}
 }

@@ -1,4 +1,4 @@
-// Package sessions is the Sessions pane (CO-5): live client sessions; k ends
+// Package sessions is the Sessions pane (CO-5): live client sessions; x ends
 // one after a confirm.
 package sessions
 
@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
 )
 
@@ -36,7 +37,7 @@ func New(c *common.Common) *Model {
 		{Title: "ACTIVE", Width: 8},
 		{Title: "CALLS", Width: 5},
 	}
-	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading…")}
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading…")}
 }
 
 func (m *Model) Init() tea.Cmd   { return nil }
@@ -85,9 +86,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.KeyMsg:
-		// k ends a session here (CO-5), so only the arrows move up.
-		if key.Matches(msg, m.c.Keys.EndSession) && !m.table.Filtering() {
+		if m.table.Filtering() {
+			break
+		}
+		k := m.keys()
+		switch {
+		case key.Matches(msg, k.End):
 			return m, m.end()
+		case keys.Pressed(msg, k.End):
+			return m, common.Flash("no session selected", true)
 		}
 	}
 	cmd, _ := m.table.Update(msg)
@@ -115,19 +122,20 @@ func (m *Model) end() tea.Cmd {
 		"End session", run)
 }
 
+// keys is the pane's bindings now: End needs a selected session.
+func (m *Model) keys() keys.SessionKeys {
+	k := m.c.Keys.Sessions
+	_, ok := m.table.SelectedKey()
+	k.End.SetEnabled(ok && !m.table.Filtering())
+	return k
+}
+
 func (m *Model) ShortHelp() []key.Binding {
-	if m.table.Filtering() {
-		return m.table.HelpKeys()
-	}
-	k := m.c.Keys
-	up := k.Up
-	up.SetHelp("↑", "up")
-	return []key.Binding{k.EndSession, up, k.Down, k.Filter}
+	return append([]key.Binding{m.keys().End}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
-	k := m.c.Keys
-	return [][]key.Binding{{k.EndSession}, append(k.Nav(), k.Filter, k.ClearFilter)}
+	return [][]key.Binding{{m.keys().End}, m.table.Bindings()}
 }
 
 func (m *Model) View() string { return m.table.View() }

@@ -44,7 +44,7 @@ type Row struct {
 // Model is a table. Use New; the zero value is not usable.
 type Model struct {
 	theme *theme.Theme
-	keys  *keys.KeyMap
+	keys  keys.ListKeys
 
 	cols   []Column
 	widths []int
@@ -62,7 +62,7 @@ type Model struct {
 }
 
 // New returns an empty table.
-func New(th *theme.Theme, km *keys.KeyMap, cols []Column, empty string) *Model {
+func New(th *theme.Theme, km keys.ListKeys, cols []Column, empty string) *Model {
 	in := textinput.New()
 	in.Prompt = "/"
 	in.Placeholder = "filter"
@@ -242,19 +242,20 @@ func (m *Model) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 		}
 		return nil, false
 	}
+	k := m.Keys()
 	if m.filtering {
-		switch km.String() {
-		case "esc":
+		switch {
+		case key.Matches(km, k.ClearFilter):
 			m.filtering = false
 			m.input.Blur()
 			m.SetQuery("")
 			return nil, true
-		case "enter":
+		case key.Matches(km, k.KeepFilter):
 			m.filtering = false
 			m.input.Blur()
 			m.clamp()
 			return nil, true
-		case "up", "down":
+		case key.Matches(km, k.Up, k.Down):
 			// Fall through to movement below.
 		default:
 			before := m.input.Value()
@@ -265,13 +266,12 @@ func (m *Model) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 			return cmd, true
 		}
 	}
-	k := m.keys
 	switch {
 	case key.Matches(km, k.Filter):
 		m.filtering = true
 		m.clamp()
 		return m.input.Focus(), true
-	case len(m.query) > 0 && key.Matches(km, k.ClearFilter):
+	case key.Matches(km, k.ClearFilter):
 		m.SetQuery("")
 		return nil, true
 	case key.Matches(km, k.Up):
@@ -293,19 +293,38 @@ func (m *Model) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 	return nil, true
 }
 
-// HelpKeys is the table's bindings for a key bar.
-func (m *Model) HelpKeys() []key.Binding {
+// Keys is the table's bindings in its current state. While the filter is
+// typed into, letters are text: only the arrows move, enter keeps the
+// filter and esc clears it. Otherwise esc clears a kept filter, and does
+// nothing (so a pane may use it) when there is none.
+func (m *Model) Keys() keys.ListKeys {
+	k := m.keys
 	if m.filtering {
-		return []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		}
+		k.Up.SetKeys("up")
+		k.Up.SetHelp("↑", "up")
+		k.Down.SetKeys("down")
+		k.Down.SetHelp("↓", "down")
+		keys.Disable(&k.Top, &k.Bottom, &k.PageUp, &k.PageDown, &k.Filter)
+		return k
 	}
-	out := []key.Binding{m.keys.Up, m.keys.Down, m.keys.Filter}
-	if len(m.query) > 0 {
-		out = append(out, m.keys.ClearFilter)
+	k.KeepFilter.SetEnabled(false)
+	k.ClearFilter.SetEnabled(len(m.query) > 0)
+	return k
+}
+
+// ShortHelp is the table's bindings for a key bar.
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.Keys()
+	if m.filtering {
+		return []key.Binding{k.KeepFilter, k.ClearFilter}
 	}
-	return out
+	return []key.Binding{k.Up, k.Down, k.Filter, k.ClearFilter}
+}
+
+// Bindings is every binding the table acts on now, for a pane's full help.
+func (m *Model) Bindings() []key.Binding {
+	k := m.Keys()
+	return []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Filter, k.KeepFilter, k.ClearFilter}
 }
 
 // View renders the header, the filter bar when in use, and the visible rows.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
 )
 
@@ -68,7 +69,9 @@ func New(c *common.Common) *Model {
 		{Title: "REVIEW", Width: 8},
 		{Title: "FLAGS", Width: 22, Flex: true},
 	}
-	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading tools…"), vp: viewport.New(0, 0), kinds: map[string][]core.FlagKind{}}
+	vp := viewport.New(0, 0)
+	vp.KeyMap = c.Keys.Scroll.Viewport()
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading tools…"), vp: vp, kinds: map[string][]core.FlagKind{}}
 }
 
 func (m *Model) Init() tea.Cmd { return nil }
@@ -193,7 +196,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	k := m.c.Keys
+	k := m.keys()
 	if m.detail != "" {
 		switch {
 		case key.Matches(msg, k.Back):
@@ -203,6 +206,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return m.approve(m.detail)
 		case key.Matches(msg, k.Reject):
 			return m.reject(m.detail)
+		case keys.Pressed(msg, k.Approve, k.Reject):
+			return m.cannot(msg, m.detail)
 		}
 		m.vp, _ = m.vp.Update(msg)
 		return nil
@@ -215,14 +220,47 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	switch {
-	case key.Matches(msg, k.Enter):
+	case key.Matches(msg, k.Review):
 		return m.open(name)
 	case key.Matches(msg, k.Approve):
 		return m.approve(name)
 	case key.Matches(msg, k.Reject):
 		return m.reject(name)
+	case keys.Pressed(msg, k.Approve, k.Reject):
+		return m.cannot(msg, name)
 	}
 	return nil
+}
+
+// keys is the pane's bindings now: the list's or the review view's, and a
+// tool that cannot be reviewed disables approve and reject.
+func (m *Model) keys() keys.ToolKeys {
+	k := m.c.Keys.Tools
+	name := m.detail
+	if name == "" {
+		k.Back.SetEnabled(false)
+		sel, ok := m.table.SelectedKey()
+		if !ok || m.table.Filtering() {
+			keys.Disable(&k.Review, &k.Approve, &k.Reject)
+			return k
+		}
+		name = sel
+	} else {
+		k.Review.SetEnabled(false)
+	}
+	if m.reviewable(name) != "" {
+		keys.Disable(&k.Approve, &k.Reject)
+	}
+	return k
+}
+
+// cannot says why approve or reject does not apply to name.
+func (m *Model) cannot(msg tea.KeyMsg, name string) tea.Cmd {
+	verb := "reject"
+	if keys.Pressed(msg, m.c.Keys.Tools.Approve) {
+		verb = "approve"
+	}
+	return common.Flash("cannot "+verb+": "+m.reviewable(name), true)
 }
 
 // open shows the review view of name and asks for its flags.
@@ -251,9 +289,6 @@ func (m *Model) reviewable(name string) string {
 }
 
 func (m *Model) approve(name string) tea.Cmd {
-	if why := m.reviewable(name); why != "" {
-		return common.Flash("cannot approve: "+why, true)
-	}
 	ctx, con, by := m.c.Ctx, m.c.Console, m.c.Operator
 	return common.Call(common.PaneTools, m.id(), "approving "+name, func() (any, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -263,9 +298,6 @@ func (m *Model) approve(name string) tea.Cmd {
 }
 
 func (m *Model) reject(name string) tea.Cmd {
-	if why := m.reviewable(name); why != "" {
-		return common.Flash("cannot reject: "+why, true)
-	}
 	t, _ := m.tool(name)
 	ctx, con, by := m.c.Ctx, m.c.Console, m.c.Operator
 	id := m.id()
@@ -329,34 +361,29 @@ func (m *Model) renderDetail() {
 }
 
 func (m *Model) ShortHelp() []key.Binding {
-	k := m.c.Keys
+	k := m.keys()
 	if m.detail != "" {
-		approve, reject := k.Approve, k.Reject
-		if m.reviewable(m.detail) != "" {
-			approve.SetEnabled(false)
-			reject.SetEnabled(false)
-		}
-		return []key.Binding{k.Back, approve, reject, k.Up, k.Down}
+		sk := m.c.Keys.Scroll
+		return []key.Binding{k.Back, k.Approve, k.Reject, sk.Up, sk.Down}
 	}
-	if m.table.Filtering() {
-		return m.table.HelpKeys()
-	}
-	return append([]key.Binding{k.Enter, k.Approve, k.Reject}, m.table.HelpKeys()...)
+	return append([]key.Binding{k.Review, k.Approve, k.Reject}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
-	k := m.c.Keys
-	return [][]key.Binding{
-		{k.Enter, k.Approve, k.Reject, k.Back},
-		append(k.Nav(), k.Filter, k.ClearFilter),
+	k := m.keys()
+	if m.detail != "" {
+		return [][]key.Binding{{k.Back, k.Approve, k.Reject}, m.c.Keys.Scroll.Bindings()}
 	}
+	return [][]key.Binding{{k.Review, k.Approve, k.Reject}, m.table.Bindings()}
 }
 
 // View renders the pane.
 func (m *Model) View() string {
 	if m.detail != "" {
 		pct := fmt.Sprintf("  %3.f%%", m.vp.ScrollPercent()*100)
-		return common.Truncate(m.c.Theme.Muted.Render("esc back · a approve · x reject · ↑/↓ scroll"+pct), m.width) + "\n" + m.vp.View()
+		k := m.keys()
+		hint := common.Hint(k.Back, k.Approve, k.Reject) + " · ↑/↓ scroll"
+		return common.Truncate(m.c.Theme.Muted.Render(hint+pct), m.width) + "\n" + m.vp.View()
 	}
 	return m.table.View()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
 	"github.com/toolgate/toolgate/tui/theme"
 )
@@ -71,7 +72,9 @@ func New(c *common.Common) *Model {
 		{Title: "SERVER", Width: 16},
 		{Title: "LAST ERROR", Width: 1, Flex: true},
 	}
-	return &Model{c: c, table: table.New(c.Theme, c.Keys, cols, "Loading upstreams…"), vp: viewport.New(0, 0)}
+	vp := viewport.New(0, 0)
+	vp.KeyMap = c.Keys.Scroll.Viewport()
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading upstreams…"), vp: vp}
 }
 
 func (m *Model) Init() tea.Cmd { return nil }
@@ -162,7 +165,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	k := m.c.Keys
+	k := m.keys()
 	switch m.mode {
 	case modeDiff:
 		switch {
@@ -170,24 +173,23 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			cancel := m.cancelPlan()
 			m.mode, m.plan, m.planID = modeList, nil, 0
 			return tea.Batch(cancel, common.Flash("refresh cancelled: nothing changed", false))
-		case key.Matches(msg, k.Apply):
-			if m.plan == nil {
-				return nil // still listing
-			}
+		case key.Matches(msg, k.Apply): // off until the plan is there
 			return m.apply()
 		default:
 			m.vp, _ = m.vp.Update(msg)
 		}
 		return nil
 	case modeDetail:
-		if key.Matches(msg, k.Back) {
+		switch {
+		case key.Matches(msg, k.Back):
 			m.mode = modeList
-			return nil
+		case key.Matches(msg, k.Refresh):
+			return m.planRefresh()
+		case key.Matches(msg, k.Ping):
+			return m.ping()
+		default:
+			m.vp, _ = m.vp.Update(msg)
 		}
-		if key.Matches(msg, k.Refresh, k.Ping) {
-			break
-		}
-		m.vp, _ = m.vp.Update(msg)
 		return nil
 	}
 	if cmd, handled := m.table.Update(msg); handled {
@@ -199,25 +201,56 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Refresh):
 		return m.planRefresh()
 	case key.Matches(msg, k.Ping):
-		u, ok := m.selected()
-		if !ok {
-			return nil
-		}
-		ctx, con, name := m.c.Ctx, m.c.Console, u.Name
-		return common.Call(common.PaneUpstreams, m.id(), "pinging "+name, func() (any, error) {
-			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			d, err := con.Ping(ctx, name)
-			return pingResult{Name: name, Latency: d}, err
-		})
-	case key.Matches(msg, k.Enter):
+		return m.ping()
+	case key.Matches(msg, k.Details):
 		if u, ok := m.selected(); ok {
 			m.mode, m.detail = modeDetail, u.Name
 			m.refreshView()
 			m.vp.GotoTop()
 		}
+	case keys.Pressed(msg, k.Refresh, k.Ping, k.Details):
+		return common.Flash("no upstream selected", true)
 	}
 	return nil
+}
+
+// keys is the pane's bindings in its mode. The list's actions need a
+// selected upstream; the detail view keeps refresh and ping; the preview
+// applies once the plan is there (until then the spinner and the view say
+// it is listing).
+func (m *Model) keys() keys.UpstreamKeys {
+	k := m.c.Keys.Upstreams
+	switch m.mode {
+	case modeDiff:
+		keys.Disable(&k.Refresh, &k.RefreshAll, &k.Ping, &k.Details)
+		k.Apply.SetEnabled(m.plan != nil)
+		k.Back.SetHelp("esc", "cancel")
+	case modeDetail:
+		keys.Disable(&k.RefreshAll, &k.Details, &k.Apply)
+	default:
+		keys.Disable(&k.Apply, &k.Back)
+		if m.table.Filtering() {
+			k.RefreshAll.SetEnabled(false)
+		}
+		if _, ok := m.selected(); !ok || m.table.Filtering() {
+			keys.Disable(&k.Refresh, &k.Ping, &k.Details)
+		}
+	}
+	return k
+}
+
+func (m *Model) ping() tea.Cmd {
+	u, ok := m.selected()
+	if !ok {
+		return nil
+	}
+	ctx, con, name := m.c.Ctx, m.c.Console, u.Name
+	return common.Call(common.PaneUpstreams, m.id(), "pinging "+name, func() (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		d, err := con.Ping(ctx, name)
+		return pingResult{Name: name, Latency: d}, err
+	})
 }
 
 func (m *Model) planRefresh() tea.Cmd {
@@ -389,44 +422,40 @@ func RenderDiff(th *theme.Theme, d core.Diff, width int) string {
 }
 
 func (m *Model) ShortHelp() []key.Binding {
-	k := m.c.Keys
+	k, sk := m.keys(), m.c.Keys.Scroll
 	switch m.mode {
 	case modeDiff:
-		apply := k.Apply
-		apply.SetEnabled(m.plan != nil)
-		return []key.Binding{apply, withHelp(k.Back, "esc", "cancel"), k.Up, k.Down}
+		return []key.Binding{k.Apply, k.Back, sk.Up, sk.Down}
 	case modeDetail:
-		return []key.Binding{k.Back, k.Up, k.Down}
+		return []key.Binding{k.Back, k.Refresh, k.Ping, sk.Up, sk.Down}
 	}
-	if m.table.Filtering() {
-		return m.table.HelpKeys()
-	}
-	return append([]key.Binding{k.Refresh, k.RefreshAll, k.Ping, k.Enter}, m.table.HelpKeys()...)
+	return append([]key.Binding{k.Refresh, k.RefreshAll, k.Ping, k.Details}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
-	k := m.c.Keys
-	return [][]key.Binding{
-		{k.Refresh, k.RefreshAll, k.Ping, k.Enter},
-		{k.Apply, withHelp(k.Back, "esc", "cancel / back")},
-		append(k.Nav(), k.Filter),
+	k, sk := m.keys(), m.c.Keys.Scroll
+	switch m.mode {
+	case modeDiff:
+		return [][]key.Binding{{k.Apply, k.Back}, sk.Bindings()}
+	case modeDetail:
+		return [][]key.Binding{{k.Back, k.Refresh, k.Ping}, sk.Bindings()}
 	}
-}
-
-func withHelp(b key.Binding, keyName, desc string) key.Binding {
-	b.SetHelp(keyName, desc)
-	return b
+	return [][]key.Binding{{k.Refresh, k.RefreshAll, k.Ping, k.Details}, m.table.Bindings()}
 }
 
 // View renders the pane.
 func (m *Model) View() string {
-	th := m.c.Theme
+	th, k := m.c.Theme, m.keys()
 	switch m.mode {
 	case modeDiff:
-		title := th.Section.Render("Refresh preview: "+m.planFor) + th.Muted.Render("  enter applies · esc cancels")
+		hint := k.Back.Help().Key + " cancels"
+		if k.Apply.Enabled() {
+			hint = k.Apply.Help().Key + " applies · " + hint
+		}
+		title := th.Section.Render("Refresh preview: "+m.planFor) + th.Muted.Render("  "+hint)
 		return common.Truncate(title, m.width) + "\n" + m.vp.View()
 	case modeDetail:
-		return common.Truncate(th.Muted.Render("esc back"), m.width) + "\n" + m.vp.View()
+		return common.Truncate(th.Muted.Render(common.Hint(k.Back)), m.width) + "\n" + m.vp.View()
 	}
 	return m.table.View()
 }

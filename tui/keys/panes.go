@@ -1,0 +1,99 @@
+package keys
+
+import "github.com/charmbracelet/bubbles/key"
+
+// UpstreamKeys are the Upstreams pane's (CO-1, CO-4). Details and Apply
+// are both enter: Details only in the list, Apply only in the refresh
+// preview, where enter has nothing to drill into.
+type UpstreamKeys struct {
+	Refresh, RefreshAll, Ping key.Binding
+	Details                   key.Binding
+	Apply                     key.Binding
+	// Back leaves the detail view or cancels the refresh preview.
+	Back key.Binding
+}
+
+// DefaultUpstreams returns the Upstreams bindings.
+func DefaultUpstreams() UpstreamKeys {
+	return UpstreamKeys{
+		Refresh:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
+		RefreshAll: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "refresh all")),
+		Ping:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "ping")),
+		Details:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Apply:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
+		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+	}
+}
+
+// ToolKeys are the Tools pane's (CO-2).
+type ToolKeys struct {
+	// Review opens the selected tool's review view; Back leaves it.
+	Review, Back    key.Binding
+	Approve, Reject key.Binding
+}
+
+// DefaultTools returns the Tools bindings.
+func DefaultTools() ToolKeys {
+	return ToolKeys{
+		Review:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Back:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Approve: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
+		Reject:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "reject")),
+	}
+}
+
+// SessionKeys are the Sessions pane's (CO-5).
+type SessionKeys struct {
+	// End is x, the console's key for the negative action (reject in
+	// Tools and Approvals), so k stays up as in every other list.
+	End key.Binding
+}
+
+// DefaultSessions returns the Sessions bindings.
+func DefaultSessions() SessionKeys {
+	return SessionKeys{
+		End: key.NewBinding(key.WithKeys("x", "delete"), key.WithHelp("x", "end session")),
+	}
+}
+
+// ApprovalKeys are the Approvals pane's (CO-6).
+type ApprovalKeys struct {
+	Approve, Reject key.Binding
+}
+
+// DefaultApprovals returns the Approvals bindings.
+func DefaultApprovals() ApprovalKeys {
+	return ApprovalKeys{
+		Approve: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
+		Reject:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "reject")),
+	}
+}
+
+// ActivityKeys are the Activity pane's (CO-7).
+type ActivityKeys struct {
+	Follow key.Binding
+}
+
+// DefaultActivity returns the Activity bindings.
+func DefaultActivity() ActivityKeys {
+	return ActivityKeys{
+		Follow: key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "follow/pause")),
+	}
+}
+
+// DialogKeys are the confirm dialog's: it has every key while it is open.
+type DialogKeys struct {
+	Left, Right key.Binding
+	// Select chooses the focused button; Cancel closes without acting.
+	Select, Cancel key.Binding
+}
+
+// DefaultDialog returns the dialog bindings.
+func DefaultDialog() DialogKeys {
+	return DialogKeys{
+		Left:   key.NewBinding(key.WithKeys("left", "h", "shift+tab"), key.WithHelp("←/h", "left")),
+		Right:  key.NewBinding(key.WithKeys("right", "l", "tab"), key.WithHelp("→/l", "right")),
+		Select: key.NewBinding(key.WithKeys("enter", " "), key.WithHelp("enter", "select")),
+		Cancel: key.NewBinding(key.WithKeys("esc", "n"), key.WithHelp("esc", "cancel")),
+	}
+}
