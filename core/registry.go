@@ -74,6 +74,10 @@ type RegistryOptions struct {
 	CanUse func(ctx context.Context, actor Actor, tool *Tool) bool
 	// Bus receives registry events; nil creates a private one.
 	Bus *Bus
+	// Fingerprint, if set, is computed once when an imported tool is
+	// registered and kept in Tool.Fingerprint, so review decides each call
+	// by comparing two strings rather than hashing the definition (RV-1).
+	Fingerprint func(t *Tool) string
 }
 
 // Registry is the set of tools the gateway serves, keyed by name only.
@@ -82,6 +86,7 @@ type RegistryOptions struct {
 type Registry struct {
 	policy Policy
 	canUse func(ctx context.Context, actor Actor, tool *Tool) bool
+	fp     func(t *Tool) string
 	bus    *Bus
 
 	mu         sync.RWMutex
@@ -99,7 +104,7 @@ func NewRegistry(opts *RegistryOptions) *Registry {
 	if opts == nil {
 		opts = &RegistryOptions{}
 	}
-	r := &Registry{policy: opts.Policy, canUse: opts.CanUse, bus: opts.Bus, tools: make(map[string]*entry)}
+	r := &Registry{policy: opts.Policy, canUse: opts.CanUse, fp: opts.Fingerprint, bus: opts.Bus, tools: make(map[string]*entry)}
 	if r.policy == nil {
 		r.policy = RolePolicy{}
 	}
@@ -167,6 +172,9 @@ func (r *Registry) Register(t Tool) error {
 // CheckTool. The importer compiles while listing, in parallel.
 func (r *Registry) RegisterCompiled(t Tool, compiled *schema.Schema) error {
 	t.InputSchema = compiled.Raw()
+	if r.fp != nil && t.Source != "" {
+		t.Fingerprint = r.fp(&t)
+	}
 	t.Roles = slices.Clone(t.Roles)
 
 	var result error
@@ -351,50 +359,28 @@ func (r *Registry) usable(ctx context.Context, actor Actor, t *Tool) error {
 }
 
 // Invoke runs one call: unknown names fail with ErrUnknownTool; then the
-// enabled flag, the policy and the custom check are checked again (the list a
+// enabled flag, the policy and the custom check are checked (the list a
 // client saw may be stale); then args are validated against the tool's schema
 // (*ValidationError with JSON pointers); then the handler runs with the call
-// in its context.
+// in its context. Transports that parse a call once use Resolve and Run.
 func (r *Registry) Invoke(ctx context.Context, actor Actor, name string, args json.RawMessage) (Result, error) {
-	e, args, err := r.check(ctx, actor, name, args)
+	c, err := r.Resolve(ctx, actor, nil, name, args)
 	if err != nil {
 		return Result{}, err
 	}
-	call, _ := CallFromContext(ctx)
-	call.Actor = actor
-	call.Tool = name
-	call.Source = e.tool.Source
-	return e.tool.Handler(WithCall(ctx, call), args)
+	return r.Run(ctx, actor, c)
 }
 
 // Check runs every gate of Invoke except the handler, and returns the tool.
-// The confirm gate uses it to validate a preview that must run nothing.
 func (r *Registry) Check(ctx context.Context, actor Actor, name string, args json.RawMessage) (Tool, error) {
-	e, _, err := r.check(ctx, actor, name, args)
+	c, err := r.Resolve(ctx, actor, nil, name, args)
 	if err != nil {
 		return Tool{}, err
 	}
-	return e.tool, nil
-}
-
-func (r *Registry) check(ctx context.Context, actor Actor, name string, args json.RawMessage) (*entry, json.RawMessage, error) {
-	r.mu.RLock()
-	e, ok := r.tools[name]
-	r.mu.RUnlock()
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	if err := c.Validate(); err != nil {
+		return Tool{}, err
 	}
-	// e is never mutated after it is stored, so it is safe to use unlocked.
-	if err := r.usable(ctx, actor, &e.tool); err != nil {
-		return nil, nil, err
-	}
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	if err := e.schema.Validate(args); err != nil {
-		return nil, nil, err
-	}
-	return e, args, nil
+	return c.Tool, nil
 }
 
 func (r *Registry) fillSnapshot(s *Snapshot) {

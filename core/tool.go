@@ -92,6 +92,10 @@ type Tool struct {
 	// without doing it (CF-2); the confirm gate shows it. Imported tools get
 	// a generated preview instead.
 	Preview func(ctx context.Context, args json.RawMessage) (string, error)
+	// Fingerprint is the review fingerprint of an imported tool's definition
+	// (RV-1), computed once at registration when the registry is given a
+	// way to; empty otherwise.
+	Fingerprint string
 }
 
 // NativeAction is a side-effecting tool of the gateway itself, in the three
@@ -117,6 +121,8 @@ type ToolInfo struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Roles        []string        `json:"roles,omitempty"`
 	Disabled     bool            `json:"disabled,omitempty"`
+	// Fingerprint is Tool.Fingerprint; views that show one compute it.
+	Fingerprint string `json:"-"`
 }
 
 // Call describes one invocation to the handler and to policies (SV-7). The
@@ -194,5 +200,6 @@ func (t *Tool) Info() ToolInfo {
 		Annotations:  t.Annotations,
 		Roles:        slices.Clone(t.Roles),
 		Disabled:     t.Disabled,
+		Fingerprint:  t.Fingerprint,
 	}
 }

@@ -278,7 +278,7 @@ func (e *Endpoint) serverTool(t core.ToolInfo) (server.ServerTool, bool) {
 		return server.ServerTool{}, false
 	}
 	e.listed.set(t.Name, raw)
-	return server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name, t.Kind)}, true
+	return server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name)}, true
 }
 
 // mcpTool is the advertised definition: the schema verbatim (IM-17), for
@@ -330,7 +330,10 @@ func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.
 	return out
 }
 
-func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFunc {
+// callHandler serves the tools/call requests mcp-go dispatches (stateless
+// endpoints, protocol revisions without sessions); serveCall takes the rest
+// before mcp-go reads them. Both parse the call once and hand it to invoke.
+func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		args := req.Params.RawArguments
 		if len(args) == 0 && req.Params.Arguments != nil {
@@ -340,7 +343,15 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 		if req.Params.Meta != nil {
 			token = req.Params.Meta.ProgressToken
 		}
-		raw := e.invoke(ctx, name, kind, args, token, false)
+		actor, ok := e.opts.Actor(ctx)
+		if !ok {
+			return mcpgo.NewToolResultError("not authenticated"), nil
+		}
+		c, err := e.resolve(ctx, actor, name, args)
+		if err != nil {
+			return toolError(name, err), nil
+		}
+		raw := e.invoke(ctx, actor, c, token, nil)
 		var out mcpgo.CallToolResult
 		if err := json.Unmarshal(raw, &out); err != nil {
 			return mcpgo.NewToolResultError(fmt.Sprintf("tool %s returned a result that could not be read: %v", name, err)), nil
@@ -349,18 +360,31 @@ func (e *Endpoint) callHandler(name string, kind core.Kind) server.ToolHandlerFu
 	}
 }
 
-// invoke runs one tools/call for the session in ctx and returns the result
-// as JSON: the upstream's own bytes, or an isError result the model can
-// read. fast says the call came by serveCall rather than through mcp-go.
-func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args json.RawMessage, token any, fast bool) json.RawMessage {
-	actor, ok := e.opts.Actor(ctx)
-	if !ok {
-		return errorResult("not authenticated")
-	}
+// resolve parses one tools/call into the value every later step reads:
+// the tool looked up once under the endpoint's allow-list and the actor's
+// gates, the arguments split once into the tool's own and the confirm
+// gate's (CF-1).
+func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, args json.RawMessage) (*core.ToolCall, error) {
 	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		// No arguments at all is an empty object, as the schema sees it.
 		args = json.RawMessage(`{}`)
 	}
+	c, err := e.opts.Registry.Resolve(ctx, actor, e.opts.Tools, name, args)
+	if err != nil {
+		return nil, err
+	}
+	if !e.served(core.ToolInfo{Kind: c.Tool.Kind, Disabled: c.Tool.Disabled}) {
+		return nil, fmt.Errorf("%w: %q", core.ErrUnknownTool, name)
+	}
+	confirm.Split(c)
+	return c, nil
+}
+
+// invoke runs one parsed tools/call for the session in ctx and returns the
+// result as JSON: the upstream's own bytes, or an isError result the model
+// can read. asks carries requests to the client on the call's own stream
+// when the gateway serves the call itself; nil where mcp-go does.
+func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
 	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", CallID: randomID(), IdempotencyKey: randomID()}
 	if s := server.ClientSessionFromContext(ctx); s != nil {
 		call.Session = s.SessionID()
@@ -370,10 +394,7 @@ func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args
 	}
 	ctx = core.WithCall(ctx, call)
 	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session),
-		listening: e.ids.listening}
-	if fast {
-		down.asks = &e.asks
-	}
+		listening: e.ids.listening, asks: asks}
 	if token != nil {
 		down.progressToken = token
 		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down))
@@ -384,17 +405,17 @@ func (e *Endpoint) invoke(ctx context.Context, name string, kind core.Kind, args
 	start := time.Now()
 	var res core.Result
 	var err error
-	if kind == core.KindAction {
-		res, err = e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, args)
-		if _, confirm, _, _ := confirm.ConfirmArgs(args); err == nil && !confirm && e.opts.ElicitConfirm && canElicit(ctx) {
-			res, err = e.confirmByElicitation(ctx, actor, name, args, res)
+	if c.Tool.Kind == core.KindAction {
+		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c)
+		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+			res, err = e.confirmByElicitation(ctx, actor, c, res)
 		}
 	} else {
-		res, err = e.opts.Registry.Invoke(ctx, actor, name, args)
+		res, err = e.opts.Registry.Run(ctx, actor, c)
 	}
-	e.audit(ctx, call, actor, name, kind, args, res, err, time.Since(start))
+	e.audit(ctx, call, actor, c, res, err, time.Since(start))
 	if err != nil {
-		raw, _ := json.Marshal(toolError(name, err))
+		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
 		return raw
 	}
 	return res.JSON

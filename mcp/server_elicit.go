@@ -30,7 +30,8 @@ func canElicit(ctx context.Context) bool {
 // same call. preview is the gate's answer to the first call. Without an
 // answer (the client failed to ask), the preview is returned as it is and
 // the two-call protocol applies.
-func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, name string, args json.RawMessage, preview core.Result) (core.Result, error) {
+func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c *core.ToolCall, preview core.Result) (core.Result, error) {
+	name := c.Tool.Name
 	var body struct {
 		StructuredContent confirm.Preview `json:"structuredContent"`
 	}
@@ -61,15 +62,10 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, n
 	if answer.Action != mcpgo.ElicitationResponseActionAccept || !answer.Content.Confirm {
 		return core.Result{}, &confirm.RefusedError{Err: errDeclined, Text: "Not run: " + errDeclined.Error()}
 	}
-	var m map[string]json.RawMessage
-	if len(args) == 0 || json.Unmarshal(args, &m) != nil || m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m["confirm"] = json.RawMessage(`true`)
-	tok, _ := json.Marshal(p.ConfirmToken)
-	m["confirmToken"] = tok
-	confirmed, _ := json.Marshal(m)
-	return e.opts.Gate.Invoke(ctx, e.opts.Registry, actor, name, confirmed)
+	// The same parsed call, now confirmed with the token its preview
+	// issued: validation and the canonical arguments are not redone.
+	c.Confirm, c.Token = true, p.ConfirmToken
+	return e.opts.Gate.Call(ctx, e.opts.Registry, actor, c)
 }
 
 // elicit asks the calling client and decodes its answer into out: on the

@@ -36,9 +36,10 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 	if json.Unmarshal(req.params, &params) != nil {
 		return false
 	}
-	tool, ok := e.opts.Registry.Get(params.Name)
-	if !ok || !e.served(core.ToolInfo{Kind: tool.Kind, Disabled: tool.Disabled}) ||
-		e.opts.Registry.Allowed(r.Context(), req.actor, e.opts.Tools, tool.Name) != nil {
+	// A call that does not resolve is left to mcp-go, whose answer to it
+	// stands (SV-5).
+	c, err := e.resolve(r.Context(), req.actor, params.Name, params.Arguments)
+	if err != nil {
 		return false
 	}
 
@@ -51,7 +52,7 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 	if params.Meta != nil {
 		token = params.Meta.ProgressToken
 	}
-	result := e.invoke(ctx, tool.Name, tool.Kind, params.Arguments, token, true)
+	result := e.invoke(ctx, req.actor, c, token, &e.asks)
 
 	resp := make([]byte, 0, len(result)+len(req.rawID)+40)
 	resp = append(resp, `{"jsonrpc":"2.0","id":`...)

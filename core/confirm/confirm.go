@@ -1,6 +1,7 @@
 package confirm
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/canonjson"
 )
 
 // MinConfirmSecretBytes is the shortest secret the gate accepts.
@@ -172,6 +172,11 @@ func ConfirmArgs(args json.RawMessage) (toolArgs json.RawMessage, confirm bool, 
 	if len(strings.TrimSpace(string(args))) == 0 {
 		return json.RawMessage(`{}`), false, "", nil
 	}
+	// No key can read "confirm" unless those bytes, or an escape, appear:
+	// most calls need no parse at all.
+	if !bytes.Contains(args, []byte("confirm")) && bytes.IndexByte(args, '\\') < 0 {
+		return args, false, "", nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil {
 		// Not an object: leave it to schema validation to say so.
@@ -192,6 +197,17 @@ func ConfirmArgs(args json.RawMessage) (toolArgs json.RawMessage, confirm bool, 
 	delete(m, "confirmToken")
 	toolArgs, err = json.Marshal(m)
 	return toolArgs, confirm, token, err
+}
+
+// Split fills c's confirm fields from its raw arguments, once per call
+// (CF-1).
+func Split(c *core.ToolCall) {
+	args, confirm, token, err := ConfirmArgs(c.Raw)
+	if err != nil {
+		c.Args, c.ArgsErr = c.Raw, err
+		return
+	}
+	c.Args, c.Confirm, c.Token = args, confirm, token
 }
 
 // TokenID is the ledger key of a token: its MAC.
@@ -349,33 +365,45 @@ func (e *RefusedError) Error() string { return e.Err.Error() }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// Invoke runs the two-call protocol for an action tool. Without confirm it
-// validates everything, runs nothing and answers a preview with a token
-// (CF-2); with confirm and the token it verifies, spends the token and runs
-// the tool exactly once (CF-4). Refusals are *RefusedError.
+// Invoke resolves name and runs Call; for callers that hold no parsed call.
 func (g *Gate) Invoke(ctx context.Context, reg *core.Registry, actor core.Actor, name string, args json.RawMessage) (core.Result, error) {
-	toolArgs, confirm, token, err := ConfirmArgs(args)
-	if err != nil {
-		return core.Result{}, &RefusedError{Err: err, Text: "invalid arguments: " + err.Error()}
-	}
-	tool, err := reg.Check(ctx, actor, name, toolArgs)
+	c, err := reg.Resolve(ctx, actor, nil, name, args)
 	if err != nil {
 		return core.Result{}, err
 	}
-	canon, err := canonjson.CanonicalJSON(toolArgs)
+	Split(c)
+	return g.Call(ctx, reg, actor, c)
+}
+
+// Call runs the two-call protocol for an action tool over a call Split has
+// read. Without confirm it validates everything, runs nothing and answers a
+// preview with a token (CF-2), recorded in c.Issued; with confirm and the
+// token it verifies, spends the token and runs the tool exactly once (CF-4).
+// Refusals are *RefusedError.
+func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c *core.ToolCall) (core.Result, error) {
+	if c.ArgsErr != nil {
+		return core.Result{}, &RefusedError{Err: c.ArgsErr, Text: "invalid arguments: " + c.ArgsErr.Error()}
+	}
+	if err := c.Validate(); err != nil {
+		return core.Result{}, err
+	}
+	canon, err := c.Canonical()
 	if err != nil {
 		return core.Result{}, err
 	}
-	if !confirm {
+	tool, name := c.Tool, c.Tool.Name
+	if !c.Confirm {
 		var detail string
 		if tool.Preview != nil {
-			if detail, err = tool.Preview(ctx, toolArgs); err != nil {
+			if detail, err = tool.Preview(ctx, c.Args); err != nil {
 				return core.Result{}, err
 			}
 		}
 		tok, expires := g.Issue(name, actor, canon)
+		c.Issued = tok
 		return g.previewResult(tool, detail, canon, tok, expires), nil
 	}
+	token := c.Token
 	if token == "" {
 		return core.Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
 	}
@@ -395,7 +423,7 @@ func (g *Gate) Invoke(ctx context.Context, reg *core.Registry, actor core.Actor,
 	if err != nil {
 		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
 	}
-	return reg.Invoke(ctx, actor, name, toolArgs)
+	return reg.Run(ctx, actor, c)
 }
 
 func (g *Gate) previewResult(tool core.Tool, detail string, canon []byte, token string, expires time.Time) core.Result {

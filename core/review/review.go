@@ -198,10 +198,18 @@ func (r *Reviewer) Mode() core.ReviewMode { return r.mode }
 
 // State returns t's review state; "" for a native tool.
 func (r *Reviewer) State(t core.ToolInfo) core.ReviewState {
-	return r.state(t.Source, t.RemoteName, t.Description, t.InputSchema, t.Annotations)
+	return r.state(t.Source, t.RemoteName, t.Fingerprint, t.Description, t.InputSchema, t.Annotations)
 }
 
-func (r *Reviewer) state(source, remote, description string, schema, annotations json.RawMessage) core.ReviewState {
+// FingerprintOf is RegistryOptions.Fingerprint: a registered tool's
+// fingerprint, computed once.
+func FingerprintOf(t *core.Tool) string {
+	return Fingerprint(t.RemoteName, t.Description, t.InputSchema, t.Annotations)
+}
+
+// state decides from the decisions; fp is the definition's fingerprint when
+// the caller has it, else it is computed (and cached) here.
+func (r *Reviewer) state(source, remote, fp, description string, schema, annotations json.RawMessage) core.ReviewState {
 	if source == "" {
 		return ""
 	}
@@ -214,7 +222,12 @@ func (r *Reviewer) state(source, remote, description string, schema, annotations
 		return core.ReviewNew
 	case d.Decision == core.DecisionRejected:
 		return core.ReviewRejected
-	case d.Fingerprint == r.fingerprint(key, description, schema, annotations):
+	case fp == "":
+		if d.Fingerprint == r.fingerprint(key, description, schema, annotations) {
+			return core.ReviewApproved
+		}
+		return core.ReviewChanged
+	case d.Fingerprint == fp:
 		return core.ReviewApproved
 	default:
 		return core.ReviewChanged
@@ -239,14 +252,14 @@ func (r *Reviewer) fingerprint(key approvalKey, description string, schema, anno
 // pin new and approved tools, withholding changed ones until re-approved;
 // require approved tools only.
 func (r *Reviewer) Allows(t core.ToolInfo) bool {
-	return r.allows(t.Source, t.RemoteName, t.Description, t.InputSchema, t.Annotations)
+	return r.allows(t.Source, t.RemoteName, t.Fingerprint, t.Description, t.InputSchema, t.Annotations)
 }
 
-func (r *Reviewer) allows(source, remote, description string, schema, annotations json.RawMessage) bool {
+func (r *Reviewer) allows(source, remote, fp, description string, schema, annotations json.RawMessage) bool {
 	if source == "" || r.mode == core.ReviewOff {
 		return true
 	}
-	st := r.state(source, remote, description, schema, annotations)
+	st := r.state(source, remote, fp, description, schema, annotations)
 	switch r.mode {
 	case core.ReviewWarn:
 		return st != core.ReviewRejected
@@ -260,7 +273,7 @@ func (r *Reviewer) allows(source, remote, description string, schema, annotation
 // CanUse has the shape of RegistryOptions.CanUse, so the registry applies
 // review to every list and call: RegistryOptions{CanUse: reviewer.CanUse}.
 func (r *Reviewer) CanUse(_ context.Context, _ core.Actor, t *core.Tool) bool {
-	return r.allows(t.Source, t.RemoteName, t.Description, t.InputSchema, t.Annotations)
+	return r.allows(t.Source, t.RemoteName, t.Fingerprint, t.Description, t.InputSchema, t.Annotations)
 }
 
 // States returns the review state of each imported tool in tools, keyed by

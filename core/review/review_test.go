@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/coretest"
 	"github.com/toolgate/toolgate/core/memstore"
 )
 
@@ -566,4 +567,49 @@ func TestReviewConcurrentRV3(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tl.Name, got, want)
 		}
 	}
+}
+
+// RV-1, RV-3: with the registry computing each imported tool's fingerprint
+// once at registration, review gates calls by that fingerprint: approved
+// as it is, withheld under require once its definition changes.
+func TestReviewUsesRegisteredFingerprint(t *testing.T) {
+	ctx := context.Background()
+	rev, err := NewReviewer(ctx, core.ReviewRequire, memstore.NewMemStore(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := core.NewRegistry(&core.RegistryOptions{CanUse: rev.CanUse, Fingerprint: FingerprintOf})
+	tool := coretest.ImportedTool("up", "fetch")
+	coretest.Must(t, reg.Register(tool))
+	got, _ := reg.Get(tool.Name)
+	if got.Fingerprint == "" || got.Fingerprint != ToolFingerprint(got.Info()) {
+		t.Fatalf("registered fingerprint %q, want %q", got.Fingerprint, ToolFingerprint(got.Info()))
+	}
+	actor := core.Actor{ID: "a"}
+	if _, err := reg.Invoke(ctx, actor, tool.Name, nil); !errors.Is(err, core.ErrNotPermitted) {
+		t.Fatalf("unreviewed tool under require: %v, want ErrNotPermitted", err)
+	}
+	coretest.Must(t, rev.Approve(ctx, got.Info(), "op"))
+	if _, err := reg.Invoke(ctx, actor, tool.Name, nil); err != nil {
+		t.Fatalf("approved tool: %v", err)
+	}
+	changed := tool
+	changed.Description = "now it says something else"
+	coretest.Must(t, reg.Register(changed))
+	if _, err := reg.Invoke(ctx, actor, tool.Name, nil); !errors.Is(err, core.ErrNotPermitted) {
+		t.Fatalf("changed tool under require: %v, want ErrNotPermitted", err)
+	}
+	now := mustGet(t, reg, tool.Name)
+	if st := rev.State(now.Info()); st != core.ReviewChanged {
+		t.Fatalf("state of the changed tool: %s, want changed", st)
+	}
+}
+
+func mustGet(t *testing.T, reg *core.Registry, name string) core.Tool {
+	t.Helper()
+	tool, ok := reg.Get(name)
+	if !ok {
+		t.Fatalf("%s not registered", name)
+	}
+	return tool
 }

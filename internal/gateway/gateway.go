@@ -131,7 +131,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 		return err
 	}
 	// SV-4: review state is the last filter of what an actor sees (RV-3).
-	g.reg = core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse})
+	g.reg = core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse, Fingerprint: review.FingerprintOf})
 	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Reviews = rev.States(s.Tools) })
 	g.review = rev
 	g.hub = mcp.NewHub()
