@@ -331,33 +331,59 @@ func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.
 }
 
 // callHandler serves the tools/call requests mcp-go dispatches (stateless
-// endpoints, protocol revisions without sessions); serveCall takes the rest
-// before mcp-go reads them. Both parse the call once and hand it to invoke.
+// endpoints, revisions without sessions) after mcp-go has validated them;
+// serveCall takes the others before mcp-go reads them. Both parse the call
+// once, hand it to invoke, and write the result's own bytes (IM-32): here
+// from the request as ServeHTTP read it, with mcp-go's own answer dropped.
 func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		args := req.Params.RawArguments
-		if len(args) == 0 && req.Params.Arguments != nil {
-			args, _ = json.Marshal(req.Params.Arguments)
-		}
-		var token any
-		if req.Params.Meta != nil {
-			token = req.Params.Meta.ProgressToken
-		}
 		actor, ok := e.opts.Actor(ctx)
 		if !ok {
 			return mcpgo.NewToolResultError("not authenticated"), nil
 		}
-		c, err := e.resolve(ctx, actor, name, args)
+		rc, cs := rawCallFrom(ctx), callStreamFrom(ctx)
+		if rc == nil || rc.params.Name != name || cs == nil {
+			// Not read by ServeHTTP (no HTTP request under it): mcp-go's
+			// typed answer is all there is.
+			return e.typedCall(ctx, actor, name, req), nil
+		}
+		c, err := e.resolve(ctx, actor, name, rc.params.Arguments)
+		var result json.RawMessage
 		if err != nil {
-			return toolError(name, err), nil
+			result, _ = json.Marshal(toolError(name, err))
+		} else {
+			result = e.invoke(ctx, actor, c, rc.params.progressToken(), nil)
 		}
-		raw := e.invoke(ctx, actor, c, token, nil)
-		var out mcpgo.CallToolResult
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return mcpgo.NewToolResultError(fmt.Sprintf("tool %s returned a result that could not be read: %v", name, err)), nil
+		if rc.modern {
+			result = e.decorateModern(result)
 		}
-		return &out, nil
+		writeResult(cs, rc.rawID, result)
+		cs.answered()
+		return &mcpgo.CallToolResult{}, nil
 	}
+}
+
+// typedCall answers a call through mcp-go's types, for a call with no HTTP
+// request of its own.
+func (e *Endpoint) typedCall(ctx context.Context, actor core.Actor, name string, req mcpgo.CallToolRequest) *mcpgo.CallToolResult {
+	args := req.Params.RawArguments
+	if len(args) == 0 && req.Params.Arguments != nil {
+		args, _ = json.Marshal(req.Params.Arguments)
+	}
+	var token any
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	c, err := e.resolve(ctx, actor, name, args)
+	if err != nil {
+		return toolError(name, err)
+	}
+	raw := e.invoke(ctx, actor, c, token, nil)
+	var out mcpgo.CallToolResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return mcpgo.NewToolResultError(fmt.Sprintf("tool %s returned a result that could not be read: %v", name, err))
+	}
+	return &out
 }
 
 // resolve parses one tools/call into the value every later step reads:
@@ -523,7 +549,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cs := newCallStream(w)
 	r = r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs))
-	if !e.serveCall(cs, r, body, id) && !e.serveList(cs, r, body, id) {
+	served, r := e.serveCall(cs, r, body, id)
+	if !served && !e.serveList(cs, r, body, id) {
 		e.cancelFast(body, id)
 		e.http.ServeHTTP(cs, r)
 	}

@@ -13,34 +13,47 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
+// callParams are a tools/call's params as the gateway reads them: the
+// arguments stay the bytes the client sent.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      *struct {
+		ProgressToken any `json:"progressToken"`
+	} `json:"_meta"`
+}
+
+func (p *callParams) progressToken() any {
+	if p.Meta == nil {
+		return nil
+	}
+	return p.Meta.ProgressToken
+}
+
 // serveCall answers a tools/call itself, without mcp-go's
 // request handling: the upstream's result goes out as the bytes it sent,
 // never parsed into mcp-go's types and marshalled again, so every field of
-// every content block reaches the client (issue 5), and the call costs
-// less (issue 8). It takes only what it can answer exactly as mcp-go would:
+// every content block reaches the client (IM-32), and the call costs
+// less. It takes only what it can answer exactly as mcp-go would:
 // a single request, on a live initialized session, for a tool the endpoint
-// serves and the actor may call. Everything else, including every way of being wrong, is
-// left to mcp-go, and then serveCall reports false.
-func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string) bool {
+// serves and the actor may call. Everything else is left to mcp-go, and
+// then serveCall reports false; a tools/call that mcp-go then dispatches
+// (stateless endpoints, revisions without sessions) reaches callHandler,
+// which answers it the same way from the request read here.
+func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string) (bool, *http.Request) {
 	req, ok := e.ownRequest(r, body, session, mcpgo.MethodToolsCall)
 	if !ok {
-		return false
+		return false, withRawCall(r, body)
 	}
-	var params struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      *struct {
-			ProgressToken any `json:"progressToken"`
-		} `json:"_meta"`
-	}
+	var params callParams
 	if json.Unmarshal(req.params, &params) != nil {
-		return false
+		return false, r
 	}
 	// A call that does not resolve is left to mcp-go, whose answer to it
 	// stands (SV-5).
 	c, err := e.resolve(r.Context(), req.actor, params.Name, params.Arguments)
 	if err != nil {
-		return false
+		return false, r
 	}
 
 	ctx, cancel := context.WithCancel(e.mcp.WithContext(r.Context(), req.session))
@@ -48,24 +61,151 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 	key := session + "\x00" + idKey(req.id)
 	e.ids.inflight.add(key, cancel)
 	defer e.ids.inflight.remove(key)
-	var token any
-	if params.Meta != nil {
-		token = params.Meta.ProgressToken
-	}
-	result := e.invoke(ctx, req.actor, c, token, &e.asks)
+	writeResult(w, req.rawID, e.invoke(ctx, req.actor, c, params.progressToken(), &e.asks))
+	return true, r
+}
 
-	resp := make([]byte, 0, len(result)+len(req.rawID)+40)
+// writeResult writes a tools/call's answer around the result's own bytes,
+// as mcp-go writes a response: the call stream turns it into the stream's
+// last event if notifications went out first.
+func writeResult(w *callStream, rawID, result json.RawMessage) {
+	resp := make([]byte, 0, len(result)+len(rawID)+40)
 	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
-	resp = append(resp, req.rawID...)
+	resp = append(resp, rawID...)
 	resp = append(resp, `,"result":`...)
 	resp = append(resp, result...)
 	resp = append(resp, "}\n"...)
-	// Written as mcp-go writes a response: the call stream turns it into the
-	// stream's last event if notifications went out first.
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(resp)
-	return true
+}
+
+// decorateModern adds what the 2026-07-28 revision requires of every
+// result, as mcp-go does for its own: a resultType, and the server's
+// identity in _meta. Every member already there keeps its bytes and its
+// place; a result that is not an object is returned as it is.
+func (e *Endpoint) decorateModern(result json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(result))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return result
+	}
+	type member struct {
+		key string
+		val json.RawMessage
+	}
+	var members []member
+	hasType, hasMeta := false, false
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return result
+		}
+		var val json.RawMessage
+		if dec.Decode(&val) != nil {
+			return result
+		}
+		hasType = hasType || key == "resultType"
+		hasMeta = hasMeta || key == "_meta"
+		members = append(members, member{key, val})
+	}
+	info, _ := json.Marshal(map[string]mcpgo.Implementation{mcpgo.MetaKeyServerInfo: {Name: e.opts.Name, Version: e.opts.Version}})
+	var b bytes.Buffer
+	b.Grow(len(result) + len(info) + 48)
+	b.WriteByte('{')
+	if !hasType {
+		b.WriteString(`"resultType":"` + string(mcpgo.ResultTypeComplete) + `"`)
+	}
+	if !hasMeta {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"_meta":`)
+		b.Write(info)
+	}
+	for _, m := range members {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(m.key)
+		b.Write(key)
+		b.WriteByte(':')
+		if m.key == "_meta" {
+			b.Write(withServerInfo(m.val, info))
+			continue
+		}
+		b.Write(m.val)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// withServerInfo puts the one member of info first in the object meta unless
+// meta names the server already; anything but an object is left alone.
+func withServerInfo(meta, info json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(meta)
+	if len(t) < 2 || t[0] != '{' || hasTopLevelKey(t, mcpgo.MetaKeyServerInfo) {
+		return meta
+	}
+	rest := bytes.TrimSpace(t[1:])
+	out := append([]byte(nil), info[:len(info)-1]...) // info without its closing brace
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// hasTopLevelKey reports whether the JSON object raw has key at its top
+// level.
+func hasTopLevelKey(raw json.RawMessage, key string) bool {
+	if !bytes.Contains(raw, []byte(key)) && bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+// rawCall is a tools/call request read by the gateway before mcp-go reads
+// it, for callHandler to answer from: its id and its params as sent.
+type rawCall struct {
+	rawID  json.RawMessage
+	params callParams
+	// modern: the request is of a revision without sessions (2026-07-28).
+	modern bool
+}
+
+type rawCallKey struct{}
+
+// withRawCall reads body as a single tools/call request and, if it is one,
+// returns r carrying it. Anything else is mcp-go's alone to read and answer.
+func withRawCall(r *http.Request, body []byte) *http.Request {
+	if !bytes.Contains(body, []byte(`"`+mcpgo.MethodToolsCall+`"`)) {
+		return r
+	}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcpgo.JSONRPC_VERSION || msg.Method != string(mcpgo.MethodToolsCall) || len(msg.ID) == 0 {
+		return r
+	}
+	v := r.Header.Get(mcpgo.HeaderProtocolVersion)
+	rc := &rawCall{rawID: msg.ID, modern: v != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), v)}
+	if json.Unmarshal(msg.Params, &rc.params) != nil {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), rawCallKey{}, rc))
+}
+
+func rawCallFrom(ctx context.Context) *rawCall {
+	rc, _ := ctx.Value(rawCallKey{}).(*rawCall)
+	return rc
 }
 
 // ownRequest is a request the gateway answers itself, read.

@@ -187,3 +187,81 @@ func TestEndpointListMatchesMcpGo(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// IM-32 on every session mode: a stateless endpoint answers tools/call with
+// the upstream's result bytes too — to a client on a revision with sessions
+// byte for byte, to one on 2026-07-28 with every member's bytes kept and the
+// resultType and server identity that revision requires added — rather
+// than through mcp-go's types, which drop the unknown content kind and
+// fields below.
+func TestStatelessEndpointResultBytesPassThrough(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{Stateless: true, Name: "toolgate-test", Version: "1.2.3"})
+	content := `[{"type":"x-hologram","frames":3,"x-vendor":{"n":12345678901234567890}},` +
+		`{"type":"text","text":"héllo \u2028 <b>","annotations":{"priority":0.25}}]`
+	result := `{"content":` + content + `,"structuredContent":{"answer":1.50},"isError":false,"x-unknown":[1,2]}`
+	if err := s.reg.Register(core.Tool{Name: "kinds", Kind: core.KindRead, Description: "Unknown kinds.",
+		Handler: func(context.Context, json.RawMessage) (core.Result, error) {
+			return core.Result{JSON: json.RawMessage(result)}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(version, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Test-Actor", "alice")
+		req.Header.Set("X-Test-Roles", "MEMBER")
+		req.Header.Set("MCP-Protocol-Version", version)
+		if version == "2026-07-28" {
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "kinds")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(bytes.TrimSpace(b))
+	}
+	// The endpoint learns of the new tool from the bus: wait until it lists it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, b := post("2025-06-18", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if strings.Contains(b, `"kinds"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stateless endpoint never listed the tool: %s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	code, got := post("2025-06-18", `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"kinds","arguments":{}}}`)
+	if want := `{"jsonrpc":"2.0","id":"call-1","result":` + result + `}`; code != http.StatusOK || got != want {
+		t.Fatalf("2025-06-18: HTTP %d\n got %s\nwant %s", code, got, want)
+	}
+
+	code, got = post("2026-07-28", `{"jsonrpc":"2.0","id":"call-2","method":"tools/call","params":{"name":"kinds","arguments":{},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	var resp struct {
+		ID     json.RawMessage            `json:"id"`
+		Result map[string]json.RawMessage `json:"result"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(got), &resp) != nil || string(resp.ID) != `"call-2"` {
+		t.Fatalf("2026-07-28: HTTP %d %s", code, got)
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(resp.Result["_meta"], &meta)
+	for key, want := range map[string]string{
+		"content": content, "structuredContent": `{"answer":1.50}`, "isError": "false", "x-unknown": "[1,2]", "resultType": `"complete"`,
+	} {
+		if string(resp.Result[key]) != want {
+			t.Errorf("2026-07-28: result %s = %s, want %s (%s)", key, resp.Result[key], want, got)
+		}
+	}
+	if !strings.Contains(string(meta["io.modelcontextprotocol/serverInfo"]), `"toolgate-test"`) {
+		t.Errorf("2026-07-28: no server identity in _meta: %s", got)
+	}
+}

@@ -36,7 +36,11 @@ type callStream struct {
 	upgraded bool
 	// libHeader: mcp-go sent its header; libSSE: as an event stream.
 	libHeader, libSSE bool
-	held              bytes.Buffer
+	// done: the gateway wrote the call's answer itself; what mcp-go
+	// writes after it is its own rendering of the same answer and is
+	// dropped.
+	done bool
+	held bytes.Buffer
 }
 
 type callStreamKey struct{}
@@ -55,7 +59,17 @@ func (c *callStream) Header() http.Header { return c.hdr }
 func (c *callStream) WriteHeader(code int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.done {
+		return
+	}
 	c.writeHeaderLocked(code)
+}
+
+// answered marks the call's answer as written: later writes are dropped.
+func (c *callStream) answered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
 }
 
 func (c *callStream) writeHeaderLocked(code int) {
@@ -77,6 +91,9 @@ func (c *callStream) writeHeaderLocked(code int) {
 func (c *callStream) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.done {
+		return len(p), nil
+	}
 	c.writeHeaderLocked(http.StatusOK)
 	if c.upgraded && !c.libSSE {
 		return c.held.Write(p)
