@@ -10,8 +10,8 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/report"
 )
 
 // loadConfig resolves --config (or the default path) and loads it, printing
@@ -36,38 +36,6 @@ func (c *cli) loadConfig(cmd, path string) (*config.Config, bool) {
 	return cfg, true
 }
 
-// checkReport is the `check --json` shape of SPEC Appendix B.
-type checkReport struct {
-	Upstreams  []checkUpstream  `json:"upstreams"`
-	Tools      []toolRow        `json:"tools"`
-	Collisions []core.Collision `json:"collisions"`
-	Dropped    []checkDrop      `json:"dropped"`
-}
-
-type checkUpstream struct {
-	Name      string `json:"name"`
-	State     string `json:"state"`
-	Transport string `json:"transport"`
-	Tools     int    `json:"tools"`
-	Error     string `json:"error,omitempty"`
-}
-
-type checkDrop struct {
-	Source     string `json:"source"`
-	RemoteName string `json:"remoteName"`
-	Reason     string `json:"reason"`
-}
-
-// toolRow is one registry tool as `tools` and `check` print it.
-type toolRow struct {
-	Name        string   `json:"name"`
-	Source      string   `json:"source,omitempty"`
-	RemoteName  string   `json:"remoteName,omitempty"`
-	Kind        string   `json:"kind"`
-	ReviewState string   `json:"reviewState,omitempty"`
-	Flags       []string `json:"flags"`
-}
-
 func runCheck(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("check")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
@@ -80,12 +48,12 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	g, closeGateway, err := importOnly(ctx, cfg)
+	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
 		return 1
 	}
-	defer closeGateway()
+	defer g.Close(context.Background())
 	var startErr error
 	if *offline {
 		fmt.Fprintln(c.stderr, "toolgate check: --offline: upstreams not probed")
@@ -93,25 +61,8 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		startErr = g.Start(ctx)
 	}
 
-	snap := g.Registry().Bus().Snapshot()
-	report := checkReport{Upstreams: []checkUpstream{}, Tools: rows(g.Reviewer(), snap), Collisions: snap.Collisions, Dropped: []checkDrop{}}
-	if report.Collisions == nil {
-		report.Collisions = []core.Collision{}
-	}
-	problems := len(report.Collisions) > 0 || startErr != nil
-	for _, st := range snap.Upstreams {
-		report.Upstreams = append(report.Upstreams, checkUpstream{
-			Name: st.Name, State: string(st.State), Transport: st.Transport, Tools: st.Tools, Error: st.LastError,
-		})
-		problems = problems || !*offline && st.State != core.StateConnected
-	}
-	for _, d := range snap.Dropped {
-		if d.Kind == core.DropFilter {
-			continue // the operator asked for it (IM-14)
-		}
-		report.Dropped = append(report.Dropped, checkDrop{Source: d.Source, RemoteName: d.RemoteName, Reason: d.Reason})
-		problems = true
-	}
+	report := report.NewCheck(g.Reviewer(), g.Registry().Bus().Snapshot(), !*offline)
+	problems := report.Problems || startErr != nil
 	code := 0
 	if problems {
 		code = 2
@@ -151,12 +102,12 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	g, closeGateway, err := importOnly(ctx, cfg)
+	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
 		return 1
 	}
-	defer closeGateway()
+	defer g.Close(context.Background())
 	if err := g.Start(ctx); err != nil {
 		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
 		return 1
@@ -166,7 +117,7 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s\n", st.Name, st.State, st.LastError)
 		}
 	}
-	tools := rows(g.Reviewer(), g.Registry().Bus().Snapshot())
+	tools := report.Tools(g.Reviewer(), g.Registry().Bus().Snapshot())
 	if *asJSON {
 		return c.printJSON(tools)
 	}
@@ -184,16 +135,6 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stdout, "(no tools)")
 	}
 	return 0
-}
-
-// rows lists the registry as printed by tools and check.
-func rows(rev *review.Reviewer, snap core.Snapshot) []toolRow {
-	out := []toolRow{}
-	for _, t := range snap.Tools {
-		state, flags := reviewInfo(rev, t, snap.Tools)
-		out = append(out, toolRow{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind), ReviewState: string(state), Flags: flags})
-	}
-	return out
 }
 
 func (c *cli) printJSON(v any) int {
@@ -234,20 +175,4 @@ func runImportConfig(_ context.Context, c *cli, args []string) int {
 	}
 	_, _ = c.stdout.Write(out)
 	return 0
-}
-
-// importOnly builds the gateway check and tools report on: review over the
-// configured store when its file exists (never creating one as a side
-// effect), registry and importer, nothing that serves.
-func importOnly(ctx context.Context, cfg *config.Config) (*gateway.Gateway, func(), error) {
-	store, closeStore, err := gateway.ReviewStore(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	g, err := gateway.New(ctx, cfg, &gateway.Options{Store: store, ImportOnly: true})
-	if err != nil {
-		closeStore()
-		return nil, nil, err
-	}
-	return g, func() { _ = g.Close(context.Background()); closeStore() }, nil
 }

@@ -68,11 +68,12 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "toolgate: cannot find its own binary for the demo upstreams: %v\n", err)
 			return 1
 		}
-		if cfg, err = demoConfig(exe, dir); err != nil {
+		version, _ := buildVersion()
+		if cfg, err = gateway.DemoConfig(exe, dir, version); err != nil {
 			fmt.Fprintf(c.stderr, "toolgate: %v\n", err)
 			return 1
 		}
-		notice = demoNotice
+		notice = gateway.DemoNotice
 	} else {
 		var ok bool
 		if cfg, ok = c.loadConfig("console", *path); !ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // TestConsoleEndToEnd runs testdata/e2e/console.sh: the demo console in a
@@ -44,7 +45,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 // collision (two upstreams without prefix) and an unreachable upstream.
 func TestDemoConfig(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := demoConfig("/usr/bin/toolgate", dir)
+	cfg, err := gateway.DemoConfig("/usr/bin/toolgate", dir, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestDemoConfig(t *testing.T) {
 	if s := cfg.Gateway.Confirm.Secret.Reveal(); len(s) != 64 {
 		t.Fatalf("secret of %d hex digits", len(s))
 	}
-	other, err := demoConfig("/usr/bin/toolgate", t.TempDir())
+	other, err := gateway.DemoConfig("/usr/bin/toolgate", t.TempDir(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

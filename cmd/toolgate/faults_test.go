@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/report"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -275,7 +276,7 @@ func TestFaultCLIUpstreamDownIM8(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tools: exit %d\n%s", code, errOut)
 	}
-	var tools []toolRow
+	var tools []report.Tool
 	if err := json.Unmarshal([]byte(out), &tools); err != nil || len(tools) != 4 || tools[0].Source != "notes" {
 		t.Errorf("tools = %+v (%v)", tools, err)
 	}
@@ -396,7 +397,7 @@ func TestFaultCheckDemoJSON(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\nstderr: %s", code, errOut)
 	}
-	var report checkReport
+	var report report.Check
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("not the check object: %v\n%s", err, out)
 	}
@@ -470,7 +471,7 @@ func assertNoLeak(t *testing.T, cfg string, want map[string]string) {
 		if args[0] != "check" || len(args) == 1 {
 			continue
 		}
-		var report checkReport
+		var report report.Check
 		if err := json.Unmarshal([]byte(out), &report); err != nil {
 			t.Fatalf("check --json: exit %d: %v\n%s", code, err, errOut)
 		}

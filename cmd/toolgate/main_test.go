@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/report"
 )
 
 // exampleEnv is what testdata/toolgate.example.yaml references.
@@ -81,17 +83,17 @@ func TestCheckExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("check --json exit %d: %s", code, errOut)
 	}
-	var report map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out), &report); err != nil {
+	var checked map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &checked); err != nil {
 		t.Fatalf("check --json is not one JSON object: %v\n%s", err, out)
 	}
 	for _, key := range []string{"upstreams", "tools", "collisions", "dropped"} {
-		if _, ok := report[key]; !ok {
+		if _, ok := checked[key]; !ok {
 			t.Fatalf("check --json lacks %q: %s", key, out)
 		}
 	}
-	var ups []checkUpstream
-	if err := json.Unmarshal(report["upstreams"], &ups); err != nil || len(ups) == 0 || ups[0].Name != "github" || ups[0].Transport != "stdio" {
+	var ups []report.Upstream
+	if err := json.Unmarshal(checked["upstreams"], &ups); err != nil || len(ups) == 0 || ups[0].Name != "github" || ups[0].Transport != "stdio" {
 		t.Fatalf("upstreams: %v %+v", err, ups)
 	}
 	assertNoSecrets(t, out, errOut)
@@ -193,7 +195,7 @@ func TestToolsJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var tools []toolRow
+	var tools []report.Tool
 	if err := json.Unmarshal([]byte(out), &tools); err != nil {
 		t.Fatalf("tools --json is not an array: %v\n%s", err, out)
 	}

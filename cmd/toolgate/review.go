@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/report"
 )
 
 // The review command's entry in the command table.
@@ -97,22 +97,18 @@ func configFlag(fs *flag.FlagSet) *string {
 	return fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
 }
 
-// reviewEnv is what every subcommand works with: the config, the store and
-// a reviewer over it. The gateway is only built by the subcommands that need
-// the upstreams' current tools.
+// reviewEnv is what every subcommand works with: the config and an
+// import-only gateway over the store, its reviewer; its upstreams are
+// imported only by the subcommands that need their current tools.
 type reviewEnv struct {
-	cfg   *config.Config
-	store core.Store
-	rev   *review.Reviewer
-	g     *gateway.Gateway
+	cfg *config.Config
+	rev *review.Reviewer
+	g   *gateway.Gateway
 }
 
 func (e *reviewEnv) close() {
 	if e.g != nil {
 		_ = e.g.Close(context.Background())
-	}
-	if e.store != nil {
-		_ = e.store.Close()
 	}
 }
 
@@ -129,83 +125,23 @@ func (c *cli) openReview(ctx context.Context, name, path string, upstreams bool)
 		return e, false
 	}
 	e.cfg = cfg
-	store, err := gateway.OpenStore(ctx, cfg.Gateway.Store)
-	if err != nil {
+	var err error
+	if e.g, err = gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ReviewStore: true}); err != nil {
 		return fail(err)
 	}
-	e.store = store
-	if upstreams {
-		if e.g, err = gateway.New(ctx, cfg, &gateway.Options{Store: store, ImportOnly: true}); err != nil {
-			return fail(err)
-		}
-		e.rev = e.g.Reviewer()
-	} else if e.rev, err = review.NewReviewer(ctx, core.ReviewMode(cfg.Gateway.Review.Mode), store, core.NewBus()); err != nil {
+	e.rev = e.g.Reviewer()
+	if !upstreams {
+		return e, true
+	}
+	if err := e.g.Start(ctx); err != nil {
 		return fail(err)
 	}
-	if upstreams {
-		if err := e.g.Start(ctx); err != nil {
-			return fail(err)
-		}
-		for _, st := range e.g.Importer().Statuses() {
-			if st.State != core.StateConnected {
-				fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s (its tools are not listed)\n", st.Name, st.State, st.LastError)
-			}
+	for _, st := range e.g.Importer().Statuses() {
+		if st.State != core.StateConnected {
+			fmt.Fprintf(c.stderr, "warning: upstream %s is %s: %s (its tools are not listed)\n", st.Name, st.State, st.LastError)
 		}
 	}
 	return e, true
-}
-
-// reviewRow is one imported tool as `review list` prints it.
-type reviewRow struct {
-	Name        string           `json:"name"`
-	Source      string           `json:"source"`
-	RemoteName  string           `json:"remoteName"`
-	Kind        string           `json:"kind"`
-	ReviewState core.ReviewState `json:"reviewState"`
-	// Served says whether review lets the tool through under the mode
-	// (RV-3); the other gates still apply.
-	Served      bool     `json:"served"`
-	Flags       []string `json:"flags"`
-	Fingerprint string   `json:"fingerprint"`
-	DecidedBy   string   `json:"decidedBy,omitempty"`
-}
-
-// reviewInfo is what `tools`, `check` and `review list` show of t's review:
-// its state and the kinds of its scanner flags, sorted ("" and none for a
-// native tool).
-func reviewInfo(rev *review.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []string) {
-	if t.Source == "" {
-		return "", []string{}
-	}
-	return rev.State(t), flagKinds(review.ReviewFlags(t, all))
-}
-
-func flagKinds(flags []core.Flag) []string {
-	kinds := []string{}
-	for _, f := range flags {
-		kinds = append(kinds, string(f.Kind))
-	}
-	slices.Sort(kinds)
-	return slices.Compact(kinds)
-}
-
-func reviewRows(rev *review.Reviewer, tools []core.ToolInfo) []reviewRow {
-	out := []reviewRow{}
-	for _, t := range tools {
-		if t.Source == "" {
-			continue
-		}
-		state, flags := reviewInfo(rev, t, tools)
-		row := reviewRow{
-			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
-			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: review.ToolFingerprint(t),
-		}
-		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
-			row.DecidedBy = d.By
-		}
-		out = append(out, row)
-	}
-	return out
 }
 
 func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
@@ -224,7 +160,7 @@ func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	if !ok {
 		return 1
 	}
-	rows := reviewRows(e.rev, e.g.Registry().Bus().Snapshot().Tools)
+	rows := report.Reviews(e.rev, e.g.Registry().Bus().Snapshot().Tools)
 	if *asJSON {
 		return c.printJSON(rows)
 	}
@@ -282,38 +218,16 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 		if !ok {
 			return 1
 		}
-		tools := e.g.Registry().Bus().Snapshot().Tools
-		var targets []core.ToolInfo
-		if *allNew {
-			for _, t := range tools {
-				if t.Source != "" && e.rev.State(t) == core.ReviewNew {
-					targets = append(targets, t)
-				}
-			}
-			if len(targets) == 0 {
-				fmt.Fprintln(c.stdout, "no new tools")
-				return 0
-			}
-		} else {
-			// Every name is checked before anything is written.
-			var bad []string
-			for _, name := range names {
-				i := slices.IndexFunc(tools, func(t core.ToolInfo) bool { return t.Name == name })
-				switch {
-				case i < 0:
-					bad = append(bad, fmt.Sprintf("no tool %q (is its upstream connected? see toolgate review list)", name))
-				case tools[i].Source == "":
-					bad = append(bad, fmt.Sprintf("%q is a native tool; only imported tools are reviewed", name))
-				default:
-					targets = append(targets, tools[i])
-				}
-			}
-			if len(bad) > 0 {
-				for _, b := range bad {
-					fmt.Fprintf(c.stderr, "toolgate review %s: %s\n", verb, b)
-				}
-				return 1
-			}
+		targets, bad := report.Targets(e.rev, e.g.Registry().Bus().Snapshot().Tools, names, *allNew)
+		for _, b := range bad {
+			fmt.Fprintf(c.stderr, "toolgate review %s: %s\n", verb, b)
+		}
+		if len(bad) > 0 {
+			return 1
+		}
+		if *allNew && len(targets) == 0 {
+			fmt.Fprintln(c.stdout, "no new tools")
+			return 0
 		}
 		for _, t := range targets {
 			var err error

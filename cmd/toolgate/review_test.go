@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/report"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -68,24 +69,24 @@ upstreams:
 }
 
 // reviewList runs `review list --json` and returns the rows by name.
-func reviewList(t *testing.T, cfg string) map[string]reviewRow {
+func reviewList(t *testing.T, cfg string) map[string]report.Review {
 	t.Helper()
 	code, out, errOut := reviewCLI(t, "list", "--json", "--config", cfg)
 	if code != 0 {
 		t.Fatalf("review list: exit %d\n%s", code, errOut)
 	}
-	var rows []reviewRow
+	var rows []report.Review
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("review list --json: %v\n%s", err, out)
 	}
-	m := map[string]reviewRow{}
+	m := map[string]report.Review{}
 	for _, r := range rows {
 		m[r.Name] = r
 	}
 	return m
 }
 
-func hasFlags(row reviewRow, kinds ...core.FlagKind) bool {
+func hasFlags(row report.Review, kinds ...core.FlagKind) bool {
 	for _, k := range kinds {
 		if !slices.Contains(row.Flags, string(k)) {
 			return false
@@ -393,7 +394,7 @@ func TestReviewRugPullRV3(t *testing.T) {
 	if _, err := reg.Invoke(ctx, actor, "shifty_lookup", json.RawMessage(`{"word":"x"}`)); !errors.Is(err, core.ErrNotPermitted) {
 		t.Errorf("calling the withheld tool: %v", err)
 	}
-	kinds := flagKinds(review.ReviewFlags(pulled, bus.Snapshot().Tools))
+	kinds := report.FlagKinds(review.ReviewFlags(pulled, bus.Snapshot().Tools))
 	for _, k := range []core.FlagKind{core.FlagHiddenInstruction, core.FlagSecretPath} {
 		if !slices.Contains(kinds, string(k)) {
 			t.Errorf("the poisoned description lacks a %s flag: %q", k, kinds)

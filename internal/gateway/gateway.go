@@ -37,6 +37,14 @@ type Options struct {
 	// (check, tools and review list). Without Store the review approvals
 	// are kept in memory.
 	ImportOnly bool
+	// ReviewStore makes an ImportOnly gateway open cfg.Gateway.Store (the
+	// review commands record decisions in it) instead of keeping approvals
+	// in memory.
+	ReviewStore bool
+	// ExistingStore opens cfg.Gateway.Store (or the default file) only if
+	// it exists, and keeps approvals in memory otherwise: check and tools
+	// read the approvals without creating a store.
+	ExistingStore bool
 	// NoListen builds the endpoints but binds no listener; Handler serves
 	// them (tests mount it on their own server).
 	NoListen bool
@@ -91,7 +99,15 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (_ *Gateway, er
 	switch {
 	case g.opts.Store != nil:
 		g.store = g.opts.Store
-	case g.opts.ImportOnly:
+	case g.opts.ExistingStore:
+		if g.store, err = existingStore(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("opening the store: %w", err)
+		}
+		g.ownStore = g.store != nil
+		if g.store == nil {
+			g.store = memstore.NewMemStore()
+		}
+	case g.opts.ImportOnly && !g.opts.ReviewStore:
 		g.store = memstore.NewMemStore()
 	default:
 		if g.store, err = OpenStore(ctx, cfg.Gateway.Store); err != nil {

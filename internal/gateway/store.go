@@ -11,7 +11,6 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 )
 
@@ -75,26 +74,22 @@ func auditKey(cfg *config.Config) []byte {
 	return sum[:]
 }
 
-// ReviewStore gives check and tools the review approvals without creating
-// a store as a side effect: the configured or default file when it exists,
-// else an empty in-memory store.
-func ReviewStore(ctx context.Context, cfg *config.Config) (core.Store, func(), error) {
+// existingStore opens the configured or default store file only when it
+// exists, so check and tools see the review approvals without creating a
+// store as a side effect; nil without one.
+func existingStore(ctx context.Context, cfg *config.Config) (core.Store, error) {
 	path := cfg.Gateway.Store
 	if path == "" {
 		var err error
 		if path, err = sqlitestore.DefaultPath(); err != nil {
-			return memstore.NewMemStore(), func() {}, nil
+			return nil, nil
 		}
 	}
 	if strings.Contains(path, "://") {
-		return memstore.NewMemStore(), func() {}, nil
+		return nil, nil
 	}
 	if _, err := os.Stat(path); err != nil {
-		return memstore.NewMemStore(), func() {}, nil
+		return nil, nil
 	}
-	s, err := sqlitestore.Open(ctx, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, func() { _ = s.Close() }, nil
+	return sqlitestore.Open(ctx, path)
 }

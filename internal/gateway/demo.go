@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"crypto/rand"
@@ -15,17 +15,17 @@ import (
 // demoListen is where the demo serves; if it is taken, a free port is used.
 const demoListen = "127.0.0.1:7331"
 
-// demoNotice is the header line of the demo (OP-4).
-const demoNotice = "demo: built-in upstreams, open mode on loopback; confirm secret generated for this session"
+// DemoNotice is the header line of the demo (OP-4).
+const DemoNotice = "demo: built-in upstreams, open mode on loopback; confirm secret generated for this session"
 
-// demoConfig builds the demo's configuration in code (OP-4): open mode on
+// DemoConfig builds the demo's configuration in code (OP-4): open mode on
 // loopback, upstreams spawned from this binary — a collision (notes and
 // weather both offer search with prefixes off), a flagged description, a
 // dangerous pattern and a broken schema (sneaky), a rug pull (shifty), an
 // action tool whose confirmations wait for the operator (notes) and one
 // upstream that is down — a generated confirm secret, and a store in dir.
 // It needs no network, npm or secrets.
-func demoConfig(exe, dir string) (*config.Config, error) {
+func DemoConfig(exe, dir, version string) (*config.Config, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, fmt.Errorf("generating the demo's confirm secret: %w", err)
@@ -62,8 +62,7 @@ func demoConfig(exe, dir string) (*config.Config, error) {
 			{Name: "offline", URL: "http://127.0.0.1:1/mcp", Transport: config.TransportHTTP, Timeout: 2 * time.Second},
 		},
 	}
-	v, _ := buildVersion()
-	cfg.SetDefaults(v)
+	cfg.SetDefaults(version)
 	if _, err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
 	}

@@ -1,0 +1,165 @@
+// Package report builds what the command line prints of a gateway — the
+// check report (SPEC Appendix B), the tool rows of `tools`, the review rows
+// of `review list` — from the gateway's state, and picks the tools a review
+// decision applies to. The shapes are plain data, so every way of showing
+// them (text, --json, an admin API) shows the same thing.
+package report
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review"
+)
+
+// Check is the `check --json` shape of SPEC Appendix B.
+type Check struct {
+	Upstreams  []Upstream       `json:"upstreams"`
+	Tools      []Tool           `json:"tools"`
+	Collisions []core.Collision `json:"collisions"`
+	Dropped    []Drop           `json:"dropped"`
+	// Problems: a collision, a drop the operator did not ask for, or (when
+	// upstreams were probed) an upstream that is not connected.
+	Problems bool `json:"-"`
+}
+
+// Upstream is one upstream as check reports it.
+type Upstream struct {
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	Transport string `json:"transport"`
+	Tools     int    `json:"tools"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Drop is one tool an import left out.
+type Drop struct {
+	Source     string `json:"source"`
+	RemoteName string `json:"remoteName"`
+	Reason     string `json:"reason"`
+}
+
+// Tool is one registry tool as `tools` and `check` print it.
+type Tool struct {
+	Name        string   `json:"name"`
+	Source      string   `json:"source,omitempty"`
+	RemoteName  string   `json:"remoteName,omitempty"`
+	Kind        string   `json:"kind"`
+	ReviewState string   `json:"reviewState,omitempty"`
+	Flags       []string `json:"flags"`
+}
+
+// NewCheck reports snap. probed says the upstreams were connected to, so
+// one that is not connected is a problem.
+func NewCheck(rev *review.Reviewer, snap core.Snapshot, probed bool) Check {
+	r := Check{Upstreams: []Upstream{}, Tools: Tools(rev, snap), Collisions: snap.Collisions, Dropped: []Drop{}}
+	if r.Collisions == nil {
+		r.Collisions = []core.Collision{}
+	}
+	r.Problems = len(r.Collisions) > 0
+	for _, st := range snap.Upstreams {
+		r.Upstreams = append(r.Upstreams, Upstream{
+			Name: st.Name, State: string(st.State), Transport: st.Transport, Tools: st.Tools, Error: st.LastError,
+		})
+		r.Problems = r.Problems || probed && st.State != core.StateConnected
+	}
+	for _, d := range snap.Dropped {
+		if d.Kind == core.DropFilter {
+			continue // the operator asked for it (IM-14)
+		}
+		r.Dropped = append(r.Dropped, Drop{Source: d.Source, RemoteName: d.RemoteName, Reason: d.Reason})
+		r.Problems = true
+	}
+	return r
+}
+
+// Tools lists the registry as printed by tools and check.
+func Tools(rev *review.Reviewer, snap core.Snapshot) []Tool {
+	out := []Tool{}
+	for _, t := range snap.Tools {
+		state, flags := reviewInfo(rev, t, snap.Tools)
+		out = append(out, Tool{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind), ReviewState: string(state), Flags: flags})
+	}
+	return out
+}
+
+// Review is one imported tool as `review list` prints it.
+type Review struct {
+	Name        string           `json:"name"`
+	Source      string           `json:"source"`
+	RemoteName  string           `json:"remoteName"`
+	Kind        string           `json:"kind"`
+	ReviewState core.ReviewState `json:"reviewState"`
+	// Served says whether review lets the tool through under the mode
+	// (RV-3); the other gates still apply.
+	Served      bool     `json:"served"`
+	Flags       []string `json:"flags"`
+	Fingerprint string   `json:"fingerprint"`
+	DecidedBy   string   `json:"decidedBy,omitempty"`
+}
+
+// Reviews lists the imported tools among tools with their review.
+func Reviews(rev *review.Reviewer, tools []core.ToolInfo) []Review {
+	out := []Review{}
+	for _, t := range tools {
+		if t.Source == "" {
+			continue
+		}
+		state, flags := reviewInfo(rev, t, tools)
+		row := Review{
+			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
+			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: review.ToolFingerprint(t),
+		}
+		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
+			row.DecidedBy = d.By
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// reviewInfo is what every report shows of t's review: its state and the
+// kinds of its scanner flags, sorted ("" and none for a native tool).
+func reviewInfo(rev *review.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []string) {
+	if t.Source == "" {
+		return "", []string{}
+	}
+	return rev.State(t), FlagKinds(review.ReviewFlags(t, all))
+}
+
+// FlagKinds are the distinct kinds of flags, sorted.
+func FlagKinds(flags []core.Flag) []string {
+	kinds := []string{}
+	for _, f := range flags {
+		kinds = append(kinds, string(f.Kind))
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+// Targets picks the tools a review decision applies to: the named ones, or
+// with allNew every imported tool without a decision yet. Every name is
+// checked before anything is decided; problems lists each bad name.
+func Targets(rev *review.Reviewer, tools []core.ToolInfo, names []string, allNew bool) (targets []core.ToolInfo, problems []string) {
+	if allNew {
+		for _, t := range tools {
+			if t.Source != "" && rev.State(t) == core.ReviewNew {
+				targets = append(targets, t)
+			}
+		}
+		return targets, nil
+	}
+	for _, name := range names {
+		i := slices.IndexFunc(tools, func(t core.ToolInfo) bool { return t.Name == name })
+		switch {
+		case i < 0:
+			problems = append(problems, fmt.Sprintf("no tool %q (is its upstream connected? see toolgate review list)", name))
+		case tools[i].Source == "":
+			problems = append(problems, fmt.Sprintf("%q is a native tool; only imported tools are reviewed", name))
+		default:
+			targets = append(targets, tools[i])
+		}
+	}
+	return targets, problems
+}
