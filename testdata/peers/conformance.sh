@@ -206,6 +206,7 @@ declare -A pass=([direct]=$d_pass [via]=$v_pass)
 declare -A fail=([direct]=$d_fail [via]=$v_fail)
 declare -A used=([direct]=0 [via]=0)
 declare -A label=([direct]="direct" [via]="toolgate")
+declare -A server=([direct]=$fix_pid [via]=$gw_pid)
 
 # failing["SIDE SCENARIO"] is set while SCENARIO has failed every attempt on
 # SIDE so far. A side's full run is its first attempt.
@@ -233,6 +234,9 @@ if [ ${#rerun[@]} -gt 0 ] && [ "$attempts" -gt 0 ]; then
       tried=0
       for side in direct via; do
         [ -n "${failing["$side $s"]:-}" ] || continue
+        # A side whose server is gone has nothing left to measure (its
+        # death is already among the problems).
+        alive "${server[$side]}" || continue
         tried=1
         used[$side]=$((used[$side] + 1))
         out="$TMP/rerun-$side-${s//\//_}-$attempt.out"
