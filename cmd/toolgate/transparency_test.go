@@ -19,7 +19,10 @@ package main
 // rules otherwise. testdata/peers/conformance.sh runs the suite itself.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -133,6 +136,7 @@ type trClient struct {
 	mu     sync.Mutex
 	notes  []mcpgo.JSONRPCNotification
 	stream chan struct{} // closed once a standalone GET stream is open
+	wake   chan struct{} // signalled (never blocking) on every notification
 }
 
 // trConnect opens a session on url with mcp-go's Streamable HTTP client on
@@ -141,7 +145,7 @@ type trClient struct {
 // standalone GET stream open, and waits (bounded) until it is.
 func trConnect(t *testing.T, ctx context.Context, url string, listen bool, opts ...client.ClientOption) *trClient {
 	t.Helper()
-	c := &trClient{stream: make(chan struct{})}
+	c := &trClient{stream: make(chan struct{}), wake: make(chan struct{}, 1)}
 	var once sync.Once
 	hc := &http.Client{Transport: trStreamSignal{next: http.DefaultTransport, opened: func() { once.Do(func() { close(c.stream) }) }}}
 	topts := []transport.StreamableHTTPCOption{
@@ -161,6 +165,10 @@ func trConnect(t *testing.T, ctx context.Context, url string, listen bool, opts 
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.notes = append(c.notes, n)
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	})
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("%s: start: %v", url, err)
@@ -830,9 +838,221 @@ func TestTransparencyPromptsAndCompletion(t *testing.T) {
 	}
 }
 
-// Issue 5: notifications/*/list_changed cannot be exercised against this
-// fixture, which registers everything at start-up and never changes a list.
-// Covers IM-25.
+const trChangeWait = 30 * time.Second // upstream change to list_changed: debounce, refresh, load
+
+// await waits until more than seen notifications of method have arrived,
+// or until deadline, and returns how many there are then.
+func (c *trClient) await(method string, seen int, deadline time.Time) int {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		if n := len(c.received(method)); n > seen {
+			return n
+		}
+		select {
+		case <-c.wake:
+		case <-timer.C:
+			return len(c.received(method))
+		}
+	}
+}
+
+// trAwaitChange waits for c to receive method (beyond the first seen) and
+// then asks visible whether the list shows the change. A list_changed may
+// also come from an unrelated refresh, so until visible says yes it waits
+// for the next one, until trChangeWait is spent. The list is only looked at
+// after a notification: a change that shows without one still fails.
+func trAwaitChange(t *testing.T, c *trClient, who, method string, seen int, visible func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(trChangeWait)
+	before := seen
+	for {
+		n := c.await(method, seen, deadline)
+		if n == seen {
+			t.Fatalf("%s: no %s followed by a list showing the change within %v (%d received since the change)",
+				who, method, trChangeWait, n-before)
+		}
+		seen = n
+		if visible() {
+			return
+		}
+	}
+}
+
+func trToolNames(t *testing.T, ctx context.Context, c *trClient) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, trCallWait)
+	defer cancel()
+	res, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+func trResourceURIs(t *testing.T, ctx context.Context, c *trClient) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, trCallWait)
+	defer cancel()
+	res, err := c.ListResources(ctx, mcpgo.ListResourcesRequest{})
+	if err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	return uris
+}
+
+// Issue 5, IM-25, IM-34: an upstream that changes its lists. mcp-go's
+// conformance fixture never does, so other real upstreams stand behind a
+// real `toolgate serve`, and two mcp-go client sessions with their
+// standalone streams open (where a notification outside any call arrives)
+// must each receive the list_changed and then see the new list.
+//
+//   - tools: the built-in flaky upstream over Streamable HTTP, run by the
+//     test. Another client calls its grow tool directly, so the change is
+//     the upstream's own and reaches the gateway only as the upstream's
+//     notifications/tools/list_changed (IM-25: a refresh, then one
+//     notification to every live session). flaky_grown_1 is then listed
+//     and callable through the gateway.
+//   - resources: server-everything over stdio. Its gzip-file-as-resource
+//     tool, called through the gateway with a data: URL (no network),
+//     registers a resource and sends notifications/resources/list_changed;
+//     the new URI is then listed and reads back as the gzip of the data
+//     (IM-34: URIs kept, routed to the upstream that listed them).
+//
+// Prompts are not covered here: no upstream the binary can run changes its
+// prompts (the built-in demo servers, server-everything 2026.8.31 and the
+// fixture register theirs once, at start). mcp's
+// TestRelayPromptAndResourceListChangedStdio covers prompts in-process.
 func TestTransparencyListChanged(t *testing.T) {
-	t.Skip("mcp-go's conformance fixture never changes its tool, resource or prompt lists")
+	ctx := trCtx(t)
+	t.Run("tools", func(t *testing.T) {
+		_, up := startHTTPDemo(t, "flaky")
+		g := startServe(t, writeServeConfig(t, fmt.Sprintf(`endpoints:
+  - path: /mcp
+    actor: {id: transparency, roles: [MEMBER]}   # open mode, loopback only
+upstreams:
+  - name: flaky
+    url: %s
+    transport: http
+    defaultKind: read   # no confirm gate needed; grow is called on the upstream directly
+    required: true
+`, up)), nil)
+		via := g.base + "/mcp"
+		sessions := []*trClient{trConnect(t, ctx, via, true), trConnect(t, ctx, via, true)}
+		const grown = "flaky_grown_1"
+		if names := trToolNames(t, ctx, sessions[0]); !slices.Contains(names, "flaky_ok") || slices.Contains(names, grown) {
+			t.Fatalf("tools before the change: %q, want flaky_ok and no %s", names, grown)
+		}
+		method := string(mcpgo.MethodNotificationToolsListChanged)
+		seen := []int{len(sessions[0].received(method)), len(sessions[1].received(method))}
+
+		direct := trConnect(t, ctx, up, false)
+		if got := direct.call(t, ctx, "grow", nil, nil); got != "added grown_1" {
+			t.Fatalf("grow on the upstream: %q", got)
+		}
+		for i, c := range sessions {
+			trAwaitChange(t, c, fmt.Sprintf("session %d", i), method, seen[i], func() bool {
+				return slices.Contains(trToolNames(t, ctx, c), grown)
+			})
+		}
+		if got := sessions[1].call(t, ctx, grown, nil, nil); got != "grown_1" {
+			t.Errorf("%s through the gateway: %q", grown, got)
+		}
+	})
+	t.Run("resources", func(t *testing.T) {
+		quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		g := startServe(t, writeServeConfig(t, fmt.Sprintf(`endpoints:
+  - path: /mcp
+    actor: {id: transparency, roles: [MEMBER]}   # open mode, loopback only
+upstreams:
+  - name: everything
+    command: %s
+    args: [%s]
+    defaultKind: read   # served without a confirm gate; the one tool called only registers a resource
+    required: true
+`, quote(peers.Node(t)), quote(peers.EverythingJS(t)))), nil)
+		via := g.base + "/mcp"
+		a, b := trConnect(t, ctx, via, true), trConnect(t, ctx, via, true)
+		name := "toolgate-im25-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ".txt.gz"
+		uri := "demo://resource/session/" + name
+		data := "list_changed passes through toolgate (IM-25)\n"
+		if uris := trResourceURIs(t, ctx, b); slices.Contains(uris, uri) {
+			t.Fatalf("%s is listed before the change: %q", uri, uris)
+		}
+		method := string(mcpgo.MethodNotificationResourcesListChanged)
+		seenA, seenB := len(a.received(method)), len(b.received(method))
+
+		cctx, cancel := context.WithTimeout(ctx, trCallWait)
+		defer cancel()
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "everything_gzip-file-as-resource"
+		req.Params.Arguments = map[string]any{
+			"name":       name,
+			"data":       "data:text/plain;base64," + base64.StdEncoding.EncodeToString([]byte(data)),
+			"outputType": "resourceLink",
+		}
+		res, err := a.CallTool(cctx, req)
+		if err != nil {
+			t.Fatalf("tools/call %s: %v", req.Params.Name, err)
+		}
+		if link, ok := trFirst(res).(mcpgo.ResourceLink); !ok || link.URI != uri || res.IsError {
+			t.Fatalf("tools/call %s: %s, want a resource_link to %s", req.Params.Name, trShow(res), uri)
+		}
+		for _, x := range []struct {
+			who  string
+			c    *trClient
+			seen int
+		}{{"the calling session", a, seenA}, {"an idle session", b, seenB}} {
+			trAwaitChange(t, x.c, x.who, method, x.seen, func() bool {
+				return slices.Contains(trResourceURIs(t, ctx, x.c), uri)
+			})
+		}
+
+		rctx, cancel := context.WithTimeout(ctx, trCallWait)
+		defer cancel()
+		read, err := b.ReadResource(rctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: uri}})
+		if err != nil || len(read.Contents) != 1 {
+			t.Fatalf("resources/read %s: %s, %v", uri, trShow(read), err)
+		}
+		blob, ok := read.Contents[0].(mcpgo.BlobResourceContents)
+		if !ok || blob.MIMEType != "application/gzip" {
+			t.Fatalf("resources/read %s: %s, want an application/gzip blob", uri, trShow(read.Contents[0]))
+		}
+		if got := trGunzip(t, blob.Blob); got != data {
+			t.Errorf("resources/read %s: gunzipped %q, want %q", uri, got, data)
+		}
+	})
+}
+
+// trFirst is a result's first content block, or nil.
+func trFirst(res *mcpgo.CallToolResult) mcpgo.Content {
+	if len(res.Content) == 0 {
+		return nil
+	}
+	return res.Content[0]
+}
+
+func trGunzip(t *testing.T, b64 string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatalf("blob: %v", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("blob: %v", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("blob: %v", err)
+	}
+	return string(out)
 }

@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
 # Transparency, measured (issue 5): the official MCP conformance suite's
-# server scenarios, run once directly against mcp-go's conformance fixture
-# server and once against `toolgate serve` in front of that same fixture.
+# server scenarios (--suite all), run directly against mcp-go's conformance
+# fixture server and against `toolgate serve` in front of that same fixture.
 # toolgate passes through everything the upstream offers when the run via
 # toolgate passes at least as many checks as the direct run.
 #
 #   bash testdata/peers/conformance.sh      # from any directory
 #   CONFORMANCE_KEEP=1 bash testdata/peers/conformance.sh   # keep logs
-#   CONFORMANCE_ATTEMPTS=N  re-runs per scenario that failed only via toolgate (default 3)
+#   CONFORMANCE_ATTEMPTS=N  re-runs per failed scenario, per side (default 3)
 #
-# Exit status: 0 when via-toolgate passed >= direct passed (and both servers
-# came up, stayed up, and the direct run passed something); 1 otherwise.
+# Both sides are measured alike (issue 12): one full run each, then every
+# scenario that failed on a side is re-run on its own on that side, up to N
+# times, alternating sides so both see the same machine at the same time.
+# A scenario counts as passed on a side if any attempt on that side passed;
+# its checks from the full run are then replaced by that attempt's. Both
+# counts and the re-runs each side used are printed.
+#
+# Exit status: 0 when via-toolgate passed >= direct passed, both counted so
+# (and both servers came up, stayed up, and the direct run passed
+# something); 1 otherwise.
 #
 # Counts are the suite's own: checks, not scenarios ("Total: N passed, M
 # failed", the last line of a `--suite all` run). Checks fail even directly
 # with mcp-go v1.2.1's fixture: always json-schema-2020-12 (the fixture has no
 # json_schema_2020_12_tool), and now and then tools-call-with-progress and
 # tools-call-with-logging (the fixture's server sometimes drops the last
-# notification a tool sends before returning; see the re-runs below).
+# notification a tool sends before returning), on either side.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+
+attempts=${CONFORMANCE_ATTEMPTS:-3}
+case $attempts in '' | *[!0-9]*) echo "conformance: CONFORMANCE_ATTEMPTS must be a number" >&2; exit 1 ;; esac
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolgate-conformance.XXXXXX")
 fix_pid=""
@@ -185,68 +196,105 @@ read -r v_pass v_fail <<<"$(total "$TMP/via.out")" || true
 if [ -z "${d_pass:-}" ]; then problems+=("the direct run printed no 'Total:' line; see direct.out"); d_pass=0 d_fail=0; fi
 if [ -z "${v_pass:-}" ]; then problems+=("the run via toolgate printed no 'Total:' line; see via.out"); v_pass=0 v_fail=0; fi
 [ "$d_pass" -gt 0 ] || problems+=("the direct run passed nothing: no baseline to compare with")
+d_pass_first=$d_pass d_fail_first=$d_fail
 v_pass_first=$v_pass v_fail_first=$v_fail
 
-# Scenarios that failed via toolgate but passed directly.
-mapfile -t regressed < <(comm -12 <(scenarios "$TMP/via.out" ✗ | sort) <(scenarios "$TMP/direct.out" ✓ | sort))
+# Per side: its URL, full-run output, recounted checks, re-runs used.
+declare -A url=([direct]=$fix_url [via]=$gw_url)
+declare -A full=([direct]="$TMP/direct.out" [via]="$TMP/via.out")
+declare -A pass=([direct]=$d_pass [via]=$v_pass)
+declare -A fail=([direct]=$d_fail [via]=$v_fail)
+declare -A used=([direct]=0 [via]=0)
+declare -A label=([direct]="direct" [via]="toolgate")
+declare -A server=([direct]=$fix_pid [via]=$gw_pid)
 
-# Re-runs. Some scenarios are flaky on their own: the fixture now and then
-# drops the last notification a tool sends before returning, which fails
-# tools-call-with-progress and tools-call-with-logging directly too (about
-# 6 runs in 10 on a quiet machine). So a scenario that failed via toolgate
-# but passed directly is re-run on its own (--scenario NAME), up to 3
-# attempts (CONFORMANCE_ATTEMPTS), against the same toolgate.
-# The recount: if an attempt passes (0 failed), the scenario's counts from
-# the full run are replaced by that attempt's counts (its "Passed: P/T, F
-# failed"): via = full-run total - the scenario's full-run passes + the
-# attempt's passes (failed likewise). If no attempt passes, the full run's
-# counts stand. Every number comes from a real run; nothing is excluded, and
-# the direct run is never re-run.
+# failing["SIDE SCENARIO"] is set while SCENARIO has failed every attempt on
+# SIDE so far. A side's full run is its first attempt.
+declare -A failing=()
+for side in direct via; do
+  while IFS= read -r s; do
+    [ -n "$s" ] && failing["$side $s"]=1
+  done < <(scenarios "${full[$side]}" ✗)
+done
+mapfile -t rerun < <(for k in "${!failing[@]}"; do echo "${k#* }"; done | sort -u)
+
+# Re-runs: a failed scenario is re-run on its own (--scenario NAME) on each
+# side it failed on, until it passes there or N attempts are spent. The
+# sides take turns per attempt, so neither gets a quieter machine. If an
+# attempt passes (0 failed), the scenario's counts from that side's full run
+# are replaced by the attempt's ("Passed: P/T, F failed"): side = full-run
+# total - the scenario's full-run passes + the attempt's (failed likewise).
+# If none passes, the full run's counts stand. Every number comes from a
+# real run, and nothing is excluded.
 recounted=()
-attempts=${CONFORMANCE_ATTEMPTS:-3}
-case $attempts in '' | *[!0-9]*) echo "conformance: CONFORMANCE_ATTEMPTS must be a number" >&2; exit 1 ;; esac
-if [ "$v_pass" -lt "$d_pass" ] && [ ${#regressed[@]} -gt 0 ]; then
-  echo "== conformance: re-running ${#regressed[@]} scenario(s) that failed only via toolgate, up to $attempts attempts each"
-  for s in "${regressed[@]}"; do
-    read -r s_pass s_fail <<<"$(scenario_counts "$TMP/via.out" "$s")"
+if [ ${#rerun[@]} -gt 0 ] && [ "$attempts" -gt 0 ]; then
+  echo "== conformance: re-running ${#rerun[@]} failed scenario(s) on the side(s) they failed on, up to $attempts attempts each"
+  for s in "${rerun[@]}"; do
     for attempt in $(seq "$attempts"); do
-      out="$TMP/rerun-$s-$attempt.out"
-      run_suite "$gw_url" "$out" --scenario "$s"
-      line=$(sed -nE 's/^Passed: ([0-9]+)\/([0-9]+), ([0-9]+) failed.*/\1 \3/p' "$out" | tail -1)
-      if [ -z "$line" ]; then
-        echo "   $s attempt $attempt: no result line"
-        continue
-      fi
-      read -r r_pass r_fail <<<"$line"
-      echo "   $s attempt $attempt: $r_pass passed, $r_fail failed"
-      if [ "$r_fail" -eq 0 ]; then
-        v_pass=$((v_pass - s_pass + r_pass))
-        v_fail=$((v_fail - s_fail + r_fail))
-        recounted+=("$s (attempt $attempt: $r_pass passed, was $s_pass passed $s_fail failed)")
-        break
-      fi
+      tried=0
+      for side in direct via; do
+        [ -n "${failing["$side $s"]:-}" ] || continue
+        # A side whose server is gone has nothing left to measure (its
+        # death is already among the problems).
+        alive "${server[$side]}" || continue
+        tried=1
+        used[$side]=$((used[$side] + 1))
+        out="$TMP/rerun-$side-${s//\//_}-$attempt.out"
+        run_suite "${url[$side]}" "$out" --scenario "$s"
+        line=$(sed -nE 's/^Passed: ([0-9]+)\/([0-9]+), ([0-9]+) failed.*/\1 \3/p' "$out" | tail -1)
+        if [ -z "$line" ]; then
+          printf '   %-8s %s attempt %d: no result line\n' "${label[$side]}" "$s" "$attempt"
+          continue
+        fi
+        read -r r_pass r_fail <<<"$line"
+        printf '   %-8s %s attempt %d: %d passed, %d failed\n' "${label[$side]}" "$s" "$attempt" "$r_pass" "$r_fail"
+        if [ "$r_fail" -eq 0 ]; then
+          read -r s_pass s_fail <<<"$(scenario_counts "${full[$side]}" "$s")"
+          pass[$side]=$((pass[$side] - s_pass + r_pass))
+          fail[$side]=$((fail[$side] - s_fail + r_fail))
+          unset 'failing["$side $s"]'
+          recounted+=("${label[$side]}: $s (attempt $attempt: $r_pass passed; full run: $s_pass passed, $s_fail failed)")
+        fi
+      done
+      [ "$tried" = 1 ] || break
     done
   done
+  alive "$fix_pid" || problems+=("the fixture died during the re-runs; see fixture.log")
   alive "$gw_pid" || problems+=("toolgate died during the re-runs; see toolgate.log")
 fi
+d_pass=${pass[direct]} d_fail=${fail[direct]}
+v_pass=${pass[via]} v_fail=${fail[via]}
+
+# still SIDE: the scenarios that failed every attempt on SIDE, one a line.
+still() {
+  local k
+  for k in "${!failing[@]}"; do
+    if [ "${k%% *}" = "$1" ]; then echo "${k#* }"; fi
+  done | sort
+}
 
 echo
-echo "== conformance: results (checks, as the suite counts them)"
-echo "direct:   $d_pass passed, $d_fail failed"
-if [ ${#recounted[@]} -gt 0 ]; then
-  echo "toolgate: $v_pass passed, $v_fail failed (full run: $v_pass_first passed, $v_fail_first failed; recounted after re-runs)"
-  for r in "${recounted[@]}"; do echo "  re-run passed: $r"; done
-else
-  echo "toolgate: $v_pass passed, $v_fail failed"
-fi
+echo "== conformance: results (checks, as the suite counts them; up to $attempts re-runs per failed scenario on each side)"
+printf '%-9s %d passed, %d failed (full run: %d passed, %d failed; %d re-run(s))\n' \
+  "direct:" "$d_pass" "$d_fail" "$d_pass_first" "$d_fail_first" "${used[direct]}"
+printf '%-9s %d passed, %d failed (full run: %d passed, %d failed; %d re-run(s))\n' \
+  "toolgate:" "$v_pass" "$v_fail" "$v_pass_first" "$v_fail_first" "${used[via]}"
+for r in "${recounted[@]}"; do echo "  re-run passed: $r"; done
+for side in direct via; do
+  mapfile -t left < <(still "$side")
+  if [ ${#left[@]} -gt 0 ]; then
+    echo "failed on every attempt, ${label[$side]}:"
+    for s in "${left[@]}"; do grep -E "^✗ $s:" "${full[$side]}" | sed 's/^/  /'; done
+  else
+    echo "failed on every attempt, ${label[$side]}: none"
+  fi
+done
+mapfile -t regressed < <(comm -23 <(still via) <(still direct))
 if [ ${#regressed[@]} -gt 0 ]; then
-  echo "failed via toolgate but not directly (full run):"
-  for s in "${regressed[@]}"; do grep -E "^✗ $s:" "$TMP/via.out" | sed 's/^/  /'; done
+  echo "failed via toolgate but not directly: ${regressed[*]}"
 else
   echo "failed via toolgate but not directly: none"
 fi
-echo "failed directly:"
-grep -E '^✗ ' "$TMP/direct.out" | sed 's/^/  /' || echo "  none"
 
 if [ ${#problems[@]} -gt 0 ]; then
   echo "problems:"
