@@ -154,6 +154,8 @@ if wait_http "http://127.0.0.1:$gw_port/readyz" "$gw_pid"; then
 else
   gw_ready=0
   problems+=("toolgate did not answer /readyz 200 within 10 s (alive: $(alive "$gw_pid" && echo yes || echo no)); see toolgate.log")
+  # The log goes with the temp dir: show its end here, where CI keeps it.
+  echo "conformance: toolgate.log (last 20 lines):"; tail -n 20 "$TMP/toolgate.log" || true
 fi
 echo "conformance: fixture $fix_url (pid $fix_pid), toolgate $gw_url (pid $gw_pid)"
 
