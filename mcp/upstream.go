@@ -456,17 +456,26 @@ func convertResult(raw json.RawMessage) (core.Result, error) {
 func scanResult(raw []byte) (isError, toolResult, ok bool) {
 	depth, keyStart := 0, -1
 	var key []byte
-	inString, wantKey := false, false
+	inString, wantKey, escaped := false, false, false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if inString {
 			switch c {
 			case '\\':
 				i++
+				escaped = true
 			case '"':
 				inString = false
 				if keyStart >= 0 {
 					key, keyStart = raw[keyStart:i], -1
+					if escaped {
+						// "is\u0045rror" is isError to every client's decoder.
+						var k string
+						if json.Unmarshal(raw[i-len(key)-1:i+1], &k) != nil {
+							return false, false, false
+						}
+						key = []byte(k)
+					}
 				}
 			}
 			continue
@@ -476,7 +485,7 @@ func scanResult(raw []byte) (isError, toolResult, ok bool) {
 			if depth == 0 {
 				return false, false, false
 			}
-			inString = true
+			inString, escaped = true, false
 			if depth == 1 && wantKey {
 				keyStart, wantKey = i+1, false
 			}

@@ -21,33 +21,47 @@ func TestScanResultAgreesWithDecode(t *testing.T) {
 		`{"toolResult":"legacy"}`,
 		`{"content":[],"toolResult":{"a":[1,2,{"b":"}"}]}}`,
 		`{"is\\u0045rror":true}`,
+		`{"is\u0045rror":true}`,
+		`{"isError":false,"is\u0045rror":true}`,
+		`{"is\u0045rror":true,"isError":false}`,
+		`{"\u0074oolResult":{}}`,
 		`{}`,
 		` {"isError":true} `,
 	} {
-		var probe struct {
-			IsError    bool            `json:"isError"`
-			ToolResult json.RawMessage `json:"toolResult"`
-		}
-		if err := json.Unmarshal([]byte(raw), &probe); err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		isError, toolResult, ok := scanResult([]byte(raw))
-		if !ok {
-			t.Errorf("%s: not read as an object", raw)
-			continue
-		}
-		// An escaped key is the one shape the scan does not decode: it then
-		// reports no isError, where the decoder finds it.
-		if raw == `{"is\u0045rror":true}` {
-			continue
-		}
-		if isError != probe.IsError || toolResult != (len(probe.ToolResult) > 0) {
-			t.Errorf("%s: scan says isError=%v toolResult=%v, decode says %v %v", raw, isError, toolResult, probe.IsError, len(probe.ToolResult) > 0)
-		}
+		checkScan(t, raw)
 	}
 	for _, raw := range []string{`[]`, `"x"`, `3`, `null`} {
 		if _, _, ok := scanResult([]byte(raw)); ok {
 			t.Errorf("%s: read as an object", raw)
 		}
 	}
+}
+
+// checkScan compares scanResult with encoding/json reading the members by
+// their exact names, the last of a repeated name winning, as clients do.
+func checkScan(t *testing.T, raw string) {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+		return // not an object: what the scan says of it is not compared here
+	}
+	wantError := string(m["isError"]) == "true"
+	_, wantLegacy := m["toolResult"]
+	isError, toolResult, ok := scanResult([]byte(raw))
+	if !ok {
+		t.Errorf("%s: not read as an object", raw)
+		return
+	}
+	if isError != wantError || toolResult != wantLegacy {
+		t.Errorf("%s: scan says isError=%v toolResult=%v, decode says %v %v", raw, isError, toolResult, wantError, wantLegacy)
+	}
+}
+
+// IM-30, IM-32: the scan agrees with a decode on any object, escapes in
+// keys and strings included.
+func FuzzScanResult(f *testing.F) {
+	for _, s := range []string{`{"isError":true}`, `{"is\u0045rror":true}`, `{"a":"\"isError\":true","isError":false}`, `{"toolResult":1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) { checkScan(t, raw) })
 }
