@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/coretest"
+	"github.com/toolgate/toolgate/core/eventbustest"
 )
 
 func noBackoff(int) time.Duration { return 0 }
@@ -362,22 +363,13 @@ func TestToolsChangedDebounced(t *testing.T) {
 	for range 5 {
 		up.NotifyToolsChanged()
 	}
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case ev := <-sub.C():
-			if ra, ok := ev.Data.(core.RefreshApplied); ok {
-				if len(ra.Diff.Added) != 1 {
-					t.Fatalf("diff %+v", ra.Diff)
-				}
-				if n := up.Lists() - before; n != 1 {
-					t.Fatalf("%d refreshes for one burst, want 1", n)
-				}
-				return
-			}
-		case <-deadline:
-			t.Fatal("no refresh after list_changed")
-		}
+	var ra core.RefreshApplied
+	eventbustest.Expect(t, sub, func(e core.RefreshApplied) { ra = e })
+	if len(ra.Diff.Added) != 1 {
+		t.Fatalf("diff %+v", ra.Diff)
+	}
+	if n := up.Lists() - before; n != 1 {
+		t.Fatalf("%d refreshes for one burst, want 1", n)
 	}
 }
 
