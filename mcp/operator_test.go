@@ -16,12 +16,13 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/eventbustest"
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/mcp"
 )
 
 // operatorWait bounds every wait of these tests: a response, an entry in the
-// queue, an event.
+// queue. Events are awaited through eventbustest, bounded by its Timeout.
 const operatorWait = 15 * time.Second
 
 // operatorServed is an endpoint whose gate sends gh's action tools (here
@@ -114,20 +115,9 @@ func (s *operatorServed) waitQueueEmpty(t *testing.T, when string) {
 // bus, skipping others (bounded).
 func (s *operatorServed) nextDecision(t *testing.T) core.ConfirmationDecided {
 	t.Helper()
-	timeout := time.After(operatorWait)
-	for {
-		select {
-		case ev, ok := <-s.events.C():
-			if !ok {
-				t.Fatal("the bus closed")
-			}
-			if d, ok := ev.Data.(core.ConfirmationDecided); ok {
-				return d
-			}
-		case <-timeout:
-			t.Fatalf("no confirmation.decided event within %v", operatorWait)
-		}
-	}
+	var d core.ConfirmationDecided
+	eventbustest.Expect(t, s.events, func(e core.ConfirmationDecided) { d = e })
+	return d
 }
 
 // streamed is one JSON-RPC message of a response, as it arrived.

@@ -413,7 +413,16 @@ func TestRelayResourceUpdatesGoToSubscribersStdio(t *testing.T) {
 	// Carol's copy of the second update went out in the same pass over the
 	// subscribers that alice's would have.
 	waitNotes(t, cNotes, "notifications/resources/updated", 2)
-	time.Sleep(100 * time.Millisecond)
+	// A barrier instead of a pause: the upstream announces grow's changes
+	// after the update, the gateway handles its notifications in order, and
+	// the list_changed reaches alice and bob on the stream an update would
+	// have taken. Once they have it, no update can still be on its way.
+	if got := callTool(t, b, "grow", nil, nil); got != "grown" {
+		t.Fatalf("grow = %q", got)
+	}
+	for _, n := range []*notes{aNotes, bNotes} {
+		waitNotes(t, n, "notifications/prompts/list_changed", 1)
+	}
 	if n := len(aNotes.of("notifications/resources/updated")); n != 1 {
 		t.Fatalf("alice got %d updates, want only the one from before she unsubscribed", n)
 	}

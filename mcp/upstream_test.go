@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/core"
 )
@@ -107,27 +107,12 @@ func resultText(t *testing.T, r core.Result) string {
 	return v.Content[0].Text
 }
 
-// leakCheck fails the test if, after cleanup, more goroutines run than
-// before it started (with a small tolerance for runtime helpers).
+// leakCheck fails the test if goroutines it started outlive its cleanup.
+// It is called first, so its cleanup runs last.
 func leakCheck(t *testing.T) {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before+1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d before, %d after\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

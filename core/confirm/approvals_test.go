@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -26,17 +27,16 @@ func operatorGate(t *testing.T, f *gateFixture, wait time.Duration) *ApprovalQue
 	return q
 }
 
-// waitPending returns the first pending confirmation, polling a bounded time.
+// waitPending returns the first pending confirmation once every goroutine
+// of the test's bubble is blocked, the waiting call among them.
 func waitPending(t *testing.T, q *ApprovalQueue) core.PendingConfirmation {
 	t.Helper()
-	for range 500 {
-		if p := q.Pending(); len(p) > 0 {
-			return p[0]
-		}
-		time.Sleep(10 * time.Millisecond)
+	synctest.Wait()
+	p := q.Pending()
+	if len(p) == 0 {
+		t.Fatal("no pending confirmation appeared")
 	}
-	t.Fatal("no pending confirmation appeared")
-	return core.PendingConfirmation{}
+	return p[0]
 }
 
 type confirmOutcome struct {
@@ -55,111 +55,119 @@ func confirmAsync(f *gateFixture, ctx context.Context, token string) chan confir
 
 // CF-5: the confirming call waits; the operator approves; it runs once.
 func TestOperatorApproves(t *testing.T) {
-	f := newGateFixture(t)
-	q := operatorGate(t, f, time.Minute)
-	_, sub := f.reg.Bus().Subscribe(0)
-	defer sub.Close()
-	p := f.preview(t, alice, `{"title":"x"}`)
-	done := confirmAsync(f, context.Background(), p.ConfirmToken)
-	pc := waitPending(t, q)
-	if pc.Tool != "notes_create" || pc.Actor.ID != "alice" || string(pc.Arguments) != `{"title":"x"}` || pc.Source != "notes" || pc.Preview == "" {
-		t.Fatalf("pending: %+v", pc)
-	}
-	if snap := f.reg.Bus().Snapshot(); len(snap.Pending) != 1 {
-		t.Fatalf("snapshot pending: %+v", snap.Pending)
-	}
-	if f.runs.Load() != 0 {
-		t.Fatal("ran before approval")
-	}
-	coretest.Must(t, q.Approve(pc.ID, "operator"))
-	out := <-done
-	if out.err != nil || f.runs.Load() != 1 {
-		t.Fatalf("after approval: %v runs=%d", out.err, f.runs.Load())
-	}
-	if err := q.Approve(pc.ID, "operator"); !errors.Is(err, ErrUnknownConfirmation) {
-		t.Fatalf("approving twice: %v", err)
-	}
-	var names []string
-	for len(sub.C()) > 0 {
-		names = append(names, (<-sub.C()).Data.EventName())
-	}
-	if !strings.Contains(strings.Join(names, ","), "confirmation.pending,confirmation.decided") {
-		t.Fatalf("events: %v", names)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newGateFixture(t)
+		q := operatorGate(t, f, time.Minute)
+		_, sub := f.reg.Bus().Subscribe(0)
+		defer sub.Close()
+		p := f.preview(t, alice, `{"title":"x"}`)
+		done := confirmAsync(f, context.Background(), p.ConfirmToken)
+		pc := waitPending(t, q)
+		if pc.Tool != "notes_create" || pc.Actor.ID != "alice" || string(pc.Arguments) != `{"title":"x"}` || pc.Source != "notes" || pc.Preview == "" {
+			t.Fatalf("pending: %+v", pc)
+		}
+		if snap := f.reg.Bus().Snapshot(); len(snap.Pending) != 1 {
+			t.Fatalf("snapshot pending: %+v", snap.Pending)
+		}
+		if f.runs.Load() != 0 {
+			t.Fatal("ran before approval")
+		}
+		coretest.Must(t, q.Approve(pc.ID, "operator"))
+		out := <-done
+		if out.err != nil || f.runs.Load() != 1 {
+			t.Fatalf("after approval: %v runs=%d", out.err, f.runs.Load())
+		}
+		if err := q.Approve(pc.ID, "operator"); !errors.Is(err, ErrUnknownConfirmation) {
+			t.Fatalf("approving twice: %v", err)
+		}
+		var names []string
+		for len(sub.C()) > 0 {
+			names = append(names, (<-sub.C()).Data.EventName())
+		}
+		if !strings.Contains(strings.Join(names, ","), "confirmation.pending,confirmation.decided") {
+			t.Fatalf("events: %v", names)
+		}
+	})
 }
 
 // CF-5: rejected or timed out ⇒ isError with the reason; nothing runs; the
 // token is spent, so sending it again cannot ask the operator twice.
 func TestOperatorRejectsAndTimeout(t *testing.T) {
-	f := newGateFixture(t)
-	q := operatorGate(t, f, time.Minute)
-	p := f.preview(t, alice, `{"title":"x"}`)
-	done := confirmAsync(f, context.Background(), p.ConfirmToken)
-	pc := waitPending(t, q)
-	coretest.Must(t, q.Reject(pc.ID, "carol", "wrong note"))
-	out := <-done
-	var re *RefusedError
-	if !errors.Is(out.err, ErrConfirmRejected) || !errors.As(out.err, &re) || !strings.Contains(re.Text, "wrong note") {
-		t.Fatalf("rejected: %v", out.err)
-	}
-	if f.runs.Load() != 0 {
-		t.Fatal("a rejected call ran")
-	}
-	if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken)); !errors.Is(err, ErrConfirmUsed) || len(q.Pending()) != 0 {
-		t.Fatalf("resending a rejected token: %v (pending %d)", err, len(q.Pending()))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newGateFixture(t)
+		q := operatorGate(t, f, time.Minute)
+		p := f.preview(t, alice, `{"title":"x"}`)
+		done := confirmAsync(f, context.Background(), p.ConfirmToken)
+		pc := waitPending(t, q)
+		coretest.Must(t, q.Reject(pc.ID, "carol", "wrong note"))
+		out := <-done
+		var re *RefusedError
+		if !errors.Is(out.err, ErrConfirmRejected) || !errors.As(out.err, &re) || !strings.Contains(re.Text, "wrong note") {
+			t.Fatalf("rejected: %v", out.err)
+		}
+		if f.runs.Load() != 0 {
+			t.Fatal("a rejected call ran")
+		}
+		if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p.ConfirmToken)); !errors.Is(err, ErrConfirmUsed) || len(q.Pending()) != 0 {
+			t.Fatalf("resending a rejected token: %v (pending %d)", err, len(q.Pending()))
+		}
 
-	q2 := operatorGate(t, f, 50*time.Millisecond)
-	p2 := f.preview(t, alice, `{"title":"x"}`)
-	_, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p2.ConfirmToken))
-	if !errors.Is(err, ErrApprovalTimeout) || f.runs.Load() != 0 || len(q2.Pending()) != 0 {
-		t.Fatalf("timeout: %v runs=%d pending=%d", err, f.runs.Load(), len(q2.Pending()))
-	}
+		q2 := operatorGate(t, f, 50*time.Millisecond)
+		p2 := f.preview(t, alice, `{"title":"x"}`)
+		_, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p2.ConfirmToken))
+		if !errors.Is(err, ErrApprovalTimeout) || f.runs.Load() != 0 || len(q2.Pending()) != 0 {
+			t.Fatalf("timeout: %v runs=%d pending=%d", err, f.runs.Load(), len(q2.Pending()))
+		}
+	})
 }
 
 // A caller that goes away leaves nothing pending; a tool that needs no
 // operator never waits.
 func TestOperatorCallerGone(t *testing.T) {
-	f := newGateFixture(t)
-	q := operatorGate(t, f, time.Minute)
-	p := f.preview(t, alice, `{"title":"x"}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := confirmAsync(f, ctx, p.ConfirmToken)
-	waitPending(t, q)
-	cancel()
-	if out := <-done; !errors.Is(out.err, context.Canceled) || len(q.Pending()) != 0 || f.runs.Load() != 0 {
-		t.Fatalf("cancelled: %v pending=%d", out.err, len(q.Pending()))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newGateFixture(t)
+		q := operatorGate(t, f, time.Minute)
+		p := f.preview(t, alice, `{"title":"x"}`)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := confirmAsync(f, ctx, p.ConfirmToken)
+		waitPending(t, q)
+		cancel()
+		if out := <-done; !errors.Is(out.err, context.Canceled) || len(q.Pending()) != 0 || f.runs.Load() != 0 {
+			t.Fatalf("cancelled: %v pending=%d", out.err, len(q.Pending()))
+		}
 
-	coretest.Must(t, f.reg.Register(core.Tool{Name: "local_action", Kind: core.KindAction, Handler: coretest.EchoHandler(nil)}))
-	res, err := f.gate.Invoke(context.Background(), f.reg, alice, "local_action", nil)
-	coretest.Must(t, err)
-	var body struct{ StructuredContent Preview }
-	coretest.Must(t, json.Unmarshal(res.JSON, &body))
-	if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "local_action", confirmArgs(`{}`, body.StructuredContent.ConfirmToken)); err != nil {
-		t.Fatalf("a tool without operator approval waited or failed: %v", err)
-	}
+		coretest.Must(t, f.reg.Register(core.Tool{Name: "local_action", Kind: core.KindAction, Handler: coretest.EchoHandler(nil)}))
+		res, err := f.gate.Invoke(context.Background(), f.reg, alice, "local_action", nil)
+		coretest.Must(t, err)
+		var body struct{ StructuredContent Preview }
+		coretest.Must(t, json.Unmarshal(res.JSON, &body))
+		if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "local_action", confirmArgs(`{}`, body.StructuredContent.ConfirmToken)); err != nil {
+			t.Fatalf("a tool without operator approval waited or failed: %v", err)
+		}
+	})
 }
 
 // CF-5: progress reports reach the caller while it waits.
 func TestOperatorProgress(t *testing.T) {
-	f := newGateFixture(t)
-	q := operatorGate(t, f, time.Minute)
-	p := f.preview(t, alice, `{"title":"x"}`)
-	var ticks atomic.Int64
-	ctx := WithProgress(context.Background(), func(waited, total time.Duration) {
-		if total == time.Minute && waited > 0 {
-			ticks.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		f := newGateFixture(t)
+		q := operatorGate(t, f, time.Minute)
+		p := f.preview(t, alice, `{"title":"x"}`)
+		var ticks atomic.Int64
+		ctx := WithProgress(context.Background(), func(waited, total time.Duration) {
+			if total == time.Minute && waited > 0 {
+				ticks.Add(1)
+			}
+		})
+		done := confirmAsync(f, ctx, p.ConfirmToken)
+		pc := waitPending(t, q)
+		// The waiting call reports about every second of the bubble's clock.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		coretest.Must(t, q.Approve(pc.ID, "op"))
+		<-done
+		if ticks.Load() == 0 {
+			t.Fatal("no progress while waiting")
 		}
 	})
-	done := confirmAsync(f, ctx, p.ConfirmToken)
-	pc := waitPending(t, q)
-	for i := 0; i < 300 && ticks.Load() == 0; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	coretest.Must(t, q.Approve(pc.ID, "op"))
-	<-done
-	if ticks.Load() == 0 {
-		t.Fatal("no progress while waiting")
-	}
 }

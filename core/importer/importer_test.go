@@ -9,11 +9,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/coretest"
+	"github.com/toolgate/toolgate/core/eventbustest"
 )
 
 func noBackoff(int) time.Duration { return 0 }
@@ -349,36 +351,30 @@ func TestRefreshUnreachableAndUnknown(t *testing.T) {
 	}
 }
 
-// IM-25: bursts of list_changed become one debounced refresh.
+// IM-25: bursts of list_changed become one debounced refresh. In a bubble
+// the debounce timer runs on the bubble's clock, so no real time passes.
 func TestToolsChangedDebounced(t *testing.T) {
-	reg := core.NewRegistry(nil)
-	up := coretest.NewFakeUpstream("n", coretest.FakeTool("a", "A", ""))
-	im := newImporter(t, reg, spec("n", up))
-	coretest.Must(t, im.Start(context.Background()))
-	_, sub := reg.Bus().Subscribe(0)
-	defer sub.Close()
-	before := up.Lists()
-	up.SetTools(coretest.FakeTool("a", "A", ""), coretest.FakeTool("b", "B", ""))
-	for range 5 {
-		up.NotifyToolsChanged()
-	}
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case ev := <-sub.C():
-			if ra, ok := ev.Data.(core.RefreshApplied); ok {
-				if len(ra.Diff.Added) != 1 {
-					t.Fatalf("diff %+v", ra.Diff)
-				}
-				if n := up.Lists() - before; n != 1 {
-					t.Fatalf("%d refreshes for one burst, want 1", n)
-				}
-				return
-			}
-		case <-deadline:
-			t.Fatal("no refresh after list_changed")
+	synctest.Test(t, func(t *testing.T) {
+		reg := core.NewRegistry(nil)
+		up := coretest.NewFakeUpstream("n", coretest.FakeTool("a", "A", ""))
+		im := newImporter(t, reg, spec("n", up))
+		coretest.Must(t, im.Start(context.Background()))
+		_, sub := reg.Bus().Subscribe(0)
+		defer sub.Close()
+		before := up.Lists()
+		up.SetTools(coretest.FakeTool("a", "A", ""), coretest.FakeTool("b", "B", ""))
+		for range 5 {
+			up.NotifyToolsChanged()
 		}
-	}
+		var ra core.RefreshApplied
+		eventbustest.Expect(t, sub, func(e core.RefreshApplied) { ra = e })
+		if len(ra.Diff.Added) != 1 {
+			t.Fatalf("diff %+v", ra.Diff)
+		}
+		if n := up.Lists() - before; n != 1 {
+			t.Fatalf("%d refreshes for one burst, want 1", n)
+		}
+	})
 }
 
 // IM-27, IM-28: a transient failure drops the connection and a read is
