@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/gateway"
@@ -319,105 +317,6 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 	}
 	if again, _ := rev2.Export(ctx); !bytes.Equal(again, exported) {
 		t.Errorf("export after import into SQLite:\n%s\nwant:\n%s", again, exported)
-	}
-}
-
-// RV-3, SV-4, IM-25: the rug pull. shifty's lookup is approved as it first
-// reads; its shift tool swaps the description for a poisoned one and the
-// upstream's list_changed refreshes it. Under pin the tool is then changed
-// and withheld — not listed, not callable — until approved again; under
-// warn it stays served, flagged.
-func TestReviewRugPullRV3(t *testing.T) {
-	ctx := faultCtx(t, 90*time.Second)
-	state := t.TempDir()
-	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "toolgate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	bus := core.NewBus()
-	rev, err := review.NewReviewer(ctx, core.ReviewPin, store, bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse})
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{stdioDemoSpec(t, "shifty", map[string]string{demo.StateEnv: state})},
-		&importer.ImporterOptions{Debounce: 100 * time.Millisecond})
-	t.Cleanup(func() { _ = im.Close() })
-	if err := im.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	actor := core.Actor{ID: "rug-test"}
-	listed := func() bool {
-		return slices.ContainsFunc(reg.List(ctx, actor, nil), func(tl core.Tool) bool { return tl.Name == "shifty_lookup" })
-	}
-	lookup := func() core.ToolInfo {
-		t.Helper()
-		tl, ok := reg.Get("shifty_lookup")
-		if !ok {
-			t.Fatal("shifty_lookup is not registered")
-		}
-		return tl.Info()
-	}
-
-	first := lookup()
-	if first.Description != demo.ShiftyInnocent || rev.State(first) != core.ReviewNew || !listed() {
-		t.Fatalf("before review: %q is %q, listed %v", first.Description, rev.State(first), listed())
-	}
-	if flags := review.ReviewFlags(first, bus.Snapshot().Tools); len(flags) != 0 {
-		t.Errorf("the innocent description is flagged: %+v", flags)
-	}
-	if err := rev.Approve(ctx, first, "alice"); err != nil {
-		t.Fatal(err)
-	}
-
-	if _, err := reg.Invoke(ctx, actor, "shifty_shift", nil); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for lookup().Description != demo.ShiftyPoisoned {
-		if time.Now().After(deadline) {
-			t.Fatalf("lookup was not refreshed within 15s: %q", lookup().Description)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if _, err := os.Stat(filepath.Join(state, demo.ShiftedMarker)); err != nil {
-		t.Errorf("shift left no marker: %v", err)
-	}
-	pulled := lookup()
-	if got := rev.State(pulled); got != core.ReviewChanged {
-		t.Fatalf("after the rug pull: %q, want changed", got)
-	}
-	if rev.Allows(pulled) || listed() {
-		t.Error("pin serves the changed tool")
-	}
-	if _, err := reg.Invoke(ctx, actor, "shifty_lookup", json.RawMessage(`{"word":"x"}`)); !errors.Is(err, core.ErrNotPermitted) {
-		t.Errorf("calling the withheld tool: %v", err)
-	}
-	kinds := report.FlagKinds(review.ReviewFlags(pulled, bus.Snapshot().Tools))
-	for _, k := range []core.FlagKind{core.FlagHiddenInstruction, core.FlagSecretPath} {
-		if !slices.Contains(kinds, string(k)) {
-			t.Errorf("the poisoned description lacks a %s flag: %q", k, kinds)
-		}
-	}
-
-	warn, err := review.NewReviewer(ctx, core.ReviewWarn, store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if warn.State(pulled) != core.ReviewChanged || !warn.Allows(pulled) {
-		t.Errorf("warn: %q, allowed %v; want changed and served", warn.State(pulled), warn.Allows(pulled))
-	}
-
-	if err := rev.Approve(ctx, pulled, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if rev.State(pulled) != core.ReviewApproved || !listed() {
-		t.Errorf("re-approved: %q, listed %v", rev.State(pulled), listed())
-	}
-	res, err := reg.Invoke(ctx, actor, "shifty_lookup", json.RawMessage(`{"word":"x"}`))
-	if err != nil || text(t, res) != "x: a word." {
-		t.Errorf("calling the re-approved tool: %v", err)
 	}
 }
 

@@ -74,15 +74,20 @@ type Gateway struct {
 	srv       *http.Server
 	served    chan error // Serve's result, should it stop by itself
 	ready     atomic.Bool
+	// life bounds what lives as long as the gateway rather than as long as
+	// New's context: the OAuth strategies' key-set refresh. Close ends it.
+	life    context.Context
+	endLife context.CancelFunc
 
-	closeOnce sync.Once
-	closeErr  error
+	endpointsClosed sync.Once
+	closeOnce       sync.Once
+	closeErr        error
 }
 
 // New builds the gateway cfg describes and, unless told otherwise, binds its
 // listener, so a taken port fails here with the address. Nothing connects
 // to an upstream yet. On error everything built so far is released.
-func New(ctx context.Context, cfg *config.Config, opts *Options) (_ *Gateway, err error) {
+func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, err error) {
 	g := &Gateway{cfg: cfg, served: make(chan error, 1)}
 	if opts != nil {
 		g.opts = *opts
@@ -91,9 +96,17 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (_ *Gateway, er
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	// While New runs, ctx also bounds the issuers' discovery and first
+	// key-set fetch; after it, only Close ends the gateway's life.
+	g.life, g.endLife = context.WithCancel(context.WithoutCancel(ctx))
+	unbind := context.AfterFunc(ctx, g.endLife)
 	defer func() {
+		if !unbind() && err == nil {
+			err = fmt.Errorf("building the gateway: %w", context.Cause(ctx))
+		}
 		if err != nil {
 			_ = g.Close(context.Background())
+			res = nil
 		}
 	}()
 	switch {
@@ -127,7 +140,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (_ *Gateway, er
 	if g.gate, err = newGate(cfg, g.store, g.approvals); err != nil {
 		return nil, fmt.Errorf("confirm gate: %w", err)
 	}
-	if err = g.buildHandler(ctx); err != nil {
+	if err = g.buildHandler(g.life); err != nil {
 		return nil, fmt.Errorf("building endpoints: %w", err)
 	}
 	if g.opts.NoListen {
@@ -212,9 +225,12 @@ func (g *Gateway) Close(ctx context.Context) error {
 			}
 		case g.ln != nil:
 			_ = g.ln.Close()
-			g.closeEndpoints()
-		default:
-			g.closeEndpoints()
+		}
+		// Shutdown runs its OnShutdown hook in a goroutine of its own and
+		// does not wait for it; this waits for it, or does its work.
+		g.closeEndpoints()
+		if g.endLife != nil {
+			g.endLife()
 		}
 		if g.importer != nil {
 			if err := g.importer.Close(); err != nil {
@@ -228,10 +244,14 @@ func (g *Gateway) Close(ctx context.Context) error {
 	return g.closeErr
 }
 
+// closeEndpoints ends every endpoint's sessions, once; a second caller
+// waits until the first is done.
 func (g *Gateway) closeEndpoints() {
-	for _, ep := range g.endpoints {
-		_ = ep.Close(context.Background())
-	}
+	g.endpointsClosed.Do(func() {
+		for _, ep := range g.endpoints {
+			_ = ep.Close(context.Background())
+		}
+	})
 }
 
 // Handler serves every endpoint, the OAuth metadata, /healthz and /readyz.
