@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,6 +169,16 @@ func (r *Registry) Register(t Tool) error {
 	return r.RegisterCompiled(t, compiled)
 }
 
+// sameInfo reports whether two views of a tool are the same definition,
+// byte for byte.
+func sameInfo(a, b *ToolInfo) bool {
+	return a.Name == b.Name && a.Source == b.Source && a.RemoteName == b.RemoteName && a.Kind == b.Kind &&
+		a.Description == b.Description && a.Title == b.Title && a.Disabled == b.Disabled && a.Fingerprint == b.Fingerprint &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Icons, b.Icons) &&
+		bytes.Equal(a.Execution, b.Execution) && bytes.Equal(a.Meta, b.Meta) && slices.Equal(a.Roles, b.Roles)
+}
+
 // RegisterCompiled stores t with its compiled schema; t has passed
 // CheckTool. The importer compiles while listing, in parallel.
 func (r *Registry) RegisterCompiled(t Tool, compiled *schema.Schema) error {
@@ -186,9 +197,15 @@ func (r *Registry) RegisterCompiled(t Tool, compiled *schema.Schema) error {
 		case !taken:
 			r.tools[t.Name] = &entry{tool: t, schema: compiled}
 			return []EventData{ToolRegistered{Tool: t.Info()}}
-		case old.tool.Source == t.Source:
+		case old.tool.Source == t.Source && old.tool.RemoteName == t.RemoteName:
 			r.tools[t.Name] = &entry{tool: t, schema: compiled}
-			return []EventData{ToolUpdated{Old: old.tool.Info(), New: t.Info()}}
+			oldInfo, newInfo := old.tool.Info(), t.Info()
+			if sameInfo(&oldInfo, &newInfo) {
+				// A refresh re-registers every tool it lists: one that did
+				// not change is no change to announce (IM-25).
+				return nil
+			}
+			return []EventData{ToolUpdated{Old: oldInfo, New: newInfo}}
 		default:
 			c := Collision{Name: t.Name, Kept: ClaimantOf(&old.tool), Refused: ClaimantOf(&t)}
 			result = &CollisionError{Collision: c}
@@ -261,6 +278,21 @@ func (r *Registry) ForgetCollisions(source string) {
 			return nil
 		}
 		return []EventData{CollisionsForgotten{Source: source}}
+	})
+}
+
+// RecordCollision records a refused claim the registry did not see, such as
+// two tools of one upstream whose names reshape alike (IM-13): it is
+// listed and published like one the registry refused itself.
+func (r *Registry) RecordCollision(c Collision) {
+	r.bus.Commit(func() []EventData {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if slices.Contains(r.collisions, c) {
+			return nil
+		}
+		r.collisions = append(r.collisions, c)
+		return []EventData{CollisionRecorded{Collision: c}}
 	})
 }
 

@@ -74,6 +74,13 @@ type Tool struct {
 	Kind       Kind
 	// Description of an imported tool is third-party text.
 	Description string
+	// Title, Icons, Execution and Meta are the upstream's, passed through as
+	// sent; absent (empty, nil) when it sent none (IM-17). Meta is its _meta
+	// object, which the gateway serves merged with the tool's source.
+	Title     string
+	Icons     json.RawMessage
+	Execution json.RawMessage
+	Meta      json.RawMessage
 	// InputSchema is kept verbatim and advertised as is (IM-17). Empty means
 	// {"type":"object"}.
 	InputSchema json.RawMessage
@@ -116,6 +123,10 @@ type ToolInfo struct {
 	RemoteName   string          `json:"remoteName,omitempty"`
 	Kind         Kind            `json:"kind"`
 	Description  string          `json:"description"`
+	Title        string          `json:"title,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
@@ -195,6 +206,10 @@ func (t *Tool) Info() ToolInfo {
 		RemoteName:   t.RemoteName,
 		Kind:         t.Kind,
 		Description:  t.Description,
+		Title:        t.Title,
+		Icons:        t.Icons,
+		Execution:    t.Execution,
+		Meta:         t.Meta,
 		InputSchema:  t.InputSchema,
 		OutputSchema: t.OutputSchema,
 		Annotations:  t.Annotations,

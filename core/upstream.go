@@ -61,6 +61,12 @@ type RemoteTool struct {
 	// OutputSchema is nil when the upstream declared none.
 	OutputSchema json.RawMessage
 	Annotations  json.RawMessage
+	// Title, Icons, Execution and Meta (_meta) as the upstream sent them;
+	// empty when it sent none.
+	Title     string
+	Icons     json.RawMessage
+	Execution json.RawMessage
+	Meta      json.RawMessage
 }
 
 var (

@@ -322,6 +322,10 @@ func parseToolsPage(raw json.RawMessage, tools *[]core.RemoteTool) (string, erro
 			InputSchema  json.RawMessage `json:"inputSchema"`
 			OutputSchema json.RawMessage `json:"outputSchema"`
 			Annotations  json.RawMessage `json:"annotations"`
+			Title        string          `json:"title"`
+			Icons        json.RawMessage `json:"icons"`
+			Execution    json.RawMessage `json:"execution"`
+			Meta         json.RawMessage `json:"_meta"`
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
@@ -335,6 +339,10 @@ func parseToolsPage(raw json.RawMessage, tools *[]core.RemoteTool) (string, erro
 			InputSchema:  nonNull(t.InputSchema),
 			OutputSchema: nonNull(t.OutputSchema),
 			Annotations:  nonNull(t.Annotations),
+			Title:        t.Title,
+			Icons:        nonNull(t.Icons),
+			Execution:    nonNull(t.Execution),
+			Meta:         nonNull(t.Meta),
 		})
 	}
 	return page.NextCursor, nil

@@ -162,6 +162,9 @@ type prepared struct {
 	tools   []core.Tool
 	schemas map[string]*schema.Schema
 	drops   []core.Drop
+	// collisions are this upstream's own tools whose names reshape to one
+	// already taken by a tool it listed earlier (IM-12, IM-13).
+	collisions []core.Collision
 }
 
 // kindOf: config lists win (actions over reads when both match), then the
@@ -195,6 +198,18 @@ func changedFields(old, cur *core.Tool) []string {
 	}
 	if !jsonEqual(old.Annotations, cur.Annotations) {
 		f = append(f, "annotations")
+	}
+	if old.Title != cur.Title {
+		f = append(f, "title")
+	}
+	if !jsonEqual(old.Icons, cur.Icons) {
+		f = append(f, "icons")
+	}
+	if !jsonEqual(old.Execution, cur.Execution) {
+		f = append(f, "execution")
+	}
+	if !jsonEqual(old.Meta, cur.Meta) {
+		f = append(f, "_meta")
 	}
 	if old.Kind != cur.Kind {
 		f = append(f, "kind")
@@ -390,6 +405,7 @@ func (im *Importer) prepare(u *upstream, listed []core.RemoteTool) prepared {
 	s := u.spec
 	p := prepared{schemas: make(map[string]*schema.Schema)}
 	seen := make(map[string]bool)
+	claimed := make(map[string]string) // served name -> the remote name that has it
 	for _, rt := range listed {
 		drop := func(kind core.DropKind, reason string) {
 			p.drops = append(p.drops, core.Drop{Source: s.Name, RemoteName: rt.Name, Kind: kind, Reason: reason})
@@ -432,8 +448,21 @@ func (im *Importer) prepare(u *upstream, listed []core.RemoteTool) prepared {
 			InputSchema:  compiled.Raw(),
 			OutputSchema: rt.OutputSchema,
 			Annotations:  rt.Annotations,
+			Title:        rt.Title,
+			Icons:        rt.Icons,
+			Execution:    rt.Execution,
+			Meta:         rt.Meta,
 			Roles:        slices.Clone(s.Roles),
 		}
+		if first, ok := claimed[t.Name]; ok {
+			// Two remote names that reshape alike: the first listed keeps
+			// the name, the second is refused, and both are named.
+			p.collisions = append(p.collisions, core.Collision{Name: t.Name,
+				Kept:    core.Claimant{Source: s.Name, RemoteName: first},
+				Refused: core.Claimant{Source: s.Name, RemoteName: rt.Name}})
+			continue
+		}
+		claimed[t.Name] = rt.Name
 		t.Handler = im.handler(u, t.RemoteName, t.Kind)
 		p.tools = append(p.tools, t)
 		p.schemas[t.Name] = compiled
@@ -450,17 +479,22 @@ func (im *Importer) apply(u *upstream, l Listing) core.Diff {
 	diff := im.predict(u, p)
 
 	im.reg.ForgetCollisions(u.spec.Name)
-	want := make(map[string]bool, len(p.tools))
+	want := make(map[string]string, len(p.tools)) // name -> remote name
 	for _, t := range p.tools {
-		want[t.Name] = true
+		want[t.Name] = t.RemoteName
 	}
 	for _, name := range im.reg.Names(u.spec.Name) {
-		if !want[name] {
+		// A name now wanted for another of the upstream's remote names (a
+		// rename that reshapes alike) is freed too, so the new one claims it.
+		if held, ok := im.reg.Get(name); !ok || want[name] != held.RemoteName {
 			_ = im.reg.Unregister(u.spec.Name, name)
 		}
 	}
 	for _, t := range p.tools {
 		_ = im.reg.RegisterCompiled(t, p.schemas[t.Name])
+	}
+	for _, c := range p.collisions {
+		im.reg.RecordCollision(c)
 	}
 
 	held := len(im.reg.Names(u.spec.Name))
