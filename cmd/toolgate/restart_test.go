@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -44,17 +45,19 @@ func TestRestartKeepsLedgerAndApprovals(t *testing.T) {
 
 	g1 := startServe(t, cfg, env)
 	url := g1.base + "/mcp"
-	session := serveSession(t, url, serveGatewayKey)
-	preview := servePost(t, url, serveGatewayKey, session,
+	c := serveOpen(t, url, serveGatewayKey)
+	preview := serveRaw(t, c,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes_create_note","arguments":{"text":"kept"}}}`)
-	res, _ := preview.message["result"].(map[string]any)
-	sc, _ := res["structuredContent"].(map[string]any)
-	token, _ := sc["confirmToken"].(string)
+	var sc struct {
+		ConfirmToken string `json:"confirmToken"`
+	}
+	_ = json.Unmarshal(serveCallResult(t, preview).StructuredContent, &sc)
+	token := sc.ConfirmToken
 	if token == "" {
-		t.Fatalf("no confirm token: %s", preview.body)
+		t.Fatalf("no confirm token: %s", preview.Body)
 	}
 	confirm := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notes_create_note","arguments":{"text":"kept","confirm":true,"confirmToken":%q}}}`, token)
-	if text, isErr := serveCallText(t, servePost(t, url, serveGatewayKey, session, confirm)); isErr || !strings.Contains(text, "note created") {
+	if text, isErr := serveCallText(t, serveRaw(t, c, confirm)); isErr || !strings.Contains(text, "note created") {
 		t.Fatalf("confirm: %q isError=%v", text, isErr)
 	}
 
@@ -72,12 +75,12 @@ func TestRestartKeepsLedgerAndApprovals(t *testing.T) {
 
 	g2 := startServe(t, cfg, env)
 	url = g2.base + "/mcp"
-	session = serveSession(t, url, serveGatewayKey)
-	text, isErr := serveCallText(t, servePost(t, url, serveGatewayKey, session, confirm))
+	c = serveOpen(t, url, serveGatewayKey)
+	text, isErr := serveCallText(t, serveRaw(t, c, confirm))
 	if !isErr || !strings.Contains(text, "already used") {
 		t.Fatalf("replay after restart: %q isError=%v", text, isErr)
 	}
-	names := serveToolNames(t, servePost(t, url, serveGatewayKey, session, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
+	names := serveToolNames(t, c)
 	if slices.Contains(names, "notes_search") || !slices.Contains(names, "notes_list_notes") {
 		t.Fatalf("after restart the rejected tool is listed or others are missing: %v", names)
 	}
