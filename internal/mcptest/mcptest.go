@@ -228,16 +228,33 @@ func (c *Client) Do(req *http.Request) (Response, error) {
 	}
 	defer resp.Body.Close()
 	c.keepSession(resp.Header)
-	// io.ReadAll, as a client would; one byte more tells a cut answer from
-	// a whole one.
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	b, err := readAll(resp.Body)
 	if err != nil {
 		return Response{}, fmt.Errorf("%s %s: reading the answer: %w", req.Method, req.URL, err)
 	}
-	if len(b) > MaxBody {
-		return Response{}, fmt.Errorf("%s %s: %w", req.Method, req.URL, ErrTooLarge)
-	}
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// readAll is io.ReadAll stopping at MaxBody, without the allocation an
+// io.LimitReader would add to every call.
+func readAll(r io.Reader) ([]byte, error) {
+	b := make([]byte, 0, 512)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) > MaxBody {
+			return nil, ErrTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append pick the next size
+		}
+	}
 }
 
 // keepSession records a minted session id, and the protocol version asked
@@ -715,12 +732,9 @@ func (s *Stream) Next() (Message, error) {
 	}
 	if !s.read {
 		s.read = true
-		b, err := io.ReadAll(io.LimitReader(s.body, MaxBody+1))
+		b, err := readAll(s.body)
 		if err != nil {
 			return Message{}, err
-		}
-		if len(b) > MaxBody {
-			return Message{}, ErrTooLarge
 		}
 		if s.queued, err = parseJSONBody(b); err != nil {
 			return Message{}, err

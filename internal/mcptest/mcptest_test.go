@@ -1,6 +1,7 @@
 package mcptest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -602,5 +604,31 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if len(ids) != n+1 {
 		t.Fatalf("%d ids, want %d", len(ids), n+1)
+	}
+}
+
+// An answer of MaxBody bytes is read whole; one byte more is ErrTooLarge.
+func TestMaxBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(bytes.Repeat([]byte(" "), n))
+	}))
+	defer srv.Close()
+	ctx := testCtx(t)
+	for _, c := range []struct {
+		n       int
+		tooLong bool
+	}{{0, false}, {511, false}, {512, false}, {513, false}, {mcptest.MaxBody, false}, {mcptest.MaxBody + 1, true}} {
+		resp, err := mcptest.New(srv.URL+"/?n="+strconv.Itoa(c.n), nil).Post(ctx, []byte(`{}`), nil)
+		if c.tooLong {
+			if !errors.Is(err, mcptest.ErrTooLarge) {
+				t.Errorf("%d bytes: %v, want ErrTooLarge", c.n, err)
+			}
+			continue
+		}
+		if err != nil || len(resp.Body) != c.n {
+			t.Errorf("%d bytes: read %d, %v", c.n, len(resp.Body), err)
+		}
 	}
 }
