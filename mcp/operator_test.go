@@ -5,10 +5,10 @@ package mcp_test
 // stream, until the approval queue decides; nothing runs unless approved.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/eventbustest"
 	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -53,17 +54,17 @@ func serveOperator(t *testing.T, wait time.Duration) *operatorServed {
 
 // previewDelete previews gh_delete {"id":id} and returns the token; the
 // preview itself neither waits nor runs anything.
-func (s *operatorServed) previewDelete(t *testing.T, c *rpcClient, id int) string {
+func (s *operatorServed) previewDelete(t *testing.T, c *mcptest.Client, id int) string {
 	t.Helper()
-	res := c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": id}})
+	res, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": id}})
 	var r struct {
 		StructuredContent struct {
 			ConfirmToken string `json:"confirmToken"`
 		} `json:"structuredContent"`
 		IsError bool `json:"isError"`
 	}
-	if err := json.Unmarshal(res["result"], &r); err != nil || r.IsError || r.StructuredContent.ConfirmToken == "" {
-		t.Fatalf("preview: %s %s", res["result"], res["error"])
+	if err := json.Unmarshal(res, &r); err != nil || r.IsError || r.StructuredContent.ConfirmToken == "" {
+		t.Fatalf("preview: %s %s", res, rpcErr)
 	}
 	if p := s.queue.Pending(); len(p) != 0 {
 		t.Fatalf("a preview is waiting for an operator: %+v", p)
@@ -133,61 +134,45 @@ type streamed struct {
 // channel as soon as it is read (the answer is an SSE stream once the
 // server sends a notification); the channel closes when the answer ends.
 // cancel drops the connection.
-func startConfirm(t *testing.T, c *rpcClient, id int, token, progressToken string) (msgs <-chan streamed, cancel func()) {
+func startConfirm(t *testing.T, c *mcptest.Client, id int, token, progressToken string) (msgs <-chan streamed, cancel func()) {
 	t.Helper()
 	params := map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": id, "confirm": true, "confirmToken": token}}
 	if progressToken != "" {
 		params["_meta"] = map[string]any{"progressToken": progressToken}
 	}
 	p, _ := json.Marshal(params)
-	c.id++
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, c.id, p)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, c.NextID(), p)
 
 	ctx, cancelCtx := context.WithTimeout(context.Background(), operatorWait)
 	t.Cleanup(cancelCtx)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("X-Test-Actor", c.actor)
-	req.Header.Set("X-Test-Roles", c.roles)
-	req.Header.Set("Mcp-Session-Id", c.session)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-
 	out := make(chan streamed, 64)
 	go func() {
 		defer close(out)
-		resp, err := http.DefaultClient.Do(req)
+		st, err := c.Send(ctx, []byte(body), nil)
 		if err != nil {
 			out <- streamed{err: err}
 			return
 		}
-		defer resp.Body.Close()
-		ct := resp.Header.Get("Content-Type")
-		if resp.StatusCode != http.StatusOK {
-			out <- streamed{contentType: ct, err: fmt.Errorf("HTTP %d", resp.StatusCode)}
+		defer st.Close()
+		ct := st.Header.Get("Content-Type")
+		if st.Status != http.StatusOK {
+			out <- streamed{contentType: ct, err: fmt.Errorf("HTTP %d", st.Status)}
 			return
 		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 1<<20)
-		sse := strings.HasPrefix(ct, "text/event-stream")
-		for sc.Scan() {
-			line := sc.Text()
-			if sse {
-				data, ok := strings.CutPrefix(line, "data:")
-				if !ok {
-					continue
+		for {
+			m, err := st.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					out <- streamed{contentType: ct, err: err}
 				}
-				line = strings.TrimSpace(data)
+				return
 			}
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			var m map[string]json.RawMessage
-			err := json.Unmarshal([]byte(line), &m)
-			out <- streamed{contentType: ct, msg: m, err: err}
-		}
-		if err := sc.Err(); err != nil && ctx.Err() == nil {
-			out <- streamed{contentType: ct, err: err}
+			var msg map[string]json.RawMessage
+			err = json.Unmarshal(m.Raw, &msg)
+			out <- streamed{contentType: ct, msg: msg, err: err}
 		}
 	}()
 	return out, cancelCtx
@@ -244,8 +229,8 @@ func callResult(t *testing.T, msgs <-chan streamed) (text string, isError bool) 
 // tool ran exactly once.
 func TestOperatorApproveCF5(t *testing.T) {
 	s := serveOperator(t, 0)
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	token := s.previewDelete(t, c, 7)
 
 	msgs, _ := startConfirm(t, c, 7, token, "op-progress-7")
@@ -292,7 +277,7 @@ func TestOperatorApproveCF5(t *testing.T) {
 	}
 	select {
 	case call := <-s.calls:
-		if call.Actor.ID != "m" || call.Source != "gh" || call.Session != c.session {
+		if call.Actor.ID != "m" || call.Source != "gh" || call.Session != c.Session() {
 			t.Errorf("the approved call: %+v", call)
 		}
 	case <-time.After(operatorWait):
@@ -312,8 +297,8 @@ func TestOperatorApproveCF5(t *testing.T) {
 // the tool never ran and the queue is empty.
 func TestOperatorRejectCF5(t *testing.T) {
 	s := serveOperator(t, 0)
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	token := s.previewDelete(t, c, 8)
 
 	msgs, _ := startConfirm(t, c, 8, token, "")
@@ -344,8 +329,8 @@ func TestOperatorRejectCF5(t *testing.T) {
 func TestOperatorTimeoutCF5(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	s := serveOperator(t, wait)
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	token := s.previewDelete(t, c, 9)
 
 	start := time.Now()
@@ -375,8 +360,8 @@ func TestOperatorTimeoutCF5(t *testing.T) {
 // approve.
 func TestOperatorClientGoneCF5(t *testing.T) {
 	s := serveOperator(t, 0)
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	token := s.previewDelete(t, c, 10)
 
 	_, drop := startConfirm(t, c, 10, token, "")

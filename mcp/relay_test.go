@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -347,31 +347,21 @@ func (f rootsFunc) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.Li
 // Covers issue 5: cancellation, client to upstream.
 func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
 	url := relayGateway(t)
-	c := &rpcClient{t: t, url: url, actor: "alice", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(url, "alice", "MEMBER")
+	initialize(t, c)
 	marker := filepath.Join(t.TempDir(), "cancelled")
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"wait","arguments":{"marker":%q}}}`, marker)
 	done := make(chan string, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("X-Test-Actor", "alice")
-		req.Header.Set("X-Test-Roles", "MEMBER")
-		req.Header.Set("Mcp-Session-Id", c.session)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Post(t.Context(), []byte(body), nil)
 		if err != nil {
 			done <- err.Error()
 			return
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		done <- string(b)
+		done <- string(resp.Body)
 	}()
 	waitFile(t, marker+".started", "the call reaching the upstream")
-	r := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user pressed stop"}}`)
-	r.Body.Close()
+	post(t, c, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user pressed stop"}}`)
 
 	waitFile(t, marker, "the upstream's call being cancelled")
 	if b, _ := os.ReadFile(marker); string(b) != "cancelled" {
@@ -546,18 +536,14 @@ func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 	// Bob's session ends without unsubscribing. (mcp-go's client sends its
 	// DELETE without the configured headers, which authentication refuses,
 	// so the test ends the session itself.)
-	del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
-	del.Header.Set("X-Test-Actor", "bob")
-	del.Header.Set("X-Test-Roles", "MEMBER")
-	del.Header.Set("Mcp-Session-Id", b.GetSessionId())
-	del.Header.Set("MCP-Protocol-Version", mcpgo.ProtocolVersion20250618)
-	resp, err := http.DefaultClient.Do(del)
+	del := testClient(url, "bob", "MEMBER")
+	del.SetSession(b.GetSessionId(), mcpgo.ProtocolVersion20250618)
+	resp, err := del.Delete(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE of bob's session: HTTP %d", resp.StatusCode)
+	if resp.Status != http.StatusOK {
+		t.Fatalf("DELETE of bob's session: HTTP %d", resp.Status)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for upstreamSubs() != "0" {
@@ -600,35 +586,32 @@ func TestRelaySlowElicitationAnswerReachesHTTPUpstream(t *testing.T) {
 
 	// The client is raw HTTP: mcp-go's client bounds its own answers at 30
 	// seconds too, which is what this test must get past.
-	c := &rpcClient{t: t, url: url, actor: "alice", roles: "MEMBER"}
-	c.initializeWith(`{"elicitation":{}}`)
-	resp := c.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user","arguments":{}}}`)
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	opts := testOptions("alice", "MEMBER")
+	opts.Capabilities = json.RawMessage(`{"elicitation":{}}`)
+	c := mcptest.New(url, opts)
+	initialize(t, c)
+	st, err := c.Send(t.Context(), []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user","arguments":{}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	var result string
-	for result == "" && events.Scan() {
-		data, ok := strings.CutPrefix(events.Text(), "data: ")
-		if !ok {
-			continue
+	for result == "" {
+		msg, err := st.Next()
+		if err == io.EOF {
+			break
 		}
-		var msg struct {
-			ID     any             `json:"id"`
-			Method string          `json:"method"`
-			Result json.RawMessage `json:"result"`
-		}
-		if err := json.Unmarshal([]byte(data), &msg); err != nil {
-			t.Fatalf("event %q: %v", data, err)
+		if err != nil {
+			t.Fatalf("the call's answer: %v", err)
 		}
 		switch {
 		case msg.Method == "elicitation/create":
 			time.Sleep(35 * time.Second) // a person thinking
-			id, _ := json.Marshal(msg.ID)
-			r := c.post(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"action":"accept","content":{"ok":true}}}`)
-			r.Body.Close()
-			if r.StatusCode != http.StatusAccepted && r.StatusCode != http.StatusOK {
-				t.Fatalf("answering the elicitation: HTTP %d", r.StatusCode)
+			r := post(t, c, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"action":"accept","content":{"ok":true}}}`)
+			if r.Status != http.StatusAccepted && r.Status != http.StatusOK {
+				t.Fatalf("answering the elicitation: HTTP %d", r.Status)
 			}
-		case msg.Method == "" && msg.Result != nil:
+		case msg.IsResponse() && msg.Result != nil:
 			result = string(msg.Result)
 		}
 	}

@@ -51,20 +51,20 @@ func TestEndpointAuditActionsWaitReadsQueueOP6(t *testing.T) {
 	}
 	spy := &spyAuditor{}
 	s := serve(t, mcp.EndpointOptions{Gate: gate, Audit: spy})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
-	c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "x"}})
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
+	rpc(t, c, "tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "x"}})
 	<-s.calls
-	c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 1}})
-	c.call("tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}})
+	rpc(t, c, "tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 1}})
+	rpc(t, c, "tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}})
 	// A queue error is logged, never turned into a failed call.
 	spy.mu.Lock()
 	spy.queueErr = core.ErrAuditLost
 	spy.mu.Unlock()
-	res := c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "y"}})
+	_, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "y"}})
 	<-s.calls
-	if res["error"] != nil {
-		t.Fatalf("a queue error failed the call: %s", res["error"])
+	if rpcErr != nil {
+		t.Fatalf("a queue error failed the call: %s", rpcErr)
 	}
 	spy.mu.Lock()
 	if got, want := spy.queued, []string{"gh_search", "boom", "gh_search"}; !slices.Equal(got, want) {
@@ -77,9 +77,9 @@ func TestEndpointAuditActionsWaitReadsQueueOP6(t *testing.T) {
 
 	plain := &spyAuditor{}
 	s2 := serve(t, mcp.EndpointOptions{Gate: gate, Audit: appendOnly{plain}})
-	c2 := &rpcClient{t: t, url: s2.url, actor: "m", roles: "MEMBER"}
-	c2.initialize()
-	c2.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "x"}})
+	c2 := testClient(s2.url, "m", "MEMBER")
+	initialize(t, c2)
+	rpc(t, c2, "tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "x"}})
 	<-s2.calls
 	plain.mu.Lock()
 	defer plain.mu.Unlock()

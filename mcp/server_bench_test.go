@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -87,69 +87,37 @@ func benchClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 }
 
-// benchSession is a minimal Streamable HTTP MCP session.
+// benchSession is one session of the benchmarked client, mcptest's (as the
+// bench's): the call's body differs only in its id.
 type benchSession struct {
-	hc      *http.Client
-	url     string
-	bearer  string
-	session string
-	next    int
-	tool    string
-}
-
-func (s *benchSession) post(body []byte) ([]byte, error) {
-	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if s.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+s.bearer)
-	}
-	if s.session != "" {
-		req.Header.Set("Mcp-Session-Id", s.session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
-	}
-	if s.session == "" {
-		s.session = resp.Header.Get("Mcp-Session-Id")
-	}
-	return b, nil
+	c    *mcptest.Client
+	tool string
 }
 
 func openBenchSession(b *testing.B, hc *http.Client, url, bearer, tool string) *benchSession {
 	b.Helper()
-	s := &benchSession{hc: hc, url: url, bearer: bearer, tool: tool}
-	if _, err := s.post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)); err != nil {
+	opts := &mcptest.Options{HTTPClient: hc, ClientName: "bench"}
+	if bearer != "" {
+		opts.Authorization = "Bearer " + bearer
+	}
+	c := mcptest.New(url, opts)
+	if _, err := c.Initialize(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-		b.Fatal(err)
-	}
-	return s
+	return &benchSession{c: c, tool: tool}
 }
 
 func (s *benchSession) call() error {
-	s.next++
-	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(s.next) + `,"method":"tools/call","params":{"name":"` + s.tool + `","arguments":` + benchArguments + `}}`
-	b, err := s.post([]byte(body))
+	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(s.c.NextID(), 10) + `,"method":"tools/call","params":{"name":"` + s.tool + `","arguments":` + benchArguments + `}}`
+	resp, err := s.c.Post(context.Background(), []byte(body), nil)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(b, []byte("quick brown fox")) || bytes.Contains(b, []byte(`"isError":true`)) {
-		return fmt.Errorf("unexpected answer %s", b)
+	if resp.Status/100 != 2 {
+		return fmt.Errorf("HTTP %d: %s", resp.Status, resp.Body)
+	}
+	if !bytes.Contains(resp.Body, []byte("quick brown fox")) || bytes.Contains(resp.Body, []byte(`"isError":true`)) {
+		return fmt.Errorf("unexpected answer %s", resp.Body)
 	}
 	return nil
 }

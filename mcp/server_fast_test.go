@@ -35,14 +35,12 @@ func TestEndpointResultBytesPassThrough(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
-	c.initialize()
-	c.id++
-	resp := c.post(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"kinds","arguments":{}}}`)
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("HTTP %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	c := testClient(s.url, "alice", "MEMBER")
+	initialize(t, c)
+	resp := post(t, c, `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"kinds","arguments":{}}}`)
+	body := resp.Body
+	if resp.Status != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("HTTP %d %s: %s", resp.Status, resp.Header.Get("Content-Type"), body)
 	}
 	want := `{"jsonrpc":"2.0","id":"call-1","result":` + result + `}`
 	if got := string(bytes.TrimSpace(body)); got != want {
@@ -55,18 +53,17 @@ func TestEndpointResultBytesPassThrough(t *testing.T) {
 // Covers SV-5, QB-3.
 func TestEndpointCallEdgesKeepMcpGoAnswers(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
-	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "alice", "MEMBER")
+	initialize(t, c)
 	for name, body := range map[string]string{
 		"unknown tool": `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}`,
 		"bad version":  `{"jsonrpc":"1.0","id":6,"method":"tools/call","params":{"name":"gh_search","arguments":{"q":"x"}}}`,
 		"not json":     `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":`,
 	} {
-		resp := c.post(body)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK && !strings.Contains(string(b), `"error"`) && !strings.Contains(string(b), `"isError":true`) {
-			t.Errorf("%s: HTTP %d %s, want an error", name, resp.StatusCode, b)
+		resp := post(t, c, body)
+		b := resp.Body
+		if resp.Status == http.StatusOK && !strings.Contains(string(b), `"error"`) && !strings.Contains(string(b), `"isError":true`) {
+			t.Errorf("%s: HTTP %d %s, want an error", name, resp.Status, b)
 		}
 		if strings.Contains(string(b), "echo ") {
 			t.Errorf("%s: the tool ran: %s", name, b)
@@ -91,8 +88,8 @@ func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	c := &rpcClient{t: t, url: s.url, actor: "alice", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "alice", "MEMBER")
+	initialize(t, c)
 	_, tools := listNames(t, c)
 	found := false
 	for _, tl := range tools {
@@ -106,9 +103,9 @@ func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
 	if !found {
 		t.Fatal("tool not listed")
 	}
-	res := c.call("tools/call", map[string]any{"name": "json_schema_2020_12_tool", "arguments": map[string]any{"name": "x", "address": map[string]any{"city": "y"}, "extra": 1}})
-	if !strings.Contains(string(res["result"]), `"isError":true`) || strings.Contains(string(res["result"]), "ok ") {
-		t.Fatalf("a call breaking the schema (no street, an extra property) ran: %s", res["result"])
+	res, _ := rpc(t, c, "tools/call", map[string]any{"name": "json_schema_2020_12_tool", "arguments": map[string]any{"name": "x", "address": map[string]any{"city": "y"}, "extra": 1}})
+	if !strings.Contains(string(res), `"isError":true`) || strings.Contains(string(res), "ok ") {
+		t.Fatalf("a call breaking the schema (no street, an extra property) ran: %s", res)
 	}
 }
 
@@ -144,16 +141,16 @@ func TestEndpointListMatchesMcpGo(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	list := func(path string) []any {
-		c := &rpcClient{t: t, url: srv.URL + path, actor: "m", roles: "MEMBER"}
+		c := testClient(srv.URL+path, "m", "MEMBER")
 		if path == "/fast" {
-			c.initialize()
+			initialize(t, c)
 		}
-		res := c.call("tools/list", map[string]any{})
+		res, rpcErr := rpc(t, c, "tools/list", map[string]any{})
 		var out struct {
 			Tools []any `json:"tools"`
 		}
-		if err := json.Unmarshal(res["result"], &out); err != nil {
-			t.Fatalf("%s: %s", path, res["error"])
+		if err := json.Unmarshal(res, &out); err != nil {
+			t.Fatalf("%s: %s", path, rpcErr)
 		}
 		return out.Tools
 	}

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -92,101 +92,70 @@ func serve(t *testing.T, opts mcp.EndpointOptions) *served {
 	return s
 }
 
-type rpcClient struct {
-	t       *testing.T
-	url     string
-	actor   string
-	roles   string
-	session string
-	id      int
+// testOptions is an mcptest client speaking as actor with roles: the
+// headers testAuth reads.
+func testOptions(actor, roles string) *mcptest.Options {
+	return &mcptest.Options{
+		Header:     http.Header{"X-Test-Actor": {actor}, "X-Test-Roles": {roles}},
+		ClientName: "raw-test", ClientVersion: "9.9",
+	}
 }
 
-func (c *rpcClient) post(body string) *http.Response {
-	c.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("X-Test-Actor", c.actor)
-	req.Header.Set("X-Test-Roles", c.roles)
-	if c.session != "" {
-		req.Header.Set("Mcp-Session-Id", c.session)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+func testClient(url, actor, roles string) *mcptest.Client {
+	return mcptest.New(url, testOptions(actor, roles))
+}
+
+// initialize opens c's session; the endpoint must mint an id.
+func initialize(t *testing.T, c *mcptest.Client) {
+	t.Helper()
+	if _, err := c.Initialize(t.Context()); err != nil {
+		t.Fatalf("initialize: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if c.Session() == "" {
+		t.Fatal("no Mcp-Session-Id")
+	}
+}
+
+// rpc sends method with params on c and returns the response's result or
+// its error; any other answer fails the test.
+func rpc(t *testing.T, c *mcptest.Client, method string, params any) (json.RawMessage, *mcptest.Error) {
+	t.Helper()
+	res, rpcErr, err := c.Call(t.Context(), method, params)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatalf("%s: %v", method, err)
+	}
+	return res, rpcErr
+}
+
+// post sends body as it is on c's session and returns the answer, whatever
+// its status.
+func post(t *testing.T, c *mcptest.Client, body string) mcptest.Response {
+	t.Helper()
+	resp, err := c.Post(t.Context(), []byte(body), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return resp
 }
 
-// rpcBody reads a JSON or single-event SSE response body.
-func rpcBody(t *testing.T, resp *http.Response) map[string]json.RawMessage {
+// listNames lists the tools c sees: their names and their objects.
+func listNames(t *testing.T, c *mcptest.Client) ([]string, []map[string]json.RawMessage) {
 	t.Helper()
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "data: ") {
-				b = []byte(strings.TrimPrefix(line, "data: "))
-			}
-		}
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("HTTP %d, body %q: %v", resp.StatusCode, b, err)
-	}
-	return m
-}
-
-func (c *rpcClient) call(method string, params any) map[string]json.RawMessage {
-	c.t.Helper()
-	c.id++
-	p, _ := json.Marshal(params)
-	resp := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, p))
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		c.t.Fatalf("%s: HTTP %d %s", method, resp.StatusCode, b)
-	}
-	return rpcBody(c.t, resp)
-}
-
-func (c *rpcClient) initialize() {
-	c.t.Helper()
-	c.initializeWith(`{}`)
-}
-
-// initializeWith opens a session declaring the given client capabilities.
-func (c *rpcClient) initializeWith(capabilities string) {
-	c.t.Helper()
-	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + capabilities + `,"clientInfo":{"name":"raw-test","version":"9.9"}}}`)
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("initialize: HTTP %d", resp.StatusCode)
-	}
-	c.session = resp.Header.Get("Mcp-Session-Id")
-	rpcBody(c.t, resp)
-	if c.session == "" {
-		c.t.Fatal("no Mcp-Session-Id")
-	}
-	r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	r.Body.Close()
-}
-
-func listNames(t *testing.T, c *rpcClient) ([]string, []map[string]json.RawMessage) {
-	t.Helper()
-	res := c.call("tools/list", map[string]any{})
-	var out struct {
-		Tools []map[string]json.RawMessage `json:"tools"`
-	}
-	if err := json.Unmarshal(res["result"], &out); err != nil {
-		t.Fatalf("tools/list: %s", res["error"])
+	list, err := c.ListTools(t.Context())
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
 	}
 	var names []string
-	for _, tl := range out.Tools {
-		var n string
-		_ = json.Unmarshal(tl["name"], &n)
-		names = append(names, n)
+	var tools []map[string]json.RawMessage
+	for _, tl := range list {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(tl.Raw, &m); err != nil {
+			t.Fatalf("tools/list: %s: %v", tl.Raw, err)
+		}
+		names = append(names, tl.Name)
+		tools = append(tools, m)
 	}
-	return names, out.Tools
+	return names, tools
 }
 
 // SV-4, IM-16, IM-17: each actor sees what it may call; schemas are served
@@ -194,14 +163,14 @@ func listNames(t *testing.T, c *rpcClient) ([]string, []map[string]json.RawMessa
 // gate and are not served.
 func TestEndpointListPerActor(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
-	member := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	member.initialize()
+	member := testClient(s.url, "m", "MEMBER")
+	initialize(t, member)
 	names, tools := listNames(t, member)
 	if strings.Join(names, ",") != "boom,gh_search" {
 		t.Fatalf("member sees %v", names)
 	}
-	admin := &rpcClient{t: t, url: s.url, actor: "a", roles: "ADMIN"}
-	admin.initialize()
+	admin := testClient(s.url, "a", "ADMIN")
+	initialize(t, admin)
 	if names, _ := listNames(t, admin); strings.Join(names, ",") != "admin_only,boom,gh_search" {
 		t.Fatalf("admin sees %v", names)
 	}
@@ -220,8 +189,8 @@ func TestEndpointListPerActor(t *testing.T) {
 
 	// An allow-list narrows what the endpoint serves (SV-3).
 	narrow := serve(t, mcp.EndpointOptions{Tools: []string{"gh_*"}})
-	c := &rpcClient{t: t, url: narrow.url, actor: "a", roles: "ADMIN"}
-	c.initialize()
+	c := testClient(narrow.url, "a", "ADMIN")
+	initialize(t, c)
 	if names, _ := listNames(t, c); strings.Join(names, ",") != "gh_search" {
 		t.Fatalf("allow-list: %v", names)
 	}
@@ -230,14 +199,18 @@ func TestEndpointListPerActor(t *testing.T) {
 // SV-5: a tool off this actor's list answers exactly like an unknown tool.
 func TestEndpointUnknownToolParity(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
-	strip := func(res map[string]json.RawMessage, name string) string {
-		return strings.ReplaceAll(string(res["error"]), name, "NAME")
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
+	// The error object as sent (its data verbatim), the name blanked.
+	strip := func(name string) string {
+		_, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": name, "arguments": map[string]any{}})
+		if rpcErr == nil {
+			return ""
+		}
+		b, _ := json.Marshal(rpcErr)
+		return strings.ReplaceAll(string(b), name, "NAME")
 	}
-	hidden := strip(c.call("tools/call", map[string]any{"name": "admin_only", "arguments": map[string]any{}}), "admin_only")
-	unknown := strip(c.call("tools/call", map[string]any{"name": "no_such", "arguments": map[string]any{}}), "no_such")
-	action := strip(c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{}}), "gh_delete")
+	hidden, unknown, action := strip("admin_only"), strip("no_such"), strip("gh_delete")
 	if hidden == "" || hidden != unknown || action != unknown {
 		t.Fatalf("answers differ:\nhidden:  %s\nunknown: %s\naction:  %s", hidden, unknown, action)
 	}
@@ -246,14 +219,14 @@ func TestEndpointUnknownToolParity(t *testing.T) {
 // SV-6, SV-7: failures are isError results; handlers see the call.
 func TestEndpointCall(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{Path: "/tools"})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
-	res := c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "x"}})
-	if !strings.Contains(string(res["result"]), `echo {\"q\":\"x\"}`) {
-		t.Fatalf("result: %s %s", res["result"], res["error"])
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
+	res, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "x"}})
+	if !strings.Contains(string(res), `echo {\"q\":\"x\"}`) {
+		t.Fatalf("result: %s %s", res, rpcErr)
 	}
 	call := <-s.calls
-	if call.Actor.ID != "m" || call.Endpoint != "/tools" || call.Session != c.session || call.Channel != "mcp" ||
+	if call.Actor.ID != "m" || call.Endpoint != "/tools" || call.Session != c.Session() || call.Channel != "mcp" ||
 		call.CallID == "" || call.IdempotencyKey == "" || call.CallID == call.IdempotencyKey || call.Source != "gh" {
 		t.Fatalf("handler context: %+v", call)
 	}
@@ -261,19 +234,19 @@ func TestEndpointCall(t *testing.T) {
 		"gh_search": map[string]any{"q": ""}, // fails the schema
 		"boom":      map[string]any{},        // the handler fails
 	} {
-		res := c.call("tools/call", map[string]any{"name": name, "arguments": args})
+		res, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": name, "arguments": args})
 		var r struct {
 			IsError bool `json:"isError"`
 			Content []struct{ Text string }
 		}
-		if err := json.Unmarshal(res["result"], &r); err != nil || !r.IsError || len(r.Content) == 0 {
-			t.Fatalf("%s: want isError result, got %s %s", name, res["result"], res["error"])
+		if err := json.Unmarshal(res, &r); err != nil || !r.IsError || len(r.Content) == 0 {
+			t.Fatalf("%s: want isError result, got %s %s", name, res, rpcErr)
 		}
 		if name == "gh_search" && !strings.Contains(r.Content[0].Text, "/q") {
 			t.Fatalf("validation message lacks the pointer: %s", r.Content[0].Text)
 		}
 	}
-	if got, _ := s.sessions.Get(c.session); got.Calls != 3 || got.ClientName != "raw-test" || got.Actor.ID != "m" {
+	if got, _ := s.sessions.Get(c.Session()); got.Calls != 3 || got.ClientName != "raw-test" || got.Actor.ID != "m" {
 		t.Fatalf("session record: %+v", got)
 	}
 }
@@ -281,10 +254,10 @@ func TestEndpointCall(t *testing.T) {
 // SV-8: a body over the limit is refused with 413 without being read whole.
 func TestEndpointBodyLimit(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{MaxRequestBytes: 1024})
-	c := &rpcClient{t: t, url: s.url, actor: "m"}
+	c := testClient(s.url, "m", "")
 	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 4096) + `"}}`
-	if resp := c.post(big); resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("declared length: HTTP %d", resp.StatusCode)
+	if resp := post(t, c, big); resp.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("declared length: HTTP %d", resp.Status)
 	}
 	// Chunked, no Content-Length: a reader that would never end must not be
 	// drained.
@@ -302,14 +275,15 @@ func TestEndpointBodyLimit(t *testing.T) {
 		sent += int64(len(p))
 		return len(p), nil
 	}))
-	req, _ := http.NewRequest(http.MethodPost, s.url, body)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Test-Actor", "m")
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge {
-			t.Fatalf("chunked: HTTP %d", resp.StatusCode)
+	req, err := c.NewRequest(t.Context(), http.MethodPost, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server may drop the connection while the body is still sent:
+	// then there is no answer to judge, only what was read.
+	if resp, err := c.Do(req); err == nil {
+		if resp.Status != http.StatusRequestEntityTooLarge {
+			t.Fatalf("chunked: HTTP %d", resp.Status)
 		}
 	}
 	mu.Lock()
@@ -318,14 +292,11 @@ func TestEndpointBodyLimit(t *testing.T) {
 		t.Fatalf("the server read the whole %d-byte body", sent)
 	}
 	// Malformed JSON-RPC gets a parse error and changes nothing (QB-3).
-	bad := c.post(`{"jsonrpc":"2.0","id":1,"method":`)
-	if bad.StatusCode == http.StatusOK || bad.StatusCode >= 500 {
-		m := rpcBody(t, bad)
-		if !strings.Contains(string(m["error"]), "-32700") {
-			t.Fatalf("malformed JSON: %v", m)
+	bad := post(t, c, `{"jsonrpc":"2.0","id":1,"method":`)
+	if bad.Status == http.StatusOK || bad.Status >= 500 {
+		if _, rpcErr, err := bad.Result(); err != nil || rpcErr == nil || rpcErr.Code != -32700 {
+			t.Fatalf("malformed JSON: HTTP %d %s", bad.Status, bad.Body)
 		}
-	} else {
-		bad.Body.Close()
 	}
 }
 
@@ -337,46 +308,43 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 // is 404; ending one from core does the same; a session is its actor's.
 func TestEndpointSessions(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	if len(s.sessions.List()) != 1 {
 		t.Fatalf("sessions: %+v", s.sessions.List())
 	}
 
-	thief := &rpcClient{t: t, url: s.url, actor: "x", session: c.session}
-	if resp := thief.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("another actor on the session: HTTP %d", resp.StatusCode)
+	thief := testClient(s.url, "x", "")
+	thief.SetSession(c.Session(), "")
+	if resp := post(t, thief, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.Status != http.StatusNotFound {
+		t.Fatalf("another actor on the session: HTTP %d", resp.Status)
 	}
 
-	req, _ := http.NewRequest(http.MethodDelete, s.url, nil)
-	req.Header.Set("Mcp-Session-Id", c.session)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	req.Header.Set("X-Test-Actor", "m")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := c.Delete(t.Context()); err != nil || resp.Status != http.StatusOK {
 		t.Fatalf("DELETE: %v %v", err, resp)
 	}
-	if resp := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("after DELETE: HTTP %d", resp.StatusCode)
+	if resp := post(t, c, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.Status != http.StatusNotFound {
+		t.Fatalf("after DELETE: HTTP %d", resp.Status)
 	}
 	if len(s.sessions.List()) != 0 {
 		t.Fatalf("session still listed: %+v", s.sessions.List())
 	}
 
-	forged := &rpcClient{t: t, url: s.url, actor: "m", session: "0123456789abcdef0123456789abcdef"}
-	if resp := forged.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown session id: HTTP %d", resp.StatusCode)
+	forged := testClient(s.url, "m", "")
+	forged.SetSession("0123456789abcdef0123456789abcdef", "")
+	if resp := post(t, forged, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.Status != http.StatusNotFound {
+		t.Fatalf("unknown session id: HTTP %d", resp.Status)
 	}
 
-	c2 := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c2.initialize()
-	if err := s.sessions.End(c2.session); err != nil {
+	c2 := testClient(s.url, "m", "MEMBER")
+	initialize(t, c2)
+	if err := s.sessions.End(c2.Session()); err != nil {
 		t.Fatal(err)
 	}
-	if resp := c2.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("after End from core: HTTP %d", resp.StatusCode)
+	if resp := post(t, c2, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.Status != http.StatusNotFound {
+		t.Fatalf("after End from core: HTTP %d", resp.Status)
 	}
-	if err := s.sessions.End(c2.session); !errors.Is(err, core.ErrUnknownSession) {
+	if err := s.sessions.End(c2.Session()); !errors.Is(err, core.ErrUnknownSession) {
 		t.Fatalf("ending twice: %v", err)
 	}
 }
@@ -384,27 +352,29 @@ func TestEndpointSessions(t *testing.T) {
 // IM-25: a registry change reaches a live session as list_changed.
 func TestEndpointListChanged(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
-	req, _ := http.NewRequest(http.MethodGet, s.url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.session)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	req.Header.Set("X-Test-Actor", "m")
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", err, resp)
+	st, err := c.Listen(ctx)
+	if err != nil || st.Status != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, st)
 	}
-	defer resp.Body.Close()
-	lines := make(chan string, 64)
+	defer st.Close()
+	methods := make(chan string, 64)
 	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
+		defer close(methods)
+		for {
+			m, err := st.Next()
+			if err != nil {
+				return
+			}
+			select {
+			case methods <- m.Method:
+			case <-ctx.Done():
+				return
+			}
 		}
-		close(lines)
 	}()
 	// The stream may open a moment after the request returns; retry the
 	// change a bounded number of times.
@@ -415,11 +385,11 @@ func TestEndpointListChanged(t *testing.T) {
 	wait:
 		for {
 			select {
-			case l, ok := <-lines:
+			case method, ok := <-methods:
 				if !ok {
 					t.Fatal("stream ended")
 				}
-				if strings.Contains(l, "notifications/tools/list_changed") {
+				if method == "notifications/tools/list_changed" {
 					return
 				}
 			case <-deadline:
@@ -433,12 +403,11 @@ func TestEndpointListChanged(t *testing.T) {
 // SV-2: stateless mode mints no session ids.
 func TestEndpointStateless(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{Stateless: true})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	c := testClient(s.url, "m", "MEMBER")
+	resp := post(t, c, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	if resp.Header.Get("Mcp-Session-Id") != "" {
 		t.Fatalf("stateless endpoint minted %q", resp.Header.Get("Mcp-Session-Id"))
 	}
-	resp.Body.Close()
 	if names, _ := listNames(t, c); strings.Join(names, ",") != "boom,gh_search" {
 		t.Fatalf("stateless list: %v", names)
 	}
@@ -453,8 +422,8 @@ func TestEndpointConfirmGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := serve(t, mcp.EndpointOptions{Gate: gate})
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	names, tools := listNames(t, c)
 	if strings.Join(names, ",") != "boom,gh_delete,gh_search" {
 		t.Fatalf("with a gate: %v", names)
@@ -462,7 +431,7 @@ func TestEndpointConfirmGate(t *testing.T) {
 	if !strings.Contains(string(tools[1]["inputSchema"]), `"confirmToken"`) {
 		t.Fatalf("action schema lacks the gate's fields: %s", tools[1]["inputSchema"])
 	}
-	res := c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 7}})
+	res, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 7}})
 	var preview struct {
 		StructuredContent struct {
 			ConfirmToken string    `json:"confirmToken"`
@@ -471,8 +440,8 @@ func TestEndpointConfirmGate(t *testing.T) {
 		} `json:"structuredContent"`
 		IsError bool `json:"isError"`
 	}
-	if err := json.Unmarshal(res["result"], &preview); err != nil || preview.IsError || preview.StructuredContent.ConfirmToken == "" {
-		t.Fatalf("preview: %s %s", res["result"], res["error"])
+	if err := json.Unmarshal(res, &preview); err != nil || preview.IsError || preview.StructuredContent.ConfirmToken == "" {
+		t.Fatalf("preview: %s %s", res, rpcErr)
 	}
 	select {
 	case <-s.calls:
@@ -480,14 +449,14 @@ func TestEndpointConfirmGate(t *testing.T) {
 	default:
 	}
 	confirm := map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": 7, "confirm": true, "confirmToken": preview.StructuredContent.ConfirmToken}}
-	res = c.call("tools/call", confirm)
-	if !strings.Contains(string(res["result"]), `echo {\"id\":7}`) {
-		t.Fatalf("confirm: %s %s", res["result"], res["error"])
+	res, rpcErr = rpc(t, c, "tools/call", confirm)
+	if !strings.Contains(string(res), `echo {\"id\":7}`) {
+		t.Fatalf("confirm: %s %s", res, rpcErr)
 	}
 	<-s.calls
-	res = c.call("tools/call", confirm)
-	if !strings.Contains(string(res["result"]), `"isError":true`) || !strings.Contains(string(res["result"]), "already used") {
-		t.Fatalf("replay: %s", res["result"])
+	res, rpcErr = rpc(t, c, "tools/call", confirm)
+	if !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), "already used") {
+		t.Fatalf("replay: %s", res)
 	}
 	select {
 	case <-s.calls:
@@ -507,22 +476,22 @@ func TestEndpointAudit(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{Gate: gate, Audit: store, AuditKey: []byte("audit-key")})
 	_, sub := s.reg.Bus().Subscribe(0)
 	defer sub.Close()
-	c := &rpcClient{t: t, url: s.url, actor: "m", roles: "MEMBER"}
-	c.initialize()
+	c := testClient(s.url, "m", "MEMBER")
+	initialize(t, c)
 	const marker = "ARG-VALUE-MARKER"
-	c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": marker}})
+	rpc(t, c, "tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": marker}})
 	<-s.calls
-	c.call("tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": ""}})
-	res := c.call("tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": marker}})
+	rpc(t, c, "tools/call", map[string]any{"name": "gh_search", "arguments": map[string]any{"q": ""}})
+	res, _ := rpc(t, c, "tools/call", map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": marker}})
 	var preview struct {
 		StructuredContent struct{ ConfirmToken string } `json:"structuredContent"`
 	}
-	_ = json.Unmarshal(res["result"], &preview)
+	_ = json.Unmarshal(res, &preview)
 	confirm := map[string]any{"name": "gh_delete", "arguments": map[string]any{"id": marker, "confirm": true, "confirmToken": preview.StructuredContent.ConfirmToken}}
-	c.call("tools/call", confirm)
+	rpc(t, c, "tools/call", confirm)
 	<-s.calls
-	c.call("tools/call", confirm)
-	c.call("tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}})
+	rpc(t, c, "tools/call", confirm)
+	rpc(t, c, "tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}})
 
 	recs, err := store.Audit(context.Background(), core.AuditQuery{})
 	if err != nil {
@@ -531,7 +500,7 @@ func TestEndpointAudit(t *testing.T) {
 	var outcomes []string
 	for _, r := range recs {
 		outcomes = append(outcomes, r.Outcome)
-		if r.Endpoint != "/mcp" || r.ActorID != "m" || r.Tenant != "t1" || r.Session != c.session || r.CallID == "" || !strings.HasPrefix(r.ArgsHash, "hmac-sha256:") {
+		if r.Endpoint != "/mcp" || r.ActorID != "m" || r.Tenant != "t1" || r.Session != c.Session() || r.CallID == "" || !strings.HasPrefix(r.ArgsHash, "hmac-sha256:") {
 			t.Errorf("record: %+v", r)
 		}
 		b, _ := json.Marshal(r)

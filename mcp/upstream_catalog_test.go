@@ -97,18 +97,18 @@ func TestEndpointServesCatalog(t *testing.T) {
 	defer srv.Close()
 	defer ep.Close(context.Background())
 
-	c := &rpcClient{t: t, url: srv.URL + "/mcp", actor: "m"}
-	c.initialize()
-	if res := c.call("resources/list", map[string]any{}); !strings.Contains(string(res["result"]), `"uri":"notes://welcome"`) {
-		t.Fatalf("resources/list: %s %s", res["result"], res["error"])
+	c := testClient(srv.URL+"/mcp", "m", "")
+	initialize(t, c)
+	if res, rpcErr := rpc(t, c, "resources/list", map[string]any{}); !strings.Contains(string(res), `"uri":"notes://welcome"`) {
+		t.Fatalf("resources/list: %s %s", res, rpcErr)
 	}
-	if res := c.call("resources/read", map[string]any{"uri": "notes://welcome"}); !strings.Contains(string(res["result"]), "Welcome to toolgate.") {
-		t.Fatalf("resources/read: %s %s", res["result"], res["error"])
+	if res, rpcErr := rpc(t, c, "resources/read", map[string]any{"uri": "notes://welcome"}); !strings.Contains(string(res), "Welcome to toolgate.") {
+		t.Fatalf("resources/read: %s %s", res, rpcErr)
 	}
-	if res := c.call("prompts/list", map[string]any{}); !strings.Contains(string(res["result"]), `"name":"notes_summarize"`) {
-		t.Fatalf("prompts/list: %s %s", res["result"], res["error"])
+	if res, rpcErr := rpc(t, c, "prompts/list", map[string]any{}); !strings.Contains(string(res), `"name":"notes_summarize"`) {
+		t.Fatalf("prompts/list: %s %s", res, rpcErr)
 	}
-	if res := c.call("prompts/get", map[string]any{"name": "notes_summarize"}); !strings.Contains(string(res["result"]), "Summarize my notes") {
-		t.Fatalf("prompts/get: %s %s", res["result"], res["error"])
+	if res, rpcErr := rpc(t, c, "prompts/get", map[string]any{"name": "notes_summarize"}); !strings.Contains(string(res), "Summarize my notes") {
+		t.Fatalf("prompts/get: %s %s", res, rpcErr)
 	}
 }

@@ -180,8 +180,8 @@ func TestServeSDKClientAPIKeySV1(t *testing.T) {
 		t.Error("the SDK did not end its session")
 	}
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	if x := servePost(t, url, serveGatewayKey, r.SessionID, list); x.status != 404 {
-		t.Errorf("the SDK's ended session: HTTP %d, want 404: %s", x.status, x.body)
+	if x := serveRaw(t, serveOn(url, serveGatewayKey, r.SessionID), list); x.Status != 404 {
+		t.Errorf("the SDK's ended session: HTTP %d, want 404: %s", x.Status, x.Body)
 	}
 }
 

@@ -7,7 +7,6 @@ package main
 // driven over HTTP. The process table is read from /proc.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/toolgate/toolgate/auth/authtest"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // Distinctive secrets: none of them may ever appear in serve's logs.
@@ -269,7 +269,94 @@ func serveChildGroups(pid int) []int {
 	return groups
 }
 
-// serveExchange is one JSON-RPC POST and its answer.
+// serveClient is an MCP client of url with token as its bearer ("" sends
+// none); every exchange is bounded by serveHTTPWait.
+func serveClient(url, token string) *mcptest.Client {
+	opts := &mcptest.Options{HTTPClient: &http.Client{Timeout: serveHTTPWait}, ClientName: "serve-test", ClientVersion: "1.0.0"}
+	if token != "" {
+		opts.Authorization = "Bearer " + token
+	}
+	return mcptest.New(url, opts)
+}
+
+// serveOpen opens a session on url (initialize, then
+// notifications/initialized, answered 202) and returns its client.
+func serveOpen(t *testing.T, url, token string) *mcptest.Client {
+	t.Helper()
+	c := serveClient(url, token)
+	if _, err := c.Initialize(t.Context()); err != nil || c.Session() == "" {
+		t.Fatalf("initialize at %s: session %q: %v", url, c.Session(), err)
+	}
+	return c
+}
+
+// serveOn is a client of url with token on an existing session id.
+func serveOn(url, token, session string) *mcptest.Client {
+	c := serveClient(url, token)
+	c.SetSession(session, "")
+	return c
+}
+
+// serveRaw posts body as it is on c (its session, if it has one) and
+// returns the answer, whatever its status.
+func serveRaw(t *testing.T, c *mcptest.Client, body string) mcptest.Response {
+	t.Helper()
+	resp, err := c.Post(t.Context(), []byte(body), nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", c.URL(), err)
+	}
+	return resp
+}
+
+const serveInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"serve-test","version":"1.0.0"}}}`
+
+// serveInitialized reports whether an answer to serveInitialize is a
+// success: 200 with a result.
+func serveInitialized(resp mcptest.Response) bool {
+	res, _, err := resp.Result()
+	return resp.Status == http.StatusOK && err == nil && res != nil
+}
+
+// serveToolNames lists the names c's session is served, sorted.
+func serveToolNames(t *testing.T, c *mcptest.Client) []string {
+	t.Helper()
+	tools, err := c.ListTools(t.Context())
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// serveCallResult is a tools/call answer's result; anything else fails the
+// test.
+func serveCallResult(t *testing.T, resp mcptest.Response) mcptest.ToolResult {
+	t.Helper()
+	raw, _, err := resp.Result()
+	var res mcptest.ToolResult
+	if resp.Status != http.StatusOK || err != nil || json.Unmarshal(raw, &res) != nil {
+		t.Fatalf("tools/call: HTTP %d: %s", resp.Status, resp.Body)
+	}
+	return res
+}
+
+// serveCallText is the first text of a tools/call answer and its isError
+// flag.
+func serveCallText(t *testing.T, resp mcptest.Response) (string, bool) {
+	t.Helper()
+	res := serveCallResult(t, resp)
+	if len(res.Content) == 0 {
+		t.Fatalf("tools/call: HTTP %d: %s", resp.Status, resp.Body)
+	}
+	return res.Text(), res.IsError
+}
+
+// serveExchange, servePost and serveSession are the raw sessions of
+// transparency_test.go, kept (over mcptest) until it speaks mcptest itself.
 type serveExchange struct {
 	status  int
 	header  http.Header
@@ -277,115 +364,23 @@ type serveExchange struct {
 	message map[string]any // the JSON-RPC response, when there is one
 }
 
-// servePost sends a JSON-RPC message to url with an optional bearer and
-// session id. The answer may be JSON or an SSE stream; the response message
-// is taken from either.
 func servePost(t *testing.T, url, token, session, body string) serveExchange {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	resp := serveRaw(t, serveOn(url, token, session), body)
+	x := serveExchange{status: resp.Status, header: resp.Header, body: resp.Body}
+	msgs, _ := resp.Messages()
+	for _, m := range msgs {
+		if m.IsResponse() {
+			_ = json.Unmarshal(m.Raw, &x.message)
+			break
+		}
 	}
-	serveHeaders(req, token, session)
-	return serveDo(t, req)
-}
-
-func serveHeaders(req *http.Request, token, session string) {
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-}
-
-func serveDo(t *testing.T, req *http.Request) serveExchange {
-	t.Helper()
-	resp, err := (&http.Client{Timeout: serveHTTPWait}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL, err)
-	}
-	x := serveExchange{status: resp.StatusCode, header: resp.Header, body: body}
-	x.message = serveRPCMessage(resp.Header.Get("Content-Type"), body)
 	return x
 }
 
-// serveRPCMessage finds the JSON-RPC response (an object with an id) in a JSON
-// body or in the data lines of an SSE stream.
-func serveRPCMessage(contentType string, body []byte) map[string]any {
-	var candidates [][]byte
-	if strings.HasPrefix(contentType, "text/event-stream") {
-		sc := bufio.NewScanner(bytes.NewReader(body))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				candidates = append(candidates, []byte(strings.TrimSpace(data)))
-			}
-		}
-	} else {
-		candidates = append(candidates, body)
-	}
-	for _, c := range candidates {
-		var m map[string]any
-		if json.Unmarshal(c, &m) == nil && m["id"] != nil {
-			return m
-		}
-	}
-	return nil
-}
-
-const serveInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"serve-test","version":"1.0.0"}}}`
-
-// serveSession initializes a session on url and returns its id.
 func serveSession(t *testing.T, url, token string) string {
 	t.Helper()
-	x := servePost(t, url, token, "", serveInitialize)
-	id := x.header.Get("Mcp-Session-Id")
-	if x.status != http.StatusOK || id == "" || x.message["result"] == nil {
-		t.Fatalf("initialize at %s: HTTP %d, session %q: %s", url, x.status, id, x.body)
-	}
-	if n := servePost(t, url, token, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); n.status != http.StatusAccepted {
-		t.Fatalf("notifications/initialized: HTTP %d: %s", n.status, n.body)
-	}
-	return id
-}
-
-// serveToolNames lists the names in a tools/list result.
-func serveToolNames(t *testing.T, x serveExchange) []string {
-	t.Helper()
-	res, _ := x.message["result"].(map[string]any)
-	list, ok := res["tools"].([]any)
-	if x.status != http.StatusOK || !ok {
-		t.Fatalf("tools/list: HTTP %d: %s", x.status, x.body)
-	}
-	var names []string
-	for _, tool := range list {
-		names = append(names, tool.(map[string]any)["name"].(string))
-	}
-	slices.Sort(names)
-	return names
-}
-
-// serveCallText is the first text of a tools/call result and its isError flag.
-func serveCallText(t *testing.T, x serveExchange) (string, bool) {
-	t.Helper()
-	var res struct {
-		Content []struct{ Text string } `json:"content"`
-		IsError bool                    `json:"isError"`
-	}
-	raw, _ := json.Marshal(x.message["result"])
-	if err := json.Unmarshal(raw, &res); x.status != http.StatusOK || err != nil || len(res.Content) == 0 {
-		t.Fatalf("tools/call: HTTP %d: %s", x.status, x.body)
-	}
-	return res.Content[0].Text, res.IsError
+	return serveOpen(t, url, token).Session()
 }
 
 // startServeYAML starts testdata/serve.yaml with its own OpenID provider.
@@ -428,12 +423,12 @@ func TestServeRefusalsAndMetadataAU4AU5SV3(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			x := servePost(t, c.url, c.token, "", serveInitialize)
-			if x.status != c.wantStatus || x.header.Get("WWW-Authenticate") != c.wantChallenge {
-				t.Fatalf("HTTP %d, WWW-Authenticate %q; want %d, %q\n%s", x.status, x.header.Get("WWW-Authenticate"), c.wantStatus, c.wantChallenge, x.body)
+			x := serveRaw(t, serveClient(c.url, c.token), serveInitialize)
+			if x.Status != c.wantStatus || x.Header.Get("WWW-Authenticate") != c.wantChallenge {
+				t.Fatalf("HTTP %d, WWW-Authenticate %q; want %d, %q\n%s", x.Status, x.Header.Get("WWW-Authenticate"), c.wantStatus, c.wantChallenge, x.Body)
 			}
-			if c.token != "" && bytes.Contains(x.body, []byte(c.token)) {
-				t.Fatalf("the refusal echoes the token: %s", x.body)
+			if c.token != "" && bytes.Contains(x.Body, []byte(c.token)) {
+				t.Fatalf("the refusal echoes the token: %s", x.Body)
 			}
 		})
 	}
@@ -444,8 +439,8 @@ func TestServeRefusalsAndMetadataAU4AU5SV3(t *testing.T) {
 		{mcpURL, mcpToken},
 		{adminURL, serveToken(t, p, adminURL, "alice")},
 	} {
-		if x := servePost(t, ok.url, ok.token, "", serveInitialize); x.status != http.StatusOK || x.message["result"] == nil {
-			t.Errorf("initialize at %s: HTTP %d: %s", ok.url, x.status, x.body)
+		if x := serveRaw(t, serveClient(ok.url, ok.token), serveInitialize); !serveInitialized(x) {
+			t.Errorf("initialize at %s: HTTP %d: %s", ok.url, x.Status, x.Body)
 		}
 	}
 
@@ -453,9 +448,13 @@ func TestServeRefusalsAndMetadataAU4AU5SV3(t *testing.T) {
 		{mcpMeta, mcpURL, "toolgate serve"},
 		{adminMeta, adminURL, "toolgate admin"},
 	} {
+		// A plain GET of a JSON document, read through the client's Do.
 		req, _ := http.NewRequest(http.MethodGet, m.url, nil)
 		req.Header.Set("Origin", "https://client.example")
-		x := serveDo(t, req)
+		x, err := serveClient(m.url, "").Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", m.url, err)
+		}
 		var doc struct {
 			Resource             string   `json:"resource"`
 			AuthorizationServers []string `json:"authorization_servers"`
@@ -463,15 +462,15 @@ func TestServeRefusalsAndMetadataAU4AU5SV3(t *testing.T) {
 			BearerMethods        []string `json:"bearer_methods_supported"`
 			ResourceName         string   `json:"resource_name"`
 		}
-		if x.status != http.StatusOK || json.Unmarshal(x.body, &doc) != nil {
-			t.Fatalf("GET %s: HTTP %d: %s", m.url, x.status, x.body)
+		if x.Status != http.StatusOK || json.Unmarshal(x.Body, &doc) != nil {
+			t.Fatalf("GET %s: HTTP %d: %s", m.url, x.Status, x.Body)
 		}
-		if got := x.header.Get("Access-Control-Allow-Origin"); got != "*" {
+		if got := x.Header.Get("Access-Control-Allow-Origin"); got != "*" {
 			t.Errorf("GET %s: Access-Control-Allow-Origin %q, want *", m.url, got)
 		}
 		if doc.Resource != m.resource || !slices.Equal(doc.AuthorizationServers, []string{p.Issuer()}) ||
 			!slices.Equal(doc.ScopesSupported, []string{"openid", "tools"}) || !slices.Equal(doc.BearerMethods, []string{"header"}) || doc.ResourceName != m.name {
-			t.Errorf("GET %s: %s", m.url, x.body)
+			t.Errorf("GET %s: %s", m.url, x.Body)
 		}
 	}
 }
@@ -481,33 +480,30 @@ func TestServeRefusalsAndMetadataAU4AU5SV3(t *testing.T) {
 func TestServeSessionsSV2(t *testing.T) {
 	g, p := startServeYAML(t, nil)
 	url := g.base + "/mcp"
-	id := serveSession(t, url, serveGatewayKey)
+	c := serveOpen(t, url, serveGatewayKey)
+	id := c.Session()
 
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	if got, want := serveToolNames(t, servePost(t, url, serveGatewayKey, id, list)), []string{"echo_echo", "notes_create_note", "notes_list_notes", "notes_search", "notes_side_effects"}; !slices.Equal(got, want) {
+	if got, want := serveToolNames(t, c), []string{"echo_echo", "notes_create_note", "notes_list_notes", "notes_search", "notes_side_effects"}; !slices.Equal(got, want) {
 		t.Fatalf("tools/list: %q, want %q", got, want)
 	}
 	// The session belongs to the actor that opened it.
-	if x := servePost(t, url, serveToken(t, p, url, "mallory"), id, list); x.status != http.StatusNotFound {
-		t.Errorf("another actor on the session: HTTP %d, want 404: %s", x.status, x.body)
+	if x := serveRaw(t, serveOn(url, serveToken(t, p, url, "mallory"), id), list); x.Status != http.StatusNotFound {
+		t.Errorf("another actor on the session: HTTP %d, want 404: %s", x.Status, x.Body)
 	}
-	if x := servePost(t, url, serveGatewayKey, "0123456789abcdef0123456789abcdef", list); x.status != http.StatusNotFound {
-		t.Errorf("unknown session id: HTTP %d, want 404: %s", x.status, x.body)
+	if x := serveRaw(t, serveOn(url, serveGatewayKey, "0123456789abcdef0123456789abcdef"), list); x.Status != http.StatusNotFound {
+		t.Errorf("unknown session id: HTTP %d, want 404: %s", x.Status, x.Body)
 	}
 
-	del, _ := http.NewRequest(http.MethodDelete, url, nil)
-	serveHeaders(del, serveGatewayKey, id)
-	if x := serveDo(t, del); x.status != http.StatusOK {
-		t.Fatalf("DELETE: HTTP %d: %s", x.status, x.body)
+	if x, err := c.Delete(t.Context()); err != nil || x.Status != http.StatusOK {
+		t.Fatalf("DELETE: HTTP %d: %s (%v)", x.Status, x.Body, err)
 	}
-	if x := servePost(t, url, serveGatewayKey, id, list); x.status != http.StatusNotFound {
-		t.Errorf("after DELETE: HTTP %d, want 404: %s", x.status, x.body)
+	if x := serveRaw(t, c, list); x.Status != http.StatusNotFound {
+		t.Errorf("after DELETE: HTTP %d, want 404: %s", x.Status, x.Body)
 	}
 	// A DELETE needs auth like any request.
-	del, _ = http.NewRequest(http.MethodDelete, url, nil)
-	serveHeaders(del, "", serveSession(t, url, serveGatewayKey))
-	if x := serveDo(t, del); x.status != http.StatusUnauthorized {
-		t.Errorf("DELETE without a token: HTTP %d, want 401", x.status)
+	if x, err := serveOn(url, "", serveOpen(t, url, serveGatewayKey).Session()).Delete(t.Context()); err != nil || x.Status != http.StatusUnauthorized {
+		t.Errorf("DELETE without a token: HTTP %d, want 401 (%v)", x.Status, err)
 	}
 }
 
@@ -518,30 +514,32 @@ func TestServeBodyLimitSV8(t *testing.T) {
 	const limit = 65536
 	g, _ := startServeYAML(t, map[string]string{"TOOLGATE_GATEWAY_MAXREQUESTBYTES": strconv.Itoa(limit)})
 	url := g.base + "/mcp"
-	id := serveSession(t, url, serveGatewayKey)
+	c := serveOpen(t, url, serveGatewayKey)
 
 	// A tools/call of echo_echo whose message pads the body to n bytes.
 	const head, tail = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"`, `"}}}`
 	padding := func(n int) string { return strings.Repeat("x", n-len(head)-len(tail)) }
 	call := func(n int) string { return head + padding(n) + tail }
-	if got, isErr := serveCallText(t, servePost(t, url, serveGatewayKey, id, call(limit))); isErr || got != padding(limit) {
+	if got, isErr := serveCallText(t, serveRaw(t, c, call(limit))); isErr || got != padding(limit) {
 		t.Fatalf("a body of exactly %d bytes: isError %v, %d bytes back, want %d", limit, isErr, len(got), len(padding(limit)))
 	}
 
-	if x := servePost(t, url, serveGatewayKey, id, call(limit+1)); x.status != http.StatusRequestEntityTooLarge {
-		t.Errorf("a body of %d bytes: HTTP %d, want 413: %.200s", limit+1, x.status, x.body)
+	if x := serveRaw(t, c, call(limit+1)); x.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body of %d bytes: HTTP %d, want 413: %.200s", limit+1, x.Status, x.Body)
 	}
 	// Without Content-Length (chunked), the limit holds while reading.
-	req, _ := http.NewRequest(http.MethodPost, url, io.MultiReader(strings.NewReader(call(4*limit))))
-	serveHeaders(req, serveGatewayKey, id)
+	req, err := c.NewRequest(t.Context(), http.MethodPost, io.MultiReader(strings.NewReader(call(4*limit))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if req.ContentLength != 0 {
 		t.Fatalf("the request has a Content-Length (%d); it should be chunked", req.ContentLength)
 	}
-	if x := serveDo(t, req); x.status != http.StatusRequestEntityTooLarge {
-		t.Errorf("a chunked body of %d bytes: HTTP %d, want 413: %.200s", 4*limit, x.status, x.body)
+	if x, err := c.Do(req); err != nil || x.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a chunked body of %d bytes: HTTP %d, want 413: %.200s (%v)", 4*limit, x.Status, x.Body, err)
 	}
 	// The session still works afterwards.
-	if got, isErr := serveCallText(t, servePost(t, url, serveGatewayKey, id, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"still here"}}}`)); got != "still here" || isErr {
+	if got, isErr := serveCallText(t, serveRaw(t, c, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"still here"}}}`)); got != "still here" || isErr {
 		t.Errorf("after the refusals: %q isError=%v", got, isErr)
 	}
 }
@@ -574,26 +572,18 @@ func TestServeGracefulShutdownSV9(t *testing.T) {
 		t.Fatalf("gateway %d has upstream process groups %v, want 2 (flaky, echo)", pid, g.upstreamGroups)
 	}
 	url := g.base + "/mcp"
-	id := serveSession(t, url, "")
+	c := serveOpen(t, url, "")
 
 	const stall = 3 * time.Second
 	type answer struct {
-		x   serveExchange
+		x   mcptest.Response
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(
-			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"flaky_stall","arguments":{"seconds":%g}}}`, stall.Seconds())))
-		serveHeaders(req, "", id)
-		resp, err := (&http.Client{Timeout: serveHTTPWait}).Do(req)
-		if err != nil {
-			done <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		done <- answer{x: serveExchange{status: resp.StatusCode, header: resp.Header, body: body, message: serveRPCMessage(resp.Header.Get("Content-Type"), body)}, err: err}
+		x, err := c.Post(t.Context(), fmt.Appendf(nil,
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"flaky_stall","arguments":{"seconds":%g}}}`, stall.Seconds()), nil)
+		done <- answer{x: x, err: err}
 	}()
 	// Let the call reach the upstream, well inside its stall.
 	time.Sleep(stall / 3)
@@ -795,19 +785,19 @@ upstreams:
 	url := g.base + "/mcp"
 
 	in.Activate(opaque, map[string]any{"sub": "opaque-user", "aud": url, "iss": p.Issuer(), "exp": time.Now().Add(time.Minute).Unix()})
-	id := serveSession(t, url, serveGatewayKey)
-	if got, _ := serveCallText(t, servePost(t, url, serveGatewayKey, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"hello"}}}`)); got != "hello" {
+	c := serveOpen(t, url, serveGatewayKey)
+	if got, _ := serveCallText(t, serveRaw(t, c, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_echo","arguments":{"message":"hello"}}}`)); got != "hello" {
 		t.Fatalf("echo_echo: %q", got)
 	}
-	if x := servePost(t, url, opaque, "", serveInitialize); x.status != http.StatusOK {
-		t.Fatalf("an active opaque token: HTTP %d: %s", x.status, x.body)
+	if x := serveRaw(t, serveClient(url, opaque), serveInitialize); x.Status != http.StatusOK {
+		t.Fatalf("an active opaque token: HTTP %d: %s", x.Status, x.Body)
 	}
 	if in.Hits() == 0 {
 		t.Fatal("the opaque token was never introspected, so the client secret was never used")
 	}
 	for _, bad := range []string{serveGatewayKey + "x", "serve-SECRET-inactive-opaque-1f3b"} {
-		if x := servePost(t, url, bad, "", serveInitialize); x.status != http.StatusUnauthorized {
-			t.Errorf("a bad token: HTTP %d", x.status)
+		if x := serveRaw(t, serveClient(url, bad), serveInitialize); x.Status != http.StatusUnauthorized {
+			t.Errorf("a bad token: HTTP %d", x.Status)
 		}
 	}
 	if code := g.terminate(t); code != 0 {

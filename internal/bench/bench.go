@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -328,12 +329,12 @@ func benchGatewayConfig(key, store string, ups []config.Upstream) (*config.Confi
 func waitForTools(ctx context.Context, hc *http.Client, url, key string, want int, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	s := &rpcSession{hc: hc, url: url, auth: "Bearer " + key}
-	if err := s.initialize(ctx); err != nil {
+	s, err := openSession(ctx, hc, url, key)
+	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	for {
-		n, err := s.countTools(ctx)
+		n, err := countTools(ctx, s)
 		if err == nil && n >= want {
 			return nil
 		}
@@ -359,104 +360,35 @@ func benchHTTPClient(sessions int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// rpcSession is one MCP session over Streamable HTTP. Not safe for
-// concurrent use.
-type rpcSession struct {
-	hc    *http.Client
-	url   string
-	auth  string // Authorization header value, or ""
-	id    string // Mcp-Session-Id
-	proto string
-	next  int64
-	body  []byte
-}
-
 const benchProtocol = "2025-06-18"
 
-func (s *rpcSession) post(ctx context.Context, body []byte) (int, string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", nil, err
+// openSession opens one MCP session (initialize, then initialized) at url,
+// with key as its bearer when not empty.
+func openSession(ctx context.Context, hc *http.Client, url, key string) (*mcptest.Client, error) {
+	opts := &mcptest.Options{HTTPClient: hc, ProtocolVersion: benchProtocol, ClientName: "toolgate-bench"}
+	if key != "" {
+		opts.Authorization = "Bearer " + key
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
+	c := mcptest.New(url, opts)
+	if _, err := c.Initialize(ctx); err != nil {
+		return nil, err
 	}
-	if s.id != "" {
-		req.Header.Set("Mcp-Session-Id", s.id)
-		req.Header.Set("Mcp-Protocol-Version", s.proto)
+	if c.Session() == "" {
+		return nil, fmt.Errorf("initialize at %s: no session id", url)
 	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return resp.StatusCode, "", nil, err
-	}
-	if s.id == "" {
-		s.id = resp.Header.Get("Mcp-Session-Id")
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), b, nil
+	return c, nil
 }
 
-// rpcMessage extracts the JSON-RPC message of a JSON or SSE answer.
-func rpcMessage(contentType string, b []byte) []byte {
-	if !strings.HasPrefix(contentType, "text/event-stream") {
-		return b
-	}
-	var last []byte
-	for line := range bytes.Lines(b) {
-		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			last = bytes.TrimSpace(data)
-		}
-	}
-	return last
-}
-
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (s *rpcSession) initialize(ctx context.Context) error {
-	s.id, s.proto = "", benchProtocol
-	code, ct, b, err := s.post(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+benchProtocol+`","capabilities":{},"clientInfo":{"name":"toolgate-bench","version":"1"}}}`))
-	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
-	var m struct {
-		Result *struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"result"`
-		Error *rpcError `json:"error"`
-	}
-	if code != http.StatusOK || json.Unmarshal(rpcMessage(ct, b), &m) != nil || m.Result == nil || s.id == "" {
-		return fmt.Errorf("initialize: HTTP %d: %.200s", code, b)
-	}
-	s.proto = m.Result.ProtocolVersion
-	code, _, b, err = s.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	if err != nil {
-		return fmt.Errorf("initialized: %w", err)
-	}
-	if code != http.StatusAccepted && code != http.StatusOK {
-		return fmt.Errorf("initialized: HTTP %d: %.200s", code, b)
-	}
-	return nil
-}
-
-// countTools lists every page of tools/list.
-func (s *rpcSession) countTools(ctx context.Context) (int, error) {
+// countTools lists every page of tools/list. It decodes only the count and
+// the cursor, once: the start-up phase polls it while it times.
+func countTools(ctx context.Context, c *mcptest.Client) (int, error) {
 	n, cursor := 0, ""
 	for range 1000 {
-		s.next++
 		params := `{}`
 		if cursor != "" {
 			params = `{"cursor":` + strconv.Quote(cursor) + `}`
 		}
-		code, ct, b, err := s.post(ctx, []byte(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(s.next, 10)+`,"method":"tools/list","params":`+params+`}`))
+		resp, err := c.Post(ctx, []byte(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(c.NextID(), 10)+`,"method":"tools/list","params":`+params+`}`), nil)
 		if err != nil {
 			return n, err
 		}
@@ -466,8 +398,8 @@ func (s *rpcSession) countTools(ctx context.Context) (int, error) {
 				NextCursor string     `json:"nextCursor"`
 			} `json:"result"`
 		}
-		if code != http.StatusOK || json.Unmarshal(rpcMessage(ct, b), &m) != nil || m.Result == nil {
-			return n, fmt.Errorf("tools/list: HTTP %d: %.200s", code, b)
+		if resp.Status != http.StatusOK || resp.Decode(&m) != nil || m.Result == nil {
+			return n, fmt.Errorf("tools/list: HTTP %d: %.200s", resp.Status, resp.Body)
 		}
 		n += len(m.Result.Tools)
 		if cursor = m.Result.NextCursor; cursor == "" {
@@ -482,52 +414,48 @@ type caller interface {
 	call(ctx context.Context) error
 }
 
+// httpCaller is one session's tools/call: the body is built in a buffer it
+// reuses, around the only part that changes, the id.
 type httpCaller struct {
-	s              *rpcSession
+	c              *mcptest.Client
 	prefix, suffix string
+	body           []byte
 }
 
 func newHTTPCaller(ctx context.Context, hc *http.Client, url, key, tool string) (caller, error) {
-	s := &rpcSession{hc: hc, url: url}
-	if key != "" {
-		s.auth = "Bearer " + key
-	}
 	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := s.initialize(ictx); err != nil {
+	c, err := openSession(ictx, hc, url, key)
+	if err != nil {
 		return nil, err
 	}
 	return &httpCaller{
-		s:      s,
+		c:      c,
 		prefix: `{"jsonrpc":"2.0","id":`,
 		suffix: `,"method":"tools/call","params":{"name":` + strconv.Quote(tool) + `,"arguments":` + string(echoArgs) + `}}`,
 	}, nil
 }
 
 func (c *httpCaller) call(ctx context.Context) error {
-	c.s.next++
-	body := append(c.s.body[:0], c.prefix...)
-	body = strconv.AppendInt(body, c.s.next, 10)
+	body := append(c.body[:0], c.prefix...)
+	body = strconv.AppendInt(body, c.c.NextID(), 10)
 	body = append(body, c.suffix...)
-	c.s.body = body
-	code, ct, b, err := c.s.post(ctx, body)
+	c.body = body
+	resp, err := c.c.Post(ctx, body, nil)
 	if err != nil {
 		return err
 	}
-	if code != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %.200s", code, b)
+	if resp.Status != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %.200s", resp.Status, resp.Body)
 	}
-	var m struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	}
-	if err := json.Unmarshal(rpcMessage(ct, b), &m); err != nil {
+	result, rpcErr, err := resp.Result()
+	if err != nil {
 		return err
 	}
-	if m.Error != nil {
-		return fmt.Errorf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
+	if rpcErr != nil {
+		return fmt.Errorf("JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message)
 	}
-	return checkEcho(m.Result)
+	return checkEcho(result)
 }
 
 // upstreamCaller calls through toolgate's own upstream client (mcp-go's
@@ -891,13 +819,14 @@ func measureIdleSessions(ctx context.Context, hc *http.Client, url, key string, 
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				s := &rpcSession{hc: hc, url: url, auth: "Bearer " + key}
 				ictx, cancel := context.WithTimeout(ctx, callTimeout)
-				if err := s.initialize(ictx); err != nil {
-					errs.Add(1)
-				}
+				s, err := openSession(ictx, hc, url, key)
 				cancel()
-				ids[i] = s.id
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				ids[i] = s.Session()
 			}
 		})
 	}
@@ -1136,12 +1065,12 @@ func startupGateway(ctx context.Context, hc *http.Client, ups []config.Upstream,
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	s := &rpcSession{hc: hc, url: "http://" + gw.Addr() + gcfg.Endpoints[0].Path, auth: "Bearer " + key}
-	if err := s.initialize(wctx); err != nil {
+	s, err := openSession(wctx, hc, "http://"+gw.Addr()+gcfg.Endpoints[0].Path, key)
+	if err != nil {
 		return 0, 0, false
 	}
 	for {
-		n, err := s.countTools(wctx)
+		n, err := countTools(wctx, s)
 		if err == nil && n >= want {
 			return time.Since(start), n, n == want
 		}
