@@ -156,6 +156,14 @@ func (b *Bus) snapshotLocked() Snapshot {
 	return s
 }
 
+// Seq is the sequence number of the last event committed: a subscriber
+// that has received that event has seen every change made before now.
+func (b *Bus) Seq() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
+}
+
 // Subscribe returns the current state and a subscription that receives every
 // event after it. buffer <= 0 means DefaultSubscriptionBuffer.
 func (b *Bus) Subscribe(buffer int) (Snapshot, *BusSubscription) {

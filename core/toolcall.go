@@ -35,6 +35,9 @@ type ToolCall struct {
 	// Issued is the confirm token a preview answer of this call carries, set
 	// by the gate; the audit records its id.
 	Issued string
+	// RequestID is the JSON-RPC id of the request that carried the call, as
+	// written (SV-7).
+	RequestID string
 
 	schema *schema.Schema
 

@@ -85,6 +85,14 @@ type Endpoint struct {
 	ids    *sessionIDs
 	sub    *core.BusSubscription
 	synced sync.WaitGroup
+	// table is mcp-go's tool table as follow last set it; only follow (and
+	// NewEndpoint before it) touches it.
+	table map[string]server.ServerTool
+	// applied is the last bus event follow has applied: a request that must
+	// see every committed change waits for it (SV-1).
+	applied seqBarrier
+	// shown is the catalog as last set; only follow touches it.
+	shown shownCatalog
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -173,67 +181,121 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	// Room for a whole start-up burst of registrations without a resync.
 	snap, sub := opts.Registry.Bus().Subscribe(4096)
 	e.sub = sub
-	e.setTools(snap.Tools)
-	e.syncCatalog()
+	e.resetTools(snap.Tools)
+	e.flush(&burst{tools: true, catalog: true})
+	e.applied.advance(snap.Seq)
 	e.synced.Add(1)
 	go e.follow()
 	return e, nil
 }
 
-// follow keeps the MCP server's tool table equal to the registry; adding or
-// removing a tool notifies live sessions (IM-25). It ends when the
+// follow keeps the MCP server's tool table equal to the registry. Every
+// event already queued is one burst: its changes reach mcp-go's table at
+// once, and live sessions get one notifications/tools/list_changed for the
+// whole burst, whatever it held — an import of a thousand tools, a refresh
+// that changed one, a review decision (IM-25). It ends when the
 // subscription is closed.
 func (e *Endpoint) follow() {
 	defer e.synced.Done()
 	for ev := range e.sub.C() {
-		// Registrations come in bursts (an import registers a whole
-		// upstream at once): what is already queued goes to mcp-go in one
-		// batch, with one list_changed, instead of one tool at a time.
-		var added []server.ServerTool
-		flush := func() {
-			if len(added) > 0 {
-				e.mcp.AddTools(added...)
-				added = nil
-			}
-		}
-		for {
-			if d, ok := ev.Data.(core.ToolRegistered); ok {
-				if st, ok := e.serverTool(d.Tool); ok {
-					added = append(added, st)
-				}
-			} else {
-				flush()
-				e.apply(ev)
-			}
-			var more bool
+		var b burst
+		last := ev.Seq
+		e.take(&b, ev)
+		for queued := true; queued; {
 			select {
-			case ev, more = <-e.sub.C():
+			case next, ok := <-e.sub.C():
+				if !ok {
+					queued = false
+					break
+				}
+				last = next.Seq
+				e.take(&b, next)
 			default:
-			}
-			if !more {
-				break
+				queued = false
 			}
 		}
-		flush()
+		e.flush(&b)
+		e.applied.advance(max(last, b.resynced))
+	}
+	e.applied.stop()
+}
+
+// burst is what one run of queued events changed.
+type burst struct {
+	tools   bool // the tool table changed: set it, which notifies once
+	notify  bool // what actors may see changed without the table (review)
+	catalog bool // resources, templates or prompts may have changed
+	// resynced is the sequence number of the snapshot a resync applied:
+	// the events it stands for were dropped, never received.
+	resynced uint64
+}
+
+func (e *Endpoint) take(b *burst, ev core.Event) {
+	switch d := ev.Data.(type) {
+	case core.ToolRegistered:
+		b.tools = e.putTool(d.Tool) || b.tools
+	case core.ToolUpdated:
+		if d.Old.Name != d.New.Name {
+			b.tools = e.dropTool(d.Old.Name) || b.tools
+		}
+		b.tools = e.putTool(d.New) || b.tools
+	case core.ToolUnregistered:
+		b.tools = e.dropTool(d.Tool.Name) || b.tools
+	case core.ToolReviewed:
+		b.notify = true
+	case core.RefreshApplied:
+		b.catalog = true
+	case core.Resync:
+		snap := e.sub.Resync()
+		e.resetTools(snap.Tools)
+		b.tools, b.catalog, b.resynced = true, true, snap.Seq
 	}
 }
 
-func (e *Endpoint) apply(ev core.Event) {
-	switch d := ev.Data.(type) {
-	case core.ToolUpdated:
-		e.deleteTool(d.Old.Name)
-		e.addTool(d.New)
-	case core.ToolUnregistered:
-		e.deleteTool(d.Tool.Name)
-	case core.RefreshApplied:
-		e.syncCatalog()
-	case core.ToolReviewed:
-		// A review decision changes what actors may see without
-		// touching the tool table.
+func (e *Endpoint) flush(b *burst) {
+	switch {
+	case b.tools:
+		st := make([]server.ServerTool, 0, len(e.table))
+		for _, t := range e.table {
+			st = append(st, t)
+		}
+		e.mcp.SetTools(st...)
+	case b.notify:
 		e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
-	case core.Resync:
-		e.setTools(e.sub.Resync().Tools)
+	}
+	if b.catalog {
 		e.syncCatalog()
+	}
+}
+
+// putTool serves t (or stops serving it, if it is not to be served now)
+// and reports whether the table changed.
+func (e *Endpoint) putTool(t core.ToolInfo) bool {
+	st, ok := e.serverTool(t)
+	if !ok {
+		return e.dropTool(t.Name)
+	}
+	e.table[t.Name] = st
+	return true
+}
+
+func (e *Endpoint) dropTool(name string) bool {
+	if _, ok := e.table[name]; !ok {
+		return false
+	}
+	delete(e.table, name)
+	e.listed.remove(name)
+	return true
+}
+
+// resetTools makes the table exactly tools; the caller sets mcp-go's.
+func (e *Endpoint) resetTools(tools []core.ToolInfo) {
+	e.listed.reset()
+	e.table = make(map[string]server.ServerTool, len(tools))
+	for _, t := range tools {
+		if st, ok := e.serverTool(t); ok {
+			e.table[t.Name] = st
+		}
 	}
 }
 
@@ -244,35 +306,13 @@ func (e *Endpoint) served(t core.ToolInfo) bool {
 	return !t.Disabled && (t.Kind == core.KindRead || t.Kind == core.KindAction && e.opts.Gate != nil)
 }
 
-func (e *Endpoint) setTools(tools []core.ToolInfo) {
-	e.listed.reset()
-	var st []server.ServerTool
-	for _, t := range tools {
-		if tool, ok := e.serverTool(t); ok {
-			st = append(st, tool)
-		}
-	}
-	e.mcp.SetTools(st...)
-}
-
-func (e *Endpoint) addTool(t core.ToolInfo) {
-	if st, ok := e.serverTool(t); ok {
-		e.mcp.AddTools(st)
-	}
-}
-
-func (e *Endpoint) deleteTool(name string) {
-	e.listed.remove(name)
-	e.mcp.DeleteTools(name)
-}
-
 // serverTool is t as mcp-go serves it, and records its listing JSON.
 func (e *Endpoint) serverTool(t core.ToolInfo) (server.ServerTool, bool) {
-	tool, ok := e.mcpTool(t)
+	tool, input, output, ok := e.mcpTool(t)
 	if !ok {
 		return server.ServerTool{}, false
 	}
-	raw, err := listingJSON(tool, t.Annotations)
+	raw, err := listingJSON(t, input, output)
 	if err != nil {
 		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
 		return server.ServerTool{}, false
@@ -281,36 +321,48 @@ func (e *Endpoint) serverTool(t core.ToolInfo) (server.ServerTool, bool) {
 	return server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name)}, true
 }
 
-// mcpTool is the advertised definition: the schema verbatim (IM-17), for
-// an action tool plus the gate's two fields (CF-1), a read tool's output
-// schema verbatim, the upstream's annotations, and the source in _meta
-// (IM-16).
-func (e *Endpoint) mcpTool(t core.ToolInfo) (mcpgo.Tool, bool) {
+// mcpTool is the advertised definition: the schema verbatim (IM-17) with
+// the object type MCP requires (IM-36), for an action tool plus the gate's
+// two fields (CF-1), a read tool's output schema verbatim, the upstream's
+// annotations, title, icons and execution, and its _meta with the source
+// (IM-16). input and output are the schemas as advertised.
+func (e *Endpoint) mcpTool(t core.ToolInfo) (tool mcpgo.Tool, input, output json.RawMessage, ok bool) {
 	if !e.served(t) {
-		return mcpgo.Tool{}, false
+		return mcpgo.Tool{}, nil, nil, false
 	}
-	schema := t.InputSchema
-	if t.Kind == core.KindAction {
-		var err error
-		if schema, err = confirm.AdvertisedSchema(t.InputSchema); err != nil {
-			e.opts.Logger.Warn("action tool not served", "tool", t.Name, "err", err)
-			return mcpgo.Tool{}, false
-		}
+	input, err := servedInputSchema(t.InputSchema)
+	if err == nil && t.Kind == core.KindAction {
+		input, err = confirm.AdvertisedSchema(input)
 	}
-	tool := mcpgo.NewToolWithRawSchema(t.Name, t.Description, schema)
+	if err != nil {
+		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
+		return mcpgo.Tool{}, nil, nil, false
+	}
+	tool = mcpgo.NewToolWithRawSchema(t.Name, t.Description, input)
+	tool.Title = t.Title
 	if t.Kind == core.KindRead {
 		// An action's first call answers with the gate's preview, not the
 		// upstream's result: its outputSchema would not describe it, and
 		// clients that check structuredContent against it would fail.
 		tool.RawOutputSchema = t.OutputSchema
+		output = t.OutputSchema
 	}
 	if len(t.Annotations) > 0 {
 		_ = json.Unmarshal(t.Annotations, &tool.Annotations)
 	}
-	if t.Source != "" {
-		tool.Meta = mcpgo.NewMetaFromMap(map[string]any{SourceMetaKey: t.Source})
+	if len(t.Icons) > 0 {
+		_ = json.Unmarshal(t.Icons, &tool.Icons)
 	}
-	return tool, true
+	if len(t.Execution) > 0 {
+		_ = json.Unmarshal(t.Execution, &tool.Execution)
+	}
+	if meta, err := servedMeta(t); err == nil && len(meta) > 0 {
+		var m map[string]any
+		if json.Unmarshal(meta, &m) == nil {
+			tool.Meta = mcpgo.NewMetaFromMap(m)
+		}
+	}
+	return tool, input, output, true
 }
 
 // filterTools is SV-4 per request: allow-list, enabled, policy, custom
@@ -352,6 +404,7 @@ func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
 		if err != nil {
 			result, _ = json.Marshal(toolError(name, err))
 		} else {
+			c.RequestID = requestIDText(rc.rawID)
 			result = e.invoke(ctx, actor, c, rc.params.progressToken(), nil)
 		}
 		if rc.modern {
@@ -411,7 +464,7 @@ func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, a
 // can read. asks carries requests to the client on the call's own stream
 // when the gateway serves the call itself; nil where mcp-go does.
 func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
-	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", CallID: randomID(), IdempotencyKey: randomID()}
+	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", RequestID: c.RequestID, CallID: randomID(), IdempotencyKey: randomID()}
 	if s := server.ClientSessionFromContext(ctx); s != nil {
 		call.Session = s.SessionID()
 	}
@@ -549,8 +602,21 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cs := newCallStream(w)
 	r = r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs))
+	if bytes.Contains(body, []byte(`"tools/list"`)) {
+		// Read your writes (SV-1): a tool registered before this request
+		// is in its listing.
+		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
+	}
 	served, r := e.serveCall(cs, r, body, id)
+	if !served && bytes.Contains(body, []byte(`"tools/call"`)) {
+		// mcp-go dispatches this call from its own table: bring it up to
+		// date first, as serveCall reads the registry itself.
+		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
+	}
 	if !served && !e.serveList(cs, r, body, id) {
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			cs.rewrite = e.listingRewrite
+		}
 		e.cancelFast(body, id)
 		e.http.ServeHTTP(cs, r)
 	}

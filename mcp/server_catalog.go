@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,33 +30,63 @@ func (e *Endpoint) syncCatalog() {
 		return
 	}
 	c := e.opts.Catalog.Catalog()
-	var resources []server.ServerResource
-	for _, r := range c.Resources {
-		var res mcpgo.Resource
-		if json.Unmarshal(r.Raw, &res) != nil {
-			continue
+	// The first sync sets everything: setting is also what declares the
+	// capabilities.
+	first := !e.shown.set
+	e.shown.set = true
+	// Only what changed is set again: each set notifies every session, and
+	// a refresh that changed no resource or prompt is no news (IM-25).
+	if raws := catalogRaws(c.Resources, func(r core.CatalogResource) json.RawMessage { return r.Raw }); first || !slices.Equal(raws, e.shown.resources) {
+		e.shown.resources = raws
+		var resources []server.ServerResource
+		for _, r := range c.Resources {
+			var res mcpgo.Resource
+			if json.Unmarshal(r.Raw, &res) != nil {
+				continue
+			}
+			resources = append(resources, server.ServerResource{Resource: res, Handler: e.readResource})
 		}
-		resources = append(resources, server.ServerResource{Resource: res, Handler: e.readResource})
+		e.mcp.SetResources(resources...)
 	}
-	var templates []server.ServerResourceTemplate
-	for _, t := range c.Templates {
-		var tpl mcpgo.ResourceTemplate
-		if json.Unmarshal(t.Raw, &tpl) != nil || tpl.URITemplate == nil {
-			continue
+	if raws := catalogRaws(c.Templates, func(r core.CatalogResource) json.RawMessage { return r.Raw }); first || !slices.Equal(raws, e.shown.templates) {
+		e.shown.templates = raws
+		var templates []server.ServerResourceTemplate
+		for _, t := range c.Templates {
+			var tpl mcpgo.ResourceTemplate
+			if json.Unmarshal(t.Raw, &tpl) != nil || tpl.URITemplate == nil {
+				continue
+			}
+			templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: e.readResource})
 		}
-		templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: e.readResource})
+		e.mcp.SetResourceTemplates(templates...)
 	}
-	var prompts []server.ServerPrompt
-	for _, p := range c.Prompts {
-		var pr mcpgo.Prompt
-		if json.Unmarshal(p.Raw, &pr) != nil {
-			continue
+	if raws := catalogRaws(c.Prompts, func(p core.CatalogPrompt) json.RawMessage { return p.Raw }); first || !slices.Equal(raws, e.shown.prompts) {
+		e.shown.prompts = raws
+		var prompts []server.ServerPrompt
+		for _, p := range c.Prompts {
+			var pr mcpgo.Prompt
+			if json.Unmarshal(p.Raw, &pr) != nil {
+				continue
+			}
+			prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: e.getPrompt})
 		}
-		prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: e.getPrompt})
+		e.mcp.SetPrompts(prompts...)
 	}
-	e.mcp.SetResources(resources...)
-	e.mcp.SetResourceTemplates(templates...)
-	e.mcp.SetPrompts(prompts...)
+}
+
+// shownCatalog is the catalog as the endpoint last set it, as raw JSON per
+// item; only follow touches it.
+type shownCatalog struct {
+	resources, templates, prompts []string
+	set                           bool
+}
+
+func catalogRaws[T any](items []T, raw func(T) json.RawMessage) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = string(raw(it))
+	}
+	return out
 }
 
 func (e *Endpoint) readResource(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {

@@ -56,6 +56,7 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 		return false, r
 	}
 
+	c.RequestID = requestIDText(req.rawID)
 	ctx, cancel := context.WithCancel(e.mcp.WithContext(r.Context(), req.session))
 	defer cancel()
 	key := session + "\x00" + idKey(req.id)
@@ -274,4 +275,14 @@ func (e *Endpoint) cancelFast(body []byte, session string) {
 		return
 	}
 	e.ids.inflight.cancel(session + "\x00" + idKey(n.Params.RequestID))
+}
+
+// requestIDText is a JSON-RPC id as handlers see it (SV-7): a string id's
+// text, a number as written.
+func requestIDText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(raw))
 }

@@ -34,6 +34,13 @@ func (l *listedTools) set(name string, raw []byte) {
 	l.byName[name] = raw
 }
 
+func (l *listedTools) get(name string) ([]byte, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	raw, ok := l.byName[name]
+	return raw, ok
+}
+
 func (l *listedTools) remove(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,23 +82,6 @@ func (l *listedTools) each(f func(name string, raw []byte)) {
 	}
 }
 
-// listingJSON is one tool's tools/list entry, with the members mcp-go
-// writes, in the order it writes them.
-func listingJSON(tool mcpgo.Tool, annotations json.RawMessage) ([]byte, error) {
-	if len(annotations) == 0 {
-		annotations = json.RawMessage(`{}`)
-	}
-	entry := struct {
-		Meta         *mcpgo.Meta     `json:"_meta,omitempty"`
-		Annotations  json.RawMessage `json:"annotations"`
-		Description  string          `json:"description,omitempty"`
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		Name         string          `json:"name"`
-		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	}{tool.Meta, annotations, tool.Description, tool.RawInputSchema, tool.Name, tool.RawOutputSchema}
-	return json.Marshal(entry)
-}
-
 // serveList answers a tools/list without a cursor on a live initialized
 // session from the kept JSON, filtered for the actor exactly as mcp-go's
 // listing is (filterTools). Anything else is left to mcp-go.
@@ -127,4 +117,85 @@ func (e *Endpoint) serveList(w *callStream, r *http.Request, body []byte, sessio
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
 	return true
+}
+
+// listingRewrite makes a tools/list answer mcp-go wrote (stateless
+// endpoints, the sessionless revision, pages after the first) carry each
+// tool as the kept JSON does, so every session mode lists the same bytes:
+// mcp-go's types add an empty annotations object and drop members they
+// have no field for (IM-17). mcp-go's filtering, paging and decoration of
+// the result stand; an answer that is not a listing is left alone.
+func (e *Endpoint) listingRewrite(answer []byte) []byte {
+	out, ok := rewriteMembers(answer, func(key string, val json.RawMessage) json.RawMessage {
+		if key != "result" {
+			return val
+		}
+		res, ok := rewriteMembers(val, func(key string, val json.RawMessage) json.RawMessage {
+			if key != "tools" {
+				return val
+			}
+			var tools []json.RawMessage
+			if json.Unmarshal(val, &tools) != nil {
+				return val
+			}
+			for i, t := range tools {
+				var named struct {
+					Name string `json:"name"`
+				}
+				if json.Unmarshal(t, &named) == nil {
+					if raw, ok := e.listed.get(named.Name); ok {
+						tools[i] = raw
+					}
+				}
+			}
+			joined := []byte{'['}
+			for i, t := range tools {
+				if i > 0 {
+					joined = append(joined, ',')
+				}
+				joined = append(joined, t...)
+			}
+			return append(joined, ']')
+		})
+		if !ok {
+			return val
+		}
+		return res
+	})
+	if !ok {
+		return answer
+	}
+	return append(out, '\n')
+}
+
+// rewriteMembers rebuilds the JSON object raw with each member's value
+// passed through f, members in their order and their bytes otherwise kept.
+// ok is false when raw is not an object.
+func rewriteMembers(raw []byte, f func(key string, val json.RawMessage) json.RawMessage) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return nil, false
+		}
+		var val json.RawMessage
+		if dec.Decode(&val) != nil {
+			return nil, false
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(f(key, val))
+	}
+	b.WriteByte('}')
+	return b.Bytes(), true
 }

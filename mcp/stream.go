@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // callStream is the response of one POST, through which the gateway writes
@@ -40,7 +41,13 @@ type callStream struct {
 	// writes after it is its own rendering of the same answer and is
 	// dropped.
 	done bool
-	held bytes.Buffer
+	// rewrite, when set, is applied to mcp-go's JSON answer before it goes
+	// out (held in body with its status until finish).
+	rewrite  func([]byte) []byte
+	deferred bool
+	status   int
+	body     bytes.Buffer
+	held     bytes.Buffer
 }
 
 type callStreamKey struct{}
@@ -81,6 +88,10 @@ func (c *callStream) writeHeaderLocked(code int) {
 	if c.upgraded {
 		return // the event stream's header went out already
 	}
+	if c.rewrite != nil && !c.libSSE {
+		c.deferred, c.status = true, code
+		return
+	}
 	for k, v := range c.hdr {
 		c.w.Header()[k] = v
 	}
@@ -95,6 +106,9 @@ func (c *callStream) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	c.writeHeaderLocked(http.StatusOK)
+	if c.deferred {
+		return c.body.Write(p)
+	}
 	if c.upgraded && !c.libSSE {
 		return c.held.Write(p)
 	}
@@ -147,6 +161,17 @@ func (c *callStream) send(msg any) error {
 func (c *callStream) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.deferred {
+		out := c.rewrite(c.body.Bytes())
+		for k, v := range c.hdr {
+			c.w.Header()[k] = v
+		}
+		c.w.Header().Del("Content-Length")
+		c.w.WriteHeader(c.status)
+		_, _ = c.w.Write(out)
+		c.deferred = false
+		return
+	}
 	body := bytes.TrimSpace(c.held.Bytes())
 	if len(body) == 0 {
 		return
@@ -158,4 +183,70 @@ func (c *callStream) finish() {
 	_, _ = fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", body)
 	c.flushLocked()
 	c.held.Reset()
+}
+
+// seqBarrier lets requests wait until the endpoint has applied the bus
+// events committed before them, so a tool registered just before a
+// tools/list or tools/call is in its answer (SV-1). Waits are bounded: a
+// stuck follower never holds a request for longer than maxCatchUp.
+type seqBarrier struct {
+	mu      sync.Mutex
+	seq     uint64
+	stopped bool
+	waiters []seqWaiter
+}
+
+type seqWaiter struct {
+	seq  uint64
+	done chan struct{}
+}
+
+const maxCatchUp = 2 * time.Second
+
+func (b *seqBarrier) advance(seq uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq > b.seq {
+		b.seq = seq
+	}
+	kept := b.waiters[:0]
+	for _, w := range b.waiters {
+		if w.seq <= b.seq {
+			close(w.done)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	b.waiters = kept
+}
+
+// stop releases every waiter for good: the follower has ended.
+func (b *seqBarrier) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	for _, w := range b.waiters {
+		close(w.done)
+	}
+	b.waiters = nil
+}
+
+// wait returns once events up to seq are applied, ctx ends, or maxCatchUp
+// passes.
+func (b *seqBarrier) wait(ctx context.Context, seq uint64) {
+	b.mu.Lock()
+	if b.stopped || b.seq >= seq {
+		b.mu.Unlock()
+		return
+	}
+	w := seqWaiter{seq: seq, done: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	t := time.NewTimer(maxCatchUp)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -371,11 +371,18 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      *callMeta       `json:"_meta,omitempty"`
 	}{Name: remoteName, Arguments: args}
+	if call, ok := core.CallFromContext(ctx); ok && call.IdempotencyKey != "" {
+		// An upstream that deduplicates can recognise a repeat (SV-7).
+		params.Meta = &callMeta{IdempotencyKey: call.IdempotencyKey}
+	}
 	if d := downstreamFrom(ctx); d != nil {
 		f := b.fl.start(d)
 		defer b.fl.end(f)
 		if f.token != "" {
-			params.Meta = &callMeta{ProgressToken: f.token}
+			if params.Meta == nil {
+				params.Meta = &callMeta{}
+			}
+			params.Meta.ProgressToken = f.token
 		}
 		defer lingerIfStreamed(ctx, d)
 	}
@@ -411,8 +418,14 @@ func lingerIfStreamed(ctx context.Context, d *downstream) {
 }
 
 type callMeta struct {
-	ProgressToken string `json:"progressToken"`
+	ProgressToken  string `json:"progressToken,omitempty"`
+	IdempotencyKey string `json:"dev.toolgate/idempotencyKey,omitempty"`
 }
+
+// IdempotencyMetaKey names the per-call key the gateway sends upstream in a
+// tools/call's _meta (SV-7): the same for every attempt of one call, so an
+// upstream that deduplicates can tell a retried read from a new call.
+const IdempotencyMetaKey = "dev.toolgate/idempotencyKey"
 
 // convertResult passes a tools/call result through untouched, except the
 // legacy shape (IM-32): a toolResult and no content blocks becomes one text

@@ -425,6 +425,10 @@ func (im *Importer) prepare(u *upstream, listed []core.RemoteTool) prepared {
 			continue
 		}
 		seen[rt.Name] = true
+		if err := schema.CheckObjectRoot(rt.InputSchema); err != nil {
+			drop(core.DropSchema, err.Error())
+			continue
+		}
 		compiled, err := schema.CompileSchema(rt.InputSchema)
 		if err != nil {
 			var dp *schema.DangerousPatternError

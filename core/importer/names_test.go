@@ -2,6 +2,7 @@ package importer
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,5 +62,38 @@ func TestIM13ReshapedNamesCollideWithinOneUpstream(t *testing.T) {
 	}
 	if c := reg.Collisions(); len(c) != 0 {
 		t.Errorf("collisions left after the rename: %+v", c)
+	}
+}
+
+// IM-36, IM-18: a root schema that says nothing of its type is imported
+// (and served as an object schema); one of another type describes a tool no
+// MCP client can call and is dropped with that reason.
+func TestIM36RootSchemaTypes(t *testing.T) {
+	up := coretest.NewFakeUpstream("up",
+		coretest.FakeTool("empty", "e", `{}`),
+		coretest.FakeTool("props", "p", `{"properties":{"q":{"type":"string"}}}`),
+		coretest.FakeTool("object", "o", `{"type":"object"}`),
+		coretest.FakeTool("string", "s", `{"type":"string"}`),
+		coretest.FakeTool("nullable", "n", `{"type":["object","null"]}`),
+		coretest.FakeTool("never", "f", `false`),
+	)
+	reg := core.NewRegistry(nil)
+	im := newImporter(t, reg, spec("up", up))
+	if err := im.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"up_empty", "up_props", "up_object"} {
+		if _, ok := reg.Get(name); !ok {
+			t.Errorf("%s was not imported", name)
+		}
+	}
+	dropped := map[string]string{}
+	for _, d := range im.Drops() {
+		dropped[d.RemoteName] = d.Reason
+	}
+	for _, name := range []string{"string", "nullable", "never"} {
+		if !strings.Contains(dropped[name], "not an object schema") {
+			t.Errorf("%s: dropped as %q, want the root type named", name, dropped[name])
+		}
 	}
 }

@@ -494,3 +494,31 @@ func (c *lru[K, V]) len() (int, int) {
 	defer c.mu.Unlock()
 	return c.order.Len(), c.cost
 }
+
+// ErrNotObjectSchema: a tool's arguments are a JSON object, so an input
+// schema whose root has another type describes a tool no MCP client can
+// call (IM-36).
+var ErrNotObjectSchema = errors.New(`input schema's root is not an object schema ("type" must be "object" or absent)`)
+
+// CheckObjectRoot accepts an input schema whose root is an object schema or
+// says nothing of its type (`{}`, `true`, no "type"): those are served with
+// "type":"object" added. Anything else is ErrNotObjectSchema.
+func CheckObjectRoot(raw json.RawMessage) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "true" {
+		return nil
+	}
+	var root map[string]json.RawMessage
+	if t[0] != '{' || json.Unmarshal(t, &root) != nil {
+		return ErrNotObjectSchema
+	}
+	typ, ok := root["type"]
+	if !ok {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(typ, &s) != nil || s != "object" {
+		return ErrNotObjectSchema
+	}
+	return nil
+}
