@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -400,13 +401,18 @@ func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
 			return e.typedCall(ctx, actor, name, req), nil
 		}
 		c, err := e.resolve(ctx, actor, name, rc.params.Arguments)
-		var result json.RawMessage
 		if err != nil {
-			result, _ = json.Marshal(toolError(name, err))
-		} else {
-			c.RequestID = requestIDText(rc.rawID)
-			result = e.invoke(ctx, actor, c, rc.params.progressToken(), nil)
+			// Off this actor's list: the answer an unknown name gets (SV-5).
+			status := http.StatusOK
+			if rc.modern {
+				status = http.StatusBadRequest // as the 2026-07-28 revision maps -32602
+			}
+			writeUnknownTool(cs, rc.rawID, name, status)
+			cs.answered()
+			return &mcpgo.CallToolResult{}, nil
 		}
+		c.RequestID = requestIDText(rc.rawID)
+		result := e.invoke(ctx, actor, c, rc.params.progressToken(), nil)
 		if rc.modern {
 			result = e.decorateModern(result)
 		}
@@ -528,7 +534,7 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 	case errors.As(err, &refused):
 		return mcpgo.NewToolResultError(refused.Text)
 	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
-		return mcpgo.NewToolResultError(fmt.Sprintf("tool '%s' not found", name))
+		return mcpgo.NewToolResultError(unknownToolText(name))
 	case errors.As(err, &ve):
 		return mcpgo.NewToolResultError("invalid arguments: " + ve.Error())
 	}
@@ -538,6 +544,9 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	actor, _ := e.opts.Actor(ctx)
 	e.ids.bind(s.SessionID(), actor.ID, s)
+	e.ids.mu.Lock()
+	e.ids.protocol[s.SessionID()] = server.RequestProtocolVersion(ctx)
+	e.ids.mu.Unlock()
 	if e.opts.Sessions == nil {
 		return
 	}
@@ -594,6 +603,16 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.http.ServeHTTP(w, r)
 		return
 	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		// One rule for every method: mcp-go refuses this, and so does
+		// everything the gateway answers itself.
+		e.http.ServeHTTP(w, r)
+		return
+	}
+	if batch := bytes.TrimSpace(body); len(batch) > 0 && batch[0] == '[' {
+		e.serveBatch(w, r, body, id)
+		return
+	}
 	// The session's owner was checked above, so only the client a request
 	// went to can answer it.
 	if id != "" && e.asks.answer(id, body) {
@@ -614,8 +633,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
 	}
 	if !served && !e.serveList(cs, r, body, id) {
-		if bytes.Contains(body, []byte(`"tools/list"`)) {
+		switch {
+		case bytes.Contains(body, []byte(`"tools/list"`)):
 			cs.rewrite = e.listingRewrite
+		case bytes.Contains(body, []byte(`"tools/call"`)):
+			cs.rewrite = unknownToolRewrite
+		case bytes.Contains(body, []byte(`"initialize"`)):
+			cs.rewrite = e.initializeRewrite
 		}
 		e.cancelFast(body, id)
 		e.http.ServeHTTP(cs, r)
@@ -671,6 +695,8 @@ type sessionIDs struct {
 	sessions map[string]server.ClientSession
 	// streams counts each session's open GET streams.
 	streams map[string]int
+	// protocol is each session's negotiated revision.
+	protocol map[string]string
 	// inflight cancels the calls serveCall runs, by session and request id.
 	inflight cancels
 }
@@ -679,7 +705,7 @@ var _ server.SessionIdManager = (*sessionIDs)(nil)
 
 func newSessionIDs() *sessionIDs {
 	return &sessionIDs{owner: map[string]string{}, sessions: map[string]server.ClientSession{},
-		streams: map[string]int{}}
+		streams: map[string]int{}, protocol: map[string]string{}}
 }
 
 var errUnknownSession = errors.New("unknown session")
@@ -759,6 +785,7 @@ func (m *sessionIDs) forget(id string) {
 	defer m.mu.Unlock()
 	delete(m.owner, id)
 	delete(m.sessions, id)
+	delete(m.protocol, id)
 }
 
 func randomID() string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -49,11 +50,11 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 	if json.Unmarshal(req.params, &params) != nil {
 		return false, r
 	}
-	// A call that does not resolve is left to mcp-go, whose answer to it
-	// stands (SV-5).
 	c, err := e.resolve(r.Context(), req.actor, params.Name, params.Arguments)
 	if err != nil {
-		return false, r
+		// Unknown, or off this actor's list: one answer for both (SV-5).
+		writeUnknownTool(w, req.rawID, params.Name, http.StatusOK)
+		return true, r
 	}
 
 	c.RequestID = requestIDText(req.rawID)
@@ -285,4 +286,72 @@ func requestIDText(raw json.RawMessage) string {
 		return s
 	}
 	return string(bytes.TrimSpace(raw))
+}
+
+// unknownToolText is the words for a tool that is not there, as SPEC says
+// them (IM-20, SV-5).
+func unknownToolText(name string) string { return "unknown tool: " + name }
+
+// unknownToolAnswer is the answer to a tools/call for a name that is
+// unknown or off the actor's list, on every path alike: the JSON-RPC error
+// mcp-go gives an unknown tool, in the gateway's words.
+func unknownToolAnswer(rawID json.RawMessage, name string) []byte {
+	msg, _ := json.Marshal(unknownToolText(name))
+	resp := make([]byte, 0, len(rawID)+len(msg)+64)
+	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
+	resp = append(resp, rawID...)
+	resp = append(resp, `,"error":{"code":-32602,"message":`...)
+	resp = append(resp, msg...)
+	return append(resp, "}}\n"...)
+}
+
+func writeUnknownTool(w *callStream, rawID json.RawMessage, name string, status int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(unknownToolAnswer(rawID, name))
+}
+
+// unknownToolRewrite puts mcp-go's answer to a tools/call of a name it does
+// not know in the gateway's words, so that it matches unknownToolAnswer
+// byte for byte; every other answer passes untouched.
+func unknownToolRewrite(_ http.Header, answer []byte) []byte {
+	var msg struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(answer, &msg) != nil || msg.Error == nil || msg.Error.Code != mcpgo.INVALID_PARAMS {
+		return answer
+	}
+	name, ok := strings.CutPrefix(msg.Error.Message, "tool '")
+	if !ok {
+		return answer
+	}
+	if name, ok = strings.CutSuffix(name, "' not found: tool not found"); !ok {
+		return answer
+	}
+	return unknownToolAnswer(msg.ID, name)
+}
+
+// initializeRewrite makes a failed initialize create nothing (SV-2): mcp-go
+// mints the session id before it reads the request, so when the answer is
+// an error the id is forgotten and not handed out.
+func (e *Endpoint) initializeRewrite(h http.Header, answer []byte) []byte {
+	var msg struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(answer, &msg) == nil && len(msg.Error) > 0 && string(msg.Error) != "null" {
+		if id := h.Get(server.HeaderKeySessionID); id != "" {
+			// mcp-go registered the session before it read the params.
+			e.mcp.UnregisterSession(context.Background(), id)
+			e.ids.forget(id)
+			if e.opts.Sessions != nil {
+				e.opts.Sessions.Remove(id)
+			}
+			h.Del(server.HeaderKeySessionID)
+		}
+	}
+	return answer
 }

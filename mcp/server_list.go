@@ -125,7 +125,7 @@ func (e *Endpoint) serveList(w *callStream, r *http.Request, body []byte, sessio
 // mcp-go's types add an empty annotations object and drop members they
 // have no field for (IM-17). mcp-go's filtering, paging and decoration of
 // the result stand; an answer that is not a listing is left alone.
-func (e *Endpoint) listingRewrite(answer []byte) []byte {
+func (e *Endpoint) listingRewrite(_ http.Header, answer []byte) []byte {
 	out, ok := rewriteMembers(answer, func(key string, val json.RawMessage) json.RawMessage {
 		if key != "result" {
 			return val

@@ -43,7 +43,7 @@ type callStream struct {
 	done bool
 	// rewrite, when set, is applied to mcp-go's JSON answer before it goes
 	// out (held in body with its status until finish).
-	rewrite  func([]byte) []byte
+	rewrite  func(h http.Header, body []byte) []byte
 	deferred bool
 	status   int
 	body     bytes.Buffer
@@ -162,7 +162,7 @@ func (c *callStream) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.deferred {
-		out := c.rewrite(c.body.Bytes())
+		out := c.rewrite(c.hdr, c.body.Bytes())
 		for k, v := range c.hdr {
 			c.w.Header()[k] = v
 		}

@@ -212,7 +212,7 @@ func TestServeSDKClientOAuthAU1(t *testing.T) {
 		t.Errorf("/admin server %+v", r.Server)
 	}
 	checkServeSDKTools(t, r.Tools, []string{"notes_create_note", "notes_list_notes", "notes_search", "notes_side_effects"})
-	if code != 1 || r.Call != nil || !strings.Contains(r.Error, "'echo_echo' not found") ||
+	if code != 1 || r.Call != nil || !strings.Contains(r.Error, "unknown tool: echo_echo") ||
 		r.Error != strings.ReplaceAll(unknown.Error, "no_such_tool", "echo_echo") || r.Code != unknown.Code {
 		t.Errorf("/admin echo_echo: exit %d, %v %q; an unknown tool: %v %q", code, r.Code, r.Error, unknown.Code, unknown.Error)
 	}
