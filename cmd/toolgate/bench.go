@@ -84,7 +84,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 		return 1
 	}
 
-	res, err := bench.Run(ctx, cfg, self, *cpuProfile, c.stderr)
+	cfg.Self, cfg.CPUProfile, cfg.Progress = self, *cpuProfile, c.stderr
+	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate bench: %v\n", err)
 		return 1

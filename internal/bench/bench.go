@@ -58,6 +58,13 @@ type Config struct {
 	GOMAXPROCS    int    `json:"gomaxprocs"`
 	GoVersion     string `json:"goVersion"`
 	OS            string `json:"os"`
+	// Self is the toolgate binary: the stdio echo upstream is its
+	// demo-upstream echo.
+	Self string `json:"-"`
+	// CPUProfile, if set, is where the measured phases' CPU profile goes.
+	CPUProfile string `json:"-"`
+	// Progress, if not nil, gets a line per phase.
+	Progress io.Writer `json:"-"`
 }
 
 func DefaultConfig(quick bool) Config {
@@ -169,11 +176,12 @@ const benchMethod = "Interleaved rounds (direct, then via the gateway) per trans
 	"(10 ms ticks), divided by the calls; the gateway's share is via minus direct. Idle session memory is the heap growth after GC " +
 	"(runtime.MemStats.HeapAlloc) over N initialize+initialized handshakes, divided by N."
 
-// Run sets everything up, measures, and tears it down. self is the toolgate
-// binary (the stdio echo upstream is its demo-upstream echo); progress, if
-// not nil, gets a line per phase; cpuProfile, if set, is where the measured
-// phases' CPU profile goes.
-func Run(ctx context.Context, cfg Config, self, cpuProfile string, progress io.Writer) (*Result, error) {
+// Run sets everything up, measures, and tears it down.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	self, cpuProfile, progress := cfg.Self, cfg.CPUProfile, cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
 	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
