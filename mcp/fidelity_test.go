@@ -49,6 +49,13 @@ func fidelityServer(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	return asActor(t, reg, "sdk")
+}
+
+// asActor serves reg on /mcp (with sessions) and /stateless, every request
+// as the MEMBER actor id, and returns the server's base URL.
+func asActor(t *testing.T, reg *core.Registry, id string) string {
+	t.Helper()
 	mux := http.NewServeMux()
 	for _, path := range []string{"/mcp", "/stateless"} {
 		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: path, Registry: reg, Actor: testActor, Stateless: path == "/stateless"})
@@ -57,7 +64,7 @@ func fidelityServer(t *testing.T) string {
 		}
 		t.Cleanup(func() { _ = ep.Close(context.Background()) })
 		mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a := core.Actor{ID: "sdk", Roles: []string{"MEMBER"}}
+			a := core.Actor{ID: id, Roles: []string{"MEMBER"}}
 			ep.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, a)))
 		}))
 	}

@@ -111,25 +111,12 @@ func TestListReadsYourWritesSV1(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	reg := core.NewRegistry(nil)
-	mux := http.NewServeMux()
-	for _, path := range []string{"/mcp", "/stateless"} {
-		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: path, Registry: reg, Actor: testActor, Stateless: path == "/stateless"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ep.Close(context.Background()) })
-		mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a := core.Actor{ID: "reader", Roles: []string{"MEMBER"}}
-			ep.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, a)))
-		}))
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	session := mcptest.New(srv.URL+"/mcp", nil)
+	base := asActor(t, reg, "reader")
+	session := mcptest.New(base+"/mcp", nil)
 	if _, err := session.Initialize(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stateless := mcptest.New(srv.URL+"/stateless", nil)
+	stateless := mcptest.New(base+"/stateless", nil)
 	for i := range 100 {
 		name := fmt.Sprintf("fresh_%d", i)
 		if err := reg.Register(coretest.NativeTool(name)); err != nil {
@@ -167,25 +154,12 @@ func TestCallRequestIDSV7(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	for _, path := range []string{"/mcp", "/stateless"} {
-		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: path, Registry: reg, Actor: testActor, Stateless: path == "/stateless"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ep.Close(context.Background()) })
-		mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a := core.Actor{ID: "caller", Roles: []string{"MEMBER"}}
-			ep.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, a)))
-		}))
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	session := mcptest.New(srv.URL+"/mcp", nil)
+	base := asActor(t, reg, "caller")
+	session := mcptest.New(base+"/mcp", nil)
 	if _, err := session.Initialize(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stateless := mcptest.New(srv.URL+"/stateless", nil)
+	stateless := mcptest.New(base+"/stateless", nil)
 	for _, tc := range []struct {
 		c    *mcptest.Client
 		id   string
