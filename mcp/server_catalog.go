@@ -36,42 +36,51 @@ func (e *Endpoint) syncCatalog() {
 	e.shown.set = true
 	// Only what changed is set again: each set notifies every session, and
 	// a refresh that changed no resource or prompt is no news (IM-25).
-	if raws := catalogRaws(c.Resources, func(r core.CatalogResource) json.RawMessage { return r.Raw }); first || !slices.Equal(raws, e.shown.resources) {
-		e.shown.resources = raws
+	resourceRaw := func(r core.CatalogResource) json.RawMessage { return r.Raw }
+	setChanged(first, c.Resources, resourceRaw, &e.shown.resources, func(items []core.CatalogResource) {
 		var resources []server.ServerResource
-		for _, r := range c.Resources {
+		for _, r := range items {
 			var res mcpgo.Resource
-			if json.Unmarshal(r.Raw, &res) != nil {
-				continue
+			if json.Unmarshal(r.Raw, &res) == nil {
+				resources = append(resources, server.ServerResource{Resource: res, Handler: e.readResource})
 			}
-			resources = append(resources, server.ServerResource{Resource: res, Handler: e.readResource})
 		}
 		e.mcp.SetResources(resources...)
-	}
-	if raws := catalogRaws(c.Templates, func(r core.CatalogResource) json.RawMessage { return r.Raw }); first || !slices.Equal(raws, e.shown.templates) {
-		e.shown.templates = raws
+	})
+	setChanged(first, c.Templates, resourceRaw, &e.shown.templates, func(items []core.CatalogResource) {
 		var templates []server.ServerResourceTemplate
-		for _, t := range c.Templates {
+		for _, t := range items {
 			var tpl mcpgo.ResourceTemplate
-			if json.Unmarshal(t.Raw, &tpl) != nil || tpl.URITemplate == nil {
-				continue
+			if json.Unmarshal(t.Raw, &tpl) == nil && tpl.URITemplate != nil {
+				templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: e.readResource})
 			}
-			templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: e.readResource})
 		}
 		e.mcp.SetResourceTemplates(templates...)
-	}
-	if raws := catalogRaws(c.Prompts, func(p core.CatalogPrompt) json.RawMessage { return p.Raw }); first || !slices.Equal(raws, e.shown.prompts) {
-		e.shown.prompts = raws
+	})
+	setChanged(first, c.Prompts, func(p core.CatalogPrompt) json.RawMessage { return p.Raw }, &e.shown.prompts, func(items []core.CatalogPrompt) {
 		var prompts []server.ServerPrompt
-		for _, p := range c.Prompts {
+		for _, p := range items {
 			var pr mcpgo.Prompt
-			if json.Unmarshal(p.Raw, &pr) != nil {
-				continue
+			if json.Unmarshal(p.Raw, &pr) == nil {
+				prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: e.getPrompt})
 			}
-			prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: e.getPrompt})
 		}
 		e.mcp.SetPrompts(prompts...)
+	})
+}
+
+// setChanged calls set with items when their raw JSON differs from what
+// shown holds (or always, the first time), and records them as shown.
+func setChanged[T any](first bool, items []T, raw func(T) json.RawMessage, shown *[]string, set func([]T)) {
+	raws := make([]string, len(items))
+	for i, it := range items {
+		raws[i] = string(raw(it))
 	}
+	if !first && slices.Equal(raws, *shown) {
+		return
+	}
+	*shown = raws
+	set(items)
 }
 
 // shownCatalog is the catalog as the endpoint last set it, as raw JSON per
@@ -79,14 +88,6 @@ func (e *Endpoint) syncCatalog() {
 type shownCatalog struct {
 	resources, templates, prompts []string
 	set                           bool
-}
-
-func catalogRaws[T any](items []T, raw func(T) json.RawMessage) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(raw(it))
-	}
-	return out
 }
 
 func (e *Endpoint) readResource(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
