@@ -35,7 +35,14 @@ type httpUpstream struct {
 	libLog *slog.Logger
 	// origin is scheme://host of the URL: credentials go nowhere else.
 	origin string
+	// endpointWait bounds how long auto's SSE fallback waits for the
+	// server's endpoint event.
+	endpointWait time.Duration
 }
+
+// autoEndpointWait is how long auto's SSE fallback waits for the endpoint
+// event, which an SSE server sends first, at once.
+const autoEndpointWait = 5 * time.Second
 
 var (
 	_ core.Upstream             = (*httpUpstream)(nil)
@@ -43,7 +50,7 @@ var (
 )
 
 func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
-	u := &httpUpstream{opts: opts}
+	u := &httpUpstream{opts: opts, endpointWait: autoEndpointWait}
 	pu, _ := url.Parse(opts.URL) // validated
 	u.origin = pu.Scheme + "://" + pu.Host
 	safe := *pu
@@ -67,17 +74,20 @@ func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
 func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
 	switch u.opts.Transport {
 	case "http":
-		return u.dialWith(ctx, onNote, false)
+		return u.dialWith(ctx, onNote, false, 0)
 	case "sse":
-		return u.dialWith(ctx, onNote, true)
+		return u.dialWith(ctx, onNote, true, 0)
 	}
 	// auto (IM-2): Streamable HTTP, then SSE; if both fail, the HTTP error.
-	s, info, err := u.dialWith(ctx, onNote, false)
+	s, info, err := u.dialWith(ctx, onNote, false, 0)
 	if err == nil {
 		return s, info, nil
 	}
 	u.log.Debug("streamable HTTP failed, trying SSE", "err", u.scrub(err))
-	s, info, sseErr := u.dialWith(ctx, onNote, true)
+	// A Streamable HTTP server answers the SSE GET with its notification
+	// stream, which never carries an endpoint: without a bound, auto would
+	// wait out the whole connect timeout before reporting the HTTP error.
+	s, info, sseErr := u.dialWith(ctx, onNote, true, u.endpointWait)
 	if sseErr == nil {
 		return s, info, nil
 	}
@@ -85,7 +95,9 @@ func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotifi
 	return nil, core.ServerInfo{}, err
 }
 
-func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNotification), sse bool) (*session, core.ServerInfo, error) {
+// dialWith connects over Streamable HTTP, or SSE when sse is set, waiting
+// at most endpointWait (0: as long as ctx allows) for SSE's endpoint event.
+func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNotification), sse bool, endpointWait time.Duration) (*session, core.ServerInfo, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	// Every call of every session goes to this one host: the default of two
 	// idle connections would make concurrent calls open a new connection
@@ -109,11 +121,15 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 
 	var tr transport.Interface
 	if sse {
+		if endpointWait <= 0 {
+			// Connect's context bounds the wait instead.
+			endpointWait = 24 * time.Hour
+		}
 		t, err := transport.NewSSE(u.opts.URL,
 			transport.WithHTTPClient(hc),
 			transport.WithSSELogger(u.libLog),
-			// Connect's and each call's context bound the waits instead.
-			transport.WithEndpointTimeout(24*time.Hour),
+			transport.WithEndpointTimeout(endpointWait),
+			// Each call's context bounds its wait instead.
 			transport.WithResponseTimeout(24*time.Hour))
 		if err != nil {
 			return nil, core.ServerInfo{}, err
