@@ -38,6 +38,8 @@ type httpUpstream struct {
 	// endpointWait bounds how long auto's SSE fallback waits for the
 	// server's endpoint event.
 	endpointWait time.Duration
+	// resolved is the transport of the last successful dial.
+	resolved atomic.Pointer[string]
 }
 
 // autoEndpointWait is how long auto's SSE fallback waits for the endpoint
@@ -47,7 +49,17 @@ const autoEndpointWait = 5 * time.Second
 var (
 	_ core.Upstream             = (*httpUpstream)(nil)
 	_ core.ToolsChangedNotifier = (*httpUpstream)(nil)
+	_ core.TransportReporter    = (*httpUpstream)(nil)
 )
+
+// Transport names the transport the last connection used: under auto, the
+// one that answered.
+func (u *httpUpstream) Transport() string {
+	if t := u.resolved.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
 
 func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
 	u := &httpUpstream{opts: opts, endpointWait: autoEndpointWait}
@@ -72,16 +84,31 @@ func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
 }
 
 func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
+	s, info, sse, err := u.dialAny(ctx, onNote)
+	if err == nil {
+		name := "http"
+		if sse {
+			name = "sse"
+		}
+		u.resolved.Store(&name)
+	}
+	return s, info, err
+}
+
+// dialAny connects over the configured transport, or under auto over the
+// first that answers; sse says which one it was.
+func (u *httpUpstream) dialAny(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (s *session, info core.ServerInfo, sse bool, err error) {
 	switch u.opts.Transport {
 	case "http":
-		return u.dialWith(ctx, onNote, false, 0)
+		s, info, err = u.dialWith(ctx, onNote, false, 0)
+		return s, info, false, err
 	case "sse":
-		return u.dialWith(ctx, onNote, true, 0)
+		s, info, err = u.dialWith(ctx, onNote, true, 0)
+		return s, info, true, err
 	}
 	// auto (IM-2): Streamable HTTP, then SSE; if both fail, the HTTP error.
-	s, info, err := u.dialWith(ctx, onNote, false, 0)
-	if err == nil {
-		return s, info, nil
+	if s, info, err = u.dialWith(ctx, onNote, false, 0); err == nil {
+		return s, info, false, nil
 	}
 	u.log.Debug("streamable HTTP failed, trying SSE", "err", u.scrub(err))
 	// A Streamable HTTP server answers the SSE GET with its notification
@@ -89,10 +116,10 @@ func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotifi
 	// wait out the whole connect timeout before reporting the HTTP error.
 	s, info, sseErr := u.dialWith(ctx, onNote, true, u.endpointWait)
 	if sseErr == nil {
-		return s, info, nil
+		return s, info, true, nil
 	}
 	u.log.Debug("SSE failed too", "err", u.scrub(sseErr))
-	return nil, core.ServerInfo{}, err
+	return nil, core.ServerInfo{}, false, err
 }
 
 // dialWith connects over Streamable HTTP, or SSE when sse is set, waiting

@@ -199,3 +199,41 @@ func TestImporterReportsStatusAnswerIM29(t *testing.T) {
 		})
 	}
 }
+
+// IM-9, IM-2: an upstream whose transport is auto shows the transport that
+// answered once it is connected, and auto only before.
+func TestAutoShowsResolvedTransportIM9(t *testing.T) {
+	for _, s := range []struct {
+		want, path string
+		handler    http.Handler
+	}{
+		{"http", "/mcp", server.NewStreamableHTTPServer(newToolServer())},
+		{"sse", "/sse", server.NewSSEServer(newToolServer())},
+	} {
+		ts := startServer(t, s.handler)
+		up, err := NewUpstream(UpstreamOptions{Name: "auto", URL: ts.URL + s.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := up.(core.TransportReporter).Transport(); got != "" {
+			t.Errorf("%s: transport %q before connecting", s.want, got)
+		}
+		reg := core.NewRegistry(nil)
+		im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "auto", Prefix: "auto", Transport: "auto", Upstream: up}}, nil)
+		t.Cleanup(func() { _ = im.Close() })
+		if got := im.Statuses()[0].Transport; got != "auto" {
+			t.Errorf("%s: status shows %q before connecting, want auto", s.want, got)
+		}
+		if err := im.Start(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		st := im.Statuses()[0]
+		if st.State != core.StateConnected || st.Transport != s.want {
+			t.Errorf("connected over %s: status shows %s over %q", s.want, st.State, st.Transport)
+		}
+		// The console and check read the bus's snapshot.
+		if snap := reg.Bus().Snapshot(); len(snap.Upstreams) != 1 || snap.Upstreams[0].Transport != s.want {
+			t.Errorf("connected over %s: snapshot shows %+v", s.want, snap.Upstreams)
+		}
+	}
+}

@@ -21,7 +21,9 @@ type UpstreamSpec struct {
 	Name string
 	// Prefix for imported names; "" opts out (IM-11).
 	Prefix string
-	// Transport is shown to the operator: stdio, http, sse, auto, fake.
+	// Transport is shown to the operator: stdio, http, sse, auto, fake. An
+	// upstream that is a core.TransportReporter shows the transport it
+	// connected over instead, once it has.
 	Transport string
 	Include   []string
 	Exclude   []string
@@ -356,8 +358,14 @@ func (im *Importer) connect(ctx context.Context, u *upstream) (uint64, error) {
 	}
 	u.connected = true
 	u.gen++
+	transport := u.spec.Transport
+	if tr, ok := u.spec.Upstream.(core.TransportReporter); ok && tr.Transport() != "" {
+		// auto until it is known which transport answered (IM-9).
+		transport = tr.Transport()
+	}
 	im.setStatus(u, func(s *core.UpstreamStatus) {
 		s.State, s.Server, s.Latency, s.LastError = core.StateConnected, info, time.Since(start), ""
+		s.Transport = transport
 	})
 	return u.gen, nil
 }
