@@ -44,6 +44,15 @@ type ToolsChangedNotifier interface {
 	OnToolsChanged(func())
 }
 
+// TransportReporter is implemented by upstreams that pick their transport
+// when they connect: a url with transport auto tries Streamable HTTP, then
+// SSE (IM-2). The operator sees the one picked (IM-9).
+type TransportReporter interface {
+	// Transport names the transport of the last successful Connect, "http"
+	// or "sse"; "" before one. Safe to call at any time.
+	Transport() string
+}
+
 // ServerInfo is what an upstream said about itself at initialize.
 type ServerInfo struct {
 	Name     string `json:"name,omitempty"`

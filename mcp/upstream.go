@@ -613,7 +613,7 @@ func (s *session) classify(ctx context.Context, err error, rec *statusRecorder) 
 		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, errConnectionLost)
 	}
 	if code := rec.code.Load(); code >= 400 && !errors.Is(err, transport.ErrSessionTerminated) {
-		return fmt.Errorf("%w: %w", &core.StatusError{Code: int(code)}, err)
+		return answered(int(code), err)
 	}
 	if s.exited != nil && s.exited() {
 		return fmt.Errorf("%w: child process exited: %w", io.ErrUnexpectedEOF, err)
@@ -739,12 +739,39 @@ func handshake(ctx, connCtx context.Context, c *client.Client, tr transport.Inte
 	}, nil
 }
 
+// handshakeErr labels a failed handshake by what happened (IM-29): a server
+// that answered with a status failed with that status, whatever the
+// transport made of it; only what never reached a server is not sent.
 func handshakeErr(err error, rec *statusRecorder) error {
 	if code := rec.code.Load(); code >= 400 {
-		return fmt.Errorf("initialize: %w: %w", &core.StatusError{Code: int(code)}, err)
+		return fmt.Errorf("initialize: %w", answered(int(code), err))
 	}
 	return fmt.Errorf("initialize: %w", classifyErr(err))
 }
+
+// statusFailure is a request the server answered with an HTTP error status.
+// Matching sees the *core.StatusError and the transport's error.
+type statusFailure struct {
+	status *core.StatusError
+	err    error
+	text   string
+}
+
+func answered(code int, err error) error {
+	se := &core.StatusError{Code: code}
+	text := se.Error()
+	// mcp-go calls any 4xx on initialize a legacy SSE server: a guess that
+	// misleads when the transport was chosen, and adds nothing under auto,
+	// which tries SSE anyway.
+	if !errors.Is(err, transport.ErrLegacySSEServer) {
+		// Error pages end in a newline.
+		text += ": " + strings.TrimSpace(err.Error())
+	}
+	return &statusFailure{status: se, err: err, text: text}
+}
+
+func (e *statusFailure) Error() string   { return e.text }
+func (e *statusFailure) Unwrap() []error { return []error{e.status, e.err} }
 
 // libLogger is the logger handed to mcp-go: its messages are demoted to
 // debug (it reports routine reconnects as errors) and scrubbed of secret.

@@ -35,15 +35,34 @@ type httpUpstream struct {
 	libLog *slog.Logger
 	// origin is scheme://host of the URL: credentials go nowhere else.
 	origin string
+	// endpointWait bounds how long auto's SSE fallback waits for the
+	// server's endpoint event.
+	endpointWait time.Duration
+	// resolved is the transport of the last successful dial.
+	resolved atomic.Pointer[string]
 }
+
+// autoEndpointWait is how long auto's SSE fallback waits for the endpoint
+// event, which an SSE server sends first, at once.
+const autoEndpointWait = 5 * time.Second
 
 var (
 	_ core.Upstream             = (*httpUpstream)(nil)
 	_ core.ToolsChangedNotifier = (*httpUpstream)(nil)
+	_ core.TransportReporter    = (*httpUpstream)(nil)
 )
 
+// Transport names the transport the last connection used: under auto, the
+// one that answered.
+func (u *httpUpstream) Transport() string {
+	if t := u.resolved.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
+
 func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
-	u := &httpUpstream{opts: opts}
+	u := &httpUpstream{opts: opts, endpointWait: autoEndpointWait}
 	pu, _ := url.Parse(opts.URL) // validated
 	u.origin = pu.Scheme + "://" + pu.Host
 	safe := *pu
@@ -65,27 +84,47 @@ func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
 }
 
 func (u *httpUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
-	switch u.opts.Transport {
-	case "http":
-		return u.dialWith(ctx, onNote, false)
-	case "sse":
-		return u.dialWith(ctx, onNote, true)
-	}
-	// auto (IM-2): Streamable HTTP, then SSE; if both fail, the HTTP error.
-	s, info, err := u.dialWith(ctx, onNote, false)
+	s, info, sse, err := u.dialAny(ctx, onNote)
 	if err == nil {
-		return s, info, nil
+		name := "http"
+		if sse {
+			name = "sse"
+		}
+		u.resolved.Store(&name)
 	}
-	u.log.Debug("streamable HTTP failed, trying SSE", "err", u.scrub(err))
-	s, info, sseErr := u.dialWith(ctx, onNote, true)
-	if sseErr == nil {
-		return s, info, nil
-	}
-	u.log.Debug("SSE failed too", "err", u.scrub(sseErr))
-	return nil, core.ServerInfo{}, err
+	return s, info, err
 }
 
-func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNotification), sse bool) (*session, core.ServerInfo, error) {
+// dialAny connects over the configured transport, or under auto over the
+// first that answers; sse says which one it was.
+func (u *httpUpstream) dialAny(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (s *session, info core.ServerInfo, sse bool, err error) {
+	switch u.opts.Transport {
+	case "http":
+		s, info, err = u.dialWith(ctx, onNote, false, 0)
+		return s, info, false, err
+	case "sse":
+		s, info, err = u.dialWith(ctx, onNote, true, 0)
+		return s, info, true, err
+	}
+	// auto (IM-2): Streamable HTTP, then SSE; if both fail, the HTTP error.
+	if s, info, err = u.dialWith(ctx, onNote, false, 0); err == nil {
+		return s, info, false, nil
+	}
+	u.log.Debug("streamable HTTP failed, trying SSE", "err", u.scrub(err))
+	// A Streamable HTTP server answers the SSE GET with its notification
+	// stream, which never carries an endpoint: without a bound, auto would
+	// wait out the whole connect timeout before reporting the HTTP error.
+	s, info, sseErr := u.dialWith(ctx, onNote, true, u.endpointWait)
+	if sseErr == nil {
+		return s, info, true, nil
+	}
+	u.log.Debug("SSE failed too", "err", u.scrub(sseErr))
+	return nil, core.ServerInfo{}, false, err
+}
+
+// dialWith connects over Streamable HTTP, or SSE when sse is set, waiting
+// at most endpointWait (0: as long as ctx allows) for SSE's endpoint event.
+func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNotification), sse bool, endpointWait time.Duration) (*session, core.ServerInfo, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	// Every call of every session goes to this one host: the default of two
 	// idle connections would make concurrent calls open a new connection
@@ -109,11 +148,15 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 
 	var tr transport.Interface
 	if sse {
+		if endpointWait <= 0 {
+			// Connect's context bounds the wait instead.
+			endpointWait = 24 * time.Hour
+		}
 		t, err := transport.NewSSE(u.opts.URL,
 			transport.WithHTTPClient(hc),
 			transport.WithSSELogger(u.libLog),
-			// Connect's and each call's context bound the waits instead.
-			transport.WithEndpointTimeout(24*time.Hour),
+			transport.WithEndpointTimeout(endpointWait),
+			// Each call's context bounds its wait instead.
 			transport.WithResponseTimeout(24*time.Hour))
 		if err != nil {
 			return nil, core.ServerInfo{}, err

@@ -17,23 +17,36 @@ import (
 // loadConfig resolves --config (or the default path) and loads it, printing
 // warnings. ok is false when the command should exit with status 1.
 func (c *cli) loadConfig(cmd, path string) (*config.Config, bool) {
+	cfg, err := c.readConfig(cmd, path)
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+		return nil, false
+	}
+	return cfg, true
+}
+
+// readConfig is loadConfig returning the error instead of printing it. Its
+// text is the config package's, which names the key path and never a
+// secret's value (IM-5).
+func (c *cli) readConfig(cmd, path string) (*config.Config, error) {
 	if path == "" {
 		path = config.DefaultPath()
 	}
 	if path == "" {
-		fmt.Fprintf(c.stderr, "toolgate %s: no config file: pass --config FILE or create ./toolgate.yaml\n", cmd)
-		return nil, false
+		return nil, fmt.Errorf("toolgate %s: no config file: pass --config FILE or create ./toolgate.yaml", cmd)
 	}
 	v, _ := buildVersion()
 	cfg, warnings, err := config.Load(path, config.LoadOptions{Version: v, LookupEnv: gateway.LookupEnv})
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
-	if err != nil {
-		fmt.Fprintln(c.stderr, err)
-		return nil, false
-	}
-	return cfg, true
+	return cfg, err
+}
+
+// checkFailed is what check --json prints when there is no report to print:
+// the config does not load, or the gateway cannot be built from it.
+type checkFailed struct {
+	Error string `json:"error"`
 }
 
 func runCheck(ctx context.Context, c *cli, args []string) int {
@@ -44,14 +57,21 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
-	cfg, ok := c.loadConfig("check", *path)
-	if !ok {
+	// With --json, stdout is one object whatever happens (Appendix B).
+	fail := func(err error) int {
+		fmt.Fprintln(c.stderr, err)
+		if *asJSON {
+			_ = c.printJSON(checkFailed{Error: err.Error()})
+		}
 		return 1
+	}
+	cfg, err := c.readConfig("check", *path)
+	if err != nil {
+		return fail(err)
 	}
 	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate check: %v\n", err)
-		return 1
+		return fail(fmt.Errorf("toolgate check: %w", err))
 	}
 	defer g.Close(context.Background())
 	var startErr error

@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/toolgate/toolgate/internal/report"
+	"github.com/toolgate/toolgate/mcp/demo"
 )
 
 // exampleEnv is what testdata/toolgate.example.yaml references.
@@ -138,7 +144,50 @@ func TestCheckBadConfigs(t *testing.T) {
 				t.Fatalf("stderr does not carry the expected error\nwant line: %s\ngot: %s", first, errOut)
 			}
 			assertNoSecrets(t, out, errOut)
+
+			// Appendix B: with --json, stdout is one object naming the
+			// same problem, and still no secret (IM-5).
+			code, out, errOut = runCLI(t, "check", "--json", "--config", f)
+			if code != 1 {
+				t.Fatalf("--json: exit %d, want 1\nstdout: %s\nstderr: %s", code, out, errOut)
+			}
+			if msg := checkError(t, out); !strings.Contains(msg, first) {
+				t.Fatalf("--json: error does not carry the expected error\nwant line: %s\ngot: %s", first, msg)
+			}
+			assertNoSecrets(t, out, errOut)
+			if strings.Contains(out, "literal-SECRET") {
+				t.Fatalf("--json: a secret of the file leaked (IM-5):\n%s", out)
+			}
 		})
+	}
+}
+
+// checkError decodes check --json's output as the one-key error object.
+func checkError(t *testing.T, out string) string {
+	t.Helper()
+	var obj map[string]string
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&obj); err != nil || len(obj) != 1 || obj["error"] == "" || dec.More() {
+		t.Fatalf("check --json did not print one {\"error\": …} object (%v):\n%s", err, out)
+	}
+	return obj["error"]
+}
+
+// Appendix B: check --json of a file that is missing or cannot be read
+// prints the error object too, exit 1.
+func TestCheckJSONUnreadableConfig(t *testing.T) {
+	dir := t.TempDir()
+	for name, path := range map[string]string{
+		"missing":   filepath.Join(dir, "missing.yaml"),
+		"directory": dir,
+	} {
+		code, out, errOut := runCLI(t, "check", "--json", "--config", path)
+		if code != 1 {
+			t.Fatalf("%s: exit %d, want 1\nstdout: %s\nstderr: %s", name, code, out, errOut)
+		}
+		if msg := checkError(t, out); !strings.Contains(msg, path) {
+			t.Fatalf("%s: error %q does not name the file", name, msg)
+		}
 	}
 }
 
@@ -150,7 +199,11 @@ func TestCheckWithoutConfig(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "no config file") {
 		t.Fatalf("check with no config: %d %q", code, errOut)
 	}
-	code, out, _ := runCLI(t)
+	code, out, _ := runCLI(t, "check", "--json")
+	if code != 1 || !strings.Contains(checkError(t, out), "no config file") {
+		t.Fatalf("check --json with no config: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t)
 	if code != 0 || !strings.Contains(out, "demo") {
 		t.Fatalf("toolgate with no config: %d %q", code, out)
 	}
@@ -233,5 +286,55 @@ func TestBinaryExitCodes(t *testing.T) {
 		if got := cmd.ProcessState.ExitCode(); got != tc.code || !strings.Contains(string(out), tc.out) {
 			t.Errorf("toolgate %v: exit %d, output %q; want exit %d containing %q", tc.args, got, out, tc.code, tc.out)
 		}
+	}
+}
+
+// IM-9, IM-2, Appendix B: check shows an upstream with transport omitted
+// (auto) over the transport that answered, in text and in --json.
+func TestCheckShowsResolvedTransportIM9(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	weather, err := demo.New("weather", demo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo, err := demo.New("echo", demo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := httptest.NewServer(server.NewSSEServer(weather))
+	t.Cleanup(legacy.Close)
+	modern := httptest.NewServer(server.NewStreamableHTTPServer(echo))
+	t.Cleanup(modern.Close)
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	yaml := "endpoints:\n  - path: /mcp\n    actor: {id: test, roles: [ADMIN]}\n" +
+		"upstreams:\n" +
+		"  - name: legacy\n    url: " + legacy.URL + "/sse\n    defaultKind: read\n" +
+		"  - name: modern\n    url: " + modern.URL + "/mcp\n    defaultKind: read\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runCLI(t, "check", "--json", "--config", path)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	var checked report.Check
+	if err := json.Unmarshal([]byte(out), &checked); err != nil {
+		t.Fatalf("not the check object: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, u := range checked.Upstreams {
+		got[u.Name] = u.State + " over " + u.Transport
+	}
+	want := map[string]string{"legacy": "connected over sse", "modern": "connected over http"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("upstreams: %v, want %v", got, want)
+	}
+
+	code, out, errOut = runCLI(t, "check", "--config", path)
+	if code != 0 || !regexp.MustCompile(`upstream legacy +sse +connected`).MatchString(out) ||
+		!regexp.MustCompile(`upstream modern +http +connected`).MatchString(out) {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }

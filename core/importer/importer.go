@@ -21,7 +21,9 @@ type UpstreamSpec struct {
 	Name string
 	// Prefix for imported names; "" opts out (IM-11).
 	Prefix string
-	// Transport is shown to the operator: stdio, http, sse, auto, fake.
+	// Transport is shown to the operator: stdio, http, sse, auto, fake. An
+	// upstream that is a core.TransportReporter shows the transport it
+	// connected over instead, once it has.
 	Transport string
 	Include   []string
 	Exclude   []string
@@ -334,7 +336,9 @@ func (im *Importer) listTools(ctx context.Context, u *upstream) ([]core.RemoteTo
 }
 
 // connect makes sure u is connected and returns the connection generation.
-// Its errors wrap ErrNotSent: nothing was asked of the upstream yet.
+// Its errors say what happened to the handshake, as the upstream reported
+// it: a server that answered initialize with a status is not "not sent"
+// (IM-29), though no call was made on it yet.
 func (im *Importer) connect(ctx context.Context, u *upstream) (uint64, error) {
 	u.connMu.Lock()
 	defer u.connMu.Unlock()
@@ -348,18 +352,20 @@ func (im *Importer) connect(ctx context.Context, u *upstream) (uint64, error) {
 	info, err := u.spec.Upstream.Connect(cctx)
 	if err != nil {
 		_ = u.spec.Upstream.Close()
-		if errors.Is(err, core.ErrNotSent) {
-			err = fmt.Errorf("connect: %w", err)
-		} else {
-			err = fmt.Errorf("connect: %w: %w", core.ErrNotSent, err)
-		}
+		err = fmt.Errorf("connect: %w", err)
 		im.failed(u, err)
 		return 0, err
 	}
 	u.connected = true
 	u.gen++
+	transport := u.spec.Transport
+	if tr, ok := u.spec.Upstream.(core.TransportReporter); ok && tr.Transport() != "" {
+		// auto until it is known which transport answered (IM-9).
+		transport = tr.Transport()
+	}
 	im.setStatus(u, func(s *core.UpstreamStatus) {
 		s.State, s.Server, s.Latency, s.LastError = core.StateConnected, info, time.Since(start), ""
+		s.Transport = transport
 	})
 	return u.gen, nil
 }
@@ -726,14 +732,19 @@ func (im *Importer) handler(u *upstream, remote string, kind core.Kind) core.Han
 // isError result is a result, never retried (IM-30).
 func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind core.Kind, args json.RawMessage) (core.Result, error) {
 	var res core.Result
+	// mayHaveRun: an attempt reached the upstream and failed ambiguously. A
+	// call whose every attempt failed to connect, or failed definitely, did
+	// not run, whatever the connect error was.
+	mayHaveRun := false
 	err := im.do(ctx, u, kind, func(ctx context.Context) (err error) {
 		res, err = u.spec.Upstream.CallTool(ctx, remote, args)
+		mayHaveRun = mayHaveRun || err != nil && ambiguous(err)
 		return err
 	})
 	if err == nil {
 		return res, nil
 	}
-	if kind == core.KindAction && ambiguous(err) {
+	if kind == core.KindAction && mayHaveRun {
 		return core.Result{}, fmt.Errorf("%s on %q: %w (%w)", remote, u.spec.Name, core.ErrOutcomeUnknown, err)
 	}
 	return core.Result{}, fmt.Errorf("%s on %q: %w", remote, u.spec.Name, err)
@@ -741,17 +752,24 @@ func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind c
 
 // do runs op against u's connection with the per-operation timeout,
 // connecting first and dropping the connection after a transient failure
-// (IM-27); the classifier decides whether to try again.
+// (IM-27); the classifier decides whether op may run again, and a transient
+// failure to connect is tried again.
 func (im *Importer) do(ctx context.Context, u *upstream, kind core.Kind, op func(context.Context) error) error {
-	var err error
+	var last error
 	for attempt := range im.attempts {
 		if attempt > 0 {
 			if werr := sleep(ctx, im.backoff(attempt)); werr != nil {
 				break
 			}
 		}
-		var gen uint64
-		if gen, err = im.connect(ctx, u); err == nil {
+		gen, err := im.connect(ctx, u)
+		var again bool
+		if err != nil {
+			// Nothing of the call left: connecting again re-issues
+			// nothing, so a transient failure is tried again for every
+			// kind without asking the classifier.
+			again = core.Transient(err)
+		} else {
 			cctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
 			err = op(cctx)
 			cancel()
@@ -761,12 +779,14 @@ func (im *Importer) do(ctx context.Context, u *upstream, kind core.Kind, op func
 			if core.Transient(err) {
 				im.disconnect(u, gen)
 			}
+			again = im.retry(kind, err)
 		}
-		if ctx.Err() != nil || !im.retry(kind, err) {
+		last = err
+		if ctx.Err() != nil || !again {
 			break
 		}
 	}
-	return err
+	return last
 }
 
 // Ping runs a health check on one upstream and records its latency (IM-9).

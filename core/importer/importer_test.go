@@ -435,6 +435,48 @@ func TestActionNeverReissued(t *testing.T) {
 	}
 }
 
+// IM-29, IM-27: a reconnect the server answered with a status is that
+// status, not "not sent"; the action it was for never ran, so its outcome
+// is known. A transient answer is connected again (nothing is re-issued
+// by that), a definite one is not.
+func TestConnectAnsweredIsNotNotSentIM29(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	up := coretest.NewFakeUpstream("n", core.RemoteTool{Name: "send"})
+	im := newImporter(t, reg, spec("n", up))
+	coretest.Must(t, im.Start(context.Background()))
+	invoke := func() error {
+		_, err := reg.Invoke(context.Background(), core.Actor{ID: "x"}, "n_send", nil)
+		return err
+	}
+	// A lost reply drops the connection: the next call reconnects.
+	up.FailCall(io.ErrUnexpectedEOF)
+	if err := invoke(); !errors.Is(err, core.ErrOutcomeUnknown) {
+		t.Fatalf("lost reply: %v", err)
+	}
+
+	up.FailConnect(&core.StatusError{Code: 403})
+	err := invoke()
+	var se *core.StatusError
+	if !errors.As(err, &se) || se.Code != 403 || errors.Is(err, core.ErrNotSent) || errors.Is(err, core.ErrOutcomeUnknown) {
+		t.Fatalf("reconnect answered 403: %v", err)
+	}
+	st := im.Statuses()[0]
+	if st.State != core.StateFailed || strings.Contains(st.LastError, core.ErrNotSent.Error()) || !strings.Contains(st.LastError, "HTTP 403") {
+		t.Fatalf("status after a 403 on connect: %s %q", st.State, st.LastError)
+	}
+	if up.Calls("send") != 1 || up.Connects() != 1 {
+		t.Fatalf("calls=%d connects=%d after a refused reconnect, want 1 and 1", up.Calls("send"), up.Connects())
+	}
+
+	up.FailConnect(&core.StatusError{Code: 502})
+	if err := invoke(); err != nil {
+		t.Fatalf("reconnect answered 502 once: %v", err)
+	}
+	if up.Calls("send") != 2 || up.Connects() != 2 {
+		t.Fatalf("calls=%d connects=%d, want 2 and 2", up.Calls("send"), up.Connects())
+	}
+}
+
 // IM-30: an isError result is the tool's own failure, never retried.
 func TestIsErrorNotRetried(t *testing.T) {
 	reg := core.NewRegistry(nil)

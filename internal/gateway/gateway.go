@@ -68,6 +68,7 @@ type Gateway struct {
 	gate      *confirm.Gate // nil: no confirm secret, action tools are not served
 	approvals *confirm.ApprovalQueue
 	hub       *mcp.Hub
+	ops       *opsLog // nil without a logger
 	handler   http.Handler
 	endpoints []*mcp.Endpoint
 	ln        net.Listener
@@ -130,6 +131,11 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	}
 	if err = g.buildRegistry(ctx); err != nil {
 		return nil, fmt.Errorf("building the gateway: %w", err)
+	}
+	if g.opts.Logger != nil {
+		// Drops, collisions and refresh diffs, for whoever reads the log
+		// rather than the console (OP-7).
+		g.ops = startOpsLog(g.log, g.reg.Bus(), opsLogBuffer)
 	}
 	if g.opts.ImportOnly {
 		return g, nil
@@ -211,8 +217,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 }
 
 // Close shuts the endpoints down gracefully within ctx (SV-9), then every
-// upstream connection and child process (IM-10), then the store if the
-// gateway opened it. The error says in-flight calls had to be cut. Close is
+// upstream connection and child process (IM-10), then the operator log
+// (once it has logged every event before), then the store if the gateway
+// opened it. The error says in-flight calls had to be cut. Close is
 // safe after a partial New and more than once.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
@@ -236,6 +243,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 			if err := g.importer.Close(); err != nil {
 				g.log.Warn("closing upstreams", "err", err)
 			}
+		}
+		if g.ops != nil {
+			g.ops.close() // after the importer: its last events are logged
 		}
 		if g.ownStore && g.store != nil {
 			_ = g.store.Close()
