@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,15 +26,19 @@ const DefaultConfirmTTL = 15 * time.Minute
 
 // Refusals of a confirming call, each with its own message (CF-4).
 var (
-	ErrConfirmForged   = errors.New("confirm token is not valid")
-	ErrConfirmExpired  = errors.New("confirm token expired")
-	ErrConfirmUsed     = errors.New("confirm token already used")
-	ErrConfirmActor    = errors.New("confirm token was issued to another actor")
-	ErrConfirmTenant   = errors.New("confirm token was issued for another tenant")
-	ErrConfirmArgs     = errors.New("arguments differ from the previewed ones")
-	ErrConfirmTool     = errors.New("confirm token was issued for another tool")
-	ErrConfirmMissing  = errors.New("confirm is true but confirmToken is missing")
-	ErrConfirmConflict = errors.New("tool schema already defines confirm or confirmToken")
+	ErrConfirmForged = errors.New("confirm token is not valid")
+	// ErrConfirmOldFormat: a token of the format before per-preview
+	// nonces, "<exp>.<mac>". Such tokens are no longer accepted; they
+	// would have expired within one TTL of the upgrade anyway.
+	ErrConfirmOldFormat = errors.New("confirm token is in the format of an older toolgate; preview again")
+	ErrConfirmExpired   = errors.New("confirm token expired")
+	ErrConfirmUsed      = errors.New("confirm token already used")
+	ErrConfirmActor     = errors.New("confirm token was issued to another actor")
+	ErrConfirmTenant    = errors.New("confirm token was issued for another tenant")
+	ErrConfirmArgs      = errors.New("arguments differ from the previewed ones")
+	ErrConfirmTool      = errors.New("confirm token was issued for another tool")
+	ErrConfirmMissing   = errors.New("confirm is true but confirmToken is missing")
+	ErrConfirmConflict  = errors.New("tool schema already defines confirm or confirmToken")
 )
 
 // TokenLedger records spent confirm tokens; Store implements it.
@@ -210,10 +215,14 @@ func Split(c *core.ToolCall) {
 	c.Args, c.Confirm, c.Token = args, confirm, token
 }
 
-// TokenID is the ledger key of a token: its MAC.
+// TokenID is the ledger key of a token: its MAC, the last field ("" for
+// a string with no field separator).
 func TokenID(token string) string {
-	_, mac, _ := strings.Cut(token, ".")
-	return mac
+	i := strings.LastIndexByte(token, '.')
+	if i < 0 {
+		return ""
+	}
+	return token[i+1:]
 }
 
 // ErrConfirmRejected: an operator rejected the call (CF-5).
@@ -246,23 +255,75 @@ type PreviewCall struct {
 // Messages returns the texts in use.
 func (g *Gate) Messages() ConfirmMessages { return g.msgs }
 
-// Issue returns a token for this tool, actor and canonical arguments, and
-// when it expires (CF-3): "<expiresAt unix seconds>.<hex HMAC-SHA256>".
+// Token format (CF-3):
+//
+//	<exp>.<nonce>.<mac>
+//
+//	exp    expiry, Unix seconds, decimal
+//	nonce  16 random bytes, lowercase hex: every preview gets a token of
+//	       its own, even two previews of one call in one second, so
+//	       confirming one never spends the other
+//	mac    HMAC-SHA256 under the gate's secret, lowercase hex, over the
+//	       length-prefixed fields tool, actor id, tenant, exp, nonce and
+//	       the canonical arguments
+//
+// Verifying needs only the secret (no table of issued tokens); the ledger,
+// keyed by the mac (TokenID), makes a token single use. The format before
+// nonces, "<exp>.<mac>", is refused with ErrConfirmOldFormat: such a token
+// would expire within one TTL of an upgrade anyway, and its client
+// previews again.
+const nonceBytes = 16
+
+// Issue returns a new token for this tool, actor and canonical arguments,
+// and when it expires (CF-3).
 func (g *Gate) Issue(tool string, actor core.Actor, canonicalArgs []byte) (string, time.Time) {
 	expires := g.now().Add(g.ttl).Truncate(time.Second)
-	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), canonicalArgs)
+	var n [nonceBytes]byte
+	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
+	nonce := hex.EncodeToString(n[:])
+	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), nonce, canonicalArgs)
 	g.remember(mac, issuedToken{tool, actor.ID, actor.Tenant, string(canonicalArgs), expires})
-	return strconv.FormatInt(expires.Unix(), 10) + "." + mac, expires
+	return strconv.FormatInt(expires.Unix(), 10) + "." + nonce + "." + mac, expires
 }
 
-func (g *Gate) mac(tool, actor, tenant string, expires int64, canonicalArgs []byte) string {
+func (g *Gate) mac(tool, actor, tenant string, expires int64, nonce string, canonicalArgs []byte) string {
 	h := hmac.New(sha256.New, g.secret)
 	// Length-prefixed fields: no choice of names can make two different
 	// calls hash alike.
-	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), string(canonicalArgs)} {
+	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), nonce, string(canonicalArgs)} {
 		fmt.Fprintf(h, "%d:%s;", len(f), f)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// parseToken splits a token into its fields; ok is false for anything not
+// of the current format.
+func parseToken(token string) (exp int64, nonce, mac string, ok bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || !isHex(parts[1], nonceBytes*2) || !isHex(parts[2], sha256.Size*2) {
+		return 0, "", "", false
+	}
+	exp, err := strconv.ParseInt(parts[0], 10, 64)
+	return exp, parts[1], parts[2], err == nil
+}
+
+// isOldFormat reports whether token looks like "<exp>.<mac>".
+func isOldFormat(token string) bool {
+	exp, mac, ok := strings.Cut(token, ".")
+	_, err := strconv.ParseInt(exp, 10, 64)
+	return ok && err == nil && isHex(mac, sha256.Size*2)
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Gate) remember(mac string, it issuedToken) {
@@ -287,13 +348,15 @@ func (g *Gate) remember(mac string, it issuedToken) {
 // does not match, a token this gate issued recently is compared part by
 // part to say which one differs.
 func (g *Gate) Verify(tool string, actor core.Actor, canonicalArgs []byte, token string) (expires time.Time, err error) {
-	expStr, mac, ok := strings.Cut(token, ".")
-	exp, perr := strconv.ParseInt(expStr, 10, 64)
-	if !ok || perr != nil || len(mac) != sha256.Size*2 {
+	exp, nonce, mac, ok := parseToken(token)
+	if !ok {
+		if isOldFormat(token) {
+			return time.Time{}, ErrConfirmOldFormat
+		}
 		return time.Time{}, ErrConfirmForged
 	}
 	expires = time.Unix(exp, 0)
-	want := g.mac(tool, actor.ID, actor.Tenant, exp, canonicalArgs)
+	want := g.mac(tool, actor.ID, actor.Tenant, exp, nonce, canonicalArgs)
 	if !hmac.Equal([]byte(want), []byte(mac)) {
 		return expires, g.why(mac, tool, actor, canonicalArgs)
 	}

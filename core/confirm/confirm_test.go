@@ -50,6 +50,13 @@ func newGateFixture(t *testing.T) *gateFixture {
 	return f
 }
 
+// otherNonce is tok with another nonce and the same mac.
+func otherNonce(tok string) string {
+	parts := strings.Split(tok, ".")
+	parts[1] = strings.Repeat("0", len(parts[1]))
+	return strings.Join(parts, ".")
+}
+
 func confirmArgs(args, token string) json.RawMessage {
 	var m map[string]any
 	_ = json.Unmarshal([]byte(args), &m)
@@ -69,7 +76,7 @@ func TestGatePreview(t *testing.T) {
 	if f.runs.Load() != 0 {
 		t.Fatal("the preview ran the tool")
 	}
-	if !regexp.MustCompile(`^\d+\.[0-9a-f]{64}$`).MatchString(p.ConfirmToken) {
+	if !regexp.MustCompile(`^\d+\.[0-9a-f]{32}\.[0-9a-f]{64}$`).MatchString(p.ConfirmToken) {
 		t.Fatalf("token shape: %q", p.ConfirmToken)
 	}
 	if !p.ExpiresAt.Equal(f.clock.Add(DefaultConfirmTTL)) {
@@ -111,6 +118,9 @@ func TestGateConfirm(t *testing.T) {
 		{"other tool", alice, "other_action", `{"title":"x","n":1}`, tok, ErrConfirmTool},
 		{"forged mac", alice, "notes_create", `{"title":"x","n":1}`, tok[:len(tok)-4] + "beef", ErrConfirmForged},
 		{"garbage", alice, "notes_create", `{"title":"x","n":1}`, "hello", ErrConfirmForged},
+		{"other nonce", alice, "notes_create", `{"title":"x","n":1}`, otherNonce(tok), ErrConfirmForged},
+		// The format before nonces (CF-3) is refused as such.
+		{"old format", alice, "notes_create", `{"title":"x","n":1}`, tok[:strings.IndexByte(tok, '.')] + "." + TokenID(tok), ErrConfirmOldFormat},
 		{"missing token", alice, "notes_create", `{"title":"x","n":1}`, "", ErrConfirmMissing},
 	}
 	for _, r := range refusals {
@@ -252,4 +262,28 @@ func (f *gateFixture) preview(t *testing.T, actor core.Actor, args string) Previ
 		t.Fatalf("preview result: %s", res.JSON)
 	}
 	return body.StructuredContent
+}
+
+// CF-3, CF-4: two previews of one call in the same second (the clock does
+// not move here) get distinct tokens, and each is its own single use:
+// confirming one neither spends nor stands in for the other.
+func TestGateDistinctTokenPerPreviewCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	a := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	b := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	if a == b || TokenID(a) == TokenID(b) {
+		t.Fatalf("two previews of one call in one second share a token: %q", a)
+	}
+	for _, tok := range []string{a, b} {
+		if _, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, tok)); err != nil {
+			t.Fatalf("confirm %q: %v", tok, err)
+		}
+	}
+	if f.runs.Load() != 2 {
+		t.Fatalf("two confirmed previews ran %d times, want 2", f.runs.Load())
+	}
+	if _, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, a)); !errors.Is(err, ErrConfirmUsed) {
+		t.Fatalf("replay of the first: %v, want ErrConfirmUsed", err)
+	}
 }
