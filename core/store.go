@@ -33,6 +33,17 @@ type Store interface {
 	// after PruneEvery further first uses through the same handle.
 	UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error)
 
+	// StoreID is the identity of the store's contents: fixed when the store
+	// is created, the same for every handle on it and across restarts, and
+	// different for every other store. Confirm tokens are bound to it
+	// (CF-3), so a token issued against one store is refused by another.
+	//
+	// It fails with an error wrapping ErrStoreLost while the handle no
+	// longer reaches the store it opened (its file was deleted or
+	// replaced): meanwhile its other methods fail the same way, and the
+	// confirm gate refuses action calls; read tools are served as before.
+	StoreID(ctx context.Context) (string, error)
+
 	// AppendAudit records one call (OP-6). A zero Time is set to now.
 	AppendAudit(ctx context.Context, r AuditRecord) error
 	// Audit returns the records matching q, oldest first; records with equal
@@ -104,6 +115,11 @@ var (
 	ErrStoreTooNew = errors.New("store was written by a newer toolgate")
 	// ErrStoreClosed: the store was used after Close.
 	ErrStoreClosed = errors.New("store is closed")
+	// ErrStoreLost: the store a handle opened is no longer the one at its
+	// place (the file was deleted or replaced while in use). What the
+	// handle would write now reaches no later process, the confirm ledger
+	// included, so the handle refuses to be used.
+	ErrStoreLost = errors.New("store was deleted or replaced while in use")
 )
 
 const (

@@ -495,6 +495,11 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
 			res, err = e.confirmByElicitation(ctx, actor, c, res)
 		}
+		if errors.Is(err, core.ErrStoreLost) {
+			// The client reads that actions are refused; the operator
+			// needs the path and what happened to it.
+			e.opts.Logger.Error("the store is lost: action calls are refused until a restart", "tool", c.Tool.Name, "err", err)
+		}
 	} else {
 		res, err = e.opts.Registry.Run(ctx, actor, c)
 	}

@@ -28,22 +28,28 @@ const DefaultConfirmTTL = 15 * time.Minute
 var (
 	ErrConfirmForged = errors.New("confirm token is not valid")
 	// ErrConfirmOldFormat: a token of the format before per-preview
-	// nonces, "<exp>.<mac>". Such tokens are no longer accepted; they
+	// nonces and store binding. Such tokens are no longer accepted; they
 	// would have expired within one TTL of the upgrade anyway.
 	ErrConfirmOldFormat = errors.New("confirm token is in the format of an older toolgate; preview again")
-	ErrConfirmExpired   = errors.New("confirm token expired")
-	ErrConfirmUsed      = errors.New("confirm token already used")
-	ErrConfirmActor     = errors.New("confirm token was issued to another actor")
-	ErrConfirmTenant    = errors.New("confirm token was issued for another tenant")
-	ErrConfirmArgs      = errors.New("arguments differ from the previewed ones")
-	ErrConfirmTool      = errors.New("confirm token was issued for another tool")
-	ErrConfirmMissing   = errors.New("confirm is true but confirmToken is missing")
-	ErrConfirmConflict  = errors.New("tool schema already defines confirm or confirmToken")
+	// ErrConfirmStore: a genuine token issued against another store than
+	// the gateway's: the store was lost or replaced since (CF-3).
+	ErrConfirmStore    = errors.New("confirm token was issued against another store")
+	ErrConfirmExpired  = errors.New("confirm token expired")
+	ErrConfirmUsed     = errors.New("confirm token already used")
+	ErrConfirmActor    = errors.New("confirm token was issued to another actor")
+	ErrConfirmTenant   = errors.New("confirm token was issued for another tenant")
+	ErrConfirmArgs     = errors.New("arguments differ from the previewed ones")
+	ErrConfirmTool     = errors.New("confirm token was issued for another tool")
+	ErrConfirmMissing  = errors.New("confirm is true but confirmToken is missing")
+	ErrConfirmConflict = errors.New("tool schema already defines confirm or confirmToken")
 )
 
-// TokenLedger records spent confirm tokens; Store implements it.
+// TokenLedger records spent confirm tokens; Store implements it. StoreID
+// names the store the ledger lives in; tokens are bound to it (CF-3), and
+// while it fails (core.ErrStoreLost) no action call is served.
 type TokenLedger interface {
 	UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error)
+	StoreID(ctx context.Context) (string, error)
 }
 
 // ConfirmMessages are the texts a client sees (CF-7). Empty fields keep
@@ -56,6 +62,11 @@ type ConfirmMessages struct {
 	Expired  string
 	// TimedOut: no operator decided within approvalWait.
 	TimedOut string
+	// StoreLost: the store was deleted or replaced while serving; no
+	// action call runs until the gateway restarts (CF-3).
+	StoreLost string
+	// OtherStore: the token was issued against another store (CF-3).
+	OtherStore string
 }
 
 // GateOptions configures a Gate.
@@ -122,6 +133,8 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	setDefault(&m.Rejected, "Not run: the operator rejected this call")
 	setDefault(&m.Expired, "Not run: the confirmation expired; preview again to get a new one")
 	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
+	setDefault(&m.StoreLost, "Not run: the gateway's store was deleted or replaced while in use, and with it the record of used confirmations; action calls are refused until the gateway is restarted")
+	setDefault(&m.OtherStore, "Not run: this confirmation was issued against another store (the gateway's store was lost or replaced since); preview again to get a new one")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
 	}
@@ -257,40 +270,48 @@ func (g *Gate) Messages() ConfirmMessages { return g.msgs }
 
 // Token format (CF-3):
 //
-//	<exp>.<nonce>.<mac>
+//	<exp>.<store>.<nonce>.<mac>
 //
 //	exp    expiry, Unix seconds, decimal
+//	store  the identity of the store whose ledger the token is spent in
+//	       (core.Store.StoreID): a token issued against one store is
+//	       refused by another, so a store lost with its ledger cannot make
+//	       a spent token run again
 //	nonce  16 random bytes, lowercase hex: every preview gets a token of
 //	       its own, even two previews of one call in one second, so
 //	       confirming one never spends the other
 //	mac    HMAC-SHA256 under the gate's secret, lowercase hex, over the
-//	       length-prefixed fields tool, actor id, tenant, exp, nonce and
-//	       the canonical arguments
+//	       length-prefixed fields tool, actor id, tenant, exp, nonce,
+//	       store and the canonical arguments
 //
-// Verifying needs only the secret (no table of issued tokens); the ledger,
-// keyed by the mac (TokenID), makes a token single use. The format before
-// nonces, "<exp>.<mac>", is refused with ErrConfirmOldFormat: such a token
-// would expire within one TTL of an upgrade anyway, and its client
-// previews again.
+// Verifying needs only the secret and the store's identity (no table of
+// issued tokens); the ledger, keyed by the mac (TokenID), makes a token
+// single use. Earlier formats, "<exp>.<mac>" and "<exp>.<nonce>.<mac>",
+// are refused with ErrConfirmOldFormat: such a token would expire within
+// one TTL of an upgrade anyway, and its client previews again.
 const nonceBytes = 16
 
+// maxTokenLen bounds what Verify parses: the longest well-formed token is
+// under 200 bytes.
+const maxTokenLen = 256
+
 // Issue returns a new token for this tool, actor and canonical arguments,
-// and when it expires (CF-3).
-func (g *Gate) Issue(tool string, actor core.Actor, canonicalArgs []byte) (string, time.Time) {
+// bound to the store storeID names, and when it expires (CF-3).
+func (g *Gate) Issue(tool string, actor core.Actor, storeID string, canonicalArgs []byte) (string, time.Time) {
 	expires := g.now().Add(g.ttl).Truncate(time.Second)
 	var n [nonceBytes]byte
 	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
 	nonce := hex.EncodeToString(n[:])
-	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), nonce, canonicalArgs)
+	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), nonce, storeID, canonicalArgs)
 	g.remember(mac, issuedToken{tool, actor.ID, actor.Tenant, string(canonicalArgs), expires})
-	return strconv.FormatInt(expires.Unix(), 10) + "." + nonce + "." + mac, expires
+	return strconv.FormatInt(expires.Unix(), 10) + "." + storeID + "." + nonce + "." + mac, expires
 }
 
-func (g *Gate) mac(tool, actor, tenant string, expires int64, nonce string, canonicalArgs []byte) string {
+func (g *Gate) mac(tool, actor, tenant string, expires int64, nonce, storeID string, canonicalArgs []byte) string {
 	h := hmac.New(sha256.New, g.secret)
 	// Length-prefixed fields: no choice of names can make two different
 	// calls hash alike.
-	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), nonce, string(canonicalArgs)} {
+	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), nonce, storeID, string(canonicalArgs)} {
 		fmt.Fprintf(h, "%d:%s;", len(f), f)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -298,20 +319,40 @@ func (g *Gate) mac(tool, actor, tenant string, expires int64, nonce string, cano
 
 // parseToken splits a token into its fields; ok is false for anything not
 // of the current format.
-func parseToken(token string) (exp int64, nonce, mac string, ok bool) {
+func parseToken(token string) (exp int64, storeID, nonce, mac string, ok bool) {
 	parts := strings.Split(token, ".")
-	if len(parts) != 3 || !isHex(parts[1], nonceBytes*2) || !isHex(parts[2], sha256.Size*2) {
-		return 0, "", "", false
+	if len(parts) != 4 || !validStoreID(parts[1]) || !isHex(parts[2], nonceBytes*2) || !isHex(parts[3], sha256.Size*2) {
+		return 0, "", "", "", false
 	}
 	exp, err := strconv.ParseInt(parts[0], 10, 64)
-	return exp, parts[1], parts[2], err == nil
+	return exp, parts[1], parts[2], parts[3], err == nil
 }
 
-// isOldFormat reports whether token looks like "<exp>.<mac>".
+// isOldFormat reports whether token looks like "<exp>.<mac>" or
+// "<exp>.<nonce>.<mac>".
 func isOldFormat(token string) bool {
-	exp, mac, ok := strings.Cut(token, ".")
-	_, err := strconv.ParseInt(exp, 10, 64)
-	return ok && err == nil && isHex(mac, sha256.Size*2)
+	parts := strings.Split(token, ".")
+	if len(parts) != 2 && (len(parts) != 3 || !isHex(parts[1], nonceBytes*2)) {
+		return false
+	}
+	_, err := strconv.ParseInt(parts[0], 10, 64)
+	return err == nil && isHex(parts[len(parts)-1], sha256.Size*2)
+}
+
+// validStoreID keeps store identities to what a token can carry as one
+// field: 1 to 64 of [0-9A-Za-z_-].
+func validStoreID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(s string, n int) bool {
@@ -343,12 +384,16 @@ func (g *Gate) remember(mac string, it issuedToken) {
 	g.issued[mac] = it
 }
 
-// Verify checks a token against the call it claims to confirm; it does not
-// spend it. Validity is decided by the MAC alone (stateless); when the MAC
-// does not match, a token this gate issued recently is compared part by
-// part to say which one differs.
-func (g *Gate) Verify(tool string, actor core.Actor, canonicalArgs []byte, token string) (expires time.Time, err error) {
-	exp, nonce, mac, ok := parseToken(token)
+// Verify checks a token against the call it claims to confirm, against the
+// store storeID names; it does not spend it. Validity is decided by the MAC
+// alone (stateless); when the MAC does not match, a token this gate issued
+// recently is compared part by part to say which one differs. A genuine
+// token issued against another store is ErrConfirmStore.
+func (g *Gate) Verify(tool string, actor core.Actor, storeID string, canonicalArgs []byte, token string) (expires time.Time, err error) {
+	if len(token) > maxTokenLen {
+		return time.Time{}, ErrConfirmForged
+	}
+	exp, tokenStore, nonce, mac, ok := parseToken(token)
 	if !ok {
 		if isOldFormat(token) {
 			return time.Time{}, ErrConfirmOldFormat
@@ -356,9 +401,14 @@ func (g *Gate) Verify(tool string, actor core.Actor, canonicalArgs []byte, token
 		return time.Time{}, ErrConfirmForged
 	}
 	expires = time.Unix(exp, 0)
-	want := g.mac(tool, actor.ID, actor.Tenant, exp, nonce, canonicalArgs)
+	// The MAC over the store the token names: a token of another store is
+	// told apart from a forged one, and refused with its own reason.
+	want := g.mac(tool, actor.ID, actor.Tenant, exp, nonce, tokenStore, canonicalArgs)
 	if !hmac.Equal([]byte(want), []byte(mac)) {
 		return expires, g.why(mac, tool, actor, canonicalArgs)
+	}
+	if tokenStore != storeID {
+		return expires, ErrConfirmStore
 	}
 	if g.now().After(expires) {
 		return expires, ErrConfirmExpired
@@ -409,6 +459,10 @@ func (g *Gate) RefusalText(err error) string {
 		return g.msgs.Rejected + ": " + err.Error()
 	case errors.Is(err, ErrApprovalTimeout):
 		return g.msgs.TimedOut
+	case errors.Is(err, core.ErrStoreLost):
+		return g.msgs.StoreLost
+	case errors.Is(err, ErrConfirmStore):
+		return g.msgs.OtherStore
 	}
 	return g.msgs.Invalid + ": " + err.Error()
 }
@@ -455,6 +509,15 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 		return core.Result{}, err
 	}
 	tool, name := c.Tool, c.Tool.Name
+	// Asked on every action call, previews included: a lost store refuses
+	// them all, and the answer is what tokens are bound to.
+	storeID, err := g.ledger.StoreID(ctx)
+	if err == nil && !validStoreID(storeID) {
+		err = fmt.Errorf("store identity %q cannot be carried by a confirm token", storeID)
+	}
+	if err != nil {
+		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
+	}
 	if !c.Confirm {
 		var detail string
 		if tool.Preview != nil {
@@ -462,7 +525,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 				return core.Result{}, err
 			}
 		}
-		tok, expires := g.Issue(name, actor, canon)
+		tok, expires := g.Issue(name, actor, storeID, canon)
 		c.Issued = tok
 		return g.previewResult(tool, detail, canon, tok, expires), nil
 	}
@@ -470,7 +533,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 	if token == "" {
 		return core.Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
 	}
-	expires, err := g.Verify(name, actor, canon, token)
+	expires, err := g.Verify(name, actor, storeID, canon, token)
 	// Spent before any operator sees it: a replay never reaches the
 	// queue, and a rejected or timed-out confirmation cannot be sent again
 	// in the hope of a different answer; the client previews again.
