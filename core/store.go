@@ -89,13 +89,20 @@ type AuditRecord struct {
 	// ArgsHash is a hash of the canonical arguments; argument values are
 	// never stored in clear.
 	ArgsHash string `json:"argsHash,omitempty"`
-	// Outcome: ok | error | refused | preview | outcome-unknown …
+	// Outcome: ok | error | refused | preview | outcome-unknown … or
+	// AuditIntent for the record committed before a confirmed action runs;
+	// the call's outcome follows in a second record with the same CallID.
 	Outcome string `json:"outcome"`
 	// Latency is in nanoseconds in JSON, like any time.Duration.
 	Latency        time.Duration `json:"latency"`
 	ConfirmTokenID string        `json:"confirmTokenId,omitempty"`
 	CallID         string        `json:"callId,omitempty"`
 }
+
+// AuditIntent is the outcome of the record a confirmed action's call gets
+// before it runs (CF-3): a log with an intent and no outcome for a call says
+// the action may have run and its end was not recorded.
+const AuditIntent = "intent"
 
 // AuditQuery selects audit records.
 type AuditQuery struct {

@@ -42,7 +42,15 @@ var (
 	ErrConfirmTool     = errors.New("confirm token was issued for another tool")
 	ErrConfirmMissing  = errors.New("confirm is true but confirmToken is missing")
 	ErrConfirmConflict = errors.New("tool schema already defines confirm or confirmToken")
+	// ErrNotRecorded: the audit intent of a confirmed call could not be
+	// written, so the action did not run (CF-3).
+	ErrNotRecorded = errors.New("the call could not be recorded in the audit log before it ran")
 )
+
+// Intent durably records that a confirmed action is about to run (CF-3):
+// Call invokes it once the token is spent and any operator has approved,
+// right before the tool runs, and runs nothing if it fails.
+type Intent func(ctx context.Context) error
 
 // TokenLedger records spent confirm tokens; Store implements it. StoreID
 // names the store the ledger lives in; tokens are bound to it (CF-3), and
@@ -67,6 +75,8 @@ type ConfirmMessages struct {
 	StoreLost string
 	// OtherStore: the token was issued against another store (CF-3).
 	OtherStore string
+	// Unrecorded: the call's audit intent could not be written (CF-3).
+	Unrecorded string
 }
 
 // GateOptions configures a Gate.
@@ -134,6 +144,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	setDefault(&m.Expired, "Not run: the confirmation expired; preview again to get a new one")
 	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
 	setDefault(&m.StoreLost, "Not run: the gateway's store was deleted or replaced while in use, and with it the record of used confirmations; action calls are refused until the gateway is restarted")
+	setDefault(&m.Unrecorded, "Not run: the gateway could not record this call in its audit log before running it; preview again to get a new confirmation")
 	setDefault(&m.OtherStore, "Not run: this confirmation was issued against another store (the gateway's store was lost or replaced since); preview again to get a new one")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
@@ -463,6 +474,8 @@ func (g *Gate) RefusalText(err error) string {
 		return g.msgs.StoreLost
 	case errors.Is(err, ErrConfirmStore):
 		return g.msgs.OtherStore
+	case errors.Is(err, ErrNotRecorded):
+		return g.msgs.Unrecorded
 	}
 	return g.msgs.Invalid + ": " + err.Error()
 }
@@ -489,15 +502,17 @@ func (g *Gate) Invoke(ctx context.Context, reg *core.Registry, actor core.Actor,
 		return core.Result{}, err
 	}
 	Split(c)
-	return g.Call(ctx, reg, actor, c)
+	return g.Call(ctx, reg, actor, c, nil)
 }
 
 // Call runs the two-call protocol for an action tool over a call Split has
 // read. Without confirm it validates everything, runs nothing and answers a
 // preview with a token (CF-2), recorded in c.Issued; with confirm and the
-// token it verifies, spends the token and runs the tool exactly once (CF-4).
-// Refusals are *RefusedError.
-func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c *core.ToolCall) (core.Result, error) {
+// token it verifies, spends the token, writes intent and runs the tool
+// exactly once (CF-4): an action runs only after its ledger entry and its
+// intent are written (CF-3). A nil intent writes none, for callers that keep
+// no audit log. Refusals are *RefusedError.
+func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c *core.ToolCall, intent Intent) (core.Result, error) {
 	if c.ArgsErr != nil {
 		return core.Result{}, &RefusedError{Err: c.ArgsErr, Text: "invalid arguments: " + c.ArgsErr.Error()}
 	}
@@ -545,6 +560,13 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 			ID: TokenID(token), Tool: name, Source: tool.Source, RemoteName: tool.RemoteName,
 			Actor: actor, Arguments: canon, Preview: g.PreviewText(name, tool.Source, expires),
 		}, g.approvalWait, progressFrom(ctx))
+	}
+	if err == nil && intent != nil {
+		// After the spend: a replay is refused before it leaves a trace
+		// that reads like a run.
+		if ierr := intent(ctx); ierr != nil {
+			err = fmt.Errorf("%w: %w", ErrNotRecorded, ierr)
+		}
 	}
 	if err != nil {
 		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}

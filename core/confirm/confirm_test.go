@@ -362,3 +362,38 @@ func TestGateStoreLostCF3(t *testing.T) {
 		t.Fatalf("confirm with the store back: %v runs=%d", err, f.runs.Load())
 	}
 }
+
+// CF-3: the intent is written after the token is spent and before the tool
+// runs; if it fails nothing runs and the refusal says why. A replay is
+// refused before any intent is written.
+func TestGateIntentBeforeRunCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	call := func(tok string, intent Intent) error {
+		c, err := f.reg.Resolve(ctx, alice, nil, "notes_create", confirmArgs(`{"title":"x"}`, tok))
+		coretest.Must(t, err)
+		Split(c)
+		_, err = f.gate.Call(ctx, f.reg, alice, c, intent)
+		return err
+	}
+	var intents []int64 // runs so far, at each intent
+	ok := func(context.Context) error { intents = append(intents, f.runs.Load()); return nil }
+
+	failing := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	err := call(failing, func(context.Context) error { return errors.New("disk full") })
+	var re *RefusedError
+	if !errors.Is(err, ErrNotRecorded) || !errors.As(err, &re) || re.Text != f.gate.Messages().Unrecorded || f.runs.Load() != 0 {
+		t.Fatalf("failed intent: %v, runs=%d; want ErrNotRecorded and nothing run", err, f.runs.Load())
+	}
+	if err := call(failing, ok); !errors.Is(err, ErrConfirmUsed) || len(intents) != 0 {
+		t.Fatalf("retry of a token whose intent failed: %v, intents %v; want it spent, no intent", err, intents)
+	}
+
+	tok := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	if err := call(tok, ok); err != nil || f.runs.Load() != 1 || !slices.Equal(intents, []int64{0}) {
+		t.Fatalf("confirm: %v runs=%d intents %v; want one intent, written before the run", err, f.runs.Load(), intents)
+	}
+	if err := call(tok, ok); !errors.Is(err, ErrConfirmUsed) || len(intents) != 1 {
+		t.Fatalf("replay: %v, intents %v; want it refused before an intent", err, intents)
+	}
+}
