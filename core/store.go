@@ -33,6 +33,17 @@ type Store interface {
 	// after PruneEvery further first uses through the same handle.
 	UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error)
 
+	// StoreID is the identity of the store's contents: fixed when the store
+	// is created, the same for every handle on it and across restarts, and
+	// different for every other store. Confirm tokens are bound to it
+	// (CF-3), so a token issued against one store is refused by another.
+	//
+	// It fails with an error wrapping ErrStoreLost while the handle no
+	// longer reaches the store it opened (its file was deleted or
+	// replaced): meanwhile its other methods fail the same way, and the
+	// confirm gate refuses action calls; read tools are served as before.
+	StoreID(ctx context.Context) (string, error)
+
 	// AppendAudit records one call (OP-6). A zero Time is set to now.
 	AppendAudit(ctx context.Context, r AuditRecord) error
 	// Audit returns the records matching q, oldest first; records with equal
@@ -78,13 +89,20 @@ type AuditRecord struct {
 	// ArgsHash is a hash of the canonical arguments; argument values are
 	// never stored in clear.
 	ArgsHash string `json:"argsHash,omitempty"`
-	// Outcome: ok | error | refused | preview | outcome-unknown …
+	// Outcome: ok | error | refused | preview | outcome-unknown … or
+	// AuditIntent for the record committed before a confirmed action runs;
+	// the call's outcome follows in a second record with the same CallID.
 	Outcome string `json:"outcome"`
 	// Latency is in nanoseconds in JSON, like any time.Duration.
 	Latency        time.Duration `json:"latency"`
 	ConfirmTokenID string        `json:"confirmTokenId,omitempty"`
 	CallID         string        `json:"callId,omitempty"`
 }
+
+// AuditIntent is the outcome of the record a confirmed action's call gets
+// before it runs (CF-3): a log with an intent and no outcome for a call says
+// the action may have run and its end was not recorded.
+const AuditIntent = "intent"
 
 // AuditQuery selects audit records.
 type AuditQuery struct {
@@ -104,6 +122,11 @@ var (
 	ErrStoreTooNew = errors.New("store was written by a newer toolgate")
 	// ErrStoreClosed: the store was used after Close.
 	ErrStoreClosed = errors.New("store is closed")
+	// ErrStoreLost: the store a handle opened is no longer the one at its
+	// place (the file was deleted or replaced while in use). What the
+	// handle would write now reaches no later process, the confirm ledger
+	// included, so the handle refuses to be used.
+	ErrStoreLost = errors.New("store was deleted or replaced while in use")
 )
 
 const (

@@ -491,9 +491,15 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	var res core.Result
 	var err error
 	if c.Tool.Kind == core.KindAction {
-		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c)
+		intent := e.intent(call, actor, c)
+		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
 		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
-			res, err = e.confirmByElicitation(ctx, actor, c, res)
+			res, err = e.confirmByElicitation(ctx, actor, c, res, intent)
+		}
+		if errors.Is(err, core.ErrStoreLost) {
+			// The client reads that actions are refused; the operator
+			// needs the path and what happened to it.
+			e.opts.Logger.Error("the store is lost: action calls are refused until a restart", "tool", c.Tool.Name, "err", err)
 		}
 	} else {
 		res, err = e.opts.Registry.Run(ctx, actor, c)

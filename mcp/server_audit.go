@@ -20,11 +20,8 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 		return
 	}
 	kind := c.Tool.Kind
-	rec := core.AuditRecord{
-		Time: time.Now(), Endpoint: e.opts.Path, ActorID: actor.ID, Tenant: actor.Tenant, Session: call.Session,
-		Tool: c.Tool.Name, Source: c.Tool.Source, RemoteName: c.Tool.RemoteName,
-		ArgsHash: e.argsHash(c), Outcome: outcome(kind, c, err, res), Latency: latency, CallID: call.CallID,
-	}
+	rec := e.auditRecord(call, actor, c)
+	rec.Outcome, rec.Latency = outcome(kind, c, err, res), latency
 	switch {
 	case c.Confirm && c.Token != "":
 		rec.ConfirmTokenID = confirm.TokenID(c.Token)
@@ -33,7 +30,8 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	}
 	// The caller's context may end the moment the answer is written; the
 	// record must still land. A call of an action tool may have changed
-	// something, so it is answered only once its record is committed; for
+	// something, so it is answered only once its record is committed (a
+	// confirmed one also has its intent in the log from before it ran); for
 	// the others a store that can queue the record writes it moments later,
 	// off the call's path (losing it takes a crash in those moments).
 	actx := context.WithoutCancel(ctx)
@@ -47,6 +45,32 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 		e.opts.Logger.Error("audit record lost", "tool", c.Tool.Name, "call", call.CallID, "err", aerr)
 	}
 	e.opts.Registry.Bus().Publish(core.CallFinished{Record: rec})
+}
+
+// auditRecord is the record of one call (OP-6) without its outcome.
+func (e *Endpoint) auditRecord(call core.Call, actor core.Actor, c *core.ToolCall) core.AuditRecord {
+	return core.AuditRecord{
+		Time: time.Now(), Endpoint: e.opts.Path, ActorID: actor.ID, Tenant: actor.Tenant, Session: call.Session,
+		Tool: c.Tool.Name, Source: c.Tool.Source, RemoteName: c.Tool.RemoteName,
+		ArgsHash: e.argsHash(c), CallID: call.CallID,
+	}
+}
+
+// intent is the gate's hook for a confirmed action (CF-3): it commits the
+// call's intent record before the action runs, so a call that ran is in the
+// log whatever becomes of its outcome, and if the record cannot be written
+// the action does not run. The outcome follows under the same call id. Not
+// published: the activity feed shows calls once, when they finish.
+func (e *Endpoint) intent(call core.Call, actor core.Actor, c *core.ToolCall) confirm.Intent {
+	if e.opts.Audit == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		rec := e.auditRecord(call, actor, c)
+		rec.Outcome, rec.ConfirmTokenID = core.AuditIntent, confirm.TokenID(c.Token)
+		// Committed, never only queued: the action waits on it.
+		return e.opts.Audit.AppendAudit(context.WithoutCancel(ctx), rec)
+	}
 }
 
 // argsHash keys the call's canonical arguments (the ones the gate bound, if

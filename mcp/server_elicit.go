@@ -29,8 +29,8 @@ func canElicit(ctx context.Context) bool {
 // gate's preview becomes a question and an accepted answer confirms in the
 // same call. preview is the gate's answer to the first call. Without an
 // answer (the client failed to ask), the preview is returned as it is and
-// the two-call protocol applies.
-func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c *core.ToolCall, preview core.Result) (core.Result, error) {
+// the two-call protocol applies. intent is the call's, as for Gate.Call.
+func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c *core.ToolCall, preview core.Result, intent confirm.Intent) (core.Result, error) {
 	name := c.Tool.Name
 	var body struct {
 		StructuredContent confirm.Preview `json:"structuredContent"`
@@ -65,7 +65,7 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c
 	// The same parsed call, now confirmed with the token its preview
 	// issued: validation and the canonical arguments are not redone.
 	c.Confirm, c.Token = true, p.ConfirmToken
-	return e.opts.Gate.Call(ctx, e.opts.Registry, actor, c)
+	return e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
 }
 
 // elicit asks the calling client and decodes its answer into out: on the

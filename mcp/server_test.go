@@ -508,13 +508,19 @@ func TestEndpointAudit(t *testing.T) {
 			t.Fatalf("an argument value reached the audit log: %s", b)
 		}
 	}
-	if got := strings.Join(outcomes, ","); got != "ok,invalid,preview,ok,refused,failed" {
+	// The confirmed call has two records: its intent, before it ran (CF-3),
+	// and its outcome.
+	if got := strings.Join(outcomes, ","); got != "ok,invalid,preview,intent,ok,refused,failed" {
 		t.Fatalf("outcomes %s", got)
 	}
-	if recs[2].ConfirmTokenID == "" || recs[2].ConfirmTokenID != recs[3].ConfirmTokenID || recs[3].Source != "gh" || recs[3].RemoteName != "delete" {
-		t.Fatalf("preview and confirm not linked: %+v / %+v", recs[2], recs[3])
+	prev, intent, done := recs[2], recs[3], recs[4]
+	if prev.ConfirmTokenID == "" || prev.ConfirmTokenID != done.ConfirmTokenID || done.Source != "gh" || done.RemoteName != "delete" {
+		t.Fatalf("preview and confirm not linked: %+v / %+v", prev, done)
 	}
-	if recs[2].ArgsHash != recs[3].ArgsHash {
+	if intent.CallID != done.CallID || intent.ConfirmTokenID != done.ConfirmTokenID || intent.CallID == prev.CallID {
+		t.Fatalf("intent and outcome not linked: %+v / %+v", intent, done)
+	}
+	if prev.ArgsHash != done.ArgsHash || intent.ArgsHash != done.ArgsHash {
 		t.Fatal("the confirm's arguments hash differs from the preview's (confirm fields must be stripped)")
 	}
 	finished := 0
@@ -523,7 +529,7 @@ func TestEndpointAudit(t *testing.T) {
 			finished++
 		}
 	}
-	if finished != len(recs) {
-		t.Fatalf("%d call events for %d records", finished, len(recs))
+	if finished != len(recs)-1 {
+		t.Fatalf("%d call events for %d records, one of them an intent", finished, len(recs))
 	}
 }

@@ -50,9 +50,27 @@ func runAudit(ctx context.Context, c *cli, args []string) int {
 		}
 		return c.printJSON(recs)
 	}
+	// A confirmed action has two records, its intent and its outcome (CF-3):
+	// the table shows the call once, on its outcome's row. --json prints
+	// every record as stored.
+	finished := map[string]bool{}
+	for _, r := range recs {
+		if r.Outcome != core.AuditIntent && r.CallID != "" {
+			finished[r.CallID] = true
+		}
+	}
+	unfinished := 0
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tENDPOINT\tACTOR\tTOOL\tSOURCE\tOUTCOME\tLATENCY\tCONFIRM")
 	for _, r := range recs {
+		outcome := r.Outcome
+		if outcome == core.AuditIntent {
+			if finished[r.CallID] {
+				continue
+			}
+			unfinished++
+			outcome = "intent (no outcome)"
+		}
 		src := r.Source
 		if src == "" {
 			src = core.NativeSource
@@ -61,11 +79,14 @@ func runAudit(ctx context.Context, c *cli, args []string) int {
 		if len(tok) > 12 {
 			tok = tok[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Endpoint, r.ActorID, r.Tool, src, r.Outcome, r.Latency.Round(time.Millisecond), tok)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Endpoint, r.ActorID, r.Tool, src, outcome, r.Latency.Round(time.Millisecond), tok)
 	}
 	_ = tw.Flush()
 	if len(recs) == 0 {
 		fmt.Fprintln(c.stdout, "(no records)")
+	}
+	if unfinished > 0 {
+		fmt.Fprintf(c.stdout, "\n%d action call(s) started with no outcome recorded in this listing: the gateway stopped while they ran (they may have run), or the outcome lies past --limit.\n", unfinished)
 	}
 	return 0
 }

@@ -51,3 +51,57 @@ func TestAuditCommand(t *testing.T) {
 		t.Fatalf("bad --since: %d %s", code, errOut)
 	}
 }
+
+// OP-6, CF-3: a confirmed action's intent and outcome records are one call
+// in the table (the outcome's row); an intent with no outcome in the
+// listing is shown as such and counted below the table. --json prints
+// every record.
+func TestAuditCommandFoldsIntentsCF3(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "toolgate.db")
+	store, err := sqlitestore.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i, r := range []struct{ tool, outcome, call string }{
+		{"notes_create_note", core.AuditIntent, "c1"},
+		{"notes_create_note", "ok", "c1"},
+		{"notes_delete_note", core.AuditIntent, "c2"},
+		{"notes_search", "ok", "c3"},
+	} {
+		rec := core.AuditRecord{Time: now.Add(time.Duration(i) * time.Second), Endpoint: "/mcp", ActorID: "alice", Tool: r.tool,
+			Source: "notes", Outcome: r.outcome, CallID: r.call, ConfirmTokenID: "tok-" + r.call}
+		if err := store.AppendAudit(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = store.Close()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	if err := os.WriteFile(cfg, []byte("gateway:\n  store: "+db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "audit", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("audit: %d %s", code, errOut)
+	}
+	if n := strings.Count(out, "notes_create_note"); n != 1 {
+		t.Errorf("the confirmed call is on %d rows, want 1:\n%s", n, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "notes_create_note") && !strings.Contains(line, " ok ") {
+			t.Errorf("the confirmed call's row does not show its outcome: %q", line)
+		}
+		if strings.Contains(line, "notes_delete_note") && !strings.Contains(line, "intent (no outcome)") {
+			t.Errorf("the call with an intent only: %q", line)
+		}
+	}
+	if !strings.Contains(out, "1 action call") {
+		t.Errorf("no count of calls without an outcome:\n%s", out)
+	}
+	code, out, _ = runCLI(t, "audit", "--config", cfg, "--json")
+	var recs []core.AuditRecord
+	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 4 {
+		t.Fatalf("audit --json: %d %s", code, out)
+	}
+}

@@ -245,10 +245,11 @@ func TestConfirmFilesystemSDKCF1CF2CF4(t *testing.T) {
 			p.Call.RemoteName != "write_file" || string(p.Call.Arguments) != canon {
 			t.Errorf("preview %d: %s\ntext: %q\nwant the call fs_write_file on fs (write_file) with %s", i, res.StructuredContent, res.text(), canon)
 		}
-		// CF-3: "<expiresAt>.<HMAC-SHA256 hex>", default lifetime 15 min.
-		exp, mac, ok := strings.Cut(p.ConfirmToken, ".")
-		if !ok || len(mac) != 64 || exp != fmt.Sprint(p.ExpiresAt.Unix()) {
-			t.Errorf("preview %d: token %q does not carry its expiry %v and a SHA-256 MAC", i, p.ConfirmToken, p.ExpiresAt)
+		// CF-3: "<expiresAt>.<store id>.<nonce>.<HMAC-SHA256 hex>", default
+		// lifetime 15 min.
+		parts := strings.Split(p.ConfirmToken, ".")
+		if len(parts) != 4 || parts[0] != fmt.Sprint(p.ExpiresAt.Unix()) || len(parts[1]) != 32 || len(parts[2]) != 32 || len(parts[3]) != 64 {
+			t.Errorf("preview %d: token %q does not carry its expiry %v, the store's id, a nonce and a SHA-256 MAC", i, p.ConfirmToken, p.ExpiresAt)
 		}
 		if lo, hi := started.Add(15*time.Minute-time.Second), time.Now().Add(15*time.Minute); p.ExpiresAt.Before(lo) || p.ExpiresAt.After(hi) {
 			t.Errorf("preview %d: expiresAt %v, want about 15 min from now (%v … %v)", i, p.ExpiresAt, lo, hi)

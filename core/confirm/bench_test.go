@@ -26,7 +26,7 @@ func BenchmarkGateIssue(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if tok, _ := g.Issue("gh_create_issue", benchActor, canon); tok == "" {
+		if tok, _ := g.Issue("gh_create_issue", benchActor, benchStore, canon); tok == "" {
 			b.Fatal("no token")
 		}
 	}
@@ -38,10 +38,10 @@ func BenchmarkGateVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tok, _ := g.Issue("gh_create_issue", benchActor, canon)
+	tok, _ := g.Issue("gh_create_issue", benchActor, benchStore, canon)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := g.Verify("gh_create_issue", benchActor, canon, tok); err != nil {
+		if _, err := g.Verify("gh_create_issue", benchActor, benchStore, canon, tok); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,5 +57,7 @@ func BenchmarkConfirmArgs(b *testing.B) {
 		}
 	}
 }
+
+const benchStore = "0123456789abcdef0123456789abcdef"
 
 var benchActor = core.Actor{ID: "bench-client", Roles: []string{"viewer", "bench", "dev"}, Tenant: "acme"}

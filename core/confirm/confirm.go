@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,7 +26,14 @@ const DefaultConfirmTTL = 15 * time.Minute
 
 // Refusals of a confirming call, each with its own message (CF-4).
 var (
-	ErrConfirmForged   = errors.New("confirm token is not valid")
+	ErrConfirmForged = errors.New("confirm token is not valid")
+	// ErrConfirmOldFormat: a token of the format before per-preview
+	// nonces and store binding. Such tokens are no longer accepted; they
+	// would have expired within one TTL of the upgrade anyway.
+	ErrConfirmOldFormat = errors.New("confirm token is in the format of an older toolgate; preview again")
+	// ErrConfirmStore: a genuine token issued against another store than
+	// the gateway's: the store was lost or replaced since (CF-3).
+	ErrConfirmStore    = errors.New("confirm token was issued against another store")
 	ErrConfirmExpired  = errors.New("confirm token expired")
 	ErrConfirmUsed     = errors.New("confirm token already used")
 	ErrConfirmActor    = errors.New("confirm token was issued to another actor")
@@ -34,11 +42,22 @@ var (
 	ErrConfirmTool     = errors.New("confirm token was issued for another tool")
 	ErrConfirmMissing  = errors.New("confirm is true but confirmToken is missing")
 	ErrConfirmConflict = errors.New("tool schema already defines confirm or confirmToken")
+	// ErrNotRecorded: the audit intent of a confirmed call could not be
+	// written, so the action did not run (CF-3).
+	ErrNotRecorded = errors.New("the call could not be recorded in the audit log before it ran")
 )
 
-// TokenLedger records spent confirm tokens; Store implements it.
+// Intent durably records that a confirmed action is about to run (CF-3):
+// Call invokes it once the token is spent and any operator has approved,
+// right before the tool runs, and runs nothing if it fails.
+type Intent func(ctx context.Context) error
+
+// TokenLedger records spent confirm tokens; Store implements it. StoreID
+// names the store the ledger lives in; tokens are bound to it (CF-3), and
+// while it fails (core.ErrStoreLost) no action call is served.
 type TokenLedger interface {
 	UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error)
+	StoreID(ctx context.Context) (string, error)
 }
 
 // ConfirmMessages are the texts a client sees (CF-7). Empty fields keep
@@ -51,6 +70,13 @@ type ConfirmMessages struct {
 	Expired  string
 	// TimedOut: no operator decided within approvalWait.
 	TimedOut string
+	// StoreLost: the store was deleted or replaced while serving; no
+	// action call runs until the gateway restarts (CF-3).
+	StoreLost string
+	// OtherStore: the token was issued against another store (CF-3).
+	OtherStore string
+	// Unrecorded: the call's audit intent could not be written (CF-3).
+	Unrecorded string
 }
 
 // GateOptions configures a Gate.
@@ -117,6 +143,9 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	setDefault(&m.Rejected, "Not run: the operator rejected this call")
 	setDefault(&m.Expired, "Not run: the confirmation expired; preview again to get a new one")
 	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
+	setDefault(&m.StoreLost, "Not run: the gateway's store was deleted or replaced while in use, and with it the record of used confirmations; action calls are refused until the gateway is restarted")
+	setDefault(&m.Unrecorded, "Not run: the gateway could not record this call in its audit log before running it; preview again to get a new confirmation")
+	setDefault(&m.OtherStore, "Not run: this confirmation was issued against another store (the gateway's store was lost or replaced since); preview again to get a new one")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
 	}
@@ -210,10 +239,14 @@ func Split(c *core.ToolCall) {
 	c.Args, c.Confirm, c.Token = args, confirm, token
 }
 
-// TokenID is the ledger key of a token: its MAC.
+// TokenID is the ledger key of a token: its MAC, the last field ("" for
+// a string with no field separator).
 func TokenID(token string) string {
-	_, mac, _ := strings.Cut(token, ".")
-	return mac
+	i := strings.LastIndexByte(token, '.')
+	if i < 0 {
+		return ""
+	}
+	return token[i+1:]
 }
 
 // ErrConfirmRejected: an operator rejected the call (CF-5).
@@ -246,23 +279,103 @@ type PreviewCall struct {
 // Messages returns the texts in use.
 func (g *Gate) Messages() ConfirmMessages { return g.msgs }
 
-// Issue returns a token for this tool, actor and canonical arguments, and
-// when it expires (CF-3): "<expiresAt unix seconds>.<hex HMAC-SHA256>".
-func (g *Gate) Issue(tool string, actor core.Actor, canonicalArgs []byte) (string, time.Time) {
+// Token format (CF-3):
+//
+//	<exp>.<store>.<nonce>.<mac>
+//
+//	exp    expiry, Unix seconds, decimal
+//	store  the identity of the store whose ledger the token is spent in
+//	       (core.Store.StoreID): a token issued against one store is
+//	       refused by another, so a store lost with its ledger cannot make
+//	       a spent token run again
+//	nonce  16 random bytes, lowercase hex: every preview gets a token of
+//	       its own, even two previews of one call in one second, so
+//	       confirming one never spends the other
+//	mac    HMAC-SHA256 under the gate's secret, lowercase hex, over the
+//	       length-prefixed fields tool, actor id, tenant, exp, nonce,
+//	       store and the canonical arguments
+//
+// Verifying needs only the secret and the store's identity (no table of
+// issued tokens); the ledger, keyed by the mac (TokenID), makes a token
+// single use. Earlier formats, "<exp>.<mac>" and "<exp>.<nonce>.<mac>",
+// are refused with ErrConfirmOldFormat: such a token would expire within
+// one TTL of an upgrade anyway, and its client previews again.
+const nonceBytes = 16
+
+// maxTokenLen bounds what Verify parses: the longest well-formed token is
+// under 200 bytes.
+const maxTokenLen = 256
+
+// Issue returns a new token for this tool, actor and canonical arguments,
+// bound to the store storeID names, and when it expires (CF-3).
+func (g *Gate) Issue(tool string, actor core.Actor, storeID string, canonicalArgs []byte) (string, time.Time) {
 	expires := g.now().Add(g.ttl).Truncate(time.Second)
-	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), canonicalArgs)
+	var n [nonceBytes]byte
+	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
+	nonce := hex.EncodeToString(n[:])
+	mac := g.mac(tool, actor.ID, actor.Tenant, expires.Unix(), nonce, storeID, canonicalArgs)
 	g.remember(mac, issuedToken{tool, actor.ID, actor.Tenant, string(canonicalArgs), expires})
-	return strconv.FormatInt(expires.Unix(), 10) + "." + mac, expires
+	return strconv.FormatInt(expires.Unix(), 10) + "." + storeID + "." + nonce + "." + mac, expires
 }
 
-func (g *Gate) mac(tool, actor, tenant string, expires int64, canonicalArgs []byte) string {
+func (g *Gate) mac(tool, actor, tenant string, expires int64, nonce, storeID string, canonicalArgs []byte) string {
 	h := hmac.New(sha256.New, g.secret)
 	// Length-prefixed fields: no choice of names can make two different
 	// calls hash alike.
-	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), string(canonicalArgs)} {
+	for _, f := range []string{tool, actor, tenant, strconv.FormatInt(expires, 10), nonce, storeID, string(canonicalArgs)} {
 		fmt.Fprintf(h, "%d:%s;", len(f), f)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// parseToken splits a token into its fields; ok is false for anything not
+// of the current format.
+func parseToken(token string) (exp int64, storeID, nonce, mac string, ok bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 4 || !validStoreID(parts[1]) || !isHex(parts[2], nonceBytes*2) || !isHex(parts[3], sha256.Size*2) {
+		return 0, "", "", "", false
+	}
+	exp, err := strconv.ParseInt(parts[0], 10, 64)
+	return exp, parts[1], parts[2], parts[3], err == nil
+}
+
+// isOldFormat reports whether token looks like "<exp>.<mac>" or
+// "<exp>.<nonce>.<mac>".
+func isOldFormat(token string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 2 && (len(parts) != 3 || !isHex(parts[1], nonceBytes*2)) {
+		return false
+	}
+	_, err := strconv.ParseInt(parts[0], 10, 64)
+	return err == nil && isHex(parts[len(parts)-1], sha256.Size*2)
+}
+
+// validStoreID keeps store identities to what a token can carry as one
+// field: 1 to 64 of [0-9A-Za-z_-].
+func validStoreID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Gate) remember(mac string, it issuedToken) {
@@ -282,20 +395,31 @@ func (g *Gate) remember(mac string, it issuedToken) {
 	g.issued[mac] = it
 }
 
-// Verify checks a token against the call it claims to confirm; it does not
-// spend it. Validity is decided by the MAC alone (stateless); when the MAC
-// does not match, a token this gate issued recently is compared part by
-// part to say which one differs.
-func (g *Gate) Verify(tool string, actor core.Actor, canonicalArgs []byte, token string) (expires time.Time, err error) {
-	expStr, mac, ok := strings.Cut(token, ".")
-	exp, perr := strconv.ParseInt(expStr, 10, 64)
-	if !ok || perr != nil || len(mac) != sha256.Size*2 {
+// Verify checks a token against the call it claims to confirm, against the
+// store storeID names; it does not spend it. Validity is decided by the MAC
+// alone (stateless); when the MAC does not match, a token this gate issued
+// recently is compared part by part to say which one differs. A genuine
+// token issued against another store is ErrConfirmStore.
+func (g *Gate) Verify(tool string, actor core.Actor, storeID string, canonicalArgs []byte, token string) (expires time.Time, err error) {
+	if len(token) > maxTokenLen {
+		return time.Time{}, ErrConfirmForged
+	}
+	exp, tokenStore, nonce, mac, ok := parseToken(token)
+	if !ok {
+		if isOldFormat(token) {
+			return time.Time{}, ErrConfirmOldFormat
+		}
 		return time.Time{}, ErrConfirmForged
 	}
 	expires = time.Unix(exp, 0)
-	want := g.mac(tool, actor.ID, actor.Tenant, exp, canonicalArgs)
+	// The MAC over the store the token names: a token of another store is
+	// told apart from a forged one, and refused with its own reason.
+	want := g.mac(tool, actor.ID, actor.Tenant, exp, nonce, tokenStore, canonicalArgs)
 	if !hmac.Equal([]byte(want), []byte(mac)) {
 		return expires, g.why(mac, tool, actor, canonicalArgs)
+	}
+	if tokenStore != storeID {
+		return expires, ErrConfirmStore
 	}
 	if g.now().After(expires) {
 		return expires, ErrConfirmExpired
@@ -346,6 +470,12 @@ func (g *Gate) RefusalText(err error) string {
 		return g.msgs.Rejected + ": " + err.Error()
 	case errors.Is(err, ErrApprovalTimeout):
 		return g.msgs.TimedOut
+	case errors.Is(err, core.ErrStoreLost):
+		return g.msgs.StoreLost
+	case errors.Is(err, ErrConfirmStore):
+		return g.msgs.OtherStore
+	case errors.Is(err, ErrNotRecorded):
+		return g.msgs.Unrecorded
 	}
 	return g.msgs.Invalid + ": " + err.Error()
 }
@@ -372,15 +502,17 @@ func (g *Gate) Invoke(ctx context.Context, reg *core.Registry, actor core.Actor,
 		return core.Result{}, err
 	}
 	Split(c)
-	return g.Call(ctx, reg, actor, c)
+	return g.Call(ctx, reg, actor, c, nil)
 }
 
 // Call runs the two-call protocol for an action tool over a call Split has
 // read. Without confirm it validates everything, runs nothing and answers a
 // preview with a token (CF-2), recorded in c.Issued; with confirm and the
-// token it verifies, spends the token and runs the tool exactly once (CF-4).
-// Refusals are *RefusedError.
-func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c *core.ToolCall) (core.Result, error) {
+// token it verifies, spends the token, writes intent and runs the tool
+// exactly once (CF-4): an action runs only after its ledger entry and its
+// intent are written (CF-3). A nil intent writes none, for callers that keep
+// no audit log. Refusals are *RefusedError.
+func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c *core.ToolCall, intent Intent) (core.Result, error) {
 	if c.ArgsErr != nil {
 		return core.Result{}, &RefusedError{Err: c.ArgsErr, Text: "invalid arguments: " + c.ArgsErr.Error()}
 	}
@@ -392,6 +524,15 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 		return core.Result{}, err
 	}
 	tool, name := c.Tool, c.Tool.Name
+	// Asked on every action call, previews included: a lost store refuses
+	// them all, and the answer is what tokens are bound to.
+	storeID, err := g.ledger.StoreID(ctx)
+	if err == nil && !validStoreID(storeID) {
+		err = fmt.Errorf("store identity %q cannot be carried by a confirm token", storeID)
+	}
+	if err != nil {
+		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
+	}
 	if !c.Confirm {
 		var detail string
 		if tool.Preview != nil {
@@ -399,7 +540,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 				return core.Result{}, err
 			}
 		}
-		tok, expires := g.Issue(name, actor, canon)
+		tok, expires := g.Issue(name, actor, storeID, canon)
 		c.Issued = tok
 		return g.previewResult(tool, detail, canon, tok, expires), nil
 	}
@@ -407,7 +548,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 	if token == "" {
 		return core.Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
 	}
-	expires, err := g.Verify(name, actor, canon, token)
+	expires, err := g.Verify(name, actor, storeID, canon, token)
 	// Spent before any operator sees it: a replay never reaches the
 	// queue, and a rejected or timed-out confirmation cannot be sent again
 	// in the hope of a different answer; the client previews again.
@@ -419,6 +560,13 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 			ID: TokenID(token), Tool: name, Source: tool.Source, RemoteName: tool.RemoteName,
 			Actor: actor, Arguments: canon, Preview: g.PreviewText(name, tool.Source, expires),
 		}, g.approvalWait, progressFrom(ctx))
+	}
+	if err == nil && intent != nil {
+		// After the spend: a replay is refused before it leaves a trace
+		// that reads like a run.
+		if ierr := intent(ctx); ierr != nil {
+			err = fmt.Errorf("%w: %w", ErrNotRecorded, ierr)
+		}
 	}
 	if err != nil {
 		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,10 @@ import (
 type mapLedger struct {
 	mu   sync.Mutex
 	used map[string]bool
+	// id is the store's identity, "test-store" when empty; lost fails
+	// StoreID and UseToken, as a deleted store file does.
+	id   string
+	lost error
 }
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
@@ -50,6 +56,13 @@ func newGateFixture(t *testing.T) *gateFixture {
 	return f
 }
 
+// withField is tok with field i replaced by v, the mac kept.
+func withField(tok string, i int, v string) string {
+	parts := strings.Split(tok, ".")
+	parts[i] = v
+	return strings.Join(parts, ".")
+}
+
 func confirmArgs(args, token string) json.RawMessage {
 	var m map[string]any
 	_ = json.Unmarshal([]byte(args), &m)
@@ -69,7 +82,7 @@ func TestGatePreview(t *testing.T) {
 	if f.runs.Load() != 0 {
 		t.Fatal("the preview ran the tool")
 	}
-	if !regexp.MustCompile(`^\d+\.[0-9a-f]{64}$`).MatchString(p.ConfirmToken) {
+	if !regexp.MustCompile(`^\d+\.test-store\.[0-9a-f]{32}\.[0-9a-f]{64}$`).MatchString(p.ConfirmToken) {
 		t.Fatalf("token shape: %q", p.ConfirmToken)
 	}
 	if !p.ExpiresAt.Equal(f.clock.Add(DefaultConfirmTTL)) {
@@ -111,6 +124,12 @@ func TestGateConfirm(t *testing.T) {
 		{"other tool", alice, "other_action", `{"title":"x","n":1}`, tok, ErrConfirmTool},
 		{"forged mac", alice, "notes_create", `{"title":"x","n":1}`, tok[:len(tok)-4] + "beef", ErrConfirmForged},
 		{"garbage", alice, "notes_create", `{"title":"x","n":1}`, "hello", ErrConfirmForged},
+		{"other nonce", alice, "notes_create", `{"title":"x","n":1}`, withField(tok, 2, strings.Repeat("0", 32)), ErrConfirmForged},
+		{"other store claimed", alice, "notes_create", `{"title":"x","n":1}`, withField(tok, 1, "other-store"), ErrConfirmForged},
+		// The formats before nonces and store binding (CF-3) are refused as
+		// such.
+		{"format without nonce", alice, "notes_create", `{"title":"x","n":1}`, strings.Split(tok, ".")[0] + "." + TokenID(tok), ErrConfirmOldFormat},
+		{"format without store", alice, "notes_create", `{"title":"x","n":1}`, strings.Join(slices.Delete(strings.Split(tok, "."), 1, 2), "."), ErrConfirmOldFormat},
 		{"missing token", alice, "notes_create", `{"title":"x","n":1}`, "", ErrConfirmMissing},
 	}
 	for _, r := range refusals {
@@ -229,9 +248,24 @@ func TestGateOptions(t *testing.T) {
 	}
 }
 
+func (l *mapLedger) StoreID(context.Context) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return "", l.lost
+	}
+	if l.id == "" {
+		return "test-store", nil
+	}
+	return l.id, nil
+}
+
 func (l *mapLedger) UseToken(_ context.Context, id string, _ time.Time) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.lost != nil {
+		return false, l.lost
+	}
 	if l.used[id] {
 		return false, nil
 	}
@@ -252,4 +286,114 @@ func (f *gateFixture) preview(t *testing.T, actor core.Actor, args string) Previ
 		t.Fatalf("preview result: %s", res.JSON)
 	}
 	return body.StructuredContent
+}
+
+// CF-3, CF-4: two previews of one call in the same second (the clock does
+// not move here) get distinct tokens, and each is its own single use:
+// confirming one neither spends nor stands in for the other.
+func TestGateDistinctTokenPerPreviewCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	a := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	b := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	if a == b || TokenID(a) == TokenID(b) {
+		t.Fatalf("two previews of one call in one second share a token: %q", a)
+	}
+	for _, tok := range []string{a, b} {
+		if _, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, tok)); err != nil {
+			t.Fatalf("confirm %q: %v", tok, err)
+		}
+	}
+	if f.runs.Load() != 2 {
+		t.Fatalf("two confirmed previews ran %d times, want 2", f.runs.Load())
+	}
+	if _, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, a)); !errors.Is(err, ErrConfirmUsed) {
+		t.Fatalf("replay of the first: %v, want ErrConfirmUsed", err)
+	}
+}
+
+// CF-3: a token is bound to the store its ledger lives in. A gate on
+// another store (the first was lost, the gateway restarted on a new one)
+// refuses a genuine token with its own reason, and runs nothing.
+func TestGateTokenBoundToStoreCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	tok := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	other, err := NewGate(GateOptions{Secret: testSecret, Ledger: &mapLedger{used: map[string]bool{}, id: "new-store"}, Now: func() time.Time { return f.clock }})
+	coretest.Must(t, err)
+	_, err = other.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, tok))
+	var re *RefusedError
+	if !errors.Is(err, ErrConfirmStore) || !errors.As(err, &re) || !strings.Contains(re.Text, "another store") {
+		t.Fatalf("a token of another store: %v", err)
+	}
+	if f.runs.Load() != 0 {
+		t.Fatal("a token of another store ran the tool")
+	}
+}
+
+// CF-3: while the ledger's store is lost, action calls are refused with a
+// text saying so: a preview issues no token, a confirmation runs nothing
+// and spends nothing. Once the store is back the token works.
+func TestGateStoreLostCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	tok := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	ledger := f.gate.ledger.(*mapLedger)
+	ledger.mu.Lock()
+	ledger.lost = fmt.Errorf("%w: test.db was deleted", core.ErrStoreLost)
+	ledger.mu.Unlock()
+	for name, args := range map[string]json.RawMessage{
+		"preview": json.RawMessage(`{"title":"x"}`),
+		"confirm": confirmArgs(`{"title":"x"}`, tok),
+	} {
+		res, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", args)
+		var re *RefusedError
+		if !errors.Is(err, core.ErrStoreLost) || !errors.As(err, &re) || re.Text != f.gate.Messages().StoreLost {
+			t.Fatalf("%s with the store lost: %v %s", name, err, res.JSON)
+		}
+	}
+	if f.runs.Load() != 0 {
+		t.Fatal("an action ran with the store lost")
+	}
+	ledger.mu.Lock()
+	ledger.lost = nil
+	ledger.mu.Unlock()
+	if _, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, tok)); err != nil || f.runs.Load() != 1 {
+		t.Fatalf("confirm with the store back: %v runs=%d", err, f.runs.Load())
+	}
+}
+
+// CF-3: the intent is written after the token is spent and before the tool
+// runs; if it fails nothing runs and the refusal says why. A replay is
+// refused before any intent is written.
+func TestGateIntentBeforeRunCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	call := func(tok string, intent Intent) error {
+		c, err := f.reg.Resolve(ctx, alice, nil, "notes_create", confirmArgs(`{"title":"x"}`, tok))
+		coretest.Must(t, err)
+		Split(c)
+		_, err = f.gate.Call(ctx, f.reg, alice, c, intent)
+		return err
+	}
+	var intents []int64 // runs so far, at each intent
+	ok := func(context.Context) error { intents = append(intents, f.runs.Load()); return nil }
+
+	failing := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	err := call(failing, func(context.Context) error { return errors.New("disk full") })
+	var re *RefusedError
+	if !errors.Is(err, ErrNotRecorded) || !errors.As(err, &re) || re.Text != f.gate.Messages().Unrecorded || f.runs.Load() != 0 {
+		t.Fatalf("failed intent: %v, runs=%d; want ErrNotRecorded and nothing run", err, f.runs.Load())
+	}
+	if err := call(failing, ok); !errors.Is(err, ErrConfirmUsed) || len(intents) != 0 {
+		t.Fatalf("retry of a token whose intent failed: %v, intents %v; want it spent, no intent", err, intents)
+	}
+
+	tok := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	if err := call(tok, ok); err != nil || f.runs.Load() != 1 || !slices.Equal(intents, []int64{0}) {
+		t.Fatalf("confirm: %v runs=%d intents %v; want one intent, written before the run", err, f.runs.Load(), intents)
+	}
+	if err := call(tok, ok); !errors.Is(err, ErrConfirmUsed) || len(intents) != 1 {
+		t.Fatalf("replay: %v, intents %v; want it refused before an intent", err, intents)
+	}
 }

@@ -3,6 +3,8 @@ package memstore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"sort"
@@ -17,6 +19,7 @@ import (
 // the persistent stores, pruning of spent token ids included.
 type MemStore struct {
 	now func() time.Time
+	id  string
 
 	mu        sync.Mutex
 	closed    bool
@@ -37,6 +40,7 @@ var (
 func NewMemStore() *MemStore {
 	return &MemStore{
 		now:       time.Now,
+		id:        newID(), // a new store each time: nothing outlives it
 		approvals: map[approvalKey]core.Approval{},
 		tokens:    map[string]int64{},
 	}
@@ -113,6 +117,21 @@ func (m *MemStore) UseToken(ctx context.Context, tokenID string, expires time.Ti
 		}
 	}
 	return true, nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// StoreID implements Store. Memory cannot be lost from under its handle.
+func (m *MemStore) StoreID(ctx context.Context) (string, error) {
+	if err := m.lock(); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	return m.id, nil
 }
 
 // AppendAudit implements Store.

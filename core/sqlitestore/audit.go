@@ -231,6 +231,10 @@ func (s *Store) queueAudit(ctx context.Context, r core.AuditRecord, wait bool) (
 // statement prepared at Open.
 func (s *Store) insertAudit(recs []core.AuditRecord) error {
 	ctx := context.Background()
+	// Records written to a lost file would read as kept and be gone.
+	if err := s.present(); err != nil {
+		return err
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return s.wrap("append audit", err)

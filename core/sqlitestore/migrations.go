@@ -44,4 +44,16 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_time ON audit (time, seq);
 `,
+	// 2: the store's identity (CF-3): confirm tokens are bound to it, so a
+	// token issued against this store is refused by any other. One row,
+	// made once with the file; copies of the file share it.
+	`
+CREATE TABLE store_identity (
+	one        INTEGER PRIMARY KEY CHECK (one = 1),
+	id         TEXT NOT NULL,
+	created_at TEXT NOT NULL
+);
+INSERT INTO store_identity (one, id, created_at)
+	VALUES (1, lower(hex(randomblob(16))), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+`,
 }

@@ -52,6 +52,10 @@ type Store struct {
 	w    *sql.DB // one connection: all writes
 	r    *sql.DB // read-only connections
 	now  func() time.Time
+	// id is the store's identity row; file is what the path named once the
+	// connections had opened it, to tell when the path stops naming it.
+	id   string
+	file os.FileInfo
 
 	closed    atomic.Bool
 	firstUses atomic.Int64
@@ -91,6 +95,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = s.w.Close()
 		return nil, err
 	}
+	if err := s.identify(ctx); err != nil {
+		_ = s.w.Close()
+		return nil, err
+	}
 	if s.r, err = sql.Open("sqlite", dsn(abs, true)); err != nil {
 		_ = s.w.Close()
 		return nil, fmt.Errorf("store %s: %w", abs, err)
@@ -104,6 +112,55 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.audit = newAuditQueue()
 	go s.audit.run(s.insertAudit)
 	return s, nil
+}
+
+// identify reads the store's identity and the file's, through the write
+// connection init has opened.
+func (s *Store) identify(ctx context.Context) error {
+	if err := s.w.QueryRowContext(ctx, "SELECT id FROM store_identity WHERE one = 1").Scan(&s.id); err != nil {
+		return s.wrap("read identity", err)
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.file = fi
+	return nil
+}
+
+// present reports whether the path still names the file this handle opened.
+// A deleted file goes on taking writes through open handles, and a file
+// moved over the path is another store: either way what this handle writes
+// is lost to the next process, the confirm ledger included, so writes stop.
+func (s *Store) present() error {
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s was deleted", core.ErrStoreLost, s.path)
+	case err != nil:
+		return fmt.Errorf("store %s: %w", s.path, err)
+	case !os.SameFile(fi, s.file):
+		return fmt.Errorf("%w: %s is another file now", core.ErrStoreLost, s.path)
+	}
+	return nil
+}
+
+// live is usable and present: every method but Close checks both. Reads
+// check too: a connection the pool opens now would read whatever file is at
+// the path, or create an empty one there.
+func (s *Store) live() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	return s.present()
+}
+
+// StoreID implements core.Store.
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	if err := s.live(); err != nil {
+		return "", err
+	}
+	return s.id, nil
 }
 
 // Path is the absolute path of the store file.
@@ -334,7 +391,7 @@ func (s *Store) PutApproval(ctx context.Context, a core.Approval) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	if err := s.usable(); err != nil {
+	if err := s.live(); err != nil {
 		return err
 	}
 	_, err := s.w.ExecContext(ctx, `
@@ -352,7 +409,7 @@ func (s *Store) PutApproval(ctx context.Context, a core.Approval) error {
 
 // Approvals implements core.Store.
 func (s *Store) Approvals(ctx context.Context) ([]core.Approval, error) {
-	if err := s.usable(); err != nil {
+	if err := s.live(); err != nil {
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, `
@@ -383,7 +440,7 @@ func (s *Store) Approvals(ctx context.Context) ([]core.Approval, error) {
 
 // DeleteApproval implements core.Store.
 func (s *Store) DeleteApproval(ctx context.Context, source, remoteName string) error {
-	if err := s.usable(); err != nil {
+	if err := s.live(); err != nil {
 		return err
 	}
 	if _, err := s.w.ExecContext(ctx, "DELETE FROM approvals WHERE source = ? AND remote_name = ?", source, remoteName); err != nil {
@@ -394,7 +451,8 @@ func (s *Store) DeleteApproval(ctx context.Context, source, remoteName string) e
 
 // UseToken implements core.Store. The primary key makes the insert the
 // decision: whichever connection, in whichever process, inserts the id
-// first gets one affected row; every later insert gets none.
+// first gets one affected row; every later insert gets none. A store whose
+// file was deleted or replaced records nothing (core.ErrStoreLost).
 func (s *Store) UseToken(ctx context.Context, tokenID string, expires time.Time) (firstUse bool, err error) {
 	if tokenID == "" {
 		return false, errors.New("use token: empty token id")
@@ -411,6 +469,11 @@ func (s *Store) UseToken(ctx context.Context, tokenID string, expires time.Time)
 			_ = tx.Rollback()
 		}
 	}()
+	// Checked holding the write lock: a spend recorded in a lost file would
+	// be forgotten, and the token could run again.
+	if err := s.present(); err != nil {
+		return false, err
+	}
 	res, err := tx.ExecContext(ctx, "INSERT INTO spent_tokens (id, expires) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
 		tokenID, core.TokenExpiryKey(expires))
 	if err != nil {
@@ -433,7 +496,7 @@ func (s *Store) UseToken(ctx context.Context, tokenID string, expires time.Time)
 
 // Audit implements core.Store.
 func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecord, error) {
-	if err := s.usable(); err != nil {
+	if err := s.live(); err != nil {
 		return nil, err
 	}
 	s.audit.flush() // the records this handle queued before the query are in

@@ -523,3 +523,97 @@ func TestDefaultPath(t *testing.T) {
 		}
 	}
 }
+
+// CF-3: the store's identity lives in the file: every handle on it, now
+// or after a restart, reads the same one; another file has another. A file
+// of schema version 1, from before identities, gets one when it is opened.
+func TestStoreIDInTheFileCF3(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	s := mustOpen(t, path)
+	id, err := s.StoreID(ctx)
+	if err != nil || len(id) != 32 {
+		t.Fatalf("StoreID = %q, %v; want 32 hex digits", id, err)
+	}
+	second := mustOpen(t, path)
+	if got, err := second.StoreID(ctx); err != nil || got != id {
+		t.Errorf("a second handle's StoreID = %q, %v; want %q", got, err, id)
+	}
+	_ = second.Close()
+	_ = s.Close()
+	if got, err := mustOpen(t, path).StoreID(ctx); err != nil || got != id {
+		t.Errorf("StoreID after reopening = %q, %v; want %q", got, err, id)
+	}
+	if got, err := mustOpen(t, tempPath(t)).StoreID(ctx); err != nil || got == id {
+		t.Errorf("another file's StoreID = %q, %v; want one other than %q", got, err, id)
+	}
+
+	old := tempPath(t)
+	rawExec(t, old, migrations[0], fmt.Sprintf("PRAGMA user_version = 1; PRAGMA application_id = %d", applicationID))
+	if got, err := mustOpen(t, old).StoreID(ctx); err != nil || len(got) != 32 || got == id {
+		t.Errorf("a version 1 file's StoreID = %q, %v; want a new identity", got, err)
+	}
+}
+
+// CF-3, CF-4: a store file deleted while a handle is open, or replaced by
+// another file: the handle's writes would reach no later process, so the
+// ledger records nothing, and StoreID, every write and every read (which
+// could reach the other file) fail with core.ErrStoreLost naming the path.
+// With the file back at its path the handle works again.
+func TestStoreLostCF3(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.db")
+	s := mustOpen(t, path)
+	appr := core.Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: core.DecisionApproved}
+	if err := s.PutApproval(ctx, appr); err != nil {
+		t.Fatal(err)
+	}
+	uses := func() map[string]error {
+		errs := map[string]error{}
+		_, errs["StoreID"] = s.StoreID(ctx)
+		_, errs["UseToken"] = s.UseToken(ctx, "tok", time.Now().Add(time.Minute))
+		errs["AppendAudit"] = s.AppendAudit(ctx, storetest.FullAuditRecord(time.Now(), "call"))
+		errs["PutApproval"] = s.PutApproval(ctx, appr)
+		errs["DeleteApproval"] = s.DeleteApproval(ctx, "s", "r")
+		_, errs["Approvals"] = s.Approvals(ctx)
+		_, errs["Audit"] = s.Audit(ctx, core.AuditQuery{})
+		return errs
+	}
+	lost := func(how string) {
+		t.Helper()
+		for op, err := range uses() {
+			if !errors.Is(err, core.ErrStoreLost) || !strings.Contains(err.Error(), path) {
+				t.Errorf("%s after the file was %s = %v, want core.ErrStoreLost naming the file", op, how, err)
+			}
+		}
+	}
+
+	kept := filepath.Join(dir, "kept.db")
+	if err := os.Rename(path, kept); err != nil {
+		t.Fatal(err)
+	}
+	lost("moved away")
+	other := filepath.Join(dir, "other.db")
+	_ = mustOpen(t, other).Close()
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	lost("replaced")
+	if err := os.Rename(kept, path); err != nil {
+		t.Fatal(err)
+	}
+	for op, err := range uses() {
+		if err != nil {
+			t.Errorf("%s with the file back: %v", op, err)
+		}
+	}
+	if first, err := s.UseToken(ctx, "tok", time.Now().Add(time.Minute)); err != nil || first {
+		t.Errorf("tok was spent while the file was away: UseToken = %v, %v", first, err)
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	lost("deleted")
+}

@@ -1,5 +1,5 @@
 // Package storetest checks a core.Store implementation against the
-// contract every store keeps (OP-5, OP-6, CF-4, RV-4).
+// contract every store keeps (OP-5, OP-6, CF-3, CF-4, RV-4).
 package storetest
 
 import (
@@ -29,6 +29,7 @@ func StoreConformance(t *testing.T, open func(t *testing.T) core.Store) {
 	t.Run("CF-4/UseTokenSingleUse", func(t *testing.T) { suiteTokenSingleUse(t, fresh(t)) })
 	t.Run("CF-4/UseTokenRace50Goroutines", func(t *testing.T) { suiteTokenRace(t, fresh(t)) })
 	t.Run("CF-4/UseTokenPrunesOnlyExpired", func(t *testing.T) { suiteTokenPrune(t, fresh(t)) })
+	t.Run("CF-3/StoreIDStableAndDistinct", func(t *testing.T) { suiteStoreID(t, fresh(t), fresh(t)) })
 	t.Run("OP-6/AuditRoundTrip", func(t *testing.T) { suiteAuditRoundTrip(t, fresh(t)) })
 	t.Run("OP-6/AuditOrderSinceLimit", func(t *testing.T) { suiteAuditQuery(t, fresh(t)) })
 	t.Run("OP-6/AuditConcurrentAppend", func(t *testing.T) { suiteAuditConcurrent(t, fresh(t)) })
@@ -206,6 +207,25 @@ func suiteTokenPrune(t *testing.T, s core.Store) {
 	}
 }
 
+// suiteStoreID: a store names itself the same way every time it is asked,
+// and no other store by that name (CF-3: tokens are bound to it).
+func suiteStoreID(t *testing.T, s, other core.Store) {
+	ctx := context.Background()
+	id, err := s.StoreID(ctx)
+	if err != nil || id == "" {
+		t.Fatalf("StoreID = %q, %v; want an identity", id, err)
+	}
+	if _, err := s.UseToken(ctx, "tok", time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.StoreID(ctx); err != nil || again != id {
+		t.Errorf("StoreID again = %q, %v; want %q", again, err, id)
+	}
+	if o, err := other.StoreID(ctx); err != nil || o == id {
+		t.Errorf("another store's StoreID = %q, %v; want an identity other than %q", o, err, id)
+	}
+}
+
 // FullAuditRecord returns a record with every field set, for round trips.
 func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
 	return core.AuditRecord{
@@ -349,6 +369,7 @@ func suiteClosed(t *testing.T, s core.Store) {
 	_, checks["Approvals"] = s.Approvals(ctx)
 	checks["DeleteApproval"] = s.DeleteApproval(ctx, "s", "r")
 	_, checks["UseToken"] = s.UseToken(ctx, "t", time.Now().Add(time.Minute))
+	_, checks["StoreID"] = s.StoreID(ctx)
 	checks["AppendAudit"] = s.AppendAudit(ctx, core.AuditRecord{Tool: "t"})
 	_, checks["Audit"] = s.Audit(ctx, core.AuditQuery{})
 	for name, err := range checks {
