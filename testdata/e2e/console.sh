@@ -111,7 +111,7 @@ sid=$(grep -i '^mcp-session-id:' "$work/headers" | cut -d' ' -f2 | tr -d '\r')
 curl -sS "${h[@]}" -H "Mcp-Session-Id: $sid" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url" >/dev/null
 preview=$(curl -sS "${h[@]}" -H "Mcp-Session-Id: $sid" \
 	-d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_note","arguments":{"text":"from the e2e test"}}}' "$url")
-token=$(grep -oE '"confirmToken":"[0-9]+\.[0-9a-f]+"' <<<"$preview" | head -1 | cut -d'"' -f4)
+token=$(grep -oE '"confirmToken":"[^"]+"' <<<"$preview" | head -1 | cut -d'"' -f4)
 [[ -n "$token" ]] || fail "the preview carried no confirm token: $preview"
 curl -sS --max-time 60 "${h[@]}" -H "Mcp-Session-Id: $sid" \
 	-d '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_note","arguments":{"text":"from the e2e test","confirm":true,"confirmToken":"'"$token"'"}}}' \
