@@ -138,6 +138,10 @@ type Upstream struct {
 	Approval    string        `koanf:"approval" json:"approval,omitempty" yaml:"approval,omitempty"`
 	Roles       []string      `koanf:"roles" json:"roles,omitempty" yaml:"roles,omitempty"`
 	Timeout     time.Duration `koanf:"timeout" json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// Health and Reconnect keep the upstream imported while the gateway
+	// runs (IM-37).
+	Health    Health    `koanf:"health" json:"health,omitzero" yaml:"health,omitempty"`
+	Reconnect Reconnect `koanf:"reconnect" json:"reconnect,omitzero" yaml:"reconnect,omitempty"`
 
 	// network (IM-2, IM-4)
 	URL           string            `koanf:"url" json:"url,omitempty" yaml:"url,omitempty"`
@@ -178,6 +182,30 @@ func (u Upstream) EffectivePrefix() string {
 	}
 	return u.Name
 }
+
+// Health is the periodic health check (MCP ping) of a connected upstream
+// (IM-37). Two failed pings in a row mark it failed, and it is reconnected.
+type Health struct {
+	// Enabled is nil when absent, which means on. Use On.
+	Enabled  *bool         `koanf:"enabled" json:"enabled,omitempty" yaml:"enabled,omitempty"`
+	Interval time.Duration `koanf:"interval" json:"interval,omitempty" yaml:"interval,omitempty"`
+	Timeout  time.Duration `koanf:"timeout" json:"timeout,omitempty" yaml:"timeout,omitempty"`
+}
+
+// On reports whether the health check runs.
+func (h Health) On() bool { return h.Enabled == nil || *h.Enabled }
+
+// Reconnect is the background retry of a failed or lost upstream (IM-37):
+// the wait doubles from InitialDelay up to MaxDelay, with jitter.
+type Reconnect struct {
+	// Enabled is nil when absent, which means on. Use On.
+	Enabled      *bool         `koanf:"enabled" json:"enabled,omitempty" yaml:"enabled,omitempty"`
+	InitialDelay time.Duration `koanf:"initialDelay" json:"initialDelay,omitempty" yaml:"initialDelay,omitempty"`
+	MaxDelay     time.Duration `koanf:"maxDelay" json:"maxDelay,omitempty" yaml:"maxDelay,omitempty"`
+}
+
+// On reports whether failed upstreams are retried.
+func (r Reconnect) On() bool { return r.Enabled == nil || *r.Enabled }
 
 // Signing configures a per-request signer for network upstreams (IM-4).
 type Signing struct {

@@ -10,6 +10,12 @@ const (
 	DefaultApprovalWait    = 2 * time.Minute // CF-5
 	DefaultReviewMode      = ReviewPin       // RV-3
 	DefaultUpstreamTimeout = 30 * time.Second
+	DefaultHealthInterval  = 30 * time.Second // IM-37
+	DefaultHealthTimeout   = 5 * time.Second
+	DefaultReconnectDelay  = time.Second
+	DefaultReconnectMax    = 30 * time.Second
+	MinHealthInterval      = time.Second            // a shorter one is load, not health
+	MinReconnectDelay      = 100 * time.Millisecond // a shorter one hammers a server that is down
 	DefaultEndpointPath    = "/mcp"
 	DefaultEndpointName    = "toolgate"
 	DefaultActorClaim      = "sub"
@@ -53,6 +59,10 @@ func (c *Config) SetDefaults(version string) []Warning {
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		setIfZero(&u.Timeout, DefaultUpstreamTimeout)
+		setIfZero(&u.Health.Interval, DefaultHealthInterval)
+		setIfZero(&u.Health.Timeout, healthTimeout(u))
+		setIfZero(&u.Reconnect.InitialDelay, DefaultReconnectDelay)
+		setIfZero(&u.Reconnect.MaxDelay, max(DefaultReconnectMax, u.Reconnect.InitialDelay))
 		setIfZero(&u.DefaultKind, KindAction) // IM-15: unknown side effects are side effects
 		setIfZero(&u.Approval, ApprovalClient)
 		if u.URL != "" {
@@ -60,6 +70,20 @@ func (c *Config) SetDefaults(version string) []Warning {
 		}
 	}
 	return warnings
+}
+
+// healthTimeout is the default ping timeout: no longer than one operation
+// nor than the interval, which Validate requires. Invalid values are left
+// for Validate to name.
+func healthTimeout(u *Upstream) time.Duration {
+	d := DefaultHealthTimeout
+	if u.Timeout > 0 {
+		d = min(d, u.Timeout)
+	}
+	if u.Health.Interval > 0 {
+		d = min(d, u.Health.Interval)
+	}
+	return d
 }
 
 func authDefaults(a *Auth) {

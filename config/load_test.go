@@ -141,6 +141,7 @@ func allKeys() []string {
 		"endpoints", "path", "name", "version", "instructions", "tools", "auth", "actor", "anyOf", "apiKeys", "key", "id", "roles", "tenant",
 		"oauth", "issuer", "jwksUrl", "audience", "scopesSupported", "rolesFromScopes", "actorClaim", "tenantClaim", "introspectionUrl", "clientId", "clientSecret",
 		"upstreams", "command", "args", "cwd", "env", "required", "prefix", "include", "exclude", "reads", "actions", "defaultKind", "approval", "timeout",
+		"health", "enabled", "interval", "reconnect", "initialDelay", "maxDelay",
 		"url", "transport", "headers", "authorization", "signing", "hmacSha256", "header", "roots", "upstreamsFrom",
 	}
 }
@@ -156,6 +157,9 @@ upstreams:
   - name: search
     url: https://mcp.example.com/mcp
 `), fixedEnv)
+	// IM-37: health checks and reconnects are on, every 30 s and capped at 30 s.
+	health := Health{Interval: 30 * time.Second, Timeout: 5 * time.Second}
+	reconnect := Reconnect{InitialDelay: time.Second, MaxDelay: 30 * time.Second}
 	want := &Config{
 		Gateway: Gateway{
 			Listen:          "127.0.0.1:7331",
@@ -165,8 +169,8 @@ upstreams:
 		},
 		Endpoints: []Endpoint{{Path: "/mcp", Name: "toolgate", Version: "1.2.3-test", Tools: []string{"*"}}},
 		Upstreams: []Upstream{
-			{Name: "github", Command: "mcp-github", DefaultKind: "action", Approval: "client", Timeout: 30 * time.Second},
-			{Name: "search", URL: "https://mcp.example.com/mcp", Transport: "auto", DefaultKind: "action", Approval: "client", Timeout: 30 * time.Second},
+			{Name: "github", Command: "mcp-github", DefaultKind: "action", Approval: "client", Timeout: 30 * time.Second, Health: health, Reconnect: reconnect},
+			{Name: "search", URL: "https://mcp.example.com/mcp", Transport: "auto", DefaultKind: "action", Approval: "client", Timeout: 30 * time.Second, Health: health, Reconnect: reconnect},
 		},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {

@@ -476,6 +476,8 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 	if u.Timeout <= 0 {
 		v.fail(p+".timeout", "must be greater than 0")
 	}
+	v.health(p+".health", u.Health)
+	v.reconnect(p+".reconnect", u.Reconnect)
 	for j, r := range u.Roots {
 		switch {
 		case r == "":
@@ -483,6 +485,30 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 		case !strings.HasPrefix(r, "file://") && !filepath.IsAbs(r):
 			v.fail(fmt.Sprintf("%s.roots[%d]", p, j), "must be a file:// URI or an absolute path")
 		}
+	}
+}
+
+// health: a negative timeout would be a check that cannot pass, and a
+// tiny interval a load on the upstream (IM-37).
+func (v *validator) health(p string, h Health) {
+	if h.Interval < MinHealthInterval {
+		v.fail(p+".interval", "must be at least %s", MinHealthInterval)
+	}
+	switch {
+	case h.Timeout <= 0:
+		v.fail(p+".timeout", "must be greater than 0")
+	case h.Timeout > h.Interval && h.Interval >= MinHealthInterval:
+		v.fail(p+".timeout", "must not be longer than health.interval (%s)", h.Interval)
+	}
+}
+
+// reconnect: the delays bound how hard a down upstream is knocked on (IM-37).
+func (v *validator) reconnect(p string, r Reconnect) {
+	if r.InitialDelay < MinReconnectDelay {
+		v.fail(p+".initialDelay", "must be at least %s", MinReconnectDelay)
+	}
+	if r.MaxDelay < r.InitialDelay && r.InitialDelay >= MinReconnectDelay {
+		v.fail(p+".maxDelay", "must not be shorter than reconnect.initialDelay (%s)", r.InitialDelay)
 	}
 }
 

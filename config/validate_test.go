@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -33,7 +34,8 @@ func TestValidateRules(t *testing.T) {
 		{"IM-1 both", func(c *Config) { c.Upstreams[0].URL = "https://x.example.com" },
 			[]FieldError{{"upstreams[0]", `upstream "github" sets both command and url; set exactly one (IM-1)`}}},
 		{"IM-2 transport with url ok", func(c *Config) {
-			c.Upstreams[0] = Upstream{Name: "s", URL: "http://127.0.0.1:9/mcp", Transport: "sse", DefaultKind: "read", Approval: "client", Timeout: 1}
+			c.Upstreams[0] = Upstream{Name: "s", URL: "http://127.0.0.1:9/mcp", Transport: "sse", DefaultKind: "read", Approval: "client", Timeout: 1,
+				Health: Health{Interval: time.Second, Timeout: 1}, Reconnect: Reconnect{InitialDelay: time.Second, MaxDelay: time.Second}}
 		}, nil},
 		{"IM-11 prefix empty ok", func(c *Config) { c.Upstreams[0].Prefix = ptr("") }, nil},
 		{"IM-11 prefix 40 ok", func(c *Config) { c.Upstreams[0].Prefix = ptr(strings.Repeat("p", 40)) }, nil},
@@ -47,6 +49,15 @@ func TestValidateRules(t *testing.T) {
 			[]FieldError{{"upstreams[0].include[1]", `bad glob "bad[": syntax error in pattern`}}},
 		{"IM-6 timeout", func(c *Config) { c.Upstreams[0].Timeout = -1 },
 			[]FieldError{{"upstreams[0].timeout", "must be greater than 0"}}},
+		{"IM-37 health off keeps its defaults valid", func(c *Config) { c.Upstreams[0].Health.Enabled = ptr(false) }, nil},
+		{"IM-37 health interval too short", func(c *Config) { c.Upstreams[0].Health.Interval = 500 * time.Millisecond },
+			[]FieldError{{"upstreams[0].health.interval", "must be at least 1s"}}},
+		{"IM-37 health timeout longer than the interval", func(c *Config) { c.Upstreams[0].Health.Timeout = time.Minute },
+			[]FieldError{{"upstreams[0].health.timeout", "must not be longer than health.interval (30s)"}}},
+		{"IM-37 reconnect delay too short", func(c *Config) { c.Upstreams[0].Reconnect.InitialDelay = time.Millisecond },
+			[]FieldError{{"upstreams[0].reconnect.initialDelay", "must be at least 100ms"}}},
+		{"IM-37 reconnect cap below the delay", func(c *Config) { c.Upstreams[0].Reconnect.InitialDelay = time.Minute },
+			[]FieldError{{"upstreams[0].reconnect.maxDelay", "must not be shorter than reconnect.initialDelay (1m0s)"}}},
 		{"CF-3 no secret, read-only upstream", func(c *Config) {
 			c.Gateway.Confirm.Secret = ""
 			c.Upstreams[0].DefaultKind = KindRead

@@ -25,6 +25,9 @@ type UpstreamStatus struct {
 	Tools       int           `json:"tools"`
 	Server      ServerInfo    `json:"server,omitzero"`
 	Latency     time.Duration `json:"latency,omitempty"`
+	// NextAttempt is when the importer next tries a failed upstream again
+	// (IM-37); zero when no attempt is scheduled.
+	NextAttempt time.Time `json:"nextAttempt,omitzero"`
 }
 
 // DropKind says why an upstream's tool was not imported.

@@ -196,7 +196,7 @@ func newFake() *fakeConsole {
 				{Name: "notes", Transport: "stdio", State: core.StateConnected, Tools: 2, Latency: 4 * time.Millisecond, Server: core.ServerInfo{Name: "toolgate-demo-notes", Version: "1.0.0", Protocol: "2025-06-18"}},
 				{Name: "weather", Transport: "stdio", State: core.StateConnected, Tools: 1, Latency: 850 * time.Microsecond, Server: core.ServerInfo{Version: "1.0.0", Protocol: "2025-06-18"}},
 				{Name: "sneaky", Transport: "stdio", State: core.StateConnecting},
-				{Name: "offline", Transport: "http", State: core.StateFailed, LastError: "connect: dial tcp 127.0.0.1:1: connection refused", LastErrorAt: t0.Add(-time.Minute)},
+				{Name: "offline", Transport: "http", State: core.StateFailed, LastError: "connect: dial tcp 127.0.0.1:1: connection refused", LastErrorAt: t0.Add(-time.Minute), NextAttempt: t0.Add(12 * time.Second)},
 			},
 			Sessions: []core.Session{
 				{ID: "3f9c2a71", Endpoint: "/mcp", Actor: core.Actor{ID: "demo"}, ClientName: "claude-code", ClientVersion: "2.1.0", Protocol: "2025-06-18", Started: t0.Add(-10 * time.Minute), LastActivity: t0.Add(-5 * time.Second), Calls: 7},

@@ -242,6 +242,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ticking = false
 		m.approvals.Tick()
 		m.sessions.Tick()
+		m.upstreams.Tick()
 		return m, m.ensureTick()
 	case reviewsTickMsg:
 		if msg.gen != m.revGen || m.sub == nil {
@@ -363,7 +364,7 @@ func (m *Model) setParts(p part) tea.Cmd {
 
 // ensureTick keeps a one-second tick running while something counts down.
 func (m *Model) ensureTick() tea.Cmd {
-	if m.ticking || len(m.state.Pending)+len(m.state.Sessions) == 0 {
+	if m.ticking || len(m.state.Pending)+len(m.state.Sessions) == 0 && !m.upstreams.Counting() {
 		return nil
 	}
 	m.ticking = true

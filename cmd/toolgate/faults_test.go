@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/eventbustest"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
@@ -114,7 +115,13 @@ func closedPort(t *testing.T) int {
 // returns its process and URL. The process is killed at cleanup.
 func startHTTPDemo(t *testing.T, name string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(toolgateBinary(t), "demo-upstream", name, "--http", "127.0.0.1:0")
+	return startHTTPDemoAt(t, name, "127.0.0.1:0")
+}
+
+// startHTTPDemoAt is startHTTPDemo listening on addr.
+func startHTTPDemoAt(t *testing.T, name, addr string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(toolgateBinary(t), "demo-upstream", name, "--http", addr)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +338,52 @@ func TestFaultRefreshWhileDownIM23(t *testing.T) {
 		t.Errorf("tools after a failed refresh = %q, want %q", got, before)
 	}
 	if st := statusOf(t, im, "notes"); st.State != core.StateFailed || st.Tools != 4 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+// IM-37: a real upstream process that dies is found out by the health
+// check, keeps its tools meanwhile (IM-23), and once a new process listens
+// on its address it is imported again in the background, within its
+// backoff bound, with no operator action.
+func TestFaultUpstreamLostAndBackIM37(t *testing.T) {
+	proc, url := startHTTPDemo(t, "notes")
+	spec := httpSpec(t, "notes", url)
+	spec.Health = importer.HealthCheck{Interval: time.Second, Timeout: time.Second}
+	spec.Reconnect = importer.Reconnect{InitialDelay: 200 * time.Millisecond, MaxDelay: time.Second}
+	reg := core.NewRegistry(nil)
+	_, sub := reg.Bus().Subscribe(0)
+	defer sub.Close()
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{spec}, nil)
+	t.Cleanup(func() { _ = im.Close() })
+	if err := im.Start(faultCtx(t, 60*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	before := reg.Names("notes")
+	if len(before) != 4 {
+		t.Fatalf("imported %q", before)
+	}
+
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	eventbustest.Expect(t, sub, func(e core.UpstreamChanged) bool { return e.Status.State == core.StateFailed })
+	if got := reg.Names("notes"); !slices.Equal(got, before) {
+		t.Errorf("tools of the lost upstream = %q, want %q kept", got, before)
+	}
+
+	startHTTPDemoAt(t, "notes", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"))
+	back := time.Now()
+	eventbustest.Expect(t, sub, func(e core.RefreshApplied) bool { return e.Diff.Upstream == "notes" })
+	// The backoff cap, then a connect and a list.
+	if took, bound := time.Since(back), spec.Reconnect.MaxDelay+2*spec.Timeout; took > bound {
+		t.Errorf("re-imported %v after the new process listened, want within %v", took, bound)
+	}
+	res, err := reg.Invoke(faultCtx(t, 30*time.Second), faultActor, "notes_list_notes", nil)
+	if err != nil {
+		t.Fatalf("a call after the upstream came back: %v (%+v)", err, res)
+	}
+	if st := statusOf(t, im, "notes"); st.State != core.StateConnected || st.Tools != 4 || !st.NextAttempt.IsZero() {
 		t.Errorf("status = %+v", st)
 	}
 }

@@ -20,6 +20,7 @@ type FakeUpstream struct {
 	handlers   map[string]func(args json.RawMessage) (core.Result, error)
 	connected  bool
 	connects   int
+	attempts   int // Connect calls, failed ones included
 	lists      int
 	calls      map[string]int
 	connectErr []error // consumed one per Connect
@@ -111,6 +112,10 @@ func (f *FakeUpstream) Calls(name string) int { f.mu.Lock(); defer f.mu.Unlock()
 // Connects reports how many connections were made.
 func (f *FakeUpstream) Connects() int { f.mu.Lock(); defer f.mu.Unlock(); return f.connects }
 
+// ConnectAttempts reports how many times Connect was called, failed calls
+// included.
+func (f *FakeUpstream) ConnectAttempts() int { f.mu.Lock(); defer f.mu.Unlock(); return f.attempts }
+
 // Lists reports how many times the tool list was read.
 func (f *FakeUpstream) Lists() int { f.mu.Lock(); defer f.mu.Unlock(); return f.lists }
 
@@ -130,6 +135,7 @@ func (f *FakeUpstream) NotifyToolsChanged() {
 func (f *FakeUpstream) Connect(ctx context.Context) (core.ServerInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.attempts++
 	if err := pop(&f.connectErr); err != nil {
 		return core.ServerInfo{}, err
 	}

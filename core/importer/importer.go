@@ -36,8 +36,12 @@ type UpstreamSpec struct {
 	Roles    []string
 	Required bool
 	// Timeout applies to each operation: connect, each list, each call (IM-6).
-	Timeout  time.Duration
-	Upstream core.Upstream
+	Timeout time.Duration
+	// Health and Reconnect keep the upstream imported in the background
+	// (IM-37); their zero values mean the defaults.
+	Health    HealthCheck
+	Reconnect Reconnect
+	Upstream  core.Upstream
 }
 
 // DefaultTimeout is the per-operation timeout when a spec gives none.
@@ -55,6 +59,9 @@ type ImporterOptions struct {
 	Debounce time.Duration
 	// ReviewState fills ImportedTool.ReviewState (IM-33); nil leaves it empty.
 	ReviewState func(core.ToolInfo) core.ReviewState
+	// NoBackground runs no health checks and no reconnects (IM-37): for
+	// one-shot commands (check, tools) that report what Start found.
+	NoBackground bool
 }
 
 // Importer turns upstreams' tools into registry tools and keeps them current.
@@ -68,17 +75,21 @@ type Importer struct {
 	attempts int
 	backoff  core.Backoff
 	debounce time.Duration
+	// background runs one supervise loop per upstream after Start (IM-37).
+	background bool
 
 	// refreshMu makes refreshes one at a time, so registration always
 	// replays in configuration order against a stable registry.
 	refreshMu sync.Mutex
 
-	// life ends debounced refreshes on Close.
+	// life ends debounced refreshes and the supervise loops on Close.
 	life   context.Context
 	stop   context.CancelFunc
 	timers sync.WaitGroup
+	loops  sync.WaitGroup
 
-	mu sync.Mutex // guards the fields of every upstream marked "im.mu"
+	mu      sync.Mutex // guards looping and the fields of every upstream marked "im.mu"
+	looping bool       // the supervise loops were started
 
 	planMu    sync.Mutex
 	plans     map[string]heldPlan
@@ -87,6 +98,8 @@ type Importer struct {
 
 type upstream struct {
 	spec UpstreamSpec
+	// kick wakes u's supervise loop when its state changes (buffered, 1).
+	kick chan struct{}
 
 	// connMu serialises Connect and Close of this upstream.
 	connMu    sync.Mutex
@@ -99,6 +112,12 @@ type upstream struct {
 	drops    []core.Drop
 	catalog  catalogListing
 	debounce *time.Timer
+	// stale: u failed since its tools were last applied, or never had them
+	// applied, so the supervise loop imports it again (IM-37).
+	stale bool
+	// applied counts applied listings, so a reconnect does not apply a
+	// listing over one a refresh applied meanwhile.
+	applied uint64
 }
 
 // NewImporter prepares the importer; nothing connects until Start.
@@ -110,6 +129,7 @@ func NewImporter(reg *core.Registry, specs []UpstreamSpec, opts *ImporterOptions
 	im := &Importer{
 		reg: reg, bus: reg.Bus(), byName: make(map[string]*upstream), plans: make(map[string]heldPlan),
 		retry: opts.Retry, review: opts.ReviewState, attempts: opts.Attempts, backoff: opts.Backoff, debounce: opts.Debounce,
+		background: !opts.NoBackground,
 	}
 	if im.retry == nil {
 		im.retry = core.DefaultRetry
@@ -131,7 +151,8 @@ func NewImporter(reg *core.Registry, specs []UpstreamSpec, opts *ImporterOptions
 		if s.DefaultKind == "" {
 			s.DefaultKind = core.KindAction
 		}
-		u := &upstream{spec: s, status: core.UpstreamStatus{
+		s.Health, s.Reconnect = s.Health.withDefaults(s.Timeout), s.Reconnect.withDefaults()
+		u := &upstream{spec: s, kick: make(chan struct{}, 1), stale: true, status: core.UpstreamStatus{
 			Name: s.Name, Transport: s.Transport, Required: s.Required, State: core.StateDisconnected,
 		}}
 		im.ups = append(im.ups, u)
@@ -251,9 +272,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 // when upstreams answer roughly in configuration order nearly everything is
 // registered, and served, by the time the last one answers. A refresh asked
 // for meanwhile waits until Start is done.
+//
+// Then each upstream is kept imported in the background until Close: a
+// failed one is retried, a connected one health-checked (IM-37).
 func (im *Importer) Start(ctx context.Context) error {
 	im.refreshMu.Lock()
 	defer im.refreshMu.Unlock()
+	defer im.startLoops()
 	var errs []error
 	im.listInOrder(ctx, func(u *upstream, l Listing) {
 		if l.err != nil {
@@ -295,16 +320,21 @@ func (im *Importer) listInOrder(ctx context.Context, each func(u *upstream, l Li
 // list connects if needed and reads the upstream's tools, then its
 // resources and prompts, retrying transient failures with backoff.
 func (im *Importer) list(ctx context.Context, u *upstream) Listing {
-	tools, err := im.listTools(ctx, u)
+	return im.listWith(ctx, u, im.attempts)
+}
+
+// listWith is list with its own bound on connect and list attempts.
+func (im *Importer) listWith(ctx context.Context, u *upstream, attempts int) Listing {
+	tools, err := im.listTools(ctx, u, attempts)
 	if err != nil {
 		return Listing{err: err}
 	}
 	return Listing{tools: tools, prep: im.prepare(u, tools), catalog: im.listCatalog(ctx, u)}
 }
 
-func (im *Importer) listTools(ctx context.Context, u *upstream) ([]core.RemoteTool, error) {
+func (im *Importer) listTools(ctx context.Context, u *upstream, attempts int) ([]core.RemoteTool, error) {
 	var err error
-	for attempt := range im.attempts {
+	for attempt := range attempts {
 		if attempt > 0 {
 			if werr := sleep(ctx, im.backoff(attempt)); werr != nil {
 				break
@@ -399,8 +429,16 @@ func (im *Importer) setStatus(u *upstream, change func(*core.UpstreamStatus)) {
 		defer im.mu.Unlock()
 		before := u.status
 		change(&u.status)
+		if u.status.State == core.StateFailed {
+			u.stale = true
+		} else {
+			u.status.NextAttempt = time.Time{} // only a failed upstream waits for one
+		}
 		if u.status == before {
 			return nil
+		}
+		if u.status.State != before.State {
+			u.poke()
 		}
 		return []core.EventData{core.UpstreamChanged{Status: u.status}}
 	})
@@ -513,6 +551,9 @@ func (im *Importer) apply(u *upstream, l Listing) core.Diff {
 		defer im.mu.Unlock()
 		u.wanted, u.drops = p.tools, p.drops
 		u.status.Tools = held
+		u.stale = false
+		u.applied++
+		u.poke()
 		return []core.EventData{
 			core.UpstreamChanged{Status: u.status},
 			core.ToolsDropped{Source: u.spec.Name, Drops: slices.Clone(p.drops)},
@@ -795,18 +836,27 @@ func (im *Importer) Ping(ctx context.Context, name string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	return im.ping(ctx, u, u.spec.Timeout, true)
+}
+
+// ping connects if needed and pings u within timeout. A ping that fails
+// marks u failed only if markFailed: the periodic check wants a second
+// opinion first (IM-37). Failing to connect always does.
+func (im *Importer) ping(ctx context.Context, u *upstream, timeout time.Duration, markFailed bool) (time.Duration, error) {
 	gen, err := im.connect(ctx, u)
 	if err != nil {
 		return 0, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	if err := u.spec.Upstream.Ping(pctx); err != nil {
 		if core.Transient(err) {
 			im.disconnect(u, gen)
 		}
-		im.failed(u, err)
+		if markFailed {
+			im.failed(u, err)
+		}
 		return 0, err
 	}
 	d := time.Since(start)
@@ -852,8 +902,8 @@ func (im *Importer) ImportedTools() []core.ImportedTool {
 	return out
 }
 
-// Close stops pending refreshes and closes every upstream connection (for
-// stdio upstreams, that stops their processes).
+// Close stops pending refreshes and the supervise loops, and closes every
+// upstream connection (for stdio upstreams, that stops their processes).
 func (im *Importer) Close() error {
 	im.mu.Lock()
 	im.stop()
@@ -864,6 +914,7 @@ func (im *Importer) Close() error {
 	}
 	im.mu.Unlock()
 	im.timers.Wait()
+	im.loops.Wait()
 	var errs []error
 	for _, u := range im.ups {
 		u.connMu.Lock()

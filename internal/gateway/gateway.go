@@ -188,10 +188,14 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 			Roles:       u.Roles,
 			Required:    u.Required,
 			Timeout:     u.Timeout,
+			Health:      importer.HealthCheck{Disabled: !u.Health.On(), Interval: u.Health.Interval, Timeout: u.Health.Timeout},
+			Reconnect:   importer.Reconnect{Disabled: !u.Reconnect.On(), InitialDelay: u.Reconnect.InitialDelay, MaxDelay: u.Reconnect.MaxDelay},
 			Upstream:    up,
 		})
 	}
-	g.importer = importer.NewImporter(g.reg, specs, &importer.ImporterOptions{ReviewState: rev.State})
+	// A one-shot command reports what one import found; retrying behind it
+	// would only change the answer while it is being printed.
+	g.importer = importer.NewImporter(g.reg, specs, &importer.ImporterOptions{ReviewState: rev.State, NoBackground: g.opts.ImportOnly})
 	return nil
 }
 

@@ -72,6 +72,12 @@ func serveDemoWith(t *testing.T, name string, opts demo.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveDemoOn(t, name, opts, ln)
+}
+
+// serveDemoOn is serveDemoWith on a listener of the caller's.
+func serveDemoOn(t *testing.T, name string, opts demo.Options, ln net.Listener) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- demo.ServeHTTP(ctx, name, opts, ln) }()

@@ -131,6 +131,24 @@ func (m *Model) SetUpstreams(ups []core.UpstreamStatus) {
 	}
 }
 
+// Counting reports whether an upstream waits for its next attempt, so the
+// console keeps a tick running for the countdown.
+func (m *Model) Counting() bool {
+	for _, u := range m.ups {
+		if !u.NextAttempt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// Tick re-renders the countdown of the upstream shown in detail.
+func (m *Model) Tick() {
+	if m.mode == modeDetail {
+		m.refreshView()
+	}
+}
+
 func (m *Model) selected() (core.UpstreamStatus, bool) {
 	k, ok := m.table.SelectedKey()
 	if !ok {
@@ -411,6 +429,9 @@ func (m *Model) renderDetail() string {
 			at = " (" + common.Ago(m.c.Now(), u.LastErrorAt) + ")"
 		}
 		lines = append(lines, line("last error", th.Err.Render(u.LastError)+th.Muted.Render(at)))
+	}
+	if !u.NextAttempt.IsZero() {
+		lines = append(lines, line("next attempt", "in "+common.Countdown(m.c.Now(), u.NextAttempt)+th.Muted.Render(" · retrying in the background")))
 	}
 	return lipgloss.NewStyle().Width(max(m.width, 10)).Render(strings.Join(lines, "\n"))
 }
