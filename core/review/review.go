@@ -41,9 +41,20 @@ func ToolFingerprint(t core.ToolInfo) string {
 // sources (native tools included); t's siblings from its own upstream may
 // name each other honestly.
 func ReviewFlags(t core.ToolInfo, all []core.ToolInfo) []core.Flag {
+	return scan.ScanTool(scan.ToolInput(t, otherNames(t.Source, all)))
+}
+
+// EntryFlags runs the scanner (RV-2) over a prompt or resource that source
+// lists (core.CatalogPrompt.Raw, core.CatalogResource.Raw), with shadowing
+// checked as in ReviewFlags. Flag.Where is a pointer into raw.
+func EntryFlags(source string, raw json.RawMessage, all []core.ToolInfo) []core.Flag {
+	return scan.ScanEntry(scan.EntryInput{Raw: raw, OtherTools: otherNames(source, all)})
+}
+
+func otherNames(source string, all []core.ToolInfo) []string {
 	var others []string
 	for _, o := range all {
-		if o.Source == t.Source {
+		if o.Source == source {
 			continue
 		}
 		others = append(others, o.Name)
@@ -52,10 +63,7 @@ func ReviewFlags(t core.ToolInfo, all []core.ToolInfo) []core.Flag {
 		}
 	}
 	slices.Sort(others)
-	return scan.ScanTool(scan.ScanInput{
-		Name: t.Name, RemoteName: t.RemoteName, Description: t.Description,
-		InputSchema: t.InputSchema, OtherTools: slices.Compact(others),
-	})
+	return slices.Compact(others)
 }
 
 // Reviewer keeps the review decisions of imported tools, persisted in a

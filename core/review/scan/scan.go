@@ -17,18 +17,39 @@ import (
 	"github.com/toolgate/toolgate/core/jsontree"
 )
 
-// ScanInput is what the scanner reads of one tool.
+// ScanInput is what the scanner reads of one tool: every field of a
+// tools/list entry that a client shows or a model reads.
 type ScanInput struct {
 	// Name and RemoteName are the tool's own names; mentioning them is not
 	// shadowing.
 	Name, RemoteName string
-	Description      string
-	InputSchema      json.RawMessage
+	// Title is the tool's top-level title, which clients show in place of
+	// its name.
+	Title       string
+	Description string
+	InputSchema json.RawMessage
+	// OutputSchema is read like InputSchema: a client validates results
+	// against it and a model reads it to understand them.
+	OutputSchema json.RawMessage
+	// Annotations, Icons and Meta (the tool's _meta) are read string by
+	// string, wherever the string is: annotations.title is shown to people,
+	// and a client may render what the others carry.
+	Annotations, Icons, Meta json.RawMessage
 	// OtherTools are the registry names and remote names of tools from
 	// other sources, for the shadowing rule. Leave out the tool's siblings
 	// from its own upstream: they may name each other honestly
 	// (server-filesystem's read_file says "use read_text_file instead").
 	OtherTools []string
+}
+
+// ToolInput is what the scanner reads of t. It is the one place that maps a
+// registry tool's fields to the scanner's, so every view scans the same.
+func ToolInput(t core.ToolInfo, otherTools []string) ScanInput {
+	return ScanInput{
+		Name: t.Name, RemoteName: t.RemoteName, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+		OtherTools: otherTools,
+	}
 }
 
 // Text limits for FlagTooLong, in characters (runes).
@@ -37,32 +58,92 @@ const (
 	MaxSchemaTextLen  = 1000
 )
 
-// DescriptionWhere is Flag.Where for the description.
-const DescriptionWhere = "description"
+// Flag.Where of the fields that are not schemas. A flag in the input schema
+// has an RFC 6901 pointer into it ("/properties/path/description"); one in
+// another JSON field has the field's name followed by a pointer into it
+// ("outputSchema/properties/x/description", "annotations/title").
+const (
+	DescriptionWhere  = "description"
+	TitleWhere        = "title"
+	OutputSchemaWhere = "outputSchema"
+	AnnotationsWhere  = "annotations"
+	IconsWhere        = "icons"
+	MetaWhere         = "_meta"
+)
 
-// ScanTool applies every rule to the tool's description and to the text of
-// its input schema, and returns the flags sorted by Where (the description
-// first, then schema pointers in order) and Start. Within one kind and one
-// Where, spans never overlap: overlapping or touching findings are merged
-// and their reasons joined.
+// jsonFields are the fields a Where may start with, in the order flags are
+// reported after the description, the title and the input schema.
+var jsonFields = []string{OutputSchemaWhere, AnnotationsWhere, IconsWhere, MetaWhere}
+
+// field returns the raw JSON of one of jsonFields.
+func (in ScanInput) field(name string) json.RawMessage {
+	switch name {
+	case OutputSchemaWhere:
+		return in.OutputSchema
+	case AnnotationsWhere:
+		return in.Annotations
+	case IconsWhere:
+		return in.Icons
+	case MetaWhere:
+		return in.Meta
+	}
+	return nil
+}
+
+// ScanTool applies every rule to the tool's title and description, to the
+// text of its input and output schemas, and to every string in its
+// annotations, icons and _meta, and returns the flags sorted by Where (the
+// description first, then the title, schema pointers in order, then the
+// other fields) and Start. Within one kind and one Where, spans never
+// overlap: overlapping or touching findings are merged and their reasons
+// joined.
 //
-// In the schema, the rules read the strings of "description", "title",
+// In a schema, the rules read the strings of "description", "title",
 // "$comment", "markdownDescription", "default", "const", "examples" and
 // "enum" anywhere in the document, and the names of "properties", "$defs"
 // and "definitions" members; each schema string has its own too-long limit,
-// MaxSchemaTextLen. A schema that is not valid JSON is not read (the
-// importer refuses it anyway).
+// MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
+// read (the importer refuses such a schema anyway), and neither is anything
+// the fingerprint does not cover.
 func ScanTool(in ScanInput) []core.Flag {
 	names := shadowNames(in)
 	var out []core.Flag
 	out = append(out, scanText(in.Description, DescriptionWhere, MaxDescriptionLen, names)...)
+	out = append(out, scanText(in.Title, TitleWhere, MaxSchemaTextLen, names)...)
+	w := schemaScan{names: names}
 	if len(in.InputSchema) > 0 {
 		if root, err := jsontree.DecodeJSONTree(in.InputSchema); err == nil {
-			w := schemaScan{names: names}
 			w.schema(root, "")
-			out = append(out, w.flags...)
 		}
 	}
+	if len(in.OutputSchema) > 0 {
+		if root, err := jsontree.DecodeJSONTree(in.OutputSchema); err == nil {
+			w.schema(root, OutputSchemaWhere)
+		}
+	}
+	for _, f := range jsonFields[1:] {
+		if raw := in.field(f); len(raw) > 0 {
+			if root, err := jsontree.DecodeJSONTree(raw); err == nil {
+				w.anyStrings(root, f, fieldLimit(f))
+			}
+		}
+	}
+	out = append(out, w.flags...)
+	sortFlags(out)
+	return out
+}
+
+// fieldLimit is the too-long limit of a string in a field read string by
+// string. An icon's src is often a data: URI of a few kilobytes, which no
+// one is expected to read.
+func fieldLimit(field string) int {
+	if field == IconsWhere {
+		return math.MaxInt
+	}
+	return MaxSchemaTextLen
+}
+
+func sortFlags(out []core.Flag) {
 	slices.SortFunc(out, func(a, b core.Flag) int {
 		if c := cmp.Compare(whereRank(a.Where), whereRank(b.Where)); c != 0 {
 			return c
@@ -70,14 +151,25 @@ func ScanTool(in ScanInput) []core.Flag {
 		return cmp.Or(strings.Compare(a.Where, b.Where), cmp.Compare(a.Start, b.Start),
 			cmp.Compare(a.End, b.End), strings.Compare(string(a.Kind), string(b.Kind)))
 	})
-	return out
 }
 
+// whereRank orders the places a flag can be: description, title, input
+// schema, then the JSON fields in the order of jsonFields.
 func whereRank(where string) int {
-	if where == DescriptionWhere {
+	switch {
+	case where == DescriptionWhere:
 		return 0
+	case where == TitleWhere:
+		return 1
+	case strings.HasPrefix(where, "/") || where == "":
+		return 2
 	}
-	return 1
+	for i, f := range jsonFields {
+		if where == f || strings.HasPrefix(where, f+"/") {
+			return 3 + i
+		}
+	}
+	return 3 + len(jsonFields)
 }
 
 // schemaTextKeys are the keywords whose strings a model reads as prose.
@@ -723,27 +815,42 @@ func VisibleText(s string) string {
 	return b.String()
 }
 
-// Text returns the text a Flag.Where refers to: the description, a string in
-// the input schema, or the member name a schema pointer ends with.
+// Text returns the text a Flag.Where refers to: the description, the
+// title, a string in one of the JSON fields, or the member name a schema
+// pointer ends with.
 func (in ScanInput) Text(where string) (string, bool) {
-	if where == DescriptionWhere {
+	switch where {
+	case DescriptionWhere:
 		return in.Description, true
+	case TitleWhere:
+		return in.Title, true
 	}
-	if !strings.HasPrefix(where, "/") {
-		return "", false
+	if strings.HasPrefix(where, "/") {
+		return pointerText(in.InputSchema, where)
 	}
-	root, err := jsontree.DecodeJSONTree(in.InputSchema)
+	for _, f := range jsonFields {
+		if rest, ok := strings.CutPrefix(where, f); ok && strings.HasPrefix(rest, "/") {
+			return pointerText(in.field(f), rest)
+		}
+	}
+	return "", false
+}
+
+// pointerText resolves ptr in raw: the string there, or the member name
+// the pointer ends with.
+func pointerText(raw json.RawMessage, ptr string) (string, bool) {
+	root, err := jsontree.DecodeJSONTree(raw)
 	if err != nil {
 		return "", false
 	}
-	n := root.Lookup(where)
+	n := root.Lookup(ptr)
 	if n == nil {
 		return "", false
 	}
 	if n.Kind == 's' {
 		return n.Str, true
 	}
-	tok := where[strings.LastIndexByte(where, '/')+1:]
+	tok := ptr[strings.LastIndexByte(ptr, '/')+1:]
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~"), true
 }
 
@@ -756,7 +863,8 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 			v, p := n.Elems[i], jsontree.PointerAppend(ptr, k)
 			switch {
 			case schemaTextKeys[k]:
-				w.strings(v, p)
+				// a default or an example may be an object
+				w.anyStrings(v, p, MaxSchemaTextLen)
 			case schemaNameMaps[k] && v.Kind == 'o':
 				for j, name := range v.Keys {
 					mp := jsontree.PointerAppend(p, name)
@@ -774,19 +882,19 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 	}
 }
 
-// strings scans every string inside a text keyword's value (a default or an
-// example may be an object).
-func (w *schemaScan) strings(n *jsontree.JsonNode, ptr string) {
+// anyStrings scans every string in n, each with its own too-long limit.
+// Member names are not read: outside a schema they are keys, not text.
+func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 	switch n.Kind {
 	case 's':
-		w.flags = append(w.flags, scanText(n.Str, ptr, MaxSchemaTextLen, w.names)...)
+		w.flags = append(w.flags, scanText(n.Str, ptr, limit, w.names)...)
 	case 'o':
 		for i, k := range n.Keys {
-			w.strings(n.Elems[i], jsontree.PointerAppend(ptr, k))
+			w.anyStrings(n.Elems[i], jsontree.PointerAppend(ptr, k), limit)
 		}
 	case 'a':
 		for i, e := range n.Elems {
-			w.strings(e, ptr+"/"+strconv.Itoa(i))
+			w.anyStrings(e, ptr+"/"+strconv.Itoa(i), limit)
 		}
 	}
 }
