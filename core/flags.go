@@ -39,6 +39,17 @@ const (
 	// Models read property names as much as descriptions, and model APIs
 	// expect identifiers there.
 	FlagSchemaText FlagKind = "schema-text"
+	// FlagObfuscated: text written to slip past a reader or a filter — hex
+	// or escapes that decode to text, words spelt letter by letter, in
+	// leetspeak or with look-alike letters from other scripts.
+	FlagObfuscated FlagKind = "obfuscated"
+	// FlagExfiltration: a link built to carry data out — a query that names
+	// a secret or the conversation, a template for the model to fill with
+	// them, a markdown image (fetched with no click) with a templated query.
+	FlagExfiltration FlagKind = "exfiltration"
+	// FlagScript: active content — a data: URI of HTML or JavaScript, an SVG
+	// or other payload carrying script, a javascript: link.
+	FlagScript FlagKind = "script"
 )
 
 // Severities, from least to most alarming.

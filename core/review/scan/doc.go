@@ -13,5 +13,11 @@
 // removed, so "ig\u200bnore previous instructions" matches like the plain
 // phrase, and spans are mapped back to byte offsets in the original.
 // Phrases match case-insensitively and across any run of white space,
-// including line breaks and Unicode spaces.
+// including line breaks and Unicode spaces, in English and in the languages
+// of languageRules. The same phrases are looked for again in the text
+// reduced to its letters, with leetspeak and look-alike letters read as
+// the letters they imitate, so "I g n o r e", "1gn0r3" and "іgnоrе" (Cyrillic)
+// are caught where they are written to look like something else. Decoded
+// payloads — Unicode tag characters, base64, hex and escapes, data: URIs —
+// go through the rules too, and their flags cover the encoded span.
 package scan

@@ -209,6 +209,9 @@ func scanText(s, where string, limit int, names []shadowName) []core.Flag {
 	urls := t.rules(core.FlagURL, urlRules)
 	flags = append(flags, urls...)
 	flags = append(flags, t.base64(urls)...)
+	flags = append(flags, t.encoded()...)
+	flags = append(flags, t.obfuscated(flags)...)
+	flags = append(flags, t.links()...)
 	flags = append(flags, t.shadowing(names)...)
 	if n := utf8.RuneCountInString(s); n > limit {
 		start := 0
@@ -474,7 +477,8 @@ func payloadFlags(decoded string, start, end int, via string) []core.Flag {
 	}
 	t := newCleanText(decoded, hiddenRuns(decoded))
 	var out []core.Flag
-	for _, f := range append(t.instructions(), t.rules(core.FlagSecretPath, secretRules)...) {
+	found := append(t.instructions(), t.rules(core.FlagSecretPath, secretRules)...)
+	for _, f := range append(found, t.obfuscated(found)...) {
 		out = append(out, core.Flag{Kind: f.Kind, Start: start, End: end, Reason: via + ": " + f.Reason})
 	}
 	return out
@@ -966,6 +970,7 @@ func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 
 func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
+	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
 	if !t.mayContain([]string{"<"}) {
 		return out
 	}
