@@ -158,6 +158,7 @@ var squeezedRules = []struct {
 	{regexp.MustCompile(`youarenow(?:in|a|an)?(?:unrestricted|jailbroken|unfiltered|developermode|godmode|adminmode)`), "tries to change the model's role"},
 	{regexp.MustCompile(`(?:reveal|print|output|leak|dump|disclose)(?:your|the)(?:system|initial|hidden)prompt`), "asks the model to reveal its instructions"},
 	{regexp.MustCompile(`(?:read|cat|send|upload|exfiltrate|steal|include|attach|copy)(?:the|your|all|my|users?)*(?:sshkeys?|idrsa|privatekeys?|awscredentials|envfile|dotenv)`), "asks for the user's keys or credentials"},
+	{regexp.MustCompile(`(?:send|pass|include|forward|upload|post|copy|attach|leak)(?:the|all|your|this|a|copyof)*(?:entire|full|whole|complete)?(?:conversation|chathistory|messagehistory)`), "asks the model to pass the conversation along"},
 }
 
 // letterSpaced is a run of twelve or more single letters, each followed by
@@ -172,21 +173,38 @@ const reasonObfuscated = "written letter by letter, in leetspeak or with look-al
 func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 	var out []core.Flag
 	sq := squeeze(t.text)
-	for _, r := range squeezedRules {
-		for _, m := range r.re.FindAllStringIndex(sq.text, -1) {
-			s, e := sq.pos[m[0]], sq.pos[m[1]-1]
-			_, size := utf8.DecodeRuneInString(t.text[e:])
-			start, end := t.span(s, e+size)
-			overlaps := func(f core.Flag) bool {
-				return f.Kind == core.FlagHiddenInstruction && f.Start < end && start < f.End
+	// The squeezed text is read three ways: as written, backwards (bidi
+	// overrides display reversed text the right way round), and in rot13.
+	readings := []struct {
+		text, how string
+		back      bool
+	}{{sq.text, "", false}, {reverse(sq.text), " (written backwards)", true}, {rot13(sq.text), " (in rot13)", false}}
+	for _, rd := range readings {
+		for _, r := range squeezedRules {
+			for _, m := range r.re.FindAllStringIndex(rd.text, -1) {
+				a, z := m[0], m[1]-1
+				if rd.back {
+					a, z = len(rd.text)-m[1], len(rd.text)-1-m[0]
+				}
+				s, e := sq.pos[a], sq.pos[z]
+				_, size := utf8.DecodeRuneInString(t.text[e:])
+				start, end := t.span(s, e+size)
+				overlaps := func(f core.Flag) bool {
+					return f.Kind == core.FlagHiddenInstruction && f.Start < end && start < f.End
+				}
+				if rd.how == "" && !disguised(t.text[s:e+size]) || containsFlag(plain, overlaps) || containsFlag(out, overlaps) {
+					continue
+				}
+				out = append(out,
+					core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: r.reason + ", " + reasonObfuscated + rd.how},
+					core.Flag{Kind: core.FlagObfuscated, Start: start, End: end, Reason: reasonObfuscated + rd.how})
 			}
-			if !disguised(t.text[s:e+size]) || containsFlag(plain, overlaps) || containsFlag(out, overlaps) {
-				continue
-			}
-			out = append(out,
-				core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: r.reason + ", " + reasonObfuscated},
-				core.Flag{Kind: core.FlagObfuscated, Start: start, End: end, Reason: reasonObfuscated})
 		}
+	}
+	for _, m := range htmlComment.FindAllStringIndex(t.text, -1) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: "an HTML comment, hidden wherever the text is rendered as markdown or HTML"})
 	}
 	for _, m := range letterSpaced.FindAllStringIndex(t.text, -1) {
 		start, end := t.span(m[0], m[1])
@@ -226,6 +244,27 @@ func disguised(s string) bool {
 
 func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
 
+// htmlComment is a comment with something in it.
+var htmlComment = regexp.MustCompile(`<!--[\s\S]*?[\pL\pN][\s\S]*?-->`)
+
+func reverse(s string) string {
+	b := []byte(s) // squeezed text is ASCII but for '#'
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
+}
+
+func rot13(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = 'a' + (c-'a'+13)%26
+		}
+	}
+	return string(b)
+}
+
 func containsFlag(flags []core.Flag, f func(core.Flag) bool) bool {
 	for _, x := range flags {
 		if f(x) {
@@ -245,7 +284,7 @@ var (
 	// <x>, [X], %X%, or a word in capitals (CONVERSATION, API_KEY).
 	placeholder = regexp.MustCompile(`\{\{?[^{}]{1,60}\}\}?|\$\{[^}]{1,60}\}|\$[A-Za-z_][A-Za-z0-9_]{1,60}|<[^<>]{1,60}>|\[[^\[\]]{1,60}\]|%[A-Za-z_][A-Za-z0-9_]{1,60}%|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b`)
 	// sensitiveWord names what an attacker wants carried out.
-	sensitiveWord = regexp.MustCompile(`(?i)conversation|chat|history|messages?|transcript|context|prompt|memory|summary|secret|token|passw(?:or)?d|credential|ssh|private|id_rsa|\benv\b|dotenv|cookie|api_?key|session|\bpat\b`)
+	sensitiveWord = regexp.MustCompile(`(?i)conversation|chat|history|messages?|transcript|context|prompt|memory|summary|secret|token|passw(?:or)?d|credential|ssh|private|id_rsa|\benv\b|dotenv|cookie|api_?key|session|\bpat\b|对话|對話|聊天|会话|會話|密码|密碼|令牌|密钥|密鑰|会話|履歴|パスワード|переписк|парол|токен`)
 	// envSecret is the name of a variable that holds a secret
 	// (GITHUB_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY).
 	envSecret = regexp.MustCompile(`\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b`)
@@ -257,8 +296,8 @@ var secretParams = map[string]bool{
 	"secret": true, "secrets": true, "token": true, "accesstoken": true, "authtoken": true, "apitoken": true,
 	"password": true, "passwd": true, "pwd": true, "credentials": true, "creds": true, "cookie": true,
 	"cookies": true, "ssh": true, "sshkey": true, "privatekey": true, "idrsa": true, "conversation": true,
-	"chathistory": true, "history": true, "transcript": true, "systemprompt": true, "env": true,
-	"dotenv": true, "memory": true, "apikey": true, "sessiontoken": true,
+	"chathistory": true, "transcript": true, "systemprompt": true, "dotenv": true, "apikey": true,
+	"sessiontoken": true,
 }
 
 func normParam(k string) string {
@@ -273,9 +312,9 @@ func normParam(k string) string {
 	}, k)
 }
 
-// exfilReason says why link is built to carry data out, or "". after is
-// the text that follows the link; image says the link is a markdown image.
-func exfilReason(link, after string, image bool) string {
+// exfilReason says why link is built to carry data out, or "". near is
+// the text around the link; image says the link is a markdown image.
+func exfilReason(link, near string, image bool) string {
 	rest, query, hasQuery := strings.Cut(link, "?")
 	query, _, _ = strings.Cut(query, "#")
 	if uq, err := url.QueryUnescape(query); err == nil {
@@ -305,15 +344,24 @@ func exfilReason(link, after string, image bool) string {
 		}
 	}
 	if empty {
-		near := after
-		if len(near) > 80 {
-			near = near[:80]
-		}
 		if sensitiveWord.MatchString(near) || envSecret.MatchString(near) {
 			return "a link whose query ends open, next to words for a secret or the conversation: built to carry them out"
 		}
 	}
 	return ""
+}
+
+// around is up to n bytes of text on each side of [s, e), cut at
+// character boundaries.
+func around(text string, s, e, n int) string {
+	a, z := max(s-n, 0), min(e+n, len(text))
+	for a > 0 && !utf8.RuneStart(text[a]) {
+		a--
+	}
+	for z < len(text) && !utf8.RuneStart(text[z]) {
+		z++
+	}
+	return text[a:s] + " " + text[e:z]
 }
 
 // Active content.
@@ -347,7 +395,7 @@ func (t *cleanText) links() []core.Flag {
 	}
 	for _, m := range httpLink.FindAllStringIndex(t.text, -1) {
 		s, e := m[0], m[0]+len(trimURL(t.text[m[0]:m[1]]))
-		if reason := exfilReason(t.text[s:e], t.text[e:], images[s]); reason != "" {
+		if reason := exfilReason(t.text[s:e], around(t.text, s, e, 80), images[s]); reason != "" {
 			flag(core.FlagExfiltration, s, e, reason)
 		}
 	}

@@ -178,6 +178,25 @@ var schemaTextKeys = map[string]bool{
 	"default": true, "const": true, "examples": true, "enum": true,
 }
 
+// isTypeName: n is a JSON Schema type name or a list of them.
+func isTypeName(n *jsontree.JsonNode) bool {
+	switch n.Kind {
+	case 's':
+		switch n.Str {
+		case "string", "number", "integer", "boolean", "object", "array", "null":
+			return true
+		}
+		return false
+	case 'a':
+		for _, e := range n.Elems {
+			if !isTypeName(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // schemaNameMaps are the keywords whose member names are names a model reads.
 var schemaNameMaps = map[string]bool{"properties": true, "$defs": true, "definitions": true}
 
@@ -344,9 +363,16 @@ const (
 var instructionRules = []textRule{
 	{re: phrase(`\b(?:ignore|disregard|forget|bypass) (?:(?:the|of|these|those|my|each|every) )*(?:all|previous|prior|above|earlier|preceding|former|system|original|other|safety|your)(?: (?:the|of|all|these|those|previous|prior|above|earlier|preceding|former|system|original|other|safety|your))* (?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)\b`), reason: reasonOverride, needles: []string{"ignore", "disregard", "forget", "bypass"}},
 	{re: phrase(`\bforget everything\b`), reason: reasonOverride, needles: []string{"forget"}},
-	{re: phrase(`\b(?:new|updated|real|actual|true|hidden|secret) (?:system )?instructions?\s*:`), reason: reasonOverride, needles: []string{"instruction"}},
+	{re: phrase(`\b(?:new|updated|real|actual|true|hidden|secret) (?:system )?(?:instructions?|polic(?:y|ies)|rules)\s*:`), reason: reasonOverride, needles: []string{"instruction", "polic", "rules"}},
+	{re: phrase(`\[\s*(?:system|admin|administrator|developer|root|assistant)(?: (?:override|note|message|instructions?|prompt|update|notice|directive))?\s*\]|\b(?:system|admin|developer) override\b|\bnote (?:for|to) (?:the )?(?:ai|assistant|model|llm|agent)s?\s*:|\bif you are an? (?:ai|llm|language model|ai assistant|ai agent)\b`), reason: "poses as a message from the system or the operator", needles: []string{"system", "admin", "developer", "root", "assistant", "note", "if you are"}},
+	{re: phrase(`\bfrom now on,? (?:you|always|never|every|each|all|do|don['’]t|respond|answer|reply|use|call|include|end|start|begin|treat|act|behave|ignore|send|before|after|when|whenever)\b|\b(?:you (?:must|should|will|are to)|always|never)\b[^.\n]{0,60}\bfrom now on\b`), reason: "gives the model standing orders that outlast this tool", needles: []string{"from now on"}},
 	{re: phrase(`\byou are now (?:(?:in|a|an) )?(?:unbound|unrestricted|jailbroken|unfiltered|dan|developer mode|admin mode|god mode|free)\b`), reason: "tries to change the model's role", needles: []string{"now"}},
 	{re: phrase(`\b(?:reveal|print|output|repeat|leak|dump|disclose) (?:your (?:system |initial |hidden )?(?:prompt|instructions)|the (?:system|initial|hidden) prompt)\b`), reason: "asks the model to reveal its instructions", needles: []string{"prompt", "instruction"}},
+	{re: phrase(`\b(?:include|pass|send|put|add|attach|copy|paste|share|append|insert|provide|forward) (?:(?:all|any) (?:of )?)?(?:your|the) (?:(?:full|entire|complete|whole|exact) )?(?:system|initial|hidden|original) (?:prompt|instructions|message)s?\b`), reason: "asks the model to reveal its instructions", needles: []string{"prompt", "instruction", "message"}},
+	{re: phrase(`\b(?:pass|put|send|include|attach|embed|append|add|copy|insert|provide|forward|share|upload|post|paste|with)\b[^.;\n]{0,40}?\b(?:(?:the|your|this) )?(?:(?:entire|full|whole|complete|previous|prior|earlier) (?:conversation|chat|dialog(?:ue)?|message history)|(?:conversation|chat|dialog(?:ue)?) (?:history|transcript|log|so far)|(?:all|every|the) (?:previous|prior|earlier) (?:user )?messages|everything the user (?:has )?(?:said|wrote|written|typed|asked)|the user['’]s (?:full|entire|complete|original|exact|whole) (?:message|prompt|request|question|input)s?)\b`), reason: "asks the model to pass the conversation along", needles: []string{"conversation", "chat", "dialog", "history", "messages", "the user"}},
+	{re: phrase(`\b(?:before (?:using|calling|invoking|running) any (?:other )?tools?|(?:call|use|invoke|run) this tool (?:before|after) (?:any|every|each|all) (?:other )?(?:tools?|requests?|messages?|responses?|answers?|replies|turns?|actions?)|(?:call|use|invoke|run) this tool (?:on|for|with) (?:every|each) (?:user )?(?:requests?|messages?|turns?|prompts?|quer(?:y|ies))|(?:in|at the end of|after|before|with) (?:every|each|all) (?:of )?your (?:future |subsequent )?(?:responses?|answers?|replies|reply)|(?:in|at the end of|after|with) (?:every|each) (?:response|answer|reply) you (?:give|write|send)|after (?:every|each) user message)\b`), reason: "makes the model act on every turn, not only when it needs the tool", needles: []string{"any", "this tool", "every", "each", "all"}},
+	{re: phrase(`\b(?:do not|don['’]t|never|must not|no need to) (?:use|call|trust|rely on) (?:any )?other (?:\w+ )?tools?\b|\bother (?:\w+ )?tools? (?:is|are) (?:compromised|malicious|unsafe|untrusted|insecure|not to be trusted)\b|\b(?:this is )?the only (?:trusted|trustworthy|safe|secure|official|approved|legitimate) (?:\w+ )?tool\b|\b(?:descriptions?|instructions?) of (?:all |any |the )?other tools?\b`), reason: "steers the model away from other tools", needles: []string{"other", "only"}},
+	{re: phrase(`\b(?:do not|don['’]t|never|no need to) (?:ask|wait for|request|seek) (?:the user|the human|the operator)(?: for)? (?:(?:their|any|a) )?(?:confirmation|approval|permission|consent)\b|\b(?:confirmation|permission|approval|consent) (?:has|was|is) already (?:been )?(?:granted|given|obtained)\b`), reason: "tells the model to skip the user's confirmation", needles: []string{"confirm", "approv", "permission", "consent"}},
 
 	{re: phrase(`\b(?:do not|don['’]?t|never|must not|should not|shouldn['’]?t|avoid) (?:(?:ever|even|explicitly|directly|actually) )?(?:tell|telling|inform|informing|notify|notifying|alert|alerting|mention|mentioning|reveal|revealing|disclose|disclosing)\b`), reason: reasonConceal, needles: []string{"not", "don", "never", "avoid"}},
 	{re: phrase(`\b(?:do not|don['’]?t|never) (?:show|display|report|explain) (?:this|it|that|these)\b`), reason: reasonConceal, needles: []string{"not", "don", "never"}},
@@ -360,18 +386,20 @@ var instructionRules = []textRule{
 	{re: phrase(`\b(?:secretly|covertly|surreptitiously|stealthily)\b`), reason: "asks for something to be done out of the user's sight", needles: []string{"secretly", "covertly", "surreptitiously", "stealthily"}},
 	{re: phrase(`\bbehind (?:the )?user['’]?s? back\b`), reason: reasonConceal, needles: []string{"behind"}},
 	{re: phrase(`\b(?:the )?(?:user|human)s? (?:must|should|need|needs to|is|are) (?:not|never) (?:to )?(?:know|see|be told|find out|notice|be informed|be aware)\b`), reason: reasonConceal, needles: []string{"user", "human"}},
-	{re: phrase(`\b(?:the )?user (?:does not|doesn['’]t|do not|don['’]t) need to (?:know|see|be told)\b`), reason: reasonConceal, needles: []string{"need"}},
+	{re: phrase(`\b(?:the )?users? (?:does not|doesn['’]t|do not|don['’]t) need to (?:know|see|be told|be informed|be notified|hear)\b`), reason: reasonConceal, needles: []string{"need"}},
+	{re: phrase(`\b(?:no need|not necessary|unnecessary|not worth) (?:to )?(?:tell|telling|inform|informing|notify|notifying|alert|alerting) (?:the )?(?:user|human|operator)s?\b|\b(?:no need|not necessary|unnecessary|not worth) (?:to )?(?:mention|mentioning|report|reporting|show|showing|bring up|bringing up)(?: (?:it|this|that|anything))? (?:to|with|for) (?:the )?(?:user|human|operator)s?\b|\bno need to bring (?:it|this|that) up\b|\bkeep (?:this|it|that)(?: step)? to yourself\b`), reason: reasonConceal, needles: []string{"need", "necessary", "worth", "yourself"}},
 
 	{re: phrase(`<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\|>|\[/?INST\]|<</?SYS>>`), reason: "contains chat-template tokens that try to open a new system or user turn", needles: []string{"<|", "inst]", "<<"}},
 	{re: phrase(`\bbefore (?:using|calling|invoking|running|executing|you (?:use|call|invoke|run)) (?:this|the|any|that) (?:\w+ )?(?:tool|function)\b[^.;\n]{0,80}?\b(?:read|cat|open|send|upload|pass|attach|exfiltrate|include|copy|collect)\b`), reason: "makes the model read or send data before it may use the tool", needles: []string{"before"}},
 	{re: phrase(`\b(?:pass|put|send|include|attach|embed|append|add|copy|insert) (?:its|their) (?:(?:full|entire|whole|complete|raw) )?contents? (?:as|in|into|to|inside|within)\b`), reason: "asks the model to pass file contents along in an argument", needles: []string{"content"}},
-	{re: phrase(`\b(?:bcc|cc|forward|redirect|mirror)\b[^.\n]{0,60}?[\w.+-]+@[\w-]+(?:\.[\w-]+)+`), reason: "asks for messages to be copied to an address of its choosing", needles: []string{"@"}},
-	{re: phrase(`\b(?:change|replace|redirect|override|switch) (?:the )?(?:recipient|receiver)s?\b`), reason: "tells the model to redirect where messages go", needles: []string{"recipient", "receiver"}},
+	{re: phrase(`\b(?:bcc|cc|forward|redirect|mirror)\b[^.\n]{0,60}?[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+ (?:to|in|into|as) (?:the )?(?:bcc|cc)\b`), reason: "asks for messages to be copied to an address of its choosing", needles: []string{"@"}},
+	{re: phrase(`\b(?:change|replace|redirect|override|switch|swap) (?:the )?(?:recipient|receiver|destination|payee|beneficiary)s?\b|\b(?:recipient|receiver|destination|payee|beneficiary)(?: (?:address|account|number|wallet|email|phone))?s? (?:must|should|will|is to|has to) be (?:replaced|changed|switched|redirected|overridden|set)\b|\b(?:instead of|rather than|regardless of) (?:the |what |whatever |whichever )?(?:\w+ ){0,2}(?:the )?user (?:gives|provides|specifies|specified|enters|entered|asks for|asked for|chooses|chose|requests|requested|intends|intended|wants|typed|names)\b`), reason: "tells the model to redirect where messages or money go", needles: []string{"recipient", "receiver", "destination", "payee", "beneficiary", "user"}},
 
 	{re: phrase(`\bthis is (?:(?:very|extremely|really|super|absolutely|critically|vitally|so) )+(?:important|critical|crucial|vital)\b`), reason: reasonPressure, needles: []string{"important", "critical", "crucial", "vital"}},
 	{re: phrase(`\bvery (?:very )+important\b`), reason: reasonPressure, needles: []string{"important"}},
 	{re: phrase(`\b(?:otherwise|or else|if not),? the (?:tool|system|application|app|server|request) will (?:not work|crash|stop working|be blocked|break)\b`), reason: reasonPressure, needles: []string{"otherwise", "else", "not"}},
 	{re: phrase(`\ball (?:the )?data will be lost\b`), reason: reasonPressure, needles: []string{"lost"}},
+	{re: phrase(`\bif you (?:do not|don['’]t|fail to|forget to|never) (?:call|use|run|invoke) this tool\b`), reason: reasonPressure, needles: []string{"this tool"}},
 	// "model" and "agent" are left out: a data model or a CI agent "must" too.
 	{re: phrase(`\bthe (?:assistant|ai|llm) (?:must|has to|is required to|needs to|shall)\b`), reason: reasonOrders, needles: []string{"assistant", "ai", "llm"}},
 }
@@ -388,14 +416,17 @@ const (
 
 var secretRules = []textRule{
 	{re: phrase(`(?:^|[^\w.])((?:~|\$home|%userprofile%|/home/[\w.-]+|/users/[\w.-]+|/root)?/?\.ssh\b(?:/[\w.-]+)?)`), group: 1, reason: reasonSSH, quote: true, needles: []string{"ssh"}},
-	{re: phrase(`\b(id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?)\b`), group: 1, reason: reasonSSH, quote: true, needles: []string{"id_"}},
+	{re: phrase(`(?:^|[^a-z0-9])(id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?)(?:[^a-z0-9]|$)`), group: 1, reason: reasonSSH, quote: true, needles: []string{"id_"}},
 	{re: phrase(`(?:^|[^\w.])((?:~/)?\.aws/(?:credentials|config))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{".aws"}},
 	{re: phrase(`(?:^|[\s'"\x60(\[{,:=~/])(\.env(?:\.[\w-]+)?)\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{".env"}},
 	{re: phrase(`(?:^|[^\w.])(\.(?:npmrc|netrc|pypirc|pgpass|git-credentials|docker/config\.json|kube/config|config/gcloud|gnupg|bash_history|zsh_history))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{"npmrc", "netrc", "pypirc", "pgpass", "git-credentials", "docker/config", "kube/config", "gcloud", "gnupg", "_history"}},
 	{re: phrase(`(/etc/(?:passwd|shadow|gshadow|sudoers)|/proc/self/environ)\b`), group: 1, reason: "names a system file with account data", quote: true, needles: []string{"/etc/", "/proc/"}},
 	{re: phrase(`(?:^|[^\w.~/-])((?:~|\$home)?(?:/?[\w.-]+)*/?(?:mcp|claude_desktop_config|application_default_credentials)\.json)\b`), group: 1, reason: "names an AI client's or cloud SDK's configuration, which holds other servers' tokens", quote: true, needles: []string{".json"}},
 	{re: phrase(`(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)`), group: 1, reason: "contains a private key header", needles: []string{"private key"}},
-	{re: phrase(`\b((?:your|the user['’]?s|users['’]?|my|their) (?:(?:ssh|gpg|pgp|wallet|signing) )?private keys?)\b`), group: 1, reason: "names the user's private keys", quote: true, needles: []string{"private"}},
+	{re: phrase(`\b((?:your|the user['’]?s|users['’]?|my|their|the wallet['’]?s|the account['’]?s) (?:(?:ssh|gpg|pgp|wallet|signing) )?private keys?)\b`), group: 1, reason: "names the user's private keys", quote: true, needles: []string{"private"}},
+	{re: phrase(`(?:^|[^\w.])((?:~/)?(?:\.bitcoin/wallet\.dat|wallet\.dat|\.ethereum/keystore|\.electrum/wallets|\.config/solana/id\.json|\.password-store|\.local/share/keyrings|Library/Keychains))\b`), group: 1, reason: "names a wallet or keyring file", quote: true, needles: []string{"wallet.dat", "keystore", "electrum", "solana", "password-store", "keyrings", "keychains"}},
+	{re: phrase(`\b(?:read|include|pass|send|copy|collect|print|dump|leak|attach|append|upload|echo|embed|exfiltrate|forward|value of|contents? of)\b[^.\n]{0,30}?\b((?-i:[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)))\b`), group: 1, reason: "asks for an environment variable that holds a secret", quote: true, needles: []string{"token", "key", "secret", "pass", "pat", "credential"}},
+	{re: phrase(`\b(?:send|pass|include|attach|upload|post|forward|exfiltrate|leak|dump|print)\b(?: all| the| every| your| my)* (environment variables|env vars|process\.env|os\.environ)\b`), group: 1, reason: "asks for the environment, where secrets live", quote: true, needles: []string{"environment", "env"}},
 	{re: phrase(`\b((?:read|cat|send|upload|copy|include|pass|extract|steal|exfiltrate|retrieve|attach|dump|collect) (?:the |your |their |all |any )?(?:(?:ssh|gpg|pgp|wallet) )?private keys?)\b`), group: 1, reason: "asks for private keys", quote: true, needles: []string{"private"}},
 }
 
@@ -478,7 +509,13 @@ func payloadFlags(decoded string, start, end int, via string) []core.Flag {
 	t := newCleanText(decoded, hiddenRuns(decoded))
 	var out []core.Flag
 	found := append(t.instructions(), t.rules(core.FlagSecretPath, secretRules)...)
-	for _, f := range append(found, t.obfuscated(found)...) {
+	found = append(found, t.obfuscated(found)...)
+	for _, f := range t.links() {
+		if f.Kind != core.FlagURL {
+			found = append(found, f)
+		}
+	}
+	for _, f := range found {
 		out = append(out, core.Flag{Kind: f.Kind, Start: start, End: end, Reason: via + ": " + f.Reason})
 	}
 	return out
@@ -866,6 +903,10 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 		for i, k := range n.Keys {
 			v, p := n.Elems[i], jsontree.PointerAppend(ptr, k)
 			switch {
+			case k == "type" && !isTypeName(v):
+				// A type that is none of JSON Schema's is text smuggled
+				// where a reviewer does not look.
+				w.anyStrings(v, p, MaxSchemaTextLen)
 			case schemaTextKeys[k]:
 				// a default or an example may be an object
 				w.anyStrings(v, p, MaxSchemaTextLen)
