@@ -176,7 +176,7 @@ func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		if !r.Served {
 			served = "withheld"
 		}
-		flags := strings.Join(r.Flags, ",")
+		flags := strings.Join(report.Kinds(r.Flags), ",")
 		if flags == "" {
 			flags = "-"
 		}

@@ -88,7 +88,7 @@ func reviewList(t *testing.T, cfg string) map[string]report.Review {
 
 func hasFlags(row report.Review, kinds ...core.FlagKind) bool {
 	for _, k := range kinds {
-		if !slices.Contains(row.Flags, string(k)) {
+		if !slices.Contains(report.Kinds(row.Flags), string(k)) {
 			return false
 		}
 	}
@@ -112,10 +112,10 @@ func TestReviewListDemoRV2(t *testing.T) {
 	}
 	fetch := rows["sneaky_fetch_page"]
 	if !hasFlags(fetch, core.FlagHiddenInstruction, core.FlagInvisible, core.FlagSecretPath) {
-		t.Errorf("sneaky_fetch_page flags = %q, want hidden-instruction, invisible and secret-path", fetch.Flags)
+		t.Errorf("sneaky_fetch_page flags = %+v, want hidden-instruction, invisible and secret-path", fetch.Flags)
 	}
 	if f := rows["notes_search"].Flags; len(f) != 0 {
-		t.Errorf("notes_search is flagged: %q", f)
+		t.Errorf("notes_search is flagged: %+v", f)
 	}
 
 	code, out, errOut := reviewCLI(t, "list", "--config", cfg)
