@@ -106,7 +106,7 @@ func TestReviewListDemoRV2(t *testing.T) {
 			t.Errorf("%s is not listed (rows: %v)", name, rows)
 			continue
 		}
-		if r.ReviewState != core.ReviewNew || !r.Served || !strings.HasPrefix(r.Fingerprint, "sha256:") || len(r.Fingerprint) != 71 {
+		if r.ReviewState != core.ReviewNew || !r.Served || !strings.HasPrefix(r.Fingerprint, review.FingerprintPrefix) || len(r.Fingerprint) != len(review.FingerprintPrefix)+64 {
 			t.Errorf("%s: %+v, want new, served under pin, with a fingerprint", name, r)
 		}
 	}
@@ -145,7 +145,7 @@ func TestReviewApproveExportImportRV4(t *testing.T) {
 			t.Errorf("%s after approve: %+v", name, r)
 		}
 	}
-	if code, out, _ := reviewCLI(t, "reject", "sneaky_fetch_page", "--config", cfg, "--by", "bob"); code != 0 || !strings.HasPrefix(out, "rejected sneaky_fetch_page (sneaky/fetch_page) sha256:") {
+	if code, out, _ := reviewCLI(t, "reject", "sneaky_fetch_page", "--config", cfg, "--by", "bob"); code != 0 || !strings.HasPrefix(out, "rejected sneaky_fetch_page (sneaky/fetch_page) "+review.FingerprintPrefix) {
 		t.Fatalf("reject: %d %q", code, out)
 	}
 	if code, out, _ := reviewCLI(t, "approve", "--all-new", "--config", cfg); code != 0 || out != "no new tools\n" {

@@ -148,6 +148,11 @@ type Review struct {
 	Flags       []Flag `json:"flags"`
 	Fingerprint string `json:"fingerprint"`
 	DecidedBy   string `json:"decidedBy,omitempty"`
+	// ReviewNote says why the state is what it is where the state alone
+	// does not (review.Reviewer.StateNote): an approval of an older
+	// fingerprint format shows as changed, "re-approve (fingerprint
+	// format changed)".
+	ReviewNote string `json:"reviewNote,omitempty"`
 }
 
 // Reviews lists the imported tools among tools with their review.
@@ -161,6 +166,7 @@ func Reviews(rev *review.Reviewer, tools []core.ToolInfo) []Review {
 		row := Review{
 			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
 			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: review.ToolFingerprint(t),
+			ReviewNote: rev.StateNote(t),
 		}
 		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
 			row.DecidedBy = d.By

@@ -90,3 +90,23 @@ func TestReportFlagTextClipped(t *testing.T) {
 		t.Errorf("text of %d runes: %q", n, f[0].Text)
 	}
 }
+
+// RV-3 (issue 14, item 10): review list says why a tool approved in the
+// older fingerprint format is changed.
+func TestReportLegacyApprovalNote(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.NewMemStore()
+	tool := core.ToolInfo{Name: "up_fetch", Source: "up", RemoteName: "fetch", Kind: core.KindRead, Description: "Fetch.", InputSchema: json.RawMessage(`{}`)}
+	old := core.Approval{Source: "up", RemoteName: "fetch", Fingerprint: "sha256:" + strings.Repeat("0", 64), Decision: core.DecisionApproved, By: "op"}
+	if err := store.PutApproval(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := review.NewReviewer(ctx, core.ReviewPin, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Reviews(rev, []core.ToolInfo{tool})
+	if len(rows) != 1 || rows[0].ReviewState != core.ReviewChanged || rows[0].Served || rows[0].ReviewNote != "re-approve (fingerprint format changed)" {
+		t.Errorf("rows = %+v, want changed, withheld, with the note", rows)
+	}
+}
