@@ -159,6 +159,7 @@ var squeezedRules = []struct {
 	{regexp.MustCompile(`(?:reveal|print|output|leak|dump|disclose)(?:your|the)(?:system|initial|hidden)prompt`), "asks the model to reveal its instructions"},
 	{regexp.MustCompile(`(?:read|cat|send|upload|exfiltrate|steal|include|attach|copy)(?:the|your|all|my|users?)*(?:sshkeys?|idrsa|privatekeys?|awscredentials|envfile|dotenv)`), "asks for the user's keys or credentials"},
 	{regexp.MustCompile(`(?:send|pass|include|forward|upload|post|copy|attach|leak)(?:the|all|your|this|a|copyof)*(?:entire|full|whole|complete)?(?:conversation|chathistory|messagehistory)`), "asks the model to pass the conversation along"},
+	{regexp.MustCompile(`(?:send|pass|include|forward|upload|post|copy|attach|leak|steal)(?:the|all|your|their|any)*(?:users?|saved|stored)+(?:passwords?|credentials|apikeys?|accesstokens?|cookies|secrets|privatekeys?)`), "asks the model to hand over the user's secrets"},
 }
 
 // letterSpaced is a run of twelve or more single letters, each followed by
