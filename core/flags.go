@@ -62,10 +62,14 @@ const (
 // Flag is one finding, with the span of text it is about.
 type Flag struct {
 	Kind FlagKind `json:"kind"`
-	// Where is "description", or an RFC 6901 pointer into the input schema.
-	// A pointer that resolves to a string means that string; one that
-	// resolves to anything else means the member name it ends with (a
-	// property name). ScanInput.Text resolves it.
+	// Where is "description" or "title"; an RFC 6901 pointer into the input
+	// schema ("/properties/path/description"); or a field's name and a
+	// pointer into it ("outputSchema/properties/x/description",
+	// "annotations/title", "icons/0/src", "_meta/…"). For a prompt or a
+	// resource it is a pointer into its entry ("/description"). A pointer
+	// that resolves to a string means that string; one that resolves to
+	// anything else means the member name it ends with (a property name).
+	// scan.ScanInput.Text and scan.EntryInput.Text resolve it.
 	Where string `json:"where"`
 	// Start and End are byte offsets into that text, [Start, End).
 	Start  int    `json:"start"`
