@@ -202,6 +202,11 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 			}
 		}
 	}
+	for _, m := range blankRun.FindAllStringIndex(t.text, -1) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: "a long run of blank space, which pushes the text after it out of a reader's sight"})
+	}
 	for _, m := range htmlComment.FindAllStringIndex(t.text, -1) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
@@ -244,6 +249,10 @@ func disguised(s string) bool {
 }
 
 func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
+
+// blankRun is more blank space than layout needs: 80 spaces or tabs on a
+// line, or 20 empty lines.
+var blankRun = regexp.MustCompile(`[\t \x{00A0}\x{3000}]{80,}|(?:[\t \x{00A0}]*\n){20,}`)
 
 // htmlComment is a comment with something in it.
 var htmlComment = regexp.MustCompile(`<!--[\s\S]*?[\pL\pN][\s\S]*?-->`)
@@ -371,6 +380,8 @@ var (
 	// scriptLink is a javascript: or vbscript: link with code after it
 	// ("JavaScript: the language" is prose, with a space).
 	scriptLink = regexp.MustCompile(`(?i)\b(?:javascript|vbscript):[^\s"'<>\x60]{3,}`)
+	// pipeToShell downloads code and runs it.
+	pipeToShell = regexp.MustCompile(`(?i)\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:iwr|invoke-webrequest)\b[^|\n]{0,200}\|\s*iex\b`)
 	// scriptMarker is what script in HTML or SVG looks like.
 	scriptMarker = regexp.MustCompile(`(?i)<\s*script\b|\bon(?:load|error|click|mouseover|focus|begin|end)\s*=|javascript:|\beval\s*\(|document\.cookie|\bfetch\s*\(|XMLHttpRequest|localStorage|window\.location|<\s*iframe\b|<\s*foreignObject\b`)
 )
@@ -382,7 +393,7 @@ var activeTypes = map[string]bool{
 }
 
 func (t *cleanText) links() []core.Flag {
-	if !t.mayContain([]string{"://", "data:", "script:"}) {
+	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest"}) {
 		return nil
 	}
 	var out []core.Flag
@@ -419,6 +430,9 @@ func (t *cleanText) links() []core.Flag {
 			s, e := t.span(m[0], m[1])
 			out = append(out, payloadFlags(text, s, e, "in a data: URI")...)
 		}
+	}
+	for _, m := range pipeToShell.FindAllStringIndex(t.text, -1) {
+		flag(core.FlagScript, m[0], m[1], "downloads code and pipes it into a shell")
 	}
 	for _, m := range scriptLink.FindAllStringIndex(t.text, -1) {
 		flag(core.FlagScript, m[0], m[0]+len(trimURL(t.text[m[0]:m[1]])), "a script link, which runs code when it is opened")
