@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/toolgate/toolgate/core"
 )
 
@@ -127,6 +129,13 @@ func squeeze(s string) squeezed {
 	var b strings.Builder
 	var pos []int
 	for i, r := range s {
+		if compat, ok := compatLatin(r); ok {
+			for _, c := range compat {
+				b.WriteRune(c)
+				pos = append(pos, i)
+			}
+			continue
+		}
 		r = unicode.ToLower(r)
 		if m, ok := lookAlike[r]; ok {
 			r = m
@@ -202,6 +211,11 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 			}
 		}
 	}
+	for _, m := range styledRun.FindAllStringIndex(t.text, -1) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: fmt.Sprintf("letters in a styled or full-width form (%q), which filters do not read as words", clip(squeeze(t.text[m[0]:m[1]]).text, 60))})
+	}
 	for _, m := range blankRun.FindAllStringIndex(t.text, -1) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
@@ -234,6 +248,9 @@ func disguised(s string) bool {
 	}
 	rs := []rune(s)
 	for i, r := range rs {
+		if _, ok := compatLatin(r); ok {
+			return true
+		}
 		l := unicode.ToLower(r)
 		if _, ok := lookAlike[l]; !ok {
 			continue
@@ -248,7 +265,31 @@ func disguised(s string) bool {
 	return false
 }
 
+// compatLatin reads a styled or full-width letter (𝐈, ｉ, ℐ, ﬁ) as the
+// lower-case Latin letters it stands for.
+func compatLatin(r rune) (string, bool) {
+	if r < 0x80 {
+		return "", false
+	}
+	n := norm.NFKC.String(string(r))
+	if n == string(r) || n == "" {
+		return "", false
+	}
+	n = strings.ToLower(n)
+	for _, c := range n {
+		if c < 'a' || c > 'z' {
+			return "", false
+		}
+	}
+	return n, true
+}
+
 func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
+
+// styledRun is words in mathematical alphanumerics (four letters or more)
+// or full-width Latin (eight or more): Japanese text has a few full-width
+// letters ("ＵＲＬ"), prose never has runs of them.
+var styledRun = regexp.MustCompile(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
 
 // blankRun is more blank space than layout needs: 80 spaces or tabs on a
 // line, or 20 empty lines.
@@ -294,7 +335,7 @@ var (
 	// <x>, [X], %X%, or a word in capitals (CONVERSATION, API_KEY).
 	placeholder = regexp.MustCompile(`\{\{?[^{}]{1,60}\}\}?|\$\{[^}]{1,60}\}|\$[A-Za-z_][A-Za-z0-9_]{1,60}|<[^<>]{1,60}>|\[[^\[\]]{1,60}\]|%[A-Za-z_][A-Za-z0-9_]{1,60}%|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b`)
 	// sensitiveWord names what an attacker wants carried out.
-	sensitiveWord = regexp.MustCompile(`(?i)conversation|chat|history|messages?|transcript|context|prompt|memory|summary|secret|token|passw(?:or)?d|credential|ssh|private|id_rsa|\benv\b|dotenv|cookie|api_?key|session|\bpat\b|对话|對話|聊天|会话|會話|密码|密碼|令牌|密钥|密鑰|会話|履歴|パスワード|переписк|парол|токен`)
+	sensitiveWord = regexp.MustCompile(`(?i)conversation|chat|history|messages?|transcript|context|prompt|memory|summary|secret|token|passw(?:or)?d|credential|ssh|private|id_rsa|\benv\b|dotenv|cookie|api[_ -]?key|session|\bpat\b|对话|對話|聊天|会话|會話|密码|密碼|令牌|密钥|密鑰|会話|履歴|パスワード|переписк|парол|токен`)
 	// envSecret is the name of a variable that holds a secret
 	// (GITHUB_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY).
 	envSecret = regexp.MustCompile(`\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b`)
@@ -374,6 +415,11 @@ func around(text string, s, e, n int) string {
 	return text[a:s] + " " + text[e:z]
 }
 
+// slotHost is a host name whose first label is a slot ({token}.e.example,
+// <the user's key>.e.example): resolving it sends the slot's content to
+// whoever runs the domain's DNS.
+var slotHost = regexp.MustCompile(`(?i)(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\}|\$[A-Z_][A-Z0-9_]{2,60})\.(?:[a-z0-9-]+\.)+[a-z]{2,}\b`)
+
 // Active content.
 var (
 	dataURI = regexp.MustCompile(`(?i)\bdata:([a-z]+/[\w.+-]+)((?:;[\w=.+-]+)*),([^\s<>"'\x60]*)`)
@@ -393,7 +439,7 @@ var activeTypes = map[string]bool{
 }
 
 func (t *cleanText) links() []core.Flag {
-	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest"}) {
+	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest", ">.", "}.", "$"}) {
 		return nil
 	}
 	var out []core.Flag
@@ -409,6 +455,11 @@ func (t *cleanText) links() []core.Flag {
 		s, e := m[0], m[0]+len(trimURL(t.text[m[0]:m[1]]))
 		if reason := exfilReason(t.text[s:e], around(t.text, s, e, 80), images[s]); reason != "" {
 			flag(core.FlagExfiltration, s, e, reason)
+		}
+	}
+	for _, m := range slotHost.FindAllStringSubmatchIndex(t.text, -1) {
+		if slot := t.text[m[2]:m[3]]; sensitiveWord.MatchString(slot) || envSecret.MatchString(slot) {
+			flag(core.FlagExfiltration, m[0], m[1], fmt.Sprintf("a host name with a slot %s for the model to fill: a lookup of it carries the data out", clip(slot, 40)))
 		}
 	}
 	for _, m := range dataURI.FindAllStringSubmatchIndex(t.text, -1) {

@@ -178,6 +178,22 @@ var schemaTextKeys = map[string]bool{
 	"default": true, "const": true, "examples": true, "enum": true,
 }
 
+// structuralKeys hold identifiers, references and patterns, not text.
+var structuralKeys = map[string]bool{
+	"format": true, "pattern": true, "$ref": true, "$id": true, "$schema": true, "$anchor": true,
+	"$dynamicRef": true, "$dynamicAnchor": true, "$vocabulary": true, "contentMediaType": true,
+	"contentEncoding": true, "required": true, "dependentRequired": true, "id": true,
+}
+
+func allStrings(n *jsontree.JsonNode) bool {
+	for _, e := range n.Elems {
+		if e.Kind != 's' {
+			return false
+		}
+	}
+	return len(n.Elems) > 0
+}
+
 // isTypeName: n is a JSON Schema type name or a list of them.
 func isTypeName(n *jsontree.JsonNode) bool {
 	switch n.Kind {
@@ -373,7 +389,7 @@ var instructionRules = []textRule{
 	{re: phrase(`\b(?:include|pass|send|put|add|attach|copy|paste|share|append|insert|provide|forward) (?:(?:all|any) (?:of )?)?(?:your|the) (?:(?:full|entire|complete|whole|exact) )?(?:system|initial|hidden|original) (?:prompt|instructions|message)s?\b`), reason: "asks the model to reveal its instructions", needles: []string{"prompt", "instruction", "message"}},
 	{re: phrase(`\b(?:pass|put|send|include|attach|embed|append|add|copy|insert|provide|forward|share|upload|post|paste|with|contain|contains|containing)\b[^.;\n]{0,40}?\b(?:(?:the|your|this) )?(?:(?:entire|full|whole|complete|previous|prior|earlier) (?:conversation|chat|dialog(?:ue)?|message history)|(?:conversation|chat|dialog(?:ue)?) (?:history|transcript|log|so far)|(?:all|every|the|the user['’]s) (?:previous|prior|earlier) (?:user )?messages|(?:all |the )?(?:prior|previous|earlier) conversation turns|everything the user (?:has )?(?:said|wrote|written|typed|asked)|the user['’]s (?:full|entire|complete|original|exact|whole) (?:message|prompt|request|question|input)s?)\b`), reason: "asks the model to pass the conversation along", needles: []string{"conversation", "chat", "dialog", "history", "messages", "the user"}},
 	{re: phrase(`\b(?:before (?:using|calling|invoking|running|executing) any (?:other )?tools?|(?:call|use|invoke|run) this tool (?:before|after) (?:any|every|each|all) (?:other )?(?:tools?|requests?|messages?|responses?|answers?|replies|turns?|actions?)|(?:call|use|invoke|run) this tool (?:on|for|with) (?:every|each) (?:user )?(?:requests?|messages?|turns?|prompts?|quer(?:y|ies))|(?:in|at the end of|after|before|with) (?:every|each|all) (?:of )?your (?:future |subsequent )?(?:responses?|answers?|replies|reply)|(?:in|at the end of|after|with) (?:every|each) (?:response|answer|reply) you (?:give|write|send)|after (?:every|each) user message|(?:for|before|after) (?:every|each) (?:command|call|request|message|file|action|query) you (?:run|make|send|execute|read|take|write))\b`), reason: "makes the model act on every turn, not only when it needs the tool", needles: []string{"any", "this tool", "every", "each", "all"}},
-	{re: phrase(`\b(?:do not|don['’]t|never|must not|no need to) (?:use|call|trust|rely on) (?:any )?other (?:\w+ )?tools?\b|\bother (?:\w+ )?tools? (?:is|are) (?:compromised|malicious|unsafe|untrusted|insecure|not to be trusted)\b|\b(?:this is )?the only (?:trusted|trustworthy|safe|secure|official|approved|legitimate) (?:\w+ )?tool\b|\b(?:descriptions?|instructions?) of (?:all |any |the )?other tools?\b`), reason: "steers the model away from other tools", needles: []string{"other", "only"}},
+	{re: phrase(`\b(?:do not|don['’]t|never|must not|no need to) (?:use|call|trust|rely on) (?:any )?other (?:\w+ )?tools?\b|\bother (?:\w+ )?tools? (?:is|are) (?:compromised|malicious|unsafe|untrusted|insecure|not to be trusted|fakes?|impostors?)\b|\b(?:this is )?the only (?:trusted|trustworthy|safe|secure|official|approved|legitimate) (?:\w+ )?tool\b|\b(?:descriptions?|instructions?) of (?:all |any |the )?other tools?\b`), reason: "steers the model away from other tools", needles: []string{"other", "only"}},
 	{re: phrase(`\b(?:do not|don['’]t|never|no need to) (?:ask|wait for|request|seek) (?:the user|the human|the operator)(?: for)? (?:(?:their|any|a) )?(?:confirmation|approval|permission|consent)\b|\b(?:confirmation|permission|approval|consent) (?:has|was|is) already (?:been )?(?:granted|given|obtained)\b`), reason: "tells the model to skip the user's confirmation", needles: []string{"confirm", "approv", "permission", "consent"}},
 
 	{re: phrase(`\b(?:do not|don['’]?t|never|must not|should not|shouldn['’]?t|avoid) (?:(?:ever|even|explicitly|directly|actually) )?(?:tell|telling|inform|informing|notify|notifying|alert|alerting|mention|mentioning|reveal|revealing|disclose|disclosing)\b`), reason: reasonConceal, needles: []string{"not", "don", "never", "avoid"}},
@@ -393,6 +409,10 @@ var instructionRules = []textRule{
 	{re: phrase(`"role"\s*:\s*"(?:system|assistant|developer)"|</\s*(?:description|tool_description|tool|tools|function|functions|tool_use|function_results?|tool_result)\s*>`), reason: "poses as a chat turn or closes the description early, to speak to the model as someone else", needles: []string{"role", "</"}},
 	{re: phrase(`\bthe user has (?:already )?(?:agreed|consented) to\b|\b(?:has|have) (?:already )?pre-?approved (?:every|all|any)\b`), reason: "claims the user's consent for the model", needles: []string{"agreed", "consented", "approved"}},
 	{re: phrase(`\bask the user (?:for|to (?:enter|provide|type|share|give)) (?:their|his|her|your|the) (?:\w+ ){0,2}(?:password|passcode|pin|seed phrase|recovery phrase|credit card|card number|cvv|social security number)\b|\b(?:collect|gather|harvest|grab)\b[^.\n]{0,40}\b(?:keys|passwords|credentials|tokens|secrets)\b[^.\n]{0,80}\b(?:include|send|pass|put|attach|add|upload|forward) (?:them|it)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"ask the user", "keys", "passwords", "credentials", "tokens", "secrets"}},
+	{re: phrase(`\btreat (?:those|these|them|it|this|that|the (?:results?|output|lines?|text|content)) as (?:instructions|commands|orders|coming from the user|(?:instructions|commands|orders) from the user|the user['’]s (?:instructions|requests?))\b|\bfollow (?:the |any )?(?:instructions|commands) (?:in|from|found in) (?:the |its |this tool['’]s )?(?:results?|output|response)\b|\b(?:ignore|disregard) (?:the|what the|whatever the) user(?:['’]s)? (?:request|requests|asks?|question|instructions?|wants|says)\b|\b(?:the )?(?:assistant|ai|model|llm) is now (?:authori[sz]ed|allowed|permitted|free|in|unrestricted)\b`), reason: reasonOverride, needles: []string{"treat", "follow", "ignore", "disregard", " is now"}},
+	{re: phrase(`(?m)^[\t\x20]*(?:#{1,6}|\*\*|==+|--+)[\t\x20]*(?:system|admin|developer|assistant)[\t\x20]+(?:message|prompt|instructions?|note|override|notice|update)[\t\x20]*(?:\*\*|==+|--+)?[\t\x20]*:?[\t\x20]*$`), reason: "poses as a message from the system or the operator", needles: []string{"system", "admin", "developer", "assistant"}},
+	{re: phrase(`\broute (?:all|every|any) (?:\w+ ){0,2}through this tool\b|\bthis is the (?:real|genuine|official|only real) \S+ (?:tool|function)\b|\bthe other \S+ (?:tool |function )?is (?:a |an )?(?:\w+ )?(?:fake|impostor|counterfeit|malicious|compromised)\b|\balso (?:post|send|forward|copy|mirror|upload) (?:the same|a copy|copies|it|them|everything|all)\b`), reason: "steers how the model treats the user and other tools", needles: []string{"through this tool", "this is the", "the other", "also"}},
+	{re: phrase(`\b(?:the )?user (?:has )?(?:mentioned|said|shared|typed|written|asked|told you) (?:so far|earlier|before|previously|in (?:this|the) (?:chat|conversation))\b`), reason: "asks the model to pass the conversation along", needles: []string{"user"}},
 	{re: phrase(`\b(?:secretly|covertly|surreptitiously|stealthily)\b`), reason: "asks for something to be done out of the user's sight", needles: []string{"secretly", "covertly", "surreptitiously", "stealthily"}},
 	{re: phrase(`\bbehind (?:the )?user['’]?s? back\b`), reason: reasonConceal, needles: []string{"behind"}},
 	{re: phrase(`\b(?:the )?(?:user|human)s? (?:must|should|need|needs to|is|are) (?:not|never) (?:to )?(?:know|see|be told|find out|notice|be informed|be aware)\b`), reason: reasonConceal, needles: []string{"user", "human"}},
@@ -927,6 +947,12 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 					w.name(name, mp)
 					w.schema(v.Elems[j], mp)
 				}
+			case structuralKeys[k]:
+			case v.Kind == 's' || v.Kind == 'a' && allStrings(v):
+				// An unknown keyword's text (enumDescriptions,
+				// x-hint, errorMessage) is read like a description:
+				// clients and models show what they find.
+				w.anyStrings(v, p, MaxSchemaTextLen)
 			default:
 				w.schema(v, p)
 			}
