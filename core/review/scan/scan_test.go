@@ -619,20 +619,22 @@ func appendStrings(texts []string, raws ...json.RawMessage) []string {
 	return texts
 }
 
-// TestRV2ScanRulesExercised checks each rule against the corpus and
-// ruleSamples: every rule matches somewhere, so none is dead, and every match
-// holds one of the rule's needles, so the prefilter never hides a match.
+// TestRV2ScanRulesExercised checks each rule against the poisoned corpus,
+// the hard negatives and ruleSamples: every rule matches somewhere, so none
+// is dead, and every match holds one of the rule's needles, so the
+// prefilter never hides a match.
 func TestRV2ScanRulesExercised(t *testing.T) {
 	texts := slices.Clone(ruleSamples)
 	for _, c := range readCorpus[poisonedCase](t, "poisoned") {
 		texts = append(texts, c.Title, c.Description)
 		texts = appendStrings(texts, c.InputSchema, c.OutputSchema, c.Annotations, c.Icons, c.Meta, c.Entry)
 	}
-	for _, s := range readCorpus[benignServer](t, "benign") {
-		for _, tool := range s.Tools {
-			texts = append(texts, tool.Title, tool.Description)
-			texts = appendStrings(texts, tool.InputSchema, tool.OutputSchema, tool.Annotations)
-		}
+	// Benign text is left out: a match the prefilter hid there would only
+	// hide a false warning, while one hidden in poisoned text is a missed
+	// attack; and reading every real schema with every rule is most of
+	// this test's time under -race.
+	for _, tool := range readCorpus[benignServer](t, "benign")["hard-negatives"].Tools {
+		texts = append(texts, tool.Description)
 	}
 	// Schemas repeat their texts; each distinct one is read once.
 	slices.Sort(texts)
