@@ -19,7 +19,8 @@ import (
 // Describe renders the review view of one tool (CO-2): the full description
 // with invisible characters made visible (core.VisibleText) and flagged spans
 // highlighted, the text hidden in tag characters, every flag with its
-// reason, and the input and output schemas. flags nil means the scan has not answered.
+// reason, and the input and output schemas. flags nil means the scan has
+// not answered.
 func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []core.Flag, width int) string {
 	wrap := lipgloss.NewStyle().Width(max(width-2, 10))
 	var b strings.Builder

@@ -1,7 +1,10 @@
-// Package scan is the review scanner (RV-2). It reads a third-party tool's description and input
-// schema the way a model will, and flags what a person approving the tool
-// should look at: instructions aimed at the model, text hidden from people,
-// references to other tools, secret files, links and encoded blobs.
+// Package scan is the review scanner (RV-2). It reads everything of a
+// third-party tool that a client shows or a model reads — title,
+// description, input and output schemas, annotations, icons, _meta — and
+// the descriptions of prompts and resources, the way a model will, and
+// flags what a person approving the tool should look at: instructions
+// aimed at the model, text hidden or disguised, references to other tools,
+// secret files, links that carry data out, script, and encoded blobs.
 //
 // It is a reviewer's aid, not a filter. Each rule is written to be specific
 // enough that the reference servers' descriptions pass clean (the benign

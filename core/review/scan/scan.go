@@ -100,9 +100,11 @@ func (in ScanInput) field(name string) json.RawMessage {
 //
 // In a schema, the rules read the strings of "description", "title",
 // "$comment", "markdownDescription", "default", "const", "examples" and
-// "enum" anywhere in the document, and the names of "properties", "$defs"
-// and "definitions" members; each schema string has its own too-long limit,
-// MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
+// "enum" anywhere in the document, those of keywords no standard defines
+// (enumDescriptions, x-…), a "type" that names no JSON type, and the names
+// of "properties", "$defs" and "definitions" members; identifiers,
+// references and patterns are not read. Each schema string has its own
+// too-long limit, MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
 // read (the importer refuses such a schema anyway), and neither is anything
 // the fingerprint does not cover.
 func ScanTool(in ScanInput) []core.Flag {
