@@ -62,7 +62,8 @@ const (
 // Flag is one finding, with the span of text it is about.
 type Flag struct {
 	Kind FlagKind `json:"kind"`
-	// Where is "description" or "title"; an RFC 6901 pointer into the input
+	// Where is "name" (the tool's name read as words), "description" or
+	// "title"; an RFC 6901 pointer into the input
 	// schema ("/properties/path/description"); or a field's name and a
 	// pointer into it ("outputSchema/properties/x/description",
 	// "annotations/title", "icons/0/src", "_meta/…"). For a prompt or a

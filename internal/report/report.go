@@ -57,7 +57,7 @@ type Tool struct {
 type Flag struct {
 	Kind     core.FlagKind `json:"kind"`
 	Severity string        `json:"severity"`
-	// Where is core.Flag.Where: "description", "title", a pointer into
+	// Where is core.Flag.Where: "name", "description", "title", a pointer into
 	// the input schema, or a field and a pointer into it
 	// ("outputSchema/properties/x/description").
 	Where string `json:"where"`

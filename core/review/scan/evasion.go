@@ -420,6 +420,10 @@ func around(text string, s, e, n int) string {
 // whoever runs the domain's DNS.
 var slotHost = regexp.MustCompile(`(?i)(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\}|\$[A-Z_][A-Z0-9_]{2,60})\.(?:[a-z0-9-]+\.)+[a-z]{2,}\b`)
 
+// slotParam is a query parameter whose value is a slot, outside a link
+// ("append ?ref=<the conversation summary>").
+var slotParam = regexp.MustCompile(`[?&][\w.-]{1,30}=(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\})`)
+
 // Active content.
 var (
 	dataURI = regexp.MustCompile(`(?i)\bdata:([a-z]+/[\w.+-]+)((?:;[\w=.+-]+)*),([^\s<>"'\x60]*)`)
@@ -439,7 +443,7 @@ var activeTypes = map[string]bool{
 }
 
 func (t *cleanText) links() []core.Flag {
-	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest", ">.", "}.", "$"}) {
+	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest", ">.", "}.", "$", "="}) {
 		return nil
 	}
 	var out []core.Flag
@@ -455,6 +459,11 @@ func (t *cleanText) links() []core.Flag {
 		s, e := m[0], m[0]+len(trimURL(t.text[m[0]:m[1]]))
 		if reason := exfilReason(t.text[s:e], around(t.text, s, e, 80), images[s]); reason != "" {
 			flag(core.FlagExfiltration, s, e, reason)
+		}
+	}
+	for _, m := range slotParam.FindAllStringSubmatchIndex(t.text, -1) {
+		if slot := t.text[m[2]:m[3]]; sensitiveWord.MatchString(slot) || envSecret.MatchString(slot) {
+			flag(core.FlagExfiltration, m[0], m[1], fmt.Sprintf("a query parameter with a slot %s for the model to fill: built to carry a secret or the conversation out", clip(slot, 40)))
 		}
 	}
 	for _, m := range slotHost.FindAllStringSubmatchIndex(t.text, -1) {
