@@ -268,6 +268,7 @@ func TestRV2VisibleText(t *testing.T) {
 		{"dos\r\nline", "dos\r\nline"},
 		{"a\U000E0001b", "a⟦U+E0001⟧b"},
 		{"a\ufe0fb", "a⟦VS16⟧b"},
+		{"braille\u2800\u2800blank", "braille⟦U+2800⟧⟦U+2800⟧blank"},
 		{"bad\xffbyte", "bad⟦0xFF⟧byte"},
 		{"fake ⟦ZWSP⟧ marker", "fake ⟦U+27E6⟧ZWSP⟧ marker"},
 		{"emoji \U0001F469\u200D\U0001F4BB \u2764\uFE0F 1\uFE0F\u20E3 " + scot, "emoji \U0001F469\u200D\U0001F4BB \u2764\uFE0F 1\uFE0F\u20E3 " + scot},
