@@ -39,6 +39,17 @@ const (
 	// Models read property names as much as descriptions, and model APIs
 	// expect identifiers there.
 	FlagSchemaText FlagKind = "schema-text"
+	// FlagObfuscated: text written to slip past a reader or a filter — hex
+	// or escapes that decode to text, words spelt letter by letter, in
+	// leetspeak or with look-alike letters from other scripts.
+	FlagObfuscated FlagKind = "obfuscated"
+	// FlagExfiltration: a link built to carry data out — a query that names
+	// a secret or the conversation, a template for the model to fill with
+	// them, a markdown image (fetched with no click) with a templated query.
+	FlagExfiltration FlagKind = "exfiltration"
+	// FlagScript: active content — a data: URI of HTML or JavaScript, an SVG
+	// or other payload carrying script, a javascript: link.
+	FlagScript FlagKind = "script"
 )
 
 // Severities, from least to most alarming.
@@ -51,10 +62,15 @@ const (
 // Flag is one finding, with the span of text it is about.
 type Flag struct {
 	Kind FlagKind `json:"kind"`
-	// Where is "description", or an RFC 6901 pointer into the input schema.
-	// A pointer that resolves to a string means that string; one that
-	// resolves to anything else means the member name it ends with (a
-	// property name). ScanInput.Text resolves it.
+	// Where is "name" (the tool's name read as words), "description" or
+	// "title"; an RFC 6901 pointer into the input
+	// schema ("/properties/path/description"); or a field's name and a
+	// pointer into it ("outputSchema/properties/x/description",
+	// "annotations/title", "icons/0/src", "_meta/…"). For a prompt or a
+	// resource it is a pointer into its entry ("/description"). A pointer
+	// that resolves to a string means that string; one that resolves to
+	// anything else means the member name it ends with (a property name).
+	// scan.ScanInput.Text and scan.EntryInput.Text resolve it.
 	Where string `json:"where"`
 	// Start and End are byte offsets into that text, [Start, End).
 	Start  int    `json:"start"`

@@ -176,20 +176,25 @@ func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		if !r.Served {
 			served = "withheld"
 		}
-		flags := strings.Join(r.Flags, ",")
+		flags := strings.Join(report.Kinds(r.Flags), ",")
 		if flags == "" {
 			flags = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Source, r.ReviewState, served, flags, shortFingerprint(r.Fingerprint))
 	}
 	_ = tw.Flush()
+	for _, r := range rows {
+		if r.ReviewNote != "" {
+			fmt.Fprintf(c.stdout, "%s: %s: %s\n", r.Name, r.ReviewState, r.ReviewNote)
+		}
+	}
 	return 0
 }
 
 // shortFingerprint keeps enough of a fingerprint to tell two apart in a
 // table; --json has it whole.
 func shortFingerprint(fp string) string {
-	const keep = len("sha256:") + 12
+	keep := strings.IndexByte(fp, ':') + 1 + 12
 	if len(fp) <= keep {
 		return fp
 	}

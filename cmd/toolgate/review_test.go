@@ -86,7 +86,7 @@ func reviewList(t *testing.T, cfg string) map[string]report.Review {
 
 func hasFlags(row report.Review, kinds ...core.FlagKind) bool {
 	for _, k := range kinds {
-		if !slices.Contains(row.Flags, string(k)) {
+		if !slices.Contains(report.Kinds(row.Flags), string(k)) {
 			return false
 		}
 	}
@@ -104,16 +104,16 @@ func TestReviewListDemoRV2(t *testing.T) {
 			t.Errorf("%s is not listed (rows: %v)", name, rows)
 			continue
 		}
-		if r.ReviewState != core.ReviewNew || !r.Served || !strings.HasPrefix(r.Fingerprint, "sha256:") || len(r.Fingerprint) != 71 {
+		if r.ReviewState != core.ReviewNew || !r.Served || !strings.HasPrefix(r.Fingerprint, review.FingerprintPrefix) || len(r.Fingerprint) != len(review.FingerprintPrefix)+64 {
 			t.Errorf("%s: %+v, want new, served under pin, with a fingerprint", name, r)
 		}
 	}
 	fetch := rows["sneaky_fetch_page"]
 	if !hasFlags(fetch, core.FlagHiddenInstruction, core.FlagInvisible, core.FlagSecretPath) {
-		t.Errorf("sneaky_fetch_page flags = %q, want hidden-instruction, invisible and secret-path", fetch.Flags)
+		t.Errorf("sneaky_fetch_page flags = %+v, want hidden-instruction, invisible and secret-path", fetch.Flags)
 	}
 	if f := rows["notes_search"].Flags; len(f) != 0 {
-		t.Errorf("notes_search is flagged: %q", f)
+		t.Errorf("notes_search is flagged: %+v", f)
 	}
 
 	code, out, errOut := reviewCLI(t, "list", "--config", cfg)
@@ -143,7 +143,7 @@ func TestReviewApproveExportImportRV4(t *testing.T) {
 			t.Errorf("%s after approve: %+v", name, r)
 		}
 	}
-	if code, out, _ := reviewCLI(t, "reject", "sneaky_fetch_page", "--config", cfg, "--by", "bob"); code != 0 || !strings.HasPrefix(out, "rejected sneaky_fetch_page (sneaky/fetch_page) sha256:") {
+	if code, out, _ := reviewCLI(t, "reject", "sneaky_fetch_page", "--config", cfg, "--by", "bob"); code != 0 || !strings.HasPrefix(out, "rejected sneaky_fetch_page (sneaky/fetch_page) "+review.FingerprintPrefix) {
 		t.Fatalf("reject: %d %q", code, out)
 	}
 	if code, out, _ := reviewCLI(t, "approve", "--all-new", "--config", cfg); code != 0 || out != "no new tools\n" {

@@ -31,9 +31,10 @@ var (
 // Export writes and Import reads.
 const ApprovalFileVersion = 1
 
-// ToolFingerprint is Fingerprint of what t shows a model (RV-1).
+// ToolFingerprint is the fingerprint of what t shows a client or a model
+// (RV-1).
 func ToolFingerprint(t core.ToolInfo) string {
-	return Fingerprint(t.RemoteName, t.Description, t.InputSchema, t.Annotations)
+	return DefinitionOf(t).Fingerprint()
 }
 
 // ReviewFlags runs the scanner (RV-2) over t. Shadowing is checked against
@@ -41,9 +42,20 @@ func ToolFingerprint(t core.ToolInfo) string {
 // sources (native tools included); t's siblings from its own upstream may
 // name each other honestly.
 func ReviewFlags(t core.ToolInfo, all []core.ToolInfo) []core.Flag {
+	return scan.ScanTool(scan.ToolInput(t, otherNames(t.Source, all)))
+}
+
+// EntryFlags runs the scanner (RV-2) over a prompt or resource that source
+// lists (core.CatalogPrompt.Raw, core.CatalogResource.Raw), with shadowing
+// checked as in ReviewFlags. Flag.Where is a pointer into raw.
+func EntryFlags(source string, raw json.RawMessage, all []core.ToolInfo) []core.Flag {
+	return scan.ScanEntry(scan.EntryInput{Raw: raw, OtherTools: otherNames(source, all)})
+}
+
+func otherNames(source string, all []core.ToolInfo) []string {
 	var others []string
 	for _, o := range all {
-		if o.Source == t.Source {
+		if o.Source == source {
 			continue
 		}
 		others = append(others, o.Name)
@@ -52,10 +64,7 @@ func ReviewFlags(t core.ToolInfo, all []core.ToolInfo) []core.Flag {
 		}
 	}
 	slices.Sort(others)
-	return scan.ScanTool(scan.ScanInput{
-		Name: t.Name, RemoteName: t.RemoteName, Description: t.Description,
-		InputSchema: t.InputSchema, OtherTools: slices.Compact(others),
-	})
+	return slices.Compact(others)
 }
 
 // Reviewer keeps the review decisions of imported tools, persisted in a
@@ -86,9 +95,8 @@ type Reviewer struct {
 // fpEntry caches the fingerprint of what a tool showed last; a refresh
 // rarely changes it and lists ask for it constantly.
 type fpEntry struct {
-	description              string
-	inputSchema, annotations []byte
-	fp                       string
+	def Definition
+	fp  string
 }
 
 // NewReviewer loads the decisions in store. An empty mode is
@@ -146,8 +154,9 @@ type approvalFile struct {
 	Approvals []core.Approval `json:"approvals"`
 }
 
-// fingerprintRE is the form Fingerprint produces.
-var fingerprintRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// fingerprintRE is the form Fingerprint produces, or the older one, which
+// is read so that its approvals show as changed rather than vanish.
+var fingerprintRE = regexp.MustCompile(`^sha256(?:v2)?:[0-9a-f]{64}$`)
 
 // ParseApprovals reads and validates an approvals file without storing
 // anything. Every entry must be a valid Approval with a well-formed
@@ -182,7 +191,7 @@ func ParseApprovals(data []byte) ([]core.Approval, error) {
 			return nil, fmt.Errorf("%w: approvals[%d]: %v", ErrApprovalFile, i, err)
 		}
 		if !fingerprintRE.MatchString(a.Fingerprint) {
-			return nil, fmt.Errorf("%w: approvals[%d] (%s/%s): fingerprint %q is not sha256:<64 hex digits>", ErrApprovalFile, i, a.Source, a.RemoteName, a.Fingerprint)
+			return nil, fmt.Errorf("%w: approvals[%d] (%s/%s): fingerprint %q is not sha256:<64 hex digits> (the older format) or sha256v2:<64 hex digits>", ErrApprovalFile, i, a.Source, a.RemoteName, a.Fingerprint)
 		}
 		k := approvalKey{a.Source, a.RemoteName}
 		if j, dup := seen[k]; dup {
@@ -198,18 +207,31 @@ func (r *Reviewer) Mode() core.ReviewMode { return r.mode }
 
 // State returns t's review state; "" for a native tool.
 func (r *Reviewer) State(t core.ToolInfo) core.ReviewState {
-	return r.state(t.Source, t.RemoteName, t.Fingerprint, t.Description, t.InputSchema, t.Annotations)
+	return r.state(t.Source, t.RemoteName, t.Fingerprint, func() Definition { return DefinitionOf(t) })
+}
+
+// StateNote says why t's state is what it is, where the state alone does
+// not: "" but for an approval of an older fingerprint format, which no
+// longer approves the tool (see LegacyFingerprint).
+func (r *Reviewer) StateNote(t core.ToolInfo) string {
+	if t.Source == "" {
+		return ""
+	}
+	if d, ok := r.Decision(t.Source, t.RemoteName); ok && d.Decision == core.DecisionApproved && LegacyFingerprint(d.Fingerprint) {
+		return "re-approve (fingerprint format changed)"
+	}
+	return ""
 }
 
 // FingerprintOf is RegistryOptions.Fingerprint: a registered tool's
 // fingerprint, computed once.
 func FingerprintOf(t *core.Tool) string {
-	return Fingerprint(t.RemoteName, t.Description, t.InputSchema, t.Annotations)
+	return ToolFingerprint(t.Info())
 }
 
 // state decides from the decisions; fp is the definition's fingerprint when
-// the caller has it, else it is computed (and cached) here.
-func (r *Reviewer) state(source, remote, fp, description string, schema, annotations json.RawMessage) core.ReviewState {
+// the caller has it, else def's is computed (and cached) here.
+func (r *Reviewer) state(source, remote, fp string, def func() Definition) core.ReviewState {
 	if source == "" {
 		return ""
 	}
@@ -222,8 +244,11 @@ func (r *Reviewer) state(source, remote, fp, description string, schema, annotat
 		return core.ReviewNew
 	case d.Decision == core.DecisionRejected:
 		return core.ReviewRejected
+	case LegacyFingerprint(d.Fingerprint):
+		// It approved less than the tool shows now: never trusted.
+		return core.ReviewChanged
 	case fp == "":
-		if d.Fingerprint == r.fingerprint(key, description, schema, annotations) {
+		if d.Fingerprint == r.fingerprint(key, def()) {
 			return core.ReviewApproved
 		}
 		return core.ReviewChanged
@@ -234,15 +259,14 @@ func (r *Reviewer) state(source, remote, fp, description string, schema, annotat
 	}
 }
 
-func (r *Reviewer) fingerprint(key approvalKey, description string, schema, annotations json.RawMessage) string {
+func (r *Reviewer) fingerprint(key approvalKey, def Definition) string {
 	r.fpMu.Lock()
 	defer r.fpMu.Unlock()
-	if e, ok := r.fps[key]; ok && e.description == description &&
-		bytes.Equal(e.inputSchema, schema) && bytes.Equal(e.annotations, annotations) {
+	if e, ok := r.fps[key]; ok && e.def.equal(def) {
 		return e.fp
 	}
-	fp := Fingerprint(key.remoteName, description, schema, annotations)
-	r.fps[key] = fpEntry{description: description, inputSchema: bytes.Clone(schema), annotations: bytes.Clone(annotations), fp: fp}
+	fp := def.Fingerprint()
+	r.fps[key] = fpEntry{def: def.clone(), fp: fp}
 	return fp
 }
 
@@ -252,14 +276,14 @@ func (r *Reviewer) fingerprint(key approvalKey, description string, schema, anno
 // pin new and approved tools, withholding changed ones until re-approved;
 // require approved tools only.
 func (r *Reviewer) Allows(t core.ToolInfo) bool {
-	return r.allows(t.Source, t.RemoteName, t.Fingerprint, t.Description, t.InputSchema, t.Annotations)
+	return r.allows(t.Source, t.RemoteName, t.Fingerprint, func() Definition { return DefinitionOf(t) })
 }
 
-func (r *Reviewer) allows(source, remote, fp, description string, schema, annotations json.RawMessage) bool {
+func (r *Reviewer) allows(source, remote, fp string, def func() Definition) bool {
 	if source == "" || r.mode == core.ReviewOff {
 		return true
 	}
-	st := r.state(source, remote, fp, description, schema, annotations)
+	st := r.state(source, remote, fp, def)
 	switch r.mode {
 	case core.ReviewWarn:
 		return st != core.ReviewRejected
@@ -273,7 +297,7 @@ func (r *Reviewer) allows(source, remote, fp, description string, schema, annota
 // CanUse has the shape of RegistryOptions.CanUse, so the registry applies
 // review to every list and call: RegistryOptions{CanUse: reviewer.CanUse}.
 func (r *Reviewer) CanUse(_ context.Context, _ core.Actor, t *core.Tool) bool {
-	return r.allows(t.Source, t.RemoteName, t.Fingerprint, t.Description, t.InputSchema, t.Annotations)
+	return r.allows(t.Source, t.RemoteName, t.Fingerprint, func() Definition { return DefinitionOf(t.Info()) })
 }
 
 // States returns the review state of each imported tool in tools, keyed by

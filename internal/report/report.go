@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/core/review/scan"
 )
 
 // Check is the `check --json` shape of SPEC Appendix B.
@@ -42,12 +43,62 @@ type Drop struct {
 
 // Tool is one registry tool as `tools` and `check` print it.
 type Tool struct {
-	Name        string   `json:"name"`
-	Source      string   `json:"source,omitempty"`
-	RemoteName  string   `json:"remoteName,omitempty"`
-	Kind        string   `json:"kind"`
-	ReviewState string   `json:"reviewState,omitempty"`
-	Flags       []string `json:"flags"`
+	Name        string `json:"name"`
+	Source      string `json:"source,omitempty"`
+	RemoteName  string `json:"remoteName,omitempty"`
+	Kind        string `json:"kind"`
+	ReviewState string `json:"reviewState,omitempty"`
+	Flags       []Flag `json:"flags"`
+}
+
+// Flag is one scanner flag (RV-2) as the console shows it: what was found,
+// how alarming it is, where, the span and its text, and why. The flat list
+// of kinds is Kinds(flags); it is not printed, since every kind is here.
+type Flag struct {
+	Kind     core.FlagKind `json:"kind"`
+	Severity string        `json:"severity"`
+	// Where is core.Flag.Where: "name", "description", "title", a pointer into
+	// the input schema, or a field and a pointer into it
+	// ("outputSchema/properties/x/description").
+	Where string `json:"where"`
+	// Start and End are byte offsets into that text, [Start, End).
+	Start int `json:"start"`
+	End   int `json:"end"`
+	// Text is the flagged span with hidden characters shown as markers
+	// (scan.VisibleText), clipped to maxFlagText characters.
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+}
+
+// maxFlagText bounds Flag.Text: a too-long flag spans the whole excess.
+const maxFlagText = 200
+
+// flagsOf renders t's flags.
+func flagsOf(t core.ToolInfo, flags []core.Flag) []Flag {
+	in := scan.ToolInput(t, nil)
+	out := make([]Flag, 0, len(flags))
+	for _, f := range flags {
+		var text string
+		if s, ok := in.Text(f.Where); ok && 0 <= f.Start && f.Start <= f.End && f.End <= len(s) {
+			text = s[f.Start:f.End]
+			if r := []rune(text); len(r) > maxFlagText {
+				text = string(r[:maxFlagText]) + "…"
+			}
+		}
+		out = append(out, Flag{Kind: f.Kind, Severity: f.Kind.Severity(), Where: f.Where, Start: f.Start, End: f.End,
+			Text: scan.VisibleText(text), Reason: f.Reason})
+	}
+	return out
+}
+
+// Kinds are the distinct kinds among flags, sorted: what a table prints.
+func Kinds(flags []Flag) []string {
+	kinds := []string{}
+	for _, f := range flags {
+		kinds = append(kinds, string(f.Kind))
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
 }
 
 // NewCheck reports snap. probed says the upstreams were connected to, so
@@ -93,10 +144,15 @@ type Review struct {
 	ReviewState core.ReviewState `json:"reviewState"`
 	// Served says whether review lets the tool through under the mode
 	// (RV-3); the other gates still apply.
-	Served      bool     `json:"served"`
-	Flags       []string `json:"flags"`
-	Fingerprint string   `json:"fingerprint"`
-	DecidedBy   string   `json:"decidedBy,omitempty"`
+	Served      bool   `json:"served"`
+	Flags       []Flag `json:"flags"`
+	Fingerprint string `json:"fingerprint"`
+	DecidedBy   string `json:"decidedBy,omitempty"`
+	// ReviewNote says why the state is what it is where the state alone
+	// does not (review.Reviewer.StateNote): an approval of an older
+	// fingerprint format shows as changed, "re-approve (fingerprint
+	// format changed)".
+	ReviewNote string `json:"reviewNote,omitempty"`
 }
 
 // Reviews lists the imported tools among tools with their review.
@@ -110,6 +166,7 @@ func Reviews(rev *review.Reviewer, tools []core.ToolInfo) []Review {
 		row := Review{
 			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
 			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: review.ToolFingerprint(t),
+			ReviewNote: rev.StateNote(t),
 		}
 		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
 			row.DecidedBy = d.By
@@ -119,13 +176,13 @@ func Reviews(rev *review.Reviewer, tools []core.ToolInfo) []Review {
 	return out
 }
 
-// reviewInfo is what every report shows of t's review: its state and the
-// kinds of its scanner flags, sorted ("" and none for a native tool).
-func reviewInfo(rev *review.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []string) {
+// reviewInfo is what every report shows of t's review: its state and its
+// scanner flags ("" and none for a native tool).
+func reviewInfo(rev *review.Reviewer, t core.ToolInfo, all []core.ToolInfo) (core.ReviewState, []Flag) {
 	if t.Source == "" {
-		return "", []string{}
+		return "", []Flag{}
 	}
-	return rev.State(t), FlagKinds(review.ReviewFlags(t, all))
+	return rev.State(t), flagsOf(t, review.ReviewFlags(t, all))
 }
 
 // FlagKinds are the distinct kinds of flags, sorted.

@@ -19,7 +19,8 @@ import (
 // Describe renders the review view of one tool (CO-2): the full description
 // with invisible characters made visible (core.VisibleText) and flagged spans
 // highlighted, the text hidden in tag characters, every flag with its
-// reason, and the input schema. flags nil means the scan has not answered.
+// reason, and the input and output schemas. flags nil means the scan has
+// not answered.
 func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []core.Flag, width int) string {
 	wrap := lipgloss.NewStyle().Width(max(width-2, 10))
 	var b strings.Builder
@@ -79,7 +80,7 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 		b.WriteString(th.OK.Render("none: the scanner found nothing to look at"))
 		b.WriteString("\n")
 	}
-	in := scan.ScanInput{Description: t.Description, InputSchema: t.InputSchema}
+	in := scan.ToolInput(t, nil)
 	for _, f := range flags {
 		sev := f.Kind.Severity()
 		head := th.Severity(sev).Render(fmt.Sprintf("[%s] %s", sev, f.Kind))
@@ -105,6 +106,16 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 		pretty.Write(schema)
 	}
 	b.WriteString(scan.VisibleText(pretty.String()))
+	if len(t.OutputSchema) > 0 {
+		b.WriteString("\n")
+		section("Output schema")
+		pretty.Reset()
+		if err := json.Indent(&pretty, t.OutputSchema, "", "  "); err != nil {
+			pretty.Reset()
+			pretty.Write(t.OutputSchema)
+		}
+		b.WriteString(scan.VisibleText(pretty.String()))
+	}
 	return b.String()
 }
 
@@ -202,10 +213,7 @@ func ScanAll(tools []core.ToolInfo) map[string][]core.FlagKind {
 	}
 	out := make(map[string][]core.FlagKind, len(tools))
 	for _, t := range tools {
-		flags := scan.ScanTool(scan.ScanInput{
-			Name: t.Name, RemoteName: t.RemoteName, Description: t.Description,
-			InputSchema: t.InputSchema, OtherTools: others[t.Source],
-		})
+		flags := scan.ScanTool(scan.ToolInput(t, others[t.Source]))
 		var kinds []core.FlagKind
 		for _, f := range flags {
 			if !slices.Contains(kinds, f.Kind) {

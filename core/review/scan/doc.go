@@ -1,7 +1,10 @@
-// Package scan is the review scanner (RV-2). It reads a third-party tool's description and input
-// schema the way a model will, and flags what a person approving the tool
-// should look at: instructions aimed at the model, text hidden from people,
-// references to other tools, secret files, links and encoded blobs.
+// Package scan is the review scanner (RV-2). It reads everything of a
+// third-party tool that a client shows or a model reads — title,
+// description, input and output schemas, annotations, icons, _meta — and
+// the descriptions of prompts and resources, the way a model will, and
+// flags what a person approving the tool should look at: instructions
+// aimed at the model, text hidden or disguised, references to other tools,
+// secret files, links that carry data out, script, and encoded blobs.
 //
 // It is a reviewer's aid, not a filter. Each rule is written to be specific
 // enough that the reference servers' descriptions pass clean (the benign
@@ -13,5 +16,11 @@
 // removed, so "ig\u200bnore previous instructions" matches like the plain
 // phrase, and spans are mapped back to byte offsets in the original.
 // Phrases match case-insensitively and across any run of white space,
-// including line breaks and Unicode spaces.
+// including line breaks and Unicode spaces, in English and in the languages
+// of languageRules. The same phrases are looked for again in the text
+// reduced to its letters, with leetspeak and look-alike letters read as
+// the letters they imitate, so "I g n o r e", "1gn0r3" and "іgnоrе" (Cyrillic)
+// are caught where they are written to look like something else. Decoded
+// payloads — Unicode tag characters, base64, hex and escapes, data: URIs —
+// go through the rules too, and their flags cover the encoded span.
 package scan
