@@ -34,6 +34,7 @@ type Definition struct {
 	OutputSchema json.RawMessage
 	Annotations  json.RawMessage
 	Icons        json.RawMessage
+	Execution    json.RawMessage
 	Meta         json.RawMessage
 }
 
@@ -41,8 +42,9 @@ type Definition struct {
 // that maps a registry tool to its Definition.
 func DefinitionOf(t core.ToolInfo) Definition {
 	return Definition{
-		RemoteName: t.RemoteName, Description: t.Description,
+		RemoteName: t.RemoteName, Title: t.Title, Description: t.Description,
 		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+		Icons: t.Icons, Execution: t.Execution, Meta: t.Meta,
 	}
 }
 
@@ -65,6 +67,7 @@ func (d *Definition) members() []member {
 		{name: "outputSchema", raw: &d.OutputSchema},
 		{name: "annotations", raw: &d.Annotations},
 		{name: "icons", raw: &d.Icons},
+		{name: "execution", raw: &d.Execution},
 		{name: "_meta", raw: &d.Meta},
 	}
 }
@@ -73,8 +76,9 @@ func (d *Definition) members() []member {
 // FingerprintPrefix and the hex SHA-256 of the canonical JSON
 // (canonjson.CanonicalJSON) of
 //
-//	{"_meta": …, "annotations": …, "description": …, "icons": …,
-//	 "inputSchema": …, "outputSchema": …, "remoteName": …, "title": …}
+//	{"_meta": …, "annotations": …, "description": …, "execution": …,
+//	 "icons": …, "inputSchema": …, "outputSchema": …, "remoteName": …,
+//	 "title": …}
 //
 // An approval records it, so any change to what the model reads — one
 // zero-width character in the description, a schema default, an output

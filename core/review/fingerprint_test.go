@@ -45,7 +45,7 @@ func TestRV1FingerprintFormat(t *testing.T) {
 	// The canonical document is spelled out here, so a change to the
 	// encoding (member names, order, escaping) fails this test rather than
 	// silently invalidating every stored approval.
-	canon := `{"_meta":{"k":"v"},"annotations":{"readOnlyHint":true,"title":"Add"},"description":"Adds <a> & <b>","icons":[{"src":"https://e.example/i.png"}],` +
+	canon := `{"_meta":{"k":"v"},"annotations":{"readOnlyHint":true,"title":"Add"},"description":"Adds <a> & <b>","execution":{"taskSupport":"optional"},"icons":[{"src":"https://e.example/i.png"}],` +
 		`"inputSchema":{"properties":{"a":{"type":"integer"}},"type":"object"},"outputSchema":{"properties":{"sum":{"type":"integer"}},"type":"object"},"remoteName":"add","title":"Adder"}`
 	sum := sha256.Sum256([]byte(canon))
 	want := "sha256v2:" + hex.EncodeToString(sum[:])
@@ -55,6 +55,7 @@ func TestRV1FingerprintFormat(t *testing.T) {
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"sum":{"type":"integer"}}}`),
 		Annotations:  json.RawMessage(`{"title":"Add","readOnlyHint":true}`),
 		Icons:        json.RawMessage(`[{"src":"https://e.example/i.png"}]`),
+		Execution:    json.RawMessage(`{"taskSupport":"optional"}`),
 		Meta:         json.RawMessage(`{"k":"v"}`),
 	}.Fingerprint()
 	if got != want {

@@ -46,9 +46,9 @@ type ScanInput struct {
 // registry tool's fields to the scanner's, so every view scans the same.
 func ToolInput(t core.ToolInfo, otherTools []string) ScanInput {
 	return ScanInput{
-		Name: t.Name, RemoteName: t.RemoteName, Description: t.Description,
+		Name: t.Name, RemoteName: t.RemoteName, Title: t.Title, Description: t.Description,
 		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
-		OtherTools: otherTools,
+		Icons: t.Icons, Meta: t.Meta, OtherTools: otherTools,
 	}
 }
 
