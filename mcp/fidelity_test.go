@@ -14,6 +14,7 @@ import (
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/peers"
@@ -56,9 +57,15 @@ func fidelityServer(t *testing.T) string {
 // as the MEMBER actor id, and returns the server's base URL.
 func asActor(t *testing.T, reg *core.Registry, id string) string {
 	t.Helper()
+	return asActorWith(t, reg, id, nil)
+}
+
+// asActorWith is asActor with a confirm gate, so action tools are served.
+func asActorWith(t *testing.T, reg *core.Registry, id string, gate *confirm.Gate) string {
+	t.Helper()
 	mux := http.NewServeMux()
 	for _, path := range []string{"/mcp", "/stateless"} {
-		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: path, Registry: reg, Actor: testActor, Stateless: path == "/stateless"})
+		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: path, Registry: reg, Actor: testActor, Gate: gate, Stateless: path == "/stateless"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,10 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/peers"
 )
@@ -59,6 +62,8 @@ type rawTool struct {
 	InputSchema  json.RawMessage
 	Annotations  json.RawMessage
 	OutputSchema json.RawMessage
+	// Members is the whole tool object as the server wrote it.
+	Members map[string]json.RawMessage
 }
 
 // rawTools spawns `node args...` and speaks JSON-RPC over its stdio by hand:
@@ -152,7 +157,14 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
-	if err := json.Unmarshal(await(2), &page); err != nil {
+	listing := await(2)
+	if err := json.Unmarshal(listing, &page); err != nil {
+		t.Fatal(err)
+	}
+	var members struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(listing, &members); err != nil {
 		t.Fatal(err)
 	}
 	if page.NextCursor != "" {
@@ -161,8 +173,8 @@ func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 	_ = stdin.Close()
 	out := make(map[string]rawTool, len(page.Tools))
 	var names []string
-	for _, tl := range page.Tools {
-		out[tl.Name] = rawTool{tl.InputSchema, tl.Annotations, tl.OutputSchema}
+	for i, tl := range page.Tools {
+		out[tl.Name] = rawTool{tl.InputSchema, tl.Annotations, tl.OutputSchema, members.Tools[i]}
 		names = append(names, tl.Name)
 	}
 	return out, names
@@ -496,4 +508,87 @@ func TestPeerFilesystemStdio(t *testing.T) {
 		t.Errorf("read outside the root = %s, want an isError refusal", res.JSON)
 	}
 	checkChildrenGone(t, im, dir)
+}
+
+// IM-17, IM-16: server-everything's tools/list, read directly and through a
+// gateway endpoint, member by member: every member the server sent comes
+// out as it sent it — description, inputSchema (an action's with the
+// gate's two fields added, CF-1), outputSchema (read tools), annotations,
+// title, icons, execution — with the name prefixed, _meta carrying the
+// source beside the server's own members, and nothing added that the server
+// did not send.
+func TestPeerEverythingListedMemberByMember(t *testing.T) {
+	t.Parallel()
+	js := peers.EverythingJS(t)
+	raw, names := rawTools(t, js)
+	reg, _ := importPeer(t, mcp.UpstreamOptions{Name: "everything", Command: peers.Node(t), Args: []string{js}, Cwd: t.TempDir()}, "everything")
+	checkVerbatim(t, reg, "everything", "everything", raw, names)
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("a-confirm-secret-of-at-least-32-bytes!"), Ledger: memstore.NewMemStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := asActorWith(t, reg, "everything-reader", gate)
+	c := mcptest.New(base+"/mcp", nil)
+	if _, err := c.Initialize(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, rpcErr, err := c.Call(t.Context(), "tools/list", map[string]any{})
+	if err != nil || rpcErr != nil {
+		t.Fatalf("tools/list: %v %v", err, rpcErr)
+	}
+	var listed struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &listed); err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]map[string]json.RawMessage{}
+	for _, tl := range listed.Tools {
+		var name string
+		_ = json.Unmarshal(tl["name"], &name)
+		served[strings.TrimPrefix(name, "everything_")] = tl
+	}
+	if len(served) != len(raw) {
+		t.Fatalf("served %d tools, the server lists %d", len(served), len(raw))
+	}
+	for _, name := range names {
+		direct, via := raw[name].Members, served[name]
+		ti, _ := reg.Get("everything_" + name)
+		for key, val := range direct {
+			got, ok := via[key]
+			switch {
+			case key == "name":
+			case key == "_meta":
+				var m map[string]json.RawMessage
+				_ = json.Unmarshal(got, &m)
+				var d map[string]json.RawMessage
+				_ = json.Unmarshal(val, &d)
+				for k, v := range d {
+					if string(m[k]) != string(v) {
+						t.Errorf("%s: _meta.%s = %s, want %s", name, k, m[k], v)
+					}
+				}
+			case key == "inputSchema" && ti.Kind == core.KindAction:
+				if !bytes.Contains(got, []byte(`"confirmToken"`)) {
+					t.Errorf("%s: an action's schema without the gate's fields: %s", name, got)
+				}
+			case key == "outputSchema" && ti.Kind == core.KindAction:
+				if ok {
+					t.Errorf("%s: an action is listed with an output schema", name)
+				}
+			case !ok:
+				t.Errorf("%s: %s dropped", name, key)
+			case string(got) != string(val):
+				t.Errorf("%s: %s = %s, want %s", name, key, got, val)
+			}
+		}
+		for key := range via {
+			if _, ok := direct[key]; !ok && key != "_meta" {
+				t.Errorf("%s: %s added (%s); the server sent none", name, key, via[key])
+			}
+		}
+		if !strings.Contains(string(via["_meta"]), `"dev.toolgate/source":"everything"`) {
+			t.Errorf("%s: _meta %s lacks the source", name, via["_meta"])
+		}
+	}
 }
