@@ -11,11 +11,12 @@ import (
 	"github.com/toolgate/toolgate/core/schema/schematest"
 )
 
-var ruleReasons = []string{reasonNested, reasonAlternation, reasonDotStar, reasonAdjacent}
+var ruleReasons = []string{reasonNested, reasonAlternation, reasonDotStar, reasonAdjacent, reasonPolynomial, reasonBounded}
 
 func ruleOf(reason string) string {
 	for _, r := range ruleReasons {
-		if strings.HasPrefix(reason, r+" in ") {
+		// The polynomial and bounded rules put a measure before " in ".
+		if strings.HasPrefix(reason, r+" in ") || strings.HasPrefix(reason, r+" (") {
 			return r
 		}
 	}
@@ -108,7 +109,10 @@ func TestIM19SafeLookAlikes(t *testing.T) {
 		`(aa)+`, `(a{2})+`, // fixed-length repetitions
 		`(?:ab{0,3})+`, // a counted repeat unrolled as nested options
 		`^(?:[a-z0-9]{1,63}\.){1,127}[a-z]{2,63}$`,
-		`(.*a){5}`, // polynomial, not exponential: not this screen's business
+		// Quadratic at worst: degree 2 passes (see MinPolynomialDegree).
+		`^\d+\d+$`, `^.*a.*b$`, `\s+$`, `^[^@\s]+@[^@\s]+\.[^@\s]+$`,
+		// Nested counts with few ways to read one input.
+		`^(a{1,10}){1,5}$`, `^(a{1,3}){1,10}$`, `^(\w{1,2}\s?){1,3}$`,
 	} {
 		if reason, bad := ScreenPattern(p); bad {
 			t.Errorf("ScreenPattern(%s) flagged: %s", p, reason)
@@ -230,4 +234,58 @@ func FuzzScreenPattern(f *testing.F) {
 			re.MatchString("aaaa")
 		}
 	})
+}
+
+// IM-19: nested counted repeats have no unbounded loop, but multiply the ways
+// to read one input: each of these takes V8 over two seconds on 34 a's and a
+// "!" (issue 14).
+func TestIM19NestedBoundedQuantifiers(t *testing.T) {
+	tests := []struct{ pattern, reason string }{
+		{`^(a{1,10}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in (a{1,10}){1,10}"},
+		{`^((a{1,10}){1,10}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in ((a{1,10}){1,10}){1,10}"},
+		{`^(a{1,5}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in (a{1,5}){1,10}"},
+		// A loop inside counts: ten copies of ten copies of a+ in a row.
+		{`^((a+){1,10}){1,10}$`, reasonPolynomial + " (degree 100) in a+ then a+ then "},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		if !bad || !strings.HasPrefix(reason, tt.reason) {
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…, true", tt.pattern, reason, bad, tt.reason)
+		}
+	}
+}
+
+// IM-19: polynomial backtracking of degree 3 and up is refused. The search of
+// an unanchored pattern restarts at every offset, which counts as one more
+// quantifier; without a final $ the last one of a chain does not count,
+// because the search stops at its first success.
+func TestIM19PolynomialDegree(t *testing.T) {
+	tests := []struct {
+		pattern string
+		degree  int // 0: passes
+	}{
+		{`^\S+@\S+\.\S+$`, 3},
+		{`\S+@\S+\.\S+`, 3}, // start, \S+, \S+; the last \S+ completes a match
+		{`^.+@.+\..+$`, 3},
+		{`\s*#?\s*$`, 3},
+		{`^(a+){3}$`, 3},
+		{`^\d+\.?\d*\.?\d*$`, 3},
+		{`^\w+\s*\w*\s*\w+$`, 3}, // \s* can be empty
+		{`^\w+\s+\w*\s+\w+$`, 0}, // \s+ separates every \w run from the next
+		{`^\d+\d+$`, 0},
+		{`\d+\.\d+`, 0},
+		{`^[a-z]+\d*[a-z]*$`, 0},
+		{`[a-z]+\d*[a-z]*$`, 3},
+		{`^(?:[a-z0-9]+\.)*[a-z0-9]+$`, 0},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		want := fmt.Sprintf("%s (degree %d) in ", reasonPolynomial, tt.degree)
+		switch {
+		case tt.degree == 0 && bad:
+			t.Errorf("ScreenPattern(%s) flagged: %s", tt.pattern, reason)
+		case tt.degree > 0 && (!bad || !strings.HasPrefix(reason, want)):
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, want)
+		}
+	}
 }
