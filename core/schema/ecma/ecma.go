@@ -22,7 +22,7 @@ const (
 
 const (
 	MaxRE2Repeat = 1000 // Go's parser refuses larger counts
-	SmallRepeat  = 10   // counts up to this are unrolled by the screen
+	SmallRepeat  = 10   // count ranges up to this are unrolled by the screen
 )
 
 type ecmaGroup struct {
@@ -365,9 +365,13 @@ func (t *ecmaTranslator) count(b *strings.Builder, i int) int {
 		b.WriteString(`\{`)
 		return i + 1
 	}
-	if t.mode == EcmaForScreen && (hi < 0 || hi > SmallRepeat) {
-		// Past a handful of repetitions a counted loop backtracks like an
-		// unbounded one, and Go's parser caps counts.
+	// Only the range of a count makes choices: {38} reads 38 repetitions
+	// and no other number, so it is kept and unrolled like text. A range
+	// past a handful backtracks like an unbounded loop. Go's parser caps
+	// counts, and on the coarse retry (clampMin 1) the product of nested
+	// ones, so there every count past a handful becomes a loop.
+	coarse := t.clampMin < MaxRE2Repeat
+	if t.mode == EcmaForScreen && (hi < 0 || hi-lo > SmallRepeat || hi > MaxRE2Repeat || coarse && hi > SmallRepeat) {
 		fmt.Fprintf(b, "{%d,}", min(lo, t.clampMin))
 		return j + 1
 	}

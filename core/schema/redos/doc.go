@@ -10,9 +10,11 @@
 //  1. The ECMA pattern is rewritten into RE2 syntax (package ecma). Every
 //     alternative is wrapped in a capture group of its own, because Go's
 //     parser otherwise factors `a|a` into `a` and merges `.|\s` into one
-//     class, erasing exactly the overlap being looked for. Counts above 10
-//     become unbounded, since they backtrack like unbounded loops and Go's
-//     parser refuses counts above 1000. Lookaround bodies are lifted out and
+//     class, erasing exactly the overlap being looked for. Count ranges
+//     wider than 10 become unbounded, since they backtrack like unbounded
+//     loops and Go's parser refuses counts above 1000; a fixed count such
+//     as .{38} is kept, because it reads one number of repetitions and
+//     makes no choice of its own. Lookaround bodies are lifted out and
 //     screened as patterns of their own: an engine backtracks inside them just
 //     the same, but where they stand they consume nothing. A backreference
 //     matches one fixed string at run time, so it stands in as a single
@@ -30,7 +32,8 @@
 //     `(\.[a-z]+)*` every repetition starts with a dot the inner loop cannot
 //     read, so there is one way only, while `([a-z]+)*` has many.
 //
-// Counted repeats up to 10 are unrolled, so `(\.\d{1,3}){3}` is just text.
+// Counted repeats whose range is up to 10 are unrolled, so `(\.\d{1,3}){3}`
+// and `.{38}` are just text.
 //
 // Two more measures catch what has no exponential loop:
 //

@@ -77,8 +77,8 @@ func TestIM19RuleReasons(t *testing.T) {
 		{`(a|a?)+$`, "overlapping alternatives under a quantifier in (a|a?)+"},
 		{`(.*,)*`, "repeated group containing a .*-like element in (.*,)*"},
 		{`(.+)+`, "repeated group containing a .*-like element in (.+)+"},
-		// Counts above 10 backtrack like loops; the reason shows them so.
-		{`(.*a){20}`, "repeated group containing a .*-like element in (.*a){20,}"},
+		// Count ranges above 10 backtrack like loops; the reason shows them so.
+		{`(.*a){1,20}`, "repeated group containing a .*-like element in (.*a){1,}"},
 		{`(\d+\d+)+`, `adjacent overlapping quantifiers in a repeated group in (\d+\d+)+`},
 		{`(a*a*)*`, "adjacent overlapping quantifiers in a repeated group in (a*a*)*"},
 		// What separates repetitions overlaps: trailing and leading \s*.
@@ -286,6 +286,43 @@ func TestIM19PolynomialDegree(t *testing.T) {
 			t.Errorf("ScreenPattern(%s) flagged: %s", tt.pattern, reason)
 		case tt.degree > 0 && (!bad || !strings.HasPrefix(reason, want)):
 			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, want)
+		}
+	}
+}
+
+// IM-19: only the range of a count makes choices. A fixed count reads one
+// number of repetitions, so it is text however large, and what decides is
+// whether the repetitions can split an input more than one way (issue 14:
+// @truffle/contract-schema's bytes pattern was refused).
+func TestIM19FixedCountsAreText(t *testing.T) {
+	for _, p := range []string{
+		`^0x0?$|^0x([a-fA-F0-9]{2}|__.{38})+$`, // alternatives start apart, each one fixed length
+		`^0x[a-fA-F0-9]{40}$`,
+		`^(?:[a-z]{3}\d{2}){20}$`,
+		`^(?:.{16})+$`,
+		`^(?:[a-f0-9]{2}){1,32}$`,
+		`^(?:[A-Z]{2}\d{12,14})+$`, // a range of 2 is unrolled too
+	} {
+		if reason, bad := ScreenPattern(p); bad {
+			t.Errorf("ScreenPattern(%s) flagged: %s", p, reason)
+		}
+	}
+	tests := []struct{ pattern, reason string }{
+		// The same shapes where the alternatives overlap stay refused.
+		{`^0x([a-fA-F0-9]{2}|a.{38})+$`, reasonAlternation + " in "},
+		{`^(a|a.{38})+$`, reasonAlternation + " in "},
+		{`^(.{2}|..)+$`, reasonAlternation + " in "},
+		{`^(?:[A-Z]{2}.{12,14})+$`, reasonAlternation + " in "}, // a piece's tail can start the next
+		// A large count with a range is still a loop.
+		{`^(.{1,38})+$`, reasonDotStar + " in (.{1,})+"},
+		// And a fixed count of something ambiguous is ambiguous.
+		{`^((a+)+){40}$`, reasonNested + " in (a+)+"},
+		{`^(a+){40}$`, reasonPolynomial + " (degree 40) in a+ then "},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		if !bad || !strings.HasPrefix(reason, tt.reason) {
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, tt.reason)
 		}
 	}
 }

@@ -506,8 +506,9 @@ func (a *automaton) build(re *syntax.Regexp) *rxNode {
 	}
 }
 
-// repeat unrolls a small counted repeat the way an engine runs it, x{1,3} as
-// x(?:x(?:x)?)?, and keeps larger ones as loops.
+// repeat unrolls a counted repeat the way an engine runs it, x{1,3} as
+// x(?:x(?:x)?)?, when its range is small: only the range makes choices, so
+// x{38} is just text. A large range, or one that would not fit, stays a loop.
 func (a *automaton) repeat(re *syntax.Regexp) *rxNode {
 	if re.Max == 0 {
 		return &rxNode{op: rxEmpty}
@@ -515,7 +516,7 @@ func (a *automaton) repeat(re *syntax.Regexp) *rxNode {
 	before := a.leaves
 	first := a.build(re.Sub[0])
 	size := a.leaves - before
-	if re.Max < 0 || re.Max > ecma.SmallRepeat || a.leaves+size*(re.Max-1) > maxPositions {
+	if re.Max < 0 || re.Max-re.Min > ecma.SmallRepeat || a.leaves+size*(re.Max-1) > maxPositions {
 		return &rxNode{op: rxLoop, subs: []*rxNode{first}, min: min(re.Min, 1), src: re}
 	}
 	copies := []*rxNode{first}
