@@ -255,36 +255,49 @@ func TestIM19NestedBoundedQuantifiers(t *testing.T) {
 	}
 }
 
-// IM-19: polynomial backtracking of degree 3 and up is refused. The search of
-// an unanchored pattern restarts at every offset, which counts as one more
-// quantifier; without a final $ the last one of a chain does not count,
-// because the search stops at its first success.
+// IM-19: polynomial backtracking of degree 4 and up is refused; degree 3
+// and less passes (see MinPolynomialDegree). The search of an unanchored
+// pattern restarts at every offset, which counts as one more quantifier;
+// without a final $ the last one of a chain does not count, because the
+// search stops at its first success. The degrees are recheck's.
 func TestIM19PolynomialDegree(t *testing.T) {
 	tests := []struct {
 		pattern string
-		degree  int // 0: passes
+		degree  int // below MinPolynomialDegree: passes
 	}{
+		{`^(a+){4}$`, 4},
+		{`^\S+@\S+\.\S+\.\S+$`, 4},
+		{`\s*#?\s*-?\s*$`, 4}, // start, \s*, \s*, \s*
+		// Without $ the screen over-counts where pumping completes the match:
+		// recheck says 3 (start and three \S+, the fourth one ends it).
+		{`\S+@\S+\.\S+\.\S+`, 4},
+		{`^\d+\.?\d*\.?\d*\.?\d*$`, 4},
+		{`^\w+\s*\w*\s*\w*\s*\w+$`, 4}, // \s* can be empty
+		{`^((a+){1,10}){1,10}$`, 100},
+		// Degree 3 passes.
 		{`^\S+@\S+\.\S+$`, 3},
-		{`\S+@\S+\.\S+`, 3}, // start, \S+, \S+; the last \S+ completes a match
+		{`\S+@\S+\.\S+`, 3},
 		{`^.+@.+\..+$`, 3},
 		{`\s*#?\s*$`, 3},
 		{`^(a+){3}$`, 3},
-		{`^\d+\.?\d*\.?\d*$`, 3},
-		{`^\w+\s*\w*\s*\w+$`, 3}, // \s* can be empty
-		{`^\w+\s+\w*\s+\w+$`, 0}, // \s+ separates every \w run from the next
-		{`^\d+\d+$`, 0},
-		{`\d+\.\d+`, 0},
-		{`^[a-z]+\d*[a-z]*$`, 0},
 		{`[a-z]+\d*[a-z]*$`, 3},
-		{`^(?:[a-z0-9]+\.)*[a-z0-9]+$`, 0},
+		{`^\w+\s+\w*\s+\w*\s+\w+$`, 3}, // the \s+ meet where \w* is empty
+		// Separators the quantifiers cannot read break the chain.
+		{`^\w+\s+\w+\s+\w+$`, 1},
+		{`^\d+\d+$`, 2},
+		{`\d+\.\d+`, 2},
+		{`^(?:[a-z0-9]+\.)*[a-z0-9]+$`, 1},
 	}
 	for _, tt := range tests {
+		if got := degreeOf(t, tt.pattern); got != tt.degree {
+			t.Errorf("degree of %s = %d, want %d", tt.pattern, got, tt.degree)
+		}
 		reason, bad := ScreenPattern(tt.pattern)
 		want := fmt.Sprintf("%s (degree %d) in ", reasonPolynomial, tt.degree)
 		switch {
-		case tt.degree == 0 && bad:
+		case tt.degree < MinPolynomialDegree && bad:
 			t.Errorf("ScreenPattern(%s) flagged: %s", tt.pattern, reason)
-		case tt.degree > 0 && (!bad || !strings.HasPrefix(reason, want)):
+		case tt.degree >= MinPolynomialDegree && (!bad || !strings.HasPrefix(reason, want)):
 			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, want)
 		}
 	}
@@ -325,4 +338,20 @@ func TestIM19FixedCountsAreText(t *testing.T) {
 			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, tt.reason)
 		}
 	}
+}
+
+// degreeOf is the polynomial degree the screen computes for a pattern.
+func degreeOf(t *testing.T, pattern string) int {
+	t.Helper()
+	trees, ok := translateForScreen(pattern)
+	if !ok {
+		t.Fatalf("%s does not parse", pattern)
+	}
+	work := 0
+	a, f := newAutomaton(trees[0], false, &work)
+	d, _, exhausted := a.degree(f.last, endAnchored(trees[0]))
+	if exhausted {
+		t.Fatalf("%s: budget exhausted", pattern)
+	}
+	return d
 }

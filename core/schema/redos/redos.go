@@ -138,7 +138,9 @@ type automaton struct {
 	work     *int // spent from screenWorkBudget
 }
 
-func screenTree(re *syntax.Regexp, anchored bool, work *int) (string, bool) {
+// newAutomaton builds the position automaton of re. anchored says the
+// pattern is tried at one place only, as a lookaround is.
+func newAutomaton(re *syntax.Regexp, anchored bool, work *int) (*automaton, followSets) {
 	a := &automaton{labelIDs: map[string]int32{}, meets: map[[2]int32]bool{}, work: work}
 	root := a.build(re)
 	if !anchored && !startAnchored(re) {
@@ -147,7 +149,11 @@ func screenTree(re *syntax.Regexp, anchored bool, work *int) (string, bool) {
 		a.start = &rxNode{op: rxLoop, subs: []*rxNode{a.leaf([]rune{0, unicode.MaxRune})}}
 		root = &rxNode{op: rxCat, subs: []*rxNode{a.start, root}}
 	}
-	f := a.walk(root)
+	return a, a.walk(root)
+}
+
+func screenTree(re *syntax.Regexp, anchored bool, work *int) (string, bool) {
+	a, f := newAutomaton(re, anchored, work)
 	for _, l := range a.loops {
 		if a.tooBig {
 			return reasonTooComplex + " in " + a.render(l), true
