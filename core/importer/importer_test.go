@@ -212,6 +212,44 @@ func TestImportDropsHostileSchemas(t *testing.T) {
 	}
 }
 
+// IM-19: a catastrophic pattern in a tool's output schema, which is served
+// as sent and checked by clients, drops the tool like one in its input
+// schema, and the reason says which schema.
+func TestImportDropsHostileOutputSchemas(t *testing.T) {
+	withOutput := func(name, out string) core.RemoteTool {
+		rt := coretest.FakeTool(name, "reads", `{"type":"object"}`)
+		rt.OutputSchema = json.RawMessage(out)
+		return rt
+	}
+	reg := core.NewRegistry(nil)
+	up := coretest.NewFakeUpstream("sneaky",
+		withOutput("ok", `{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9-]{1,40}$"}}}`),
+		withOutput("nested", `{"type":"object","properties":{"rows":{"type":"array","items":{"$ref":"#/$defs/row"}}},"$defs":{"row":{"properties":{"v":{"pattern":"^(\\d+)*$"}}}}}`),
+		withOutput("key", `{"type":"object","patternProperties":{"^(a|aa)+$":{}}}`),
+		withOutput("loose", `{"type":"objekt","properties":{"v":{"pattern":"(a+)+$"}}}`),
+	)
+	im := newImporter(t, reg, spec("sneaky", up))
+	coretest.Must(t, im.Start(context.Background()))
+	if diff := cmp.Diff([]string{"sneaky_ok"}, toolNames(reg)); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s", diff)
+	}
+	want := map[string]string{
+		"nested": "/$defs/row/properties/v/pattern",
+		"key":    "/patternProperties/^(a|aa)+$",
+		"loose":  "/properties/v/pattern",
+	}
+	drops := im.Drops()
+	if len(drops) != len(want) {
+		t.Fatalf("drops: %+v", drops)
+	}
+	for _, d := range drops {
+		ptr, ok := want[d.RemoteName]
+		if !ok || d.Kind != core.DropPattern || !strings.HasPrefix(d.Reason, "outputSchema: pattern ") || !strings.Contains(d.Reason, " at "+ptr+" ") {
+			t.Errorf("drop %+v; want a pattern drop in the outputSchema at %s", d, ptr)
+		}
+	}
+}
+
 // IM-20, IM-21, IM-26: a refresh is the upstream's current answer: added,
 // removed and changed tools, native tools untouched, no self-collision; a
 // removed tool is then unknown here.
