@@ -32,17 +32,26 @@ const maxCandidates = 256
 // IDA criterion of Weber and Seidl): the longest chain of loops p1 … pd
 // where, for some word v, pi reads v back to itself, pi+1 does too, and pi
 // reads v to pi+1. Each link multiplies the ways to split a pumped input by
-// its length. Without a final $ the search stops at its first success, so a
-// chain ending in a loop the match may end in counts one less. It also
-// returns the loops of the chain, outermost start first.
+// its length. Without a final $ the search stops at its first success, so
+// no way through a position the match can end at is ever backtracked:
+// those positions are left out. It also returns the loops of the chain,
+// outermost start first.
 func (a *automaton) degree(last []int32, ended bool) (int, []*rxNode, bool) {
 	n := int32(len(a.posLabel))
 	if n == 0 {
 		return 0, nil, false
 	}
+	final := make([]bool, n)
+	if !ended {
+		for _, p := range last {
+			final[p] = true
+		}
+	}
 	succ := make([][]int32, n)
 	for _, e := range a.edges {
-		succ[e.from] = append(succ[e.from], e.to)
+		if !final[e.from] && !final[e.to] {
+			succ[e.from] = append(succ[e.from], e.to)
+		}
 	}
 	self := make([]bool, n)
 	for p := range succ {
@@ -144,12 +153,6 @@ func (a *automaton) degree(last []int32, ended bool) (int, []*rxNode, bool) {
 			}
 		}
 	}
-	final := make([]bool, ncomp)
-	if !ended {
-		for _, p := range last {
-			final[comp[p]] = true
-		}
-	}
 	// Components are numbered sinks first, so links go from higher numbers
 	// to lower ones.
 	best := map[int32]int{}
@@ -163,12 +166,8 @@ func (a *automaton) degree(last []int32, ended bool) (int, []*rxNode, bool) {
 				best[c], prev[c] = best[b]+1, b
 			}
 		}
-		v := best[c]
-		if final[c] {
-			v--
-		}
-		if v > deg {
-			deg, end = v, c
+		if best[c] > deg {
+			deg, end = best[c], c
 		}
 	}
 	var chain []int32
@@ -343,7 +342,7 @@ func components(succ [][]int32) ([]int32, int32) {
 // the count and the counted repeat to name, or 0 when the pattern has no
 // counted repeat with a range.
 func (a *automaton) boundedWays(f followSets, ended bool) (float64, *syntax.Regexp) {
-	if len(a.counted) == 0 || (!ended && f.nullable) {
+	if len(a.counted) == 0 {
 		return 0, nil
 	}
 	var at *rxNode
@@ -351,6 +350,16 @@ func (a *automaton) boundedWays(f followSets, ended bool) (float64, *syntax.Rege
 		if at == nil || c.posEnd-c.pos > at.posEnd-at.pos {
 			at = c
 		}
+	}
+	return a.ways(f, ended, BoundedInputLength, MaxBoundedWays), at.src
+}
+
+// ways follows the most ambiguous input one character at a time, for up to
+// length characters or until the count passes limit, and returns the count.
+// The input is left in a.witness.
+func (a *automaton) ways(f followSets, ended bool, length int, limit float64) float64 {
+	if !ended && f.nullable {
+		return 0
 	}
 	var cands []rune
 	seen := map[rune]bool{}
@@ -380,7 +389,7 @@ func (a *automaton) boundedWays(f followSets, ended bool) (float64, *syntax.Rege
 	agg := make([]float64, n)
 	byCand := make([]float64, len(cands))
 	total := 0.0
-	for d := 1; d <= BoundedInputLength; d++ {
+	for d := 1; d <= length; d++ {
 		clear(agg)
 		if d == 1 {
 			for _, p := range f.first {
@@ -411,6 +420,7 @@ func (a *automaton) boundedWays(f followSets, ended bool) (float64, *syntax.Rege
 		if bestW == 0 {
 			break
 		}
+		a.witness = append(a.witness, cands[bestC])
 		c := []rune{cands[bestC], cands[bestC]}
 		accepted := false
 		for q, w := range agg {
@@ -422,9 +432,9 @@ func (a *automaton) boundedWays(f followSets, ended bool) (float64, *syntax.Rege
 			}
 		}
 		total += bestW
-		if total > MaxBoundedWays || (!ended && accepted) {
+		if total > limit || (!ended && accepted) {
 			break
 		}
 	}
-	return total, at.src
+	return total
 }

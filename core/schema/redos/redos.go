@@ -133,6 +133,7 @@ type automaton struct {
 	loops    []*rxNode // post-order: inner loops first
 	counted  []*rxNode // unrolled counted repeats with a range, inner first
 	start    *rxNode   // the [^]* an unanchored search begins with, or nil
+	witness  []rune    // the input boundedWays built, for tests to replay
 	nextID   int32
 	tooBig   bool
 	work     *int // spent from screenWorkBudget
