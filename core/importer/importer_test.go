@@ -212,6 +212,38 @@ func TestImportDropsHostileSchemas(t *testing.T) {
 	}
 }
 
+// IM-17, IM-18: valid ECMA-262 patterns RE2 cannot run (lookarounds,
+// backreferences) no longer drop the tool, and calls are checked against
+// them.
+func TestImportKeepsECMAPatterns(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	up := coretest.NewFakeUpstream("ecma",
+		coretest.FakeTool("slug", "reads", `{"type":"object","properties":{"s":{"type":"string","pattern":"^(?!-)[a-z0-9-]+(?<!-)$"}}}`),
+		coretest.FakeTool("quoted", "reads", `{"type":"object","properties":{"q":{"type":"string","pattern":"^(['\"])[^'\"]*\\1$"}}}`),
+	)
+	im := newImporter(t, reg, spec("ecma", up))
+	coretest.Must(t, im.Start(context.Background()))
+	if diff := cmp.Diff([]string{"ecma_quoted", "ecma_slug"}, toolNames(reg)); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s (drops %+v)", diff, im.Drops())
+	}
+	actor := core.Actor{ID: "x"}
+	for _, tt := range []struct {
+		tool, args string
+		ok         bool
+	}{
+		{"ecma_slug", `{"s":"a-b"}`, true},
+		{"ecma_slug", `{"s":"-ab"}`, false},
+		{"ecma_slug", `{"s":"ab-"}`, false},
+		{"ecma_quoted", `{"q":"'x'"}`, true},
+		{"ecma_quoted", `{"q":"'x\""}`, false},
+	} {
+		_, err := reg.Check(context.Background(), actor, tt.tool, json.RawMessage(tt.args))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s %s: err %v, want ok %v", tt.tool, tt.args, err, tt.ok)
+		}
+	}
+}
+
 // IM-19: a catastrophic pattern in a tool's output schema, which is served
 // as sent and checked by clients, drops the tool like one in its input
 // schema, and the reason says which schema.
