@@ -1,8 +1,8 @@
 // Package redos is the screen for patterns that can backtrack catastrophically (IM-19).
 //
 // Go's regexp is RE2 and never backtracks, but toolgate re-serves imported
-// input schemas verbatim, and clients validate against them with ECMA-262
-// engines that do. A pattern such as `^(a+)+$` is harmless here and can hang
+// input and output schemas verbatim, and clients validate against them with
+// ECMA-262 engines that do. A pattern such as `^(a+)+$` is harmless here and can hang
 // a client, so a schema carrying one is refused.
 //
 // The screen decides on structure, not on a list of known-bad strings:
