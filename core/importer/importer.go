@@ -483,6 +483,12 @@ func (im *Importer) prepare(u *upstream, listed []core.RemoteTool) prepared {
 			}
 			continue
 		}
+		// The output schema is served as sent, and clients check results
+		// against it with backtracking engines (IM-19).
+		if dp := schema.ScreenServedSchema(rt.OutputSchema); dp != nil {
+			drop(core.DropPattern, "outputSchema: "+dp.Error())
+			continue
+		}
 		desc := "MCP tool: " + rt.Name // IM-36
 		if rt.Description != nil && *rt.Description != "" {
 			desc = *rt.Description

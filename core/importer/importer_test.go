@@ -212,6 +212,76 @@ func TestImportDropsHostileSchemas(t *testing.T) {
 	}
 }
 
+// IM-17, IM-18: valid ECMA-262 patterns RE2 cannot run (lookarounds,
+// backreferences) no longer drop the tool, and calls are checked against
+// them.
+func TestImportKeepsECMAPatterns(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	up := coretest.NewFakeUpstream("ecma",
+		coretest.FakeTool("slug", "reads", `{"type":"object","properties":{"s":{"type":"string","pattern":"^(?!-)[a-z0-9-]+(?<!-)$"}}}`),
+		coretest.FakeTool("quoted", "reads", `{"type":"object","properties":{"q":{"type":"string","pattern":"^(['\"])[^'\"]*\\1$"}}}`),
+	)
+	im := newImporter(t, reg, spec("ecma", up))
+	coretest.Must(t, im.Start(context.Background()))
+	if diff := cmp.Diff([]string{"ecma_quoted", "ecma_slug"}, toolNames(reg)); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s (drops %+v)", diff, im.Drops())
+	}
+	actor := core.Actor{ID: "x"}
+	for _, tt := range []struct {
+		tool, args string
+		ok         bool
+	}{
+		{"ecma_slug", `{"s":"a-b"}`, true},
+		{"ecma_slug", `{"s":"-ab"}`, false},
+		{"ecma_slug", `{"s":"ab-"}`, false},
+		{"ecma_quoted", `{"q":"'x'"}`, true},
+		{"ecma_quoted", `{"q":"'x\""}`, false},
+	} {
+		_, err := reg.Check(context.Background(), actor, tt.tool, json.RawMessage(tt.args))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s %s: err %v, want ok %v", tt.tool, tt.args, err, tt.ok)
+		}
+	}
+}
+
+// IM-19: a catastrophic pattern in a tool's output schema, which is served
+// as sent and checked by clients, drops the tool like one in its input
+// schema, and the reason says which schema.
+func TestImportDropsHostileOutputSchemas(t *testing.T) {
+	withOutput := func(name, out string) core.RemoteTool {
+		rt := coretest.FakeTool(name, "reads", `{"type":"object"}`)
+		rt.OutputSchema = json.RawMessage(out)
+		return rt
+	}
+	reg := core.NewRegistry(nil)
+	up := coretest.NewFakeUpstream("sneaky",
+		withOutput("ok", `{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9-]{1,40}$"}}}`),
+		withOutput("nested", `{"type":"object","properties":{"rows":{"type":"array","items":{"$ref":"#/$defs/row"}}},"$defs":{"row":{"properties":{"v":{"pattern":"^(\\d+)*$"}}}}}`),
+		withOutput("key", `{"type":"object","patternProperties":{"^(a|aa)+$":{}}}`),
+		withOutput("loose", `{"type":"objekt","properties":{"v":{"pattern":"(a+)+$"}}}`),
+	)
+	im := newImporter(t, reg, spec("sneaky", up))
+	coretest.Must(t, im.Start(context.Background()))
+	if diff := cmp.Diff([]string{"sneaky_ok"}, toolNames(reg)); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s", diff)
+	}
+	want := map[string]string{
+		"nested": "/$defs/row/properties/v/pattern",
+		"key":    "/patternProperties/^(a|aa)+$",
+		"loose":  "/properties/v/pattern",
+	}
+	drops := im.Drops()
+	if len(drops) != len(want) {
+		t.Fatalf("drops: %+v", drops)
+	}
+	for _, d := range drops {
+		ptr, ok := want[d.RemoteName]
+		if !ok || d.Kind != core.DropPattern || !strings.HasPrefix(d.Reason, "outputSchema: pattern ") || !strings.Contains(d.Reason, " at "+ptr+" ") {
+			t.Errorf("drop %+v; want a pattern drop in the outputSchema at %s", d, ptr)
+		}
+	}
+}
+
 // IM-20, IM-21, IM-26: a refresh is the upstream's current answer: added,
 // removed and changed tools, native tools untouched, no self-collision; a
 // removed tool is then unknown here.

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/toolgate/toolgate/core/jsontree"
 )
 
@@ -45,6 +47,30 @@ func quotePattern(p string) string {
 func ScreenSchema(raw json.RawMessage) []*DangerousPatternError {
 	found, _ := screenDocument(raw)
 	return found
+}
+
+// ScreenServedSchema screens a schema the gateway serves but does not
+// validate against, such as a tool's outputSchema: clients check results
+// against it with backtracking engines (IM-19). It returns the first
+// dangerous pattern, or nil. A schema that compiles is screened as
+// CompileSchema screens, following every reference the compiler resolved;
+// one that does not (it is passed on as sent, IM-17) is still walked as a
+// document. Nil or empty raw carries nothing.
+func ScreenServedSchema(raw json.RawMessage) *DangerousPatternError {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	_, err := compileCached(raw, jsonschema.Draft2020)
+	var dpe *DangerousPatternError
+	if errors.As(err, &dpe) {
+		return dpe
+	}
+	if err != nil {
+		if found := ScreenSchema(raw); len(found) > 0 {
+			return found[0]
+		}
+	}
+	return nil
 }
 
 // screenDocument is ScreenSchema, also returning each distinct pattern's

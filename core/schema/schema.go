@@ -324,14 +324,15 @@ func jsonKind(v any) string {
 // would read local files, and an upstream must not make the gateway do that.
 type refuseLoader struct{}
 
-// ecmaRegexpEngine compiles schema patterns, which are ECMA-262, on Go's
-// regexp: escapes Go spells differently are translated, and what RE2 cannot
-// run (lookarounds, backreferences) fails, so the tool is dropped (IM-18).
-// Compiled patterns are cached by their source: a *regexp.Regexp is safe
-// for concurrent use, and many schemas share their patterns.
+// ecmaRegexpEngine compiles schema patterns, which are ECMA-262 (IM-17):
+// on Go's regexp where the translation is exact, on regexp2 in ECMAScript
+// mode with a match timeout for lookarounds and backreferences. A pattern
+// neither compiles drops the tool (IM-18). Compiled patterns are cached by
+// their source: both are safe for concurrent use, and many schemas share
+// their patterns.
 func ecmaRegexpEngine(pattern string) (jsonschema.Regexp, error) {
 	c := regexpCache.do(pattern, patternCost(pattern), func() compiledPattern {
-		re, err := ecma.CompileECMA(pattern)
+		re, err := ecma.Compile(pattern)
 		return compiledPattern{re: re, err: err}
 	})
 	if c.err != nil {
@@ -341,7 +342,7 @@ func ecmaRegexpEngine(pattern string) (jsonschema.Regexp, error) {
 }
 
 type compiledPattern struct {
-	re  ecma.EcmaRegexp
+	re  ecma.Regexp
 	err error
 }
 

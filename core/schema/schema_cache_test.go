@@ -38,7 +38,7 @@ func TestIM17SchemaCacheSharesIdenticalBytes(t *testing.T) {
 func TestIM19SchemaCacheRefusesHostileAgain(t *testing.T) {
 	for _, raw := range []string{
 		`{"type":"object","properties":{"cache-test-2":{"type":"string","pattern":"(a|a)*"}}}`,
-		`{"type":"object","properties":{"cache-test-3":{"type":"string","pattern":"(?=a)"}}}`,
+		`{"type":"object","properties":{"cache-test-3":{"type":"string","pattern":"(?=a"}}}`,
 		`{"type":"strnig","cache-test-4":1}`,
 		`{"type":`,
 	} {

@@ -175,9 +175,10 @@ func TestIM18InvalidSchemas(t *testing.T) {
 		{"relative $ref", `{"$ref":"other.json"}`, "references outside the schema document are not followed"},
 		{"file $ref", `{"$ref":"file:///etc/passwd"}`, `"file:///etc/passwd"`},
 		{"unknown $schema", `{"$schema":"https://example.com/my-meta","type":"object"}`, `"https://example.com/my-meta"`},
-		{"lookahead pattern", `{"type":"object","properties":{"a":{"type":"string","pattern":"(?=a)"}}}`, "lookaround (?= is not supported by RE2"},
-		{"backreference", `{"type":"object","properties":{"a":{"pattern":"(a)\\1"}}}`, `backreference \1 is not supported by RE2`},
-		{"lookbehind key", `{"type":"object","patternProperties":{"(?<=x)y":{}}}`, "lookaround (?<= is not supported by RE2"},
+		// Invalid ECMA-262, whichever engine would run it.
+		{"unclosed lookahead", `{"type":"object","properties":{"a":{"type":"string","pattern":"(?=a"}}}`, "missing )"},
+		{"nothing to repeat", `{"type":"object","properties":{"a":{"pattern":"(a)\\1**"}}}`, "pattern"},
+		{"unclosed class in a lookbehind key", `{"type":"object","patternProperties":{"(?<=[x)y":{}}}`, "missing ]"},
 		{"missing $ref target", `{"$ref":"#/$defs/nope"}`, "nope"},
 		{"array", `[]`, "must be a JSON object, not an array"},
 		{"string", `"object"`, "must be a JSON object, not a string"},
@@ -390,4 +391,68 @@ func FuzzCompileSchema(f *testing.F) {
 			}
 		}
 	})
+}
+
+// IM-17, IM-18: valid ECMA-262 patterns that RE2 cannot run compile, and
+// the schema enforces what they say: lookarounds, backreferences, and
+// ajv-formats' duration, url and hostname (ajv-formats 3.0.1, whose url and
+// hostname are case-insensitive there; a schema pattern has no flags).
+func TestIM17ECMAPatternsAreEnforced(t *testing.T) {
+	const (
+		duration = `^P(?!$)((\d+Y)?(\d+M)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+S)?)?|(\d+W)?)$`
+		url      = `^(?:https?|ftp):\/\/(?:\S+(?::\S*)?@)?(?:(?!(?:10|127)(?:\.\d{1,3}){3})(?!(?:169\.254|192\.168)(?:\.\d{1,3}){2})(?!172\.(?:1[6-9]|2\d|3[0-1])(?:\.\d{1,3}){2})(?:[1-9]\d?|1\d\d|2[01]\d|22[0-3])(?:\.(?:1?\d{1,2}|2[0-4]\d|25[0-5])){2}(?:\.(?:[1-9]\d?|1\d\d|2[0-4]\d|25[0-4]))|(?:(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)(?:\.(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)*(?:\.(?:[a-z\u{00a1}-\u{ffff}]{2,})))(?::\d{2,5})?(?:\/[^\s]*)?$`
+		hostname = `^(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?$`
+	)
+	tests := []struct {
+		name, pattern string
+		valid         []string
+		invalid       []string
+	}{
+		{"negative lookahead", `^(?!\$)`, []string{"price", ""}, []string{"$ref", "$"}},
+		{"no surrounding blanks", `^(?!\s)(?:.*\S)?$`, []string{"", "a", "two words"}, []string{" a", "a ", "\ta", "a\n"}},
+		{"lookbehind", `^[a-z]+(?<!_tmp)$`, []string{"table", "tmp"}, []string{"table_tmp", "Table"}},
+		{"backreference", `^(['"])[^'"]*\1$`, []string{`"x"`, `'y'`}, []string{`"x'`, `x`}},
+		{"named backreference", `^(?<tag>[a-z]+)>.*</\k<tag>$`, []string{"b>x</b"}, []string{"b>x</i"}},
+		{"ajv-formats duration", duration, []string{"P1Y2M3DT4H5M6S", "PT1S", "P2W"}, []string{"P", "PT", "P1H", "1Y"}},
+		{"ajv-formats url", url, []string{"https://example.com/a?b=c", "ftp://user:pw@files.example.org:2121", "http://8.8.8.8"},
+			[]string{"http://10.0.0.1", "http://192.168.1.1/", "https://localhost", "mailto:a@b.c", "https://exa mple.com"}},
+		{"ajv-formats hostname", hostname, []string{"example.com", "a.b-c.d", "localhost", "xn--bcher-kva.example."},
+			[]string{"-bad.com", "bad-.com", "a..b", strings.Repeat("a", 64) + ".com", strings.Repeat("abcdefghi.", 26)}},
+	}
+	for _, tt := range tests {
+		raw, err := json.Marshal(map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"v": map[string]any{"type": "string", "pattern": tt.pattern}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := CompileSchema(raw)
+		if err != nil {
+			t.Errorf("%s: CompileSchema: %v", tt.name, err)
+			continue
+		}
+		for _, v := range tt.valid {
+			args, _ := json.Marshal(map[string]string{"v": v})
+			if err := s.Validate(args); err != nil {
+				t.Errorf("%s: %q refused: %v", tt.name, v, err)
+			}
+		}
+		for _, v := range tt.invalid {
+			args, _ := json.Marshal(map[string]string{"v": v})
+			if err := s.Validate(args); err == nil {
+				t.Errorf("%s: %q accepted", tt.name, v)
+			}
+		}
+	}
+}
+
+// IM-17, IM-19: the screen still runs first: a dangerous pattern that only a
+// backtracking engine can run is refused as dangerous, not compiled.
+func TestIM19ScreenRunsBeforeBacktracker(t *testing.T) {
+	_, err := CompileSchema(json.RawMessage(`{"properties":{"v":{"pattern":"^(?!x)(\\w+\\s?)*$"}}}`))
+	var dpe *DangerousPatternError
+	if !errors.As(err, &dpe) || dpe.Pointer != "/properties/v/pattern" {
+		t.Errorf("CompileSchema = %v; want a DangerousPatternError at /properties/v/pattern", err)
+	}
 }

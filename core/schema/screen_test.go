@@ -156,3 +156,31 @@ func TestIM19DangerousPatternError(t *testing.T) {
 		t.Errorf("errors.Is: dangerous %v, invalid %v; want both", errors.Is(d, ErrDangerousPattern), errors.Is(d, ErrSchemaInvalid))
 	}
 }
+
+// IM-19: an output schema is screened like an input schema: nested, in
+// $defs, behind references and in patternProperties keys; one that does not
+// compile is still walked, since it is passed on as sent.
+func TestIM19ScreenServedSchema(t *testing.T) {
+	tests := []struct {
+		name, raw, pointer string
+	}{
+		{"none", ``, ""},
+		{"benign", `{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+$"}}}`, ""},
+		{"nested", `{"type":"object","properties":{"items":{"type":"array","items":{"properties":{"s":{"pattern":"^(a+)+$"}}}}}}`, "/properties/items/items/properties/s/pattern"},
+		{"$defs", `{"$ref":"#/$defs/x","$defs":{"x":{"type":"string","pattern":"(a|a)*"}}}`, "/$defs/x/pattern"},
+		{"patternProperties key", `{"type":"object","patternProperties":{"^(\\w+\\s?)*$":{}}}`, "/patternProperties/^(\\w+\\s?)*$"},
+		{"polynomial", `{"properties":{"s":{"pattern":"^(a+){4}$"}}}`, "/properties/s/pattern"},
+		{"does not compile", `{"type":"strnig","properties":{"s":{"pattern":"(a+)+$"}}}`, "/properties/s/pattern"},
+		{"not an object", `[{"pattern":"(a+)+$"}]`, "/0/pattern"},
+		{"via $id", `{"$id":"https://x.example/o","properties":{"a":{"$ref":"https://x.example/o#/$defs/d"}},"$defs":{"d":{"pattern":"(.+)+"}}}`, "/$defs/d/pattern"},
+	}
+	for _, tt := range tests {
+		d := ScreenServedSchema(json.RawMessage(tt.raw))
+		switch {
+		case tt.pointer == "" && d != nil:
+			t.Errorf("%s: flagged %v", tt.name, d)
+		case tt.pointer != "" && (d == nil || d.Pointer != tt.pointer):
+			t.Errorf("%s: got %v; want a finding at %s", tt.name, d, tt.pointer)
+		}
+	}
+}

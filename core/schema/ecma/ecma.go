@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
 )
 
 type ecmaMode uint8
@@ -18,11 +22,19 @@ const (
 	ecmaForEngine ecmaMode = iota
 	// ecmaForScreen keeps the shape for the screen; see the file comment.
 	EcmaForScreen
+	// ecmaForBacktracker keeps the meaning for regexp2 in ECMAScript mode:
+	// lookarounds and backreferences stay, and what regexp2 reads unlike
+	// ECMA-262 is spelled out.
+	ecmaForBacktracker
 )
+
+// ErrNeedsBacktracker marks a pattern RE2 cannot run because it holds a
+// lookaround or a backreference; ToBacktracker translates it for regexp2.
+var ErrNeedsBacktracker = errors.New("RE2 cannot run it")
 
 const (
 	MaxRE2Repeat = 1000 // Go's parser refuses larger counts
-	SmallRepeat  = 10   // counts up to this are unrolled by the screen
+	SmallRepeat  = 10   // count ranges up to this are unrolled by the screen
 )
 
 type ecmaGroup struct {
@@ -209,6 +221,29 @@ func isHex(c byte) bool {
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
+// codePoint writes one code point as an escape the target engine reads.
+func (t *ecmaTranslator) codePoint(b *strings.Builder, r rune) {
+	if t.mode == ecmaForBacktracker {
+		fmt.Fprintf(b, `\u{%x}`, r) // regexp2 reads it with ECMAScript|Unicode
+		return
+	}
+	fmt.Fprintf(b, `\x{%x}`, r)
+}
+
+// ToBacktracker rewrites an ECMA-262 pattern for regexp2 with
+// regexp2.ECMAScript|regexp2.Unicode. That mode follows ECMA-262 in most
+// things, but its dot also matches U+2028 and U+2029, it knows neither
+// \p{Script=…} nor surrogate pairs, and it reads [[:a:]] as a POSIX class;
+// those are rewritten. Backreferences become numbered, since named groups
+// are numbered after the others in regexp2's .NET lineage.
+func ToBacktracker(pattern string) (string, error) {
+	t, err := NewECMATranslator(pattern, ecmaForBacktracker, 0)
+	if err != nil {
+		return "", err
+	}
+	return t.Translate(0, len(pattern), 0)
+}
+
 // ecmaToRE2 rewrites an ECMA-262 pattern into an equivalent RE2 pattern, or
 // fails where RE2 cannot follow (lookarounds, backreferences).
 func ecmaToRE2(pattern string) (string, error) {
@@ -225,6 +260,58 @@ type EcmaRegexp struct {
 	src string
 }
 
+// Regexp is a compiled ECMA-262 pattern: on Go's regexp where the
+// translation is exact, on regexp2 where it holds what RE2 cannot run. It is
+// safe for concurrent use.
+type Regexp interface {
+	MatchString(s string) bool
+	String() string
+}
+
+// MatchTimeout bounds one match on regexp2, which backtracks. A match that
+// runs out does not match, so the value is refused: the screen has already
+// refused patterns that can take that long, so this is a last resort.
+var MatchTimeout = 100 * time.Millisecond
+
+// Compile compiles an ECMA-262 pattern (IM-17). Go's regexp runs it when
+// the translation to RE2 is exact, in time linear in the input. A pattern
+// with a lookaround or a backreference, valid ECMA-262 that RE2 cannot run,
+// goes to regexp2 in ECMAScript mode, bounded by MatchTimeout.
+func Compile(pattern string) (Regexp, error) {
+	re, err := CompileECMA(pattern)
+	if err == nil {
+		return re, nil
+	}
+	if !errors.Is(err, ErrNeedsBacktracker) {
+		return nil, err
+	}
+	src, err := ToBacktracker(pattern)
+	if err != nil {
+		return nil, err
+	}
+	bt, err := regexp2.Compile(src, regexp2.ECMAScript|regexp2.Unicode)
+	if err != nil {
+		return nil, err
+	}
+	bt.MatchTimeout = MatchTimeout
+	return backtracking{bt, pattern}, nil
+}
+
+// backtracking runs a pattern on regexp2, printing as written.
+type backtracking struct {
+	re  *regexp2.Regexp
+	src string
+}
+
+func (r backtracking) MatchString(s string) bool {
+	ok, err := r.re.MatchString(s)
+	return err == nil && ok // a timeout is not a match
+}
+
+func (r backtracking) String() string { return r.src }
+
+// CompileECMA compiles an ECMA-262 pattern on Go's regexp, or fails, with
+// ErrNeedsBacktracker for lookarounds and backreferences.
 func CompileECMA(pattern string) (EcmaRegexp, error) {
 	re2, err := ecmaToRE2(pattern)
 	if err != nil {
@@ -299,8 +386,17 @@ func (t *ecmaTranslator) sequence(b *strings.Builder, lo, hi, depth int) error {
 		case '(':
 			g := t.groups[i]
 			if g.lookaround {
-				if t.mode == ecmaForEngine {
-					return fmt.Errorf("lookaround %s is not supported by RE2", s[i:g.body])
+				switch t.mode {
+				case ecmaForEngine:
+					return fmt.Errorf("lookaround %s: %w", s[i:g.body], ErrNeedsBacktracker)
+				case ecmaForBacktracker:
+					body, err := t.Translate(g.body, g.close, depth)
+					if err != nil {
+						return err
+					}
+					b.WriteString(s[i:g.body] + body + ")")
+					i = g.close + 1
+					continue
 				}
 				if depth == 0 {
 					body, err := t.Translate(g.body, g.close, depth)
@@ -330,9 +426,12 @@ func (t *ecmaTranslator) sequence(b *strings.Builder, lo, hi, depth int) error {
 		case '{':
 			i = t.count(b, i)
 		case '.':
-			if t.mode == ecmaForEngine {
+			switch t.mode {
+			case ecmaForEngine:
 				b.WriteString(`[^\n\r\x{2028}\x{2029}]`) // ECMA's line terminators
-			} else {
+			case ecmaForBacktracker:
+				b.WriteString(`[^\n\r\u2028\u2029]`)
+			default:
 				b.WriteByte('.')
 			}
 			i++
@@ -365,9 +464,13 @@ func (t *ecmaTranslator) count(b *strings.Builder, i int) int {
 		b.WriteString(`\{`)
 		return i + 1
 	}
-	if t.mode == EcmaForScreen && (hi < 0 || hi > SmallRepeat) {
-		// Past a handful of repetitions a counted loop backtracks like an
-		// unbounded one, and Go's parser caps counts.
+	// Only the range of a count makes choices: {38} reads 38 repetitions
+	// and no other number, so it is kept and unrolled like text. A range
+	// past a handful backtracks like an unbounded loop. Go's parser caps
+	// counts, and on the coarse retry (clampMin 1) the product of nested
+	// ones, so there every count past a handful becomes a loop.
+	coarse := t.clampMin < MaxRE2Repeat
+	if t.mode == EcmaForScreen && (hi < 0 || hi-lo > SmallRepeat || hi > MaxRE2Repeat || coarse && hi > SmallRepeat) {
 		fmt.Fprintf(b, "{%d,}", min(lo, t.clampMin))
 		return j + 1
 	}
@@ -384,9 +487,14 @@ func (t *ecmaTranslator) class(b *strings.Builder, i, end int) error {
 		j++
 	}
 	if j == end {
-		if negated {
+		switch {
+		case t.mode == ecmaForBacktracker && negated:
+			b.WriteString(`[\s\S]`)
+		case t.mode == ecmaForBacktracker:
+			b.WriteString(`(?!)`)
+		case negated:
 			b.WriteString(`[\x{0}-\x{10FFFF}]`)
-		} else {
+		default:
 			b.WriteString(`[^\x{0}-\x{10FFFF}]`)
 		}
 		return nil
@@ -474,7 +582,7 @@ func (t *ecmaTranslator) escape(b *strings.Builder, i int, inClass bool, depth i
 			b.WriteByte(c)
 			return i + 2, nil
 		}
-		fmt.Fprintf(b, `\x{%x}`, v)
+		t.codePoint(b, rune(v))
 		return j, nil
 	case c == 'k' && !inClass && i+2 < len(s) && s[i+2] == '<':
 		end := strings.IndexByte(s[i+3:], '>')
@@ -494,7 +602,7 @@ func (t *ecmaTranslator) escape(b *strings.Builder, i int, inClass bool, depth i
 			b.WriteByte('u')
 			return i + 2, nil
 		}
-		fmt.Fprintf(b, `\x{%x}`, r)
+		t.codePoint(b, r)
 		return end, nil
 	case c == 'x':
 		if i+3 < len(s) && isHex(s[i+2]) && isHex(s[i+3]) {
@@ -505,7 +613,7 @@ func (t *ecmaTranslator) escape(b *strings.Builder, i int, inClass bool, depth i
 		return i + 2, nil
 	case c == 'c':
 		if i+2 < len(s) && isASCIILetter(s[i+2]) {
-			fmt.Fprintf(b, `\x{%x}`, s[i+2]%32)
+			t.codePoint(b, rune(s[i+2]%32))
 			return i + 3, nil
 		}
 		b.WriteString(`\\`) // a backslash standing for itself
@@ -531,8 +639,19 @@ func (t *ecmaTranslator) escape(b *strings.Builder, i int, inClass bool, depth i
 }
 
 func (t *ecmaTranslator) backreference(b *strings.Builder, g *ecmaGroup, at, depth int) error {
-	if t.mode == ecmaForEngine {
-		return fmt.Errorf("backreference %s is not supported by RE2", t.src[at:min(at+2, len(t.src))])
+	switch t.mode {
+	case ecmaForEngine:
+		return fmt.Errorf("backreference %s: %w", t.src[at:min(at+2, len(t.src))], ErrNeedsBacktracker)
+	case ecmaForBacktracker:
+		if g.close > at {
+			// ECMA-262: a group not closed yet has matched nothing, so the
+			// reference matches empty; regexp2 would fail instead.
+			b.WriteString("(?:)")
+			return nil
+		}
+		n := slices.Index(t.captures, g) + 1
+		fmt.Fprintf(b, `(?:\%d)`, n) // grouped, so a digit after it stays a digit
+		return nil
 	}
 	if depth > 0 || g.close > at {
 		// Inside a copy, or naming a group not closed yet: match empty.
@@ -582,8 +701,8 @@ func (t *ecmaTranslator) property(b *strings.Builder, negated bool, name string,
 		b.WriteString(esc)
 		return nil
 	}
-	if t.mode == ecmaForEngine {
-		return fmt.Errorf("unicode property %q is not supported by RE2", name)
+	if t.mode != EcmaForScreen {
+		return fmt.Errorf("unicode property %q is not supported", name)
 	}
 	if inClass {
 		b.WriteString(`\x{0}-\x{10FFFF}`)

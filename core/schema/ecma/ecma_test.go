@@ -2,7 +2,9 @@ package ecma
 
 import (
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 // IM-17, IM-18: patterns are ECMA-262, run on Go's regexp after translation;
@@ -80,5 +82,93 @@ func TestECMAPatternsOnRE2(t *testing.T) {
 	}
 	if _, err := regexp.Compile(`(?=a)`); err == nil {
 		t.Fatal("Go's regexp now accepts lookaheads; revisit the translation")
+	}
+}
+
+// IM-17: what RE2 cannot run (lookarounds, backreferences) runs on regexp2
+// with ECMA-262's meaning, where regexp2 alone would read it otherwise.
+func TestIM17BacktrackerKeepsECMAMeaning(t *testing.T) {
+	tests := []struct {
+		pattern string
+		match   []string
+		noMatch []string
+	}{
+		{`^(?!\$)`, []string{"a", ""}, []string{"$", "$a"}},
+		{`^(?!\s)(?:.*\S)?$`, []string{"", "a", "a b"}, []string{" a", "a ", "\ta", "a\n"}},
+		{`(?<=a)b`, []string{"ab", "cab"}, []string{"b", "cb"}},
+		{`^(?<!x)y`, []string{"y"}, nil},
+		{`^(a|b)\1$`, []string{"aa", "bb"}, []string{"ab", "a"}},
+		{`^(?<q>['"]).*\k<q>$`, []string{`"x"`, `'x'`}, []string{`"x'`}},
+		// Named groups count in order with the others: \1 is the named one.
+		{`^(?<n>x)(y)\1$`, []string{"xyx"}, []string{"xyy"}},
+		// \1 then a digit.
+		{`^(a)(?=a)\1\d$`, []string{"aa0"}, []string{"a0"}},
+		// A reference to a group not yet closed matches empty.
+		{`^(?=x)\1(a)$`, nil, []string{"xa"}},
+		{`^(?=a)\1?(a)$`, []string{"a"}, nil},
+		// ECMA's $ is the end of input, its dot stops at every line
+		// terminator, \s is Unicode, [^] is anything.
+		{`^(?=.)a$`, []string{"a"}, []string{"a\n"}},
+		{`^(?=.).$`, []string{"a", "é", "😀"}, []string{"\n", "\r", "\u2028", "\u2029"}},
+		{`^(?=\s)\s+$`, []string{"\u00a0\u3000", " \t"}, []string{"x"}},
+		{`^(?=[^])[^]$`, []string{"\n", "x"}, []string{""}},
+		{`^(?=[]|a)a$`, []string{"a"}, []string{"b"}},
+		// Escapes regexp2 reads otherwise, or not at all.
+		{`^(?=\p{Script=Greek})\p{Script=Greek}+$`, []string{"αβ"}, []string{"ab"}},
+		{`^(?=\uD83D\uDE00)\u{1F600}$`, []string{"😀"}, nil},
+		{`^(?=a)[[:a:]]+$`, []string{"a]", "a]]"}, []string{"ap", "a"}},
+		{`^(?=\cJ)\n$`, []string{"\n"}, nil},
+	}
+	for _, tt := range tests {
+		re, err := Compile(tt.pattern)
+		if err != nil {
+			t.Errorf("Compile(%s): %v", tt.pattern, err)
+			continue
+		}
+		if _, ok := re.(backtracking); !ok {
+			t.Errorf("Compile(%s) runs on RE2; want regexp2", tt.pattern)
+		}
+		if re.String() != tt.pattern {
+			t.Errorf("String() = %q, want %q", re.String(), tt.pattern)
+		}
+		for _, s := range tt.match {
+			if !re.MatchString(s) {
+				t.Errorf("%s does not match %q", tt.pattern, s)
+			}
+		}
+		for _, s := range tt.noMatch {
+			if re.MatchString(s) {
+				t.Errorf("%s matches %q", tt.pattern, s)
+			}
+		}
+	}
+	// What RE2 can run stays on RE2: linear time, no timeout needed.
+	if re, err := Compile(`^[a-z]+$`); err != nil {
+		t.Fatal(err)
+	} else if _, ok := re.(EcmaRegexp); !ok {
+		t.Errorf("Compile(^[a-z]+$) = %T; want RE2", re)
+	}
+	for _, p := range []string{`(?=a`, `(a)\1**`, `(?<=[x)`, `\p{Emoji}(?=a)`} {
+		if _, err := Compile(p); err == nil {
+			t.Errorf("Compile(%s) succeeded; it is not valid here", p)
+		}
+	}
+}
+
+// IM-17: a match on regexp2 is bounded by MatchTimeout, and one that runs out
+// does not match.
+func TestIM17MatchTimeout(t *testing.T) {
+	defer func(d time.Duration) { MatchTimeout = d }(MatchTimeout)
+	MatchTimeout = 50 * time.Millisecond
+	re, err := Compile(`^(?=(a+)+$)a`) // the screen refuses it; this is the last resort
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if re.MatchString(strings.Repeat("a", 40) + "!") {
+		t.Error("matched")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("match took %v; want about %v", d, MatchTimeout)
 	}
 }

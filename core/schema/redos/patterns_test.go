@@ -11,11 +11,12 @@ import (
 	"github.com/toolgate/toolgate/core/schema/schematest"
 )
 
-var ruleReasons = []string{reasonNested, reasonAlternation, reasonDotStar, reasonAdjacent}
+var ruleReasons = []string{reasonNested, reasonAlternation, reasonDotStar, reasonAdjacent, reasonPolynomial, reasonBounded}
 
 func ruleOf(reason string) string {
 	for _, r := range ruleReasons {
-		if strings.HasPrefix(reason, r+" in ") {
+		// The polynomial and bounded rules put a measure before " in ".
+		if strings.HasPrefix(reason, r+" in ") || strings.HasPrefix(reason, r+" (") {
 			return r
 		}
 	}
@@ -76,8 +77,8 @@ func TestIM19RuleReasons(t *testing.T) {
 		{`(a|a?)+$`, "overlapping alternatives under a quantifier in (a|a?)+"},
 		{`(.*,)*`, "repeated group containing a .*-like element in (.*,)*"},
 		{`(.+)+`, "repeated group containing a .*-like element in (.+)+"},
-		// Counts above 10 backtrack like loops; the reason shows them so.
-		{`(.*a){20}`, "repeated group containing a .*-like element in (.*a){20,}"},
+		// Count ranges above 10 backtrack like loops; the reason shows them so.
+		{`(.*a){1,20}`, "repeated group containing a .*-like element in (.*a){1,}"},
 		{`(\d+\d+)+`, `adjacent overlapping quantifiers in a repeated group in (\d+\d+)+`},
 		{`(a*a*)*`, "adjacent overlapping quantifiers in a repeated group in (a*a*)*"},
 		// What separates repetitions overlaps: trailing and leading \s*.
@@ -108,7 +109,10 @@ func TestIM19SafeLookAlikes(t *testing.T) {
 		`(aa)+`, `(a{2})+`, // fixed-length repetitions
 		`(?:ab{0,3})+`, // a counted repeat unrolled as nested options
 		`^(?:[a-z0-9]{1,63}\.){1,127}[a-z]{2,63}$`,
-		`(.*a){5}`, // polynomial, not exponential: not this screen's business
+		// Quadratic at worst: degree 2 passes (see MinPolynomialDegree).
+		`^\d+\d+$`, `^.*a.*b$`, `\s+$`, `^[^@\s]+@[^@\s]+\.[^@\s]+$`,
+		// Nested counts with few ways to read one input.
+		`^(a{1,10}){1,5}$`, `^(a{1,3}){1,10}$`, `^(\w{1,2}\s?){1,3}$`,
 	} {
 		if reason, bad := ScreenPattern(p); bad {
 			t.Errorf("ScreenPattern(%s) flagged: %s", p, reason)
@@ -230,4 +234,124 @@ func FuzzScreenPattern(f *testing.F) {
 			re.MatchString("aaaa")
 		}
 	})
+}
+
+// IM-19: nested counted repeats have no unbounded loop, but multiply the ways
+// to read one input: each of these takes V8 over two seconds on 34 a's and a
+// "!" (issue 14).
+func TestIM19NestedBoundedQuantifiers(t *testing.T) {
+	tests := []struct{ pattern, reason string }{
+		{`^(a{1,10}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in (a{1,10}){1,10}"},
+		{`^((a{1,10}){1,10}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in ((a{1,10}){1,10}){1,10}"},
+		{`^(a{1,5}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in (a{1,5}){1,10}"},
+		// A loop inside counts: ten copies of ten copies of a+ in a row.
+		{`^((a+){1,10}){1,10}$`, reasonPolynomial + " (degree 100) in a+ then a+ then "},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		if !bad || !strings.HasPrefix(reason, tt.reason) {
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…, true", tt.pattern, reason, bad, tt.reason)
+		}
+	}
+}
+
+// IM-19: polynomial backtracking of degree 4 and up is refused; degree 3
+// and less passes (see MinPolynomialDegree). The search of an unanchored
+// pattern restarts at every offset, which counts as one more quantifier;
+// without a final $ the last one of a chain does not count, because the
+// search stops at its first success. The degrees are recheck's.
+func TestIM19PolynomialDegree(t *testing.T) {
+	tests := []struct {
+		pattern string
+		degree  int // below MinPolynomialDegree: passes
+	}{
+		{`^(a+){4}$`, 4},
+		{`^\S+@\S+\.\S+\.\S+$`, 4},
+		{`\s*#?\s*-?\s*$`, 4}, // start, \s*, \s*, \s*
+		// Without $ the screen over-counts where pumping completes the match:
+		// recheck says 3 (start and three \S+, the fourth one ends it).
+		{`\S+@\S+\.\S+\.\S+`, 4},
+		{`^\d+\.?\d*\.?\d*\.?\d*$`, 4},
+		{`^\w+\s*\w*\s*\w*\s*\w+$`, 4}, // \s* can be empty
+		{`^((a+){1,10}){1,10}$`, 100},
+		// Degree 3 passes.
+		{`^\S+@\S+\.\S+$`, 3},
+		{`\S+@\S+\.\S+`, 3},
+		{`^.+@.+\..+$`, 3},
+		{`\s*#?\s*$`, 3},
+		{`^(a+){3}$`, 3},
+		{`[a-z]+\d*[a-z]*$`, 3},
+		{`^\w+\s+\w*\s+\w*\s+\w+$`, 3}, // the \s+ meet where \w* is empty
+		// Separators the quantifiers cannot read break the chain.
+		{`^\w+\s+\w+\s+\w+$`, 1},
+		{`^\d+\d+$`, 2},
+		{`\d+\.\d+`, 2},
+		{`^(?:[a-z0-9]+\.)*[a-z0-9]+$`, 1},
+	}
+	for _, tt := range tests {
+		if got := degreeOf(t, tt.pattern); got != tt.degree {
+			t.Errorf("degree of %s = %d, want %d", tt.pattern, got, tt.degree)
+		}
+		reason, bad := ScreenPattern(tt.pattern)
+		want := fmt.Sprintf("%s (degree %d) in ", reasonPolynomial, tt.degree)
+		switch {
+		case tt.degree < MinPolynomialDegree && bad:
+			t.Errorf("ScreenPattern(%s) flagged: %s", tt.pattern, reason)
+		case tt.degree >= MinPolynomialDegree && (!bad || !strings.HasPrefix(reason, want)):
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, want)
+		}
+	}
+}
+
+// IM-19: only the range of a count makes choices. A fixed count reads one
+// number of repetitions, so it is text however large, and what decides is
+// whether the repetitions can split an input more than one way (issue 14:
+// @truffle/contract-schema's bytes pattern was refused).
+func TestIM19FixedCountsAreText(t *testing.T) {
+	for _, p := range []string{
+		`^0x0?$|^0x([a-fA-F0-9]{2}|__.{38})+$`, // alternatives start apart, each one fixed length
+		`^0x[a-fA-F0-9]{40}$`,
+		`^(?:[a-z]{3}\d{2}){20}$`,
+		`^(?:.{16})+$`,
+		`^(?:[a-f0-9]{2}){1,32}$`,
+		`^(?:[A-Z]{2}\d{12,14})+$`, // a range of 2 is unrolled too
+	} {
+		if reason, bad := ScreenPattern(p); bad {
+			t.Errorf("ScreenPattern(%s) flagged: %s", p, reason)
+		}
+	}
+	tests := []struct{ pattern, reason string }{
+		// The same shapes where the alternatives overlap stay refused.
+		{`^0x([a-fA-F0-9]{2}|a.{38})+$`, reasonAlternation + " in "},
+		{`^(a|a.{38})+$`, reasonAlternation + " in "},
+		{`^(.{2}|..)+$`, reasonAlternation + " in "},
+		{`^(?:[A-Z]{2}.{12,14})+$`, reasonAlternation + " in "}, // a piece's tail can start the next
+		// A large count with a range is still a loop.
+		{`^(.{1,38})+$`, reasonDotStar + " in (.{1,})+"},
+		// And a fixed count of something ambiguous is ambiguous.
+		{`^((a+)+){40}$`, reasonNested + " in (a+)+"},
+		{`^(a+){40}$`, reasonPolynomial + " (degree 40) in a+ then "},
+	}
+	for _, tt := range tests {
+		reason, bad := ScreenPattern(tt.pattern)
+		if !bad || !strings.HasPrefix(reason, tt.reason) {
+			t.Errorf("ScreenPattern(%s) = %q, %v; want %q…", tt.pattern, reason, bad, tt.reason)
+		}
+	}
+}
+
+// degreeOf is the polynomial degree the screen computes for a pattern.
+func degreeOf(t *testing.T, pattern string) int {
+	t.Helper()
+	trees, ok := translateForScreen(pattern)
+	if !ok {
+		t.Fatalf("%s does not parse", pattern)
+	}
+	work := 0
+	a, f := newAutomaton(trees[0], false, &work)
+	d, _, exhausted := a.degree(f.last, endAnchored(trees[0]))
+	if exhausted {
+		t.Fatalf("%s: budget exhausted", pattern)
+	}
+	return d
 }

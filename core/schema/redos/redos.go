@@ -22,6 +22,8 @@ const (
 	reasonDotStar     = "repeated group containing a .*-like element"
 	reasonAdjacent    = "adjacent overlapping quantifiers in a repeated group"
 	reasonTooComplex  = "repeated group too large to analyse"
+	reasonPolynomial  = "overlapping quantifiers in sequence"
+	reasonBounded     = "nested counted repeats"
 )
 
 // ScreenPattern reports whether an ECMA-262 pattern can backtrack
@@ -33,7 +35,8 @@ func ScreenPattern(pattern string) (reason string, dangerous bool) {
 	}
 	work := 0 // shared by the main pattern and its lookarounds
 	for i, re := range tr {
-		if reason, bad := screenTree(re, &work); bad {
+		// A lookaround is tried where it stands, not at every start.
+		if reason, bad := screenTree(re, i > 0, &work); bad {
 			if i > 0 {
 				reason += " (inside a lookaround)"
 			}
@@ -104,7 +107,7 @@ type rxNode struct {
 	subs  []*rxNode
 	label int32          // rxLeaf: index into automaton.labels
 	min   int            // rxLoop
-	src   *syntax.Regexp // rxLoop: as parsed, for the reason
+	src   *syntax.Regexp // rxLoop and unrolled repeats: as parsed, for the reason
 
 	// Set by walk: the subtree's node ids (preorder) and positions.
 	id, idEnd   int32
@@ -121,34 +124,137 @@ type automaton struct {
 	labelIDs  map[string]int32
 	broad     []bool
 	meets     map[[2]int32]bool
+	meets3    map[[3]int32]bool
 	meetTable []int8 // made once labels are final, when there are few
 	leaves    int
 
 	posLabel []int32
 	edges    []rxEdge
 	loops    []*rxNode // post-order: inner loops first
+	counted  []*rxNode // unrolled counted repeats with a range, inner first
+	start    *rxNode   // the [^]* an unanchored search begins with, or nil
+	witness  []rune    // the input boundedWays built, for tests to replay
 	nextID   int32
 	tooBig   bool
 	work     *int // spent from screenWorkBudget
 }
 
-func screenTree(re *syntax.Regexp, work *int) (string, bool) {
+// newAutomaton builds the position automaton of re. anchored says the
+// pattern is tried at one place only, as a lookaround is.
+func newAutomaton(re *syntax.Regexp, anchored bool, work *int) (*automaton, followSets) {
 	a := &automaton{labelIDs: map[string]int32{}, meets: map[[2]int32]bool{}, work: work}
 	root := a.build(re)
-	a.walk(root)
+	if !anchored && !startAnchored(re) {
+		// An unanchored search retries at every offset, as if the pattern
+		// began with [^]*: one more quantifier to overlap with.
+		a.start = &rxNode{op: rxLoop, subs: []*rxNode{a.leaf([]rune{0, unicode.MaxRune})}}
+		root = &rxNode{op: rxCat, subs: []*rxNode{a.start, root}}
+	}
+	return a, a.walk(root)
+}
+
+func screenTree(re *syntax.Regexp, anchored bool, work *int) (string, bool) {
+	a, f := newAutomaton(re, anchored, work)
 	for _, l := range a.loops {
 		if a.tooBig {
-			return reasonTooComplex + " in " + renderRegexp(l.src), true
+			return reasonTooComplex + " in " + a.render(l), true
 		}
 		amb, exhausted := a.ambiguous(l)
 		if exhausted {
-			return reasonTooComplex + " in " + renderRegexp(l.src), true
+			return reasonTooComplex + " in " + a.render(l), true
 		}
 		if amb {
-			return a.classify(l) + " in " + renderRegexp(l.src), true
+			return a.classify(l) + " in " + a.render(l), true
 		}
 	}
+	if a.tooBig {
+		return "", false
+	}
+	ended := endAnchored(re)
+	deg, chain, exhausted := a.degree(f.last, ended)
+	if exhausted {
+		return reasonTooComplex + " in " + renderRegexp(re), true
+	}
+	if deg >= MinPolynomialDegree {
+		parts := make([]string, len(chain))
+		for i, l := range chain {
+			parts[i] = a.render(l)
+		}
+		return fmt.Sprintf("%s (degree %d) in %s", reasonPolynomial, deg, truncate(strings.Join(parts, " then "))), true
+	}
+	if ways, at := a.boundedWays(f, ended); ways > MaxBoundedWays {
+		return fmt.Sprintf("%s (over %.0e ways to read %d characters) in %s", reasonBounded, MaxBoundedWays, BoundedInputLength, renderRegexp(at)), true
+	}
 	return "", false
+}
+
+// render names a loop for a reason: the virtual one an unanchored search
+// starts with has no source.
+func (a *automaton) render(l *rxNode) string {
+	if l == a.start {
+		return "[^]* (an unanchored start)"
+	}
+	return renderRegexp(l.src)
+}
+
+// startAnchored reports whether every alternative of re begins with ^.
+func startAnchored(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginText, syntax.OpBeginLine:
+		return true
+	case syntax.OpCapture:
+		return startAnchored(re.Sub[0])
+	case syntax.OpConcat:
+		for _, s := range re.Sub {
+			if s.Op != syntax.OpEmptyMatch {
+				return startAnchored(s)
+			}
+		}
+	case syntax.OpAlternate:
+		for _, s := range re.Sub {
+			if !startAnchored(s) {
+				return false
+			}
+		}
+		return len(re.Sub) > 0
+	}
+	return false
+}
+
+// endAnchored reports whether every alternative of re ends with $. Without
+// it a search succeeds at the first place the pattern is complete.
+func endAnchored(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEndText, syntax.OpEndLine:
+		return true
+	case syntax.OpCapture:
+		return endAnchored(re.Sub[0])
+	case syntax.OpConcat:
+		for i := len(re.Sub) - 1; i >= 0; i-- {
+			if re.Sub[i].Op != syntax.OpEmptyMatch {
+				return endAnchored(re.Sub[i])
+			}
+		}
+	case syntax.OpAlternate:
+		for _, s := range re.Sub {
+			if !endAnchored(s) {
+				return false
+			}
+		}
+		return len(re.Sub) > 0
+	}
+	return false
+}
+
+func truncate(s string) string {
+	if len(s) <= maxRendered {
+		return s
+	}
+	cut := maxRendered
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 type followSets struct {
@@ -207,15 +313,7 @@ func pairKey(p, r int32) uint64 {
 func renderRegexp(re *syntax.Regexp) string {
 	var b strings.Builder
 	writeRegexp(&b, re)
-	out := b.String()
-	if len(out) > maxRendered {
-		cut := maxRendered
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = out[:cut] + "…"
-	}
-	return out
+	return truncate(b.String())
 }
 
 // perlClassNames maps the ranges regexp/syntax gives \d, \s and \w (and
@@ -415,8 +513,9 @@ func (a *automaton) build(re *syntax.Regexp) *rxNode {
 	}
 }
 
-// repeat unrolls a small counted repeat the way an engine runs it, x{1,3} as
-// x(?:x(?:x)?)?, and keeps larger ones as loops.
+// repeat unrolls a counted repeat the way an engine runs it, x{1,3} as
+// x(?:x(?:x)?)?, when its range is small: only the range makes choices, so
+// x{38} is just text. A large range, or one that would not fit, stays a loop.
 func (a *automaton) repeat(re *syntax.Regexp) *rxNode {
 	if re.Max == 0 {
 		return &rxNode{op: rxEmpty}
@@ -424,7 +523,7 @@ func (a *automaton) repeat(re *syntax.Regexp) *rxNode {
 	before := a.leaves
 	first := a.build(re.Sub[0])
 	size := a.leaves - before
-	if re.Max < 0 || re.Max > ecma.SmallRepeat || a.leaves+size*(re.Max-1) > maxPositions {
+	if re.Max < 0 || re.Max-re.Min > ecma.SmallRepeat || a.leaves+size*(re.Max-1) > maxPositions {
 		return &rxNode{op: rxLoop, subs: []*rxNode{first}, min: min(re.Min, 1), src: re}
 	}
 	copies := []*rxNode{first}
@@ -439,9 +538,12 @@ func (a *automaton) repeat(re *syntax.Regexp) *rxNode {
 		}
 		tail = &rxNode{op: rxOpt, subs: []*rxNode{body}}
 	}
-	n := &rxNode{op: rxCat, subs: slices.Clone(copies[:re.Min])}
+	n := &rxNode{op: rxCat, subs: slices.Clone(copies[:re.Min]), src: re}
 	if tail != nil {
 		n.subs = append(n.subs, tail)
+	}
+	if re.Max > re.Min {
+		a.counted = append(a.counted, n)
 	}
 	return n
 }
