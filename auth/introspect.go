@@ -47,8 +47,13 @@ func (s *oauth) introspect(r *http.Request, token string) (core.Actor, error) {
 	return s.actorFrom(r, claims)
 }
 
-// introspectRemote asks the issuer about token. Any failure to get an answer
-// is a 503: the token may well be good.
+// introspectRemote asks the issuer about token. A 4xx about the request —
+// and so about the token, the only thing in it that varies — is the issuer
+// refusing the token, which the endpoint answers 401 invalid_token. Any failure to get an answer is a
+// 503, since the token may well be good: the network, a 5xx, and the 4xx
+// that are not about the token — 401 and 403 (toolgate's own client
+// credentials, RFC 7662 §2.3), 404 and 405 (the endpoint's address), 408
+// and 429 (ask again later).
 func (s *oauth) introspectRemote(r *http.Request, token string) (map[string]any, error) {
 	unavailable := &Error{Status: http.StatusServiceUnavailable, Description: "the token could not be verified now; try again later"}
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
@@ -70,6 +75,11 @@ func (s *oauth) introspectRemote(r *http.Request, token string) (map[string]any,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		if tokenRefused(resp.StatusCode) {
+			// Like an inactive answer, "not mine": a 401 invalid_token at
+			// the endpoint, and the next strategy of an anyOf may know it.
+			return nil, notMine{"the issuer refused the token"}
+		}
 		s.log.WarnContext(r.Context(), "auth: token introspection failed", "issuer", s.cfg.Issuer, "status", resp.Status)
 		return nil, unavailable
 	}
@@ -79,6 +89,17 @@ func (s *oauth) introspectRemote(r *http.Request, token string) (map[string]any,
 		return nil, unavailable
 	}
 	return claims, nil
+}
+
+// tokenRefused tells an introspection status that refuses the token from
+// one that says the endpoint could not answer (see introspectRemote).
+func tokenRefused(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	}
+	return status >= 400 && status < 500
 }
 
 // numericDate reads a JWT NumericDate (seconds since the epoch).

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -228,4 +229,71 @@ func TestIntrospectionCacheTTLCapped(t *testing.T) {
 	if n := in.Hits() - before; n != 2 {
 		t.Errorf("hits with the cache off = %d, want 2", n)
 	}
+}
+
+// AU-1, AU-4, AU-9: a 100 KB garbage bearer token is refused locally — 401
+// invalid_token with the challenge — without asking the issuer, whose
+// introspection endpoint would answer 400 to a request that size.
+func TestOversizedTokenRefusedLocallyAU4AU9(t *testing.T) {
+	f := newIntrospectionFixture(t, time.Minute)
+	f.in.LimitBody(16 << 10)
+	garbage := strings.Repeat("x9-_~+/", 100<<10/7)
+	got := f.gw.call(t, "/mcp", garbage)
+	expect(t, got, http.StatusUnauthorized, f.gw.challengeFor("/mcp", invalidTokenParam))
+	because(t, got, "longer than 8192 bytes")
+	if strings.Contains(got.body, garbage[:64]) {
+		t.Error("the refusal quotes the token")
+	}
+	if n := f.in.Hits(); n != 0 {
+		t.Errorf("the oversized token was sent to introspection (%d requests)", n)
+	}
+
+	// The bound is inclusive: a token of exactly auth.MaxTokenBytes is
+	// verified as usual.
+	edge := strings.Repeat("t", auth.MaxTokenBytes)
+	f.activate(edge, nil)
+	expect(t, f.gw.call(t, "/mcp", edge), http.StatusOK, "")
+	expect(t, f.gw.call(t, "/mcp", edge+"t"), http.StatusUnauthorized, f.gw.challengeFor("/mcp", invalidTokenParam))
+}
+
+// AU-9, AU-4: an introspection endpoint that answers 4xx about the token
+// (400 invalid_request here: the request is too large for it) has refused
+// the token — 401 invalid_token, not 503 "try again" — while a 5xx is still
+// an outage.
+func TestIntrospection4xxIsRefusalAU9(t *testing.T) {
+	f := newIntrospectionFixture(t, time.Minute)
+	f.in.LimitBody(1 << 10)
+	token := strings.Repeat("o", 4<<10) // within MaxTokenBytes, over the endpoint's limit
+	got := f.gw.call(t, "/mcp", token)
+	expect(t, got, http.StatusUnauthorized, f.gw.challengeFor("/mcp", invalidTokenParam))
+	if got.header.Get("Retry-After") != "" {
+		t.Error("a refusal tells the client to retry")
+	}
+	because(t, got, "the issuer refused the token")
+	if f.in.Hits() != 1 {
+		t.Errorf("introspection requests = %d, want 1", f.in.Hits())
+	}
+
+	// AU-2: the refusal is not the last word of an anyOf: a later strategy
+	// that knows the token still verifies it.
+	keys := auth.APIKeys([]auth.APIKey{{Key: token, Actor: core.Actor{ID: "ci"}}})
+	gw := newGateway(t, auth.EndpointAuth{Path: "/mcp", Strategy: auth.AnyOf(f.oauth, keys)})
+	if got := gw.call(t, "/mcp", token); got.status != http.StatusOK || got.actor.ID != "ci" {
+		t.Errorf("anyOf(oauth, apiKeys) = %d %+v, want the API key's actor", got.status, got.actor)
+	}
+
+	t.Run("5xx is unavailable", func(t *testing.T) {
+		idp := authtest.NewProvider(t)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "overloaded", http.StatusBadGateway)
+		}))
+		t.Cleanup(srv.Close)
+		oa := mustOAuth(t, auth.OAuthConfig{Issuer: idp.Issuer(), JWKSURL: idp.JWKSURL(), IntrospectionURL: srv.URL})
+		gw := newGateway(t, auth.EndpointAuth{Path: "/mcp", Strategy: oa})
+		got := gw.call(t, "/mcp", "opaque-any")
+		expect(t, got, http.StatusServiceUnavailable, gw.challengeFor("/mcp", ""))
+		if got.header.Get("Retry-After") == "" {
+			t.Error("503 without Retry-After")
+		}
+	})
 }

@@ -5,10 +5,19 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/core"
 )
+
+// MaxTokenBytes bounds a bearer token. Longer ones are refused with 401
+// invalid_token before any strategy sees them, so garbage never reaches an
+// issuer's introspection endpoint. 8 KiB is what common proxies allow a whole
+// header line (nginx, Apache), and well above real JWTs.
+const MaxTokenBytes = 8 << 10
+
+var tokenTooLong = "the token is longer than " + strconv.Itoa(MaxTokenBytes) + " bytes"
 
 // EndpointAuth is how one endpoint authenticates.
 type EndpointAuth struct {
@@ -65,6 +74,10 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 			}
 			if token == "" {
 				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, "a bearer token is required")
+				return
+			}
+			if len(token) > MaxTokenBytes {
+				ch.refuse(w, http.StatusUnauthorized, codeInvalidToken, codeInvalidToken, tokenTooLong)
 				return
 			}
 

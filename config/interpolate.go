@@ -32,7 +32,9 @@ var editorOnlyVars = map[string]bool{
 // structure. Supported forms:
 //
 //	${VAR}        the environment variable VAR (an unset one is an error)
-//	${env:VAR}    the same, in the form VS Code's mcp.json uses
+//	${VAR:-DEF}   VAR, or DEF taken literally when VAR is unset (Claude
+//	              Code's form; a VAR set but empty stays empty)
+//	${env:VAR}    the same as ${VAR}, in the form VS Code's mcp.json uses
 //	${file:PATH}  the content of PATH, one trailing newline removed, for
 //	              secrets mounted as files (OP-1); relative to baseDir
 //	$${           a literal "${"
@@ -77,6 +79,18 @@ func (x *expander) expand(path, s string) (string, bool) {
 }
 
 func (x *expander) resolve(path, ref string) (string, bool) {
+	if name, def, ok := strings.Cut(ref, ":-"); ok && varName.MatchString(name) {
+		if strings.Contains(def, "${") {
+			// The reference ends at the first "}", so a nested one would
+			// be cut in half.
+			x.fail(path, fmt.Sprintf("the default of ${%s:-…} cannot hold a reference", name))
+			return "", false
+		}
+		if v, set := x.lookup(name); set {
+			return v, true
+		}
+		return def, true
+	}
 	kind, arg, hasKind := strings.Cut(ref, ":")
 	if !hasKind {
 		kind, arg = "", ref
@@ -122,7 +136,7 @@ func (x *expander) resolve(path, ref string) (string, bool) {
 		x.fail(path, fmt.Sprintf("${input:%s} is not supported (VS Code prompts for inputs; toolgate cannot): use ${NAME} and set NAME in the environment", arg))
 		return "", false
 	default:
-		x.fail(path, fmt.Sprintf("${%s:…} is not supported (use ${NAME}, ${env:NAME} or ${file:PATH})", kind))
+		x.fail(path, fmt.Sprintf("${%s:…} is not supported (use ${NAME}, ${NAME:-default}, ${env:NAME} or ${file:PATH})", kind))
 		return "", false
 	}
 }

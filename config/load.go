@@ -160,15 +160,18 @@ func Load(path string, opts LoadOptions) (*Config, []Warning, error) {
 	}
 
 	cfg.resolvePaths(baseDir, o.HomeDir)
+	var skipped []Warning
 	if cfg.UpstreamsFrom != "" {
-		ups, errs := loadUpstreamsFrom(cfg.UpstreamsFrom, baseDir, o)
+		var ups []Upstream
+		var errs []FieldError
+		ups, skipped, errs = loadUpstreamsFrom(cfg.UpstreamsFrom, baseDir, o)
 		if len(errs) > 0 {
 			return nil, nil, &ValidationErrors{Errors: errs}
 		}
 		cfg.Upstreams = append(cfg.Upstreams, ups...)
 	}
 
-	warnings := cfg.SetDefaults(o.Version)
+	warnings := append(skipped, cfg.SetDefaults(o.Version)...)
 	more, err := cfg.Validate()
 	return cfg, append(warnings, more...), err
 }
@@ -197,20 +200,36 @@ func (c *Config) resolvePaths(baseDir, home string) {
 }
 
 // loadUpstreamsFrom reads an mcpServers file and expands its references.
-// Its upstreams are named `upstreamsFrom[<name>]` in error paths.
-func loadUpstreamsFrom(p, configDir string, o LoadOptions) ([]Upstream, []FieldError) {
+// Its upstreams are named `upstreamsFrom[<name>]` in error paths. A server
+// the file disables is a warning; one that cannot be imported is an error,
+// like any invalid value of a config (OP-1): import-config is the lenient
+// path.
+func loadUpstreamsFrom(p, configDir string, o LoadOptions) ([]Upstream, []Warning, []FieldError) {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, []FieldError{{Path: "upstreamsFrom", Message: fmt.Sprintf("cannot read %s: %v", relTo(configDir, p), err)}}
+		return nil, nil, []FieldError{{Path: "upstreamsFrom", Message: fmt.Sprintf("cannot read %s: %v", relTo(configDir, p), err)}}
 	}
-	ups, err := ParseMCPServers(data, filepath.Dir(p))
+	imp, err := ParseMCPServers(data, filepath.Dir(p))
 	if err != nil {
-		return nil, []FieldError{{Path: "upstreamsFrom", Message: fmt.Sprintf("%s: %v", relTo(configDir, p), err)}}
+		return nil, nil, []FieldError{{Path: "upstreamsFrom", Message: fmt.Sprintf("%s: %v", relTo(configDir, p), err)}}
 	}
+	var warnings []Warning
+	var errs []FieldError
+	for _, s := range imp.Skipped {
+		if s.Disabled {
+			warnings = append(warnings, Warning{Path: "upstreamsFrom", Message: fmt.Sprintf("%s: skipped %s", relTo(configDir, p), s)})
+		} else {
+			errs = append(errs, FieldError{Path: "upstreamsFrom", Message: fmt.Sprintf("%s: %s", relTo(configDir, p), s)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errs
+	}
+	ups := imp.Upstreams
 	x := &expander{lookup: o.LookupEnv, baseDir: filepath.Dir(p)}
 	for i := range ups {
 		u := &ups[i]
@@ -218,7 +237,7 @@ func loadUpstreamsFrom(p, configDir string, o LoadOptions) ([]Upstream, []FieldE
 		x.upstream(u.From, u)
 		u.Cwd = expandHome(u.Cwd, o.HomeDir)
 	}
-	return ups, x.errs
+	return ups, warnings, x.errs
 }
 
 // relTo shows p relative to dir when it lies below it, so messages stay

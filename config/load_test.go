@@ -337,6 +337,14 @@ func TestInterpolation(t *testing.T) {
 		{"set but empty", "[${EMPTY}]", map[string]string{"EMPTY": ""}, "[]"},
 		{"value cannot inject structure", "${X}", map[string]string{"X": "a\nb: c\n- d"}, "a\nb: c\n- d"},
 		{"no recursion", "${X}", map[string]string{"X": "${Y}", "Y": "no"}, "${Y}"},
+		// OP-1, OP-2: Claude Code's default form; only an unset variable
+		// takes the default.
+		{"default when unset", "${X:-/var/lib/tg.db}", nil, "/var/lib/tg.db"},
+		{"default when set", "${X:-fallback}", map[string]string{"X": "set"}, "set"},
+		{"default when set but empty", "[${X:-fallback}]", map[string]string{"X": ""}, "[]"},
+		{"empty default", "[${X:-}]", nil, "[]"},
+		{"default with colons", "${X:-https://api.example.com:8443}/mcp", nil, "https://api.example.com:8443/mcp"},
+		{"default not expanded again", "${X:-$Y}", nil, "$Y"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,7 +497,8 @@ upstreams:
 }
 
 // TestUpstreamsFrom: the file's servers come after the config's own
-// upstreams, `~` is the home directory, ${VAR} is expanded (OP-2).
+// upstreams, in the file's order; `~` is the home directory, ${VAR} is
+// expanded (OP-2).
 func TestUpstreamsFrom(t *testing.T) {
 	home := t.TempDir()
 	json := `{"mcpServers": {"zeta": {"command": "z", "env": {"TOKEN": "${env:TEAM_ID}"}}, "alpha": {"url": "https://a.example.com/mcp", "type": "http"}}}`
@@ -512,13 +521,15 @@ upstreamsFrom: ~/mcp.json
 	for _, u := range cfg.Upstreams {
 		names = append(names, u.Name)
 	}
-	if diff := cmp.Diff([]string{"own", "alpha", "zeta"}, names); diff != "" {
+	// File order, not alphabetical: it decides who keeps a contested name
+	// (IM-13).
+	if diff := cmp.Diff([]string{"own", "zeta", "alpha"}, names); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	if got := cfg.Upstreams[2].Env["TOKEN"].Reveal(); got != "team-42" {
+	if got := cfg.Upstreams[1].Env["TOKEN"].Reveal(); got != "team-42" {
 		t.Errorf("zeta env TOKEN = %q", got)
 	}
-	if got := cfg.Upstreams[1].Transport; got != "http" {
+	if got := cfg.Upstreams[2].Transport; got != "http" {
 		t.Errorf("alpha transport = %q", got)
 	}
 	if got := cfg.UpstreamsFrom; got != filepath.Join(home, "mcp.json") {

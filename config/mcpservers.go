@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -31,26 +30,51 @@ type mcpEntry struct {
 
 var nameCharRE = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 
+// MCPImport is an mcpServers file converted to upstreams (OP-2).
+type MCPImport struct {
+	// Upstreams are in the file's order, which decides who keeps a
+	// contested tool name (IM-13).
+	Upstreams []Upstream
+	// Skipped are the servers left out, in the file's order.
+	Skipped []SkippedServer
+}
+
+// SkippedServer is a server of an mcpServers file that was not imported.
+type SkippedServer struct {
+	// Path names it in the file: mcpServers.old, servers["my server"].
+	Path string
+	// Reason says why; it never holds a value from the file.
+	Reason string
+	// Disabled: the file itself turned the server off ("disabled": true);
+	// otherwise the server could not be imported as written.
+	Disabled bool
+}
+
+func (s SkippedServer) String() string { return s.Path + ": " + s.Reason }
+
 // ParseMCPServers reads an mcpServers file in the Claude Desktop / Cursor /
 // Claude Code format (top-level "mcpServers") or the VS Code format
 // ("servers", or "mcp": {"servers"} in settings.json) and returns its
 // servers as upstreams (OP-2). Comments and trailing commas (VS Code's
 // JSONC) are accepted. Values are returned as written: ${…} references are
 // not expanded here, so import-config can print them as they are. A
-// relative cwd is made relative to baseDir. Entries with "disabled": true
-// are skipped.
+// relative cwd is made relative to baseDir.
 //
-// JSON objects are unordered, so the result is sorted by upstream name to
-// be deterministic. Names are reshaped to the upstream-name rule ("My
-// Server" becomes "My_Server"), and made unique with a _2, _3… suffix.
-func ParseMCPServers(data []byte, baseDir string) ([]Upstream, error) {
+// Servers keep the file's order. Names are reshaped to the upstream-name
+// rule ("My Server" becomes "My_Server"), and made unique with a _2, _3…
+// suffix, the first in the file keeping the name. A server that cannot be
+// imported (envFile, no command or url, a wrong type) or that says
+// "disabled": true is skipped and listed with the reason; only a file that
+// is not an mcpServers file at all is an error.
+func ParseMCPServers(data []byte, baseDir string) (MCPImport, error) {
+	var imp MCPImport
 	clean := stripJSONC(data)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(clean, &top); err != nil {
-		return nil, jsonError(clean, err)
+		return imp, jsonError(clean, err)
 	}
 	if top == nil {
-		return nil, errors.New("expected a JSON object")
+		return imp, errors.New("expected a JSON object")
 	}
 	var blocks []string
 	var raw json.RawMessage
@@ -69,43 +93,77 @@ func ParseMCPServers(data []byte, baseDir string) ([]Upstream, error) {
 	}
 	switch len(blocks) {
 	case 0:
-		return nil, errors.New(`no "mcpServers" or "servers" object (Claude Desktop, Cursor or VS Code format)`)
+		return imp, errors.New(`no "mcpServers" or "servers" object (Claude Desktop, Cursor or VS Code format)`)
 	case 1:
 	default:
-		return nil, fmt.Errorf("both %s present; keep one", strings.Join(blocks, " and "))
+		return imp, fmt.Errorf("both %s present; keep one", strings.Join(blocks, " and "))
 	}
 	block := blocks[0]
-	var servers map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &servers); err != nil {
-		return nil, fmt.Errorf("%s: expected an object of servers", block)
+	keys, servers, ok := objectInOrder(raw)
+	if !ok {
+		return imp, fmt.Errorf("%s: expected an object of servers", block)
 	}
 
-	keys := sortedKeys(servers)
-	var ups []Upstream
 	for _, key := range keys {
 		where := entryPath(block, key)
+		skip := func(reason string) { imp.Skipped = append(imp.Skipped, SkippedServer{Path: where, Reason: reason}) }
 		var e mcpEntry
 		if err := json.Unmarshal(servers[key], &e); err != nil {
 			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return nil, fmt.Errorf("%s.%s: expected %s, got a JSON %s", where, te.Field, jsonKind(te.Type.String()), te.Value)
+			if errors.As(err, &te) && te.Field != "" {
+				skip(fmt.Sprintf("%s: expected %s, got a JSON %s", te.Field, jsonKind(te.Type.String()), te.Value))
+			} else {
+				skip("expected an object")
 			}
-			return nil, fmt.Errorf("%s: expected an object", where)
+			continue
 		}
 		if e.Disabled {
+			imp.Skipped = append(imp.Skipped, SkippedServer{Path: where, Reason: `disabled ("disabled": true)`, Disabled: true})
 			continue
 		}
 		u, err := e.upstream(baseDir)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			skip(err.Error())
+			continue
 		}
 		u.Name = sanitizeName(key)
 		editorVars(&u)
-		ups = append(ups, u)
+		imp.Upstreams = append(imp.Upstreams, u)
 	}
-	uniqueNames(ups)
-	sort.SliceStable(ups, func(i, j int) bool { return ups[i].Name < ups[j].Name })
-	return ups, nil
+	uniqueNames(imp.Upstreams)
+	return imp, nil
+}
+
+// objectInOrder decodes a JSON object into its members in document order,
+// which encoding/json's maps lose. A repeated key keeps its first position
+// and its last value, as JavaScript's JSON.parse does in the clients that
+// write these files.
+func objectInOrder(raw json.RawMessage) ([]string, map[string]json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	var keys []string
+	members := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		if err != nil || !isKey {
+			return nil, nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, false
+		}
+		if _, seen := members[key]; !seen {
+			keys = append(keys, key)
+		}
+		members[key] = v
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, nil, false
+	}
+	return keys, members, true
 }
 
 func (e mcpEntry) upstream(baseDir string) (Upstream, error) {
@@ -315,12 +373,30 @@ func jsonError(data []byte, err error) error {
 
 var envRefRE = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// YAML prints the import as `toolgate import-config FILE` does (OP-2): a
+// comment line per skipped server, then UpstreamsYAML of the upstreams.
+func (imp MCPImport) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	for _, s := range imp.Skipped {
+		// Paths quote odd keys (%q), so a comment cannot span lines.
+		fmt.Fprintf(&b, "# skipped %s\n", s)
+	}
+	out, err := UpstreamsYAML(imp.Upstreams)
+	if err != nil {
+		return nil, err
+	}
+	b.Write(out)
+	return b.Bytes(), nil
+}
+
 // UpstreamsYAML prints ups as the `upstreams:` block of a toolgate config,
 // for `toolgate import-config FILE` (OP-2). It prints the fields an
-// mcpServers file can set. Env and header values are never printed: a
-// literal value becomes a ${NAME} placeholder with a comment saying which
+// mcpServers file can set. Secret env and header values are never printed:
+// a literal value that looks secret, or sits under a secret-looking name
+// (looksSecret), becomes a ${NAME} placeholder with a comment saying which
 // variable to set (env values keep their own name, headers get
-// <UPSTREAM>_<HEADER>); a value that already refers to variables keeps its
+// <UPSTREAM>_<HEADER>); other literals (`X-Tenant: acme`, a path) are
+// printed as they are. A value that already refers to variables keeps its
 // references, VS Code's ${env:X} written as ${X}.
 func UpstreamsYAML(ups []Upstream) ([]byte, error) {
 	var b bytes.Buffer
@@ -377,6 +453,21 @@ func writeSecret(b *bytes.Buffer, indent, key, value, placeholder string) {
 		comment = fmt.Sprintf("set %s in the environment (replaces a VS Code input prompt)", placeholder)
 	case strings.Contains(value, "${"):
 		out = envRefs(value)
+		// A ${VAR:-default} whose default is a secret would print it.
+		var dropped []string
+		out = defaultRefRE.ReplaceAllStringFunc(out, func(ref string) string {
+			m := defaultRefRE.FindStringSubmatch(ref)
+			if m[2] == "" || !looksSecret(key, m[2]) {
+				return ref
+			}
+			dropped = append(dropped, m[1])
+			return "${" + m[1] + "}"
+		})
+		if len(dropped) > 0 {
+			comment = fmt.Sprintf("set %s in the environment (the imported file had a default inline)", strings.Join(dropped, ", "))
+		}
+	case !looksSecret(key, value):
+		out = value
 	default:
 		out = "${" + placeholder + "}"
 		comment = fmt.Sprintf("set %s in the environment (the imported file had the value inline)", placeholder)
@@ -387,6 +478,8 @@ func writeSecret(b *bytes.Buffer, indent, key, value, placeholder string) {
 	}
 	b.WriteByte('\n')
 }
+
+var defaultRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}`)
 
 func envRefs(s string) string { return envRefRE.ReplaceAllString(s, "$${$1}") }
 

@@ -17,7 +17,8 @@
 // DELETE that ends a session — is authenticated the same way. A stdio child
 // runs in its own process group, which Close stops as a whole; with
 // UpstreamOptions.Supervisor set (toolgate always sets it) the group is led
-// by a small supervisor that stops it even when the gateway is SIGKILLed.
+// by a small supervisor that stops it even when the gateway is SIGKILLed,
+// and, as a child subreaper on Linux, every descendant that left the group.
 //
 // # Serving side
 //

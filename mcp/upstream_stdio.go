@@ -142,7 +142,11 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 	stop := func() error {
 		once.Do(func() {
 			markLost()
-			stopErr = stopChild(ch.pid(), tr.Close)
+			grace := stopGrace
+			if supervised {
+				grace = supervisedStopGrace
+			}
+			stopErr = stopChild(ch.pid(), grace, tr.Close)
 			exited.Store(true)
 			cancel()
 		})
@@ -205,8 +209,12 @@ const (
 // On Linux the command runs in the supervisor's process group, which the
 // supervisor leads (it makes itself leader if it is not), with the
 // supervisor's stdin, stdout and stderr, environment and working directory
-// passed straight through. The supervisor stops the whole group — SIGTERM,
-// then SIGKILL after a grace of two seconds — when ctx is done, on SIGTERM,
+// passed straight through. The supervisor is a child subreaper
+// (PR_SET_CHILD_SUBREAPER): a process that left the group (setsid) and lost
+// its parent is reparented to it, not to init, and reaped by it. It stops
+// every descendant, in the group or not, found by walking /proc — SIGTERM,
+// then SIGKILL after a grace of two seconds, in at most ten rounds for
+// processes forked meanwhile — when ctx is done, on SIGTERM,
 // SIGINT or SIGHUP (the gateway spawns it with SIGTERM as its parent-death
 // signal), when its parent changes (polled every 250 ms: the gateway is
 // gone, a backstop for a parent-death signal that did not arrive or was
@@ -246,16 +254,21 @@ func watchExit(pid int, exited *atomic.Bool, stopped context.Context) {
 	}
 }
 
+// supervisedStopGrace is stopChild's grace for a supervisor: longer than
+// stopGrace, so the supervisor's own SIGTERM-then-SIGKILL of the processes
+// that left its group ends before the gateway's SIGKILL ends the supervisor.
+const supervisedStopGrace = stopGrace + 2*time.Second
+
 // stopChild ends a child and its whole process group (IM-10): closing stdin
-// asks it to exit; then SIGTERM to the group, SIGKILL after stopGrace, and
-// the child is reaped by the transport's Close.
-func stopChild(pid int, closeTransport func() error) error {
+// asks it to exit; then SIGTERM to the group, SIGKILL after grace, and the
+// child is reaped by the transport's Close.
+func stopChild(pid int, grace time.Duration, closeTransport func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- closeTransport() }()
 	if pid == 0 {
 		return <-done
 	}
-	deadline := time.Now().Add(stopGrace)
+	deadline := time.Now().Add(grace)
 	var closeErr error
 	closed := false
 	select {
@@ -291,20 +304,30 @@ func stopChild(pid int, closeTransport func() error) error {
 // /proc (Linux; elsewhere it finds none). Zombies are left out: they have
 // already exited.
 func groupMembers(pgid, self int) []int {
+	var out []int
+	for _, pid := range procPIDs() {
+		if pid == self {
+			continue
+		}
+		st, ok := procStat(pid)
+		if ok && st.pgid == pgid && st.state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procPIDs lists the processes in /proc (Linux; elsewhere none).
+func procPIDs() []int {
 	dir, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
 	names, _ := dir.Readdirnames(-1)
 	_ = dir.Close()
-	var out []int
+	out := make([]int, 0, len(names))
 	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
-			continue
-		}
-		st, ok := procStat(pid)
-		if ok && st.pgid == pgid && st.state != 'Z' {
+		if pid, err := strconv.Atoi(name); err == nil {
 			out = append(out, pid)
 		}
 	}

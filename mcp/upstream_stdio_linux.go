@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // supervisorSupported: UpstreamOptions.Supervisor is used on this platform.
@@ -56,6 +59,14 @@ func processAlive(pid int) bool {
 // superviseTick is how often the supervisor checks that its parent lives.
 const superviseTick = 250 * time.Millisecond
 
+// Bounds of the supervisor's final sweep, after stopGrace: at most
+// killRounds rounds of "find every descendant, SIGKILL it, wait up to
+// killWait for it to exit", for processes that fork while being stopped.
+const (
+	killRounds = 10
+	killWait   = 500 * time.Millisecond
+)
+
 func supervise(ctx context.Context, argv []string, stderr io.Writer) int {
 	self := os.Getpid()
 	parent := syscall.Getppid()
@@ -67,9 +78,20 @@ func supervise(ctx context.Context, argv []string, stderr io.Writer) int {
 			return SuperviseCannotStart
 		}
 	}
+	// A process that leaves the group (setsid, node's detached: true) and
+	// whose parent then dies would be reparented to init and escape. As a
+	// child subreaper the supervisor inherits such orphans instead, so every
+	// process the command started stays its descendant and can be ended.
+	// Without it (a sandbox refusing prctl) the group is still stopped.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "supervise: not a child subreaper, detached processes may outlive the gateway: %v\n", err)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -80,6 +102,7 @@ func supervise(ctx context.Context, argv []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "supervise: %v\n", err)
 		return SuperviseCannotStart
 	}
+	cmdPid := cmd.Process.Pid
 	releaseStdio()
 	exited := make(chan struct{})
 	go func() {
@@ -98,20 +121,20 @@ wait:
 			break wait
 		case <-ctx.Done():
 			break wait
+		case <-chld:
+			// Inherited orphans that exit are the supervisor's to reap.
+			reapOrphans(self, cmdPid)
 		case <-tick.C:
 			if syscall.Getppid() != parent {
 				break wait
 			}
 		}
 	}
-	stopGroup(self, self)
-	// A command that left the group is stopped on its own.
+	stopDescendants(self, cmdPid)
+	// Backstop: the command is a descendant and was stopped above.
 	if !closedWithin(exited, 100*time.Millisecond) {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if !closedWithin(exited, stopGrace) {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 	return exitStatus(cmd.ProcessState)
 }
@@ -141,23 +164,141 @@ func releaseStdio() {
 	_ = syscall.Dup3(fd, 1, 0)
 }
 
-// stopGroup stops every member of process group pgid but self: SIGTERM to
-// the group (the supervisor catches its own copy), then SIGKILL to whatever
-// is left after stopGrace.
-func stopGroup(pgid, self int) {
-	if len(groupMembers(pgid, self)) == 0 {
-		return
+// stopDescendants ends every process below the supervisor self, in its
+// process group or not: SIGTERM to each, SIGKILL to whatever is left after
+// stopGrace, in bounded rounds that also catch processes forked meanwhile.
+// Exits are awaited on pidfds. The command's own process, cmdPid, is left
+// for its Wait to reap; every other child that exits is reaped here.
+func stopDescendants(self, cmdPid int) {
+	targets := descendants(self)
+	for _, pid := range targets {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(stopGrace)
+	waitExited(targets, time.Now().Add(stopGrace))
+	reapOrphans(self, cmdPid)
+	for range killRounds {
+		targets = descendants(self)
+		if len(targets) == 0 {
+			return
+		}
+		for _, pid := range targets {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		waitExited(targets, time.Now().Add(killWait))
+		reapOrphans(self, cmdPid)
+	}
+}
+
+// descendants lists the live processes below self, from /proc, together
+// with any other live member of self's process group. Zombies are left out:
+// they have already exited.
+func descendants(self int) []int {
+	children := map[int][]int{}
+	var group []int
+	for _, pid := range procPIDs() {
+		if pid == self {
+			continue
+		}
+		st, ok := procStat(pid)
+		if !ok || st.state == 'Z' {
+			continue
+		}
+		children[st.ppid] = append(children[st.ppid], pid)
+		if st.pgid == self {
+			group = append(group, pid)
+		}
+	}
+	seen := map[int]bool{self: true}
+	var out []int
+	// Breadth first; seen bounds the walk however /proc changed meanwhile.
+	queue := []int{self}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	for _, pid := range group {
+		if !seen[pid] {
+			seen[pid] = true
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// reapOrphans waits for the exited children of self other than cmdPid: as a
+// child subreaper the supervisor inherits orphans, and nobody else will.
+func reapOrphans(self, cmdPid int) {
+	for _, pid := range procPIDs() {
+		if pid == cmdPid || pid == self {
+			continue
+		}
+		if st, ok := procStat(pid); ok && st.ppid == self && st.state == 'Z' {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// waitExited waits until every process of pids has exited (a zombie counts)
+// or deadline passes, on pidfds; where pidfds are missing (Linux before
+// 5.3) it polls /proc instead.
+func waitExited(pids []int, deadline time.Time) {
+	var fds []unix.PollFd
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		switch {
+		case err == nil:
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		case errors.Is(err, syscall.ESRCH):
+			// Already gone.
+		default:
+			pollExited(pids, deadline)
+			for _, f := range fds {
+				_ = unix.Close(int(f.Fd))
+			}
+			return
+		}
+	}
+	defer func() {
+		for _, f := range fds {
+			_ = unix.Close(int(f.Fd))
+		}
+	}()
+	for {
+		left := time.Until(deadline)
+		pending := fds[:0:0]
+		for _, f := range fds {
+			if f.Revents == 0 {
+				pending = append(pending, unix.PollFd{Fd: f.Fd, Events: unix.POLLIN})
+			} else {
+				_ = unix.Close(int(f.Fd))
+			}
+		}
+		fds = pending
+		if len(fds) == 0 || left <= 0 {
+			return
+		}
+		_, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
+}
+
+// pollExited is waitExited without pidfds.
+func pollExited(pids []int, deadline time.Time) {
 	for time.Now().Before(deadline) {
-		if len(groupMembers(pgid, self)) == 0 {
+		if !slices.ContainsFunc(pids, processAlive) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	for _, pid := range groupMembers(pgid, self) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

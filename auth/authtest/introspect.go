@@ -18,8 +18,9 @@ import (
 type Introspector struct {
 	ClientID, ClientSecret string
 
-	srv  *httptest.Server
-	hits atomic.Int64
+	srv       *httptest.Server
+	hits      atomic.Int64
+	bodyLimit atomic.Int64
 
 	mu     sync.Mutex
 	active map[string]map[string]any
@@ -40,6 +41,10 @@ func (in *Introspector) URL() string { return in.srv.URL }
 
 // Hits counts introspection requests so far, refused ones included.
 func (in *Introspector) Hits() int { return int(in.hits.Load()) }
+
+// LimitBody makes the endpoint refuse request bodies over n bytes with 400
+// invalid_request, as providers with a form size limit do; 0 lifts it.
+func (in *Introspector) LimitBody(n int64) { in.bodyLimit.Store(n) }
 
 // Activate makes token active; the response carries claims besides
 // "active": true.
@@ -71,6 +76,9 @@ func (in *Introspector) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="introspection"`)
 		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
 		return
+	}
+	if n := in.bodyLimit.Load(); n > 0 {
+		r.Body = http.MaxBytesReader(w, r.Body, n)
 	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)

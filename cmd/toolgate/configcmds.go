@@ -183,12 +183,16 @@ func runImportConfig(_ context.Context, c *cli, args []string) int {
 		return 1
 	}
 	abs, _ := filepath.Abs(file)
-	ups, err := config.ParseMCPServers(data, filepath.Dir(abs))
+	imp, err := config.ParseMCPServers(data, filepath.Dir(abs))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate import-config: %s: %v\n", file, err)
 		return 1
 	}
-	out, err := config.UpstreamsYAML(ups)
+	// The rest of the file is still printed; the YAML names them too.
+	for _, s := range imp.Skipped {
+		fmt.Fprintf(c.stderr, "toolgate import-config: %s: skipped %s\n", file, s)
+	}
+	out, err := imp.YAML()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate import-config: %v\n", err)
 		return 1

@@ -209,13 +209,32 @@ func TestCheckWithoutConfig(t *testing.T) {
 	}
 }
 
-// OP-2: import-config prints the upstreams YAML the config package produces.
+// OP-2: import-config prints the upstreams YAML the config package produces,
+// servers in file order (IM-13), and says on stderr which servers it skipped
+// and why.
 func TestImportConfig(t *testing.T) {
-	for _, name := range []string{"claude-desktop", "cursor", "vscode"} {
+	for _, tc := range []struct {
+		name    string
+		skipped []string
+	}{
+		{"claude-desktop", []string{`skipped mcpServers.old: disabled ("disabled": true)`}},
+		{"claude-code", nil},
+		{"cursor", nil},
+		{"vscode", []string{"skipped servers.postgres: envFile is not supported; move its variables into env"}},
+	} {
+		name := tc.name
 		t.Run(name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "import-config", "../../testdata/config/mcpservers/"+name+".json")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, s := range tc.skipped {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr %q does not say %q", errOut, s)
+				}
+			}
+			if tc.skipped == nil && errOut != "" {
+				t.Errorf("stderr = %q, want nothing", errOut)
 			}
 			want, err := os.ReadFile("../../testdata/config/mcpservers/" + name + ".yaml.golden")
 			if err != nil {

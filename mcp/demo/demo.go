@@ -45,6 +45,12 @@ type Options struct {
 	// to prove the gateway stops the whole process group. Its pid is written
 	// to StateDir/grandchild.pid when StateDir is set.
 	Grandchild bool
+	// Detached starts long-lived processes that leave the server's process
+	// group and session, as a child spawned with setsid (node's
+	// `detached: true`) does: one stays this server's child, one is a
+	// daemon whose parent exits at once, so it is reparented. Their pids are
+	// written to StateDir/detached.pid, one a line, when StateDir is set.
+	Detached bool
 }
 
 // Environment variables the demo-upstream command reads into Options, so a
@@ -52,11 +58,12 @@ type Options struct {
 const (
 	StallEnv      = "TOOLGATE_DEMO_STALL"      // a Go duration
 	GrandchildEnv = "TOOLGATE_DEMO_GRANDCHILD" // "1"
+	DetachedEnv   = "TOOLGATE_DEMO_DETACHED"   // "1"
 )
 
-// OptionsFromEnv reads StateEnv, StallEnv and GrandchildEnv.
+// OptionsFromEnv reads StateEnv, StallEnv, GrandchildEnv and DetachedEnv.
 func OptionsFromEnv(getenv func(string) string) (Options, error) {
-	o := Options{StateDir: getenv(StateEnv), Grandchild: getenv(GrandchildEnv) == "1"}
+	o := Options{StateDir: getenv(StateEnv), Grandchild: getenv(GrandchildEnv) == "1", Detached: getenv(DetachedEnv) == "1"}
 	if v := getenv(StallEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -80,6 +87,15 @@ func startFaults(ctx context.Context, opts Options) error {
 			_ = os.WriteFile(filepath.Join(opts.StateDir, "grandchild.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 		}
 		_ = cmd.Process.Release()
+	}
+	if opts.Detached {
+		pids, err := startDetached()
+		if err != nil {
+			return fmt.Errorf("detached: %w", err)
+		}
+		if opts.StateDir != "" {
+			_ = os.WriteFile(filepath.Join(opts.StateDir, "detached.pid"), []byte(strings.Join(pids, "\n")+"\n"), 0o600)
+		}
 	}
 	if opts.StallStart > 0 {
 		t := time.NewTimer(opts.StallStart)
