@@ -183,7 +183,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	snap, sub := opts.Registry.Bus().Subscribe(4096)
 	e.sub = sub
 	e.resetTools(snap.Tools)
-	e.flush(&burst{tools: true, catalog: true})
+	e.flush(&burst{tools: true, all: true, catalog: true})
 	e.applied.advance(snap.Seq)
 	e.synced.Add(1)
 	go e.follow()
@@ -223,7 +223,12 @@ func (e *Endpoint) follow() {
 
 // burst is what one run of queued events changed.
 type burst struct {
-	tools   bool // the tool table changed: set it, which notifies once
+	tools bool // the tool table changed: set it, which notifies once
+	// put names the tools the burst touched; those still in the table
+	// were served anew or changed, the others stopped. A burst of only one
+	// kind goes to mcp-go as that one change, not as the whole table again.
+	put     map[string]bool
+	all     bool // the table was reset: set it whole
 	notify  bool // what actors may see changed without the table (review)
 	catalog bool // resources, templates or prompts may have changed
 	// resynced is the sequence number of the snapshot a resync applied:
@@ -234,14 +239,14 @@ type burst struct {
 func (e *Endpoint) take(b *burst, ev core.Event) {
 	switch d := ev.Data.(type) {
 	case core.ToolRegistered:
-		b.tools = e.putTool(d.Tool) || b.tools
+		b.mark(d.Tool.Name, e.putTool(d.Tool))
 	case core.ToolUpdated:
 		if d.Old.Name != d.New.Name {
-			b.tools = e.dropTool(d.Old.Name) || b.tools
+			b.mark(d.Old.Name, e.dropTool(d.Old.Name))
 		}
-		b.tools = e.putTool(d.New) || b.tools
+		b.mark(d.New.Name, e.putTool(d.New))
 	case core.ToolUnregistered:
-		b.tools = e.dropTool(d.Tool.Name) || b.tools
+		b.mark(d.Tool.Name, e.dropTool(d.Tool.Name))
 	case core.ToolReviewed:
 		b.notify = true
 	case core.RefreshApplied:
@@ -249,12 +254,41 @@ func (e *Endpoint) take(b *burst, ev core.Event) {
 	case core.Resync:
 		snap := e.sub.Resync()
 		e.resetTools(snap.Tools)
-		b.tools, b.catalog, b.resynced = true, true, snap.Seq
+		b.tools, b.all, b.catalog, b.resynced = true, true, true, snap.Seq
 	}
 }
 
+// mark records that the table changed for name, if it did.
+func (b *burst) mark(name string, changed bool) {
+	if !changed {
+		return
+	}
+	b.tools = true
+	if b.put == nil {
+		b.put = map[string]bool{}
+	}
+	b.put[name] = true
+}
+
 func (e *Endpoint) flush(b *burst) {
+	// Each of mcp-go's table changes notifies every session once: the
+	// burst becomes exactly one of them. Only additions (an import) add
+	// just those, only removals remove just those — a start-up of 2,000
+	// tools in 20 bursts must not set the whole table 20 times.
+	var added []server.ServerTool
+	var removed []string
+	for name := range b.put {
+		if st, ok := e.table[name]; ok {
+			added = append(added, st)
+		} else {
+			removed = append(removed, name)
+		}
+	}
 	switch {
+	case b.tools && !b.all && len(removed) == 0:
+		e.mcp.AddTools(added...)
+	case b.tools && !b.all && len(added) == 0:
+		e.mcp.DeleteTools(removed...)
 	case b.tools:
 		st := make([]server.ServerTool, 0, len(e.table))
 		for _, t := range e.table {
