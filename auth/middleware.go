@@ -37,7 +37,23 @@ type EndpointAuth struct {
 	// ResourceName, when set, is the resource_name of the metadata document
 	// (typically the endpoint's name); otherwise the strategy's.
 	ResourceName string
+	// OnRefusal, when set, is called with one of the Refused… reasons for
+	// every request the middleware refuses (OP-7: metrics count them). It
+	// never sees the request's credentials.
+	OnRefusal func(reason string)
 }
+
+// Refusal reasons passed to EndpointAuth.OnRefusal: a small fixed set, so
+// they are safe as a metrics label whatever a client or a strategy sends.
+const (
+	RefusedUnconfigured      = "unconfigured"       // neither strategy nor actor (AU-8)
+	RefusedMalformed         = "malformed"          // the Authorization header cannot be read
+	RefusedMissingToken      = "missing_token"      // no bearer token
+	RefusedTokenTooLong      = "token_too_long"     // longer than MaxTokenBytes
+	RefusedInvalidToken      = "invalid_token"      // not recognised, expired, wrong audience …
+	RefusedInsufficientScope = "insufficient_scope" // good token, not enough
+	RefusedUnavailable       = "unavailable"        // could not be verified right now (503)
+)
 
 // Middleware authenticates every request to the endpoint (AU-3) and passes
 // it on with the actor in its context (ActorFrom). Refusals carry an RFC 6750
@@ -51,6 +67,10 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 		open = &a
 	}
 	_, hasMetadata := MetadataOf(ep.Strategy)
+	refused := func(string) {}
+	if ep.OnRefusal != nil {
+		refused = ep.OnRefusal
+	}
 
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,20 +83,24 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 				ch.metadataURL = metadataURL(r, ep.PublicURL, ep.Path)
 			}
 			if ep.Strategy == nil {
+				refused(RefusedUnconfigured)
 				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, "no authentication is configured for this endpoint")
 				return
 			}
 
 			token, err := bearerToken(r)
 			if err != nil {
+				refused(RefusedMalformed)
 				ch.refuse(w, http.StatusBadRequest, codeInvalidRequest, codeInvalidRequest, err.Error())
 				return
 			}
 			if token == "" {
+				refused(RefusedMissingToken)
 				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, "a bearer token is required")
 				return
 			}
 			if len(token) > MaxTokenBytes {
+				refused(RefusedTokenTooLong)
 				ch.refuse(w, http.StatusUnauthorized, codeInvalidToken, codeInvalidToken, tokenTooLong)
 				return
 			}
@@ -101,12 +125,25 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 						bodyCode = codeUnavailable
 					}
 				}
+				refused(refusalReason(refusal.status(), code))
 				ch.refuse(w, refusal.status(), code, bodyCode, refusal.Description)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(WithActor(ctx, actor)))
 		})
 	}
+}
+
+// refusalReason maps a strategy's refusal onto the fixed reasons; its Code
+// is the strategy's own text and could be anything.
+func refusalReason(status int, code string) string {
+	switch {
+	case status == http.StatusServiceUnavailable:
+		return RefusedUnavailable
+	case code == codeInsufficientScope:
+		return RefusedInsufficientScope
+	}
+	return RefusedInvalidToken
 }
 
 // notMineReason is the client-safe reason behind a "not mine" answer: only

@@ -37,7 +37,18 @@ type Gateway struct {
 	MaxRequestBytes int64   `koanf:"maxRequestBytes" json:"maxRequestBytes" yaml:"maxRequestBytes"`
 	Confirm         Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
 	Review          Review  `koanf:"review" json:"review" yaml:"review"`
+	// Metrics is /metrics on the listen address (OP-7).
+	Metrics Metrics `koanf:"metrics" json:"metrics,omitzero" yaml:"metrics,omitempty"`
 }
+
+// Metrics configures the Prometheus metrics at /metrics (OP-7).
+type Metrics struct {
+	// Enabled is nil when absent, which means on. Use On.
+	Enabled *bool `koanf:"enabled" json:"enabled,omitempty" yaml:"enabled,omitempty"`
+}
+
+// On reports whether /metrics is served.
+func (m Metrics) On() bool { return m.Enabled == nil || *m.Enabled }
 
 // Confirm configures the confirm gate for action tools (CF-3, CF-5).
 type Confirm struct {

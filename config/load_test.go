@@ -143,6 +143,7 @@ func allKeys() []string {
 		"upstreams", "command", "args", "cwd", "env", "required", "prefix", "include", "exclude", "reads", "actions", "defaultKind", "approval", "timeout",
 		"health", "enabled", "interval", "reconnect", "initialDelay", "maxDelay",
 		"url", "transport", "headers", "authorization", "signing", "hmacSha256", "header", "roots", "upstreamsFrom",
+		"metrics",
 	}
 }
 

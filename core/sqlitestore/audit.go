@@ -120,6 +120,13 @@ func (q *auditQueue) flush() {
 	}
 }
 
+// depth is how many records are queued and not yet taken by the flusher.
+func (q *auditQueue) depth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.recs)
+}
+
 // close stops taking records and waits until everything queued is written.
 func (q *auditQueue) close() {
 	q.mu.Lock()
@@ -197,6 +204,11 @@ func (s *Store) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 	<-b.done
 	return b.err
 }
+
+// AuditQueueDepth is how many audit records wait in the queue, not yet
+// taken by the writer (OP-7): it stays near 0 unless the disk falls behind,
+// and at the queue's bound (4096) callers wait.
+func (s *Store) AuditQueueDepth() int { return s.audit.depth() }
 
 // QueueAudit implements core.AuditQueuer: it returns once the record is
 // queued; the flusher commits it within auditLinger plus the write.

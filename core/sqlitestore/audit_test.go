@@ -279,3 +279,28 @@ func TestLostQueuedRecordsAreReportedOP6(t *testing.T) {
 		t.Errorf("written after the failure: %v, want [q3 q4]", written)
 	}
 }
+
+// OP-7: the queue depth counts the records the flusher has not taken yet,
+// and is 0 again once they are written.
+func TestAuditQueueDepthOP7(t *testing.T) {
+	q := newAuditQueue()
+	ctx := context.Background()
+	if d := q.depth(); d != 0 {
+		t.Fatalf("empty queue: depth %d", d)
+	}
+	for i := range 3 {
+		if _, _, err := q.put(ctx, core.AuditRecord{Time: time.Now(), CallID: fmt.Sprint(i)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No flusher runs yet: all three wait.
+	if d := q.depth(); d != 3 {
+		t.Fatalf("depth %d with three records queued, want 3", d)
+	}
+	go q.run(func([]core.AuditRecord) error { return nil })
+	q.flush()
+	if d := q.depth(); d != 0 {
+		t.Errorf("depth %d after the flush, want 0", d)
+	}
+	q.close()
+}

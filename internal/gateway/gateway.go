@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -68,6 +69,7 @@ type Gateway struct {
 	gate      *confirm.Gate // nil: no confirm secret, action tools are not served
 	approvals *confirm.ApprovalQueue
 	hub       *mcp.Hub
+	metrics   *metrics.Metrics
 	ops       *opsLog // nil without a logger
 	handler   http.Handler
 	endpoints []*mcp.Endpoint
@@ -146,6 +148,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	if g.gate, err = newGate(cfg, g.store, g.approvals); err != nil {
 		return nil, fmt.Errorf("confirm gate: %w", err)
 	}
+	g.startMetrics()
 	if err = g.buildHandler(g.life); err != nil {
 		return nil, fmt.Errorf("building endpoints: %w", err)
 	}
@@ -251,6 +254,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		if g.ops != nil {
 			g.ops.close() // after the importer: its last events are logged
 		}
+		g.stopMetrics()
 		if g.ownStore && g.store != nil {
 			_ = g.store.Close()
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // buildHandler mounts every endpoint behind its authentication, the RFC 9728
-// metadata where OAuth is configured, /healthz and /readyz.
+// metadata where OAuth is configured, /healthz, /readyz and /metrics.
 func (g *Gateway) buildHandler(ctx context.Context) error {
 	cfg := g.cfg
 	mux := http.NewServeMux()
@@ -21,6 +21,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("endpoints[%d] %s: %w", i, e.Path, err)
 		}
+		epAuth.OnRefusal = g.authRefused(e.Path)
 		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
@@ -41,6 +42,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", g.readyz)
+	g.mountMetrics(mux)
 	g.handler = mux
 	return nil
 }
