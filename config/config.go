@@ -33,10 +33,18 @@ type Gateway struct {
 	Stateless bool   `koanf:"stateless" json:"stateless" yaml:"stateless"`
 	// Store is an embedded database file or a postgres:// URL (OP-5).
 	// Empty means the store package's default location.
-	Store           string  `koanf:"store" json:"store,omitempty" yaml:"store,omitempty"`
-	MaxRequestBytes int64   `koanf:"maxRequestBytes" json:"maxRequestBytes" yaml:"maxRequestBytes"`
-	Confirm         Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
-	Review          Review  `koanf:"review" json:"review" yaml:"review"`
+	Store           string `koanf:"store" json:"store,omitempty" yaml:"store,omitempty"`
+	MaxRequestBytes int64  `koanf:"maxRequestBytes" json:"maxRequestBytes" yaml:"maxRequestBytes"`
+	// SessionIdleTimeout ends a session after that long without a request
+	// or an open stream (SV-2).
+	SessionIdleTimeout time.Duration `koanf:"sessionIdleTimeout" json:"sessionIdleTimeout" yaml:"sessionIdleTimeout"`
+	// MaxSessions and MaxSessionsPerActor cap open sessions in all and per
+	// actor; MaxStreamsPerSession caps a session's GET streams (SV-2).
+	MaxSessions          int     `koanf:"maxSessions" json:"maxSessions" yaml:"maxSessions"`
+	MaxSessionsPerActor  int     `koanf:"maxSessionsPerActor" json:"maxSessionsPerActor" yaml:"maxSessionsPerActor"`
+	MaxStreamsPerSession int     `koanf:"maxStreamsPerSession" json:"maxStreamsPerSession" yaml:"maxStreamsPerSession"`
+	Confirm              Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
+	Review               Review  `koanf:"review" json:"review" yaml:"review"`
 }
 
 // Confirm configures the confirm gate for action tools (CF-3, CF-5).

@@ -6,13 +6,18 @@ import "time"
 const (
 	DefaultListen          = "127.0.0.1:7331"
 	DefaultMaxRequestBytes = 4 << 20 // SV-8
-	DefaultConfirmTTL      = 15 * time.Minute
-	DefaultApprovalWait    = 2 * time.Minute // CF-5
-	DefaultReviewMode      = ReviewPin       // RV-3
-	DefaultUpstreamTimeout = 30 * time.Second
-	DefaultEndpointPath    = "/mcp"
-	DefaultEndpointName    = "toolgate"
-	DefaultActorClaim      = "sub"
+	// SV-2: sessions and streams.
+	DefaultSessionIdleTimeout   = 30 * time.Minute
+	DefaultMaxSessions          = 10000
+	DefaultMaxSessionsPerActor  = 100
+	DefaultMaxStreamsPerSession = 4
+	DefaultConfirmTTL           = 15 * time.Minute
+	DefaultApprovalWait         = 2 * time.Minute // CF-5
+	DefaultReviewMode           = ReviewPin       // RV-3
+	DefaultUpstreamTimeout      = 30 * time.Second
+	DefaultEndpointPath         = "/mcp"
+	DefaultEndpointName         = "toolgate"
+	DefaultActorClaim           = "sub"
 )
 
 // SetDefaults fills every unset value with its default; version is the
@@ -24,6 +29,10 @@ func (c *Config) SetDefaults(version string) []Warning {
 	g := &c.Gateway
 	setIfZero(&g.Listen, DefaultListen)
 	setIfZero(&g.MaxRequestBytes, DefaultMaxRequestBytes)
+	setIfZero(&g.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	setIfZero(&g.MaxSessions, DefaultMaxSessions)
+	setIfZero(&g.MaxSessionsPerActor, DefaultMaxSessionsPerActor)
+	setIfZero(&g.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
 	setIfZero(&g.Confirm.TTL, DefaultConfirmTTL)
 	setIfZero(&g.Confirm.ApprovalWait, DefaultApprovalWait)
 	setIfZero(&g.Review.Mode, DefaultReviewMode)

@@ -126,6 +126,17 @@ func (v *validator) gateway() {
 	if g.MaxRequestBytes <= 0 {
 		v.fail("gateway.maxRequestBytes", "must be greater than 0")
 	}
+	if g.SessionIdleTimeout <= 0 {
+		v.fail("gateway.sessionIdleTimeout", "must be greater than 0")
+	}
+	for _, n := range []struct {
+		path string
+		n    int
+	}{{"gateway.maxSessions", g.MaxSessions}, {"gateway.maxSessionsPerActor", g.MaxSessionsPerActor}, {"gateway.maxStreamsPerSession", g.MaxStreamsPerSession}} {
+		if n.n <= 0 {
+			v.fail(n.path, "must be greater than 0")
+		}
+	}
 	if g.Confirm.TTL <= 0 {
 		v.fail("gateway.confirm.ttl", "must be greater than 0")
 	}

@@ -16,6 +16,9 @@ import (
 func (g *Gateway) buildHandler(ctx context.Context) error {
 	cfg := g.cfg
 	mux := http.NewServeMux()
+	// One set of caps for all endpoints: gateway.maxSessions bounds the
+	// gateway, not each endpoint (SV-2).
+	limits := mcp.NewSessionLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
 		if err != nil {
@@ -26,6 +29,8 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: g.log,
 			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
+			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, Limits: limits,
+			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 		})
 		if err != nil {
 			return err
