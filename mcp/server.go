@@ -105,6 +105,8 @@ type Endpoint struct {
 	applied seqBarrier
 	// shown is the catalog as last set; only follow touches it.
 	shown shownCatalog
+	// running are the POSTs being served, for CutCalls (SV-9).
+	running running
 	// stopSweep ends the idle-session sweeper; nil without one.
 	stopSweep chan struct{}
 	swept     sync.WaitGroup
@@ -688,7 +690,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs := newCallStream(w)
-	r = r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs))
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
+	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	if bytes.Contains(body, []byte(`"tools/list"`)) {
 		// Read your writes (SV-1): a tool registered before this request
 		// is in its listing.
