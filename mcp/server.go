@@ -105,6 +105,9 @@ type Endpoint struct {
 	applied seqBarrier
 	// shown is the catalog as last set; only follow touches it.
 	shown shownCatalog
+	// unsolicited rate-limits the log lines of responses to requests the
+	// gateway never made.
+	unsolicited unsolicited
 	// running are the POSTs being served, for CutCalls (SV-9).
 	running running
 	// stopSweep ends the idle-session sweeper; nil without one.
@@ -148,6 +151,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		e.ids.forget(s.SessionID())
 		e.levels.forget(s.SessionID())
+		e.unsolicited.forget(s.SessionID())
 		e.releaseSubscriptions(s.SessionID())
 		if opts.Sessions != nil {
 			opts.Sessions.Remove(s.SessionID())
@@ -188,7 +192,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 
 	httpOpts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(opts.Path),
-		server.WithStreamableHTTPLogger(opts.Logger),
+		server.WithStreamableHTTPLogger(slog.New(quietHandler{opts.Logger.Handler()})),
 	}
 	if opts.Stateless {
 		httpOpts = append(httpOpts, server.WithStateLess(true))
@@ -687,6 +691,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// went to can answer it.
 	if id != "" && e.asks.answer(id, body) {
 		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if isResponse(body) {
+		// An answer to mcp-go's own request (sampling, elicitation) is
+		// accepted with 202; anything else answers nothing the gateway
+		// asked, and is logged within bounds.
+		sw := &statusWriter{ResponseWriter: w}
+		e.http.ServeHTTP(sw, r)
+		if sw.status != http.StatusAccepted {
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
+		}
 		return
 	}
 	cs := newCallStream(w)
