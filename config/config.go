@@ -40,11 +40,18 @@ type Gateway struct {
 	SessionIdleTimeout time.Duration `koanf:"sessionIdleTimeout" json:"sessionIdleTimeout" yaml:"sessionIdleTimeout"`
 	// MaxSessions and MaxSessionsPerActor cap open sessions in all and per
 	// actor; MaxStreamsPerSession caps a session's GET streams (SV-2).
-	MaxSessions          int     `koanf:"maxSessions" json:"maxSessions" yaml:"maxSessions"`
-	MaxSessionsPerActor  int     `koanf:"maxSessionsPerActor" json:"maxSessionsPerActor" yaml:"maxSessionsPerActor"`
-	MaxStreamsPerSession int     `koanf:"maxStreamsPerSession" json:"maxStreamsPerSession" yaml:"maxStreamsPerSession"`
-	Confirm              Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
-	Review               Review  `koanf:"review" json:"review" yaml:"review"`
+	MaxSessions          int `koanf:"maxSessions" json:"maxSessions" yaml:"maxSessions"`
+	MaxSessionsPerActor  int `koanf:"maxSessionsPerActor" json:"maxSessionsPerActor" yaml:"maxSessionsPerActor"`
+	MaxStreamsPerSession int `koanf:"maxStreamsPerSession" json:"maxStreamsPerSession" yaml:"maxStreamsPerSession"`
+	// ReadTimeout bounds reading a request's body, IdleTimeout an idle
+	// keep-alive connection, WriteTimeout each write of a response; event
+	// streams get an SSE comment every HeartbeatInterval (SV-9).
+	ReadTimeout       time.Duration `koanf:"readTimeout" json:"readTimeout" yaml:"readTimeout"`
+	WriteTimeout      time.Duration `koanf:"writeTimeout" json:"writeTimeout" yaml:"writeTimeout"`
+	IdleTimeout       time.Duration `koanf:"idleTimeout" json:"idleTimeout" yaml:"idleTimeout"`
+	HeartbeatInterval time.Duration `koanf:"heartbeatInterval" json:"heartbeatInterval" yaml:"heartbeatInterval"`
+	Confirm           Confirm       `koanf:"confirm" json:"confirm" yaml:"confirm"`
+	Review            Review        `koanf:"review" json:"review" yaml:"review"`
 }
 
 // Confirm configures the confirm gate for action tools (CF-3, CF-5).

@@ -11,13 +11,18 @@ const (
 	DefaultMaxSessions          = 10000
 	DefaultMaxSessionsPerActor  = 100
 	DefaultMaxStreamsPerSession = 4
-	DefaultConfirmTTL           = 15 * time.Minute
-	DefaultApprovalWait         = 2 * time.Minute // CF-5
-	DefaultReviewMode           = ReviewPin       // RV-3
-	DefaultUpstreamTimeout      = 30 * time.Second
-	DefaultEndpointPath         = "/mcp"
-	DefaultEndpointName         = "toolgate"
-	DefaultActorClaim           = "sub"
+	// SV-9: connection deadlines and heartbeats.
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultHeartbeatInterval = 15 * time.Second
+	DefaultConfirmTTL        = 15 * time.Minute
+	DefaultApprovalWait      = 2 * time.Minute // CF-5
+	DefaultReviewMode        = ReviewPin       // RV-3
+	DefaultUpstreamTimeout   = 30 * time.Second
+	DefaultEndpointPath      = "/mcp"
+	DefaultEndpointName      = "toolgate"
+	DefaultActorClaim        = "sub"
 )
 
 // SetDefaults fills every unset value with its default; version is the
@@ -33,6 +38,10 @@ func (c *Config) SetDefaults(version string) []Warning {
 	setIfZero(&g.MaxSessions, DefaultMaxSessions)
 	setIfZero(&g.MaxSessionsPerActor, DefaultMaxSessionsPerActor)
 	setIfZero(&g.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
+	setIfZero(&g.ReadTimeout, DefaultReadTimeout)
+	setIfZero(&g.WriteTimeout, DefaultWriteTimeout)
+	setIfZero(&g.IdleTimeout, DefaultIdleTimeout)
+	setIfZero(&g.HeartbeatInterval, DefaultHeartbeatInterval)
 	setIfZero(&g.Confirm.TTL, DefaultConfirmTTL)
 	setIfZero(&g.Confirm.ApprovalWait, DefaultApprovalWait)
 	setIfZero(&g.Review.Mode, DefaultReviewMode)

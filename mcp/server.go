@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -76,6 +77,14 @@ type EndpointOptions struct {
 	// MaxStreamsPerSession caps a session's open GET streams (SV-2); 0 is
 	// DefaultMaxStreamsPerSession.
 	MaxStreamsPerSession int
+	// WriteTimeout bounds each write of a response (SV-9); event streams
+	// move it on with every event and heartbeat. 0 is DefaultWriteTimeout,
+	// negative none. The body-read deadline is WithDeadlines'.
+	WriteTimeout time.Duration
+	// HeartbeatInterval is how often an event stream (GET streams, calls
+	// answering as SSE) gets an SSE comment; 0 is
+	// DefaultHeartbeatInterval, negative none.
+	HeartbeatInterval time.Duration
 	// Actor returns the caller the authentication middleware derived for
 	// this request (AU-3). Requests without one are refused.
 	Actor  func(ctx context.Context) (core.Actor, bool)
@@ -143,6 +152,12 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	}
 	if opts.MaxStreamsPerSession <= 0 {
 		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	e := &Endpoint{opts: opts, ids: newSessionIDs()}
 
@@ -625,9 +640,19 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var err error
 		body, err = io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Sent too slowly, or shorter than its Content-Length.
+				w.Header().Set("Connection", "close")
+				http.Error(w, "request body not received in time", http.StatusRequestTimeout)
+				return
+			}
 			http.Error(w, "reading request body failed", http.StatusBadRequest)
 			return
 		}
+		// The body is in: a read deadline passing during a long answer
+		// would cancel it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if int64(len(body)) > e.opts.MaxRequestBytes {
 			w.Header().Set("Connection", "close")
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
@@ -673,6 +698,18 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer leave()
 	}
+	if r.Method == http.MethodGet {
+		sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
+		stop := heartbeat(e.opts.HeartbeatInterval, sw.ping)
+		defer func() {
+			stop()
+			sw.mu.Lock()
+			sw.ended = true
+			sw.mu.Unlock()
+		}()
+		e.http.ServeHTTP(sw, r)
+		return
+	}
 	if r.Method != http.MethodPost {
 		e.http.ServeHTTP(w, r)
 		return
@@ -705,6 +742,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs := newCallStream(w)
+	cs.dl = newDeadline(w, e.opts.WriteTimeout)
+	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()

@@ -79,6 +79,7 @@ func (c *callStream) cut(id json.RawMessage) {
 	if c.done {
 		return
 	}
+	c.dl.extend()
 	data, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": codeShutdown, "message": ErrCallCut.Error()},

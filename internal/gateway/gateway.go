@@ -201,7 +201,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 // Start in the background to show the upstreams connecting.
 func (g *Gateway) Start(ctx context.Context) error {
 	if g.ln != nil && g.srv == nil {
-		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
+		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.cfg.Gateway.IdleTimeout}
 		// Ending sessions first lets their event streams close, so Shutdown
 		// waits only for calls in flight.
 		g.srv.RegisterOnShutdown(g.closeEndpoints)

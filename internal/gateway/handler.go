@@ -31,6 +31,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
 			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, Limits: limits,
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
+			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 		})
 		if err != nil {
 			return err
@@ -46,7 +47,9 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", g.readyz)
-	g.handler = mux
+	// Body-read and write deadlines per request, not the server's: those
+	// would cut event streams (SV-9).
+	g.handler = mcp.WithDeadlines(mux, cfg.Gateway.ReadTimeout, cfg.Gateway.WriteTimeout)
 	return nil
 }
 
