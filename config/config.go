@@ -33,10 +33,25 @@ type Gateway struct {
 	Stateless bool   `koanf:"stateless" json:"stateless" yaml:"stateless"`
 	// Store is an embedded database file or a postgres:// URL (OP-5).
 	// Empty means the store package's default location.
-	Store           string  `koanf:"store" json:"store,omitempty" yaml:"store,omitempty"`
-	MaxRequestBytes int64   `koanf:"maxRequestBytes" json:"maxRequestBytes" yaml:"maxRequestBytes"`
-	Confirm         Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
-	Review          Review  `koanf:"review" json:"review" yaml:"review"`
+	Store           string `koanf:"store" json:"store,omitempty" yaml:"store,omitempty"`
+	MaxRequestBytes int64  `koanf:"maxRequestBytes" json:"maxRequestBytes" yaml:"maxRequestBytes"`
+	// SessionIdleTimeout ends a session after that long without a request
+	// or an open stream (SV-2).
+	SessionIdleTimeout time.Duration `koanf:"sessionIdleTimeout" json:"sessionIdleTimeout" yaml:"sessionIdleTimeout"`
+	// MaxSessions and MaxSessionsPerActor cap open sessions in all and per
+	// actor; MaxStreamsPerSession caps a session's GET streams (SV-2).
+	MaxSessions          int `koanf:"maxSessions" json:"maxSessions" yaml:"maxSessions"`
+	MaxSessionsPerActor  int `koanf:"maxSessionsPerActor" json:"maxSessionsPerActor" yaml:"maxSessionsPerActor"`
+	MaxStreamsPerSession int `koanf:"maxStreamsPerSession" json:"maxStreamsPerSession" yaml:"maxStreamsPerSession"`
+	// ReadTimeout bounds reading a request's body, IdleTimeout an idle
+	// keep-alive connection, WriteTimeout each write of a response; event
+	// streams get an SSE comment every HeartbeatInterval (SV-9).
+	ReadTimeout       time.Duration `koanf:"readTimeout" json:"readTimeout" yaml:"readTimeout"`
+	WriteTimeout      time.Duration `koanf:"writeTimeout" json:"writeTimeout" yaml:"writeTimeout"`
+	IdleTimeout       time.Duration `koanf:"idleTimeout" json:"idleTimeout" yaml:"idleTimeout"`
+	HeartbeatInterval time.Duration `koanf:"heartbeatInterval" json:"heartbeatInterval" yaml:"heartbeatInterval"`
+	Confirm           Confirm       `koanf:"confirm" json:"confirm" yaml:"confirm"`
+	Review            Review        `koanf:"review" json:"review" yaml:"review"`
 	// Metrics is /metrics on the listen address (OP-7).
 	Metrics Metrics `koanf:"metrics" json:"metrics,omitzero" yaml:"metrics,omitempty"`
 }

@@ -6,19 +6,29 @@ import "time"
 const (
 	DefaultListen          = "127.0.0.1:7331"
 	DefaultMaxRequestBytes = 4 << 20 // SV-8
-	DefaultConfirmTTL      = 15 * time.Minute
-	DefaultApprovalWait    = 2 * time.Minute // CF-5
-	DefaultReviewMode      = ReviewPin       // RV-3
-	DefaultUpstreamTimeout = 30 * time.Second
-	DefaultHealthInterval  = 30 * time.Second // IM-37
-	DefaultHealthTimeout   = 5 * time.Second
-	DefaultReconnectDelay  = time.Second
-	DefaultReconnectMax    = 30 * time.Second
-	MinHealthInterval      = time.Second            // a shorter one is load, not health
-	MinReconnectDelay      = 100 * time.Millisecond // a shorter one hammers a server that is down
-	DefaultEndpointPath    = "/mcp"
-	DefaultEndpointName    = "toolgate"
-	DefaultActorClaim      = "sub"
+	// SV-2: sessions and streams.
+	DefaultSessionIdleTimeout   = 30 * time.Minute
+	DefaultMaxSessions          = 10000
+	DefaultMaxSessionsPerActor  = 100
+	DefaultMaxStreamsPerSession = 4
+	// SV-9: connection deadlines and heartbeats.
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultHeartbeatInterval = 15 * time.Second
+	DefaultConfirmTTL        = 15 * time.Minute
+	DefaultApprovalWait      = 2 * time.Minute // CF-5
+	DefaultReviewMode        = ReviewPin       // RV-3
+	DefaultUpstreamTimeout   = 30 * time.Second
+	DefaultHealthInterval    = 30 * time.Second // IM-37
+	DefaultHealthTimeout     = 5 * time.Second
+	DefaultReconnectDelay    = time.Second
+	DefaultReconnectMax      = 30 * time.Second
+	MinHealthInterval        = time.Second            // a shorter one is load, not health
+	MinReconnectDelay        = 100 * time.Millisecond // a shorter one hammers a server that is down
+	DefaultEndpointPath      = "/mcp"
+	DefaultEndpointName      = "toolgate"
+	DefaultActorClaim        = "sub"
 )
 
 // SetDefaults fills every unset value with its default; version is the
@@ -30,6 +40,14 @@ func (c *Config) SetDefaults(version string) []Warning {
 	g := &c.Gateway
 	setIfZero(&g.Listen, DefaultListen)
 	setIfZero(&g.MaxRequestBytes, DefaultMaxRequestBytes)
+	setIfZero(&g.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	setIfZero(&g.MaxSessions, DefaultMaxSessions)
+	setIfZero(&g.MaxSessionsPerActor, DefaultMaxSessionsPerActor)
+	setIfZero(&g.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
+	setIfZero(&g.ReadTimeout, DefaultReadTimeout)
+	setIfZero(&g.WriteTimeout, DefaultWriteTimeout)
+	setIfZero(&g.IdleTimeout, DefaultIdleTimeout)
+	setIfZero(&g.HeartbeatInterval, DefaultHeartbeatInterval)
 	setIfZero(&g.Confirm.TTL, DefaultConfirmTTL)
 	setIfZero(&g.Confirm.ApprovalWait, DefaultApprovalWait)
 	setIfZero(&g.Review.Mode, DefaultReviewMode)

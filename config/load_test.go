@@ -163,10 +163,12 @@ upstreams:
 	reconnect := Reconnect{InitialDelay: time.Second, MaxDelay: 30 * time.Second}
 	want := &Config{
 		Gateway: Gateway{
-			Listen:          "127.0.0.1:7331",
-			MaxRequestBytes: 4194304,
-			Confirm:         Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute},
-			Review:          Review{Mode: "pin"},
+			Listen:             "127.0.0.1:7331",
+			MaxRequestBytes:    4194304,
+			SessionIdleTimeout: 30 * time.Minute, MaxSessions: 10000, MaxSessionsPerActor: 100, MaxStreamsPerSession: 4,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, HeartbeatInterval: 15 * time.Second,
+			Confirm: Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute},
+			Review:  Review{Mode: "pin"},
 		},
 		Endpoints: []Endpoint{{Path: "/mcp", Name: "toolgate", Version: "1.2.3-test", Tools: []string{"*"}}},
 		Upstreams: []Upstream{
@@ -262,7 +264,9 @@ gateway:
 	}{
 		{
 			name: "none",
-			want: Gateway{Listen: "127.0.0.1:7331", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes,
+			want: Gateway{Listen: "127.0.0.1:7331", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes, SessionIdleTimeout: DefaultSessionIdleTimeout,
+				MaxSessions: DefaultMaxSessions, MaxSessionsPerActor: DefaultMaxSessionsPerActor, MaxStreamsPerSession: DefaultMaxStreamsPerSession,
+				ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, HeartbeatInterval: DefaultHeartbeatInterval,
 				Confirm: Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute}, Review: Review{Mode: "pin"}},
 		},
 		{
@@ -277,8 +281,18 @@ gateway:
 				"TOOLGATE_GATEWAY_CONFIRM_TTL":          "1m",
 				"TOOLGATE_GATEWAY_CONFIRM_APPROVALWAIT": "10s",
 				"TOOLGATE_GATEWAY_REVIEW_MODE":          "require",
+				"TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT":   "5m",
+				"TOOLGATE_GATEWAY_MAXSESSIONS":          "50",
+				"TOOLGATE_GATEWAY_MAXSESSIONSPERACTOR":  "5",
+				"TOOLGATE_GATEWAY_MAXSTREAMSPERSESSION": "2",
+				"TOOLGATE_GATEWAY_READTIMEOUT":          "5s",
+				"TOOLGATE_GATEWAY_WRITETIMEOUT":         "20s",
+				"TOOLGATE_GATEWAY_IDLETIMEOUT":          "1m",
+				"TOOLGATE_GATEWAY_HEARTBEATINTERVAL":    "10s",
 			},
 			want: Gateway{Listen: "127.0.0.1:9000", PublicURL: "https://env.example.com", Stateless: true, Store: "postgres://db/toolgate", MaxRequestBytes: 1024,
+				SessionIdleTimeout: 5 * time.Minute, MaxSessions: 50, MaxSessionsPerActor: 5, MaxStreamsPerSession: 2,
+				ReadTimeout: 5 * time.Second, WriteTimeout: 20 * time.Second, IdleTimeout: time.Minute, HeartbeatInterval: 10 * time.Second,
 				Confirm: Confirm{Secret: "override-SECRET-0123456789abcdef0123456789", TTL: time.Minute, ApprovalWait: 10 * time.Second}, Review: Review{Mode: "require"}},
 		},
 		{
@@ -290,7 +304,9 @@ gateway:
 				"TOOLGATE_GATEWAY_NOPE":        "x",
 				"TOOLGATE_UPSTREAMS_0_COMMAND": "evil",
 			},
-			want: Gateway{Listen: "localhost:1234", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes,
+			want: Gateway{Listen: "localhost:1234", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes, SessionIdleTimeout: DefaultSessionIdleTimeout,
+				MaxSessions: DefaultMaxSessions, MaxSessionsPerActor: DefaultMaxSessionsPerActor, MaxStreamsPerSession: DefaultMaxStreamsPerSession,
+				ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, HeartbeatInterval: DefaultHeartbeatInterval,
 				Confirm: Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute}, Review: Review{Mode: "pin"}},
 		},
 	}

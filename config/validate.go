@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/core"
 )
@@ -125,6 +126,27 @@ func (v *validator) gateway() {
 	}
 	if g.MaxRequestBytes <= 0 {
 		v.fail("gateway.maxRequestBytes", "must be greater than 0")
+	}
+	for _, d := range []struct {
+		path string
+		d    time.Duration
+	}{{"gateway.sessionIdleTimeout", g.SessionIdleTimeout}, {"gateway.readTimeout", g.ReadTimeout},
+		{"gateway.writeTimeout", g.WriteTimeout}, {"gateway.idleTimeout", g.IdleTimeout}, {"gateway.heartbeatInterval", g.HeartbeatInterval}} {
+		if d.d <= 0 {
+			v.fail(d.path, "must be greater than 0")
+		}
+	}
+	if g.HeartbeatInterval > 0 && g.WriteTimeout > 0 && g.HeartbeatInterval >= g.WriteTimeout {
+		// An event stream idle between heartbeats would hit the deadline.
+		v.fail("gateway.heartbeatInterval", "must be shorter than gateway.writeTimeout (%s)", g.WriteTimeout)
+	}
+	for _, n := range []struct {
+		path string
+		n    int
+	}{{"gateway.maxSessions", g.MaxSessions}, {"gateway.maxSessionsPerActor", g.MaxSessionsPerActor}, {"gateway.maxStreamsPerSession", g.MaxStreamsPerSession}} {
+		if n.n <= 0 {
+			v.fail(n.path, "must be greater than 0")
+		}
 	}
 	if g.Confirm.TTL <= 0 {
 		v.fail("gateway.confirm.ttl", "must be greater than 0")

@@ -6,3 +6,7 @@ const StdioServerArgForTest = stdioServerArg
 
 // RawServerArgForTest makes the test binary the hand-written stdio server.
 const RawServerArgForTest = rawServerArg
+
+// KnownSessionsForTest counts the entries the endpoint keeps for sessions,
+// over all its maps: zero once every session is gone.
+func (e *Endpoint) KnownSessionsForTest() int { return e.ids.count() }

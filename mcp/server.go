@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -65,6 +66,25 @@ type EndpointOptions struct {
 	// Hub carries upstreams' resource updates to subscribed sessions; nil
 	// offers no subscriptions.
 	Hub *Hub
+	// SessionIdleTimeout ends a session after that long without a request
+	// or an open stream (SV-2); 0 is DefaultSessionIdleTimeout, negative
+	// never.
+	SessionIdleTimeout time.Duration
+	// Limits caps sessions in all and per actor (SV-2); endpoints of one
+	// gateway share it. nil is a cap of this endpoint's own at the
+	// defaults.
+	Limits *SessionLimits
+	// MaxStreamsPerSession caps a session's open GET streams (SV-2); 0 is
+	// DefaultMaxStreamsPerSession.
+	MaxStreamsPerSession int
+	// WriteTimeout bounds each write of a response (SV-9); event streams
+	// move it on with every event and heartbeat. 0 is DefaultWriteTimeout,
+	// negative none. The body-read deadline is WithDeadlines'.
+	WriteTimeout time.Duration
+	// HeartbeatInterval is how often an event stream (GET streams, calls
+	// answering as SSE) gets an SSE comment; 0 is
+	// DefaultHeartbeatInterval, negative none.
+	HeartbeatInterval time.Duration
 	// Actor returns the caller the authentication middleware derived for
 	// this request (AU-3). Requests without one are refused.
 	Actor  func(ctx context.Context) (core.Actor, bool)
@@ -94,6 +114,15 @@ type Endpoint struct {
 	applied seqBarrier
 	// shown is the catalog as last set; only follow touches it.
 	shown shownCatalog
+	// unsolicited rate-limits the log lines of responses to requests the
+	// gateway never made.
+	unsolicited unsolicited
+	// running are the POSTs being served, for CutCalls (SV-9).
+	running running
+	// stopSweep ends the idle-session sweeper; nil without one.
+	stopSweep chan struct{}
+	swept     sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -115,6 +144,21 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	if opts.Name == "" {
 		opts.Name = "toolgate"
 	}
+	if opts.SessionIdleTimeout == 0 {
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.Limits == nil {
+		opts.Limits = NewSessionLimits(0, 0)
+	}
+	if opts.MaxStreamsPerSession <= 0 {
+		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
 	e := &Endpoint{opts: opts, ids: newSessionIDs()}
 
 	hooks := &server.Hooks{}
@@ -122,6 +166,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		e.ids.forget(s.SessionID())
 		e.levels.forget(s.SessionID())
+		e.unsolicited.forget(s.SessionID())
 		e.releaseSubscriptions(s.SessionID())
 		if opts.Sessions != nil {
 			opts.Sessions.Remove(s.SessionID())
@@ -162,7 +207,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 
 	httpOpts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(opts.Path),
-		server.WithStreamableHTTPLogger(opts.Logger),
+		server.WithStreamableHTTPLogger(slog.New(quietHandler{opts.Logger.Handler()})),
 	}
 	if opts.Stateless {
 		httpOpts = append(httpOpts, server.WithStateLess(true))
@@ -187,6 +232,11 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.applied.advance(snap.Seq)
 	e.synced.Add(1)
 	go e.follow()
+	if !opts.Stateless && opts.SessionIdleTimeout > 0 {
+		e.stopSweep = make(chan struct{})
+		e.swept.Add(1)
+		go e.sweep(e.stopSweep)
+	}
 	return e, nil
 }
 
@@ -584,6 +634,18 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	actor, _ := e.opts.Actor(ctx)
 	e.ids.bind(s.SessionID(), actor.ID, s)
+	if slot := slotFrom(ctx); slot != nil && slot.claim() {
+		// The session holds its place under the caps until it is
+		// forgotten, however it ends.
+		e.ids.hold(s.SessionID(), slot)
+		if m, _ := ctx.Value(getKey{}).(bool); m {
+			// Minted by a GET without an id: it lives as long as that
+			// stream, which keeps it from expiring meanwhile.
+			slot.mu.Lock()
+			slot.leave = e.ids.enter(s.SessionID())
+			slot.mu.Unlock()
+		}
+	}
 	e.ids.mu.Lock()
 	e.ids.protocol[s.SessionID()] = server.RequestProtocolVersion(ctx)
 	e.ids.mu.Unlock()
@@ -612,9 +674,19 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var err error
 		body, err = io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Sent too slowly, or shorter than its Content-Length.
+				w.Header().Set("Connection", "close")
+				http.Error(w, "request body not received in time", http.StatusRequestTimeout)
+				return
+			}
 			http.Error(w, "reading request body failed", http.StatusBadRequest)
 			return
 		}
+		// The body is in: a read deadline passing during a long answer
+		// would cancel it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if int64(len(body)) > e.opts.MaxRequestBytes {
 			w.Header().Set("Connection", "close")
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
@@ -634,10 +706,43 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.opts.Sessions != nil {
 			e.opts.Sessions.Touch(id, false)
 		}
+		// A session is not idle while a request or stream of it is open.
+		defer e.ids.enter(id)()
+	}
+	if id == "" && !e.opts.Stateless && opensSession(r, body) {
+		actor, _ := e.opts.Actor(r.Context())
+		slot, err := e.opts.Limits.acquire(actor.ID)
+		if err != nil {
+			refuseSession(w, r, body, err)
+			return
+		}
+		defer slot.requestDone()
+		ctx := context.WithValue(r.Context(), slotKey{}, slot)
+		if r.Method == http.MethodGet {
+			ctx = context.WithValue(ctx, getKey{}, true)
+		}
+		r = r.WithContext(ctx)
 	}
 	if r.Method == http.MethodGet && id != "" {
 		// Requests from upstreams reach a client on this stream.
-		defer e.ids.listen(id)()
+		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+		if !ok {
+			http.Error(w, fmt.Sprintf("too many GET streams on this session: at most %d may be open at once (gateway.maxStreamsPerSession); close one first", e.opts.MaxStreamsPerSession), http.StatusTooManyRequests)
+			return
+		}
+		defer leave()
+	}
+	if r.Method == http.MethodGet {
+		sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
+		stop := heartbeat(e.opts.HeartbeatInterval, sw.ping)
+		defer func() {
+			stop()
+			sw.mu.Lock()
+			sw.ended = true
+			sw.mu.Unlock()
+		}()
+		e.http.ServeHTTP(sw, r)
+		return
 	}
 	if r.Method != http.MethodPost {
 		e.http.ServeHTTP(w, r)
@@ -659,8 +764,24 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if isResponse(body) {
+		// An answer to mcp-go's own request (sampling, elicitation) is
+		// accepted with 202; anything else answers nothing the gateway
+		// asked, and is logged within bounds.
+		sw := &statusWriter{ResponseWriter: w}
+		e.http.ServeHTTP(sw, r)
+		if sw.status != http.StatusAccepted {
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
+		}
+		return
+	}
 	cs := newCallStream(w)
-	r = r.WithContext(context.WithValue(r.Context(), callStreamKey{}, cs))
+	cs.dl = newDeadline(w, e.opts.WriteTimeout)
+	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
+	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	if bytes.Contains(body, []byte(`"tools/list"`)) {
 		// Read your writes (SV-1): a tool registered before this request
 		// is in its listing.
@@ -687,36 +808,58 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cs.finish()
 }
 
+// opensSession reports whether r, carrying no session id, would mint one:
+// an initialize, or a GET stream (mcp-go mints a session for it).
+func opensSession(r *http.Request, body []byte) bool {
+	switch r.Method {
+	case http.MethodGet:
+		return true
+	case http.MethodPost:
+		var msg struct {
+			Method string `json:"method"`
+		}
+		return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcpgo.MethodInitialize)
+	}
+	return false
+}
+
+type getKey struct{}
+
 // EndSession ends a session from the gateway side, exactly as the client's
 // DELETE would; its next request gets 404.
 func (e *Endpoint) EndSession(id string) error {
 	if !e.ids.live(id) {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
+	return e.endSession(id)
+}
+
+// endSession ends id through mcp-go's own DELETE, so its state goes with
+// it: mcp-go's session, the endpoint's maps, the console's row.
+func (e *Endpoint) endSession(id string) error {
 	req := httptest.NewRequest(http.MethodDelete, e.opts.Path, nil)
 	req.Header.Set(server.HeaderKeySessionID, id)
-	if s, ok := e.opts.sessionProtocol(id); ok {
-		req.Header.Set(mcpgo.HeaderProtocolVersion, s)
+	if p := e.ids.protocolOf(id); p != "" {
+		req.Header.Set(mcpgo.HeaderProtocolVersion, p)
 	}
 	rec := httptest.NewRecorder()
 	e.http.ServeHTTP(rec, req)
+	e.ids.forget(id)
 	if rec.Code != http.StatusOK {
 		return fmt.Errorf("ending session %q: HTTP %d", id, rec.Code)
 	}
-	e.ids.forget(id)
 	return nil
 }
 
-func (o EndpointOptions) sessionProtocol(id string) (string, bool) {
-	if o.Sessions == nil {
-		return "", false
-	}
-	s, ok := o.Sessions.Get(id)
-	return s.Protocol, ok && s.Protocol != ""
-}
-
-// Close stops following the registry and ends every session (SV-9).
+// Close stops the sweeper and following the registry, and ends every
+// session (SV-9).
 func (e *Endpoint) Close(ctx context.Context) error {
+	e.closeOnce.Do(func() {
+		if e.stopSweep != nil {
+			close(e.stopSweep)
+		}
+	})
+	e.swept.Wait()
 	if e.opts.Hub != nil {
 		e.opts.Hub.detach(e)
 	}
@@ -737,6 +880,13 @@ type sessionIDs struct {
 	streams map[string]int
 	// protocol is each session's negotiated revision.
 	protocol map[string]string
+	// busy counts each session's open requests and streams; seen is when
+	// the last one ended (or the id was minted). A session is idle when
+	// it has none open and was last seen longer ago than the timeout.
+	busy map[string]int
+	seen map[string]time.Time
+	// slots are the places sessions hold under the caps (SV-2).
+	slots map[string]*sessionSlot
 	// inflight cancels the calls serveCall runs, by session and request id.
 	inflight cancels
 }
@@ -745,7 +895,8 @@ var _ server.SessionIdManager = (*sessionIDs)(nil)
 
 func newSessionIDs() *sessionIDs {
 	return &sessionIDs{owner: map[string]string{}, sessions: map[string]server.ClientSession{},
-		streams: map[string]int{}, protocol: map[string]string{}}
+		streams: map[string]int{}, protocol: map[string]string{}, busy: map[string]int{},
+		seen: map[string]time.Time{}, slots: map[string]*sessionSlot{}}
 }
 
 var errUnknownSession = errors.New("unknown session")
@@ -754,6 +905,7 @@ func (m *sessionIDs) Generate() string {
 	id := randomID()
 	m.mu.Lock()
 	m.owner[id] = ""
+	m.seen[id] = time.Now()
 	m.mu.Unlock()
 	return id
 }
@@ -786,6 +938,19 @@ func (m *sessionIDs) bind(id, actor string, s server.ClientSession) {
 	}
 }
 
+// hold records the slot session id holds; forget releases it.
+func (m *sessionIDs) hold(id string, slot *sessionSlot) {
+	m.mu.Lock()
+	_, live := m.owner[id]
+	if live {
+		m.slots[id] = slot
+	}
+	m.mu.Unlock()
+	if !live {
+		slot.release()
+	}
+}
+
 // session is the live session of that id, once initialize bound it.
 func (m *sessionIDs) session(id string) server.ClientSession {
 	m.mu.Lock()
@@ -793,9 +958,55 @@ func (m *sessionIDs) session(id string) server.ClientSession {
 	return m.sessions[id]
 }
 
-// listen counts an open GET stream until the returned function is called.
-func (m *sessionIDs) listen(id string) func() {
+func (m *sessionIDs) protocolOf(id string) string {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.protocol[id]
+}
+
+// enter marks id busy until the returned function is called.
+func (m *sessionIDs) enter(id string) func() {
+	m.mu.Lock()
+	m.busy[id]++
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.busy[id]--; m.busy[id] <= 0 {
+			delete(m.busy, id)
+		}
+		if _, ok := m.owner[id]; ok {
+			m.seen[id] = time.Now()
+		}
+	}
+}
+
+// takeIdle returns the sessions idle for timeout or longer at now and makes
+// them unknown at once, so a request racing the sweeper gets 404 rather
+// than a session that is being ended under it.
+func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var idle []string
+	for id, seen := range m.seen {
+		if m.busy[id] > 0 || now.Sub(seen) < timeout {
+			continue
+		}
+		delete(m.owner, id)
+		delete(m.seen, id)
+		idle = append(idle, id)
+	}
+	return idle
+}
+
+// listen counts an open GET stream until the returned function is called;
+// false when the session has max open already.
+func (m *sessionIDs) listen(id string, max int) (func(), bool) {
+	m.mu.Lock()
+	if m.streams[id] >= max {
+		m.mu.Unlock()
+		return nil, false
+	}
 	m.streams[id]++
 	m.mu.Unlock()
 	return func() {
@@ -804,7 +1015,7 @@ func (m *sessionIDs) listen(id string) func() {
 		if m.streams[id]--; m.streams[id] <= 0 {
 			delete(m.streams, id)
 		}
-	}
+	}, true
 }
 
 func (m *sessionIDs) listening(id string) bool {
@@ -820,12 +1031,25 @@ func (m *sessionIDs) ownedBy(id, actor string) bool {
 	return ok && (owner == "" || owner == actor)
 }
 
-func (m *sessionIDs) forget(id string) {
+// count is how many ids are known, for tests.
+func (m *sessionIDs) count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return len(m.owner) + len(m.sessions) + len(m.protocol) + len(m.seen) + len(m.slots)
+}
+
+func (m *sessionIDs) forget(id string) {
+	m.mu.Lock()
 	delete(m.owner, id)
 	delete(m.sessions, id)
 	delete(m.protocol, id)
+	delete(m.seen, id)
+	slot := m.slots[id]
+	delete(m.slots, id)
+	m.mu.Unlock()
+	if slot != nil {
+		slot.release()
+	}
 }
 
 func randomID() string {

@@ -28,6 +28,9 @@ import (
 // as one final event when the request ends (finish); if mcp-go switched to
 // SSE itself, its events pass through.
 type callStream struct {
+	// dl moves the write deadline on before every write (SV-9).
+	dl deadline
+
 	mu sync.Mutex
 	w  http.ResponseWriter
 	// hdr is the header map mcp-go fills; copied to w's when mcp-go sends
@@ -95,6 +98,7 @@ func (c *callStream) writeHeaderLocked(code int) {
 	for k, v := range c.hdr {
 		c.w.Header()[k] = v
 	}
+	c.dl.extend()
 	c.w.WriteHeader(code)
 	c.upgraded = c.libSSE
 }
@@ -112,6 +116,7 @@ func (c *callStream) Write(p []byte) (int, error) {
 	if c.upgraded && !c.libSSE {
 		return c.held.Write(p)
 	}
+	c.dl.extend()
 	return c.w.Write(p)
 }
 
@@ -124,6 +129,21 @@ func (c *callStream) Flush() {
 func (c *callStream) flushLocked() {
 	if f, ok := c.w.(http.Flusher); ok {
 		f.Flush()
+	}
+}
+
+// ping writes an SSE comment on a call's event stream, which clients
+// ignore: a long call keeps its connection alive (SV-9). A call still
+// answering in plain JSON has no stream to ping.
+func (c *callStream) ping() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.upgraded || c.done {
+		return
+	}
+	c.dl.extend()
+	if _, err := c.w.Write([]byte(": ping\n\n")); err == nil {
+		c.flushLocked()
 	}
 }
 
@@ -146,9 +166,11 @@ func (c *callStream) send(msg any) error {
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("Connection", "keep-alive")
+		c.dl.extend()
 		c.w.WriteHeader(http.StatusOK)
 		c.upgraded = true
 	}
+	c.dl.extend()
 	if _, err := fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", data); err != nil {
 		return err
 	}
@@ -161,6 +183,7 @@ func (c *callStream) send(msg any) error {
 func (c *callStream) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dl.extend()
 	if c.deferred {
 		out := c.rewrite(c.hdr, c.body.Bytes())
 		for k, v := range c.hdr {

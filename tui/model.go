@@ -473,16 +473,24 @@ func (m *Model) globalKeys() keys.GlobalKeys {
 }
 
 // quit leaves at once unless operators' decisions are pending: then it asks,
-// since the waiting calls would time out.
+// saying what quitting does to them — the gateway rejects them as it shuts
+// down (SV-9).
 func (m *Model) quit() tea.Cmd {
 	if n := len(m.state.Pending); n > 0 {
-		m.dialog = dialog.New(m.c.Theme, m.c.Keys.Dialog, "Quit?",
-			fmt.Sprintf("%d confirmation(s) wait for an operator. If you quit, those calls time out and nothing runs.", n),
-			"Quit", tea.Quit)
+		m.dialog = dialog.New(m.c.Theme, m.c.Keys.Dialog, "Quit?", quitPrompt(n), "Quit", tea.Quit)
 		m.dialog.SetWidth(m.width)
 		return nil
 	}
 	return tea.Quit
+}
+
+// quitPrompt says what quitting does to n pending approvals.
+func quitPrompt(n int) string {
+	what := fmt.Sprintf("%d pending approvals", n)
+	if n == 1 {
+		what = "1 pending approval"
+	}
+	return what + " will be rejected: their callers are told the gateway is shutting down, and nothing runs."
 }
 
 // layout is the one place layout arithmetic happens: the header, tabs,

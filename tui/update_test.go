@@ -50,11 +50,16 @@ func TestQuit(t *testing.T) {
 			t.Fatalf("%s does not quit", k)
 		}
 	}
-	// With confirmations waiting, q asks first (focus on Cancel); ctrl+c
-	// still quits at once.
-	m = ready(t, newFake(), 100, 30)
+	// With confirmations waiting, q asks first (focus on Cancel), saying
+	// what quitting does to them (SV-9); ctrl+c still quits at once.
+	f = newFake()
+	m = ready(t, f, 100, 30)
 	if _, cmd := m.Update(keyMsg("q")); cmd != nil || m.Dialog() == nil || m.Dialog().Focus() != dialog.FocusCancel {
 		t.Fatalf("q with pending confirmations: cmd %v, dialog %v", cmd, m.Dialog())
+	}
+	want := fmt.Sprintf("%d pending approval", len(f.snap.Pending))
+	if p := m.Dialog().Prompt; !strings.Contains(p, want) || !strings.Contains(p, "will be rejected") || !strings.Contains(p, "shutting down") {
+		t.Fatalf("quit prompt %q does not say the %s will be rejected as the gateway shuts down", p, want)
 	}
 	if _, cmd := m.Update(keyMsg("ctrl+c")); cmd == nil {
 		t.Fatal("ctrl+c in the dialog does not quit")

@@ -816,3 +816,71 @@ upstreams:
 		t.Errorf("a secret leaked into serve's stderr:\n%s", logs)
 	}
 }
+
+// serveOperatorConfig is an open-mode endpoint over the notes demo, whose
+// actions wait for an operator.
+const serveOperatorConfig = `gateway:
+  confirm:
+    secret: ${TOOLGATE_CONFIRM_SECRET}
+endpoints:
+  - path: /mcp
+    actor: {id: dev, roles: [ADMIN]}
+upstreams:
+  - name: notes
+    command: ${TOOLGATE_SELF}
+    args: [demo-upstream, notes]
+    required: true
+    approval: operator
+`
+
+// SV-9, Appendix B: SIGTERM while a call waits for an operator. The call is
+// rejected at once with isError "the gateway is shutting down", and serve
+// exits 0 without waiting out its grace (issue 16: the call was cut with
+// no answer and the process exited 1).
+func TestServeShutdownRejectsPendingApprovalSV9(t *testing.T) {
+	g := startServe(t, writeServeConfig(t, serveOperatorConfig), map[string]string{"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret})
+	c := serveOpen(t, g.base+"/mcp", "")
+	preview := serveCallResult(t, serveRaw(t, c, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes_create_note","arguments":{"text":"at shutdown"}}}`))
+	var p struct {
+		ConfirmToken string `json:"confirmToken"`
+	}
+	if json.Unmarshal(preview.StructuredContent, &p) != nil || p.ConfirmToken == "" {
+		t.Fatalf("no confirm token in the preview: %s", preview.Raw)
+	}
+	// With a progress token the waiting call says so on its stream: that
+	// is when it is pending.
+	st, err := c.Send(t.Context(), fmt.Appendf(nil, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notes_create_note","arguments":{"text":"at shutdown","confirm":true,"confirmToken":%q},"_meta":{"progressToken":"p"}}}`, p.ConfirmToken), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := st.Next()
+	if err != nil || first.Method != "notifications/progress" {
+		t.Fatalf("the confirming call did not wait for an operator: %+v %v\n%s", first, err, g.stderr)
+	}
+	sent := time.Now()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var answer mcptest.Message
+	for range 100 {
+		m, err := st.Next()
+		if err != nil {
+			t.Fatalf("the waiting call got no answer after SIGTERM: %v\n%s", err, g.stderr)
+		}
+		if m.IsResponse() {
+			answer = m
+			break
+		}
+	}
+	var res mcptest.ToolResult
+	if json.Unmarshal(answer.Result, &res) != nil || !res.IsError || !strings.Contains(res.Text(), "the gateway is shutting down") {
+		t.Fatalf("the waiting call answered %s, want isError saying the gateway is shutting down", answer.Raw)
+	}
+	if code := g.waitExit(t); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM, want 0\n%s", code, g.stderr)
+	}
+	if took := time.Since(sent); took > shutdownGrace/2 {
+		t.Errorf("exited %v after SIGTERM: it waited for the approval instead of rejecting it", took)
+	}
+}

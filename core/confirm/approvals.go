@@ -20,7 +20,13 @@ var (
 	ErrApprovalTimeout = errors.New("no operator decision in time")
 	// ErrUnknownConfirmation: no pending confirmation has that id.
 	ErrUnknownConfirmation = errors.New("unknown pending confirmation")
+	// ErrShuttingDown: the gateway is shutting down, so no operator will
+	// decide (SV-9).
+	ErrShuttingDown = errors.New("the gateway is shutting down")
 )
+
+// shutdownBy is who a confirmation rejected at shutdown was decided by.
+const shutdownBy = "gateway"
 
 // ApprovalQueue holds the confirmations waiting for an operator.
 type ApprovalQueue struct {
@@ -29,6 +35,8 @@ type ApprovalQueue struct {
 
 	mu      sync.Mutex
 	pending map[string]*waiting
+	// closed: Shutdown ran; nothing waits any more.
+	closed bool
 }
 
 type waiting struct {
@@ -39,6 +47,8 @@ type waiting struct {
 type verdict struct {
 	decision   core.Decision
 	by, reason string
+	// shutdown: rejected because the gateway is shutting down.
+	shutdown bool
 }
 
 // NewApprovalQueue returns an empty queue publishing on bus.
@@ -75,16 +85,22 @@ func (q *ApprovalQueue) Wait(ctx context.Context, p core.PendingConfirmation, wa
 	p.Created = q.now()
 	p.Deadline = p.Created.Add(wait)
 	w := &waiting{info: p, decided: make(chan verdict, 1)}
-	dup := false
+	dup, closed := false, false
 	q.bus.Commit(func() []core.EventData {
 		q.mu.Lock()
 		defer q.mu.Unlock()
+		if closed = q.closed; closed {
+			return nil
+		}
 		if _, dup = q.pending[p.ID]; dup {
 			return nil
 		}
 		q.pending[p.ID] = w
 		return []core.EventData{core.ConfirmationPending{Pending: p}}
 	})
+	if closed {
+		return ErrShuttingDown
+	}
 	if dup {
 		// The same token confirmed twice at once: one call waits, the
 		// other is refused, as it would be once the first had run.
@@ -100,6 +116,9 @@ func (q *ApprovalQueue) Wait(ctx context.Context, p core.PendingConfirmation, wa
 		case v := <-w.decided:
 			if v.decision == core.DecisionApprove {
 				return nil
+			}
+			if v.shutdown {
+				return ErrShuttingDown
 			}
 			if v.reason != "" {
 				return fmt.Errorf("%w by %s: %s", ErrConfirmRejected, v.by, v.reason)
@@ -117,6 +136,26 @@ func (q *ApprovalQueue) Wait(ctx context.Context, p core.PendingConfirmation, wa
 			}
 		}
 	}
+}
+
+// Shutdown rejects every waiting confirmation at once, telling each caller
+// the gateway is shutting down, and refuses any that would wait later
+// (SV-9). It returns how many it rejected.
+func (q *ApprovalQueue) Shutdown() int {
+	q.mu.Lock()
+	q.closed = true
+	ids := make([]string, 0, len(q.pending))
+	for id := range q.pending {
+		ids = append(ids, id)
+	}
+	q.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if q.decide(id, verdict{decision: core.DecisionReject, by: shutdownBy, reason: ErrShuttingDown.Error(), shutdown: true}) {
+			n++
+		}
+	}
+	return n
 }
 
 // Approve lets a waiting confirmation run.

@@ -171,3 +171,36 @@ func TestOperatorProgress(t *testing.T) {
 		}
 	})
 }
+
+// SV-9: at shutdown every waiting confirmation is rejected at once — no
+// time passes in the bubble — with a text saying the gateway is shutting
+// down; nothing runs, and a confirmation that would wait afterwards is
+// refused the same way instead of waiting.
+func TestShutdownRejectsPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newGateFixture(t)
+		q := operatorGate(t, f, time.Minute)
+		p := f.preview(t, alice, `{"title":"x"}`)
+		done := confirmAsync(f, context.Background(), p.ConfirmToken)
+		waitPending(t, q)
+		start := time.Now()
+		if n := q.Shutdown(); n != 1 {
+			t.Fatalf("Shutdown rejected %d, want 1", n)
+		}
+		out := <-done
+		var re *RefusedError
+		if !errors.Is(out.err, ErrShuttingDown) || !errors.As(out.err, &re) || !strings.Contains(re.Text, "the gateway is shutting down") {
+			t.Fatalf("at shutdown: %v", out.err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the call waited %v after Shutdown", waited)
+		}
+		if f.runs.Load() != 0 || len(q.Pending()) != 0 {
+			t.Fatalf("runs=%d pending=%d", f.runs.Load(), len(q.Pending()))
+		}
+		p2 := f.preview(t, alice, `{"title":"x"}`)
+		if _, err := f.gate.Invoke(context.Background(), f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, p2.ConfirmToken)); !errors.Is(err, ErrShuttingDown) {
+			t.Fatalf("after shutdown: %v", err)
+		}
+	})
+}

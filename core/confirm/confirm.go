@@ -77,6 +77,9 @@ type ConfirmMessages struct {
 	OtherStore string
 	// Unrecorded: the call's audit intent could not be written (CF-3).
 	Unrecorded string
+	// ShuttingDown: the gateway shut down while the call waited for an
+	// operator (SV-9).
+	ShuttingDown string
 }
 
 // GateOptions configures a Gate.
@@ -145,6 +148,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
 	setDefault(&m.StoreLost, "Not run: the gateway's store was deleted or replaced while in use, and with it the record of used confirmations; action calls are refused until the gateway is restarted")
 	setDefault(&m.Unrecorded, "Not run: the gateway could not record this call in its audit log before running it; preview again to get a new confirmation")
+	setDefault(&m.ShuttingDown, "Not run: the gateway is shutting down, so no operator will approve this call; preview again once it is back")
 	setDefault(&m.OtherStore, "Not run: this confirmation was issued against another store (the gateway's store was lost or replaced since); preview again to get a new one")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
@@ -470,6 +474,8 @@ func (g *Gate) RefusalText(err error) string {
 		return g.msgs.Rejected + ": " + err.Error()
 	case errors.Is(err, ErrApprovalTimeout):
 		return g.msgs.TimedOut
+	case errors.Is(err, ErrShuttingDown):
+		return g.msgs.ShuttingDown
 	case errors.Is(err, core.ErrStoreLost):
 		return g.msgs.StoreLost
 	case errors.Is(err, ErrConfirmStore):

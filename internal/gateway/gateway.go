@@ -208,7 +208,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 // Start in the background to show the upstreams connecting.
 func (g *Gateway) Start(ctx context.Context) error {
 	if g.ln != nil && g.srv == nil {
-		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
+		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.cfg.Gateway.IdleTimeout}
 		// Ending sessions first lets their event streams close, so Shutdown
 		// waits only for calls in flight.
 		g.srv.RegisterOnShutdown(g.closeEndpoints)
@@ -223,17 +223,48 @@ func (g *Gateway) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close shuts the endpoints down gracefully within ctx (SV-9), then every
+// cutGrace is how long calls cut at the shutdown deadline have to return
+// their error answers before their connections are closed.
+const cutGrace = time.Second
+
+// PendingApprovals is how many confirmations wait for an operator: what
+// Close rejects.
+func (g *Gateway) PendingApprovals() int {
+	if g.approvals == nil {
+		return 0
+	}
+	return len(g.approvals.Pending())
+}
+
+// Close rejects pending operator approvals at once, then shuts the
+// endpoints down gracefully within ctx (SV-9); a call still running at the
+// deadline gets a JSON-RPC error, then every
 // upstream connection and child process (IM-10), then the operator log
 // (once it has logged every event before), then the store if the gateway
 // opened it. The error says in-flight calls had to be cut. Close is
 // safe after a partial New and more than once.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
+		// No operator will decide once the gateway is gone: the callers are
+		// told now rather than at their own timeout (SV-9).
+		if g.approvals != nil {
+			if n := g.approvals.Shutdown(); n > 0 {
+				g.log.Info("pending approvals rejected: the gateway is shutting down", "count", n)
+			}
+		}
 		switch {
 		case g.srv != nil:
 			if err := g.srv.Shutdown(ctx); err != nil {
-				g.log.Error("calls still in flight at the deadline were cut", "err", err)
+				cut := 0
+				for _, ep := range g.endpoints {
+					cut += ep.CutCalls()
+				}
+				g.log.Error("calls still in flight at the deadline were cut", "calls", cut, "err", err)
+				// The cut calls' handlers return once their contexts end; a
+				// moment more lets their error answers reach the clients.
+				grace, cancel := context.WithTimeout(context.Background(), cutGrace)
+				_ = g.srv.Shutdown(grace)
+				cancel()
 				_ = g.srv.Close()
 				g.closeErr = err
 			}

@@ -16,6 +16,9 @@ import (
 func (g *Gateway) buildHandler(ctx context.Context) error {
 	cfg := g.cfg
 	mux := http.NewServeMux()
+	// One set of caps for all endpoints: gateway.maxSessions bounds the
+	// gateway, not each endpoint (SV-2).
+	limits := mcp.NewSessionLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
 		if err != nil {
@@ -27,6 +30,9 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: g.log,
 			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
+			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, Limits: limits,
+			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
+			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 		})
 		if err != nil {
 			return err
@@ -43,7 +49,9 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	})
 	mux.HandleFunc("/readyz", g.readyz)
 	g.mountMetrics(mux)
-	g.handler = mux
+	// Body-read and write deadlines per request, not the server's: those
+	// would cut event streams (SV-9).
+	g.handler = mcp.WithDeadlines(mux, cfg.Gateway.ReadTimeout, cfg.Gateway.WriteTimeout)
 	return nil
 }
 

@@ -58,7 +58,7 @@ text() { t send-keys -t "$session" -l "$1"; sleep 0.15; }
 # A home with no config file: toolgate starts the demo.
 mkdir -p "$work/home"
 t new-session -d -s "$session" -x 100 -y 30 \
-	"cd '$work/home' && env HOME='$work/home' XDG_CONFIG_HOME='$work/home/.config' XDG_DATA_HOME='$work/home/.local/share' NO_COLOR=1 '$bin' 2>'$work/stderr'"
+	"cd '$work/home' && env HOME='$work/home' XDG_CONFIG_HOME='$work/home/.config' XDG_DATA_HOME='$work/home/.local/share' NO_COLOR=1 '$bin' 2>'$work/stderr'; echo \$? >'$work/status'"
 
 wait_for "toolgate demo" 20
 wait_for "open mode, no auth"
@@ -144,11 +144,31 @@ wait_for "preview"
 keys ?
 wait_for "go to pane"
 keys Escape
+
+# SV-9: quitting with an approval pending says what will happen to it, and
+# it happens: the waiting client is told the gateway is shutting down, and
+# the console exits 0.
+preview=$(curl -sS "${h[@]}" -H "Mcp-Session-Id: $sid" \
+	-d '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"create_note","arguments":{"text":"at quit"}}}' "$url")
+token=$(grep -oE '"confirmToken":"[0-9a-f.]+"' <<<"$preview" | head -1 | cut -d'"' -f4)
+[[ -n "$token" ]] || fail "the second preview carried no confirm token: $preview"
+curl -sS --max-time 60 "${h[@]}" -H "Mcp-Session-Id: $sid" \
+	-d '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"create_note","arguments":{"text":"at quit","confirm":true,"confirmToken":"'"$token"'"}}}' \
+	"$url" >"$work/quit.json" 2>&1 &
+quit_pid=$!
+wait_for "⚑ 1 pending approval"
 keys q
+wait_for "1 pending approval will be rejected"
+keys Right
+keys Enter
 for ((i = 0; i < 150; i++)); do
 	t has-session -t "$session" 2>/dev/null || break
 	sleep 0.1
 done
 if t has-session -t "$session" 2>/dev/null; then fail "toolgate did not quit on q"; fi
 grep -q "console closed" "$work/stderr" || fail "no clean exit: $(cat "$work/stderr")"
+wait "$quit_pid" || fail "the call pending at quit got no answer: $(cat "$work/quit.json")"
+grep -q '"isError":true' "$work/quit.json" && grep -q "the gateway is shutting down" "$work/quit.json" ||
+	fail "the call pending at quit was not told the gateway is shutting down: $(cat "$work/quit.json")"
+[[ "$(cat "$work/status" 2>/dev/null)" == 0 ]] || fail "the console exited $(cat "$work/status" 2>/dev/null), want 0"
 echo "PASS: console end to end"
