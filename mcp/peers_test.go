@@ -74,7 +74,13 @@ type rawTool struct {
 // same tools.
 func rawTools(t *testing.T, args ...string) (map[string]rawTool, []string) {
 	t.Helper()
-	cmd := exec.Command(peers.Node(t), args...)
+	return rawToolsOf(t, peers.Node(t), args...)
+}
+
+// rawToolsOf is rawTools for any stdio server: command with args.
+func rawToolsOf(t *testing.T, command string, args ...string) (map[string]rawTool, []string) {
+	t.Helper()
+	cmd := exec.Command(command, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = minimalEnv()
 	stdin, err := cmd.StdinPipe()
@@ -247,8 +253,8 @@ func checkVerbatim(t *testing.T, reg *core.Registry, source, prefix string, raw 
 	}
 	for _, name := range names {
 		ti, r := got[name], raw[name]
-		if ti.Name != prefix+"_"+name {
-			t.Errorf("%s imported as %q, want %q", name, ti.Name, prefix+"_"+name)
+		if want := core.ToolName(prefix, name); ti.Name != want {
+			t.Errorf("%s imported as %q, want %q", name, ti.Name, want)
 		}
 		if !bytes.Equal(ti.InputSchema, r.InputSchema) {
 			t.Errorf("%s: inputSchema differs from what the server sent\n got: %s\nsent: %s", name, ti.InputSchema, r.InputSchema)
@@ -523,11 +529,41 @@ func TestPeerEverythingListedMemberByMember(t *testing.T) {
 	raw, names := rawTools(t, js)
 	reg, _ := importPeer(t, mcp.UpstreamOptions{Name: "everything", Command: peers.Node(t), Args: []string{js}, Cwd: t.TempDir()}, "everything")
 	checkVerbatim(t, reg, "everything", "everything", raw, names)
+	checkListedMemberByMember(t, reg, "everything", raw, names)
+}
+
+// The same, for the official Go SDK's everything example server: built
+// from the module this project already requires, run over stdio.
+func TestPeerGoSDKEverythingListedMemberByMember(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the Go SDK's everything example")
+	}
+	bin := filepath.Join(t.TempDir(), "everything")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/examples/server/everything").CombinedOutput(); err != nil {
+		t.Fatalf("building the Go SDK's everything example: %v\n%s", err, out)
+	}
+	raw, names := rawToolsOf(t, bin)
+	if len(names) == 0 {
+		t.Fatal("the Go SDK's everything example lists no tools")
+	}
+	reg, _ := importPeer(t, mcp.UpstreamOptions{Name: "goeverything", Command: bin, Cwd: t.TempDir()}, "goeverything")
+	checkVerbatim(t, reg, "goeverything", "goeverything", raw, names)
+	checkListedMemberByMember(t, reg, "goeverything", raw, names)
+}
+
+// checkListedMemberByMember serves reg on an endpoint with a confirm gate
+// and compares its tools/list with what the server listed, member by
+// member (see TestPeerEverythingListedMemberByMember).
+func checkListedMemberByMember(t *testing.T, reg *core.Registry, prefix string, raw map[string]rawTool, names []string) {
+	t.Helper()
 	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("a-confirm-secret-of-at-least-32-bytes!"), Ledger: memstore.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := asActorWith(t, reg, "everything-reader", gate)
+	base := asActorWith(t, reg, prefix+"-reader", gate)
 	c := mcptest.New(base+"/mcp", nil)
 	if _, err := c.Initialize(t.Context()); err != nil {
 		t.Fatal(err)
@@ -542,18 +578,24 @@ func TestPeerEverythingListedMemberByMember(t *testing.T) {
 	if err := json.Unmarshal(res, &listed); err != nil {
 		t.Fatal(err)
 	}
-	served := map[string]map[string]json.RawMessage{}
+	byName := map[string]map[string]json.RawMessage{}
 	for _, tl := range listed.Tools {
 		var name string
 		_ = json.Unmarshal(tl["name"], &name)
-		served[strings.TrimPrefix(name, "everything_")] = tl
+		byName[name] = tl
+	}
+	served := map[string]map[string]json.RawMessage{}
+	for _, name := range names {
+		if tl, ok := byName[core.ToolName(prefix, name)]; ok {
+			served[name] = tl
+		}
 	}
 	if len(served) != len(raw) {
 		t.Fatalf("served %d tools, the server lists %d", len(served), len(raw))
 	}
 	for _, name := range names {
 		direct, via := raw[name].Members, served[name]
-		ti, _ := reg.Get("everything_" + name)
+		ti, _ := reg.Get(core.ToolName(prefix, name))
 		for key, val := range direct {
 			got, ok := via[key]
 			switch {
@@ -583,11 +625,14 @@ func TestPeerEverythingListedMemberByMember(t *testing.T) {
 			}
 		}
 		for key := range via {
+			if key == "description" && string(via[key]) == `"MCP tool: `+name+`"` {
+				continue // IM-36: a tool sent without a description gets one
+			}
 			if _, ok := direct[key]; !ok && key != "_meta" {
 				t.Errorf("%s: %s added (%s); the server sent none", name, key, via[key])
 			}
 		}
-		if !strings.Contains(string(via["_meta"]), `"dev.toolgate/source":"everything"`) {
+		if !strings.Contains(string(via["_meta"]), `"dev.toolgate/source":"`+prefix+`"`) {
 			t.Errorf("%s: _meta %s lacks the source", name, via["_meta"])
 		}
 	}
