@@ -2,7 +2,11 @@ package mcp
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -76,5 +80,38 @@ func TestIdempotencyKeyUpstreamSV7(t *testing.T) {
 	}
 	if len(rec.metas[1]) != 0 {
 		t.Errorf("a call without a key sent _meta %s", rec.metas[1])
+	}
+}
+
+// IM-4: the signature covers a timestamp, so a captured request is
+// refused once it is older than the receiver's window; the string to sign
+// is exactly t "\n" METHOD "\n" URL "\n" body, as documented.
+func TestSignedTimestampIM4(t *testing.T) {
+	secret := []byte("signing-secret")
+	at := time.Unix(1_800_000_000, 0)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	h := Sign(secret, at, "POST", "https://up.example/mcp", body)
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("1800000000\nPOST\nhttps://up.example/mcp\n"))
+	m.Write(body)
+	if want := "t=1800000000,v1=" + hex.EncodeToString(m.Sum(nil)); h != want {
+		t.Fatalf("Sign = %s, want %s", h, want)
+	}
+	for name, tc := range map[string]struct {
+		now  time.Time
+		body []byte
+		want error
+	}{
+		"fresh":         {at.Add(30 * time.Second), body, nil},
+		"replayed late": {at.Add(6 * time.Minute), body, ErrSignatureStale},
+		"from ahead":    {at.Add(-6 * time.Minute), body, ErrSignatureStale},
+		"body changed":  {at, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), ErrSignatureMismatch},
+	} {
+		if err := VerifySignature(secret, h, "POST", "https://up.example/mcp", tc.body, tc.now, 5*time.Minute); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if err := VerifySignature(secret, "deadbeef", "POST", "https://up.example/mcp", body, at, time.Minute); !errors.Is(err, ErrSignatureMalformed) {
+		t.Errorf("the old form without a time: %v, want malformed", err)
 	}
 }

@@ -69,8 +69,9 @@ type UpstreamOptions struct {
 	Logger *slog.Logger
 }
 
-// HMACSigning signs every request: the configured header carries
-// hex(HMAC-SHA256(Secret, METHOD + "\n" + URL + "\n" + body)).
+// HMACSigning signs every request: the configured header carries Sign's
+// value, a signed timestamp and hex(HMAC-SHA256(Secret, t "\n" METHOD "\n"
+// URL "\n" body)).
 type HMACSigning struct {
 	Secret []byte
 	Header string

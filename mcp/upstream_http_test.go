@@ -3,9 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,9 +102,6 @@ func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &rpc)
 	full := "http://" + r.Host + r.URL.RequestURI()
-	m := hmac.New(sha256.New, []byte(testSecret))
-	m.Write([]byte(r.Method + "\n" + full + "\n"))
-	m.Write(body)
 	var problems []string
 	if got := r.Header.Get("Authorization"); got != "Bearer "+testToken {
 		problems = append(problems, "authorization "+got)
@@ -115,7 +109,7 @@ func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if got := r.Header.Get("X-Static"); got != "static-value" {
 		problems = append(problems, "static header "+got)
 	}
-	if got := r.Header.Get(sigHeader); got != hex.EncodeToString(m.Sum(nil)) {
+	if got := r.Header.Get(sigHeader); VerifySignature([]byte(testSecret), got, r.Method, full, body, time.Now(), time.Minute) != nil {
 		problems = append(problems, "signature "+got)
 	}
 	c.mu.Lock()
