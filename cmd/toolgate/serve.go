@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
@@ -55,6 +58,23 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		}
 	}
 	log.Info("ready", "tools", len(g.Registry().Names(""))+len(g.Importer().ImportedTools()))
+
+	// SIGHUP (systemctl reload) would end the process by Go's default, and
+	// every session with it. Reloading is not built yet: keep serving and
+	// say so, rather than drop every client on a reload.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Warn("SIGHUP: config reload is not supported yet; the running config stays, restart toolgate to apply changes")
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 
 	select {
 	case <-ctx.Done():
