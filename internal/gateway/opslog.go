@@ -35,6 +35,8 @@ type opsLog struct {
 	applies  uint64                        // RefreshApplied events seen
 	imported map[string]bool               // upstreams whose first import was logged
 	warned   map[[2]string]bool            // warnings logged: {source, message}
+	states   map[string]core.ConnState     // each upstream's state when last seen
+	down     map[string]bool               // upstreams failed and not connected since
 }
 
 // opsLogBuffer is the operator log's subscription buffer: a 2,000-tool
@@ -51,6 +53,8 @@ func startOpsLog(log *slog.Logger, bus *core.Bus, buffer int) *opsLog {
 		pending:  make(map[core.Collision]uint64),
 		imported: make(map[string]bool),
 		warned:   make(map[[2]string]bool),
+		states:   make(map[string]core.ConnState),
+		down:     make(map[string]bool),
 	}
 	go l.run(snap)
 	return l
@@ -83,6 +87,8 @@ func (l *opsLog) run(snap core.Snapshot) {
 			l.applied(d.Diff)
 		case core.Warning:
 			l.warning(d)
+		case core.UpstreamChanged:
+			l.upstream(d.Status)
 		case core.Resync:
 			l.log.Warn("the operator log fell behind the gateway's events; refresh diffs in between are not logged",
 				"events", l.sub.Dropped())
@@ -117,6 +123,32 @@ func (l *opsLog) resync(snap core.Snapshot) {
 		}
 	}
 	clear(l.pending)
+	for _, st := range snap.Upstreams {
+		l.states[st.Name] = st.State
+	}
+}
+
+// upstream logs an upstream that was lost while connected, and one that
+// had failed and came back, once per change (IM-37): a headless gateway
+// says when it runs without an upstream's tools and when they return. A
+// failure at start-up is serve's own record.
+func (l *opsLog) upstream(st core.UpstreamStatus) {
+	prev := l.states[st.Name]
+	l.states[st.Name] = st.State
+	switch {
+	case st.State == core.StateFailed && prev == core.StateConnected:
+		l.down[st.Name] = true
+		attrs := []any{"upstream", st.Name, "err", st.LastError}
+		if !st.NextAttempt.IsZero() {
+			attrs = append(attrs, "nextAttempt", st.NextAttempt)
+		}
+		l.log.Warn("upstream lost", attrs...)
+	case st.State == core.StateFailed:
+		l.down[st.Name] = true
+	case st.State == core.StateConnected && l.down[st.Name]:
+		delete(l.down, st.Name)
+		l.log.Info("upstream back", "upstream", st.Name, "tools", st.Tools)
+	}
 }
 
 // dropped logs the drops of src's latest listing that its previous one did

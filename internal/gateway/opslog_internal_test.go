@@ -150,3 +150,29 @@ func TestOpsLogDropOncePerAppearance(t *testing.T) {
 		t.Fatalf("drop records:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// IM-37, OP-7: a headless gateway logs an upstream lost while connected and
+// the same upstream coming back, once each; a failure at start-up (serve's
+// own record) and the retries in between write nothing more.
+func TestOperatorLogUpstreamLostAndBack(t *testing.T) {
+	var out bytes.Buffer
+	bus := core.NewBus()
+	l := startOpsLog(slog.New(slog.NewJSONHandler(&out, nil)), bus, 64)
+	for _, st := range []core.ConnState{
+		core.StateConnecting, core.StateFailed, // down at start-up: not "lost"
+		core.StateConnecting, core.StateConnected, // back
+		core.StateConnected,
+		core.StateFailed, core.StateConnecting, core.StateFailed, // lost, retried
+		core.StateConnecting, core.StateConnected, // back again
+	} {
+		bus.Publish(core.UpstreamChanged{Status: core.UpstreamStatus{Name: "up", State: st, LastError: "connection refused"}})
+	}
+	l.close()
+	logs := out.String()
+	if n := strings.Count(logs, `"msg":"upstream lost"`); n != 1 {
+		t.Errorf("%d \"upstream lost\" records, want 1:\n%s", n, logs)
+	}
+	if n := strings.Count(logs, `"msg":"upstream back"`); n != 2 {
+		t.Errorf("%d \"upstream back\" records, want 2:\n%s", n, logs)
+	}
+}
