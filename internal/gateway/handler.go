@@ -57,7 +57,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 
 // readyz is ready once the first import finished and every required
 // upstream is connected: before that a listed tool may not be callable yet.
-func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	type upstreamState struct {
 		Name  string `json:"name"`
 		State string `json:"state"`
@@ -69,9 +69,18 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	imported := g.ready.Load()
+	body := map[string]any{"imported": imported, "waiting": waiting}
+	ready := imported && len(waiting) == 0
+	// A store deleted or replaced under the gateway refuses every action
+	// (CF-3): such a replica must not take traffic.
+	if _, err := g.store.StoreID(r.Context()); err != nil {
+		ready = false
+		body["store"] = err.Error()
+	}
+	body["ready"] = ready
 	w.Header().Set("Content-Type", "application/json")
-	if len(waiting) > 0 || !imported {
+	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"ready": imported && len(waiting) == 0, "imported": imported, "waiting": waiting})
+	_ = json.NewEncoder(w).Encode(body)
 }

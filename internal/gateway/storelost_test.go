@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +50,16 @@ func TestStoreDeletedWhileServingCF3(t *testing.T) {
 		t.Errorf("a read after the store was deleted: %q isError=%v; want it served", resultText(res), res.IsError)
 	}
 	wantEffects(t, ctx, s, "1")
+	// A replica whose store is gone takes no traffic.
+	if resp, err := http.Get("http://" + g1.Addr() + "/readyz"); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"store"`) {
+			t.Errorf("/readyz with the store deleted: %d %s, want 503 naming the store", resp.StatusCode, body)
+		}
+	}
 	s.end()
 	closeGateway(t, g1)
 
