@@ -170,13 +170,34 @@ func (r *Registry) Register(t Tool) error {
 }
 
 // sameInfo reports whether two views of a tool are the same definition,
-// byte for byte.
+// byte for byte, fingerprint included.
 func sameInfo(a, b *ToolInfo) bool {
+	return a.Fingerprint == b.Fingerprint && sameDefinition(a, b)
+}
+
+// sameDefinition is sameInfo without the fingerprint, which is derived
+// from the rest.
+func sameDefinition(a, b *ToolInfo) bool {
 	return a.Name == b.Name && a.Source == b.Source && a.RemoteName == b.RemoteName && a.Kind == b.Kind &&
-		a.Description == b.Description && a.Title == b.Title && a.Disabled == b.Disabled && a.Fingerprint == b.Fingerprint &&
+		a.Description == b.Description && a.Title == b.Title && a.Disabled == b.Disabled &&
 		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
 		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Icons, b.Icons) &&
 		bytes.Equal(a.Execution, b.Execution) && bytes.Equal(a.Meta, b.Meta) && slices.Equal(a.Roles, b.Roles)
+}
+
+// fingerprint is t's fingerprint: the one its current entry already has
+// when a refresh registers it unchanged, else computed.
+func (r *Registry) fingerprint(t *Tool) string {
+	r.mu.RLock()
+	old, ok := r.tools[t.Name]
+	r.mu.RUnlock()
+	if ok && old.tool.Fingerprint != "" {
+		a, b := old.tool.Info(), t.Info()
+		if sameDefinition(&a, &b) {
+			return old.tool.Fingerprint
+		}
+	}
+	return r.fp(t)
 }
 
 // RegisterCompiled stores t with its compiled schema; t has passed
@@ -184,7 +205,7 @@ func sameInfo(a, b *ToolInfo) bool {
 func (r *Registry) RegisterCompiled(t Tool, compiled *schema.Schema) error {
 	t.InputSchema = compiled.Raw()
 	if r.fp != nil && t.Source != "" {
-		t.Fingerprint = r.fp(&t)
+		t.Fingerprint = r.fingerprint(&t)
 	}
 	t.Roles = slices.Clone(t.Roles)
 

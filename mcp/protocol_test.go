@@ -56,7 +56,7 @@ func TestFailedInitializeMintsNoSessionSV2(t *testing.T) {
 	initialize(t, c)
 }
 
-// One header rule for every method: what mcp-go refuses for ping (a body
+// SV-1: one header rule for every method: what mcp-go refuses for ping (a body
 // that is not declared application/json) the gateway refuses for the
 // requests it answers itself.
 func TestContentTypeRuleForEveryMethod(t *testing.T) {
@@ -78,7 +78,7 @@ func TestContentTypeRuleForEveryMethod(t *testing.T) {
 	}
 }
 
-// JSON-RPC batches exist on protocol 2025-03-26 only: there each message is
+// SV-1 (protocol 2025-03-26): JSON-RPC batches exist on that revision only: there each message is
 // answered as if posted alone, in one array; on a later revision the batch
 // is refused with a JSON-RPC error that says why.
 func TestBatchesOnTheirRevision(t *testing.T) {

@@ -782,22 +782,24 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
-	if bytes.Contains(body, []byte(`"tools/list"`)) {
+	isList := bytes.Contains(body, []byte(`"tools/list"`))
+	isCall := !isList && bytes.Contains(body, []byte(`"tools/call"`))
+	if isList {
 		// Read your writes (SV-1): a tool registered before this request
 		// is in its listing.
 		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
 	}
 	served, r := e.serveCall(cs, r, body, id)
-	if !served && bytes.Contains(body, []byte(`"tools/call"`)) {
+	if !served && isCall {
 		// mcp-go dispatches this call from its own table: bring it up to
 		// date first, as serveCall reads the registry itself.
 		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
 	}
 	if !served && !e.serveList(cs, r, body, id) {
 		switch {
-		case bytes.Contains(body, []byte(`"tools/list"`)):
+		case isList:
 			cs.rewrite = e.listingRewrite
-		case bytes.Contains(body, []byte(`"tools/call"`)):
+		case isCall:
 			cs.rewrite = unknownToolRewrite
 		case bytes.Contains(body, []byte(`"initialize"`)):
 			cs.rewrite = e.initializeRewrite

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -489,7 +490,10 @@ func (c *Client) Call(ctx context.Context, method string, params any) (result js
 }
 
 // Notify sends a notification of method with params (nil leaves them out);
-// the answer must be 202 Accepted.
+// the answer must be 202 Accepted. mcp-go's server also answers 200 with
+// an event stream when a notification it had queued for the session (a
+// list_changed) is sent while the POST is open; a stream of notifications
+// only is taken as accepted. Anything else is an error.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	body, err := message(0, method, params)
 	if err != nil {
@@ -499,10 +503,16 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return err
 	}
-	if resp.Status != http.StatusAccepted {
-		return &StatusError{Method: method, Status: resp.Status, Header: resp.Header, Body: resp.Body}
+	if resp.Status == http.StatusAccepted {
+		return nil
 	}
-	return nil
+	if resp.Status == http.StatusOK && resp.IsStream() {
+		msgs, err := resp.Messages()
+		if err == nil && len(msgs) > 0 && !slices.ContainsFunc(msgs, func(m Message) bool { return m.Method == "" || len(m.ID) > 0 }) {
+			return nil
+		}
+	}
+	return &StatusError{Method: method, Status: resp.Status, Header: resp.Header, Body: resp.Body}
 }
 
 // InitializeResult is what a server answers to initialize.

@@ -632,3 +632,34 @@ func TestMaxBody(t *testing.T) {
 		}
 	}
 }
+
+// A notification is accepted as 202, or as 200 with an event stream of
+// notifications only (mcp-go flushes a queued list_changed into the open
+// POST); a stream carrying a response, or any other status, is an error.
+func TestNotifyAnswers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		status int
+		ctype  string
+		body   string
+		ok     bool
+	}{
+		"202":                 {http.StatusAccepted, "", "", true},
+		"queued notification": {http.StatusOK, "text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", true},
+		"a response":          {http.StatusOK, "text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n", false},
+		"json 200":            {http.StatusOK, "application/json", `{"jsonrpc":"2.0","method":"x"}`, false},
+		"400":                 {http.StatusBadRequest, "text/plain", "no", false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if tc.ctype != "" {
+				w.Header().Set("Content-Type", tc.ctype)
+			}
+			w.WriteHeader(tc.status)
+			_, _ = io.WriteString(w, tc.body)
+		}))
+		err := mcptest.New(srv.URL, nil).Notify(t.Context(), "notifications/initialized", nil)
+		srv.Close()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Notify = %v, want ok %v", name, err, tc.ok)
+		}
+	}
+}
