@@ -30,11 +30,13 @@ const (
 
 // Approval events.
 type (
-	ConfirmationPending struct{ Pending PendingConfirmation }
+	ConfirmationPending struct {
+		Pending PendingConfirmation `json:"pending"`
+	}
 	ConfirmationDecided struct {
-		ID       string
-		Decision Decision
-		By       string
-		Reason   string
+		ID       string   `json:"id"`
+		Decision Decision `json:"decision"`
+		By       string   `json:"by,omitempty"`
+		Reason   string   `json:"reason,omitempty"`
 	}
 )

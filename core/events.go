@@ -20,20 +20,31 @@ type EventData interface {
 }
 
 // ToolRegistered: a name was claimed.
-type ToolRegistered struct{ Tool ToolInfo }
+type ToolRegistered struct {
+	Tool ToolInfo `json:"tool"`
+}
 
 // ToolUpdated: the owner of a name replaced its definition (a refresh).
-type ToolUpdated struct{ Old, New ToolInfo }
+type ToolUpdated struct {
+	Old ToolInfo `json:"old"`
+	New ToolInfo `json:"new"`
+}
 
 // ToolUnregistered: a name was freed by its owner.
-type ToolUnregistered struct{ Tool ToolInfo }
+type ToolUnregistered struct {
+	Tool ToolInfo `json:"tool"`
+}
 
 // CollisionRecorded: a claimant was refused a name (IM-13).
-type CollisionRecorded struct{ Collision Collision }
+type CollisionRecorded struct {
+	Collision Collision `json:"collision"`
+}
 
 // CollisionsForgotten: the collisions Source took part in were cleared
 // before it is imported again.
-type CollisionsForgotten struct{ Source string }
+type CollisionsForgotten struct {
+	Source string `json:"source"`
+}
 
 // Resync tells a subscriber that it fell behind and events were dropped for
 // it. It must call BusSubscription.Resync for a fresh snapshot; nothing more is
@@ -43,13 +54,13 @@ type Resync struct{}
 // Snapshot is the gateway state at one point of the event order: every event
 // with a higher Seq happened after it.
 type Snapshot struct {
-	Seq        uint64
-	Tools      []ToolInfo
-	Collisions []Collision
-	Upstreams  []UpstreamStatus
-	Dropped    []Drop
-	Sessions   []Session
-	Pending    []PendingConfirmation
+	Seq        uint64                `json:"seq"`
+	Tools      []ToolInfo            `json:"tools"`
+	Collisions []Collision           `json:"collisions"`
+	Upstreams  []UpstreamStatus      `json:"upstreams"`
+	Dropped    []Drop                `json:"dropped"`
+	Sessions   []Session             `json:"sessions"`
+	Pending    []PendingConfirmation `json:"pending"`
 	// Reviews is each imported tool's review state, by tool name (RV-3).
 	Reviews map[string]ReviewState `json:"reviews,omitempty"`
 }

@@ -44,9 +44,11 @@ const (
 // the store (Import, Reload) Name is empty and State is the decision's own
 // state, approved or rejected, since the tool may not be imported right now.
 type ToolReviewed struct {
-	Source, RemoteName, Name string
-	State                    ReviewState
-	By                       string
+	Source     string      `json:"source"`
+	RemoteName string      `json:"remoteName"`
+	Name       string      `json:"name,omitempty"`
+	State      ReviewState `json:"state"`
+	By         string      `json:"by,omitempty"`
 }
 
 // Valid reports whether m is one of the known modes.

@@ -24,11 +24,13 @@ type Session struct {
 
 // Session events.
 type (
-	SessionStarted struct{ Session Session }
-	SessionEnded   struct {
-		Session Session
+	SessionStarted struct {
+		Session Session `json:"session"`
+	}
+	SessionEnded struct {
+		Session Session `json:"session"`
 		// ByOperator: ended from the gateway side, not by the client.
-		ByOperator bool
+		ByOperator bool `json:"byOperator,omitempty"`
 	}
 )
 

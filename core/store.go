@@ -186,7 +186,9 @@ type AuditQueuer interface {
 var ErrAuditLost = errors.New("queued audit records were lost")
 
 // CallFinished is published for every served call (CO-7's activity feed).
-type CallFinished struct{ Record AuditRecord }
+type CallFinished struct {
+	Record AuditRecord `json:"record"`
+}
 
 // Valid reports whether d is one of the known decisions.
 func (d ReviewDecision) Valid() bool { return d == DecisionApproved || d == DecisionRejected }

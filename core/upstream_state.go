@@ -79,19 +79,23 @@ type ImportedTool struct {
 // Events the importer publishes.
 type (
 	// UpstreamChanged: an upstream's status changed.
-	UpstreamChanged struct{ Status UpstreamStatus }
+	UpstreamChanged struct {
+		Status UpstreamStatus `json:"status"`
+	}
 	// ToolsDropped: a listing left these tools out (replaces earlier drops of
 	// that upstream).
 	ToolsDropped struct {
-		Source string
-		Drops  []Drop
+		Source string `json:"source"`
+		Drops  []Drop `json:"drops"`
 	}
 	// RefreshApplied: a refresh was applied; Diff says what changed.
-	RefreshApplied struct{ Diff Diff }
+	RefreshApplied struct {
+		Diff Diff `json:"diff"`
+	}
 	// Warning: something the operator should read.
 	Warning struct {
-		Source  string
-		Message string
+		Source  string `json:"source,omitempty"`
+		Message string `json:"message"`
 	}
 )
 

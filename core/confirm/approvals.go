@@ -23,7 +23,29 @@ var (
 	// ErrShuttingDown: the gateway is shutting down, so no operator will
 	// decide (SV-9).
 	ErrShuttingDown = errors.New("the gateway is shutting down")
+	// ErrAlreadyDecided: the confirmation was decided before; a
+	// *DecidedError says by whom and when (CO-9: several operators).
+	ErrAlreadyDecided = errors.New("confirmation already decided")
 )
+
+// DecidedError answers a decision on a confirmation that another decision
+// (an operator's, a timeout, the caller leaving) already settled.
+type DecidedError struct {
+	ID       string
+	Decision core.Decision
+	By       string
+	At       time.Time
+}
+
+func (e *DecidedError) Error() string {
+	by := e.By
+	if by == "" {
+		by = "nobody"
+	}
+	return fmt.Sprintf("confirmation %q already decided (%s) by %s at %s", e.ID, e.Decision, by, e.At.UTC().Format(time.RFC3339))
+}
+
+func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
 
 // shutdownBy is who a confirmation rejected at shutdown was decided by.
 const shutdownBy = "gateway"

@@ -1,0 +1,280 @@
+// Package admin is the gateway's admin API (CO-9): the console's snapshot,
+// event stream and commands over HTTP, on a listener of the gateway's own
+// (gateway.admin.listen, never the MCP listener), for `toolgate console
+// --attach` and the headless operator commands.
+//
+// This file is the contract both sides build on: the routes, the bodies,
+// the event stream's framing and the error codes.
+//
+// Every request carries `Authorization: Bearer <admin key>`; the key names
+// the operator that the audit and the other consoles see. Bodies are JSON
+// (at most MaxBodyBytes); an error is answered with its HTTP status and an
+// ErrorBody.
+//
+// The event stream (GET /v1/events) is text/event-stream:
+//
+//	event: snapshot          data: core.Snapshot (first frame, and after each resync)
+//	event: event  id: SEQ    data: WireEvent
+//	event: resync            the gateway dropped events for this stream; a snapshot follows
+//	: heartbeat              a comment every HeartbeatInterval, so a dead link shows
+//
+// A reconnecting client gets a fresh snapshot: there is no replay.
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/review"
+)
+
+// Routes, as net/http patterns. Path segments in braces are escaped with
+// url.PathEscape by the client.
+const (
+	RouteInfo                = "GET /v1/info"                        // → core.ConsoleInfo
+	RouteWhoami              = "GET /v1/whoami"                      // → Whoami
+	RouteSnapshot            = "GET /v1/snapshot"                    // → core.Snapshot
+	RouteEvents              = "GET /v1/events"                      // → event stream
+	RoutePlanRefresh         = "POST /v1/refresh/plans"              // PlanRequest → core.RefreshPlan
+	RouteApplyRefresh        = "POST /v1/refresh/plans/{id}/apply"   // → core.Diff
+	RouteCancelRefresh       = "DELETE /v1/refresh/plans/{id}"       // → 204
+	RouteRefreshAll          = "POST /v1/refresh/all"                // → []core.Diff (applied at once)
+	RoutePing                = "POST /v1/upstreams/{name}/ping"      // → PingResult
+	RouteReviews             = "GET /v1/reviews"                     // → map[string]core.ReviewState
+	RouteToolFlags           = "GET /v1/tools/{name}/flags"          // → []core.Flag
+	RouteApproveTool         = "POST /v1/tools/{name}/approve"       // → 204
+	RouteRejectTool          = "POST /v1/tools/{name}/reject"        // → 204
+	RouteConfirmations       = "GET /v1/confirmations"               // → []core.PendingConfirmation
+	RouteApproveConfirmation = "POST /v1/confirmations/{id}/approve" // → 204
+	RouteRejectConfirmation  = "POST /v1/confirmations/{id}/reject"  // RejectRequest → 204
+	RouteSessions            = "GET /v1/sessions"                    // → []core.Session
+	RouteEndSession          = "DELETE /v1/sessions/{id}"            // → 204
+	RouteAudit               = "GET /v1/audit"                       // ?since=RFC3339|duration&limit=N → []core.AuditRecord
+)
+
+const (
+	// EnvAdminKey is where the console and the headless commands read the
+	// admin key from when --admin-key is not given.
+	EnvAdminKey = "TOOLGATE_ADMIN_KEY"
+	// EnvAttach is the default --attach URL of the headless commands.
+	EnvAttach = "TOOLGATE_ATTACH"
+	// DefaultListen is gateway.admin.listen's default.
+	DefaultListen = "127.0.0.1:7332"
+	// UnixPrefix marks a unix socket path, in gateway.admin.listen and in
+	// --attach ("unix:/run/toolgate/admin.sock").
+	UnixPrefix = "unix:"
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes = 64 << 10
+	// HeartbeatInterval is how often the event stream sends a comment when
+	// it has nothing else to send; a client that hears nothing for
+	// 3×HeartbeatInterval treats the link as lost.
+	HeartbeatInterval = 10 * time.Second
+	// MinKeyLength is the shortest admin key the config accepts.
+	MinKeyLength = 16
+)
+
+// SSE event names of the stream.
+const (
+	FrameSnapshot = "snapshot"
+	FrameEvent    = "event"
+	FrameResync   = "resync"
+)
+
+// PlanRequest asks for a refresh plan of one upstream.
+type PlanRequest struct {
+	Upstream string `json:"upstream"`
+}
+
+// RejectRequest carries a rejection's reason; the body may be empty.
+type RejectRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// PingResult is an upstream's round trip, in nanoseconds like any
+// time.Duration in JSON.
+type PingResult struct {
+	Latency time.Duration `json:"latency"`
+}
+
+// Whoami is the operator the request's key names.
+type Whoami struct {
+	Operator string `json:"operator"`
+}
+
+// WireEvent is one event on the stream. Data is the JSON of the core event
+// type that Type names (core.EventData.EventName).
+type WireEvent struct {
+	Seq  uint64          `json:"seq"`
+	Time time.Time       `json:"time"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// UnknownEvent is an event of a type this build does not know (a newer
+// gateway's): shown by name, otherwise ignored.
+type UnknownEvent struct {
+	Type string
+	Data json.RawMessage
+}
+
+func (e UnknownEvent) EventName() string { return e.Type }
+
+type eventDecoder func(json.RawMessage) (core.EventData, error)
+
+func decoderOf[T core.EventData]() eventDecoder {
+	return func(b json.RawMessage) (core.EventData, error) {
+		var v T
+		err := json.Unmarshal(b, &v)
+		return v, err
+	}
+}
+
+// eventTypes are the event types that cross the API, by name. ConnectionLost
+// is the client's own and never crosses it.
+var eventTypes = map[string]eventDecoder{
+	core.ToolRegistered{}.EventName():      decoderOf[core.ToolRegistered](),
+	core.ToolUpdated{}.EventName():         decoderOf[core.ToolUpdated](),
+	core.ToolUnregistered{}.EventName():    decoderOf[core.ToolUnregistered](),
+	core.CollisionRecorded{}.EventName():   decoderOf[core.CollisionRecorded](),
+	core.CollisionsForgotten{}.EventName(): decoderOf[core.CollisionsForgotten](),
+	core.Resync{}.EventName():              decoderOf[core.Resync](),
+	core.SessionStarted{}.EventName():      decoderOf[core.SessionStarted](),
+	core.SessionEnded{}.EventName():        decoderOf[core.SessionEnded](),
+	core.CallFinished{}.EventName():        decoderOf[core.CallFinished](),
+	core.ConfirmationPending{}.EventName(): decoderOf[core.ConfirmationPending](),
+	core.ConfirmationDecided{}.EventName(): decoderOf[core.ConfirmationDecided](),
+	core.UpstreamChanged{}.EventName():     decoderOf[core.UpstreamChanged](),
+	core.ToolsDropped{}.EventName():        decoderOf[core.ToolsDropped](),
+	core.RefreshApplied{}.EventName():      decoderOf[core.RefreshApplied](),
+	core.Warning{}.EventName():             decoderOf[core.Warning](),
+	core.ToolReviewed{}.EventName():        decoderOf[core.ToolReviewed](),
+	core.OperatorAction{}.EventName():      decoderOf[core.OperatorAction](),
+}
+
+// EncodeEvent is ev's wire form.
+func EncodeEvent(ev core.Event) ([]byte, error) {
+	data, err := json.Marshal(ev.Data)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", ev.Data.EventName(), err)
+	}
+	return json.Marshal(WireEvent{Seq: ev.Seq, Time: ev.Time, Type: ev.Data.EventName(), Data: data})
+}
+
+// DecodeEvent reads an event's wire form. An unknown type decodes to an
+// UnknownEvent rather than failing, so an older console keeps working
+// against a newer gateway.
+func DecodeEvent(b []byte) (core.Event, error) {
+	var w WireEvent
+	if err := json.Unmarshal(b, &w); err != nil {
+		return core.Event{}, fmt.Errorf("event: %w", err)
+	}
+	ev := core.Event{Seq: w.Seq, Time: w.Time}
+	dec, ok := eventTypes[w.Type]
+	if !ok {
+		ev.Data = UnknownEvent{Type: w.Type, Data: w.Data}
+		return ev, nil
+	}
+	d, err := dec(w.Data)
+	if err != nil {
+		return core.Event{}, fmt.Errorf("event %s: %w", w.Type, err)
+	}
+	ev.Data = d
+	return ev, nil
+}
+
+// ErrorBody is every error answer's body.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
+// Error is an admin API error: the HTTP status, a stable code and a message
+// for a human. A client gets it back as an error that errors.Is matches
+// against the sentinel its code stands for (core.ErrUnknownTool, …).
+type Error struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// For CodeAlreadyDecided: the earlier decision.
+	Decision  core.Decision `json:"decision,omitempty"`
+	DecidedBy string        `json:"decidedBy,omitempty"`
+	DecidedAt time.Time     `json:"decidedAt,omitzero"`
+	// ID is the confirmation's, for CodeAlreadyDecided.
+	ID string `json:"id,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap is the sentinel the code stands for, so errors.Is works across the
+// API; nil for codes without one.
+func (e *Error) Unwrap() error {
+	if e.Code == CodeAlreadyDecided {
+		return &confirm.DecidedError{ID: e.ID, Decision: e.Decision, By: e.DecidedBy, At: e.DecidedAt}
+	}
+	for _, c := range codes {
+		if c.code == e.Code {
+			return c.sentinel
+		}
+	}
+	return nil
+}
+
+// Error codes.
+const (
+	CodeUnauthorized        = "unauthorized"         // 401: no key or a wrong one
+	CodeBadRequest          = "bad_request"          // 400: malformed JSON, a bad parameter
+	CodeTooLarge            = "too_large"            // 413
+	CodeNotFound            = "not_found"            // 404: no such route
+	CodeMethodNotAllowed    = "method_not_allowed"   // 405
+	CodeUnknownTool         = "unknown_tool"         // 404
+	CodeUnknownUpstream     = "unknown_upstream"     // 404
+	CodeUnknownPlan         = "unknown_plan"         // 404: never made, applied, cancelled or expired
+	CodeUnknownConfirmation = "unknown_confirmation" // 404
+	CodeUnknownSession      = "unknown_session"      // 404
+	CodeAlreadyDecided      = "already_decided"      // 409: see Error.DecidedBy/DecidedAt
+	CodeNotReviewable       = "not_reviewable"       // 409: a native tool
+	CodeShuttingDown        = "shutting_down"        // 503
+	CodeInternal            = "internal"             // 500
+)
+
+// ErrUnauthorized is what a client's error unwraps to for CodeUnauthorized.
+var ErrUnauthorized = errors.New("admin key missing or not accepted")
+
+var codes = []struct {
+	sentinel error
+	code     string
+	status   int
+}{
+	{core.ErrUnknownTool, CodeUnknownTool, http.StatusNotFound},
+	{core.ErrUnknownUpstream, CodeUnknownUpstream, http.StatusNotFound},
+	{core.ErrUnknownPlan, CodeUnknownPlan, http.StatusNotFound},
+	{confirm.ErrUnknownConfirmation, CodeUnknownConfirmation, http.StatusNotFound},
+	{core.ErrUnknownSession, CodeUnknownSession, http.StatusNotFound},
+	{review.ErrNotReviewable, CodeNotReviewable, http.StatusConflict},
+	{confirm.ErrShuttingDown, CodeShuttingDown, http.StatusServiceUnavailable},
+	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
+}
+
+// ErrorFor is err as the API answers it: a known sentinel gets its code and
+// status, anything else is CodeInternal with err's text.
+func ErrorFor(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var de *confirm.DecidedError
+	if errors.As(err, &de) {
+		return &Error{Status: http.StatusConflict, Code: CodeAlreadyDecided, Message: de.Error(),
+			ID: de.ID, Decision: de.Decision, DecidedBy: de.By, DecidedAt: de.At}
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.sentinel) {
+			return &Error{Status: c.status, Code: c.code, Message: err.Error()}
+		}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
+}
