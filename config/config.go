@@ -52,9 +52,9 @@ type Gateway struct {
 	HeartbeatInterval time.Duration `koanf:"heartbeatInterval" json:"heartbeatInterval" yaml:"heartbeatInterval"`
 	// WatchConfig reloads the config when its file changes; SIGHUP always
 	// reloads (OP-8).
-	WatchConfig bool `koanf:"watchConfig" json:"watchConfig" yaml:"watchConfig"`
-	Confirm           Confirm       `koanf:"confirm" json:"confirm" yaml:"confirm"`
-	Review            Review        `koanf:"review" json:"review" yaml:"review"`
+	WatchConfig bool    `koanf:"watchConfig" json:"watchConfig" yaml:"watchConfig"`
+	Confirm     Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
+	Review      Review  `koanf:"review" json:"review" yaml:"review"`
 	// Metrics is /metrics on the listen address (OP-7).
 	Metrics Metrics `koanf:"metrics" json:"metrics,omitzero" yaml:"metrics,omitempty"`
 }
