@@ -884,4 +884,3 @@ func TestServeShutdownRejectsPendingApprovalSV9(t *testing.T) {
 		t.Errorf("exited %v after SIGTERM: it waited for the approval instead of rejecting it", took)
 	}
 }
-
