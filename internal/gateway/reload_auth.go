@@ -168,9 +168,3 @@ func (c *credentials) forget(id string) {
 	c.mu.Unlock()
 }
 
-// count is how many sessions are remembered, for tests.
-func (c *credentials) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.bySession)
-}
