@@ -167,4 +167,3 @@ func (c *credentials) forget(id string) {
 	delete(c.bySession, id)
 	c.mu.Unlock()
 }
-
