@@ -20,8 +20,9 @@ import (
 
 // SoakConfig sizes a soak run (issue 16): clients open sessions, call
 // through them, and then leave them — some with DELETE, most abandoned to
-// expire under a short gateway.sessionIdleTimeout — for Duration, while the
-// gateway's memory is sampled.
+// expire under a short gateway.sessionIdleTimeout — for Duration, in two
+// halves each followed by the sessions' expiry, while the process's memory
+// is sampled.
 type SoakConfig struct {
 	Duration        time.Duration `json:"duration"`        // load phase; bounded (default 30 s)
 	Clients         int           `json:"clients"`         // concurrent clients
@@ -56,15 +57,15 @@ type SoakSample struct {
 // SoakResult is a soak run's samples and counts.
 type SoakResult struct {
 	Config  SoakConfig   `json:"config"`
-	Samples []SoakSample `json:"samples"` // start, every tenth of the load, end of load, drained
+	Samples []SoakSample `json:"samples"` // start; per half: every fifth of it, its end, drained
 	Opened  int64        `json:"sessionsOpened"`
 	Deleted int64        `json:"sessionsDeleted"`
 	Calls   int64        `json:"calls"`
 	Errors  int64        `json:"errors"`
-	// HeapGrowth is the heap at the end of the load over the heap 30 % in
-	// (steady state: sessions live at their usual number): about 1 when
-	// memory is flat. DrainedOverStart is the heap once every
-	// session expired over the heap at the start.
+	// HeapGrowth is the heap once the second half's sessions expired over
+	// the heap once the first half's did: about 1 when sessions leave
+	// nothing behind. DrainedOverStart is the last over the start (it
+	// includes what warms up once).
 	HeapGrowth       float64 `json:"heapGrowth"`
 	DrainedOverStart float64 `json:"drainedOverStart"`
 	ElapsedSeconds   float64 `json:"elapsedSeconds"`
@@ -152,79 +153,67 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		s := SoakSample{Label: label, AtSeconds: round3(time.Since(started).Seconds()), HeapBytes: ms.HeapAlloc, RSSBytes: rss,
 			Goroutines: runtime.NumGoroutine(), LiveSessions: len(gw.Sessions().List()), Opened: opened.Load(), Calls: calls.Load()}
 		res.Samples = append(res.Samples, s)
-		fmt.Fprintf(progress, "toolgate bench --soak: %-8s %6.1fs heap %6.1f MiB rss %6.1f MiB sessions %5d opened %6d calls %7d\n",
+		fmt.Fprintf(progress, "toolgate bench --soak: %-11s %6.1fs heap %6.1f MiB rss %6.1f MiB sessions %5d opened %6d calls %7d\n",
 			label, s.AtSeconds, mib(s.HeapBytes), mib(uint64(max(s.RSSBytes, 0))), s.LiveSessions, s.Opened, s.Calls)
 	}
 	sample("start")
 
-	load, stopLoad := context.WithTimeout(ctx, cfg.Duration)
-	defer stopLoad()
-	var clients sync.WaitGroup
-	for range cfg.Clients {
-		clients.Go(func() {
-			for n := 1; load.Err() == nil; n++ {
-				s, err := openSession(load, hc, url, key)
-				if err != nil {
-					if load.Err() == nil {
-						errs.Add(1)
-					}
-					continue
+	// Two halves, each load then drain: the heap once the first half's
+	// sessions all expired against the heap once the second's did shows
+	// whether sessions leave anything behind; the first drain also holds
+	// what warms up once (pools, caches).
+	drained := make([]uint64, 0, 2)
+	for half := 1; half <= 2; half++ {
+		if err := soakHalf(ctx, cfg, half, sample, func(load context.Context, n int) {
+			s, err := openSession(load, hc, url, key)
+			if err != nil {
+				if load.Err() == nil {
+					errs.Add(1)
 				}
-				opened.Add(1)
-				for range cfg.CallsPerSession {
-					res, rpcErr, err := s.CallTool(load, "http_echo", map[string]string{"message": echoMessage})
-					switch {
-					case load.Err() != nil:
-					case err != nil || rpcErr != nil || res.IsError:
-						errs.Add(1)
-					default:
-						calls.Add(1)
-					}
-				}
-				if n%cfg.DeleteEvery == 0 {
-					if _, err := s.Delete(load); err == nil {
-						deleted.Add(1)
-					}
-				}
-				// The others are abandoned: they expire after IdleTimeout.
+				return
 			}
-		})
-	}
-	tick := time.NewTicker(cfg.Duration / 10)
-	for i := 1; i < 10; i++ {
-		select {
-		case <-tick.C:
-			sample(fmt.Sprintf("load %d0%%", i))
-		case <-ctx.Done():
+			opened.Add(1)
+			for range cfg.CallsPerSession {
+				res, rpcErr, err := s.CallTool(load, "http_echo", map[string]string{"message": echoMessage})
+				switch {
+				case load.Err() != nil:
+				case err != nil || rpcErr != nil || res.IsError:
+					errs.Add(1)
+				default:
+					calls.Add(1)
+				}
+			}
+			if n%cfg.DeleteEvery == 0 {
+				if _, err := s.Delete(load); err == nil {
+					deleted.Add(1)
+				}
+			}
+			// The others are abandoned: they expire after IdleTimeout.
+		}); err != nil {
+			return nil, err
 		}
-	}
-	tick.Stop()
-	<-load.Done()
-	sample("end")
-	clients.Wait()
-
-	// Drained: every abandoned session expired (bounded: the sweeper runs
-	// within a fraction of the timeout after it passes).
-	drain := time.NewTimer(cfg.IdleTimeout*3 + 5*time.Second)
-	defer drain.Stop()
-	poll := time.NewTicker(cfg.IdleTimeout / 4)
-	defer poll.Stop()
-	for len(gw.Sessions().List()) > 0 {
-		select {
-		case <-poll.C:
-		case <-drain.C:
-			return nil, errors.New("soak: sessions did not expire")
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		// Drained: every abandoned session expired (bounded: the sweeper
+		// runs within a fraction of the timeout after it passes).
+		drain := time.NewTimer(cfg.IdleTimeout*3 + 5*time.Second)
+		poll := time.NewTicker(cfg.IdleTimeout / 4)
+		for len(gw.Sessions().List()) > 0 {
+			select {
+			case <-poll.C:
+			case <-drain.C:
+				return nil, errors.New("soak: sessions did not expire")
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
+		drain.Stop()
+		poll.Stop()
+		sample(fmt.Sprintf("drained %d", half))
+		drained = append(drained, res.Samples[len(res.Samples)-1].HeapBytes)
 	}
-	sample("drained")
 
 	res.Opened, res.Deleted, res.Calls, res.Errors = opened.Load(), deleted.Load(), calls.Load(), errs.Load()
-	first, last := res.Samples[0], res.Samples[len(res.Samples)-1]
-	quarter, end := res.Samples[min(3, len(res.Samples)-1)], res.Samples[len(res.Samples)-2]
-	res.HeapGrowth = round3(float64(end.HeapBytes) / float64(max(quarter.HeapBytes, 1)))
-	res.DrainedOverStart = round3(float64(last.HeapBytes) / float64(max(first.HeapBytes, 1)))
+	res.HeapGrowth = round3(float64(drained[1]) / float64(max(drained[0], 1)))
+	res.DrainedOverStart = round3(float64(drained[1]) / float64(max(res.Samples[0].HeapBytes, 1)))
 	res.ElapsedSeconds = round3(time.Since(started).Seconds())
 	return res, ctx.Err()
 }
@@ -235,11 +224,41 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 func (r *SoakResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "soak: %v of %d clients, %d calls per session, sessionIdleTimeout %v, every %d-th session deleted, the others abandoned\n",
 		r.Config.Duration, r.Config.Clients, r.Config.CallsPerSession, r.Config.IdleTimeout, r.Config.DeleteEvery)
-	fmt.Fprintf(w, "%-9s %8s %10s %10s %10s %9s %9s %9s\n", "sample", "at s", "heap MiB", "RSS MiB", "goroutines", "sessions", "opened", "calls")
+	fmt.Fprintf(w, "%-11s %8s %10s %10s %10s %9s %9s %9s\n", "sample", "at s", "heap MiB", "RSS MiB", "goroutines", "sessions", "opened", "calls")
 	for _, s := range r.Samples {
-		fmt.Fprintf(w, "%-9s %8.1f %10.1f %10.1f %10d %9d %9d %9d\n", s.Label, s.AtSeconds, mib(s.HeapBytes), mib(uint64(max(s.RSSBytes, 0))),
+		fmt.Fprintf(w, "%-11s %8.1f %10.1f %10.1f %10d %9d %9d %9d\n", s.Label, s.AtSeconds, mib(s.HeapBytes), mib(uint64(max(s.RSSBytes, 0))),
 			s.Goroutines, s.LiveSessions, s.Opened, s.Calls)
 	}
 	fmt.Fprintf(w, "sessions opened %d (deleted %d, the rest expired), calls %d, errors %d\n", r.Opened, r.Deleted, r.Calls, r.Errors)
-	fmt.Fprintf(w, "heap end of load / at 30%%: %.2f; drained / start: %.2f\n", r.HeapGrowth, r.DrainedOverStart)
+	fmt.Fprintf(w, "heap drained after the second half / after the first: %.2f; last / start: %.2f\n", r.HeapGrowth, r.DrainedOverStart)
+}
+
+// soakHalf runs cfg.Clients clients for half of cfg.Duration, each calling
+// session(load, n) for its n-th session until the half is over, and
+// samples five times during it and once at its end.
+func soakHalf(ctx context.Context, cfg SoakConfig, half int, sample func(string), session func(context.Context, int)) error {
+	d := cfg.Duration / 2
+	load, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	var clients sync.WaitGroup
+	for range cfg.Clients {
+		clients.Go(func() {
+			for n := 1; load.Err() == nil; n++ {
+				session(load, n)
+			}
+		})
+	}
+	tick := time.NewTicker(d / 5)
+	for i := 1; i < 5; i++ {
+		select {
+		case <-tick.C:
+			sample(fmt.Sprintf("%d: %d%%", half, i*20))
+		case <-load.Done():
+		}
+	}
+	tick.Stop()
+	<-load.Done()
+	sample(fmt.Sprintf("%d: end", half))
+	clients.Wait()
+	return ctx.Err()
 }
