@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -164,14 +165,21 @@ type reloadHarness struct {
 	applied  []string // the reason of each reload, from the log
 	block    chan struct{}
 	loadErr  error
+	// watchFails is how many watch attempts fail before one works.
+	watchFails int
 }
 
 func newReloadHarness(t *testing.T, watch bool) *reloadHarness {
 	t.Helper()
-	h := &reloadHarness{}
+	return newReloadHarnessWith(t, watch, 0, slog.New(slog.DiscardHandler))
+}
+
+func newReloadHarnessWith(t *testing.T, watch bool, watchFails int, log *slog.Logger) *reloadHarness {
+	t.Helper()
+	h := &reloadHarness{watchFails: watchFails}
 	cfg := &config.Config{}
 	cfg.Gateway.WatchConfig = watch
-	h.g = &Gateway{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	h.g = &Gateway{cfg: cfg, log: log}
 	src := ReloadSource{
 		Path:     "toolgate.yaml",
 		Debounce: 300 * time.Millisecond,
@@ -184,6 +192,10 @@ func newReloadHarness(t *testing.T, watch bool) *reloadHarness {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.watches++
+			if h.watchFails > 0 {
+				h.watchFails--
+				return nil, errors.New("no such directory")
+			}
 			h.changed = changed
 			return func() {
 				h.mu.Lock()
@@ -382,4 +394,37 @@ func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// OP-8: a watch that cannot start (the directory is gone) is tried again
+// with a doubling wait, logged once, not every time, and works once it
+// can; SIGHUP reloads meanwhile.
+func TestReloadRewatchOP8(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log syncLog
+		h := newReloadHarnessWith(t, true, 4, slog.New(slog.NewJSONHandler(&log, nil)))
+		defer h.g.stopReloads()
+		synctest.Wait()
+		attempts := func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.watches }
+		// Failures at 0, 2, 6, 14 s; the fifth attempt, at 30 s, works.
+		for _, step := range []struct {
+			after time.Duration
+			want  int
+		}{{time.Second, 1}, {2 * time.Second, 2}, {4 * time.Second, 3}, {8 * time.Second, 4}, {14 * time.Second, 4}, {2 * time.Second, 5}} {
+			time.Sleep(step.after)
+			synctest.Wait()
+			if got := attempts(); got != step.want {
+				t.Fatalf("at %v: %d attempts, want %d", step.after, got, step.want)
+			}
+		}
+		if n := strings.Count(log.String(), "config file not watched"); n != 1 {
+			t.Errorf("%d warnings for one failing watch, want 1\n%s", n, log.String())
+		}
+		h.fileChanged()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := h.reloads(); n != 1 {
+			t.Errorf("%d reloads after a change once watching, want 1", n)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -17,8 +18,12 @@ import (
 const DefaultReloadDebounce = 300 * time.Millisecond
 
 // rewatchDelay is how long to wait before watching the file again after
-// the watch broke (the file was deleted, then written anew).
-const rewatchDelay = 2 * time.Second
+// the watch broke (the file was deleted, then written anew); it doubles up
+// to maxRewatchDelay while watching keeps failing.
+const (
+	rewatchDelay    = 2 * time.Second
+	maxRewatchDelay = time.Minute
+)
 
 // ReloadSource is where reloads read the config from (OP-8).
 type ReloadSource struct {
@@ -63,6 +68,11 @@ func (g *Gateway) StartReloads(src ReloadSource) error {
 	}
 	if src.watch == nil {
 		src.watch = watchFile
+	}
+	if abs, err := filepath.Abs(src.Path); err == nil {
+		// fsnotify watches the file's directory, which a bare file name
+		// does not name.
+		src.Path = abs
 	}
 	if src.apply == nil {
 		src.apply = g.Reload
@@ -131,6 +141,8 @@ func (g *Gateway) reloadLoop(src ReloadSource) {
 	changed := make(chan struct{}, 1)
 	broke := make(chan error, 1)
 	var unwatch func()
+	retry := rewatchDelay // the next wait before watching again
+	failing := false      // the last attempt to watch failed, and was logged
 	debounce := time.NewTimer(0)
 	<-debounce.C
 	rewatch := time.NewTimer(0)
@@ -154,17 +166,24 @@ func (g *Gateway) reloadLoop(src ReloadSource) {
 				}
 			})
 			if err != nil {
-				g.log.Warn("config file not watched; SIGHUP still reloads", "config", src.Path, "err", err)
-				rewatch.Reset(rewatchDelay)
+				if !failing {
+					g.log.Warn("config file not watched, trying again in the background; SIGHUP still reloads", "config", src.Path, "err", err)
+				}
+				failing = true
+				rewatch.Reset(retry)
+				retry = min(2*retry, maxRewatchDelay)
 				return
 			}
-			unwatch = stopWatch
+			unwatch, failing, retry = stopWatch, false, rewatchDelay
 			g.log.Info("watching the config file for changes", "config", src.Path)
 		case !on && unwatch != nil:
 			unwatch()
 			unwatch = nil
 			debounce.Stop()
 			g.log.Info("no longer watching the config file", "config", src.Path)
+		case !on:
+			rewatch.Stop()
+			failing, retry = false, rewatchDelay
 		}
 	}
 	defer func() {
@@ -199,7 +218,7 @@ func (g *Gateway) reloadLoop(src ReloadSource) {
 				unwatch()
 				unwatch = nil
 			}
-			rewatch.Reset(rewatchDelay)
+			rewatch.Reset(retry)
 		case <-rewatch.C:
 			watching(g.Config().Gateway.WatchConfig)
 		}
