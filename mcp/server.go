@@ -783,6 +783,11 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if id != "" && isNotification(body) {
+		e.cancelFast(body, id)
+		e.serveNotification(w, r, id, body)
+		return
+	}
 	if isResponse(body) {
 		// An answer to mcp-go's own request (sampling, elicitation) is
 		// accepted with 202; anything else answers nothing the gateway
