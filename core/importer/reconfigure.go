@@ -105,8 +105,7 @@ func (im *Importer) Reconfigure(ctx context.Context, specs []UpstreamSpec) (Reco
 	}
 	withdrew := len(res.Removed) > 0
 	for _, name := range res.Removed {
-		res.Diffs = append(res.Diffs, im.withdraw(name, core.UpstreamStatus{Name: name, State: core.StateDisconnected,
-			LastError: "removed from the configuration"}))
+		res.Diffs = append(res.Diffs, im.withdraw(name, core.UpstreamStatus{Name: name, State: core.StateDisconnected, Removed: true}))
 	}
 
 	listings := make([]Listing, len(fresh))

@@ -48,6 +48,9 @@ func TestReconfigureOP8(t *testing.T) {
 	if a.Connects() != 1 {
 		t.Errorf("the kept upstream connected %d times, want once", a.Connects())
 	}
+	eventbustest.Expect(t, sub, func(e core.UpstreamChanged) bool {
+		return e.Status.Name == "b" && e.Status.Removed && e.Status.Tools == 0
+	})
 	eventbustest.Expect(t, sub, func(e core.RefreshApplied) bool {
 		return e.Diff.Upstream == "b" && len(e.Diff.Removed) == 1 && e.Diff.Removed[0].Name == "b_y"
 	})
