@@ -70,7 +70,9 @@ func (s *endpointSwitch) set(epAuth auth.EndpointAuth, end context.CancelFunc) {
 
 func (s *endpointSwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := s.state.Load()
-	ctx := context.WithValue(r.Context(), credKey{}, credential{fp: s.g.creds.fingerprint(r), gen: st.gen, path: s.path})
+	// Hashed only if the request opens a session (credentials.started):
+	// calls pay for no HMAC.
+	ctx := context.WithValue(r.Context(), credKey{}, presented{header: r.Header, gen: st.gen, path: s.path})
 	st.handler.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -94,7 +96,7 @@ func (s *endpointSwitch) revoked(r *http.Request, _ string) string {
 		return ""
 	}
 	c, ok := s.g.creds.get(id)
-	fp := s.g.creds.fingerprint(r)
+	fp := s.g.creds.fingerprint(r.Header)
 	if !ok || c.path != s.path || c.gen >= s.state.Load().gen || !hmac.Equal(c.fp[:], fp[:]) {
 		return ""
 	}
@@ -109,6 +111,13 @@ func (s *endpointSwitch) revoked(r *http.Request, _ string) string {
 const sessionHeader = "Mcp-Session-Id"
 
 type credKey struct{}
+
+// presented is what a request came with, until a session is opened with it.
+type presented struct {
+	header http.Header
+	gen    uint64
+	path   string
+}
 
 // credential is what a session was opened with: a keyed hash of its
 // Authorization header (never the header itself), the generation of the
@@ -135,9 +144,9 @@ func newCredentials() *credentials {
 	return c
 }
 
-func (c *credentials) fingerprint(r *http.Request) [sha256.Size]byte {
+func (c *credentials) fingerprint(h http.Header) [sha256.Size]byte {
 	m := hmac.New(sha256.New, c.key[:])
-	m.Write([]byte(strings.TrimSpace(r.Header.Get("Authorization"))))
+	m.Write([]byte(strings.TrimSpace(h.Get("Authorization"))))
 	var out [sha256.Size]byte
 	copy(out[:], m.Sum(nil))
 	return out
@@ -145,10 +154,11 @@ func (c *credentials) fingerprint(r *http.Request) [sha256.Size]byte {
 
 // started is the endpoints' SessionStarted: ctx is the initialize's.
 func (c *credentials) started(ctx context.Context, id string) {
-	cred, ok := ctx.Value(credKey{}).(credential)
+	p, ok := ctx.Value(credKey{}).(presented)
 	if !ok {
 		return
 	}
+	cred := credential{fp: c.fingerprint(p.header), gen: p.gen, path: p.path}
 	c.mu.Lock()
 	c.bySession[id] = cred
 	c.mu.Unlock()
