@@ -167,6 +167,8 @@ type reloadHarness struct {
 	loadErr  error
 	// watchFails is how many watch attempts fail before one works.
 	watchFails int
+	// next, when set, is what Load returns.
+	next *config.Config
 }
 
 func newReloadHarness(t *testing.T, watch bool) *reloadHarness {
@@ -186,6 +188,9 @@ func newReloadHarnessWith(t *testing.T, watch bool, watchFails int, log *slog.Lo
 		Load: func() (*config.Config, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
+			if h.next != nil {
+				return h.next, h.loadErr
+			}
 			return cfg, h.loadErr
 		},
 		watch: func(_ string, changed func(error)) (func(), error) {
@@ -204,7 +209,8 @@ func newReloadHarnessWith(t *testing.T, watch bool, watchFails int, log *slog.Lo
 				h.changed = nil
 			}, nil
 		},
-		apply: func(ctx context.Context, _ *config.Config) (*ReloadReport, error) {
+		apply: func(ctx context.Context, c *config.Config) (*ReloadReport, error) {
+			h.g.setConfig(c)
 			h.mu.Lock()
 			h.applied = append(h.applied, "reload")
 			block := h.block
@@ -425,6 +431,31 @@ func TestReloadRewatchOP8(t *testing.T) {
 		synctest.Wait()
 		if n := h.reloads(); n != 1 {
 			t.Errorf("%d reloads after a change once watching, want 1", n)
+		}
+	})
+}
+
+// OP-8: gateway.watchConfig applies live: a reload that turns it on starts
+// the watch, one that turns it off stops it.
+func TestReloadWatchToggleOP8(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newReloadHarness(t, false)
+		defer h.g.stopReloads()
+		counts := func() (int, int) { h.mu.Lock(); defer h.mu.Unlock(); return h.watches, h.unwatchs }
+		for i, step := range []struct {
+			on             bool
+			watches, stops int
+		}{{true, 1, 0}, {true, 1, 0}, {false, 1, 1}, {true, 2, 1}} {
+			next := &config.Config{}
+			next.Gateway.WatchConfig = step.on
+			h.mu.Lock()
+			h.next = next
+			h.mu.Unlock()
+			h.g.RequestReload("SIGHUP")
+			synctest.Wait()
+			if w, s := counts(); w != step.watches || s != step.stops {
+				t.Errorf("step %d (watchConfig %v): watched %d, stopped %d; want %d, %d", i, step.on, w, s, step.watches, step.stops)
+			}
 		}
 	})
 }
