@@ -41,6 +41,12 @@ type EndpointAuth struct {
 	// every request the middleware refuses (OP-7: metrics count them). It
 	// never sees the request's credentials.
 	OnRefusal func(reason string)
+	// Revoked, when set, is asked about every request refused for its
+	// credentials (no strategy, no token, or a token the strategy refused),
+	// with the bearer token ("" for none). A non-empty answer replaces the
+	// refusal's description: a session whose credentials a config reload
+	// removed is told so (OP-8). The answer must never contain the token.
+	Revoked func(r *http.Request, token string) string
 }
 
 // Refusal reasons passed to EndpointAuth.OnRefusal: a small fixed set, so
@@ -71,6 +77,15 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 	if ep.OnRefusal != nil {
 		refused = ep.OnRefusal
 	}
+	revoked := func(_ *http.Request, _ string, description string) string { return description }
+	if ep.Revoked != nil {
+		revoked = func(r *http.Request, token, description string) string {
+			if d := ep.Revoked(r, token); d != "" {
+				return d
+			}
+			return description
+		}
+	}
 
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +99,8 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 			}
 			if ep.Strategy == nil {
 				refused(RefusedUnconfigured)
-				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, "no authentication is configured for this endpoint")
+				token, _ := bearerToken(r)
+				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, revoked(r, token, "no authentication is configured for this endpoint"))
 				return
 			}
 
@@ -96,7 +112,7 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 			}
 			if token == "" {
 				refused(RefusedMissingToken)
-				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, "a bearer token is required")
+				ch.refuse(w, http.StatusUnauthorized, "", codeUnauthorized, revoked(r, "", "a bearer token is required"))
 				return
 			}
 			if len(token) > MaxTokenBytes {
@@ -126,7 +142,12 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 					}
 				}
 				refused(refusalReason(refusal.status(), code))
-				ch.refuse(w, refusal.status(), code, bodyCode, refusal.Description)
+				description := refusal.Description
+				if refusal.status() == http.StatusUnauthorized {
+					// Not a 503: an issuer that cannot answer revokes nothing.
+					description = revoked(r, token, description)
+				}
+				ch.refuse(w, refusal.status(), code, bodyCode, description)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(WithActor(ctx, actor)))

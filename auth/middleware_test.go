@@ -3,6 +3,7 @@ package auth_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -118,5 +119,45 @@ func TestResourceInContext(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || seen != "https://tools.example.com/mcp" {
 		t.Fatalf("status %d, resource %q", rec.Code, seen)
+	}
+}
+
+// OP-8: Revoked is asked about refusals for credentials only, sees the
+// token it is asked about, and its answer replaces the description; a
+// refusal it does not claim keeps its own.
+func TestRevokedDescription(t *testing.T) {
+	keys := auth.APIKeys([]auth.APIKey{{Key: "k-123", Actor: core.Actor{ID: "svc"}}})
+	var asked []string
+	h := auth.Middleware(auth.EndpointAuth{Path: "/mcp", Strategy: keys, Revoked: func(r *http.Request, token string) string {
+		asked = append(asked, token)
+		if r.Header.Get("X-Session") == "old" {
+			return "the credentials of this session are no longer accepted"
+		}
+		return ""
+	}})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	do := func(token, session string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("X-Session", session)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := do("k-123", "old"); code != http.StatusOK {
+		t.Fatalf("an accepted key: %d", code)
+	}
+	if code, body := do("gone-key", "old"); code != http.StatusUnauthorized || !strings.Contains(body, "no longer accepted") {
+		t.Errorf("a revoked session's refusal: %d %s", code, body)
+	}
+	if code, body := do("", "old"); code != http.StatusUnauthorized || !strings.Contains(body, "no longer accepted") {
+		t.Errorf("a revoked session without a token: %d %s", code, body)
+	}
+	if code, body := do("gone-key", "new"); code != http.StatusUnauthorized || strings.Contains(body, "no longer accepted") {
+		t.Errorf("an unclaimed refusal: %d %s", code, body)
+	}
+	if diff := cmp.Diff([]string{"gone-key", "", "gone-key"}, asked); diff != "" {
+		t.Errorf("asked about (-want +got):\n%s", diff)
 	}
 }

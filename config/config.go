@@ -50,8 +50,11 @@ type Gateway struct {
 	WriteTimeout      time.Duration `koanf:"writeTimeout" json:"writeTimeout" yaml:"writeTimeout"`
 	IdleTimeout       time.Duration `koanf:"idleTimeout" json:"idleTimeout" yaml:"idleTimeout"`
 	HeartbeatInterval time.Duration `koanf:"heartbeatInterval" json:"heartbeatInterval" yaml:"heartbeatInterval"`
-	Confirm           Confirm       `koanf:"confirm" json:"confirm" yaml:"confirm"`
-	Review            Review        `koanf:"review" json:"review" yaml:"review"`
+	// WatchConfig reloads the config when its file changes; SIGHUP always
+	// reloads (OP-8).
+	WatchConfig bool    `koanf:"watchConfig" json:"watchConfig" yaml:"watchConfig"`
+	Confirm     Confirm `koanf:"confirm" json:"confirm" yaml:"confirm"`
+	Review      Review  `koanf:"review" json:"review" yaml:"review"`
 	// Metrics is /metrics on the listen address (OP-7).
 	Metrics Metrics `koanf:"metrics" json:"metrics,omitzero" yaml:"metrics,omitempty"`
 }

@@ -611,3 +611,19 @@ func TestFlowMappingVars(t *testing.T) {
 		t.Fatalf("broken flow mapping: %v", err)
 	}
 }
+
+// OP-8: gateway.watchConfig is a boolean, off by default, and can be set
+// from the environment like the other scalar gateway keys.
+func TestWatchConfig(t *testing.T) {
+	p := writeConfig(t, "gateway:\n  watchConfig: true\n")
+	if cfg, _ := mustLoad(t, p, fixedEnv); !cfg.Gateway.WatchConfig {
+		t.Error("watchConfig: true loaded as false")
+	}
+	p = writeConfig(t, "gateway: {}\n")
+	if cfg, _ := mustLoad(t, p, fixedEnv); cfg.Gateway.WatchConfig {
+		t.Error("watchConfig is on by default")
+	}
+	if cfg, _ := mustLoad(t, p, withEnv(map[string]string{"TOOLGATE_GATEWAY_WATCHCONFIG": "true"})); !cfg.Gateway.WatchConfig {
+		t.Error("TOOLGATE_GATEWAY_WATCHCONFIG=true did not turn it on")
+	}
+}

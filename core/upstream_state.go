@@ -28,6 +28,9 @@ type UpstreamStatus struct {
 	// NextAttempt is when the importer next tries a failed upstream again
 	// (IM-37); zero when no attempt is scheduled.
 	NextAttempt time.Time `json:"nextAttempt,omitzero"`
+	// Removed: a config reload took the upstream out (OP-8); this is its
+	// last status, and views drop it.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // DropKind says why an upstream's tool was not imported.

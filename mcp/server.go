@@ -14,7 +14,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -87,8 +89,14 @@ type EndpointOptions struct {
 	HeartbeatInterval time.Duration
 	// Actor returns the caller the authentication middleware derived for
 	// this request (AU-3). Requests without one are refused.
-	Actor  func(ctx context.Context) (core.Actor, bool)
-	Logger *slog.Logger
+	Actor func(ctx context.Context) (core.Actor, bool)
+	// SessionStarted and SessionEnded, when set, are told of each session
+	// with the context of the initialize that opened it (the gateway
+	// remembers the credentials it was opened with, OP-8), and when it
+	// ends, however it ends.
+	SessionStarted func(ctx context.Context, id string)
+	SessionEnded   func(id string)
+	Logger         *slog.Logger
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is
@@ -119,6 +127,9 @@ type Endpoint struct {
 	unsolicited unsolicited
 	// running are the POSTs being served, for CutCalls (SV-9).
 	running running
+	// tools is the allow-list in force: opts.Tools until a reload sets
+	// another (OP-8).
+	tools atomic.Pointer[[]string]
 	// stopSweep ends the idle-session sweeper; nil without one.
 	stopSweep chan struct{}
 	swept     sync.WaitGroup
@@ -160,6 +171,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	e := &Endpoint{opts: opts, ids: newSessionIDs()}
+	e.tools.Store(&opts.Tools)
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(e.sessionStarted)
@@ -170,6 +182,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		e.releaseSubscriptions(s.SessionID())
 		if opts.Sessions != nil {
 			opts.Sessions.Remove(s.SessionID())
+		}
+		if opts.SessionEnded != nil {
+			opts.SessionEnded(s.SessionID())
 		}
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
@@ -459,8 +474,9 @@ func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.
 		return nil
 	}
 	out := tools[:0:0]
+	allow := e.allowList()
 	for _, t := range tools {
-		if e.opts.Registry.Allowed(ctx, actor, e.opts.Tools, t.Name) == nil {
+		if e.opts.Registry.Allowed(ctx, actor, allow, t.Name) == nil {
 			out = append(out, t)
 		}
 	}
@@ -538,7 +554,7 @@ func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, a
 		// No arguments at all is an empty object, as the schema sees it.
 		args = json.RawMessage(`{}`)
 	}
-	c, err := e.opts.Registry.Resolve(ctx, actor, e.opts.Tools, name, args)
+	c, err := e.opts.Registry.Resolve(ctx, actor, e.allowList(), name, args)
 	if err != nil {
 		return nil, err
 	}
@@ -649,6 +665,9 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	e.ids.mu.Lock()
 	e.ids.protocol[s.SessionID()] = server.RequestProtocolVersion(ctx)
 	e.ids.mu.Unlock()
+	if e.opts.SessionStarted != nil {
+		e.opts.SessionStarted(ctx, s.SessionID())
+	}
 	if e.opts.Sessions == nil {
 		return
 	}
@@ -764,6 +783,11 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if id != "" && isNotification(body) {
+		e.cancelFast(body, id)
+		e.serveNotification(w, r, id, body)
+		return
+	}
 	if isResponse(body) {
 		// An answer to mcp-go's own request (sampling, elicitation) is
 		// accepted with 202; anything else answers nothing the gateway
@@ -808,6 +832,25 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.http.ServeHTTP(cs, r)
 	}
 	cs.finish()
+}
+
+// allowList is the endpoint's allow-list in force.
+func (e *Endpoint) allowList() []string { return *e.tools.Load() }
+
+// SetTools replaces the endpoint's allow-list (a reload, OP-8). Live
+// sessions keep going and are sent notifications/tools/list_changed, since
+// what they may list changed with it.
+func (e *Endpoint) SetTools(allow []string) {
+	allow = slices.Clone(allow)
+	e.tools.Store(&allow)
+	e.ToolsChanged()
+}
+
+// ToolsChanged tells every live session that its tool list may have
+// changed without the registry changing: the allow-list, or the roles and
+// review rules that decide what an actor sees (OP-8).
+func (e *Endpoint) ToolsChanged() {
+	e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
 }
 
 // opensSession reports whether r, carrying no session id, would mint one:

@@ -53,6 +53,12 @@ func apply(s *core.Snapshot, ev core.Event) part {
 		return partCollisions
 	case core.UpstreamChanged:
 		i := slices.IndexFunc(s.Upstreams, func(u core.UpstreamStatus) bool { return u.Name == d.Status.Name })
+		if d.Status.Removed { // a config reload took it out (OP-8)
+			if i >= 0 {
+				s.Upstreams = slices.Delete(s.Upstreams, i, i+1)
+			}
+			return partUpstreams
+		}
 		if i < 0 {
 			s.Upstreams = append(s.Upstreams, d.Status)
 		} else {

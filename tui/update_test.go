@@ -341,3 +341,15 @@ func BenchmarkFilterKeystroke(b *testing.B) {
 }
 
 func timeAfter() <-chan time.Time { return time.After(150 * time.Millisecond) }
+
+// OP-8: an upstream a config reload removed leaves the Upstreams pane's
+// state; the others stay.
+func TestApplyUpstreamRemovedOP8(t *testing.T) {
+	s := core.Snapshot{Upstreams: []core.UpstreamStatus{{Name: "a", State: core.StateConnected}, {Name: "b", State: core.StateConnected}}}
+	if got := apply(&s, core.Event{Seq: 1, Data: core.UpstreamChanged{Status: core.UpstreamStatus{Name: "a", State: core.StateDisconnected, Removed: true}}}); got != partUpstreams {
+		t.Errorf("apply = %v, want partUpstreams", got)
+	}
+	if len(s.Upstreams) != 1 || s.Upstreams[0].Name != "b" {
+		t.Errorf("upstreams after a removal: %+v", s.Upstreams)
+	}
+}

@@ -16,6 +16,7 @@ import (
 var benchHidden = map[string]bool{
 	"calls": true, "sessions": true, "seconds": true, "rounds": true, "idle-sessions": true,
 	"upstreams": true, "upstream-tools": true, "list-delay": true, "startup-rounds": true, "startup-order": true,
+	"soak-clients": true, "soak-idle-timeout": true,
 }
 
 func runBench(ctx context.Context, c *cli, args []string) int {
@@ -34,6 +35,10 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	listDelay := fs.Duration("list-delay", 0, "start-up: the slowest upstream's simulated list latency")
 	startupRounds := fs.Int("startup-rounds", 0, "start-up rounds")
 	startupOrder := fs.String("startup-order", "", "start-up: list latency along the configuration: ascending, descending or shuffled")
+	soak := fs.Bool("soak", false, "a soak instead: sessions opening, calling, expiring for --soak-duration, memory sampled (issue 16)")
+	soakDuration := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "how long the soak's load runs")
+	soakClients := fs.Int("soak-clients", 0, "soak: concurrent clients")
+	soakIdle := fs.Duration("soak-idle-timeout", 0, "soak: the gateway's sessionIdleTimeout")
 	fs.Usage = benchUsage(c, fs)
 	if code, ok := c.parse(fs, args); !ok {
 		return code
@@ -41,6 +46,9 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(c.stderr, "toolgate bench: unexpected argument %q (see toolgate bench --help)\n", fs.Arg(0))
 		return 2
+	}
+	if *soak {
+		return runSoak(ctx, c, bench.SoakConfig{Duration: *soakDuration, Clients: *soakClients, IdleTimeout: *soakIdle}, *asJSON)
 	}
 	cfg := bench.DefaultConfig(*quick)
 	for _, o := range []struct {
@@ -102,6 +110,34 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	}
 	if res.Errors > 0 {
 		fmt.Fprintf(c.stderr, "toolgate bench: %d calls failed; the numbers above include only the ones that succeeded\n", res.Errors)
+	}
+	return 0
+}
+
+// runSoak runs `bench --soak` and prints its samples (issue 16).
+func runSoak(ctx context.Context, c *cli, cfg bench.SoakConfig, asJSON bool) int {
+	if cfg.Duration <= 0 || cfg.Duration > bench.MaxSoakDuration || cfg.Clients < 0 || cfg.IdleTimeout < 0 {
+		fmt.Fprintf(c.stderr, "toolgate bench: --soak-duration must be within (0, %v]; --soak-clients and --soak-idle-timeout must not be negative\n", bench.MaxSoakDuration)
+		return 2
+	}
+	cfg.Progress = c.stderr
+	res, err := bench.Soak(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate bench --soak: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(c.stderr, "toolgate bench: %v\n", err)
+			return 1
+		}
+	} else {
+		res.Print(c.stdout)
+	}
+	if res.Errors > 0 {
+		fmt.Fprintf(c.stderr, "toolgate bench --soak: %d requests failed\n", res.Errors)
 	}
 	return 0
 }

@@ -98,7 +98,7 @@ func TestBenchFlags(t *testing.T) {
 		t.Fatalf("--help: exit %d", code)
 	}
 	help := out.String()
-	for _, want := range []string{"Usage: toolgate bench", "-json", "-quick", "-cpuprofile"} {
+	for _, want := range []string{"Usage: toolgate bench", "-json", "-quick", "-cpuprofile", "-soak", "-soak-duration"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q:\n%s", want, help)
 		}
@@ -108,7 +108,8 @@ func TestBenchFlags(t *testing.T) {
 			t.Errorf("--help shows the hidden flag %s:\n%s", name, help)
 		}
 	}
-	for _, args := range [][]string{{"--calls", "-1"}, {"--seconds", "-2"}, {"--startup-order", "sideways"}, {"--bogus"}, {"extra"}} {
+	for _, args := range [][]string{{"--calls", "-1"}, {"--seconds", "-2"}, {"--startup-order", "sideways"}, {"--bogus"}, {"extra"},
+		{"--soak", "--soak-duration", "0s"}, {"--soak", "--soak-duration", "11m"}, {"--soak", "--soak-clients", "-1"}} {
 		errOut.Reset()
 		if code := runBench(context.Background(), c, args); code != 2 || errOut.Len() == 0 {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut.String())

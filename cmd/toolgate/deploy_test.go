@@ -147,7 +147,7 @@ func probe(t *testing.T, url string) (int, string) {
 
 // OP-5, SV-9: deploy/toolgate.service runs `toolgate serve` in the
 // foreground (Type=simple: no readiness notification is implemented),
-// offers no reload (none is implemented), restarts on failure, is
+// reloads with SIGHUP (OP-8), restarts on failure, is
 // hardened, keeps the store in its StateDirectory and waits longer for a
 // stop than toolgate's own grace for calls in flight. Its ExecStart and
 // Environment, run with this tree's binary and %S in a temporary
@@ -165,10 +165,9 @@ func TestSystemdUnitDeploy(t *testing.T) {
 			t.Errorf("%s=%s, want %s", key, got, want)
 		}
 	}
-	// Reload is not implemented: SIGHUP would still end the process, so an
-	// ExecReload sending it would turn `systemctl reload` into a crash.
-	if vs, ok := u[svc]["ExecReload"]; ok {
-		t.Errorf("ExecReload=%q, but toolgate serve does not reload its config", vs)
+	// OP-8: `systemctl reload` sends SIGHUP, which reloads the config.
+	if got := u.one(t, svc, "ExecReload"); got != "/bin/kill -HUP $MAINPID" {
+		t.Errorf("ExecReload=%s, want /bin/kill -HUP $MAINPID", got)
 	}
 	stop, err := time.ParseDuration(u.one(t, svc, "TimeoutStopSec"))
 	if err != nil || stop <= shutdownGrace {

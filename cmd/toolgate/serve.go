@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,15 +30,19 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
-	cfg, ok := c.loadConfig("serve", *path)
+	file := *path
+	if file == "" {
+		file = config.DefaultPath()
+	}
+	cfg, ok := c.loadConfig("serve", file)
 	if !ok {
 		return 1
 	}
 	if *listen != "" {
 		cfg.Gateway.Listen = *listen
 	}
-	if open := cfg.OpenEndpoints(); len(open) > 0 && !config.IsLoopbackHost(hostOf(cfg.Gateway.Listen)) && !*insecureOpen {
-		log.Error("refusing open-mode endpoints on a non-loopback address; pass --insecure-open to force", "endpoints", open, "listen", cfg.Gateway.Listen)
+	if err := openModeCheck(cfg, *insecureOpen); err != nil {
+		log.Error(err.Error(), "endpoints", cfg.OpenEndpoints(), "listen", cfg.Gateway.Listen)
 		return 1
 	}
 	g, err := gateway.New(ctx, cfg, &gateway.Options{Logger: log})
@@ -59,9 +66,12 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	}
 	log.Info("ready", "tools", len(g.Registry().Names(""))+len(g.Importer().ImportedTools()))
 
-	// SIGHUP (systemctl reload) would end the process by Go's default, and
-	// every session with it. Reloading is not built yet: keep serving and
-	// say so, rather than drop every client on a reload.
+	// SIGHUP (systemctl reload) reloads the config, as a change of the
+	// file does under gateway.watchConfig (OP-8); Go's default would end
+	// the process and every session with it.
+	if err := g.StartReloads(gateway.ReloadSource{Path: file, Load: reloadLoader(file, *listen, *insecureOpen, log)}); err != nil {
+		log.Error("config reload unavailable", "err", err)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -69,7 +79,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		for {
 			select {
 			case <-hup:
-				log.Warn("SIGHUP: config reload is not supported yet; the running config stays, restart toolgate to apply changes")
+				g.RequestReload("SIGHUP")
 			case <-ctx.Done():
 				return
 			}
@@ -89,6 +99,40 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// errOpenMode refuses open-mode endpoints on a non-loopback address (AU-7).
+var errOpenMode = errors.New("refusing open-mode endpoints on a non-loopback address; pass --insecure-open to force")
+
+func openModeCheck(cfg *config.Config, insecureOpen bool) error {
+	if open := cfg.OpenEndpoints(); len(open) > 0 && !config.IsLoopbackHost(hostOf(cfg.Gateway.Listen)) && !insecureOpen {
+		return errOpenMode
+	}
+	return nil
+}
+
+// reloadLoader reads the config file again for a reload, as serve read it
+// at start: the same --listen override, so it is not seen as a change, and
+// the same refusal of open mode on a non-loopback address. Its warnings
+// are log records.
+func reloadLoader(file, listen string, insecureOpen bool, log *slog.Logger) func() (*config.Config, error) {
+	return func() (*config.Config, error) {
+		v, _ := buildVersion()
+		cfg, warnings, err := config.Load(file, config.LoadOptions{Version: v, LookupEnv: gateway.LookupEnv})
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range warnings {
+			log.Warn("config warning", "key", w.Path, "detail", w.Message)
+		}
+		if listen != "" {
+			cfg.Gateway.Listen = listen
+		}
+		if err := openModeCheck(cfg, insecureOpen); err != nil {
+			return nil, fmt.Errorf("%w: %s", err, strings.Join(cfg.OpenEndpoints(), ", "))
+		}
+		return cfg, nil
+	}
 }
 
 // closeGateway gives calls in flight shutdownGrace to finish (SV-9).

@@ -241,7 +241,7 @@ func (im *Importer) Complete(ctx context.Context, params json.RawMessage) (json.
 	case "ref/prompt":
 		for _, p := range c.Prompts {
 			if p.Name == ref.Name {
-				u = im.byName[p.Source]
+				u = im.lookup(p.Source)
 				renamed, err := withField(body["ref"], "name", p.RemoteName)
 				if err != nil {
 					return nil, err
@@ -282,7 +282,7 @@ func (im *Importer) Complete(ctx context.Context, params json.RawMessage) (json.
 func (im *Importer) templateOwner(c core.Catalog, uri string) (*upstream, error) {
 	for _, t := range c.Templates {
 		if t.URI == uri {
-			return im.byName[t.Source], nil
+			return im.found(t.Source, uri)
 		}
 	}
 	return im.resourceOwner(c, uri)
@@ -309,7 +309,7 @@ func (im *Importer) resourceOwner(c core.Catalog, uri string) (*upstream, error)
 	if source == "" {
 		return nil, fmt.Errorf("%w: %q", core.ErrUnknownResource, uri)
 	}
-	return im.byName[source], nil
+	return im.found(source, uri)
 }
 
 // GetPrompt routes prompts/get by served name to its upstream's remote name.
@@ -318,7 +318,10 @@ func (im *Importer) GetPrompt(ctx context.Context, name string, args json.RawMes
 		if p.Name != name {
 			continue
 		}
-		u := im.byName[p.Source]
+		u := im.lookup(p.Source)
+		if u == nil {
+			break // removed by a reload since the catalog was read
+		}
 		cu := u.spec.Upstream.(core.CatalogUpstream)
 		var out json.RawMessage
 		err := im.do(ctx, u, core.KindRead, func(ctx context.Context) (err error) {
@@ -328,4 +331,13 @@ func (im *Importer) GetPrompt(ctx context.Context, name string, args json.RawMes
 		return out, err
 	}
 	return nil, fmt.Errorf("%w: %q", core.ErrUnknownPrompt, name)
+}
+
+// found is the upstream source names for uri, or the unknown-resource
+// error when a reload removed it since the catalog was read.
+func (im *Importer) found(source, uri string) (*upstream, error) {
+	if u := im.lookup(source); u != nil {
+		return u, nil
+	}
+	return nil, fmt.Errorf("%w: %q", core.ErrUnknownResource, uri)
 }

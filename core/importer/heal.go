@@ -100,12 +100,18 @@ func (im *Importer) startLoops() {
 	}
 	im.looping = true
 	for _, u := range im.ups {
-		if u.spec.Health.Disabled && u.spec.Reconnect.Disabled {
-			continue
-		}
-		im.loops.Add(1)
-		go im.supervise(u)
+		im.startLoop(u)
 	}
+}
+
+// startLoop starts u's supervise loop, if it has one. im.mu must be held.
+func (im *Importer) startLoop(u *upstream) {
+	if u.spec.Health.Disabled && u.spec.Reconnect.Disabled || u.done != nil {
+		return
+	}
+	u.done = make(chan struct{})
+	im.loops.Add(1)
+	go im.supervise(u)
 }
 
 // supervise keeps u imported until Close (IM-37). While u is stale (failed,
@@ -116,6 +122,7 @@ func (im *Importer) startLoops() {
 // makes it stale. Every wait is a timer, so nothing loops hot.
 func (im *Importer) supervise(u *upstream) {
 	defer im.loops.Done()
+	defer close(u.done)
 	h, rc := u.spec.Health, u.spec.Reconnect
 	retries, misses := 0, 0
 	for {
@@ -146,9 +153,9 @@ func (im *Importer) supervise(u *upstream) {
 				retries = 0
 			}
 		default:
-			if _, err := im.ping(im.life, u, h.Timeout, false); err == nil {
+			if _, err := im.ping(u.life, u, h.Timeout, false); err == nil {
 				misses = 0
-			} else if misses++; misses >= healthMisses && im.life.Err() == nil {
+			} else if misses++; misses >= healthMisses && u.life.Err() == nil {
 				misses = 0
 				im.failed(u, fmt.Errorf("health check: %w", err))
 			}
@@ -176,7 +183,7 @@ func (im *Importer) await(u *upstream, wait time.Duration, retrying bool) (act, 
 	}
 	for {
 		select {
-		case <-im.life.Done():
+		case <-u.life.Done():
 			return false, false
 		case <-fire:
 			return true, true
@@ -195,7 +202,7 @@ func (im *Importer) reimport(u *upstream) error {
 	im.mu.Lock()
 	seen := u.applied
 	im.mu.Unlock()
-	l := im.listWith(im.life, u, 1)
+	l := im.listWith(u.life, u, 1)
 	if l.err != nil {
 		return l.err
 	}
@@ -204,7 +211,9 @@ func (im *Importer) reimport(u *upstream) error {
 	im.mu.Lock()
 	moved := u.applied != seen
 	im.mu.Unlock()
-	if !moved {
+	// A reload that removed or replaced u meanwhile: the listing is of a
+	// connection that is going.
+	if !moved && u.life.Err() == nil {
 		im.apply(u, l)
 	}
 	return nil

@@ -100,6 +100,11 @@ type upstream struct {
 	spec UpstreamSpec
 	// kick wakes u's supervise loop when its state changes (buffered, 1).
 	kick chan struct{}
+	// life ends u's supervise loop: on Close, or when a reload removes or
+	// replaces u (OP-8). done is closed when the loop has returned.
+	life context.Context
+	stop context.CancelFunc
+	done chan struct{}
 
 	// connMu serialises Connect and Close of this upstream.
 	connMu    sync.Mutex
@@ -145,25 +150,47 @@ func NewImporter(reg *core.Registry, specs []UpstreamSpec, opts *ImporterOptions
 	}
 	im.life, im.stop = context.WithCancel(context.Background())
 	for _, s := range specs {
-		if s.Timeout <= 0 {
-			s.Timeout = DefaultTimeout
-		}
-		if s.DefaultKind == "" {
-			s.DefaultKind = core.KindAction
-		}
-		s.Health, s.Reconnect = s.Health.withDefaults(s.Timeout), s.Reconnect.withDefaults()
-		u := &upstream{spec: s, kick: make(chan struct{}, 1), stale: true, status: core.UpstreamStatus{
-			Name: s.Name, Transport: s.Transport, Required: s.Required, State: core.StateDisconnected,
-		}}
+		u := im.newUpstream(s)
 		im.ups = append(im.ups, u)
 		im.byName[s.Name] = u
-		if n, ok := s.Upstream.(core.ToolsChangedNotifier); ok {
-			name := s.Name
-			n.OnToolsChanged(func() { im.toolsChanged(name) })
-		}
 	}
 	im.bus.AddSnapshotPart(im.fillSnapshot)
 	return im
+}
+
+// newUpstream fills s's defaults and prepares its state; nothing connects.
+func (im *Importer) newUpstream(s UpstreamSpec) *upstream {
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.DefaultKind == "" {
+		s.DefaultKind = core.KindAction
+	}
+	s.Health, s.Reconnect = s.Health.withDefaults(s.Timeout), s.Reconnect.withDefaults()
+	u := &upstream{spec: s, kick: make(chan struct{}, 1), stale: true, status: core.UpstreamStatus{
+		Name: s.Name, Transport: s.Transport, Required: s.Required, State: core.StateDisconnected,
+	}}
+	u.life, u.stop = context.WithCancel(im.life)
+	if n, ok := s.Upstream.(core.ToolsChangedNotifier); ok {
+		// By name: after a reload replaced u, its successor is refreshed.
+		name := s.Name
+		n.OnToolsChanged(func() { im.toolsChanged(name) })
+	}
+	return u
+}
+
+// lookup is the upstream configured under name now, or nil.
+func (im *Importer) lookup(name string) *upstream {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return im.byName[name]
+}
+
+// current is the upstreams in configuration order now.
+func (im *Importer) current() []*upstream {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return slices.Clone(im.ups)
 }
 
 func jitterBackoff(n int) time.Duration {
@@ -738,8 +765,8 @@ func (im *Importer) RefreshAll(ctx context.Context) ([]core.Diff, error) {
 }
 
 func (im *Importer) upstream(name string) (*upstream, error) {
-	u, ok := im.byName[name]
-	if !ok {
+	u := im.lookup(name)
+	if u == nil {
 		im.bus.Publish(core.Warning{Source: name, Message: fmt.Sprintf("refresh: no upstream named %q", name)})
 		return nil, fmt.Errorf("%w: %q", core.ErrUnknownUpstream, name)
 	}
@@ -748,10 +775,10 @@ func (im *Importer) upstream(name string) (*upstream, error) {
 
 // toolsChanged debounces an upstream's list_changed into one refresh (IM-25).
 func (im *Importer) toolsChanged(name string) {
-	u := im.byName[name]
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	if im.life.Err() != nil {
+	u := im.byName[name]
+	if u == nil || im.life.Err() != nil {
 		return
 	}
 	if u.debounce != nil && u.debounce.Stop() {
@@ -918,11 +945,12 @@ func (im *Importer) Close() error {
 			im.timers.Done()
 		}
 	}
+	ups := slices.Clone(im.ups)
 	im.mu.Unlock()
 	im.timers.Wait()
 	im.loops.Wait()
 	var errs []error
-	for _, u := range im.ups {
+	for _, u := range ups {
 		u.connMu.Lock()
 		if err := u.spec.Upstream.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close %q: %w", u.spec.Name, err))

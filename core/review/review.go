@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -75,7 +76,8 @@ func otherNames(source string, all []core.ToolInfo) []string {
 // The decisions are read from the store once, by NewReviewer; Reload reads
 // them again (after another process changed the store).
 type Reviewer struct {
-	mode  core.ReviewMode
+	// mode can change while lists run: a reload (OP-8).
+	mode  atomic.Pointer[core.ReviewMode]
 	store core.Store
 	bus   *core.Bus
 	now   func() time.Time
@@ -114,7 +116,8 @@ func NewReviewer(ctx context.Context, mode core.ReviewMode, store core.Store, bu
 	if bus == nil {
 		bus = core.NewBus()
 	}
-	r := &Reviewer{mode: mode, store: store, bus: bus, now: time.Now, fps: map[approvalKey]fpEntry{}}
+	r := &Reviewer{store: store, bus: bus, now: time.Now, fps: map[approvalKey]fpEntry{}}
+	r.mode.Store(&mode)
 	all, err := store.Approvals(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load review decisions: %w", err)
@@ -203,7 +206,18 @@ func ParseApprovals(data []byte) ([]core.Approval, error) {
 }
 
 // Mode returns the configured review mode.
-func (r *Reviewer) Mode() core.ReviewMode { return r.mode }
+func (r *Reviewer) Mode() core.ReviewMode { return *r.mode.Load() }
+
+// SetMode switches the review mode (a config reload, OP-8); every list and
+// call after it is decided under the new mode. The caller tells live
+// sessions that their lists may have changed.
+func (r *Reviewer) SetMode(mode core.ReviewMode) error {
+	if !mode.Valid() {
+		return fmt.Errorf("review mode must be one of off, warn, pin, require (got %q)", mode)
+	}
+	r.mode.Store(&mode)
+	return nil
+}
 
 // State returns t's review state; "" for a native tool.
 func (r *Reviewer) State(t core.ToolInfo) core.ReviewState {
@@ -280,11 +294,12 @@ func (r *Reviewer) Allows(t core.ToolInfo) bool {
 }
 
 func (r *Reviewer) allows(source, remote, fp string, def func() Definition) bool {
-	if source == "" || r.mode == core.ReviewOff {
+	mode := r.Mode()
+	if source == "" || mode == core.ReviewOff {
 		return true
 	}
 	st := r.state(source, remote, fp, def)
-	switch r.mode {
+	switch mode {
 	case core.ReviewWarn:
 		return st != core.ReviewRejected
 	case core.ReviewRequire:

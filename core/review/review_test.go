@@ -651,3 +651,25 @@ func TestFingerprintCoversEveryServedMember(t *testing.T) {
 		}
 	}
 }
+
+// OP-8, RV-3: a reload switches the mode live: a new tool served under pin
+// is withheld under require, and served again under off; an invalid mode is
+// refused and changes nothing.
+func TestSetModeOP8(t *testing.T) {
+	r := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	tool := reviewTool("docs", "lookup", "Look up a word.")
+	for _, step := range []struct {
+		mode  core.ReviewMode
+		allow bool
+	}{{core.ReviewPin, true}, {core.ReviewRequire, false}, {core.ReviewOff, true}} {
+		if err := r.SetMode(step.mode); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Allows(tool); got != step.allow || r.Mode() != step.mode {
+			t.Errorf("mode %s: allows %v, mode %s", step.mode, got, r.Mode())
+		}
+	}
+	if err := r.SetMode("strict"); err == nil || r.Mode() != core.ReviewOff {
+		t.Errorf("SetMode(strict): %v, mode %s", err, r.Mode())
+	}
+}

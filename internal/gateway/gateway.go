@@ -82,6 +82,15 @@ type Gateway struct {
 	life    context.Context
 	endLife context.CancelFunc
 
+	// creds, switches, operators, reloadMu, cfgMu and reloader are config
+	// reload's (OP-8, reload.go).
+	creds     *credentials
+	switches  map[string]*endpointSwitch // by endpoint path; fixed after New
+	operators atomic.Pointer[map[string]bool]
+	reloadMu  sync.Mutex
+	reloads   reloads
+	cfgMu     sync.Mutex // guards cfg, which a reload replaces
+
 	endpointsClosed sync.Once
 	closeOnce       sync.Once
 	closeErr        error
@@ -91,7 +100,8 @@ type Gateway struct {
 // listener, so a taken port fails here with the address. Nothing connects
 // to an upstream yet. On error everything built so far is released.
 func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, err error) {
-	g := &Gateway{cfg: cfg, served: make(chan error, 1)}
+	g := &Gateway{cfg: cfg, served: make(chan error, 1), creds: newCredentials()}
+	g.setOperators(cfg)
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -145,7 +155,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	bus := g.reg.Bus()
 	g.sessions = core.NewSessions(bus)
 	g.approvals = confirm.NewApprovalQueue(bus)
-	if g.gate, err = newGate(cfg, g.store, g.approvals); err != nil {
+	if g.gate, err = newGate(cfg, g.store, g.approvals, g.needsOperator); err != nil {
 		return nil, fmt.Errorf("confirm gate: %w", err)
 	}
 	g.startMetrics()
@@ -175,26 +185,11 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 	g.hub = mcp.NewHub()
 	specs := make([]importer.UpstreamSpec, 0, len(g.cfg.Upstreams))
 	for _, u := range g.cfg.Upstreams {
-		up, err := newUpstreamOn(u, g.hub)
+		s, err := specOf(u, g.hub)
 		if err != nil {
-			return fmt.Errorf("upstream %q: %w", u.Name, err)
+			return err
 		}
-		specs = append(specs, importer.UpstreamSpec{
-			Name:        u.Name,
-			Prefix:      u.EffectivePrefix(),
-			Transport:   transportOf(u),
-			Include:     u.Include,
-			Exclude:     u.Exclude,
-			Reads:       u.Reads,
-			Actions:     u.Actions,
-			DefaultKind: core.Kind(u.DefaultKind),
-			Roles:       u.Roles,
-			Required:    u.Required,
-			Timeout:     u.Timeout,
-			Health:      importer.HealthCheck{Disabled: !u.Health.On(), Interval: u.Health.Interval, Timeout: u.Health.Timeout},
-			Reconnect:   importer.Reconnect{Disabled: !u.Reconnect.On(), InitialDelay: u.Reconnect.InitialDelay, MaxDelay: u.Reconnect.MaxDelay},
-			Upstream:    up,
-		})
+		specs = append(specs, s)
 	}
 	// A one-shot command reports what one import found; retrying behind it
 	// would only change the answer while it is being printed.
@@ -208,13 +203,13 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 // Start in the background to show the upstreams connecting.
 func (g *Gateway) Start(ctx context.Context) error {
 	if g.ln != nil && g.srv == nil {
-		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.cfg.Gateway.IdleTimeout}
+		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.Config().Gateway.IdleTimeout}
 		// Ending sessions first lets their event streams close, so Shutdown
 		// waits only for calls in flight.
 		g.srv.RegisterOnShutdown(g.closeEndpoints)
 		srv, ln := g.srv, g.ln
 		go func() { g.served <- srv.Serve(ln) }()
-		g.log.Info("serving", "listen", g.Addr(), "endpoints", len(g.cfg.Endpoints))
+		g.log.Info("serving", "listen", g.Addr(), "endpoints", len(g.Config().Endpoints))
 	}
 	if err := g.importer.Start(ctx); err != nil {
 		return err
@@ -245,6 +240,8 @@ func (g *Gateway) PendingApprovals() int {
 // safe after a partial New and more than once.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
+		// No reload may start on parts being closed (OP-8).
+		g.stopReloads()
 		// No operator will decide once the gateway is gone: the callers are
 		// told now rather than at their own timeout (SV-9).
 		if g.approvals != nil {
@@ -332,9 +329,10 @@ func (g *Gateway) Approvals() *confirm.ApprovalQueue { return g.approvals }
 
 // Console is the operator's view of this gateway (CO-1..9).
 func (g *Gateway) Console() core.Console {
-	info := core.ConsoleInfo{Demo: g.opts.Demo, Notice: g.opts.Notice, ReviewMode: core.ReviewMode(g.cfg.Gateway.Review.Mode)}
+	cfg := g.Config()
+	info := core.ConsoleInfo{Demo: g.opts.Demo, Notice: g.opts.Notice, ReviewMode: core.ReviewMode(cfg.Gateway.Review.Mode)}
 	if addr := g.Addr(); addr != "" {
-		for _, e := range g.cfg.Endpoints {
+		for _, e := range cfg.Endpoints {
 			u := "http://" + addr + e.Path
 			info.Endpoints = append(info.Endpoints, u)
 			if e.Open() {

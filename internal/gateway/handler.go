@@ -33,15 +33,14 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, Limits: limits,
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
+			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 		})
 		if err != nil {
 			return err
 		}
 		g.endpoints = append(g.endpoints, ep)
-		mux.Handle(e.Path, auth.Middleware(epAuth)(ep))
-		if mh := auth.MetadataHandler(epAuth); mh != nil {
-			mux.Handle(auth.MetadataPath(e.Path), mh)
-		}
+		// Behind a switch, so a reload can replace the auth (OP-8).
+		g.mountEndpoint(mux, ep, epAuth)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

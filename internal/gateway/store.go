@@ -33,23 +33,29 @@ func OpenStore(ctx context.Context, spec string) (core.Store, error) {
 // newGate builds the confirm gate when a secret is configured; without one
 // action tools are not served (config validation already requires the
 // secret wherever action tools can be served).
-func newGate(cfg *config.Config, ledger confirm.TokenLedger, approvals *confirm.ApprovalQueue) (*confirm.Gate, error) {
+func newGate(cfg *config.Config, ledger confirm.TokenLedger, approvals *confirm.ApprovalQueue, needsOperator func(core.Tool) bool) (*confirm.Gate, error) {
 	secret := cfg.Gateway.Confirm.Secret.Reveal()
 	if secret == "" {
 		return nil, nil
 	}
-	operator := map[string]bool{}
-	for _, u := range cfg.Upstreams {
-		if u.Approval == config.ApprovalOperator {
-			operator[u.Name] = true
-		}
-	}
 	return confirm.NewGate(confirm.GateOptions{
 		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
 		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
-		NeedsOperator: func(t core.Tool) bool { return operator[t.Source] },
+		NeedsOperator: needsOperator,
 	})
 }
+
+// setOperators records which upstreams' actions wait for an operator
+// (CF-5); a reload changes it live (OP-8).
+func (g *Gateway) setOperators(cfg *config.Config) {
+	operator := map[string]bool{}
+	for _, name := range OperatorUpstreams(cfg) {
+		operator[name] = true
+	}
+	g.operators.Store(&operator)
+}
+
+func (g *Gateway) needsOperator(t core.Tool) bool { return (*g.operators.Load())[t.Source] }
 
 // OperatorUpstreams names the upstreams whose actions wait for an operator.
 func OperatorUpstreams(cfg *config.Config) []string {

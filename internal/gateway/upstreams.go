@@ -1,14 +1,41 @@
 package gateway
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/mcp"
 )
+
+// specOf is what the importer needs of one upstream's config, with its
+// connection built.
+func specOf(u config.Upstream, hub *mcp.Hub) (importer.UpstreamSpec, error) {
+	up, err := newUpstreamOn(u, hub)
+	if err != nil {
+		return importer.UpstreamSpec{}, fmt.Errorf("upstream %q: %w", u.Name, err)
+	}
+	return importer.UpstreamSpec{
+		Name:        u.Name,
+		Prefix:      u.EffectivePrefix(),
+		Transport:   transportOf(u),
+		Include:     u.Include,
+		Exclude:     u.Exclude,
+		Reads:       u.Reads,
+		Actions:     u.Actions,
+		DefaultKind: core.Kind(u.DefaultKind),
+		Roles:       u.Roles,
+		Required:    u.Required,
+		Timeout:     u.Timeout,
+		Health:      importer.HealthCheck{Disabled: !u.Health.On(), Interval: u.Health.Interval, Timeout: u.Health.Timeout},
+		Reconnect:   importer.Reconnect{Disabled: !u.Reconnect.On(), InitialDelay: u.Reconnect.InitialDelay, MaxDelay: u.Reconnect.MaxDelay},
+		Upstream:    up,
+	}, nil
+}
 
 // NewUpstream turns one upstream's config into its connection, with no hub
 // for resource updates (the bench calls upstreams directly with it).

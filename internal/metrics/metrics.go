@@ -280,6 +280,10 @@ func (m *Metrics) handle(ev core.Event) {
 		m.callDuration.WithLabelValues(labels...).Observe(r.Latency.Seconds())
 	case core.UpstreamChanged:
 		st := d.Status
+		if st.Removed {
+			delete(m.upstreams, st.Name) // its calls count as "other" from now on
+			break
+		}
 		if prev, ok := m.upstreams[st.Name]; !ok || prev != st.State {
 			m.transitions.WithLabelValues(st.Name, string(st.State)).Inc()
 		}

@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/toolgate/toolgate/auth"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/importer"
+)
+
+// ReloadReport is what a reload applied (OP-8). It names upstreams,
+// endpoints and keys, never a value.
+type ReloadReport struct {
+	UpstreamsAdded, UpstreamsRemoved, UpstreamsChanged []string
+	// UpstreamsPending are added or changed upstreams that did not answer:
+	// retried in the background (IM-37), with the error.
+	UpstreamsPending map[string]string
+	// Diffs are the registry changes, as refreshes publish them (IM-26).
+	Diffs []core.Diff
+	// EndpointsChanged had their authentication or allow-list replaced;
+	// EndpointsClosed are gone from the config and refuse every request
+	// until a restart unmounts them.
+	EndpointsChanged, EndpointsClosed []string
+	// ReviewMode is the new review mode, when it changed.
+	ReviewMode string
+	// Restart lists the keys whose change takes effect at the next
+	// restart; the running values stay.
+	Restart []string
+}
+
+// Changed reports whether the reload changed anything live.
+func (r *ReloadReport) Changed() bool {
+	return len(r.UpstreamsAdded)+len(r.UpstreamsRemoved)+len(r.UpstreamsChanged)+
+		len(r.EndpointsChanged)+len(r.EndpointsClosed) > 0 || r.ReviewMode != ""
+}
+
+// ErrReloadClosed: the gateway is closing or closed.
+var ErrReloadClosed = errors.New("reload: the gateway is closed")
+
+// Config is the configuration in force: the one New was given, or the last
+// reload's, with the keys that need a restart as they run.
+func (g *Gateway) Config() *config.Config {
+	g.cfgMu.Lock()
+	defer g.cfgMu.Unlock()
+	return g.cfg
+}
+
+func (g *Gateway) setConfig(cfg *config.Config) {
+	g.cfgMu.Lock()
+	g.cfg = cfg
+	g.cfgMu.Unlock()
+}
+
+// Reload applies next, a loaded and valid config, to the running gateway
+// without dropping a session (OP-8):
+//
+//   - upstreams added, removed or changed are applied like a refresh: the
+//     removed one's tools unregistered, an added or changed one connected
+//     and imported, or retried in the background while it does not answer;
+//   - endpoints' authentication (keys, strategies, open-mode actor) and
+//     allow-lists are replaced, and the review mode and operator approvals
+//     switched, for the next request; live sessions get
+//     notifications/tools/list_changed. A session whose credentials are no
+//     longer accepted is ended at its next request, which says so;
+//   - everything else (listen address, store, confirm gate, session and
+//     connection limits, metrics, endpoint paths, names, versions and
+//     instructions) takes effect at the next restart: Report.Restart names
+//     those keys, and the running values stay.
+//
+// What can fail (an OAuth issuer's discovery, an upstream's options) is
+// built before anything is applied, so an error leaves the running config
+// in force, whole. Reloads run one at a time.
+func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadReport, error) {
+	if g.importer == nil || g.sessions == nil {
+		return nil, errors.New("reload: this gateway serves nothing")
+	}
+	if next == nil {
+		return nil, errors.New("reload: no config")
+	}
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	if g.reloads.closed {
+		return nil, ErrReloadClosed
+	}
+	if _, err := next.Validate(); err != nil {
+		return nil, err
+	}
+	d := diffConfigs(g.Config(), next)
+	eff := d.effective
+
+	type builtAuth struct {
+		sw  *endpointSwitch
+		ea  auth.EndpointAuth
+		end context.CancelFunc
+	}
+	var auths []builtAuth
+	var built []importer.UpstreamSpec
+	fail := func(err error) (*ReloadReport, error) {
+		for _, a := range auths {
+			a.end()
+		}
+		for _, s := range built {
+			_ = s.Upstream.Close()
+		}
+		return nil, err
+	}
+	for i, e := range eff.Endpoints {
+		sw := g.switches[e.Path]
+		if sw == nil || !slices.Contains(d.authChanged, e.Path) && !slices.Contains(d.closed, e.Path) {
+			continue
+		}
+		// The strategies live until a later reload replaces them; their
+		// discovery is bounded by ctx as well.
+		actx, end := context.WithCancel(g.life)
+		unbind := context.AfterFunc(ctx, end)
+		ea, err := endpointAuth(actx, eff, e, g.log)
+		if !unbind() && err == nil {
+			err = context.Cause(ctx)
+		}
+		if err != nil {
+			end()
+			return fail(fmt.Errorf("endpoints[%d] %s: %w", i, e.Path, err))
+		}
+		ea.OnRefusal = g.authRefused(e.Path)
+		auths = append(auths, builtAuth{sw: sw, ea: ea, end: end})
+	}
+	specs := make([]importer.UpstreamSpec, 0, len(eff.Upstreams))
+	for _, u := range eff.Upstreams {
+		if !slices.Contains(d.upAdded, u.Name) && !slices.Contains(d.upChanged, u.Name) {
+			specs = append(specs, importer.UpstreamSpec{Name: u.Name}) // keep it running
+			continue
+		}
+		s, err := specOf(u, g.hub)
+		if err != nil {
+			return fail(err)
+		}
+		built = append(built, s)
+		specs = append(specs, s)
+	}
+
+	// Authentication first: a removed key stops working before the
+	// upstreams, which may take a while to answer, are done.
+	rep := &ReloadReport{
+		UpstreamsAdded: d.upAdded, UpstreamsRemoved: d.upRemoved, UpstreamsChanged: d.upChanged,
+		EndpointsClosed: d.closed, Restart: d.restart,
+	}
+	for _, a := range auths {
+		a.sw.set(a.ea, a.end)
+	}
+	notify := map[string]bool{}
+	for _, e := range eff.Endpoints {
+		sw := g.switches[e.Path]
+		if sw == nil {
+			continue
+		}
+		switch {
+		case slices.Contains(d.toolsChanged, e.Path):
+			sw.ep.SetTools(e.Tools) // notifies
+		case slices.Contains(d.authChanged, e.Path), d.reviewMode:
+			// Roles or review decide what an actor sees.
+			sw.ep.ToolsChanged()
+		default:
+			continue
+		}
+		notify[e.Path] = true
+	}
+	for _, e := range eff.Endpoints {
+		if notify[e.Path] && !slices.Contains(d.closed, e.Path) {
+			rep.EndpointsChanged = append(rep.EndpointsChanged, e.Path)
+		}
+	}
+	if d.reviewMode {
+		if err := g.review.SetMode(core.ReviewMode(eff.Gateway.Review.Mode)); err == nil {
+			rep.ReviewMode = eff.Gateway.Review.Mode
+		}
+	}
+	g.setOperators(eff)
+	g.setConfig(eff)
+
+	if moved := !slices.EqualFunc(g.importer.Statuses(), eff.Upstreams, func(s core.UpstreamStatus, u config.Upstream) bool { return s.Name == u.Name }); moved || len(built) > 0 {
+		res, err := g.importer.Reconfigure(ctx, specs)
+		if err != nil {
+			// Only a closed importer or a spec list that contradicts itself
+			// get here; the config was valid, so it is the former.
+			for _, s := range built {
+				_ = s.Upstream.Close()
+			}
+			return rep, err
+		}
+		rep.Diffs = res.Diffs
+		for name, err := range res.Pending {
+			if rep.UpstreamsPending == nil {
+				rep.UpstreamsPending = map[string]string{}
+			}
+			rep.UpstreamsPending[name] = err.Error()
+		}
+	}
+	g.logReload(rep, d)
+	return rep, nil
+}
+
+// logReload writes the reload's record: names and keys only (IM-5). The
+// tool diffs are the operator log's, as for every refresh.
+func (g *Gateway) logReload(rep *ReloadReport, d *configDiff) {
+	if rep.Changed() {
+		attrs := []any{}
+		add := func(key string, names []string) {
+			if len(names) > 0 {
+				attrs = append(attrs, key, names)
+			}
+		}
+		add("upstreamsAdded", rep.UpstreamsAdded)
+		add("upstreamsRemoved", rep.UpstreamsRemoved)
+		add("upstreamsChanged", rep.UpstreamsChanged)
+		if len(d.upFields) > 0 {
+			attrs = append(attrs, "upstreamKeys", d.upFields)
+		}
+		add("endpointsChanged", rep.EndpointsChanged)
+		add("endpointsClosed", rep.EndpointsClosed)
+		if rep.ReviewMode != "" {
+			attrs = append(attrs, "reviewMode", rep.ReviewMode)
+		}
+		g.log.Info("config reloaded", attrs...)
+	} else {
+		g.log.Info("config reloaded: nothing changed that applies live")
+	}
+	for _, name := range slices.Sorted(maps.Keys(rep.UpstreamsPending)) {
+		g.log.Warn("upstream unavailable after the reload; retried in the background", "upstream", name, "err", rep.UpstreamsPending[name])
+	}
+	if len(rep.Restart) > 0 {
+		g.log.Warn("config reload: these changes take effect at the next restart; the running values stay", "keys", rep.Restart)
+	}
+}
