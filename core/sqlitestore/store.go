@@ -26,6 +26,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
 // applicationID marks a SQLite file as a toolgate store ("tgat"), so a
@@ -62,7 +63,7 @@ type Store struct {
 
 	// audit is the queue the flusher goroutine writes the audit log from,
 	// with insert, prepared once on w.
-	audit  *auditQueue
+	audit  *auditqueue.Queue
 	insert *sql.Stmt
 }
 
@@ -109,8 +110,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = s.w.Close()
 		return nil, s.wrap("prepare", err)
 	}
-	s.audit = newAuditQueue()
-	go s.audit.run(s.insertAudit)
+	s.audit = auditqueue.New()
+	go s.audit.Run(s.insertAudit)
 	return s, nil
 }
 
@@ -499,7 +500,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 	if err := s.live(); err != nil {
 		return nil, err
 	}
-	s.audit.flush() // the records this handle queued before the query are in
+	s.audit.Flush() // the records this handle queued before the query are in
 	since := int64(math.MinInt64)
 	if !q.Since.IsZero() {
 		since, _ = unixNano(q.Since) // clamped: out of range still orders right
@@ -553,6 +554,6 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.audit.close()
+	s.audit.Close()
 	return errors.Join(s.insert.Close(), s.r.Close(), s.w.Close())
 }
