@@ -67,7 +67,11 @@ type Store struct {
 	insert *sql.Stmt
 }
 
-var _ core.Store = (*Store)(nil)
+var (
+	_ core.Store         = (*Store)(nil)
+	_ core.AuditQueuer   = (*Store)(nil)
+	_ core.SecretChecker = (*Store)(nil)
+)
 
 // Open opens the store at path, creating it (and its directory, 0700) if it
 // does not exist, and brings its schema up to date.
@@ -493,6 +497,29 @@ func (s *Store) UseToken(ctx context.Context, tokenID string, expires time.Time)
 		return false, s.wrap("use token", err)
 	}
 	return n == 1, nil
+}
+
+// CheckConfirmSecret implements core.SecretChecker: the first gateway to
+// start on the file records its verifier; every later one, in this process
+// or another, must bring the same.
+func (s *Store) CheckConfirmSecret(ctx context.Context, verifier string) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	if _, err := s.w.ExecContext(ctx, "INSERT INTO confirm_secret (one, verifier, recorded_at, recorded_by) VALUES (1, ?, ?, ?) ON CONFLICT (one) DO NOTHING",
+		verifier, s.now().UTC().Format(time.RFC3339), fmt.Sprintf("%s pid %d", host, os.Getpid())); err != nil {
+		return s.wrap("check the confirm secret", err)
+	}
+	var stored, at, by string
+	if err := s.w.QueryRowContext(ctx, "SELECT verifier, recorded_at, recorded_by FROM confirm_secret WHERE one = 1").Scan(&stored, &at, &by); err != nil {
+		return s.wrap("check the confirm secret", err)
+	}
+	if stored != verifier {
+		return fmt.Errorf("%w (store %s; recorded by %s at %s): tokens this gateway issued would be refused by the others. Give every gateway on the file the same secret; to change it, stop them all and reset it (README, PostgreSQL store)",
+			core.ErrConfirmSecretMismatch, s.path, by, at)
+	}
+	return nil
 }
 
 // Audit implements core.Store.
