@@ -32,7 +32,7 @@ func TestStoreURLOP5(t *testing.T) {
 		}
 	}
 	for value, want := range map[string]string{
-		"https://tg:" + pw + "@db.example.com/x":                   `unsupported URL scheme "https"`,
+		"https://tg:" + pw + "@db.example.com/x":                    `unsupported URL scheme "https"`,
 		"postgres://tg:" + pw + "@[::1/toolgate":                    "not a valid PostgreSQL URL",
 		"postgres://tg:" + pw + "@db.example.com/toolgate?schema=A": `schema "A"`,
 	} {
