@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,30 +53,33 @@ type Server struct {
 	runAs string // "postgres" when running as root, else ""
 	opts  Options
 
-	mu      sync.Mutex
-	port    int
-	running bool
+	mu       sync.Mutex
+	port     int
+	running  bool
+	watchdog *exec.Cmd
 }
 
 // Binaries finds the directory holding the PostgreSQL server binaries: on
 // PATH, else the newest /usr/lib/postgresql/*/bin. The error names what is
 // missing.
-func Binaries() (string, error) {
+func Binaries() (string, error) { return findBinaries("/usr/lib/postgresql/*/bin") }
+
+func findBinaries(glob string) (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		dir := filepath.Dir(p)
 		if missing := missingIn(dir); len(missing) == 0 {
 			return dir, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(glob)
 	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
 	for _, dir := range dirs {
 		if len(missingIn(dir)) == 0 {
 			return dir, nil
 		}
 	}
-	return "", fmt.Errorf("PostgreSQL server binaries (%s) not found on PATH nor in /usr/lib/postgresql/*/bin: install PostgreSQL (apt-get install postgresql), or set %s=1 to skip these tests on purpose",
-		strings.Join(binaries, ", "), SkipEnv)
+	return "", fmt.Errorf("PostgreSQL server binaries (%s) not found on PATH nor in %s: install PostgreSQL (apt-get install postgresql), or set %s=1 to skip these tests on purpose",
+		strings.Join(binaries, ", "), glob, SkipEnv)
 }
 
 func missingIn(dir string) []string {
@@ -216,7 +220,26 @@ func start(bin string, opts *Options) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	s.watch()
 	return s, nil
+}
+
+// watch starts a process that stops the cluster and removes its directory
+// should this process die without Close (a panic, a test timeout): a
+// postmaster does not notice its parent's death, and nothing else would
+// stop it. Close ends the watchdog first.
+func (s *Server) watch() {
+	pgctl := fmt.Sprintf("%q -D %q -m immediate -w stop", filepath.Join(s.bin, "pg_ctl"), s.data())
+	if s.runAs != "" {
+		pgctl = "runuser -u " + s.runAs + " -- " + pgctl
+	}
+	// kill -0 needs no privilege over a process this shell's user owns.
+	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 1; done; %s >/dev/null 2>&1; rm -rf %q", os.Getpid(), pgctl, s.dir)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // outlives a signal to the test's group
+	if err := cmd.Start(); err == nil {
+		s.watchdog = cmd
+	}
 }
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }
@@ -307,6 +330,11 @@ func (s *Server) Restart() error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.watchdog != nil {
+		_ = s.watchdog.Process.Kill()
+		_ = s.watchdog.Wait()
+		s.watchdog = nil
+	}
 	err := s.stopServer()
 	if err == nil {
 		err = os.RemoveAll(s.dir)

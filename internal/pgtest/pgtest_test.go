@@ -1,8 +1,12 @@
 package pgtest_test
 
 import (
+	"bufio"
 	"context"
 	"net"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m).Run() }
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m).Run()) }
 
 func query(t *testing.T, dsn string) error {
 	t.Helper()
@@ -62,5 +66,43 @@ func TestShared(t *testing.T) {
 		if err := query(t, dsn); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+const orphanEnv = "TOOLGATE_PGTEST_ORPHAN"
+
+// A test process that dies without stopping its cluster (a panic, a
+// timeout) leaves no PostgreSQL running: the watchdog stops it and removes
+// its directory.
+func TestClusterStoppedWhenProcessDies(t *testing.T) {
+	if os.Getenv(orphanEnv) == "1" {
+		s := pgtest.Start(t, nil)
+		os.Stdout.WriteString(s.DSN("postgres") + "\n")
+		os.Exit(0) // no cleanup runs
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterStoppedWhenProcessDies$")
+	cmd.Env = append(os.Environ(), orphanEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dsn, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the child printed no DSN: %v", err)
+	}
+	dsn = strings.TrimSpace(dsn)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for query(t, dsn) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster at %s still answers 30s after its process died", dsn)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
