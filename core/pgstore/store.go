@@ -248,7 +248,9 @@ func (s *Store) do(ctx context.Context, op string, f func(ctx context.Context) e
 	octx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	err := f(octx)
-	if err != nil && connectionTrouble(err) && octx.Err() == nil {
+	// A timeout is not retried: a server that does not answer in time
+	// would only take as long again.
+	if err != nil && connectionTrouble(err) && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) && octx.Err() == nil {
 		err = f(octx)
 	}
 	if err != nil {

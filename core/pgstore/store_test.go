@@ -353,3 +353,44 @@ func TestRestartRetriesOnFreshConnectionOP5(t *testing.T) {
 		t.Fatalf("UseToken right after a restart = %v, %v", first, err)
 	}
 }
+
+// OP-5, CF-3: a server that takes connections and never answers (a hung
+// host, a black-holed route) fails Open, and a spend, within the connect
+// timeout, not at some TCP timeout minutes later.
+func TestHungServerBoundedOP5(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	start := time.Now()
+	_, err = Open(context.Background(), "postgres://tg@"+ln.Addr().String()+"/toolgate?sslmode=disable")
+	if !errors.Is(err, core.ErrStoreUnavailable) {
+		t.Fatalf("Open against a server that never answers = %v, want core.ErrStoreUnavailable", err)
+	}
+	if d := time.Since(start); d > connectTimeout+3*time.Second {
+		t.Errorf("Open took %v to give up, want about the connect timeout (%v)", d, connectTimeout)
+	}
+}
