@@ -302,8 +302,9 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	case errors.As(err, &pe):
 		e.errs = append(e.errs, pe)
 		switch {
-		case pe.Code == "42P01" || pe.Code == "3F000" || pe.Code == "3D000":
-			// undefined table, schema or database: dropped under us.
+		case s.id != "" && (pe.Code == "42P01" || pe.Code == "3F000" || pe.Code == "3D000"):
+			// Undefined table, schema or database once the store was
+			// open: dropped under us. Before, it is a wrong DSN.
 			e.errs = append(e.errs, core.ErrStoreLost)
 			text = "the store's tables are gone (" + text + ")"
 		case connectionTrouble(err):

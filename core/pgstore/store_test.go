@@ -394,3 +394,53 @@ func TestHungServerBoundedOP5(t *testing.T) {
 		t.Errorf("Open took %v to give up, want about the connect timeout (%v)", d, connectTimeout)
 	}
 }
+
+// OP-6: AppendAudit returns once its record is committed, so another
+// replica's handle sees it at once; a queued record reaches the database
+// moments later without anybody asking, and the queueing handle sees its
+// own queued records at once.
+func TestQueuedAuditReachesOtherHandleOP6(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a, b := mustOpen(t, dsn), mustOpen(t, dsn)
+	ids := func(s *Store) map[string]bool {
+		t.Helper()
+		recs, err := s.Audit(ctx, core.AuditQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, r := range recs {
+			out[r.CallID] = true
+		}
+		return out
+	}
+	if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "queued")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !ids(b)["queued"] {
+		if time.Now().After(deadline) {
+			t.Fatal("a queued record never reached the database")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 20 {
+		if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("q", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ids(a)); n != 21 {
+		t.Errorf("Audit on the queueing handle sees %d records, want 21", n)
+	}
+}
+
+// A DSN naming a database that does not exist is a plain error at Open,
+// naming it; not a store lost.
+func TestMissingDatabaseOP5(t *testing.T) {
+	srv := pgtest.Shared(t)
+	_, err := Open(context.Background(), srv.DSN("no_such_db"))
+	if err == nil || errors.Is(err, core.ErrStoreLost) || !strings.Contains(err.Error(), "no_such_db") {
+		t.Errorf("Open of a missing database = %v; want an error naming it, not ErrStoreLost", err)
+	}
+}
