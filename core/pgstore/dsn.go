@@ -45,30 +45,6 @@ type dsn struct {
 	secrets []string
 }
 
-// Redact returns spec with any password in it shown as •••, for printing a
-// configured store (IM-5). A string that does not parse as a URL is shown
-// as a placeholder instead: it cannot be told which part is secret.
-func Redact(spec string) string {
-	if !IsDSN(spec) {
-		return spec
-	}
-	u, err := url.Parse(spec)
-	if err != nil {
-		return "postgres://•••"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "•••")
-		}
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "•••")
-		u.RawQuery = q.Encode()
-	}
-	return strings.ReplaceAll(u.String(), "%E2%80%A2%E2%80%A2%E2%80%A2", "•••")
-}
-
 // parseDSN reads spec. Its errors never carry the password, nor the URL.
 func parseDSN(spec string) (*dsn, error) {
 	if !IsDSN(spec) {

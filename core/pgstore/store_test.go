@@ -218,7 +218,7 @@ func TestStoreLostCF3(t *testing.T) {
 }
 
 // The DSN's password reaches no error: not a parse error, not a connection
-// error, not a server's refusal; Redact shows it as •••.
+// error, not a server's refusal.
 func TestPasswordNeverInErrors(t *testing.T) {
 	const pw = "s3cr3t-Passw0rd-xyz"
 	closed := closedAddr(t)
@@ -243,13 +243,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 			if strings.Contains(err.Error(), pw) || strings.Contains(fmt.Sprintf("%+v", err), pw) {
 				t.Errorf("the password is in the error: %v", err)
 			}
-			if strings.Contains(Redact(spec), pw) {
-				t.Errorf("Redact(%q) = %q", spec, Redact(spec))
-			}
 		})
-	}
-	if got := Redact("postgres://tg:" + pw + "@db:5432/toolgate?sslmode=disable"); got != "postgres://tg:•••@db:5432/toolgate?sslmode=disable" {
-		t.Errorf("Redact = %q", got)
 	}
 }
 

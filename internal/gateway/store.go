@@ -40,6 +40,21 @@ func newGate(ctx context.Context, cfg *config.Config, ledger confirm.TokenLedger
 	if secret == "" {
 		return nil, nil
 	}
+	operator := map[string]bool{}
+	for _, u := range cfg.Upstreams {
+		if u.Approval == config.ApprovalOperator {
+			operator[u.Name] = true
+		}
+	}
+	gate, err := confirm.NewGate(confirm.GateOptions{
+		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
+		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
+		NeedsOperator: func(t core.Tool) bool { return operator[t.Source] },
+	})
+	if err != nil {
+		return nil, err
+	}
+	// After NewGate: a secret it refuses must not become the one recorded.
 	if sc, ok := ledger.(core.SecretChecker); ok {
 		id, err := ledger.StoreID(ctx)
 		if err != nil {
@@ -49,17 +64,7 @@ func newGate(ctx context.Context, cfg *config.Config, ledger confirm.TokenLedger
 			return nil, err
 		}
 	}
-	operator := map[string]bool{}
-	for _, u := range cfg.Upstreams {
-		if u.Approval == config.ApprovalOperator {
-			operator[u.Name] = true
-		}
-	}
-	return confirm.NewGate(confirm.GateOptions{
-		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
-		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
-		NeedsOperator: func(t core.Tool) bool { return operator[t.Source] },
-	})
+	return gate, nil
 }
 
 // OperatorUpstreams names the upstreams whose actions wait for an operator.
