@@ -360,7 +360,7 @@ func TestInterpolation(t *testing.T) {
 		{"default when set", "${X:-fallback}", map[string]string{"X": "set"}, "set"},
 		{"default when set but empty", "[${X:-fallback}]", map[string]string{"X": ""}, "[]"},
 		{"empty default", "[${X:-}]", nil, "[]"},
-		{"default with colons", "${X:-https://api.example.com:8443}/mcp", nil, "https://api.example.com:8443/mcp"},
+		{"default with colons", "${X:-postgres://db.example.com:5432}/toolgate", nil, "postgres://db.example.com:5432/toolgate"},
 		{"default not expanded again", "${X:-$Y}", nil, "$Y"},
 	}
 	for _, tt := range tests {

@@ -124,6 +124,9 @@ func (v *validator) gateway() {
 			v.fail("gateway.publicUrl", "%s", msg)
 		}
 	}
+	if msg := checkStore(g.Store); msg != "" {
+		v.fail("gateway.store", "%s", msg)
+	}
 	if g.MaxRequestBytes <= 0 {
 		v.fail("gateway.maxRequestBytes", "must be greater than 0")
 	}
@@ -166,6 +169,52 @@ func (v *validator) gateway() {
 	case len(secret) < MinConfirmSecretBytes:
 		v.fail("gateway.confirm.secret", "must be at least %d bytes long", MinConfirmSecretBytes)
 	}
+}
+
+// checkStore accepts a file path or a PostgreSQL URL (OP-5). Its messages
+// never quote the value: a URL may carry a password.
+func checkStore(s string) string {
+	if !strings.Contains(s, "://") {
+		return ""
+	}
+	scheme, _, _ := strings.Cut(s, "://")
+	if scheme != "postgres" && scheme != "postgresql" {
+		return fmt.Sprintf("unsupported URL scheme %q: use a file path, or postgres://user:password@host:port/database for PostgreSQL", scheme)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "not a valid PostgreSQL URL (a password with @ : / ? # % must be percent-encoded)"
+	}
+	if sc := u.Query().Get("schema"); u.Query().Has("schema") && !storeSchema.MatchString(sc) {
+		return fmt.Sprintf("schema %q: must be 1 to 63 of a-z, 0-9 and _, not starting with a digit", sc)
+	}
+	return ""
+}
+
+// storeSchema is what a PostgreSQL store's ?schema= may be.
+var storeSchema = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// RedactStore shows a store URL with its password as ••• (IM-5); a file
+// path is returned as it is. A URL that does not parse is shown as a
+// placeholder: which part of it is secret cannot be told.
+func RedactStore(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "postgres://" + Redacted
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), Redacted)
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", Redacted)
+		u.RawQuery = q.Encode()
+	}
+	return strings.ReplaceAll(u.String(), url.QueryEscape(Redacted), Redacted)
 }
 
 // checkOrigin enforces AU-6: publicUrl is scheme://host[:port] and nothing

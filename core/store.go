@@ -127,7 +127,29 @@ var (
 	// handle would write now reaches no later process, the confirm ledger
 	// included, so the handle refuses to be used.
 	ErrStoreLost = errors.New("store was deleted or replaced while in use")
+	// ErrStoreUnavailable: the store's server could not be reached (down,
+	// restarting, or the network between). Unlike ErrStoreLost it passes:
+	// the next call may succeed, and nothing that failed with it was
+	// recorded as done.
+	ErrStoreUnavailable = errors.New("store is unreachable")
 )
+
+// SecretChecker is a Store that several gateways can share (replicas on one
+// database, processes on one file), and that can make sure they all use one
+// confirm secret (CF-3): a token issued by a replica with another secret
+// would be refused by the others.
+//
+// CheckConfirmSecret records verifier when the store has none yet, and
+// otherwise fails with an error wrapping ErrConfirmSecretMismatch unless it
+// equals the recorded one. The verifier is derived from the secret by the
+// caller (confirm.SecretVerifier) and never reveals it.
+type SecretChecker interface {
+	CheckConfirmSecret(ctx context.Context, verifier string) error
+}
+
+// ErrConfirmSecretMismatch: the gateways sharing this store use another
+// confirm secret than this one.
+var ErrConfirmSecretMismatch = errors.New("gateway.confirm.secret differs from the one recorded in the store by the gateways sharing it")
 
 const (
 	// SpentTokenGrace is how long past its expiry a spent token id is still

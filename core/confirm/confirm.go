@@ -75,6 +75,9 @@ type ConfirmMessages struct {
 	StoreLost string
 	// OtherStore: the token was issued against another store (CF-3).
 	OtherStore string
+	// StoreDown: the store could not be reached to record the confirmation
+	// (core.ErrStoreUnavailable); nothing ran.
+	StoreDown string
 	// Unrecorded: the call's audit intent could not be written (CF-3).
 	Unrecorded string
 	// ShuttingDown: the gateway shut down while the call waited for an
@@ -149,6 +152,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	setDefault(&m.StoreLost, "Not run: the gateway's store was deleted or replaced while in use, and with it the record of used confirmations; action calls are refused until the gateway is restarted")
 	setDefault(&m.Unrecorded, "Not run: the gateway could not record this call in its audit log before running it; preview again to get a new confirmation")
 	setDefault(&m.ShuttingDown, "Not run: the gateway is shutting down, so no operator will approve this call; preview again once it is back")
+	setDefault(&m.StoreDown, "Not run: the gateway could not reach its store to record this confirmation, so nothing ran; try again shortly (if the confirmation is then reported as used, preview again)")
 	setDefault(&m.OtherStore, "Not run: this confirmation was issued against another store (the gateway's store was lost or replaced since); preview again to get a new one")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
@@ -478,6 +482,8 @@ func (g *Gate) RefusalText(err error) string {
 		return g.msgs.ShuttingDown
 	case errors.Is(err, core.ErrStoreLost):
 		return g.msgs.StoreLost
+	case errors.Is(err, core.ErrStoreUnavailable):
+		return g.msgs.StoreDown
 	case errors.Is(err, ErrConfirmStore):
 		return g.msgs.OtherStore
 	case errors.Is(err, ErrNotRecorded):
@@ -602,4 +608,15 @@ func (g *Gate) previewResult(tool core.Tool, detail string, canon []byte, token 
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}{[]block{{"text", full}}, structured})
 	return core.Result{JSON: body}
+}
+
+// SecretVerifier is what a store keeps to tell whether every gateway sharing
+// it uses one confirm secret (core.SecretChecker): an HMAC under the secret
+// of a fixed label and the store's identity. It reveals neither the secret
+// nor a plain hash of it, and differs from store to store, so verifiers
+// cannot be matched across stores.
+func SecretVerifier(secret []byte, storeID string) string {
+	h := hmac.New(sha256.New, secret)
+	fmt.Fprintf(h, "toolgate confirm secret check\x00%s", storeID)
+	return "v1:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -27,6 +27,9 @@ type mapLedger struct {
 	// StoreID and UseToken, as a deleted store file does.
 	id   string
 	lost error
+	// down fails UseToken only, as a store server that cannot be reached
+	// does (its identity is known from before).
+	down error
 }
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
@@ -266,6 +269,9 @@ func (l *mapLedger) UseToken(_ context.Context, id string, _ time.Time) (bool, e
 	if l.lost != nil {
 		return false, l.lost
 	}
+	if l.down != nil {
+		return false, l.down
+	}
 	if l.used[id] {
 		return false, nil
 	}
@@ -395,5 +401,47 @@ func TestGateIntentBeforeRunCF3(t *testing.T) {
 	}
 	if err := call(tok, ok); !errors.Is(err, ErrConfirmUsed) || len(intents) != 1 {
 		t.Fatalf("replay: %v, intents %v; want it refused before an intent", err, intents)
+	}
+}
+
+// CF-3, OP-5: while the store's server cannot be reached, a confirmation
+// is refused with a text saying so, runs nothing and spends nothing; once
+// the server is back the same token runs.
+func TestGateStoreDownCF3(t *testing.T) {
+	f := newGateFixture(t)
+	ctx := context.Background()
+	tok := f.preview(t, alice, `{"title":"x"}`).ConfirmToken
+	ledger := f.gate.ledger.(*mapLedger)
+	ledger.mu.Lock()
+	ledger.down = fmt.Errorf("store postgres://db:5432/tg: use token: %w", core.ErrStoreUnavailable)
+	ledger.mu.Unlock()
+	_, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, tok))
+	var re *RefusedError
+	if !errors.Is(err, core.ErrStoreUnavailable) || !errors.As(err, &re) || re.Text != f.gate.Messages().StoreDown {
+		t.Fatalf("confirm with the store down: %v", err)
+	}
+	if f.runs.Load() != 0 {
+		t.Fatal("an action ran without its ledger row")
+	}
+	ledger.mu.Lock()
+	ledger.down = nil
+	ledger.mu.Unlock()
+	if _, err := f.gate.Invoke(ctx, f.reg, alice, "notes_create", confirmArgs(`{"title":"x"}`, tok)); err != nil || f.runs.Load() != 1 {
+		t.Fatalf("confirm with the store back: %v runs=%d", err, f.runs.Load())
+	}
+}
+
+// CF-3: the secret's verifier is stable for one secret and store, differs
+// with either, and does not contain the secret.
+func TestSecretVerifierCF3(t *testing.T) {
+	v := SecretVerifier(testSecret, "store-a")
+	if v != SecretVerifier(testSecret, "store-a") || !strings.HasPrefix(v, "v1:") {
+		t.Fatalf("verifier %q is not stable", v)
+	}
+	if v == SecretVerifier([]byte("another-secret-0123456789abcdef-xx"), "store-a") || v == SecretVerifier(testSecret, "store-b") {
+		t.Error("the verifier does not depend on both the secret and the store")
+	}
+	if strings.Contains(v, string(testSecret)) || strings.Contains(v, fmt.Sprintf("%x", testSecret)) {
+		t.Error("the verifier shows the secret")
 	}
 }

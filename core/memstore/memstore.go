@@ -27,13 +27,15 @@ type MemStore struct {
 	tokens    map[string]int64 // id → TokenExpiryKey
 	firstUses int
 	audit     []core.AuditRecord // sorted by Time; equal times in append order
+	verifier  string             // the confirm secret's, once checked
 }
 
 type approvalKey struct{ source, remoteName string }
 
 var (
-	_ core.Store       = (*MemStore)(nil)
-	_ core.AuditQueuer = (*MemStore)(nil)
+	_ core.Store         = (*MemStore)(nil)
+	_ core.AuditQueuer   = (*MemStore)(nil)
+	_ core.SecretChecker = (*MemStore)(nil)
 )
 
 // NewMemStore returns an empty in-memory store.
@@ -132,6 +134,22 @@ func (m *MemStore) StoreID(ctx context.Context) (string, error) {
 	}
 	defer m.mu.Unlock()
 	return m.id, nil
+}
+
+// CheckConfirmSecret implements core.SecretChecker, for the handles of
+// one process that share a MemStore.
+func (m *MemStore) CheckConfirmSecret(ctx context.Context, verifier string) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if m.verifier == "" {
+		m.verifier = verifier
+	}
+	if m.verifier != verifier {
+		return core.ErrConfirmSecretMismatch
+	}
+	return nil
 }
 
 // AppendAudit implements Store.

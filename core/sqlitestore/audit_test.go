@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditqueue"
 	"github.com/toolgate/toolgate/core/storetest"
 )
 
@@ -168,16 +168,13 @@ func TestFullQueueWaitsOP6(t *testing.T) {
 	defer release()
 
 	// The first record is taken by the flusher, which then waits for the
-	// lock; the next auditQueueMax fill the queue.
+	// lock; the next auditqueue.Max fill the queue.
 	if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "first")); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s.audit.mu.Lock()
-		taken := s.audit.writing != nil
-		s.audit.mu.Unlock()
-		if taken {
+		if s.audit.Writing() {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -185,7 +182,7 @@ func TestFullQueueWaitsOP6(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for i := range auditQueueMax {
+	for i := range auditqueue.Max {
 		if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("fill-", i))); err != nil {
 			t.Fatal(err)
 		}
@@ -214,93 +211,7 @@ func TestFullQueueWaitsOP6(t *testing.T) {
 		t.Fatal("QueueAudit still waits after the queue drained")
 	}
 	ids := auditIDs(t, s)
-	if len(ids) != auditQueueMax+2 || ids["first"] != 1 || ids["waited"] != 1 || ids["gave-up"] != 0 {
-		t.Fatalf("%d records (first %d, waited %d, gave-up %d), want %d", len(ids), ids["first"], ids["waited"], ids["gave-up"], auditQueueMax+2)
+	if len(ids) != auditqueue.Max+2 || ids["first"] != 1 || ids["waited"] != 1 || ids["gave-up"] != 0 {
+		t.Fatalf("%d records (first %d, waited %d, gave-up %d), want %d", len(ids), ids["first"], ids["waited"], ids["gave-up"], auditqueue.Max+2)
 	}
-}
-
-// OP-6: queued records whose write failed are reported to the next
-// QueueAudit (wrapping core.ErrAuditLost, with the count); a caller that
-// waited for its record gets the error itself and is not counted again.
-func TestLostQueuedRecordsAreReportedOP6(t *testing.T) {
-	q := newAuditQueue()
-	fail := errors.New("disk full")
-	var mu sync.Mutex
-	failing := true
-	var written []string
-	go q.run(func(recs []core.AuditRecord) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failing {
-			return fail
-		}
-		for _, r := range recs {
-			written = append(written, r.CallID)
-		}
-		return nil
-	})
-	ctx := context.Background()
-	rec := func(id string) core.AuditRecord { return core.AuditRecord{Time: time.Now(), CallID: id} }
-
-	b, _, err := q.put(ctx, rec("waited"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.done
-	if !errors.Is(b.err, fail) {
-		t.Fatalf("waiting caller got %v, want the write error", b.err)
-	}
-	for _, id := range []string{"q1", "q2"} {
-		if _, lost, err := q.put(ctx, rec(id), false); err != nil || lost != nil {
-			t.Fatalf("put %s: %v, %v", id, lost, err)
-		}
-	}
-	q.flush()
-	mu.Lock()
-	failing = false
-	mu.Unlock()
-	_, lost, err := q.put(ctx, rec("q3"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !errors.Is(lost, core.ErrAuditLost) || !errors.Is(lost, fail) {
-		t.Fatalf("next put reports %v, want ErrAuditLost wrapping the write error", lost)
-	}
-	if want := "2 record(s)"; !strings.Contains(lost.Error(), want) {
-		t.Errorf("report %q does not count %s", lost, want)
-	}
-	if _, lost, _ := q.put(ctx, rec("q4"), false); lost != nil {
-		t.Errorf("a loss was reported twice: %v", lost)
-	}
-	q.close()
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(written) != "[q3 q4]" {
-		t.Errorf("written after the failure: %v, want [q3 q4]", written)
-	}
-}
-
-// OP-7: the queue depth counts the records the flusher has not taken yet,
-// and is 0 again once they are written.
-func TestAuditQueueDepthOP7(t *testing.T) {
-	q := newAuditQueue()
-	ctx := context.Background()
-	if d := q.depth(); d != 0 {
-		t.Fatalf("empty queue: depth %d", d)
-	}
-	for i := range 3 {
-		if _, _, err := q.put(ctx, core.AuditRecord{Time: time.Now(), CallID: fmt.Sprint(i)}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// No flusher runs yet: all three wait.
-	if d := q.depth(); d != 3 {
-		t.Fatalf("depth %d with three records queued, want 3", d)
-	}
-	go q.run(func([]core.AuditRecord) error { return nil })
-	q.flush()
-	if d := q.depth(); d != 0 {
-		t.Errorf("depth %d after the flush, want 0", d)
-	}
-	q.close()
 }

@@ -71,14 +71,14 @@ func BenchmarkQueueAudit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	s.audit.flush()
+	s.audit.Flush()
 }
 
 // BenchmarkQueueAuditParallel is BenchmarkQueueAudit with 16 callers per CPU.
 func BenchmarkQueueAuditParallel(b *testing.B) {
 	s := benchStore(b)
 	benchParallel(b, s.QueueAudit)
-	s.audit.flush()
+	s.audit.Flush()
 }
 
 // BenchmarkInsertAuditBatch is the write of one batch of 64 records, per

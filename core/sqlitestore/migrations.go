@@ -56,4 +56,15 @@ CREATE TABLE store_identity (
 INSERT INTO store_identity (one, id, created_at)
 	VALUES (1, lower(hex(randomblob(16))), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
 `,
+	// 3: the confirm secret's verifier (core.SecretChecker), written by the
+	// first gateway that starts with a secret: an HMAC under the secret
+	// (confirm.SecretVerifier), never the secret.
+	`
+CREATE TABLE confirm_secret (
+	one         INTEGER PRIMARY KEY CHECK (one = 1),
+	verifier    TEXT NOT NULL,
+	recorded_at TEXT NOT NULL,
+	recorded_by TEXT NOT NULL
+);
+`,
 }

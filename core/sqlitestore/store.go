@@ -26,6 +26,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
 // applicationID marks a SQLite file as a toolgate store ("tgat"), so a
@@ -62,11 +63,15 @@ type Store struct {
 
 	// audit is the queue the flusher goroutine writes the audit log from,
 	// with insert, prepared once on w.
-	audit  *auditQueue
+	audit  *auditqueue.Queue
 	insert *sql.Stmt
 }
 
-var _ core.Store = (*Store)(nil)
+var (
+	_ core.Store         = (*Store)(nil)
+	_ core.AuditQueuer   = (*Store)(nil)
+	_ core.SecretChecker = (*Store)(nil)
+)
 
 // Open opens the store at path, creating it (and its directory, 0700) if it
 // does not exist, and brings its schema up to date.
@@ -109,8 +114,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = s.w.Close()
 		return nil, s.wrap("prepare", err)
 	}
-	s.audit = newAuditQueue()
-	go s.audit.run(s.insertAudit)
+	s.audit = auditqueue.New()
+	go s.audit.Run(s.insertAudit)
 	return s, nil
 }
 
@@ -494,12 +499,35 @@ func (s *Store) UseToken(ctx context.Context, tokenID string, expires time.Time)
 	return n == 1, nil
 }
 
+// CheckConfirmSecret implements core.SecretChecker: the first gateway to
+// start on the file records its verifier; every later one, in this process
+// or another, must bring the same.
+func (s *Store) CheckConfirmSecret(ctx context.Context, verifier string) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	if _, err := s.w.ExecContext(ctx, "INSERT INTO confirm_secret (one, verifier, recorded_at, recorded_by) VALUES (1, ?, ?, ?) ON CONFLICT (one) DO NOTHING",
+		verifier, s.now().UTC().Format(time.RFC3339), fmt.Sprintf("%s pid %d", host, os.Getpid())); err != nil {
+		return s.wrap("check the confirm secret", err)
+	}
+	var stored, at, by string
+	if err := s.w.QueryRowContext(ctx, "SELECT verifier, recorded_at, recorded_by FROM confirm_secret WHERE one = 1").Scan(&stored, &at, &by); err != nil {
+		return s.wrap("check the confirm secret", err)
+	}
+	if stored != verifier {
+		return fmt.Errorf("%w (store %s; recorded by %s at %s): tokens this gateway issued would be refused by the others. Give every gateway on the file the same secret; to change it, stop them all and reset it (README, PostgreSQL store)",
+			core.ErrConfirmSecretMismatch, s.path, by, at)
+	}
+	return nil
+}
+
 // Audit implements core.Store.
 func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecord, error) {
 	if err := s.live(); err != nil {
 		return nil, err
 	}
-	s.audit.flush() // the records this handle queued before the query are in
+	s.audit.Flush() // the records this handle queued before the query are in
 	since := int64(math.MinInt64)
 	if !q.Since.IsZero() {
 		since, _ = unixNano(q.Since) // clamped: out of range still orders right
@@ -553,6 +581,6 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.audit.close()
+	s.audit.Close()
 	return errors.Join(s.insert.Close(), s.r.Close(), s.w.Close())
 }

@@ -51,6 +51,24 @@ func TestConformanceOP5(t *testing.T) {
 	})
 }
 
+// OP-5, CF-3, CF-4: two handles on one file, as two gateway processes
+// have, share one ledger, identity, approvals, audit log and secret check.
+func TestSharedConformanceOP5(t *testing.T) {
+	storetest.SharedConformance(t, func(t *testing.T) (core.Store, core.Store) {
+		path := tempPath(t)
+		a, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(context.Background(), path)
+		if err != nil {
+			_ = a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}
+
 // OP-5, RV-4, CF-4: approvals, spent tokens and the audit log survive a
 // restart; ids that expired long ago are forgotten when the store opens.
 func TestPersistsAcrossReopenOP5RV4(t *testing.T) {

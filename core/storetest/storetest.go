@@ -33,7 +33,108 @@ func StoreConformance(t *testing.T, open func(t *testing.T) core.Store) {
 	t.Run("OP-6/AuditRoundTrip", func(t *testing.T) { suiteAuditRoundTrip(t, fresh(t)) })
 	t.Run("OP-6/AuditOrderSinceLimit", func(t *testing.T) { suiteAuditQuery(t, fresh(t)) })
 	t.Run("OP-6/AuditConcurrentAppend", func(t *testing.T) { suiteAuditConcurrent(t, fresh(t)) })
+	t.Run("CF-3/ConfirmSecretChecked", func(t *testing.T) {
+		sc, ok := fresh(t).(core.SecretChecker)
+		if !ok {
+			t.Skip("the store is no core.SecretChecker")
+		}
+		suiteSecret(t, sc)
+	})
 	t.Run("OP-5/UseAfterClose", func(t *testing.T) { suiteClosed(t, open(t)) })
+}
+
+// SharedConformance checks what a store shared by several handles keeps
+// across them: two gateway processes on one file, replicas on one database
+// (OP-5). open returns two handles on one new, empty store; the suite
+// closes them.
+func SharedConformance(t *testing.T, open func(t *testing.T) (core.Store, core.Store)) {
+	fresh := func(t *testing.T) (core.Store, core.Store) {
+		t.Helper()
+		a, b := open(t)
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		return a, b
+	}
+	t.Run("CF-4/UseTokenRaceAcrossHandles", func(t *testing.T) {
+		a, b := fresh(t)
+		for round := range 5 {
+			id := fmt.Sprintf("shared-%d", round)
+			if wins := RaceUseToken(t, id, 50, a, b); wins != 1 {
+				t.Fatalf("round %d: %d of 50 concurrent uses of one token over two handles were first uses, want exactly 1", round, wins)
+			}
+		}
+		// Spent through one handle is spent through the other.
+		if first, err := a.UseToken(context.Background(), "one-then-other", time.Now().Add(time.Minute)); err != nil || !first {
+			t.Fatalf("first use = %v, %v", first, err)
+		}
+		if first, err := b.UseToken(context.Background(), "one-then-other", time.Now().Add(time.Minute)); err != nil || first {
+			t.Errorf("the other handle's use of a spent id = %v, %v; want false: a token could run once per replica", first, err)
+		}
+	})
+	t.Run("CF-3/StoreIDSameForEveryHandle", func(t *testing.T) {
+		a, b := fresh(t)
+		ia, erra := a.StoreID(context.Background())
+		ib, errb := b.StoreID(context.Background())
+		if erra != nil || errb != nil || ia == "" || ia != ib {
+			t.Errorf("StoreID of two handles = %q, %v and %q, %v; want one identity: a token would be refused by the other replica", ia, erra, ib, errb)
+		}
+	})
+	t.Run("RV-4/ApprovalSeenByOtherHandle", func(t *testing.T) {
+		a, b := fresh(t)
+		ap := core.Approval{Source: "s", RemoteName: "r", Fingerprint: "f", Decision: core.DecisionApproved, By: "alice", At: time.Now()}
+		if err := a.PutApproval(context.Background(), ap); err != nil {
+			t.Fatal(err)
+		}
+		wantApprovals(t, b, ap)
+		if err := b.DeleteApproval(context.Background(), "s", "r"); err != nil {
+			t.Fatal(err)
+		}
+		wantApprovals(t, a)
+	})
+	t.Run("OP-6/AuditSeenByOtherHandle", func(t *testing.T) {
+		a, b := fresh(t)
+		r := FullAuditRecord(time.Now(), "appended")
+		if err := a.AppendAudit(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		wantAudit(t, b, core.AuditQuery{}, r) // AppendAudit returned: committed
+	})
+	t.Run("CF-3/ConfirmSecretAcrossHandles", func(t *testing.T) {
+		a, b := fresh(t)
+		sa, ok := a.(core.SecretChecker)
+		if !ok {
+			t.Skip("the store is no core.SecretChecker")
+		}
+		sb := b.(core.SecretChecker)
+		ctx := context.Background()
+		if err := sa.CheckConfirmSecret(ctx, "v1:first"); err != nil {
+			t.Fatalf("first verifier: %v", err)
+		}
+		if err := sb.CheckConfirmSecret(ctx, "v1:first"); err != nil {
+			t.Errorf("the same verifier through the other handle: %v", err)
+		}
+		if err := sb.CheckConfirmSecret(ctx, "v1:other"); !errors.Is(err, core.ErrConfirmSecretMismatch) {
+			t.Errorf("another verifier through the other handle = %v, want core.ErrConfirmSecretMismatch", err)
+		}
+	})
+}
+
+// suiteSecret: the first verifier is recorded, the same one passes again,
+// another is refused and does not replace it.
+func suiteSecret(t *testing.T, s core.SecretChecker) {
+	ctx := context.Background()
+	for i, v := range []string{"v1:aaaa", "v1:aaaa"} {
+		if err := s.CheckConfirmSecret(ctx, v); err != nil {
+			t.Fatalf("check #%d with the first verifier: %v", i+1, err)
+		}
+	}
+	for i := range 2 {
+		if err := s.CheckConfirmSecret(ctx, "v1:bbbb"); !errors.Is(err, core.ErrConfirmSecretMismatch) {
+			t.Fatalf("check #%d with another verifier = %v, want core.ErrConfirmSecretMismatch", i+1, err)
+		}
+	}
+	if err := s.CheckConfirmSecret(ctx, "v1:aaaa"); err != nil {
+		t.Errorf("the first verifier after another was refused: %v (a refused one must not replace it)", err)
+	}
 }
 
 func suiteApprovals(t *testing.T, s core.Store) {

@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	bus := g.reg.Bus()
 	g.sessions = core.NewSessions(bus)
 	g.approvals = confirm.NewApprovalQueue(bus)
-	if g.gate, err = newGate(cfg, g.store, g.approvals, g.needsOperator); err != nil {
+	if g.gate, err = newGate(ctx, cfg, g.store, g.approvals, g.needsOperator); err != nil {
 		return nil, fmt.Errorf("confirm gate: %w", err)
 	}
 	g.startMetrics()

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,14 +10,15 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 )
 
-// OpenStore opens gateway.store: a file path, empty for the default file in
-// the user data dir (OP-5).
+// OpenStore opens gateway.store: a postgres:// or postgresql:// URL, or a
+// file path, empty for the default file in the user data dir (OP-5).
 func OpenStore(ctx context.Context, spec string) (core.Store, error) {
-	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
-		return nil, errors.New("gateway.store: a PostgreSQL store is not available in this version; use a file")
+	if pgstore.IsDSN(spec) {
+		return pgstore.Open(ctx, spec)
 	}
 	path := spec
 	if path == "" {
@@ -32,17 +32,33 @@ func OpenStore(ctx context.Context, spec string) (core.Store, error) {
 
 // newGate builds the confirm gate when a secret is configured; without one
 // action tools are not served (config validation already requires the
-// secret wherever action tools can be served).
-func newGate(cfg *config.Config, ledger confirm.TokenLedger, approvals *confirm.ApprovalQueue, needsOperator func(core.Tool) bool) (*confirm.Gate, error) {
+// secret wherever action tools can be served). A store shared with other
+// gateways must know them to use the same secret: one with another would
+// issue tokens they refuse (CF-3), so it fails here, before serving.
+func newGate(ctx context.Context, cfg *config.Config, ledger confirm.TokenLedger, approvals *confirm.ApprovalQueue, needsOperator func(core.Tool) bool) (*confirm.Gate, error) {
 	secret := cfg.Gateway.Confirm.Secret.Reveal()
 	if secret == "" {
 		return nil, nil
 	}
-	return confirm.NewGate(confirm.GateOptions{
+	gate, err := confirm.NewGate(confirm.GateOptions{
 		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
 		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
 		NeedsOperator: needsOperator,
 	})
+	if err != nil {
+		return nil, err
+	}
+	// After NewGate: a secret it refuses must not become the one recorded.
+	if sc, ok := ledger.(core.SecretChecker); ok {
+		id, err := ledger.StoreID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := sc.CheckConfirmSecret(ctx, confirm.SecretVerifier([]byte(secret), id)); err != nil {
+			return nil, err
+		}
+	}
+	return gate, nil
 }
 
 // setOperators records which upstreams' actions wait for an operator

@@ -1,0 +1,70 @@
+package pgstore
+
+// migrations are applied in order, all in one transaction at Open under an
+// advisory lock; {s}.schema_version holds the number applied so far. Append
+// only: a released migration is never edited, since databases in the field
+// already ran it. {s} is the quoted schema.
+//
+// Times are Unix nanoseconds (bigint) where they are compared or indexed,
+// RFC 3339 text (UTC) where they are only shown, as in the embedded store,
+// so both keep the nanoseconds a time.Time has.
+var migrations = []string{
+	// 1: approvals (RV-1, RV-4), the confirm ledger (CF-4), the audit log
+	// (OP-6), the store's identity (CF-3) and the confirm secret's verifier
+	// (core.SecretChecker).
+	`
+CREATE TABLE {s}.approvals (
+	source      text NOT NULL,
+	remote_name text NOT NULL,
+	fingerprint text NOT NULL,
+	decision    text NOT NULL CHECK (decision IN ('approved', 'rejected')),
+	decided_by  text NOT NULL,
+	decided_at  text NOT NULL,
+	PRIMARY KEY (source, remote_name)
+);
+
+-- The primary key is the single-use rule: of two replicas inserting one id,
+-- exactly one inserts a row (CF-4).
+CREATE TABLE {s}.spent_tokens (
+	id      text PRIMARY KEY,
+	expires bigint NOT NULL
+);
+CREATE INDEX spent_tokens_expires ON {s}.spent_tokens (expires);
+
+-- No column for argument values: they may hold secrets (OP-6).
+CREATE TABLE {s}.audit (
+	seq              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- append order, breaks ties in time
+	time             bigint NOT NULL,
+	endpoint         text NOT NULL,
+	actor_id         text NOT NULL,
+	tenant           text NOT NULL,
+	session          text NOT NULL,
+	tool             text NOT NULL,
+	source           text NOT NULL,
+	remote_name      text NOT NULL,
+	args_hash        text NOT NULL,
+	outcome          text NOT NULL,
+	latency          bigint NOT NULL, -- nanoseconds
+	confirm_token_id text NOT NULL,
+	call_id          text NOT NULL
+);
+CREATE INDEX audit_time ON {s}.audit (time, seq);
+
+-- One row, made once with the store: confirm tokens are bound to it.
+CREATE TABLE {s}.store_identity (
+	one        int PRIMARY KEY CHECK (one = 1),
+	id         text NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO {s}.store_identity (one, id) VALUES (1, replace(gen_random_uuid()::text, '-', ''));
+
+-- One row, written by the first gateway that starts with a confirm secret:
+-- an HMAC under the secret (confirm.SecretVerifier), never the secret.
+CREATE TABLE {s}.confirm_secret (
+	one         int PRIMARY KEY CHECK (one = 1),
+	verifier    text NOT NULL,
+	recorded_at timestamptz NOT NULL DEFAULT now(),
+	recorded_by text NOT NULL
+);
+`,
+}
