@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -277,8 +278,87 @@ func TestAdminConfirmations(t *testing.T) {
 	if e.DecidedBy != "bob" || e.Decision != core.DecisionReject {
 		t.Errorf("a second decision on a rejected one: %+v", e)
 	}
+
+	// Two operators decide at once: exactly one wins, the other is told the
+	// winner's decision.
+	id, answered = pendingCall(t, ctx, s, aliceEvents, "decided twice at once")
+	type answer struct {
+		op   string
+		code int
+		body []byte
+	}
+	answers := make(chan answer, 2)
+	for _, c := range []*adminClient{alice, bob} {
+		op := "alice"
+		if c == bob {
+			op = "bob"
+		}
+		go func() {
+			code, body := c.do(ctx, "POST", "/v1/confirmations/"+url.PathEscape(id)+"/approve", nil)
+			answers <- answer{op, code, body}
+		}()
+	}
+	a1, a2 := <-answers, <-answers
+	if a1.code == http.StatusConflict {
+		a1, a2 = a2, a1
+	}
+	if a1.code != http.StatusNoContent || a2.code != http.StatusConflict || !strings.Contains(string(a2.body), `"decidedBy":"`+a1.op+`"`) {
+		t.Errorf("concurrent approvals: %s got %d, %s got %d %s; want one 204 and a 409 naming the winner", a1.op, a1.code, a2.op, a2.code, a2.body)
+	}
+	if res := result(t, ctx, answered); res.IsError {
+		t.Errorf("the call approved twice at once: %s", resultText(res))
+	}
 	// The MCP endpoint still serves.
 	call(t, ctx, s, "notes_list_notes", map[string]any{})
+}
+
+// Issue 15 item 5: the in-process console's actions are accounted too —
+// to Options.Operator, else to the name its caller passes — and ConsoleAs
+// ignores the caller's name.
+func TestLocalConsoleAccounted(t *testing.T) {
+	ctx := testCtx(t)
+	env := startAdminGateway(t, nil, "", nil)
+	es := env.bob.openEvents(ctx)
+	es.snapshot(ctx)
+
+	con := env.g.Console()
+	if err := con.RejectTool(ctx, "notes_search", "console:dave"); err != nil {
+		t.Fatal(err)
+	}
+	if rev := es.waitEvent(ctx, "tool.reviewed", func(d core.EventData) bool { _, ok := d.(core.ToolReviewed); return ok }).Data.(core.ToolReviewed); rev.By != "console:dave" {
+		t.Errorf("the local console's rejection is by %q, want the caller's name", rev.By)
+	}
+	es.waitAction(ctx, "console:dave", core.ActionRejectTool, "notes_search")
+	if _, err := con.Ping(ctx, "notes"); err != nil {
+		t.Fatal(err)
+	}
+	es.waitAction(ctx, "console", core.ActionPing, "notes")
+
+	if err := env.g.ConsoleAs("carol").ApproveTool(ctx, "notes_search", "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	if rev := es.waitEvent(ctx, "tool.reviewed", func(d core.EventData) bool { _, ok := d.(core.ToolReviewed); return ok }).Data.(core.ToolReviewed); rev.By != "carol" {
+		t.Errorf("ConsoleAs(carol)'s approval is by %q", rev.By)
+	}
+	es.waitAction(ctx, "carol", core.ActionApproveTool, "notes_search")
+
+	named := newGateway(t, loadConfig(t, gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"))), &gateway.Options{Operator: "erin"})
+	_, sub, err := named.Console().Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := named.Console().EndSession(ctx, "nope"); err == nil {
+		t.Fatal("EndSession of an unknown session succeeded")
+	}
+	a := nextEvent(t, ctx, sub, "operator.action", func(d core.EventData) bool { _, ok := d.(core.OperatorAction); return ok }).(core.OperatorAction)
+	if a.Operator != "erin" || a.Action != core.ActionEndSession || a.Target != "nope" || a.Error == "" {
+		t.Errorf("Options.Operator's action: %+v", a)
+	}
+	recs, err := named.Store().Audit(ctx, core.AuditQuery{})
+	if err != nil || len(recs) != 1 || recs[0].ActorID != "erin" || recs[0].Outcome != "error" || recs[0].Endpoint != gateway.AdminEndpoint {
+		t.Errorf("audit of the local console's action: %+v %v", recs, err)
+	}
 }
 
 // CF-5: a decision on an expired confirmation is refused with a clear
