@@ -34,9 +34,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, op string) {
 	defer sub.Close()
 
 	st := &stream{w: w, rc: http.NewResponseController(w), timeout: s.writeTO}
-	// The request's read deadline would end a stream that outlives it:
-	// net/http cancels the request when its background read times out.
-	_ = st.rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

@@ -88,6 +88,11 @@ func (s busSub) Resync(context.Context) (core.Snapshot, error) {
 }
 
 func (c *fakeConsole) PlanRefresh(_ context.Context, upstream string) (core.RefreshPlan, error) {
+	if upstream == "slow" {
+		// An upstream slower than the server's write timeout.
+		time.Sleep(300 * time.Millisecond)
+		return core.RefreshPlan{ID: "p2", Diff: core.Diff{Upstream: upstream}}, nil
+	}
 	if upstream != "notes" {
 		return core.RefreshPlan{}, fmt.Errorf("%w: %q", core.ErrUnknownUpstream, upstream)
 	}
@@ -580,5 +585,16 @@ func TestServerNeverReadingClient(t *testing.T) {
 	}
 	if f, err := fr.next(); err != nil || f.event != FrameSnapshot {
 		t.Fatalf("%+v %v", f, err)
+	}
+}
+
+// The write timeout bounds writing an answer, not the action before it: a
+// refresh slower than it still answers.
+func TestServerSlowAction(t *testing.T) {
+	ctx := testCtx(t)
+	ts := serve(t, Options{WriteTimeout: 100 * time.Millisecond})
+	resp, b := do(t, ctx, "POST", ts.base+"/v1/refresh/plans", testKeyAlice, strings.NewReader(`{"upstream":"slow"}`))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"id":"p2"`) {
+		t.Fatalf("a slow plan: %d %s", resp.StatusCode, b)
 	}
 }
