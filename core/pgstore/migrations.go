@@ -66,5 +66,21 @@ CREATE TABLE {s}.confirm_secret (
 	recorded_at timestamptz NOT NULL DEFAULT now(),
 	recorded_by text NOT NULL
 );
+`,	// 2: the confirmations waiting for an operator, shared by the replicas
+	// (CF-5, CO-9). A row is settled once: the UPDATE that finds decision
+	// NULL wins. info (arguments and preview) is cleared when it is.
+	`
+CREATE TABLE {s}.pending_confirmations (
+	id         text PRIMARY KEY,
+	info       text,            -- core.PendingConfirmation as JSON, while waiting
+	created    bigint NOT NULL,
+	deadline   bigint NOT NULL,
+	decision   text CHECK (decision IN ('approved', 'rejected', 'timed-out', 'abandoned')),
+	decided_by text NOT NULL DEFAULT '',
+	reason     text NOT NULL DEFAULT '',
+	decided_at bigint
+);
+CREATE INDEX pending_confirmations_open ON {s}.pending_confirmations (created, id) WHERE decision IS NULL;
+CREATE INDEX pending_confirmations_deadline ON {s}.pending_confirmations (deadline);
 `,
 }

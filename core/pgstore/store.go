@@ -56,6 +56,9 @@ type Store struct {
 	lost atomic.Pointer[error]
 
 	audit *auditqueue.Queue
+	notes *notifier
+	pq    pendingQueries
+	adds  atomic.Int64 // AddPending calls, for pruning
 }
 
 var (
@@ -121,6 +124,8 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{d: d, sql: newQueries(pgx.Identifier{d.schema}.Sanitize()), now: time.Now}
+	s.notes = newNotifier(s)
+	s.pq = newPendingQueries(pgx.Identifier{d.schema}.Sanitize())
 	s.host, _ = os.Hostname()
 	if s.pool, err = pgxpool.NewWithConfig(ctx, d.pool); err != nil {
 		return nil, s.wrap(ctx, "connect", err)
@@ -532,6 +537,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.notes.close()
 	s.audit.Close()
 	s.pool.Close()
 	return nil
