@@ -365,7 +365,17 @@ func (r *Reviewer) decide(ctx context.Context, t core.ToolInfo, d core.ReviewDec
 		r.mu.Unlock()
 		return []core.EventData{core.ToolReviewed{Source: a.Source, RemoteName: a.RemoteName, Name: t.Name, State: r.State(t), By: by}}
 	})
+	r.broadcast(ctx)
 	return nil
+}
+
+// broadcast tells the other gateways sharing the store that the decisions
+// changed, so they reload them (RV-3 holds on every replica). One that
+// misses it reloads at its next resync; the decision is stored either way.
+func (r *Reviewer) broadcast(ctx context.Context) {
+	if b, ok := r.store.(core.Broadcaster); ok {
+		_ = b.Broadcast(context.WithoutCancel(ctx), core.SharedEvent{Kind: core.SharedReview})
+	}
 }
 
 // Reload reads the decisions from the store again, for when another process
@@ -456,7 +466,12 @@ func (r *Reviewer) Import(ctx context.Context, data []byte) (n int, err error) {
 		next[k] = a
 	}
 	r.mu.RUnlock()
-	defer func() { r.replace(next) }()
+	defer func() {
+		r.replace(next)
+		if n > 0 {
+			r.broadcast(ctx)
+		}
+	}()
 	now := r.now().UTC().Round(0)
 	for _, a := range all {
 		if a.At.IsZero() {

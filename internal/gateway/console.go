@@ -22,6 +22,9 @@ type LocalConsole struct {
 	Approvals *confirm.ApprovalQueue
 	Sessions  *core.Sessions
 	Details   core.ConsoleInfo
+	// Shared, when the store is shared with other replicas, is told of
+	// every refresh applied, so they refresh too (IM-20, OP-5).
+	Shared core.Broadcaster
 }
 
 var _ core.Console = (*LocalConsole)(nil)
@@ -52,8 +55,12 @@ func (c *LocalConsole) PlanRefresh(ctx context.Context, upstream string) (core.R
 	return *p, nil
 }
 
-func (c *LocalConsole) ApplyRefresh(_ context.Context, planID string) (core.Diff, error) {
-	return c.Importer.ApplyRefresh(planID)
+func (c *LocalConsole) ApplyRefresh(ctx context.Context, planID string) (core.Diff, error) {
+	d, err := c.Importer.ApplyRefresh(planID)
+	if err == nil {
+		broadcastRefresh(ctx, c.Shared, d.Upstream)
+	}
+	return d, err
 }
 
 func (c *LocalConsole) CancelRefresh(_ context.Context, planID string) error {
@@ -61,7 +68,11 @@ func (c *LocalConsole) CancelRefresh(_ context.Context, planID string) error {
 }
 
 func (c *LocalConsole) RefreshAll(ctx context.Context) ([]core.Diff, error) {
-	return c.Importer.RefreshAll(ctx)
+	ds, err := c.Importer.RefreshAll(ctx)
+	if err == nil {
+		broadcastRefresh(ctx, c.Shared, "")
+	}
+	return ds, err
 }
 
 func (c *LocalConsole) Ping(ctx context.Context, upstream string) (time.Duration, error) {
@@ -113,18 +124,18 @@ func (c *LocalConsole) ReviewStates(context.Context) (map[string]core.ReviewStat
 	return c.Reviewer.States(c.Registry.Bus().Snapshot().Tools), nil
 }
 
-func (c *LocalConsole) ApproveConfirmation(_ context.Context, id, by string) error {
+func (c *LocalConsole) ApproveConfirmation(ctx context.Context, id, by string) error {
 	if c.Approvals == nil {
 		return fmt.Errorf("%w: %q", confirm.ErrUnknownConfirmation, id)
 	}
-	return c.Approvals.Approve(id, by)
+	return c.Approvals.ApproveContext(ctx, id, by)
 }
 
-func (c *LocalConsole) RejectConfirmation(_ context.Context, id, by, reason string) error {
+func (c *LocalConsole) RejectConfirmation(ctx context.Context, id, by, reason string) error {
 	if c.Approvals == nil {
 		return fmt.Errorf("%w: %q", confirm.ErrUnknownConfirmation, id)
 	}
-	return c.Approvals.Reject(id, by, reason)
+	return c.Approvals.RejectContext(ctx, id, by, reason)
 }
 
 func (c *LocalConsole) EndSession(_ context.Context, id string) error {

@@ -82,6 +82,7 @@ type Gateway struct {
 	srv       *http.Server
 	served    chan error // Serve's result, should it stop by itself
 	admin     *adminAPI  // nil without gateway.admin
+	shared    *shared    // nil unless the store is shared (OP-5)
 	ready     atomic.Bool
 	// life bounds what lives as long as the gateway rather than as long as
 	// New's context: the OAuth strategies' key-set refresh. Close ends it.
@@ -164,6 +165,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	if g.gate, err = newGate(ctx, cfg, g.store, g.approvals, g.needsOperator); err != nil {
 		return nil, fmt.Errorf("confirm gate: %w", err)
 	}
+	g.startShared(ctx)
 	g.startMetrics()
 	if err = g.buildHandler(g.life); err != nil {
 		return nil, fmt.Errorf("building endpoints: %w", err)
@@ -285,6 +287,8 @@ func (g *Gateway) Close(ctx context.Context) error {
 		if g.endLife != nil {
 			g.endLife()
 		}
+		// Before the importer closes: a replica's refresh may be running.
+		g.stopShared()
 		if g.importer != nil {
 			if err := g.importer.Close(); err != nil {
 				g.log.Warn("closing upstreams", "err", err)
@@ -356,8 +360,10 @@ func (g *Gateway) localConsole() *LocalConsole {
 			}
 		}
 	}
-	return &LocalConsole{
+	c := &LocalConsole{
 		Registry: g.reg, Importer: g.importer, Reviewer: g.review,
 		Approvals: g.approvals, Sessions: g.sessions, Details: info,
 	}
+	c.Shared, _ = g.store.(core.Broadcaster)
+	return c
 }
