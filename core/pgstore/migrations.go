@@ -66,7 +66,8 @@ CREATE TABLE {s}.confirm_secret (
 	recorded_at timestamptz NOT NULL DEFAULT now(),
 	recorded_by text NOT NULL
 );
-`,	// 2: the confirmations waiting for an operator, shared by the replicas
+`,
+	// 2: the confirmations waiting for an operator, shared by the replicas
 	// (CF-5, CO-9). A row is settled once: the UPDATE that finds decision
 	// NULL wins. info (arguments and preview) is cleared when it is.
 	`
