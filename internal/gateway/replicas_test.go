@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/pgstore"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
@@ -315,4 +316,37 @@ func TestRefreshSharedAcrossReplicasIM20(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, "refresh all reaching A", func() { waitServed(t, ctx, a.s, []string{"shift_gamma"}, nil) })
+}
+
+// CO-9, CF-5, OP-5: an operator attached to replica B's admin API sees a
+// confirmation waiting on replica A in B's list and event stream, approves
+// it there and A's call runs; a second decision through A's admin API is a
+// 409 naming B's operator.
+func TestPendingDecidedThroughOtherReplicasAdminAPICO9(t *testing.T) {
+	ctx := testCtx(t)
+	dsn := pgtest.Start(t, nil).NewDatabase(t)
+	yaml := withAdmin(gatewayYAML(dsn, upstreamYAML("notes", serveDemo(t, "notes"), true)+operatorApproval))
+	rs := startReplicas(t, ctx, yaml, 2, notesTools)
+	a, b := rs[0], rs[1]
+	envA := &adminEnv{g: a.g, log: &transcript{}}
+	envB := &adminEnv{g: b.g, log: &transcript{}}
+	aliceOnA, bobOnB := envA.client(t, adminAliceKey), envB.client(t, adminBobKey)
+	eventsB := bobOnB.openEvents(ctx)
+	eventsB.snapshot(ctx)
+
+	id, answered := pendingCall(t, ctx, a.s, eventsB, "approved through B")
+	var pending []core.PendingConfirmation
+	bobOnB.ok(ctx, "GET", "/v1/confirmations", nil, http.StatusOK, &pending)
+	if len(pending) != 1 || pending[0].ID != id || pending[0].Actor.ID != "alice" {
+		t.Fatalf("B's confirmations: %+v, want %s", pending, id)
+	}
+	bobOnB.ok(ctx, "POST", "/v1/confirmations/"+id+"/approve", nil, http.StatusNoContent, nil)
+	if res := result(t, ctx, answered); res.IsError {
+		t.Fatalf("A's call after B's operator approved: %q", resultText(res))
+	}
+	e := aliceOnA.fails(ctx, "POST", "/v1/confirmations/"+id+"/reject", nil, http.StatusConflict, admin.CodeAlreadyDecided)
+	if e.DecidedBy != "bob" || e.Decision != core.DecisionApprove || e.DecidedAt.IsZero() {
+		t.Errorf("a second decision on A: %+v, want already approved by bob", e)
+	}
+	wantEffects(t, ctx, a.s, "1")
 }
