@@ -49,11 +49,14 @@ func startReplicas(t *testing.T, ctx context.Context, yaml string, n int, want [
 	return out
 }
 
-// within runs wait and fails if it took longer than shareWait.
-func within(t *testing.T, what string, wait func()) {
+// within runs wait with a context that ends well after shareWait, and
+// fails if it took longer than shareWait.
+func within(t *testing.T, ctx context.Context, what string, wait func(ctx context.Context)) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 4*shareWait)
+	defer cancel()
 	start := time.Now()
-	wait()
+	wait(ctx)
 	if d := time.Since(start); d > shareWait {
 		t.Errorf("%s took %v, want under %v", what, d, shareWait)
 	}
@@ -75,14 +78,14 @@ func TestReviewDecisionSharedAcrossReplicasRV3(t *testing.T) {
 	if err := a.g.ConsoleAs("ops-a").ApproveTool(ctx, "notes_search", "ops-a"); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "the approval reaching B", func() { waitServed(t, ctx, b.s, []string{"notes_search"}, nil) })
+	within(t, ctx, "the approval reaching B", func(ctx context.Context) { waitServed(t, ctx, b.s, []string{"notes_search"}, nil) })
 	if st := b.g.Reviewer().States(b.g.Registry().Bus().Snapshot().Tools)["notes_search"]; st != core.ReviewApproved {
 		t.Errorf("B's review state of notes_search is %q, want approved", st)
 	}
 	if err := b.g.ConsoleAs("ops-b").RejectTool(ctx, "notes_search", "ops-b"); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "the rejection reaching A", func() { waitServed(t, ctx, a.s, nil, []string{"notes_search"}) })
+	within(t, ctx, "the rejection reaching A", func(ctx context.Context) { waitServed(t, ctx, a.s, nil, []string{"notes_search"}) })
 }
 
 // waitBusEvent waits on sub for an event match accepts.
@@ -125,7 +128,7 @@ func pendingOn(t *testing.T, ctx context.Context, s *session, bus *core.BusSubsc
 		answered <- res
 	}()
 	var id string
-	within(t, "the pending confirmation reaching the other replica", func() {
+	within(t, ctx, "the pending confirmation reaching the other replica", func(ctx context.Context) {
 		ev := waitBusEvent(t, ctx, bus, "confirmation.pending for "+text, func(d core.EventData) bool {
 			p, ok := d.(core.ConfirmationPending)
 			return ok && strings.Contains(string(p.Pending.Arguments), text)
@@ -167,7 +170,7 @@ func TestPendingConfirmationSharedAcrossReplicasCF5(t *testing.T) {
 			t.Fatalf("approve on B: %v", err)
 		}
 		var res *mcpgo.CallToolResult
-		within(t, "the approval reaching A's call", func() { res = result(t, ctx, answered) })
+		within(t, ctx, "the approval reaching A's call", func(ctx context.Context) { res = result(t, ctx, answered) })
 		if res.IsError {
 			t.Fatalf("A's call after B approved: %q", resultText(res))
 		}
@@ -309,13 +312,13 @@ func TestRefreshSharedAcrossReplicasIM20(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitServed(t, ctx, a.s, []string{"shift_alpha", "shift_beta"}, nil)
-	within(t, "the refresh reaching B", func() { waitServed(t, ctx, b.s, []string{"shift_alpha", "shift_beta"}, nil) })
+	within(t, ctx, "the refresh reaching B", func(ctx context.Context) { waitServed(t, ctx, b.s, []string{"shift_alpha", "shift_beta"}, nil) })
 
 	add("gamma")
 	if _, err := b.g.ConsoleAs("ops").RefreshAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "refresh all reaching A", func() { waitServed(t, ctx, a.s, []string{"shift_gamma"}, nil) })
+	within(t, ctx, "refresh all reaching A", func(ctx context.Context) { waitServed(t, ctx, a.s, []string{"shift_gamma"}, nil) })
 }
 
 // CO-9, CF-5, OP-5: an operator attached to replica B's admin API sees a
@@ -349,4 +352,24 @@ func TestPendingDecidedThroughOtherReplicasAdminAPICO9(t *testing.T) {
 		t.Errorf("a second decision on A: %+v, want already approved by bob", e)
 	}
 	wantEffects(t, ctx, a.s, "1")
+}
+
+// OP-5, RV-3: after PostgreSQL restarts, the replicas' listeners come back
+// by themselves: a decision made on A just after the restart is applied on
+// B (by its event, or by the resync that follows B's reconnection).
+func TestReplicasShareAfterPostgresRestartOP5(t *testing.T) {
+	ctx := testCtx(t)
+	srv := pgtest.Start(t, nil)
+	dsn := srv.NewDatabase(t)
+	yaml := strings.Replace(gatewayYAML(dsn, upstreamYAML("notes", serveDemo(t, "notes"), true)),
+		"  listen:", "  review: {mode: require}\n  listen:", 1)
+	rs := startReplicas(t, ctx, yaml, 2, nil)
+	a, b := rs[0], rs[1]
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.g.ConsoleAs("ops-a").ApproveTool(ctx, "notes_search", "ops-a"); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, "the approval reaching B after the restart", func(ctx context.Context) { waitServed(t, ctx, b.s, []string{"notes_search"}, nil) })
 }
