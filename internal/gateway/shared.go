@@ -9,8 +9,13 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
-// sharedWait bounds the work one event from another replica starts.
-const sharedWait = 30 * time.Second
+const (
+	// sharedWait bounds the work one event from another replica starts.
+	sharedWait = 30 * time.Second
+	// listenWait bounds how long New waits for the store to listen; past
+	// it the subscription catches up by the resync that follows.
+	listenWait = 5 * time.Second
+)
 
 // shared applies what other replicas on the same store changed (OP-5): a
 // review decision, a confirmation waiting or decided, a refresh applied.
@@ -33,7 +38,7 @@ func (g *Gateway) startShared(ctx context.Context) {
 	if sa, ok := g.store.(core.SharedApprovals); ok && g.approvals != nil {
 		g.approvals.Share(sa, b)
 	}
-	sctx, cancel := context.WithTimeout(ctx, sharedWait)
+	sctx, cancel := context.WithTimeout(ctx, listenWait)
 	defer cancel()
 	g.shared = &shared{sub: b.SubscribeShared(sctx), done: make(chan struct{})}
 	go g.runShared()
