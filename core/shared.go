@@ -16,7 +16,8 @@ import (
 // Delivery is at most once and may lag; a receiver that may have missed
 // events (its link to the store broke, or it fell behind) is sent one
 // SharedResync and must then read again whatever it mirrors. A handle never
-// receives its own broadcasts.
+// receives its own broadcasts. Methods are safe for concurrent use; a slow
+// consumer never holds up the others.
 type Broadcaster interface {
 	// Broadcast sends e to every other handle on the store.
 	Broadcast(ctx context.Context, e SharedEvent) error
@@ -60,7 +61,8 @@ const (
 
 // SharedApprovals is a Store that keeps the confirmations waiting for an
 // operator, so that every gateway sharing it shows them and any can decide
-// them (CF-5, CO-9). The database decides which decision wins.
+// them (CF-5, CO-9). The database decides which decision wins. Methods are
+// safe for concurrent use, across goroutines and processes.
 type SharedApprovals interface {
 	// AddPending records p as waiting. A p.ID already recorded fails with
 	// an error wrapping ErrPendingExists.

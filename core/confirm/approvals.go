@@ -66,7 +66,9 @@ const (
 )
 
 // ApprovalQueue holds the confirmations waiting for an operator, and
-// remembers the recent decisions.
+// remembers the recent decisions. Alone it lives in this process (memory
+// and SQLite stores); Share puts it in a store several gateways share, and
+// it then also lists the others' confirmations.
 type ApprovalQueue struct {
 	bus *core.Bus
 	now func() time.Time
