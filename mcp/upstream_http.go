@@ -204,6 +204,7 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 	s := &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop}
 	if st, ok := tr.(*transport.StreamableHTTP); ok {
 		s.reply = u.replier(hc, st, info.Protocol)
+		s.post = newPoster(hc, u.opts.URL, st, info.Protocol, onNote, u.handleRequest, s.reply)
 	}
 	return s, info, nil
 }
@@ -219,7 +220,11 @@ type authTransport struct {
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	r := req.Clone(req.Context())
+	r := req
+	if len(t.headers) > 0 || t.bearer != "" || t.signing != nil {
+		// A RoundTripper must not change the request it was given.
+		r = req.Clone(req.Context())
+	}
 	for k, v := range t.headers {
 		r.Header.Set(k, v)
 	}

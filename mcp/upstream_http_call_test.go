@@ -1,0 +1,179 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// streamServer answers tools/call by the tool's name: "json" as one JSON
+// answer, "sse" on an event stream after a notification, "resume" with a
+// stream it ends after an event id (the answer waits for the GET that
+// resumes it, SEP-1699), "cut" with a stream that breaks off after a
+// notification. It records what each tools/call carried.
+type streamServer struct {
+	mu      sync.Mutex
+	headers []http.Header
+	bodies  []string
+	resumed string // Last-Event-ID of the resuming GET
+	pending string // the id of the call waiting to be resumed
+}
+
+func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		s.mu.Lock()
+		last, id := r.Header.Get("Last-Event-ID"), s.pending
+		s.resumed = last
+		s.mu.Unlock()
+		if last == "" || id == "" {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", id)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	if req.ID == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	result := func(text string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, req.ID, text)
+	}
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}`
+	switch req.Method {
+	case "initialize":
+		w.Header().Set("Mcp-Session-Id", "stream-session")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"stream","version":"1"}}}`, req.ID)
+		return
+	case "tools/call":
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)
+		return
+	}
+	s.mu.Lock()
+	s.headers = append(s.headers, r.Header.Clone())
+	s.bodies = append(s.bodies, string(body))
+	s.mu.Unlock()
+	switch req.Params.Name {
+	case "json":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, result("plain"))
+	case "sse":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\ndata: %s\n\nevent: message\ndata: %s\n\n", note, result("streamed"))
+	case "resume":
+		s.mu.Lock()
+		s.pending = string(req.ID)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n")
+	case "cut":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", note)
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
+}
+
+// IM-32, IM-29, IM-27: tools/call over Streamable HTTP goes out as one POST
+// with the session's headers; a JSON answer, a stream (its notifications
+// delivered) and a stream resumed with Last-Event-ID all come back with
+// their result; a stream that breaks off is an answer lost, never "not sent".
+func TestRawToolsCallOverStreamableHTTP(t *testing.T) {
+	leakCheck(t)
+	srv := &streamServer{}
+	ts := startServer(t, srv)
+	u := connect(t, UpstreamOptions{Name: "s", URL: ts.URL + "/mcp", Transport: "http",
+		Headers: map[string]string{"X-Upstream-Key": "k1"}})
+
+	for _, tc := range []struct{ tool, want string }{{"json", "plain"}, {"sse", "streamed"}, {"resume", "resumed"}} {
+		r, err := u.CallTool(ctxT(t, 5*time.Second), tc.tool, json.RawMessage(`{"a": 1}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		if got := resultText(t, r); got != tc.want {
+			t.Errorf("%s: result %q, want %q", tc.tool, got, tc.want)
+		}
+	}
+	srv.mu.Lock()
+	if srv.resumed != "e1" {
+		t.Errorf("resumed with Last-Event-ID %q, want e1", srv.resumed)
+	}
+	for i, h := range srv.headers {
+		if h.Get("Mcp-Session-Id") != "stream-session" || h.Get(mcpgo.HeaderProtocolVersion) != ProtocolVersion ||
+			h.Get("X-Upstream-Key") != "k1" || !strings.Contains(h.Get("Accept"), "text/event-stream") {
+			t.Errorf("call %d headers: %v", i, h)
+		}
+	}
+	var sent struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(srv.bodies[0]), &sent); err != nil || sent.Method != "tools/call" ||
+		sent.Params.Name != "json" || string(sent.Params.Arguments) != `{"a": 1}` {
+		t.Errorf("request body %s (%v)", srv.bodies[0], err)
+	}
+	srv.mu.Unlock()
+
+	_, err := u.CallTool(ctxT(t, 5*time.Second), "cut", nil)
+	if err == nil || errors.Is(err, core.ErrNotSent) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("stream cut before the answer: %v, want an answer lost (io.ErrUnexpectedEOF), not ErrNotSent", err)
+	}
+}
+
+func TestCallParamsJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		args string
+		meta callMeta
+		want string
+	}{
+		{"t", `{}`, callMeta{}, `{"name":"t","arguments":{}}`},
+		{"t", `{"x":1}`, callMeta{IdempotencyKey: "k"}, `{"name":"t","arguments":{"x":1},"_meta":{"dev.toolgate/idempotencyKey":"k"}}`},
+		{"t", `{}`, callMeta{ProgressToken: "p", IdempotencyKey: "k"}, `{"name":"t","arguments":{},"_meta":{"progressToken":"p","dev.toolgate/idempotencyKey":"k"}}`},
+		{"a\"b<é\n", `[]`, callMeta{ProgressToken: "p"}, `{"name":"a\"b\u003cé\n","arguments":[],"_meta":{"progressToken":"p"}}`},
+	}
+	for _, c := range cases {
+		got := string(callParamsJSON(c.name, json.RawMessage(c.args), &c.meta))
+		if got != c.want {
+			t.Errorf("callParamsJSON(%q) = %s, want %s", c.name, got, c.want)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Errorf("not valid JSON: %s", got)
+		}
+	}
+	if b := callBody("tg-1", []byte(`{"name":"t"}`)); string(b) != `{"jsonrpc":"2.0","id":"tg-1","method":"tools/call","params":{"name":"t"}}` {
+		t.Errorf("callBody = %s", b)
+	}
+}
