@@ -47,6 +47,10 @@ type poster struct {
 	reply   func(context.Context, *transport.JSONRPCResponse) error
 	// header is every call's headers, cloned per call.
 	header http.Header
+	// pool, when set, carries the calls instead of hc, with auth's
+	// credentials and signature.
+	pool *connPool
+	auth *authTransport
 }
 
 func newPoster(hc *http.Client, url string, st *transport.StreamableHTTP, protocol string,
@@ -137,11 +141,36 @@ func (p *poster) call(ctx context.Context, body []byte) (resp *rpcAnswer, code i
 		return nil, 0, fmt.Errorf("%w: %w", errBuildRequest, err)
 	}
 	req.Header = p.header.Clone()
-	res, err := p.hc.Do(req)
+	var res *http.Response
+	var release func(reuse bool)
+	if p.pool != nil {
+		res, release, err = p.send(ctx, req)
+		if err == nil && res.StatusCode >= 300 && res.StatusCode < 400 {
+			// A redirect: the server did not act on the request, and the
+			// client follows it as it followed mcp-go's.
+			release(false)
+			release = nil
+			req, err = http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+			if err != nil {
+				return nil, 0, fmt.Errorf("%w: %w", errBuildRequest, err)
+			}
+			req.Header = p.header.Clone()
+			res, err = p.hc.Do(req)
+		}
+	} else {
+		res, err = p.hc.Do(req)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("failed to send request: %w", err)
 	}
-	defer res.Body.Close()
+	reuse := false
+	defer func() {
+		if release != nil {
+			release(reuse)
+		} else {
+			res.Body.Close()
+		}
+	}()
 	switch res.StatusCode {
 	case http.StatusOK, http.StatusAccepted:
 	case http.StatusNotFound:
@@ -169,6 +198,7 @@ func (p *poster) call(ctx context.Context, body []byte) (resp *rpcAnswer, code i
 		if len(a.ID) == 0 || string(a.ID) == "null" {
 			return nil, 0, errors.New("response should contain RPC id")
 		}
+		reuse = true
 		return &a, 0, nil
 	case "text/event-stream":
 		a, err := p.stream(ctx, res.Body)
@@ -178,6 +208,51 @@ func (p *poster) call(ctx context.Context, body []byte) (resp *rpcAnswer, code i
 }
 
 var errBuildRequest = errors.New("failed to create request")
+
+// send writes req on a pooled connection and reads the answer's head.
+// release(reuse) ends the exchange: the connection goes back to the pool
+// when reuse is set and it is fit to, else it is closed. The call's
+// context ending makes the connection's reads and writes fail at once.
+func (p *poster) send(ctx context.Context, req *http.Request) (*http.Response, func(reuse bool), error) {
+	r, err := p.auth.prepare(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := p.pool.get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (*http.Response, func(bool), error) {
+		stop()
+		_ = pc.c.Close()
+		if ctx.Err() != nil {
+			// Cut by the context: say so, as net/http does.
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, nil, err
+	}
+	if err := r.Write(pc.bw); err != nil {
+		return fail(err)
+	}
+	if err := pc.bw.Flush(); err != nil {
+		return fail(err)
+	}
+	res, err := http.ReadResponse(pc.br, r)
+	if err != nil {
+		return fail(err)
+	}
+	release := func(reuse bool) {
+		cut := !stop()
+		_ = res.Body.Close() // reads what is left of a body of known end
+		if reuse && !cut && !res.Close && ctx.Err() == nil {
+			p.pool.put(pc)
+			return
+		}
+		_ = pc.c.Close()
+	}
+	return res, release, nil
+}
 
 // readBody reads an answer whole: in one allocation when its length is
 // known.

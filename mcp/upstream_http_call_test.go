@@ -1,13 +1,18 @@
 package mcp
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +181,89 @@ func TestCallParamsJSON(t *testing.T) {
 	if b := callBody("tg-1", []byte(`{"name":"t"}`)); string(b) != `{"jsonrpc":"2.0","id":"tg-1","method":"tools/call","params":{"name":"t"}}` {
 		t.Errorf("callBody = %s", b)
 	}
+}
+
+// countConns counts the TCP connections a test server accepted.
+func countConns(ts *httptest.Server) *atomic.Int64 {
+	var n atomic.Int64
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			n.Add(1)
+		}
+	}
+	return &n
+}
+
+// IM-29: calls share pooled connections; one the server closed while idle
+// is not used (the call would be lost after it left), a redirect is
+// followed, and a call cut by its context returns at once with the
+// context's error.
+func TestRawToolsCallConnections(t *testing.T) {
+	leakCheck(t)
+	srv := &streamServer{}
+	release := make(chan struct{})
+	var redirected atomic.Bool
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		switch {
+		case bytes.Contains(body, []byte(`"hang"`)):
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		case bytes.Contains(body, []byte(`"moved"`)) && r.URL.Path == "/mcp":
+			redirected.Store(true)
+			http.Redirect(w, r, "/mcp/", http.StatusTemporaryRedirect)
+			return
+		case bytes.Contains(body, []byte(`"moved"`)):
+			body = bytes.Replace(body, []byte(`"moved"`), []byte(`"json"`), 1)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	conns := countConns(ts)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	defer close(release)
+	u := connect(t, UpstreamOptions{Name: "s", URL: ts.URL + "/mcp", Transport: "http"})
+
+	call := func(tool string) {
+		t.Helper()
+		r, err := u.CallTool(ctxT(t, 5*time.Second), tool, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if got := resultText(t, r); got != "plain" {
+			t.Fatalf("%s: result %q", tool, got)
+		}
+	}
+	call("json")
+	before := conns.Load()
+	for range 20 {
+		call("json")
+	}
+	if n := conns.Load() - before; n != 0 {
+		t.Errorf("20 sequential calls opened %d connections, want 0 (pooled)", n)
+	}
+
+	ts.CloseClientConnections()
+	time.Sleep(50 * time.Millisecond) // the FIN reaches the idle connection
+	call("json")
+
+	call("moved")
+	if !redirected.Load() {
+		t.Error("the redirect was not exercised")
+	}
+
+	start := time.Now()
+	_, err := u.CallTool(ctxT(t, 200*time.Millisecond), "hang", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("cut by its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("cut call returned after %v", d)
+	}
+	call("json")
 }
