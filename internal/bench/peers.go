@@ -149,6 +149,15 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 			}
 		}
 	}
+	// End the sessions, so that runs one after another stay under the
+	// gateways' session caps.
+	for _, p := range paths {
+		for _, c := range append([]caller{p.run.seq}, p.run.workers...) {
+			if hc, ok := c.(*httpCaller); ok && hc.c.Session() != "" {
+				_, _ = hc.c.Delete(ctx)
+			}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
