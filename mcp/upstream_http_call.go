@@ -56,7 +56,7 @@ type poster struct {
 func newPoster(hc *http.Client, url string, st *transport.StreamableHTTP, protocol string,
 	onNote func(mcpgo.JSONRPCNotification), onReq transport.RequestHandler,
 	reply func(context.Context, *transport.JSONRPCResponse) error) *poster {
-	if protocol != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), protocol) {
+	if protocol != "" && !slices.Contains(legacyProtocols, protocol) {
 		// Revisions without sessions change the headers; mcp-go knows them.
 		return nil
 	}
