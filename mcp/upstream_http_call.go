@@ -131,7 +131,17 @@ var errNoAnswer = errors.New("unexpected nil response")
 
 // call POSTs body, a tools/call request, and returns the response. code is
 // the HTTP status of an answer that failed, for classify; 0 otherwise.
-func (p *poster) call(ctx context.Context, body []byte) (resp *rpcAnswer, code int, err error) {
+func (p *poster) call(ctx context.Context, body []byte) (*rpcAnswer, int, error) {
+	a, code, err := p.exchange(ctx, body)
+	if err != nil && p.pool != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// Cut by the context, which set the connection's deadline: say so,
+		// as net/http does.
+		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return a, code, err
+}
+
+func (p *poster) exchange(ctx context.Context, body []byte) (resp *rpcAnswer, code int, err error) {
 	if p.session != "" && p.st.GetSessionId() != p.session {
 		// mcp-go saw the session end (a 404 elsewhere): as its transport, send nothing.
 		return nil, 0, fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated)
@@ -226,10 +236,6 @@ func (p *poster) send(ctx context.Context, req *http.Request) (*http.Response, f
 	fail := func(err error) (*http.Response, func(bool), error) {
 		stop()
 		_ = pc.c.Close()
-		if ctx.Err() != nil {
-			// Cut by the context: say so, as net/http does.
-			err = fmt.Errorf("%w: %w", ctx.Err(), err)
-		}
 		return nil, nil, err
 	}
 	if err := r.Write(pc.bw); err != nil {

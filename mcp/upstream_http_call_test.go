@@ -213,6 +213,17 @@ func TestRawToolsCallConnections(t *testing.T) {
 			case <-release:
 			}
 			return
+		case bytes.Contains(body, []byte(`"slowbody"`)):
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0",`))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
 		case bytes.Contains(body, []byte(`"moved"`)) && r.URL.Path == "/mcp":
 			redirected.Store(true)
 			http.Redirect(w, r, "/mcp/", http.StatusTemporaryRedirect)
@@ -257,13 +268,16 @@ func TestRawToolsCallConnections(t *testing.T) {
 		t.Error("the redirect was not exercised")
 	}
 
-	start := time.Now()
-	_, err := u.CallTool(ctxT(t, 200*time.Millisecond), "hang", nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("cut by its deadline: %v, want context.DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("cut call returned after %v", d)
+	// Cut before the answer's head, and in the middle of its body.
+	for _, tool := range []string{"hang", "slowbody"} {
+		start := time.Now()
+		_, err := u.CallTool(ctxT(t, 200*time.Millisecond), tool, nil)
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, core.ErrNotSent) {
+			t.Errorf("%s cut by its deadline: %v, want context.DeadlineExceeded, not ErrNotSent", tool, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%s: cut call returned after %v", tool, d)
+		}
 	}
 	call("json")
 }
