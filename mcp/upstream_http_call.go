@@ -245,6 +245,10 @@ func (p *poster) send(ctx context.Context, req *http.Request) (*http.Response, f
 		return fail(err)
 	}
 	res, err := http.ReadResponse(pc.br, r)
+	for err == nil && res.StatusCode >= 100 && res.StatusCode < 200 && res.StatusCode != http.StatusSwitchingProtocols {
+		// Informational answers (103 Early Hints) come before the answer.
+		res, err = http.ReadResponse(pc.br, r)
+	}
 	if err != nil {
 		return fail(err)
 	}

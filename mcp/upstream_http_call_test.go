@@ -195,9 +195,9 @@ func countConns(ts *httptest.Server) *atomic.Int64 {
 }
 
 // IM-29: calls share pooled connections; one the server closed while idle
-// is not used (the call would be lost after it left), a redirect is
-// followed, and a call cut by its context returns at once with the
-// context's error.
+// is not used (the call would be lost after it left), an informational
+// answer before the answer is skipped, a redirect is followed, and a call
+// cut by its context returns at once with the context's error.
 func TestRawToolsCallConnections(t *testing.T) {
 	leakCheck(t)
 	srv := &streamServer{}
@@ -224,6 +224,11 @@ func TestRawToolsCallConnections(t *testing.T) {
 			case <-release:
 			}
 			return
+		case bytes.Contains(body, []byte(`"hinted"`)):
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			body = bytes.Replace(body, []byte(`"hinted"`), []byte(`"json"`), 1)
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		case bytes.Contains(body, []byte(`"moved"`)) && r.URL.Path == "/mcp":
 			redirected.Store(true)
 			http.Redirect(w, r, "/mcp/", http.StatusTemporaryRedirect)
@@ -263,6 +268,7 @@ func TestRawToolsCallConnections(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the FIN reaches the idle connection
 	call("json")
 
+	call("hinted")
 	call("moved")
 	if !redirected.Load() {
 		t.Error("the redirect was not exercised")
