@@ -228,6 +228,11 @@ func (p *poster) send(ctx context.Context, req *http.Request) (*http.Response, f
 	if err != nil {
 		return nil, nil, err
 	}
+	if u := r.URL.User; u != nil && r.Header.Get("Authorization") == "" {
+		// What net/http's client does with a URL's credentials.
+		pw, _ := u.Password()
+		r.SetBasicAuth(u.Username(), pw)
+	}
 	pc, err := p.pool.get(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -304,3 +304,21 @@ func TestIDKeyMatchesJSON(t *testing.T) {
 		t.Errorf("requestIDOf number = %q", got)
 	}
 }
+
+// IM-4: credentials in the upstream's URL go as Basic auth on a pooled call,
+// as net/http's client sends them.
+func TestRawToolsCallURLCredentials(t *testing.T) {
+	leakCheck(t)
+	srv := &streamServer{}
+	ts := startServer(t, srv)
+	u := connect(t, UpstreamOptions{Name: "s", URL: strings.Replace(ts.URL, "http://", "http://user:pa%20ss@", 1) + "/mcp", Transport: "http"})
+	if _, err := u.CallTool(ctxT(t, 5*time.Second), "json", nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	req := &http.Request{Header: srv.headers[0]}
+	if user, pw, ok := req.BasicAuth(); !ok || user != "user" || pw != "pa ss" {
+		t.Errorf("tools/call Authorization %q, want Basic user:pa ss", srv.headers[0].Get("Authorization"))
+	}
+}
