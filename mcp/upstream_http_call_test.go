@@ -32,6 +32,8 @@ type streamServer struct {
 	bodies  []string
 	resumed string // Last-Event-ID of the resuming GET
 	pending string // the id of the call waiting to be resumed
+	// onCall, if set, sees every tools/call.
+	onCall func(*http.Request)
 }
 
 func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +85,11 @@ func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.headers = append(s.headers, r.Header.Clone())
 	s.bodies = append(s.bodies, string(body))
+	onCall := s.onCall
 	s.mu.Unlock()
+	if onCall != nil {
+		onCall(r)
+	}
 	switch req.Params.Name {
 	case "json":
 		w.Header().Set("Content-Type", "application/json")
@@ -256,12 +262,29 @@ func TestRawToolsCallConnections(t *testing.T) {
 		}
 	}
 	call("json")
-	before := conns.Load()
+	// mcp-go's standing GET stream opens connections of its own: count the
+	// ones the calls came on.
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	setOnCall := func(f func(*http.Request)) {
+		srv.mu.Lock()
+		srv.onCall = f
+		srv.mu.Unlock()
+	}
+	setOnCall(func(r *http.Request) {
+		mu.Lock()
+		seen[r.RemoteAddr] = true
+		mu.Unlock()
+	})
 	for range 20 {
 		call("json")
 	}
-	if n := conns.Load() - before; n != 0 {
-		t.Errorf("20 sequential calls opened %d connections, want 0 (pooled)", n)
+	setOnCall(nil)
+	if n := len(seen); n != 1 {
+		t.Errorf("20 sequential calls came on %d connections, want 1 (pooled)", n)
+	}
+	if conns.Load() == 0 {
+		t.Error("no connection counted")
 	}
 
 	ts.CloseClientConnections()
