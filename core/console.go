@@ -54,13 +54,13 @@ type Subscription interface {
 // ConsoleInfo is fixed for the console's life: what it is looking at.
 type ConsoleInfo struct {
 	// Endpoints are the URLs clients connect to.
-	Endpoints []string
+	Endpoints []string `json:"endpoints,omitempty"`
 	// OpenEndpoints run without authentication (AU-7): the console warns.
-	OpenEndpoints []string
+	OpenEndpoints []string `json:"openEndpoints,omitempty"`
 	// Demo is true for the built-in demo (OP-4).
-	Demo bool
+	Demo bool `json:"demo,omitempty"`
 	// Notice is a line the header shows, e.g. the demo's generated secret.
-	Notice string
+	Notice string `json:"notice,omitempty"`
 	// ReviewMode is the review mode in force (RV-3).
-	ReviewMode ReviewMode
+	ReviewMode ReviewMode `json:"reviewMode"`
 }

@@ -49,11 +49,14 @@ type Sessions struct {
 	mu     sync.Mutex
 	byID   map[string]*Session
 	enders map[string]SessionEnder // per endpoint
+	// endingByOperator: End is ending these; the transport's Remove that
+	// its ender triggers still reports the end as the operator's.
+	endingByOperator map[string]bool
 }
 
 // NewSessions returns an empty session registry publishing on bus.
 func NewSessions(bus *Bus) *Sessions {
-	s := &Sessions{bus: bus, now: time.Now, byID: map[string]*Session{}, enders: map[string]SessionEnder{}}
+	s := &Sessions{bus: bus, now: time.Now, byID: map[string]*Session{}, enders: map[string]SessionEnder{}, endingByOperator: map[string]bool{}}
 	bus.AddSnapshotPart(s.fillSnapshot)
 	return s
 }
@@ -99,6 +102,8 @@ func (s *Sessions) remove(id string, byOperator bool) bool {
 		}
 		found = true
 		delete(s.byID, id)
+		byOperator = byOperator || s.endingByOperator[id]
+		delete(s.endingByOperator, id)
 		return []EventData{SessionEnded{Session: *sess, ByOperator: byOperator}}
 	})
 	return found
@@ -157,6 +162,7 @@ func (s *Sessions) End(id string) error {
 	var end SessionEnder
 	if ok {
 		end = s.enders[sess.Endpoint]
+		s.endingByOperator[id] = true
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -164,6 +170,9 @@ func (s *Sessions) End(id string) error {
 	}
 	if end != nil {
 		if err := end(id); err != nil {
+			s.mu.Lock()
+			delete(s.endingByOperator, id)
+			s.mu.Unlock()
 			return fmt.Errorf("end session %q: %w", id, err)
 		}
 	}

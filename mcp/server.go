@@ -767,7 +767,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.http.ServeHTTP(w, r)
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		// One rule for every method: mcp-go refuses this, and so does
 		// everything the gateway answers itself.
 		e.http.ServeHTTP(w, r)
@@ -1101,4 +1101,11 @@ func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// isJSONMediaType reports whether ct names application/json, parameters
+// allowed; the plain header, the common one, is matched before the parse.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
+// legacyProtocols are the revisions with sessions, listed once: mcp-go
+// builds the list anew on every call of LegacyProtocolVersions.
+var legacyProtocols = mcpgo.LegacyProtocolVersions()
+
 // callParams are a tools/call's params as the gateway reads them: the
 // arguments stay the bytes the client sent.
 type callParams struct {
@@ -57,7 +61,7 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 		return true, r
 	}
 
-	c.RequestID = requestIDText(req.rawID)
+	c.RequestID = requestIDOf(req.id, req.rawID)
 	ctx, cancel := context.WithCancel(e.mcp.WithContext(r.Context(), req.session))
 	defer cancel()
 	key := session + "\x00" + idKey(req.id)
@@ -198,7 +202,7 @@ func withRawCall(r *http.Request, body []byte) *http.Request {
 		return r
 	}
 	v := r.Header.Get(mcpgo.HeaderProtocolVersion)
-	rc := &rawCall{rawID: msg.ID, modern: v != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), v)}
+	rc := &rawCall{rawID: msg.ID, modern: v != "" && !slices.Contains(legacyProtocols, v)}
 	if json.Unmarshal(msg.Params, &rc.params) != nil {
 		return r
 	}
@@ -244,7 +248,7 @@ func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, meth
 	default:
 		return req, false
 	}
-	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(mcpgo.LegacyProtocolVersions(), v) {
+	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(legacyProtocols, v) {
 		return req, false
 	}
 	if req.session = e.ids.session(session); req.session == nil || !req.session.Initialized() {
@@ -283,6 +287,15 @@ func (e *Endpoint) cancelFast(body []byte, session string) {
 func requestIDText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(raw))
+}
+
+// requestIDOf is requestIDText of an id already decoded (a string or a
+// number, as ownRequest allows).
+func requestIDOf(id any, raw json.RawMessage) string {
+	if s, ok := id.(string); ok {
 		return s
 	}
 	return string(bytes.TrimSpace(raw))

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +206,8 @@ type session struct {
 	// reply, when set, sends the gateway's answer to a request the server
 	// made, instead of the transport (see handleRequest).
 	reply func(ctx context.Context, resp *transport.JSONRPCResponse) error
+	// post, when set, sends tools/call instead of the transport.
+	post *poster
 }
 
 var errConnectionLost = errors.New("connection to upstream lost")
@@ -367,27 +370,20 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 	if !json.Valid(args) {
 		return core.Result{}, fmt.Errorf("tools/call %s: %w: arguments are not valid JSON", remoteName, core.ErrNotSent)
 	}
-	params := struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      *callMeta       `json:"_meta,omitempty"`
-	}{Name: remoteName, Arguments: args}
-	if call, ok := core.CallFromContext(ctx); ok && call.IdempotencyKey != "" {
+	var meta callMeta
+	if call, ok := core.CallFromContext(ctx); ok {
 		// An upstream that deduplicates can recognise a repeat (SV-7).
-		params.Meta = &callMeta{IdempotencyKey: call.IdempotencyKey}
+		meta.IdempotencyKey = call.IdempotencyKey
 	}
 	if d := downstreamFrom(ctx); d != nil {
 		f := b.fl.start(d)
 		defer b.fl.end(f)
-		if f.token != "" {
-			if params.Meta == nil {
-				params.Meta = &callMeta{}
-			}
-			params.Meta.ProgressToken = f.token
-		}
+		meta.ProgressToken = f.token
 		defer lingerIfStreamed(ctx, d)
 	}
-	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), params)
+	// The params are written once, as bytes: the arguments go as the client
+	// sent them, and over Streamable HTTP the request is sent as it is.
+	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(callParamsJSON(remoteName, args, &meta)))
 	if err != nil {
 		return core.Result{}, b.scrub(fmt.Errorf("tools/call %s: %w", remoteName, err))
 	}
@@ -563,13 +559,31 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	stopWatch := context.AfterFunc(s.lost, func() { cancel(errConnectionLost) })
 	defer stopWatch()
 
+	id := "tg-" + strconv.FormatInt(s.ids.Add(1), 10)
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcpgo.JSONRPC_VERSION,
-		ID:      mcpgo.NewRequestId(fmt.Sprintf("tg-%d", s.ids.Add(1))),
+		ID:      mcpgo.NewRequestId(id),
 		Method:  method,
 		Params:  params,
 	}
-	resp, err := s.tr.SendRequest(ctx, req)
+	var resp *transport.JSONRPCResponse
+	var err error
+	if raw, ok := params.(json.RawMessage); ok && s.post != nil && method == string(mcpgo.MethodToolsCall) {
+		var a *rpcAnswer
+		var code int
+		a, code, err = s.post.call(ctx, callBody(id, raw))
+		if code >= 400 {
+			rec.code.Store(int32(code))
+		}
+		if err == nil {
+			resp = &transport.JSONRPCResponse{ID: req.ID, Result: json.RawMessage(a.Result)}
+			if a.Error != nil {
+				resp.Error = &mcpgo.JSONRPCErrorDetails{Code: a.Error.Code, Message: a.Error.Message}
+			}
+		}
+	} else {
+		resp, err = s.tr.SendRequest(ctx, req)
+	}
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errConnectionLost) {
 		s.cancelled(req.ID)
 	}

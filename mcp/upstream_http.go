@@ -181,6 +181,8 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 	c.OnNotification(onNote)
 	c.OnConnectionLost(func(error) { markLost() })
 
+	// Calls over plain HTTP without a proxy keep connections of their own.
+	pool := newConnPool(u.opts.URL)
 	var once sync.Once
 	var stopErr error
 	stop := func() error {
@@ -189,6 +191,9 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 			stopErr = tr.Close()
 			cancel()
 			base.CloseIdleConnections()
+			if pool != nil {
+				pool.close()
+			}
 		})
 		return stopErr
 	}
@@ -204,6 +209,10 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 	s := &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop}
 	if st, ok := tr.(*transport.StreamableHTTP); ok {
 		s.reply = u.replier(hc, st, info.Protocol)
+		s.post = newPoster(hc, u.opts.URL, st, info.Protocol, onNote, u.handleRequest, s.reply)
+		if s.post != nil && pool != nil {
+			s.post.pool, s.post.auth = pool, hc.Transport.(*authTransport)
+		}
 	}
 	return s, info, nil
 }
@@ -219,6 +228,26 @@ type authTransport struct {
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r, err := t.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode >= 400 {
+		if rec, ok := req.Context().Value(statusKey{}).(*statusRecorder); ok {
+			rec.code.Store(int32(resp.StatusCode))
+		}
+	}
+	return resp, err
+}
+
+// prepare returns req with the upstream's credentials and signature on it:
+// req itself when there is nothing to add, else a copy, as a RoundTripper
+// must not change the request it was given.
+func (t *authTransport) prepare(req *http.Request) (*http.Request, error) {
+	if len(t.headers) == 0 && t.bearer == "" && t.signing == nil {
+		return req, nil
+	}
 	r := req.Clone(req.Context())
 	for k, v := range t.headers {
 		r.Header.Set(k, v)
@@ -242,13 +271,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Set last: the signer's header wins over static headers.
 		r.Header.Set(t.signing.Header, Sign(t.signing.Secret, time.Now(), r.Method, r.URL.String(), body))
 	}
-	resp, err := t.base.RoundTrip(r)
-	if err == nil && resp.StatusCode >= 400 {
-		if rec, ok := req.Context().Value(statusKey{}).(*statusRecorder); ok {
-			rec.code.Store(int32(resp.StatusCode))
-		}
-	}
-	return resp, err
+	return r, nil
 }
 
 // Sign is the value of the signing header (IM-4): "t=" the Unix time in

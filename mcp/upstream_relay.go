@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,16 @@ func (fs *flights) sole() *downstream {
 
 // idKey is a JSON-RPC id as its JSON text, so 7 and "7" stay apart.
 func idKey(id any) string {
+	// The common ids, written as encoding/json writes them, without its
+	// encoder: every call keys its cancellation by one.
+	switch v := id.(type) {
+	case string:
+		return string(appendJSONString(make([]byte, 0, len(v)+2), v))
+	case float64:
+		if a := math.Abs(v); a == 0 || a >= 1e-6 && a < 1e21 {
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		}
+	}
 	raw, _ := json.Marshal(id)
 	return string(raw)
 }

@@ -17,6 +17,19 @@ var benchHidden = map[string]bool{
 	"calls": true, "sessions": true, "seconds": true, "rounds": true, "idle-sessions": true,
 	"upstreams": true, "upstream-tools": true, "list-delay": true, "startup-rounds": true, "startup-order": true,
 	"soak-clients": true, "soak-idle-timeout": true,
+	"peer": true, "direct": true,
+}
+
+// peerFlags collects repeated --peer flags.
+type peerFlags []bench.Peer
+
+func (p *peerFlags) String() string { return fmt.Sprint(len(*p)) }
+func (p *peerFlags) Set(s string) error {
+	peer, err := bench.ParsePeer(s)
+	if err == nil {
+		*p = append(*p, peer)
+	}
+	return err
 }
 
 func runBench(ctx context.Context, c *cli, args []string) int {
@@ -39,6 +52,11 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	soakDuration := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "how long the soak's load runs")
 	soakClients := fs.Int("soak-clients", 0, "soak: concurrent clients")
 	soakIdle := fs.Duration("soak-idle-timeout", 0, "soak: the gateway's sessionIdleTimeout")
+	// A side-by-side of gateways in processes of their own (README,
+	// Performance): the echo directly at --direct, and each --peer.
+	var peers peerFlags
+	fs.Var(&peers, "peer", "side by side: a gateway `name=URL[,tool=T][,key=K][,pid=N]` in front of the --direct echo (repeatable)")
+	direct := fs.String("direct", "", "side by side: the echo upstream's own `URL`")
 	fs.Usage = benchUsage(c, fs)
 	if code, ok := c.parse(fs, args); !ok {
 		return code
@@ -85,6 +103,9 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	default:
 		fmt.Fprintf(c.stderr, "toolgate bench: --startup-order must be ascending, descending or shuffled, not %q\n", *startupOrder)
 		return 2
+	}
+	if len(peers) > 0 || *direct != "" {
+		return runPeers(ctx, c, cfg, *direct, peers, *asJSON)
 	}
 	self, ok := gateway.LookupEnv(gateway.SelfEnv)
 	if !ok {
@@ -138,6 +159,27 @@ func runSoak(ctx context.Context, c *cli, cfg bench.SoakConfig, asJSON bool) int
 	}
 	if res.Errors > 0 {
 		fmt.Fprintf(c.stderr, "toolgate bench --soak: %d requests failed\n", res.Errors)
+	}
+	return 0
+}
+
+func runPeers(ctx context.Context, c *cli, cfg bench.Config, direct string, peers []bench.Peer, asJSON bool) int {
+	if direct == "" || len(peers) == 0 {
+		fmt.Fprintln(c.stderr, "toolgate bench: --peer and --direct go together")
+		return 2
+	}
+	res, err := bench.RunPeers(ctx, bench.PeerConfig{Direct: direct, DirectTool: "echo", Peers: peers,
+		Calls: cfg.Calls, Sessions: cfg.Sessions, Seconds: cfg.Seconds, Rounds: cfg.Rounds, Progress: c.stderr})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate bench: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	} else {
+		bench.PrintPeers(c.stdout, res)
 	}
 	return 0
 }

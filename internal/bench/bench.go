@@ -326,6 +326,9 @@ func benchGatewayConfig(key, store string, ups []config.Upstream) (*config.Confi
 		Upstreams: ups,
 	}
 	cfg.SetDefaults("bench")
+	// One actor opens every session of the run, the idle ones included:
+	// the per-actor cap would refuse most of those.
+	cfg.Gateway.MaxSessionsPerActor = cfg.Gateway.MaxSessions
 	if _, err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("bench config: %w", err)
 	}

@@ -1,0 +1,316 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+)
+
+// Peer is a gateway running in a process of its own, in front of the same
+// echo upstream as PeerConfig.Direct: another gateway (TBXark/mcp-proxy,
+// say) or toolgate serve itself, so every gateway is measured the same way.
+type Peer struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// Key is the bearer token, if the gateway wants one.
+	Key string `json:"-"`
+	// Tool is the echo tool's name as the gateway serves it.
+	Tool string `json:"tool"`
+	// PID is the gateway's process, for its CPU and RSS (0: not measured).
+	PID int `json:"pid,omitempty"`
+}
+
+// PeerConfig is a side-by-side run: one client calls the echo upstream
+// directly and through each peer, in interleaved rounds.
+type PeerConfig struct {
+	Direct     string  `json:"direct"`
+	DirectTool string  `json:"directTool"`
+	Peers      []Peer  `json:"peers"`
+	Calls      int     `json:"calls"`
+	Sessions   int     `json:"sessions"`
+	Seconds    float64 `json:"seconds"`
+	Rounds     int     `json:"rounds"`
+	Progress   io.Writer
+}
+
+// PeerPath is what was measured on one path.
+type PeerPath struct {
+	Name string `json:"name"`
+	Seq  struct {
+		P50 float64 `json:"p50Us"`
+		P99 float64 `json:"p99Us"`
+		// AddedP50 is the median over rounds of p50 via − p50 direct.
+		AddedP50 float64 `json:"addedP50Us"`
+		// CPUPerCall is the gateway process's CPU per sequential call.
+		CPUPerCall float64 `json:"cpuPerCallUs,omitempty"`
+	} `json:"seq"`
+	Conc struct {
+		CallsPerSec float64 `json:"callsPerSec"`
+		P50         float64 `json:"p50Us"`
+		P99         float64 `json:"p99Us"`
+		CPUPerCall  float64 `json:"cpuPerCallUs,omitempty"`
+	} `json:"conc"`
+	// RSSMaxBytes is the gateway process's highest RSS seen under load.
+	RSSMaxBytes int64  `json:"rssMaxBytes,omitempty"`
+	Errors      int    `json:"errors"`
+	LastError   string `json:"lastError,omitempty"`
+}
+
+// PeerResult is a side-by-side run's paths, direct first.
+type PeerResult struct {
+	Config PeerConfig `json:"config"`
+	Paths  []PeerPath `json:"paths"`
+	Method string     `json:"method"`
+}
+
+const peerMethod = "One client (JSON-RPC over pooled net/http, as toolgate bench) calls the echo directly and through each gateway, " +
+	"paths interleaved in every round: sequential calls, then the sessions concurrently. Added p50 is p50 via − p50 direct per round, " +
+	"median over rounds; calls/s is over all rounds. CPU is each gateway process's utime+stime from /proc/PID/stat (10 ms ticks) " +
+	"around its phases, divided by its calls; RSS is the highest VmRSS of /proc/PID/status sampled during its concurrent phases."
+
+// RunPeers measures the direct path and every peer in interleaved rounds.
+func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	hc := benchHTTPClient(cfg.Sessions * (len(cfg.Peers) + 1))
+	defer hc.CloseIdleConnections()
+	warm := min(50, cfg.Calls/10+5)
+	type peerRun struct {
+		peer            Peer
+		run             *pathRun
+		added           []float64
+		seqCPU, concCPU time.Duration
+		seqN            int
+		cpuOK           bool
+		rss             int64
+	}
+	paths := []*peerRun{{peer: Peer{Name: "direct", URL: cfg.Direct, Tool: cfg.DirectTool}}}
+	for _, p := range cfg.Peers {
+		paths = append(paths, &peerRun{peer: p})
+	}
+	for _, p := range paths {
+		fmt.Fprintf(progress, "toolgate bench: opening %d sessions on %s…\n", cfg.Sessions+1, p.peer.Name)
+		r, err := newPathRun(ctx, p.peer.Name, func() (caller, error) {
+			return newPeerCaller(ctx, hc, p.peer.URL, p.peer.Key, p.peer.Tool)
+		}, cfg.Sessions, warm)
+		if err != nil {
+			return nil, err
+		}
+		p.run = r
+	}
+	cpuOf := func(p *peerRun) (time.Duration, bool) {
+		if p.peer.PID == 0 {
+			return 0, false
+		}
+		return pidCPU(p.peer.PID)
+	}
+	perRound := max(1, cfg.Calls/cfg.Rounds)
+	noConns := &countingListener{}
+	for round := range cfg.Rounds {
+		fmt.Fprintf(progress, "toolgate bench: round %d of %d…\n", round+1, cfg.Rounds)
+		var direct float64
+		for i, p := range paths {
+			c0, ok0 := cpuOf(p)
+			lat := p.run.runSeq(ctx, perRound)
+			c1, ok1 := cpuOf(p)
+			if ok0 && ok1 {
+				p.seqCPU += c1 - c0
+				p.seqN += len(lat)
+				p.cpuOK = true
+			}
+			if i == 0 {
+				direct = pct(lat, 50)
+			}
+			p.added = append(p.added, pct(lat, 50)-direct)
+		}
+		phase := time.Duration(cfg.Seconds / float64(cfg.Rounds) * float64(time.Second))
+		for _, p := range paths {
+			c0, ok0 := cpuOf(p)
+			stop := func() {}
+			if p.peer.PID != 0 {
+				stop = sampleRSS(p.peer.PID, &p.rss)
+			}
+			ok := p.run.concOK
+			p.run.runConc(ctx, phase, noConns, &rssMax{})
+			stop()
+			c1, ok1 := cpuOf(p)
+			if ok0 && ok1 && p.run.concOK > ok {
+				p.concCPU += c1 - c0
+			}
+		}
+	}
+	// End the sessions, so that runs one after another stay under the
+	// gateways' session caps.
+	for _, p := range paths {
+		for _, c := range append([]caller{p.run.seq}, p.run.workers...) {
+			if hc, ok := c.(*httpCaller); ok && hc.c.Session() != "" {
+				_, _ = hc.c.Delete(ctx)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &PeerResult{Config: cfg, Method: peerMethod}
+	for _, p := range paths {
+		r := p.run.result(p.peer.Name)
+		var out PeerPath
+		out.Name = p.peer.Name
+		out.Seq.P50, out.Seq.P99 = r.Seq.P50, r.Seq.P99
+		out.Seq.AddedP50 = round1(median(p.added))
+		out.Conc.CallsPerSec, out.Conc.P50, out.Conc.P99 = r.Conc.CallsPerSec, r.Conc.P50, r.Conc.P99
+		if p.cpuOK && p.seqN > 0 {
+			out.Seq.CPUPerCall = round1(float64(p.seqCPU) / float64(time.Microsecond) / float64(p.seqN))
+		}
+		if p.cpuOK && p.run.concOK > 0 {
+			out.Conc.CPUPerCall = round1(float64(p.concCPU) / float64(time.Microsecond) / float64(p.run.concOK))
+		}
+		out.RSSMaxBytes = p.rss
+		out.Errors = p.run.errors
+		if p.run.lastErr != nil {
+			out.LastError = p.run.lastErr.Error()
+		}
+		res.Paths = append(res.Paths, out)
+	}
+	return res, nil
+}
+
+// PrintPeers writes res as a table: each gateway's figures, and its ratios
+// to the first peer (the one the others are compared with).
+func PrintPeers(w io.Writer, res *PeerResult) {
+	fmt.Fprintf(w, "%-24s %10s %10s %12s %12s %12s %12s %9s %8s %10s\n",
+		"path", "seq p50", "seq p99", "added p50", "conc call/s", "cpu/call seq", "cpu/call conc", "rss MiB", "errors", "÷ first")
+	var first *PeerPath
+	if len(res.Paths) > 1 {
+		first = &res.Paths[1]
+	}
+	for i, p := range res.Paths {
+		rel := ""
+		if first != nil && i > 0 {
+			rel = fmt.Sprintf("conc %.2f, added %.2f", ratio(p.Conc.CallsPerSec, first.Conc.CallsPerSec), ratio(p.Seq.AddedP50, first.Seq.AddedP50))
+			if p.Seq.CPUPerCall > 0 && first.Seq.CPUPerCall > 0 {
+				rel += fmt.Sprintf(", cpu %.2f/%.2f", ratio(p.Seq.CPUPerCall, first.Seq.CPUPerCall), ratio(p.Conc.CPUPerCall, first.Conc.CPUPerCall))
+			}
+		}
+		fmt.Fprintf(w, "%-24s %8.0fµs %8.0fµs %10.0fµs %12.0f %10.0fµs %11.0fµs %9.1f %8d   %s\n",
+			p.Name, p.Seq.P50, p.Seq.P99, p.Seq.AddedP50, p.Conc.CallsPerSec, p.Seq.CPUPerCall, p.Conc.CPUPerCall,
+			float64(p.RSSMaxBytes)/(1<<20), p.Errors, rel)
+	}
+}
+
+// ParsePeer reads name=URL[,tool=T][,key=K][,pid=N].
+func ParsePeer(s string) (Peer, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return Peer{}, fmt.Errorf("peer %q: want name=URL[,tool=T][,key=K][,pid=N]", s)
+	}
+	parts := strings.Split(rest, ",")
+	p := Peer{Name: name, URL: parts[0], Tool: "echo"}
+	for _, kv := range parts[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "tool":
+			p.Tool = v
+		case "key":
+			p.Key = v
+		case "pid":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return Peer{}, fmt.Errorf("peer %q: pid %q", s, v)
+			}
+			p.PID = n
+		default:
+			return Peer{}, fmt.Errorf("peer %q: unknown field %q", s, k)
+		}
+	}
+	return p, nil
+}
+
+// pidCPU is another process's utime+stime (see processCPU).
+func pidCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, true
+}
+
+// pidRSS is another process's VmRSS.
+func pidRSS(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}
+
+// sampleRSS keeps the highest RSS of pid in *max until stop is called.
+func sampleRSS(pid int, maxRSS *int64) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, ok := pidRSS(pid); ok && v > *maxRSS {
+				*maxRSS = v
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// newPeerCaller is newHTTPCaller for a gateway that may serve without
+// sessions (mcp-proxy's Streamable HTTP is stateless).
+func newPeerCaller(ctx context.Context, hc *http.Client, url, key, tool string) (caller, error) {
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	opts := &mcptest.Options{HTTPClient: hc, ProtocolVersion: benchProtocol, ClientName: "toolgate-bench"}
+	if key != "" {
+		opts.Authorization = "Bearer " + key
+	}
+	c := mcptest.New(url, opts)
+	if _, err := c.Initialize(ictx); err != nil {
+		return nil, err
+	}
+	return &httpCaller{
+		c:      c,
+		prefix: `{"jsonrpc":"2.0","id":`,
+		suffix: `,"method":"tools/call","params":{"name":` + strconv.Quote(tool) + `,"arguments":` + string(echoArgs) + `}}`,
+	}, nil
+}
