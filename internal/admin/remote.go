@@ -145,6 +145,12 @@ func (e *DisconnectedError) Error() string {
 	return "connection to the gateway lost: " + e.Err
 }
 
+// ConnectionLost is the loss as the event that reports it; the console
+// shows the two alike.
+func (e *DisconnectedError) ConnectionLost() core.ConnectionLost {
+	return core.ConnectionLost{Error: e.Err, Retry: e.Retry}
+}
+
 // ErrSubscriptionClosed: Resync after Close.
 var ErrSubscriptionClosed = errors.New("subscription closed")
 
