@@ -75,10 +75,10 @@ type (
 	// subscription delivers Resync again once it is back.
 	resyncFailedMsg struct{ lost core.ConnectionLost }
 	subClosedMsg    struct{ err error } // err nil: the gateway ended the stream
-	tickMsg        time.Time
-	clearFlashMsg  struct{ id uint64 }
-	reviewsTickMsg struct{ gen uint64 }
-	reviewsMsg     struct {
+	tickMsg         time.Time
+	clearFlashMsg   struct{ id uint64 }
+	reviewsTickMsg  struct{ gen uint64 }
+	reviewsMsg      struct {
 		gen     uint64
 		reviews map[string]core.ReviewState
 	}
