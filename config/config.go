@@ -54,6 +54,8 @@ type Gateway struct {
 	Review            Review        `koanf:"review" json:"review" yaml:"review"`
 	// Metrics is /metrics on the listen address (OP-7).
 	Metrics Metrics `koanf:"metrics" json:"metrics,omitzero" yaml:"metrics,omitempty"`
+	// Admin is the admin API (CO-9); nil: none.
+	Admin *Admin `koanf:"admin" json:"admin,omitempty" yaml:"admin,omitempty"`
 }
 
 // Metrics configures the Prometheus metrics at /metrics (OP-7).

@@ -51,6 +51,9 @@ func (c *Config) SetDefaults(version string) []Warning {
 	setIfZero(&g.Confirm.TTL, DefaultConfirmTTL)
 	setIfZero(&g.Confirm.ApprovalWait, DefaultApprovalWait)
 	setIfZero(&g.Review.Mode, DefaultReviewMode)
+	if g.Admin != nil {
+		g.Admin.setDefaults()
+	}
 
 	// With no endpoint configured there is nothing to say who may call, so
 	// the default endpoint has neither auth nor actor and refuses everything

@@ -22,6 +22,7 @@ const leakMarker = "SECRET-"
 var fixedEnv = map[string]string{
 	"TOOLGATE_CONFIRM_SECRET": "confirm-SECRET-0123456789abcdef-0123456789abcdef",
 	"GATEWAY_KEY":             "gateway-SECRET-key-0123456789",
+	"TOOLGATE_ADMIN_KEY":      "admin-SECRET-key-0123456789abcdef",
 	"GITHUB_TOKEN":            "ghp_SECRET-github-token",
 	"MCP_TOKEN":               "mcp-SECRET-token",
 	"SIGNING_KEY":             "signing-SECRET-key",

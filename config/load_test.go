@@ -102,6 +102,7 @@ func TestExampleFile(t *testing.T) {
 	for k, v := range map[string]string{
 		"TOOLGATE_CONFIRM_SECRET": fixedEnv["TOOLGATE_CONFIRM_SECRET"],
 		"GATEWAY_KEY":             fixedEnv["GATEWAY_KEY"],
+		"TOOLGATE_ADMIN_KEY":      fixedEnv["TOOLGATE_ADMIN_KEY"],
 		"GITHUB_TOKEN":            fixedEnv["GITHUB_TOKEN"],
 		"MCP_TOKEN":               fixedEnv["MCP_TOKEN"],
 		"SIGNING_KEY":             fixedEnv["SIGNING_KEY"],
@@ -143,7 +144,7 @@ func allKeys() []string {
 		"upstreams", "command", "args", "cwd", "env", "required", "prefix", "include", "exclude", "reads", "actions", "defaultKind", "approval", "timeout",
 		"health", "enabled", "interval", "reconnect", "initialDelay", "maxDelay",
 		"url", "transport", "headers", "authorization", "signing", "hmacSha256", "header", "roots", "upstreamsFrom",
-		"metrics",
+		"metrics", "admin", "keys", "operator",
 	}
 }
 

@@ -91,6 +91,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v := &validator{c: c, keys: map[string]string{}}
 	v.gateway()
 	v.endpoints()
+	v.admin()
 	v.upstreams()
 	return v.warnings, v.errs.err()
 }

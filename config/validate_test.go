@@ -151,6 +151,15 @@ func TestWarnings(t *testing.T) {
 		{"AU-7 open mode on loopback is fine", func(c *Config) { c.Gateway.Listen = "localhost:1" }, nil},
 		{"empty allow-list", func(c *Config) { c.Endpoints[0].Tools = []string{} },
 			[]Warning{{"endpoints[0].tools", "empty: this endpoint serves no tools (omit tools to serve all)"}}},
+		{"CO-9 admin on loopback is fine", func(c *Config) {
+			c.Gateway.Admin = &Admin{Listen: "127.0.0.1:7332", Keys: []AdminKey{{Key: goodSecret, Operator: "alice"}}}
+		}, nil},
+		{"CO-9 admin on a unix socket is fine", func(c *Config) {
+			c.Gateway.Admin = &Admin{Listen: "unix:/run/toolgate/admin.sock", Keys: []AdminKey{{Key: goodSecret, Operator: "alice"}}}
+		}, nil},
+		{"CO-9 admin on every interface", func(c *Config) {
+			c.Gateway.Admin = &Admin{Listen: ":7332", Keys: []AdminKey{{Key: goodSecret, Operator: "alice"}}}
+		}, []Warning{{"gateway.admin.listen", `":7332" is reachable from other machines: anyone with an admin key can approve calls and end sessions; prefer 127.0.0.1 or a unix socket behind an authenticated proxy`}}},
 		{"short api key", func(c *Config) {
 			c.Endpoints[0] = Endpoint{Path: "/mcp", Tools: []string{"*"}, Auth: &Auth{APIKeys: []APIKey{{Key: "short", Actor: Actor{ID: "a"}}}}}
 		}, []Warning{{"endpoints[0].auth.apiKeys[0].key", "shorter than 16 bytes: use a long random key"}}},
@@ -199,6 +208,27 @@ func TestOpenEndpoints(t *testing.T) {
 	}}
 	if diff := cmp.Diff([]string{"/open", "/open2"}, c.OpenEndpoints()); diff != "" {
 		t.Errorf("OpenEndpoints (-want +got):\n%s", diff)
+	}
+}
+
+// CO-9: gateway.admin's listen defaults to admin.DefaultListen when the
+// section is present; absent, there is no admin API.
+func TestAdminDefaults(t *testing.T) {
+	c := base()
+	if c.Gateway.Admin != nil {
+		t.Fatalf("no admin section, yet Admin = %+v", c.Gateway.Admin)
+	}
+	c.Gateway.Admin = &Admin{Keys: []AdminKey{{Key: goodSecret, Operator: "alice"}}}
+	c.SetDefaults("test")
+	if c.Gateway.Admin.Listen != "127.0.0.1:7332" || !c.Gateway.Admin.IsLoopback() || c.Gateway.Admin.UnixSocket() != "" {
+		t.Errorf("admin defaults: %+v", c.Gateway.Admin)
+	}
+	if _, err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	c.Gateway.Admin.Listen = "unix:/run/a.sock"
+	if c.Gateway.Admin.UnixSocket() != "/run/a.sock" || !c.Gateway.Admin.IsLoopback() {
+		t.Errorf("unix socket: %q", c.Gateway.Admin.UnixSocket())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/toolgate/toolgate/config"
@@ -82,6 +83,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	}
 
 	report := report.NewCheck(g.Reviewer(), g.Registry().Bus().Snapshot(), !*offline)
+	report.Admin = adminReport(cfg)
 	problems := report.Problems || startErr != nil
 	code := 0
 	if problems {
@@ -94,6 +96,15 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	fmt.Fprintf(c.stdout, "config ok: %d endpoint(s), %d upstream(s), %d tool(s)\n", len(cfg.Endpoints), len(cfg.Upstreams), len(report.Tools))
+	if a := report.Admin; a.Enabled {
+		where := "loopback only"
+		if !a.Loopback {
+			where = "reachable from other machines"
+		}
+		fmt.Fprintf(c.stdout, "  admin API on %s (%s), operators: %s\n", a.Listen, where, strings.Join(a.Operators, ", "))
+	} else {
+		fmt.Fprintln(c.stdout, "  admin API: none (no gateway.admin): console --attach and the headless operator commands cannot reach this gateway")
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	for _, u := range report.Upstreams {
 		fmt.Fprintf(tw, "  upstream %s\t%s\t%s\t%d tools\t%s\n", u.Name, u.Transport, u.State, u.Tools, u.Error)
@@ -109,6 +120,19 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "toolgate check: %v\n", startErr)
 	}
 	return code
+}
+
+// adminReport is what check says of gateway.admin (CO-9).
+func adminReport(cfg *config.Config) report.Admin {
+	a := cfg.Gateway.Admin
+	if a == nil {
+		return report.Admin{}
+	}
+	r := report.Admin{Enabled: true, Listen: a.Listen, Loopback: a.IsLoopback()}
+	for _, k := range a.Keys {
+		r.Operators = append(r.Operators, k.Operator)
+	}
+	return r
 }
 
 func runTools(ctx context.Context, c *cli, args []string) int {

@@ -23,6 +23,7 @@ import (
 var exampleEnv = map[string]string{
 	"TOOLGATE_CONFIRM_SECRET": "cli-SECRET-confirm-0123456789abcdef0123456789",
 	"GATEWAY_KEY":             "cli-SECRET-gateway-key-0123456789",
+	"TOOLGATE_ADMIN_KEY":      "cli-SECRET-admin-key-0123456789",
 	"GITHUB_TOKEN":            "cli-SECRET-github",
 	"MCP_TOKEN":               "cli-SECRET-mcp",
 	"SIGNING_KEY":             "cli-SECRET-signing",
@@ -83,6 +84,10 @@ func TestCheckExample(t *testing.T) {
 	if !strings.Contains(out, "config ok") || !strings.Contains(errOut, "not probed") {
 		t.Fatalf("check output does not say what it did:\nstdout: %s\nstderr: %s", out, errOut)
 	}
+	// CO-9: check names the admin API and its operators, never a key.
+	if !strings.Contains(out, "admin API on 127.0.0.1:7332 (loopback only), operators: alice") {
+		t.Fatalf("check does not report the admin API:\n%s", out)
+	}
 	assertNoSecrets(t, out, errOut)
 
 	code, out, errOut = runCLI(t, "check", "--offline", "--json", "--config", "../../testdata/toolgate.example.yaml")
@@ -98,11 +103,35 @@ func TestCheckExample(t *testing.T) {
 			t.Fatalf("check --json lacks %q: %s", key, out)
 		}
 	}
+	var adm report.Admin
+	if err := json.Unmarshal(checked["admin"], &adm); err != nil || !adm.Enabled || adm.Listen != "127.0.0.1:7332" || !adm.Loopback || len(adm.Operators) != 1 || adm.Operators[0] != "alice" {
+		t.Fatalf("check --json admin: %v %s", err, checked["admin"])
+	}
 	var ups []report.Upstream
 	if err := json.Unmarshal(checked["upstreams"], &ups); err != nil || len(ups) == 0 || ups[0].Name != "github" || ups[0].Transport != "stdio" {
 		t.Fatalf("upstreams: %v %+v", err, ups)
 	}
 	assertNoSecrets(t, out, errOut)
+}
+
+// CO-9 (issue 15): without gateway.admin there is no admin API, and check
+// says so, in --json too.
+func TestCheckWithoutAdmin(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(cfg, []byte("endpoints:\n  - path: /mcp\n    actor: {id: dev}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "check", "--offline", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "admin API: none (no gateway.admin)") {
+		t.Fatalf("check exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "check", "--offline", "--json", "--config", cfg)
+	var checked struct {
+		Admin *report.Admin `json:"admin"`
+	}
+	if err := json.Unmarshal([]byte(out), &checked); code != 0 || err != nil || checked.Admin == nil || checked.Admin.Enabled {
+		t.Fatalf("check --json exit %d, admin %+v (%v)\n%s%s", code, checked.Admin, err, out, errOut)
+	}
 }
 
 // Issue done-when: each bad config exits 1 with the config package's

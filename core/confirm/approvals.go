@@ -38,11 +38,18 @@ type DecidedError struct {
 }
 
 func (e *DecidedError) Error() string {
+	at := e.At.UTC().Format(time.RFC3339)
+	switch e.Decision {
+	case core.DecisionTimeout:
+		return fmt.Sprintf("confirmation %q expired at %s: no operator decided in time, and the call was refused", e.ID, at)
+	case core.DecisionGone:
+		return fmt.Sprintf("confirmation %q was abandoned at %s: the caller went away before a decision", e.ID, at)
+	}
 	by := e.By
 	if by == "" {
 		by = "nobody"
 	}
-	return fmt.Sprintf("confirmation %q already decided (%s) by %s at %s", e.ID, e.Decision, by, e.At.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("confirmation %q already decided (%s) by %s at %s", e.ID, e.Decision, by, at)
 }
 
 func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
@@ -50,13 +57,26 @@ func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecide
 // shutdownBy is who a confirmation rejected at shutdown was decided by.
 const shutdownBy = "gateway"
 
-// ApprovalQueue holds the confirmations waiting for an operator.
+// Bounds of the decisions an ApprovalQueue remembers, so a second decision
+// on a confirmation is told who settled it (CO-9: several operators): the
+// last rememberDecisions, none older than rememberFor.
+const (
+	rememberDecisions = 1024
+	rememberFor       = time.Hour
+)
+
+// ApprovalQueue holds the confirmations waiting for an operator, and
+// remembers the recent decisions.
 type ApprovalQueue struct {
 	bus *core.Bus
 	now func() time.Time
 
 	mu      sync.Mutex
 	pending map[string]*waiting
+	// decided holds the recent decisions by id; order is their ids, oldest
+	// first, for evicting.
+	decided map[string]*DecidedError
+	order   []string
 	// closed: Shutdown ran; nothing waits any more.
 	closed bool
 }
@@ -75,7 +95,7 @@ type verdict struct {
 
 // NewApprovalQueue returns an empty queue publishing on bus.
 func NewApprovalQueue(bus *core.Bus) *ApprovalQueue {
-	q := &ApprovalQueue{bus: bus, now: time.Now, pending: map[string]*waiting{}}
+	q := &ApprovalQueue{bus: bus, now: time.Now, pending: map[string]*waiting{}, decided: map[string]*DecidedError{}}
 	bus.AddSnapshotPart(q.fillSnapshot)
 	return q
 }
@@ -136,21 +156,30 @@ func (q *ApprovalQueue) Wait(ctx context.Context, p core.PendingConfirmation, wa
 	for {
 		select {
 		case v := <-w.decided:
-			if v.decision == core.DecisionApprove {
+			switch {
+			case v.decision == core.DecisionApprove:
 				return nil
-			}
-			if v.shutdown {
+			case v.shutdown:
 				return ErrShuttingDown
+			case v.decision == core.DecisionTimeout:
+				// An operator's decision found the wait over before the
+				// timer did.
+				return ErrApprovalTimeout
 			}
 			if v.reason != "" {
 				return fmt.Errorf("%w by %s: %s", ErrConfirmRejected, v.by, v.reason)
 			}
 			return fmt.Errorf("%w by %s", ErrConfirmRejected, v.by)
 		case <-timer.C:
-			q.decide(p.ID, verdict{decision: core.DecisionTimeout})
+			if q.decide(p.ID, verdict{decision: core.DecisionTimeout}) != nil {
+				// Decided in the same instant: the decision stands.
+				continue
+			}
 			return ErrApprovalTimeout
 		case <-ctx.Done():
-			q.decide(p.ID, verdict{decision: core.DecisionGone})
+			// Decided in the same instant or not, the caller is gone and
+			// nothing runs.
+			_ = q.decide(p.ID, verdict{decision: core.DecisionGone})
 			return ctx.Err()
 		case <-tick.C:
 			if progress != nil {
@@ -173,47 +202,89 @@ func (q *ApprovalQueue) Shutdown() int {
 	q.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if q.decide(id, verdict{decision: core.DecisionReject, by: shutdownBy, reason: ErrShuttingDown.Error(), shutdown: true}) {
+		if q.decide(id, verdict{decision: core.DecisionReject, by: shutdownBy, reason: ErrShuttingDown.Error(), shutdown: true}) == nil {
 			n++
 		}
 	}
 	return n
 }
 
-// Approve lets a waiting confirmation run.
+// Approve lets a waiting confirmation run. A confirmation decided before
+// (by an operator, its timeout, its caller leaving) answers a
+// *DecidedError; one never seen, or decided too long ago to remember,
+// ErrUnknownConfirmation.
 func (q *ApprovalQueue) Approve(id, by string) error {
-	return q.decideErr(id, verdict{decision: core.DecisionApprove, by: by})
+	return q.decide(id, verdict{decision: core.DecisionApprove, by: by})
 }
 
-// Reject refuses a waiting confirmation; nothing runs.
+// Reject refuses a waiting confirmation; nothing runs. Errors as Approve.
 func (q *ApprovalQueue) Reject(id, by, reason string) error {
-	return q.decideErr(id, verdict{decision: core.DecisionReject, by: by, reason: reason})
+	return q.decide(id, verdict{decision: core.DecisionReject, by: by, reason: reason})
 }
 
-func (q *ApprovalQueue) decideErr(id string, v verdict) error {
-	if !q.decide(id, v) {
-		return fmt.Errorf("%w: %q", ErrUnknownConfirmation, id)
-	}
-	return nil
-}
-
-// decide removes id from the queue and hands the waiter v; false if id was
-// not pending (already decided, timed out, never existed).
-func (q *ApprovalQueue) decide(id string, v verdict) bool {
-	found := false
+// decide removes id from the queue, hands the waiter v and remembers the
+// decision; the first decision wins. A confirmation whose wait is over
+// when an operator decides is settled as timed out, and the operator told
+// so, even if its timer has not fired yet.
+func (q *ApprovalQueue) decide(id string, v verdict) error {
+	var err error
 	q.bus.Commit(func() []core.EventData {
 		q.mu.Lock()
 		defer q.mu.Unlock()
+		now := q.now()
 		w, ok := q.pending[id]
 		if !ok {
+			if d := q.recentLocked(id, now); d != nil {
+				err = d
+			} else {
+				err = fmt.Errorf("%w: %q", ErrUnknownConfirmation, id)
+			}
 			return nil
 		}
-		found = true
+		operator := v.decision == core.DecisionApprove || (v.decision == core.DecisionReject && !v.shutdown)
+		if operator && !w.info.Deadline.IsZero() && !now.Before(w.info.Deadline) {
+			v = verdict{decision: core.DecisionTimeout}
+			err = &DecidedError{ID: id, Decision: core.DecisionTimeout, At: w.info.Deadline}
+		}
 		delete(q.pending, id)
 		w.decided <- v
+		q.rememberLocked(&DecidedError{ID: id, Decision: v.decision, By: v.by, At: now}, now)
 		return []core.EventData{core.ConfirmationDecided{ID: id, Decision: v.decision, By: v.by, Reason: v.reason}}
 	})
-	return found
+	return err
+}
+
+// rememberLocked records a decision, forgetting the oldest beyond the
+// bounds.
+func (q *ApprovalQueue) rememberLocked(d *DecidedError, now time.Time) {
+	if _, ok := q.decided[d.ID]; !ok {
+		q.order = append(q.order, d.ID)
+	}
+	q.decided[d.ID] = d
+	drop := 0
+	for drop < len(q.order) {
+		old := q.decided[q.order[drop]]
+		if len(q.order)-drop <= rememberDecisions && now.Sub(old.At) < rememberFor {
+			break
+		}
+		delete(q.decided, q.order[drop])
+		drop++
+	}
+	if drop > 0 {
+		// Copy down rather than reslice, so the array does not grow forever.
+		q.order = append(q.order[:0], q.order[drop:]...)
+	}
+}
+
+// recentLocked is id's remembered decision, nil if there is none young
+// enough.
+func (q *ApprovalQueue) recentLocked(id string, now time.Time) *DecidedError {
+	d, ok := q.decided[id]
+	if !ok || now.Sub(d.At) >= rememberFor {
+		return nil
+	}
+	c := *d
+	return &c
 }
 
 // Pending lists the waiting confirmations, oldest first.

@@ -77,8 +77,10 @@ func TestOperatorApproves(t *testing.T) {
 		if out.err != nil || f.runs.Load() != 1 {
 			t.Fatalf("after approval: %v runs=%d", out.err, f.runs.Load())
 		}
-		if err := q.Approve(pc.ID, "operator"); !errors.Is(err, ErrUnknownConfirmation) {
-			t.Fatalf("approving twice: %v", err)
+		var de *DecidedError
+		if err := q.Approve(pc.ID, "other"); !errors.As(err, &de) || !errors.Is(err, ErrAlreadyDecided) || errors.Is(err, ErrUnknownConfirmation) ||
+			de.Decision != core.DecisionApprove || de.By != "operator" || de.ID != pc.ID || de.At.IsZero() {
+			t.Fatalf("approving twice: %v, want a DecidedError naming the first decision", err)
 		}
 		var names []string
 		for len(sub.C()) > 0 {

@@ -19,6 +19,19 @@
 //	: heartbeat              a comment every HeartbeatInterval, so a dead link shows
 //
 // A reconnecting client gets a fresh snapshot: there is no replay.
+//
+// On the wire every frame but the heartbeat has an `event:` line and one
+// `data:` line of JSON (the resync frame's data is `{}`); event frames have
+// an `id:` line between them; a blank line ends each frame:
+//
+//	event: snapshot\ndata: {...}\n\n
+//	event: event\nid: 42\ndata: {"seq":42,...}\n\n
+//	event: resync\ndata: {}\n\n
+//	: heartbeat\n\n
+//
+// A stream whose client takes no frame within the server's write timeout
+// (10 s) is ended; at most 64 streams are open at once, the next is
+// refused with CodeTooManyStreams.
 package admin
 
 import (
@@ -238,11 +251,16 @@ const (
 	CodeAlreadyDecided      = "already_decided"      // 409: see Error.DecidedBy/DecidedAt
 	CodeNotReviewable       = "not_reviewable"       // 409: a native tool
 	CodeShuttingDown        = "shutting_down"        // 503
+	CodeTooManyStreams      = "too_many_streams"     // 503: every event stream slot is taken
 	CodeInternal            = "internal"             // 500
 )
 
 // ErrUnauthorized is what a client's error unwraps to for CodeUnauthorized.
 var ErrUnauthorized = errors.New("admin key missing or not accepted")
+
+// ErrTooManyStreams is what a client's error unwraps to for
+// CodeTooManyStreams: retry later.
+var ErrTooManyStreams = errors.New("too many admin event streams")
 
 var codes = []struct {
 	sentinel error
@@ -257,6 +275,7 @@ var codes = []struct {
 	{review.ErrNotReviewable, CodeNotReviewable, http.StatusConflict},
 	{confirm.ErrShuttingDown, CodeShuttingDown, http.StatusServiceUnavailable},
 	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
+	{ErrTooManyStreams, CodeTooManyStreams, http.StatusServiceUnavailable},
 }
 
 // ErrorFor is err as the API answers it: a known sentinel gets its code and

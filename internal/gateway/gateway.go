@@ -52,6 +52,11 @@ type Options struct {
 	// Demo and Notice are shown by the console (OP-4).
 	Demo   bool
 	Notice string
+	// Operator is who the in-process console's actions are accounted to
+	// (CO-9); empty: the name its caller passes as `by`, else "console".
+	Operator string
+	// Admin tunes the admin API's server (gateway.admin).
+	Admin AdminOptions
 }
 
 // Gateway is one assembled gateway. Its accessors are safe to call from any
@@ -76,6 +81,7 @@ type Gateway struct {
 	ln        net.Listener
 	srv       *http.Server
 	served    chan error // Serve's result, should it stop by itself
+	admin     *adminAPI  // nil without gateway.admin
 	ready     atomic.Bool
 	// life bounds what lives as long as the gateway rather than as long as
 	// New's context: the OAuth strategies' key-set refresh. Close ends it.
@@ -158,6 +164,9 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	if g.ln, err = net.Listen("tcp", cfg.Gateway.Listen); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	if err = g.bindAdmin(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -216,6 +225,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		go func() { g.served <- srv.Serve(ln) }()
 		g.log.Info("serving", "listen", g.Addr(), "endpoints", len(g.cfg.Endpoints))
 	}
+	g.serveAdmin()
 	if err := g.importer.Start(ctx); err != nil {
 		return err
 	}
@@ -252,6 +262,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 				g.log.Info("pending approvals rejected: the gateway is shutting down", "count", n)
 			}
 		}
+		g.closeAdmin(ctx)
 		switch {
 		case g.srv != nil:
 			if err := g.srv.Shutdown(ctx); err != nil {
@@ -330,8 +341,13 @@ func (g *Gateway) Sessions() *core.Sessions          { return g.sessions }
 func (g *Gateway) Store() core.Store                 { return g.store }
 func (g *Gateway) Approvals() *confirm.ApprovalQueue { return g.approvals }
 
-// Console is the operator's view of this gateway (CO-1..9).
+// Console is the operator's view of this gateway (CO-1..9); its actions
+// are accounted to Options.Operator (see ConsoleAs).
 func (g *Gateway) Console() core.Console {
+	return &accountedConsole{g: g, local: g.localConsole(), operator: g.opts.Operator}
+}
+
+func (g *Gateway) localConsole() *LocalConsole {
 	info := core.ConsoleInfo{Demo: g.opts.Demo, Notice: g.opts.Notice, ReviewMode: core.ReviewMode(g.cfg.Gateway.Review.Mode)}
 	if addr := g.Addr(); addr != "" {
 		for _, e := range g.cfg.Endpoints {

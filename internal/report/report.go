@@ -20,9 +20,22 @@ type Check struct {
 	Tools      []Tool           `json:"tools"`
 	Collisions []core.Collision `json:"collisions"`
 	Dropped    []Drop           `json:"dropped"`
+	// Admin is the admin API the config asks for (CO-9).
+	Admin Admin `json:"admin"`
 	// Problems: a collision, a drop the operator did not ask for, or (when
 	// upstreams were probed) an upstream that is not connected.
 	Problems bool `json:"-"`
+}
+
+// Admin is the admin API as check reports it: whether there is one, where
+// it listens and the operators its keys name. Never a key.
+type Admin struct {
+	Enabled   bool     `json:"enabled"`
+	Listen    string   `json:"listen,omitempty"`
+	Operators []string `json:"operators,omitempty"`
+	// Loopback: reachable from this machine only (a unix socket or a
+	// loopback address).
+	Loopback bool `json:"loopback,omitempty"`
 }
 
 // Upstream is one upstream as check reports it.
