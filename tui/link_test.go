@@ -72,7 +72,7 @@ func TestLostLinkBannerAndRefusedActions(t *testing.T) {
 		t.Fatal("no command after ConnectionLost: the console stopped reading events")
 	}
 	// At 100 columns the error is cut, never the countdown.
-	const banner = "⚠ connection to the gateway lost: read tcp 127.0.0.1:733…; reconnecting in 3s — the view is not live"
+	const banner = "⚠ connection to the gateway lost: read tcp 127.0.0.1:7332: connection reset by …; reconnecting in 3s"
 	for _, pane := range []string{"1", "2", "3", "4", "5", "6"} {
 		press(t, m, pane)
 		if v := m.View(); !strings.Contains(v, banner) {
@@ -90,10 +90,16 @@ func TestLostLinkBannerAndRefusedActions(t *testing.T) {
 	}
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 
-	// The activity feed records the loss.
+	// The activity feed records the loss, once however many attempts
+	// fail; the banner shows the latest.
+	m.Update(lostMsg("dial tcp 127.0.0.1:7332: connect: connection refused", 3*time.Second))
 	press(t, m, "6")
-	if !strings.Contains(m.View(), "gateway link") {
-		t.Fatalf("the loss is not in the activity feed:\n%s", m.View())
+	if !strings.Contains(m.View(), "gateway link") || m.Activity().Count() != 1 {
+		t.Fatalf("the loss is not in the activity feed once (%d entries):\n%s", m.Activity().Count(), m.View())
+	}
+	if !strings.Contains(m.View(), "lost: dial tcp 127.0.0.1:7332: connect: connection …; reconnecting in 3s") ||
+		!strings.Contains(m.View(), "the view below is the last state seen, not live") {
+		t.Fatalf("the banner does not show the latest attempt:\n%s", m.View())
 	}
 
 	// Actions: refused with a flash that says why; nothing reaches the
@@ -121,7 +127,7 @@ func TestLostLinkBannerAndRefusedActions(t *testing.T) {
 
 	// The countdown runs down with the clock, then says it is trying.
 	m.c.Now = func() time.Time { return t0.Add(5 * time.Second) }
-	if v := m.View(); !strings.Contains(v, "; reconnecting… — the view is not live") {
+	if v := m.View(); !strings.Contains(v, "connection refus…; reconnecting…") {
 		t.Fatalf("after the retry time:\n%s", v)
 	}
 }

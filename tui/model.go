@@ -371,13 +371,17 @@ func (m *Model) setLost(l *core.ConnectionLost) {
 }
 
 func (m *Model) event(ev core.Event) tea.Cmd {
-	m.activity.Add(ev)
 	if l, ok := ev.Data.(core.ConnectionLost); ok {
 		// Shown at once; the subscription reconnects by itself and a
-		// Resync follows.
+		// Resync follows. Each failed attempt updates the banner; the
+		// feed records the loss once.
+		if m.lost == nil {
+			m.activity.Add(ev)
+		}
 		m.setLost(&l)
 		return m.ensureTick()
 	}
+	m.activity.Add(ev)
 	var cmds []tea.Cmd
 	if w, ok := ev.Data.(core.Warning); ok {
 		cmds = append(cmds, m.setFlash("warning: "+common.OneLine(w.Message), true))
@@ -598,7 +602,8 @@ func (m *Model) headerLines() []string {
 	}
 	lines := []string{joinRight(first, badge, m.width)}
 	if m.lost != nil {
-		lines = append(lines, th.StatusErr.Render(lostBanner(*m.lost, m.c.Now(), m.width)))
+		first, second := lostBanner(*m.lost, m.c.Now(), m.width)
+		lines = append(lines, th.StatusErr.Render(first), th.Err.Render(second))
 	}
 	if len(m.info.OpenEndpoints) > 0 {
 		lines = append(lines, common.Truncate(th.OpenWarn.Render(fmt.Sprintf("⚠ open mode, no auth: %s — anyone who can reach it acts as its configured actor",
@@ -610,22 +615,19 @@ func (m *Model) headerLines() []string {
 	return lines
 }
 
-// lostBanner says the link is down, why, when the next attempt is, and
-// that the screen is not live, in width cells: the error is what gets cut,
-// so the countdown always shows.
-func lostBanner(l core.ConnectionLost, now time.Time, width int) string {
+// lostBanner says the link is down, why and when the next attempt is, in
+// width cells: the error is what gets cut, so the countdown always shows;
+// a second line says what that means for the screen.
+func lostBanner(l core.ConnectionLost, now time.Time, width int) (string, string) {
 	next := "reconnecting…"
 	if wait := l.Retry.Sub(now); wait > 0 {
 		next = fmt.Sprintf("reconnecting in %ds", int((wait+time.Second-1)/time.Second))
 	}
 	const prefix = "⚠ connection to the gateway lost: "
-	suffix := "; " + next + " — the view is not live"
-	room := width - lipgloss.Width(prefix) - lipgloss.Width(suffix)
-	if room < 12 {
-		suffix = "; " + next
-		room = width - lipgloss.Width(prefix) - lipgloss.Width(suffix)
-	}
-	return common.Truncate(prefix+common.Truncate(common.OneLine(l.Error), max(room, 1))+suffix, width)
+	suffix := "; " + next
+	room := max(width-lipgloss.Width(prefix)-lipgloss.Width(suffix), 1)
+	first := common.Truncate(prefix+common.Truncate(common.OneLine(l.Error), room)+suffix, width)
+	return first, common.Truncate("  the view below is the last state seen, not live; actions are refused until the link is back", width)
 }
 
 func plural(n int) string {

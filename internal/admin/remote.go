@@ -317,6 +317,11 @@ func (s *remoteSub) serverResync() {
 // linkLost records the failure and, unless a Resync is outstanding (which
 // then reports it), tells the consumer at once.
 func (s *remoteSub) linkLost(err error, retry time.Time) {
+	// The console names the URL already: the cause is what it shows.
+	var ue *UnreachableError
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lost = &core.ConnectionLost{Error: err.Error(), Retry: retry}

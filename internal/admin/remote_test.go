@@ -128,7 +128,7 @@ func TestRemoteServerDiesMidStream(t *testing.T) {
 	// While it is down, every failed attempt says when the next one is.
 	var second core.ConnectionLost
 	eventbustest.ExpectExactly(t, sub, func(l core.ConnectionLost) { second = l })
-	if !second.Retry.After(lost.Retry) || !strings.Contains(second.Error, "cannot reach the admin API") {
+	if !second.Retry.After(lost.Retry) || !strings.Contains(second.Error, "connection refused") {
 		t.Errorf("second ConnectionLost %+v after %+v", second, lost)
 	}
 
