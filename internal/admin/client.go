@@ -44,6 +44,10 @@ type Client struct {
 	key     string
 	timeout time.Duration
 	hc      *http.Client
+	// streams opens event streams, each on a connection of its own: a
+	// stream is long and ends with its connection, which is never worth
+	// handing to the next request.
+	streams *http.Client
 }
 
 // NewClient returns a client of the admin API at rawURL: http://host:port,
@@ -98,15 +102,18 @@ func NewClient(rawURL, key string, o *ClientOptions) (*Client, error) {
 		base = u
 		dial = dialer.DialContext
 	}
-	rt := opts.Transport
+	rt, streamRT := opts.Transport, opts.Transport
 	if rt == nil {
-		rt = &http.Transport{
+		t := &http.Transport{
 			DialContext:         dial,
 			TLSHandshakeTimeout: opts.DialTimeout,
 			MaxIdleConnsPerHost: 4,
 			IdleConnTimeout:     90 * time.Second,
 			ForceAttemptHTTP2:   false, // the event stream is one long HTTP/1.1 response
 		}
+		st := t.Clone()
+		st.DisableKeepAlives = true
+		rt, streamRT = t, st
 	}
 	return &Client{
 		base:    base,
@@ -114,6 +121,7 @@ func NewClient(rawURL, key string, o *ClientOptions) (*Client, error) {
 		key:     key,
 		timeout: opts.Timeout,
 		hc:      &http.Client{Transport: rt, CheckRedirect: noRedirects},
+		streams: &http.Client{Transport: streamRT, CheckRedirect: noRedirects},
 	}, nil
 }
 
@@ -132,7 +140,10 @@ var (
 func (c *Client) URL() string { return c.display }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+	c.streams.CloseIdleConnections()
+}
 
 // UnreachableError says the admin API could not be reached at all: no
 // answer, as opposed to an answer that refused.

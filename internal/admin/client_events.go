@@ -62,7 +62,7 @@ func (c *Client) Events(ctx context.Context, idle time.Duration) (*EventStream, 
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.hc.Do(req)
+	resp, err := c.streams.Do(req)
 	if err != nil {
 		cause := context.Cause(sctx)
 		s.Close()
