@@ -71,15 +71,23 @@ func runAudit(ctx context.Context, c *cli, args []string) int {
 			unfinished++
 			outcome = "intent (no outcome)"
 		}
-		src := r.Source
-		if src == "" {
+		src, tool := r.Source, r.Tool
+		switch {
+		case r.Endpoint == gateway.AdminEndpoint:
+			// An operator's action (CO-9): the tool column names the
+			// action and its target; there is no source.
+			src = "-"
+			if r.RemoteName != "" {
+				tool += " " + r.RemoteName
+			}
+		case src == "":
 			src = core.NativeSource
 		}
 		tok := r.ConfirmTokenID
 		if len(tok) > 12 {
 			tok = tok[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Endpoint, r.ActorID, r.Tool, src, outcome, r.Latency.Round(time.Millisecond), tok)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Endpoint, r.ActorID, tool, src, outcome, r.Latency.Round(time.Millisecond), tok)
 	}
 	_ = tw.Flush()
 	if len(recs) == 0 {

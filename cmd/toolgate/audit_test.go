@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // OP-6: `toolgate audit` prints the store's records, as a table or JSON,
@@ -32,6 +33,11 @@ func TestAuditCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// CO-9: an operator's action, as the admin API records it.
+	if err := store.AppendAudit(context.Background(), core.AuditRecord{Time: now, Endpoint: gateway.AdminEndpoint, ActorID: "bob",
+		Tool: core.ActionApproveConfirmation, RemoteName: "c-42", Outcome: "ok", Latency: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
 	_ = store.Close()
 	cfg := filepath.Join(dir, "toolgate.yaml")
 	if err := os.WriteFile(cfg, []byte("gateway:\n  store: "+db+"\n"), 0o600); err != nil {
@@ -40,12 +46,21 @@ func TestAuditCommand(t *testing.T) {
 
 	code, out, errOut := runCLI(t, "audit", "--config", cfg, "--json")
 	var recs []core.AuditRecord
-	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 3 || recs[0].Tool != "old_tool" {
+	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 4 || recs[0].Tool != "old_tool" {
 		t.Fatalf("audit --json: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "audit", "--config", cfg, "--since", "30h")
 	if code != 0 || strings.Contains(out, "old_tool") || !strings.Contains(out, "notes_create_note") || !strings.Contains(out, "OUTCOME") {
 		t.Fatalf("audit --since 30h: %d\n%s", code, out)
+	}
+	var action string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "bob") {
+			action = strings.Join(strings.Fields(line), " ")
+		}
+	}
+	if !strings.Contains(action, "admin bob confirmation.approve c-42 - ok") {
+		t.Errorf("an operator action's row: %q, want its action, target and no source", action)
 	}
 	if code, _, errOut := runCLI(t, "audit", "--config", cfg, "--since", "yesterday"); code != 2 || !strings.Contains(errOut, "--since") {
 		t.Fatalf("bad --since: %d %s", code, errOut)

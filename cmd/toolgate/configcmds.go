@@ -97,7 +97,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "config ok: %d endpoint(s), %d upstream(s), %d tool(s)\n", len(cfg.Endpoints), len(cfg.Upstreams), len(report.Tools))
 	if a := report.Admin; a.Enabled {
-		where := "loopback only"
+		where := "this machine only"
 		if !a.Loopback {
 			where = "reachable from other machines"
 		}

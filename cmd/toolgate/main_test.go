@@ -85,7 +85,7 @@ func TestCheckExample(t *testing.T) {
 		t.Fatalf("check output does not say what it did:\nstdout: %s\nstderr: %s", out, errOut)
 	}
 	// CO-9: check names the admin API and its operators, never a key.
-	if !strings.Contains(out, "admin API on 127.0.0.1:7332 (loopback only), operators: alice") {
+	if !strings.Contains(out, "admin API on 127.0.0.1:7332 (this machine only), operators: alice") {
 		t.Fatalf("check does not report the admin API:\n%s", out)
 	}
 	assertNoSecrets(t, out, errOut)

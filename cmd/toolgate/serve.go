@@ -43,9 +43,10 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		log.Error("start-up failed", "err", err)
 		return 1
 	}
-	if ups := gateway.OperatorUpstreams(cfg); len(ups) > 0 {
-		// Headless, nobody can approve: such calls wait and time out.
-		log.Warn("approval: operator needs the console; without it these confirmations time out", "upstreams", ups)
+	if ups := gateway.OperatorUpstreams(cfg); len(ups) > 0 && cfg.Gateway.Admin == nil {
+		// Headless without an admin API, nobody can approve: such calls
+		// wait and time out.
+		log.Warn("approval: operator needs a console; without gateway.admin none can attach, and these confirmations time out", "upstreams", ups)
 	}
 	if err := g.Start(ctx); err != nil {
 		log.Error("start-up failed", "err", err)

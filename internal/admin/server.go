@@ -218,9 +218,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, op, tooLarge())
 		return
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(readTimeout))
-	_ = rc.SetWriteDeadline(time.Now().Add(s.writeTO))
+	// No deadline on the whole request: a refresh may take as long as its
+	// upstream's timeout. Reading the body and writing the answer get their
+	// own (decode, reply).
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	r = r.WithContext(context.WithValue(r.Context(), operatorKey{}, op))
 	if h, pattern := s.mux.Handler(r); pattern == "" {
@@ -298,8 +298,15 @@ func (s *Server) reply(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	s.writeDeadline(w)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeDeadline bounds writing the answer, so a client that stops reading
+// does not hold its handler.
+func (s *Server) writeDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTO))
 }
 
 // fail answers err as the API does (ErrorFor) and logs it.
@@ -316,12 +323,20 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, op string, err err
 	s.reply(w, e.Status, ErrorBody{Error: e})
 }
 
-func (s *Server) noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
+func (s *Server) noContent(w http.ResponseWriter) {
+	s.writeDeadline(w)
+	w.WriteHeader(http.StatusNoContent)
+}
 
-// decode reads the request's JSON body into v. An empty body leaves v as
-// it is when emptyOK.
-func decode(r *http.Request, v any, emptyOK bool) error {
+// decode reads the request's JSON body into v, within readTimeout. An
+// empty body leaves v as it is when emptyOK.
+func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) error {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(readTimeout))
 	b, err := io.ReadAll(r.Body)
+	// Cleared, or the server's background read would cancel a long action
+	// at the deadline.
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -363,7 +378,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request, op string) {
 
 func (s *Server) planRefresh(w http.ResponseWriter, r *http.Request, op string) {
 	var req PlanRequest
-	if err := decode(r, &req, false); err != nil {
+	if err := decode(w, r, &req, false); err != nil {
 		s.fail(w, r, op, err)
 		return
 	}
@@ -461,7 +476,7 @@ func (s *Server) approveConfirmation(w http.ResponseWriter, r *http.Request, op 
 
 func (s *Server) rejectConfirmation(w http.ResponseWriter, r *http.Request, op string) {
 	var req RejectRequest
-	if err := decode(r, &req, true); err != nil {
+	if err := decode(w, r, &req, true); err != nil {
 		s.fail(w, r, op, err)
 		return
 	}

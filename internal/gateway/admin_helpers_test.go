@@ -1,7 +1,9 @@
 package gateway_test
 
 // Helpers of the admin API's tests: a gateway with gateway.admin on
-// 127.0.0.1, a JSON client of its API and an event-stream reader.
+// 127.0.0.1, a JSON client of its API, an event-stream reader, and a
+// transcript of everything the API and the log said, for the tests that
+// look for a leaked key.
 
 import (
 	"bufio"
@@ -9,10 +11,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/admin"
@@ -24,6 +31,10 @@ const (
 	aliceKey = "admin-key-alice-7c4e19d2b8a65f30"
 	bobKey   = "admin-key-bob-e83a5c06d1f94b72"
 )
+
+// abuseFill is the text of the events a test floods the bus with; the
+// transcript keeps them short.
+var abuseFill = strings.Repeat("w", 4096)
 
 // withAdmin adds gateway.admin with operators alice and bob to a config of
 // gatewayYAML.
@@ -39,22 +50,115 @@ func withAdmin(yaml string) string {
 `, 1)
 }
 
-// adminClient calls the admin API with one key.
+// transcript collects what a test saw: log lines, answers, frames. It is
+// an io.Writer for the gateway's logger, and tells a waiter when a text
+// shows up.
+type transcript struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	waits map[string]chan struct{}
+}
+
+func (tr *transcript) Write(p []byte) (int, error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.buf.Write(p)
+	for s, ch := range tr.waits {
+		if bytes.Contains(p, []byte(s)) {
+			close(ch)
+			delete(tr.waits, s)
+		}
+	}
+	return len(p), nil
+}
+
+func (tr *transcript) add(parts ...string) {
+	for _, p := range parts {
+		_, _ = tr.Write([]byte(p + "\n"))
+	}
+}
+
+// when returns a channel closed once a text containing s is written.
+func (tr *transcript) when(s string) <-chan struct{} {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	ch := make(chan struct{})
+	if bytes.Contains(tr.buf.Bytes(), []byte(s)) {
+		close(ch)
+		return ch
+	}
+	if tr.waits == nil {
+		tr.waits = map[string]chan struct{}{}
+	}
+	tr.waits[s] = ch
+	return ch
+}
+
+func (tr *transcript) String() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.buf.String()
+}
+
+// adminEnv is a started gateway with gateway.admin over the notes demo.
+type adminEnv struct {
+	g   *gateway.Gateway
+	log *transcript
+	// alice and bob are the two operators' clients.
+	alice, bob *adminClient
+}
+
+// startAdminGateway starts a gateway over the notes demo with gateway.admin
+// (extra is appended to the notes upstream's YAML; edit changes the
+// config text), logging to the env's transcript.
+func startAdminGateway(t *testing.T, opts *gateway.Options, extra string, edit func(string) string) *adminEnv {
+	t.Helper()
+	return startAdminGatewayOn(t, serveDemo(t, "notes"), opts, extra, edit)
+}
+
+// startAdminGatewayOn is startAdminGateway over the notes demo at notesURL.
+func startAdminGatewayOn(t *testing.T, notesURL string, opts *gateway.Options, extra string, edit func(string) string) *adminEnv {
+	t.Helper()
+	ctx := testCtx(t)
+	yaml := withAdmin(gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"), upstreamYAML("notes", notesURL, true)+extra))
+	if edit != nil {
+		yaml = edit(yaml)
+	}
+	env := &adminEnv{log: &transcript{}}
+	o := gateway.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Logger = slog.New(slog.NewJSONHandler(env.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env.g = newGateway(t, loadConfig(t, yaml), &o)
+	if err := env.g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.alice = env.client(t, aliceKey)
+	env.bob = env.client(t, bobKey)
+	return env
+}
+
+func (env *adminEnv) client(t *testing.T, key string) *adminClient {
+	t.Helper()
+	if env.g.AdminAddr() == "" {
+		t.Fatal("the gateway has no admin listener")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &adminClient{t: t, base: "http://" + env.g.AdminAddr(), key: key, hc: &http.Client{Transport: tr, Timeout: stepWait}, seen: env.log}
+}
+
+// mcpURL is the gateway's MCP endpoint.
+func (env *adminEnv) mcpURL() string { return "http://" + env.g.Addr() + "/mcp" }
+
+// adminClient calls the admin API with one key; every answer goes to seen.
 type adminClient struct {
 	t    *testing.T
 	base string
 	key  string
 	hc   *http.Client
-}
-
-func newAdminClient(t *testing.T, g *gateway.Gateway, key string) *adminClient {
-	t.Helper()
-	if g.AdminAddr() == "" {
-		t.Fatal("the gateway has no admin listener")
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	return &adminClient{t: t, base: "http://" + g.AdminAddr(), key: key, hc: &http.Client{Transport: tr, Timeout: stepWait}}
+	seen *transcript
 }
 
 // do sends one request (body: nil, a string sent as is, or a value sent as
@@ -66,8 +170,6 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (in
 	case nil:
 	case string:
 		r = strings.NewReader(b)
-	case []byte:
-		r = bytes.NewReader(b)
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
@@ -82,9 +184,6 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (in
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
-	if r != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
@@ -94,6 +193,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (in
 	if err != nil {
 		c.t.Fatalf("%s %s: reading: %v", method, path, err)
 	}
+	c.seen.add(resp.Status, strings.Join(resp.Header.Values("WWW-Authenticate"), ","), string(b))
 	return resp.StatusCode, b
 }
 
@@ -132,7 +232,7 @@ type sseFrame struct {
 	Event string
 	ID    string
 	Data  string
-	// Comment is a comment line's text (": heartbeat").
+	// Comment is a comment line's text ("heartbeat").
 	Comment string
 }
 
@@ -142,8 +242,6 @@ type eventStream struct {
 	frames chan sseFrame
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     sync.Mutex
-	err    error
 }
 
 // openEvents opens the event stream with c's key; it is closed at cleanup.
@@ -167,13 +265,13 @@ func (c *adminClient) openEvents(ctx context.Context) *eventStream {
 		cancel()
 		c.t.Fatalf("GET /v1/events: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	es := &eventStream{t: c.t, frames: make(chan sseFrame, 1024), cancel: cancel, done: make(chan struct{})}
-	go es.read(resp.Body)
+	es := &eventStream{t: c.t, frames: make(chan sseFrame, 4096), cancel: cancel, done: make(chan struct{})}
+	go es.read(resp.Body, c.seen)
 	c.t.Cleanup(es.close)
 	return es
 }
 
-func (es *eventStream) read(body io.ReadCloser) {
+func (es *eventStream) read(body io.ReadCloser, seen *transcript) {
 	defer close(es.done)
 	defer close(es.frames)
 	defer body.Close()
@@ -182,6 +280,7 @@ func (es *eventStream) read(body io.ReadCloser) {
 	var f sseFrame
 	for sc.Scan() {
 		line := sc.Text()
+		seen.add(strings.ReplaceAll(line, abuseFill, "…"))
 		switch {
 		case line == "":
 			if f != (sseFrame{}) {
@@ -198,9 +297,6 @@ func (es *eventStream) read(body io.ReadCloser) {
 			f.Data += line[len("data: "):]
 		}
 	}
-	es.mu.Lock()
-	es.err = sc.Err()
-	es.mu.Unlock()
 }
 
 func (es *eventStream) close() {
@@ -234,8 +330,8 @@ func (es *eventStream) snapshot(ctx context.Context) core.Snapshot {
 	return s
 }
 
-// waitEvent reads event frames until one's data satisfies match; the
-// frames before it are skipped.
+// waitEvent reads frames until an event's data satisfies match; the frames
+// before it are skipped. Each event frame's id must be its seq.
 func (es *eventStream) waitEvent(ctx context.Context, what string, match func(core.EventData) bool) core.Event {
 	es.t.Helper()
 	for {
@@ -250,7 +346,7 @@ func (es *eventStream) waitEvent(ctx context.Context, what string, match func(co
 		if err != nil {
 			es.t.Fatalf("event frame %s: %v", f.Data, err)
 		}
-		if f.ID == "" || f.ID != jsonUint(ev.Seq) {
+		if f.ID != strconv.FormatUint(ev.Seq, 10) {
 			es.t.Errorf("event frame id %q, seq %d", f.ID, ev.Seq)
 		}
 		if match(ev.Data) {
@@ -259,4 +355,53 @@ func (es *eventStream) waitEvent(ctx context.Context, what string, match func(co
 	}
 }
 
-func jsonUint(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+// waitAction waits for the OperatorAction of op's action on target.
+func (es *eventStream) waitAction(ctx context.Context, op, action, target string) core.OperatorAction {
+	es.t.Helper()
+	return es.waitEvent(ctx, op+" "+action+" "+target, func(d core.EventData) bool {
+		a, ok := d.(core.OperatorAction)
+		return ok && a.Operator == op && a.Action == action && a.Target == target
+	}).Data.(core.OperatorAction)
+}
+
+// pendingCall previews notes_create_note on s and sends the confirming
+// call, which waits for an operator (CF-5); it returns the confirmation's
+// id, read from es, and the channel the call's result arrives on.
+func pendingCall(t *testing.T, ctx context.Context, s *session, es *eventStream, text string) (string, chan *mcpgo.CallToolResult) {
+	t.Helper()
+	args := map[string]any{"text": text}
+	preview := call(t, ctx, s, "notes_create_note", args)
+	sc, _ := preview.StructuredContent.(map[string]any)
+	token, _ := sc["confirmToken"].(string)
+	if token == "" {
+		t.Fatalf("no confirm token in the preview: %+v", preview)
+	}
+	answered := make(chan *mcpgo.CallToolResult, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "notes_create_note"
+		req.Params.Arguments = map[string]any{"text": text, "confirm": true, "confirmToken": token}
+		res, err := s.CallTool(ctx, req)
+		if err != nil {
+			res = &mcpgo.CallToolResult{IsError: true, Content: []mcpgo.Content{mcpgo.NewTextContent("transport error: " + err.Error())}}
+		}
+		answered <- res
+	}()
+	ev := es.waitEvent(ctx, "confirmation.pending", func(d core.EventData) bool {
+		p, ok := d.(core.ConfirmationPending)
+		return ok && strings.Contains(string(p.Pending.Arguments), text)
+	})
+	return ev.Data.(core.ConfirmationPending).Pending.ID, answered
+}
+
+// result waits for a pending call's result.
+func result(t *testing.T, ctx context.Context, answered chan *mcpgo.CallToolResult) *mcpgo.CallToolResult {
+	t.Helper()
+	select {
+	case res := <-answered:
+		return res
+	case <-ctx.Done():
+		t.Fatalf("the waiting call did not answer: %v", ctx.Err())
+		return nil
+	}
+}
