@@ -23,15 +23,15 @@ type busConsole struct {
 	bus          *core.Bus
 }
 
-type busSub struct{ *core.BusSubscription }
+type streamBusSub struct{ *core.BusSubscription }
 
-func (s busSub) Resync(context.Context) (core.Snapshot, error) {
+func (s streamBusSub) Resync(context.Context) (core.Snapshot, error) {
 	return s.BusSubscription.Resync(), nil
 }
 
 func (c busConsole) Subscribe(context.Context) (core.Snapshot, core.Subscription, error) {
 	snap, sub := c.bus.Subscribe(0)
-	return snap, busSub{sub}, nil
+	return snap, streamBusSub{sub}, nil
 }
 
 func (b busBackend) ConsoleAs(string) core.Console             { return busConsole{bus: b.bus} }
@@ -49,8 +49,7 @@ func TestRemoteOverRealServerStaysOpen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("watches a quiet stream for 35 s")
 	}
-	t.Parallel()
-	noLeaks(t)
+	t.Parallel() // the package's TestMain checks for leaks at the end
 	bus := core.NewBus()
 	srv, err := NewServer(Options{Backend: busBackend{bus}, Keys: []Key{{Key: fakeKey, Operator: "alice"}}, HeartbeatInterval: 500 * time.Millisecond})
 	if err != nil {
