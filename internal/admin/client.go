@@ -63,12 +63,12 @@ func NewClient(rawURL, key string, o *ClientOptions) (*Client, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
-	if key == "" {
-		return nil, ErrNoKey
-	}
 	raw := strings.TrimSpace(rawURL)
 	if raw == "" {
 		return nil, ErrNoURL
+	}
+	if key == "" {
+		return nil, ErrNoKey
 	}
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
 	var (
