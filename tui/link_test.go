@@ -205,6 +205,9 @@ func TestResyncFailsWhileDown(t *testing.T) {
 	if next == nil {
 		t.Fatal("the console stopped reading events after a failed resync")
 	}
+	if m.Activity().Count() != 1 {
+		t.Fatalf("the loss is not in the activity feed: %d entries", m.Activity().Count())
+	}
 	// Any other Resync failure still ends the stream, as before.
 	m.sub = resyncSub{Subscription: m.sub, err: errors.New("boom")}
 	_, cmd = m.Update(eventMsg(core.Event{Data: core.Resync{}}))

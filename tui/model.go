@@ -283,6 +283,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub))
 		return m, tea.Batch(cmds...)
 	case resyncFailedMsg:
+		if m.lost == nil {
+			m.activity.Add(core.Event{Time: m.c.Now(), Data: msg.lost})
+		}
 		m.setLost(&msg.lost)
 		return m, tea.Batch(waitEvent(m.sub), m.ensureTick())
 	case subClosedMsg:
