@@ -78,12 +78,12 @@ func (c *fakeConsole) Subscribe(context.Context) (core.Snapshot, core.Subscripti
 		return c.b.bus.Snapshot(), c.b.sub, nil
 	}
 	snap, sub := c.b.bus.Subscribe(0)
-	return snap, busSub{sub}, nil
+	return snap, fakeBusSub{sub}, nil
 }
 
-type busSub struct{ *core.BusSubscription }
+type fakeBusSub struct{ *core.BusSubscription }
 
-func (s busSub) Resync(context.Context) (core.Snapshot, error) {
+func (s fakeBusSub) Resync(context.Context) (core.Snapshot, error) {
 	return s.BusSubscription.Resync(), nil
 }
 
