@@ -319,3 +319,21 @@ func TestBackoffBounds(t *testing.T) {
 		t.Errorf("jitter changes nothing: %v", a)
 	}
 }
+
+// Resync asked without a marker (a consumer that wants a fresh view) gets
+// one from a new stream, and events carry on after it.
+func TestRemoteResyncWithoutMarker(t *testing.T) {
+	f := newFakeAdmin(t)
+	_, c := startFake(t, f, nil)
+	_, sub := subscribe(t, c, fastOpts)
+	conn := f.nextConn(t)
+	f.setSnapSeq(9)
+	snap, err := sub.Resync(bg(t))
+	if err != nil || snap.Seq != 9 || streamOf(snap) != "stream-2" {
+		t.Fatalf("Resync without a marker: %+v %v", snap, err)
+	}
+	<-conn.gone
+	conn2 := f.nextConn(t)
+	conn2.event(t, 10, core.Warning{Message: "next"})
+	eventbustest.ExpectExactly(t, sub, func(w core.Warning) bool { return w.Message == "next" })
+}
