@@ -238,13 +238,16 @@ func newTmux(t *testing.T) *tmuxTerm {
 		}
 		t.Skip("tmux is not installed (apt-get install tmux): the attached console's end-to-end test needs a real terminal")
 	}
-	x := &tmuxTerm{t: t, sock: "toolgate-attach-" + strconv.Itoa(os.Getpid()), dir: t.TempDir()}
+	// The server's socket lives in the test's directory, so nothing of it
+	// outlives the test.
+	dir := t.TempDir()
+	x := &tmuxTerm{t: t, sock: filepath.Join(dir, "tmux.sock"), dir: dir}
 	t.Cleanup(func() { _ = x.cmd("kill-server").Run() })
 	return x
 }
 
 func (x *tmuxTerm) cmd(args ...string) *exec.Cmd {
-	return exec.Command("tmux", append([]string{"-L", x.sock}, args...)...)
+	return exec.Command("tmux", append([]string{"-S", x.sock}, args...)...)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
