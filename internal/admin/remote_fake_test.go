@@ -3,12 +3,10 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,12 +246,8 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-var errTest = errors.New("test")
-
 func bg(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
