@@ -36,6 +36,7 @@ const (
 //   - the header names the gateway and the operator;
 //   - refresh of an upstream that changed behind the gateway's back: the
 //     diff marks the removed tool and the changed description; applied;
+//   - the changed tool's review view with its flagged span, approved;
 //   - a pending confirmation of a real SDK call, approved in alice's
 //     console: the call completes; it leaves bob's Approvals pane and his
 //     Activity pane shows alice's action;
@@ -91,6 +92,20 @@ func TestAttachConsoleEndToEnd(t *testing.T) {
 	x.waitFor("alice", screenWait, "refresh of catalog applied")
 	x.keys("alice", "Escape")
 
+	// The changed description, scanned by the gateway, with its flagged
+	// span; approved from the console, the review state shows in bob's.
+	x.keys("alice", "2", "/")
+	x.text("alice", "catalog_beta")
+	x.keys("alice", "Enter")
+	x.waitFor("alice", screenWait, "1 of ")
+	x.keys("alice", "Enter")
+	x.waitFor("alice", screenWait, "hidden-instruction", "Input schema")
+	x.keys("alice", "a")
+	x.waitFor("alice", screenWait, "catalog_beta approved")
+	x.keys("alice", "Escape", "Escape")
+	x.keys("bob", "2")
+	x.waitFor("bob", screenWait, "catalog_beta", "approved")
+
 	// Approve in alice's console a call the SDK client waits on.
 	approved := startSDK(t, g.base+"/mcp", previewThenConfirm("approve me from the console"))
 	for _, op := range []string{"alice", "bob"} {
@@ -108,7 +123,7 @@ func TestAttachConsoleEndToEnd(t *testing.T) {
 	x.waitFor("bob", screenWait, "[5 Approvals 0]", "No confirmations waiting")
 	x.waitGone("bob", screenWait, "pending approval")
 	x.keys("bob", "6")
-	x.waitFor("bob", screenWait, "alice", "confirmation.approve", "refresh.apply", "catalog: 0 added")
+	x.waitFor("bob", screenWait, "alice", "confirmation.approve", "refresh.apply", "catalog: 0 added", "tool.approve catalog_beta")
 
 	// Reject in bob's console.
 	rejected := startSDK(t, g.base+"/mcp", previewThenConfirm("reject me from the console"))
