@@ -249,3 +249,31 @@ func TestAttachedQuitDoesNotAsk(t *testing.T) {
 		t.Fatal("q did not quit")
 	}
 }
+
+// An attached console that cannot subscribe shows the failure as a lost
+// link and tries again, instead of a screen that never updates; an
+// in-process one reports the stream as closed, as before.
+func TestAttachedSubscribeFailureRetries(t *testing.T) {
+	m := New(Options{Console: newFake(), Operator: "alice", Now: func() time.Time { return t0 }, Attached: attachURL})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	_, cmd := m.Update(subClosedMsg{err: errors.New("cannot reach the admin API: connection refused")})
+	if cmd == nil || m.Lost() == nil || strings.Contains(m.View(), "no longer updates") {
+		t.Fatalf("after a failed subscribe:\n%s", m.View())
+	}
+	if v := m.View(); !strings.Contains(v, "connection refused; reconnecting in 2s") {
+		t.Fatalf("no banner:\n%s", v)
+	}
+	f := newFake()
+	snap, sub, _ := f.Subscribe(context.Background())
+	t.Cleanup(sub.Close)
+	m.Update(subscribedMsg{info: f.info, snap: snap, sub: sub})
+	if m.Lost() != nil || strings.Contains(m.View(), "connection to the gateway lost") {
+		t.Fatalf("the banner stayed after subscribing:\n%s", m.View())
+	}
+
+	local := newModel(newFake())
+	local.Update(subClosedMsg{err: errors.New("boom")})
+	if !strings.Contains(local.View(), "no longer updates") {
+		t.Fatalf("in-process:\n%s", local.View())
+	}
+}

@@ -42,6 +42,10 @@ const FlashDuration = 5 * time.Second
 // ReviewsDelay debounces re-reading review states after tools change.
 const ReviewsDelay = 500 * time.Millisecond
 
+// SubscribeRetry is how long an attached console waits before subscribing
+// again when it could not.
+const SubscribeRetry = 2 * time.Second
+
 // Options configure the console; zero fields take defaults.
 type Options struct {
 	Console core.Console
@@ -75,10 +79,12 @@ type (
 	// subscription delivers Resync again once it is back.
 	resyncFailedMsg struct{ lost core.ConnectionLost }
 	subClosedMsg    struct{ err error } // err nil: the gateway ended the stream
-	tickMsg         time.Time
-	clearFlashMsg   struct{ id uint64 }
-	reviewsTickMsg  struct{ gen uint64 }
-	reviewsMsg      struct {
+	// retrySubscribeMsg runs the subscription again (attached consoles).
+	retrySubscribeMsg struct{ init tea.Cmd }
+	tickMsg           time.Time
+	clearFlashMsg     struct{ id uint64 }
+	reviewsTickMsg    struct{ gen uint64 }
+	reviewsMsg        struct {
 		gen     uint64
 		reviews map[string]core.ReviewState
 	}
@@ -260,6 +266,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		return m, m.key(msg)
 	case subscribedMsg:
+		if m.lost != nil {
+			m.setLost(nil)
+		}
 		m.info, m.sub = msg.info, msg.sub
 		m.setSnapshot(msg.snap)
 		m.layout()
@@ -289,8 +298,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setLost(&msg.lost)
 		return m, tea.Batch(waitEvent(m.sub), m.ensureTick())
 	case subClosedMsg:
+		if m.attached != "" && m.sub == nil && msg.err != nil && m.c.Ctx.Err() == nil {
+			// An attached console that could not subscribe (the gateway
+			// went away since it was checked) keeps trying, like a lost
+			// link, instead of showing a screen that never updates.
+			m.setLost(&core.ConnectionLost{Error: msg.err.Error(), Retry: m.c.Now().Add(SubscribeRetry)})
+			init := m.Init()
+			return m, tea.Batch(m.ensureTick(), tea.Tick(SubscribeRetry, func(time.Time) tea.Msg { return retrySubscribeMsg{init} }))
+		}
 		m.closed, m.closedErr = true, msg.err
 		return m, nil
+	case retrySubscribeMsg:
+		return m, msg.init
 	case tickMsg:
 		m.ticking = false
 		m.approvals.Tick()
