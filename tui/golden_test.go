@@ -18,6 +18,7 @@ import (
 type step struct {
 	keys []string
 	msg  tea.Msg
+	msgs []tea.Msg // sent as they are
 	want string
 }
 
@@ -36,32 +37,49 @@ func TestGolden(t *testing.T) {
 			Time: t0, Endpoint: "/mcp", ActorID: "demo", Tool: "create_note", Source: "notes", Outcome: "refused", Latency: 900 * time.Microsecond,
 		}}}),
 	}
+	operatorEvents := []tea.Msg{
+		eventMsg(core.Event{Seq: 100, Time: t0, Data: core.OperatorAction{Operator: "bob", Action: core.ActionApproveConfirmation, Target: "c-1"}}),
+		eventMsg(core.Event{Seq: 101, Time: t0.Add(time.Second), Data: core.OperatorAction{Operator: "alice", Action: core.ActionRejectConfirmation, Target: "c-1",
+			Error: `confirmation "c-1" already decided (approved) by bob at 2026-03-14T09:26:53Z`}}),
+		eventMsg(core.Event{Seq: 102, Time: t0.Add(2 * time.Second), Data: core.OperatorAction{Operator: "bob", Action: core.ActionRefreshApply, Target: "notes", Detail: "+1 −1 ~1"}}),
+	}
+	lost := eventMsg(core.Event{Time: t0, Data: core.ConnectionLost{Error: "read tcp 127.0.0.1:50412->127.0.0.1:7332: read: connection reset by peer", Retry: t0.Add(3 * time.Second)}})
 	cases := []struct {
-		name  string
-		w, h  int
-		steps []step
+		name     string
+		w, h     int
+		attached bool
+		steps    []step
 	}{
-		{"upstreams_100x30", 100, 30, nil},
-		{"upstreams_80x24", 80, 24, nil},
-		{"upstream_detail_100x30", 100, 30, []step{{keys: []string{"j", "j", "j", "enter"}, want: "last error"}}},
-		{"refresh_diff_100x30", 100, 30, []step{{keys: []string{"r"}, want: "removed"}}},
-		{"tools_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}}},
-		{"tools_80x24", 80, 24, []step{{keys: []string{"2"}, want: "invisible"}}},
-		{"tools_filter_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"/", "n", "o", "t", "e"}, want: "2 of 5"}}},
-		{"tool_review_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"G", "enter"}, want: "secret-path"}}},
-		{"tool_reject_dialog_100x30", 100, 30, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"x"}, want: "Reject tool?"}}},
-		{"collisions_100x30", 100, 30, []step{{keys: []string{"3"}, want: "kept by"}}},
-		{"sessions_100x30", 100, 30, []step{{keys: []string{"4"}, want: "claude-code"}}},
-		{"sessions_80x24", 80, 24, []step{{keys: []string{"4"}, want: "claude-code"}}},
-		{"approvals_100x30", 100, 30, []step{{keys: []string{"5"}, want: "buy milk"}}},
-		{"approvals_80x24", 80, 24, []step{{keys: []string{"5"}, want: "buy milk"}}},
-		{"activity_100x30", 100, 30, []step{{keys: []string{"6"}, want: "following"}, {msg: tea.BatchMsg(nil), want: "refused"}}},
-		{"help_100x30", 100, 30, []step{{keys: []string{"?"}, want: "go to pane"}}},
+		{"upstreams_100x30", 100, 30, false, nil},
+		{"upstreams_80x24", 80, 24, false, nil},
+		{"upstream_detail_100x30", 100, 30, false, []step{{keys: []string{"j", "j", "j", "enter"}, want: "last error"}}},
+		{"refresh_diff_100x30", 100, 30, false, []step{{keys: []string{"r"}, want: "removed"}}},
+		{"tools_100x30", 100, 30, false, []step{{keys: []string{"2"}, want: "hidden-instruction"}}},
+		{"tools_80x24", 80, 24, false, []step{{keys: []string{"2"}, want: "invisible"}}},
+		{"tools_filter_100x30", 100, 30, false, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"/", "n", "o", "t", "e"}, want: "2 of 5"}}},
+		{"tool_review_100x30", 100, 30, false, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"G", "enter"}, want: "secret-path"}}},
+		{"tool_reject_dialog_100x30", 100, 30, false, []step{{keys: []string{"2"}, want: "hidden-instruction"}, {keys: []string{"x"}, want: "Reject tool?"}}},
+		{"collisions_100x30", 100, 30, false, []step{{keys: []string{"3"}, want: "kept by"}}},
+		{"sessions_100x30", 100, 30, false, []step{{keys: []string{"4"}, want: "claude-code"}}},
+		{"sessions_80x24", 80, 24, false, []step{{keys: []string{"4"}, want: "claude-code"}}},
+		{"approvals_100x30", 100, 30, false, []step{{keys: []string{"5"}, want: "buy milk"}}},
+		{"approvals_80x24", 80, 24, false, []step{{keys: []string{"5"}, want: "buy milk"}}},
+		{"activity_100x30", 100, 30, false, []step{{keys: []string{"6"}, want: "following"}, {msg: tea.BatchMsg(nil), want: "refused"}}},
+		{"help_100x30", 100, 30, false, []step{{keys: []string{"?"}, want: "go to pane"}}},
+		// CO-9: attached to a gateway in another process.
+		{"attached_100x30", 100, 30, true, nil},
+		{"attached_lost_100x30", 100, 30, true, []step{{msgs: []tea.Msg{lost}, want: "reconnecting in 3s"}}},
+		{"attached_lost_80x24", 80, 24, true, []step{{msgs: []tea.Msg{lost}, want: "reconnecting in 3s"}}},
+		{"activity_operator_100x30", 100, 30, true, []step{{keys: []string{"6"}, want: "following"}, {msgs: operatorEvents, want: "refresh.apply"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
-			tm := teatest.NewTestModel(t, newModel(f), teatest.WithInitialTermSize(tc.w, tc.h))
+			model := newModel(f)
+			if tc.attached {
+				model = New(Options{Console: f, Operator: "alice", Now: func() time.Time { return t0 }, Attached: "http://127.0.0.1:7332"})
+			}
+			tm := teatest.NewTestModel(t, model, teatest.WithInitialTermSize(tc.w, tc.h))
 			waitOutput(t, tm, "review mode")
 			for _, s := range tc.steps {
 				for _, k := range s.keys {
@@ -71,6 +89,9 @@ func TestGolden(t *testing.T) {
 					for _, ev := range activityEvents {
 						tm.Send(ev)
 					}
+				}
+				for _, msg := range s.msgs {
+					tm.Send(msg)
 				}
 				waitOutput(t, tm, s.want)
 			}

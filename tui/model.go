@@ -12,6 +12,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,6 +42,10 @@ const FlashDuration = 5 * time.Second
 // ReviewsDelay debounces re-reading review states after tools change.
 const ReviewsDelay = 500 * time.Millisecond
 
+// SubscribeRetry is how long an attached console waits before subscribing
+// again when it could not.
+const SubscribeRetry = 2 * time.Second
+
 // Options configure the console; zero fields take defaults.
 type Options struct {
 	Console core.Console
@@ -52,6 +57,10 @@ type Options struct {
 	Context context.Context
 	// Theme defaults to theme.New().
 	Theme *theme.Theme
+	// Attached is the admin URL of the gateway in another process the
+	// console is attached to (CO-9); empty for an in-process gateway. The
+	// header shows it, and quitting leaves that gateway running.
+	Attached string
 }
 
 // Messages of the root model.
@@ -61,13 +70,21 @@ type (
 		snap core.Snapshot
 		sub  core.Subscription
 	}
-	eventMsg       core.Event
-	resyncedMsg    core.Snapshot
-	subClosedMsg   struct{ err error } // err nil: the gateway ended the stream
-	tickMsg        time.Time
-	clearFlashMsg  struct{ id uint64 }
-	reviewsTickMsg struct{ gen uint64 }
-	reviewsMsg     struct {
+	eventMsg    core.Event
+	resyncedMsg struct {
+		snap core.Snapshot
+		info *core.ConsoleInfo // re-read after a lost link; nil otherwise
+	}
+	// resyncFailedMsg: Resync failed while the link is down; the
+	// subscription delivers Resync again once it is back.
+	resyncFailedMsg struct{ lost core.ConnectionLost }
+	subClosedMsg    struct{ err error } // err nil: the gateway ended the stream
+	// retrySubscribeMsg runs the subscription again (attached consoles).
+	retrySubscribeMsg struct{ init tea.Cmd }
+	tickMsg           time.Time
+	clearFlashMsg     struct{ id uint64 }
+	reviewsTickMsg    struct{ gen uint64 }
+	reviewsMsg        struct {
 		gen     uint64
 		reviews map[string]core.ReviewState
 	}
@@ -75,8 +92,10 @@ type (
 
 // Model is the root model.
 type Model struct {
-	c      *common.Common
-	cancel context.CancelFunc
+	c        *common.Common
+	cancel   context.CancelFunc
+	guard    *linkGuard
+	attached string
 
 	info      core.ConsoleInfo
 	sub       core.Subscription
@@ -84,6 +103,9 @@ type Model struct {
 	loaded    bool
 	closed    bool
 	closedErr error // why the stream could not be read, if it was not the gateway ending it
+	// lost is set from a ConnectionLost until the Resync after it: the
+	// view is not live, and actions are refused (linkGuard).
+	lost *core.ConnectionLost
 
 	panes     [common.NumPanes]common.Pane
 	upstreams *upstreams.Model
@@ -127,8 +149,9 @@ func New(o Options) *Model {
 		o.Theme = theme.New()
 	}
 	ctx, cancel := context.WithCancel(o.Context)
-	c := &common.Common{Ctx: ctx, Console: o.Console, Theme: o.Theme, Keys: keys.Default(), Operator: o.Operator, Now: o.Now}
-	m := &Model{c: c, cancel: cancel, help: help.New(), spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.Theme.Spinner))}
+	guard := &linkGuard{Console: o.Console}
+	c := &common.Common{Ctx: ctx, Console: guard, Theme: o.Theme, Keys: keys.Default(), Operator: o.Operator, Now: o.Now}
+	m := &Model{c: c, cancel: cancel, guard: guard, attached: o.Attached, help: help.New(), spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.Theme.Spinner))}
 	m.help.Styles.ShortKey = c.Theme.Bold
 	m.help.Styles.ShortDesc = c.Theme.KeyBar
 	m.help.Styles.FullKey = c.Theme.Bold
@@ -171,6 +194,10 @@ func (m *Model) Activity() *activity.Model { return m.activity }
 // Flash is the status message shown now.
 func (m *Model) Flash() string { return m.flash }
 
+// Lost is the link's failure while the console is disconnected from the
+// gateway it is attached to, or nil.
+func (m *Model) Lost() *core.ConnectionLost { return m.lost }
+
 // Init subscribes to the gateway.
 func (m *Model) Init() tea.Cmd {
 	ctx, con := m.c.Ctx, m.c.Console
@@ -201,13 +228,26 @@ func waitEvent(sub core.Subscription) tea.Cmd {
 	}
 }
 
-func resync(ctx context.Context, sub core.Subscription) tea.Cmd {
+// resync reads the fresh snapshot after a Resync event; after a lost link
+// (reread) it reads the gateway's details again too, since the gateway
+// there now may have been restarted with another config.
+func resync(ctx context.Context, con core.Console, sub core.Subscription, reread bool) tea.Cmd {
 	return func() tea.Msg {
 		snap, err := sub.Resync(ctx)
-		if err != nil {
+		var ll lostLink
+		switch {
+		case errors.As(err, &ll) && ctx.Err() == nil:
+			return resyncFailedMsg{lost: ll.ConnectionLost()}
+		case err != nil:
 			return subClosedMsg{err: err}
 		}
-		return resyncedMsg(snap)
+		msg := resyncedMsg{snap: snap}
+		if reread {
+			if info, err := con.Info(ctx); err == nil {
+				msg.info = &info
+			}
+		}
+		return msg
 	}
 }
 
@@ -226,6 +266,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		return m, m.key(msg)
 	case subscribedMsg:
+		if m.lost != nil {
+			m.setLost(nil)
+		}
 		m.info, m.sub = msg.info, msg.sub
 		m.setSnapshot(msg.snap)
 		m.layout()
@@ -233,11 +276,40 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventMsg:
 		return m, tea.Batch(m.event(core.Event(msg)), m.nextEvent(core.Event(msg)))
 	case resyncedMsg:
-		m.setSnapshot(core.Snapshot(msg))
-		return m, tea.Batch(m.setParts(partAll), waitEvent(m.sub))
+		// The fresh snapshot replaces the whole view; after a lost link
+		// the banner goes with it.
+		var cmds []tea.Cmd
+		if m.lost != nil {
+			m.setLost(nil)
+			m.activity.Reconnected(m.c.Now())
+			cmds = append(cmds, m.setFlash("reconnected to the gateway", false))
+		}
+		if msg.info != nil {
+			m.info = *msg.info
+		}
+		m.setSnapshot(msg.snap)
+		m.layout()
+		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub))
+		return m, tea.Batch(cmds...)
+	case resyncFailedMsg:
+		if m.lost == nil {
+			m.activity.Add(core.Event{Time: m.c.Now(), Data: msg.lost})
+		}
+		m.setLost(&msg.lost)
+		return m, tea.Batch(waitEvent(m.sub), m.ensureTick())
 	case subClosedMsg:
+		if m.attached != "" && m.sub == nil && msg.err != nil && m.c.Ctx.Err() == nil {
+			// An attached console that could not subscribe (the gateway
+			// went away since it was checked) keeps trying, like a lost
+			// link, instead of showing a screen that never updates.
+			m.setLost(&core.ConnectionLost{Error: msg.err.Error(), Retry: m.c.Now().Add(SubscribeRetry)})
+			init := m.Init()
+			return m, tea.Batch(m.ensureTick(), tea.Tick(SubscribeRetry, func(time.Time) tea.Msg { return retrySubscribeMsg{init} }))
+		}
 		m.closed, m.closedErr = true, msg.err
 		return m, nil
+	case retrySubscribeMsg:
+		return m, msg.init
 	case tickMsg:
 		m.ticking = false
 		m.approvals.Tick()
@@ -307,12 +379,30 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // fresh snapshot (whose handler then resumes reading).
 func (m *Model) nextEvent(ev core.Event) tea.Cmd {
 	if _, ok := ev.Data.(core.Resync); ok {
-		return resync(m.c.Ctx, m.sub)
+		return resync(m.c.Ctx, m.guard.Console, m.sub, m.lost != nil)
 	}
 	return waitEvent(m.sub)
 }
 
+// setLost shows or clears the lost-link banner and refuses or allows
+// actions with it.
+func (m *Model) setLost(l *core.ConnectionLost) {
+	m.lost = l
+	m.guard.down.Store(l != nil)
+	m.layout()
+}
+
 func (m *Model) event(ev core.Event) tea.Cmd {
+	if l, ok := ev.Data.(core.ConnectionLost); ok {
+		// Shown at once; the subscription reconnects by itself and a
+		// Resync follows. Each failed attempt updates the banner; the
+		// feed records the loss once.
+		if m.lost == nil {
+			m.activity.Add(ev)
+		}
+		m.setLost(&l)
+		return m.ensureTick()
+	}
 	m.activity.Add(ev)
 	var cmds []tea.Cmd
 	if w, ok := ev.Data.(core.Warning); ok {
@@ -364,7 +454,7 @@ func (m *Model) setParts(p part) tea.Cmd {
 
 // ensureTick keeps a one-second tick running while something counts down.
 func (m *Model) ensureTick() tea.Cmd {
-	if m.ticking || len(m.state.Pending)+len(m.state.Sessions) == 0 && !m.upstreams.Counting() {
+	if m.ticking || len(m.state.Pending)+len(m.state.Sessions) == 0 && !m.upstreams.Counting() && m.lost == nil {
 		return nil
 	}
 	m.ticking = true
@@ -476,6 +566,9 @@ func (m *Model) globalKeys() keys.GlobalKeys {
 // saying what quitting does to them — the gateway rejects them as it shuts
 // down (SV-9).
 func (m *Model) quit() tea.Cmd {
+	if m.attached != "" {
+		return tea.Quit // the gateway, and what waits there, carry on
+	}
 	if n := len(m.state.Pending); n > 0 {
 		m.dialog = dialog.New(m.c.Theme, m.c.Keys.Dialog, "Quit?", quitPrompt(n), "Quit", tea.Quit)
 		m.dialog.SetWidth(m.width)
@@ -522,11 +615,18 @@ func (m *Model) headerLines() []string {
 		}
 	}
 	first := title + eps
+	if m.attached != "" {
+		first = title + th.Bold.Render(" ⇄ "+m.attached) + th.Muted.Render(" as "+m.c.Operator) + eps
+	}
 	badge := ""
 	if n := len(m.state.Pending); n > 0 {
 		badge = th.Badge.Render(fmt.Sprintf(" ⚑ %d pending approval%s ", n, plural(n)))
 	}
 	lines := []string{joinRight(first, badge, m.width)}
+	if m.lost != nil {
+		first, second := lostBanner(*m.lost, m.c.Now(), m.width)
+		lines = append(lines, th.StatusErr.Render(first), th.Err.Render(second))
+	}
 	if len(m.info.OpenEndpoints) > 0 {
 		lines = append(lines, common.Truncate(th.OpenWarn.Render(fmt.Sprintf("⚠ open mode, no auth: %s — anyone who can reach it acts as its configured actor",
 			strings.Join(m.info.OpenEndpoints, ", "))), m.width))
@@ -535,6 +635,21 @@ func (m *Model) headerLines() []string {
 		lines = append(lines, common.Truncate(th.Notice.Render(m.info.Notice), m.width))
 	}
 	return lines
+}
+
+// lostBanner says the link is down, why and when the next attempt is, in
+// width cells: the error is what gets cut, so the countdown always shows;
+// a second line says what that means for the screen.
+func lostBanner(l core.ConnectionLost, now time.Time, width int) (string, string) {
+	next := "reconnecting…"
+	if wait := l.Retry.Sub(now); wait > 0 {
+		next = fmt.Sprintf("reconnecting in %ds", int((wait+time.Second-1)/time.Second))
+	}
+	const prefix = "⚠ connection to the gateway lost: "
+	suffix := "; " + next
+	room := max(width-lipgloss.Width(prefix)-lipgloss.Width(suffix), 1)
+	first := common.Truncate(prefix+common.Truncate(common.OneLine(l.Error), room)+suffix, width)
+	return first, common.Truncate("  the view below is the last state seen, not live; actions are refused until the link is back", width)
 }
 
 func plural(n int) string {

@@ -253,7 +253,7 @@ func TestEventsAndResync(t *testing.T) {
 	if !found {
 		t.Fatal("a Resync event did not ask for a snapshot")
 	}
-	m.Update(resyncedMsg(f.snap))
+	m.Update(resyncedMsg{snap: f.snap})
 	if len(m.Snapshot().Tools) != 5 {
 		t.Fatalf("resync did not replace the state: %d tools", len(m.Snapshot().Tools))
 	}

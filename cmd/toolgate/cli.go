@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/admin"
 )
 
 // Set at build time with -ldflags "-X main.version=… -X main.commit=…".
@@ -17,9 +19,14 @@ var (
 	commit  = ""
 )
 
-// cli is one invocation's world: where output goes.
+// cli is one invocation's world: where output goes, and where a prompt's
+// answer comes from.
 type cli struct {
 	stdout, stderr io.Writer
+	// stdin answers prompts (nil: os.Stdin); tty says whether a person is
+	// there to answer (nil: stdin is a terminal). Tests set both.
+	stdin io.Reader
+	tty   func() bool
 }
 
 type command struct {
@@ -30,8 +37,8 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
-		{"console", "[--config F]", "console and in-process gateway; no config file starts the demo", runConsole},
+	return append([]command{
+		{"console", "[--config F] | --attach URL [--admin-key K]", "console and in-process gateway (no config file starts the demo), or attached to a running gateway", runConsole},
 		{"serve", "[--config F] [--listen ADDR] [--insecure-open]", "headless gateway with JSON logs", runServe},
 		{"check", "[--config F] [--json] [--offline]", "validate the config, probe upstreams, report", runCheck},
 		{"tools", "[--config F] [--json]", "print the registry", runTools},
@@ -40,9 +47,10 @@ func commands() []command {
 		{"bench", "[--json] [--quick]", "gateway overhead against a direct call, same run", runBench},
 		{"review", reviewSynopsis, reviewSummary, runReview},
 		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json]", "print the audit log of served calls", runAudit},
-		{"version", "", "print version, commit and Go version", runVersion},
-		{"_supervise", "-- CMD ARGS…", "(internal) run CMD in this process group and stop the group when toolgate dies", runSupervise},
-	}
+	}, append(adminCommands(),
+		command{"version", "", "print version, commit and Go version", runVersion},
+		command{"_supervise", "-- CMD ARGS…", "(internal) run CMD in this process group and stop the group when toolgate dies", runSupervise},
+	)...)
 }
 
 // run executes one command line and returns the process exit status.
@@ -77,6 +85,7 @@ func (c *cli) usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-14s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprintln(w, "\nWith no command, toolgate runs the console. `toolgate COMMAND --help` shows a command's flags.")
+	fmt.Fprintf(w, "refresh, approvals, approve, reject, sessions, end-session, console --attach and review --attach act on a\nrunning gateway's admin API: --attach URL (or $%s) and the admin key (--admin-key or $%s).\n", admin.EnvAttach, admin.EnvAdminKey)
 }
 
 // flags returns a flag set whose --help prints to stdout and whose errors

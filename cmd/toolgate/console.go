@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -17,6 +18,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/tui"
 )
@@ -24,8 +26,24 @@ import (
 func runConsole(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("console")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir; none starts the demo)")
+	attach := fs.String("attach", "", "attach to a running gateway's admin API: http://host:port or unix:/path (default $"+admin.EnvAttach+" when --config is not given)")
+	key := fs.String("admin-key", "", "the admin key for --attach (default $"+admin.EnvAdminKey+"; the flag is visible to other users in the process list)")
 	if code, ok := c.parse(fs, args); !ok {
 		return code
+	}
+	if *attach != "" && *path != "" {
+		fmt.Fprintln(c.stderr, "toolgate console: --attach and --config exclude each other: an attached console runs no gateway of its own")
+		return 2
+	}
+	if *attach == "" && *path == "" {
+		*attach = os.Getenv(admin.EnvAttach)
+	}
+	if *attach != "" {
+		return runAttachedConsole(ctx, c, *attach, *key)
+	}
+	if *key != "" {
+		fmt.Fprintln(c.stderr, "toolgate console: --admin-key needs --attach")
+		return 2
 	}
 	demoMode := *path == "" && config.DefaultPath() == ""
 	if !isTerminal(os.Stdin) || !isTerminal(c.stdout) {
@@ -41,16 +59,8 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 		return 2
 	}
 
-	// The console draws on the terminal: logs go to a file.
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("toolgate-console-%d.log", os.Getpid()))
-	var logOut io.Writer = io.Discard
-	if f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-		defer f.Close()
-		logOut = f
-	} else {
-		logPath = ""
-	}
-	log := slog.New(slog.NewTextHandler(logOut, nil))
+	log, logPath, closeLog := consoleLog()
+	defer closeLog()
 
 	var (
 		cfg    *config.Config
@@ -107,13 +117,7 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 		}
 	}()
 
-	if os.Getenv("NO_COLOR") != "" {
-		lipgloss.SetColorProfile(termenv.Ascii)
-	}
-	// Ask the terminal for its background once, before the program owns
-	// the input, so adaptive colours pick the right variant.
-	lipgloss.SetHasDarkBackground(lipgloss.HasDarkBackground())
-
+	setupColours()
 	model := tui.New(tui.Options{Console: g.Console(), Operator: operatorName(), Context: ctx})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(c.stdout))
 	_, runErr := p.Run()
@@ -127,6 +131,77 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 		code = 1
 	}
 	if stopErr != nil {
+		code = 1
+	}
+	if logPath != "" {
+		fmt.Fprintf(c.stderr, "toolgate: console closed; its log is %s\n", logPath)
+	}
+	return code
+}
+
+// consoleLog opens the console's log file: the console draws on the
+// terminal, so logs go to a file, named to the user when the console ends.
+func consoleLog() (log *slog.Logger, path string, closeLog func()) {
+	path = filepath.Join(os.TempDir(), fmt.Sprintf("toolgate-console-%d.log", os.Getpid()))
+	var out io.Writer = io.Discard
+	closeLog = func() {}
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+		out, closeLog = f, func() { _ = f.Close() }
+	} else {
+		path = ""
+	}
+	return slog.New(slog.NewTextHandler(out, nil)), path, closeLog
+}
+
+func setupColours() {
+	if os.Getenv("NO_COLOR") != "" {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	// Ask the terminal for its background once, before the program owns
+	// the input, so adaptive colours pick the right variant.
+	lipgloss.SetHasDarkBackground(lipgloss.HasDarkBackground())
+}
+
+// runAttachedConsole is `console --attach URL` (CO-9): the same console
+// over a running gateway's admin API, with no gateway of its own. The key,
+// the URL and the operator are checked before the screen opens, so a bad
+// one is a line on stderr and exit 1, not a broken screen.
+func runAttachedConsole(ctx context.Context, c *cli, url, key string) int {
+	fail := func(err error) int {
+		fmt.Fprintf(c.stderr, "toolgate console: %s\n", adminErrorText(url, err))
+		return 1
+	}
+	if key == "" {
+		key = os.Getenv(admin.EnvAdminKey)
+	}
+	client, err := admin.NewClient(url, key, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer client.Close()
+	checkCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	who, err := client.Whoami(checkCtx)
+	cancel()
+	if err != nil {
+		return fail(err)
+	}
+	if !isTerminal(os.Stdin) || !isTerminal(c.stdout) {
+		fmt.Fprintln(c.stderr, "toolgate console: the console needs a terminal; without one use the headless commands (toolgate approvals, approve, refresh …)")
+		return 2
+	}
+	log, logPath, closeLog := consoleLog()
+	defer closeLog()
+	log.Info("attaching", "url", client.URL(), "operator", who.Operator)
+	remote := admin.NewRemoteConsole(client, &admin.RemoteOptions{Logger: log})
+
+	setupColours()
+	model := tui.New(tui.Options{Console: remote, Operator: who.Operator, Context: ctx, Attached: client.URL()})
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(c.stdout))
+	_, runErr := p.Run()
+	model.Close()
+	code := 0
+	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && !errors.Is(runErr, context.Canceled) {
+		fmt.Fprintf(c.stderr, "toolgate console: %v\n", runErr)
 		code = 1
 	}
 	if logPath != "" {

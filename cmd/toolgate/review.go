@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
 )
@@ -32,10 +34,10 @@ func reviewSubs() []reviewSub {
 	return []reviewSub{
 		{"list", "[--config F] [--json]",
 			"import the upstreams and print each imported tool's review state, flags and fingerprint", runReviewList},
-		{"approve", "[--config F] [--by WHO] NAME…|--all-new",
-			"approve tools as they are now (their current fingerprint)", runReviewDecide(core.DecisionApproved)},
-		{"reject", "[--config F] [--by WHO] NAME…|--all-new",
-			"reject tools: they are withheld in every review mode but off", runReviewDecide(core.DecisionRejected)},
+		{"approve", "[--config F] [--by WHO] | --attach URL [--admin-key K]  NAME…|--all-new [--json]",
+			"approve tools as they are now (their current fingerprint); with --attach on the running gateway, at once", runReviewDecide(core.DecisionApproved)},
+		{"reject", "[--config F] [--by WHO] | --attach URL [--admin-key K]  NAME…|--all-new [--json]",
+			"reject tools: they are withheld in every review mode but off; with --attach on the running gateway, at once", runReviewDecide(core.DecisionRejected)},
 		{"export", "[--config F] [--out FILE]",
 			"write the stored decisions as an approvals file to commit to a repository (default stdout)", runReviewExport},
 		{"import", "[--config F] FILE",
@@ -70,7 +72,8 @@ func (c *cli) reviewUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", sub.name, sub.args)
 		fmt.Fprintf(w, "  %-8s %s\n", "", sub.summary)
 	}
-	fmt.Fprintln(w, "\nThe decisions live in gateway.store; gateway.review.mode decides what they gate.")
+	fmt.Fprintln(w, "\nThe decisions live in gateway.store; gateway.review.mode decides what they gate. approve and reject")
+	fmt.Fprintf(w, "with --attach URL (default $%s when --config is not given) decide on the running gateway through its\nadmin API, so the decision applies at once; the operator its admin key names is recorded.\n", admin.EnvAttach)
 }
 
 // parseInterspersed parses flags that may come before, between or after
@@ -209,7 +212,10 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 	return func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {
 		path := configFlag(fs)
 		allNew := fs.Bool("all-new", false, "every imported tool that has no decision yet")
-		by := fs.String("by", defaultReviewer(), "who decides, recorded with the decision")
+		by := fs.String("by", defaultReviewer(), "who decides, recorded with the decision (not with --attach: the admin key names the operator)")
+		attach := fs.String("attach", "", "decide on a running gateway's admin API: http://host:port or unix:/path (default $"+admin.EnvAttach+" when --config is not given)")
+		key := fs.String("admin-key", "", "the admin key for --attach (default $"+admin.EnvAdminKey+")")
+		asJSON := fs.Bool("json", false, "print the decisions as a JSON array")
 		names, code, ok := c.parseInterspersed(fs, args)
 		if !ok {
 			return code
@@ -217,6 +223,22 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 		if (len(names) > 0) == *allNew {
 			fmt.Fprintf(c.stderr, "toolgate review %s: name the tools or pass --all-new, not both (see toolgate review %s --help)\n", verb, verb)
 			return 2
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if *attach != "" && set["config"] {
+			fmt.Fprintf(c.stderr, "toolgate review %s: --attach and --config exclude each other: with --attach the running gateway decides and stores\n", verb)
+			return 2
+		}
+		if *attach == "" && !set["config"] {
+			*attach = os.Getenv(admin.EnvAttach)
+		}
+		if *attach != "" {
+			if set["by"] {
+				fmt.Fprintf(c.stderr, "toolgate review %s: --by does not apply with --attach: the gateway records the operator its admin key names\n", verb)
+				return 2
+			}
+			return c.reviewDecideAttached(ctx, verb, d, &adminFlags{attach: attach, key: key, asJSON: asJSON}, names, *allNew)
 		}
 		e, ok := c.openReview(ctx, verb, *path, true)
 		defer e.close()
@@ -231,9 +253,13 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 			return 1
 		}
 		if *allNew && len(targets) == 0 {
+			if *asJSON {
+				return c.printJSON([]reviewDecided{})
+			}
 			fmt.Fprintln(c.stdout, "no new tools")
 			return 0
 		}
+		done := []reviewDecided{}
 		for _, t := range targets {
 			var err error
 			if d == core.DecisionApproved {
@@ -245,10 +271,78 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 				fmt.Fprintf(c.stderr, "toolgate review %s: %v\n", verb, err)
 				return 1
 			}
-			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, t.Name, t.Source, t.RemoteName, review.ToolFingerprint(t))
+			fp := review.ToolFingerprint(t)
+			if *asJSON {
+				done = append(done, reviewDecided{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Decision: d, Fingerprint: fp})
+				continue
+			}
+			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, t.Name, t.Source, t.RemoteName, fp)
+		}
+		if *asJSON {
+			return c.printJSON(done)
 		}
 		return 0
 	}
+}
+
+// reviewDecided is one decision as review approve|reject --json prints it;
+// the fingerprint is known only when the command imported the tool itself.
+type reviewDecided struct {
+	Name        string              `json:"name"`
+	Source      string              `json:"source,omitempty"`
+	RemoteName  string              `json:"remoteName,omitempty"`
+	Decision    core.ReviewDecision `json:"decision"`
+	Fingerprint string              `json:"fingerprint,omitempty"`
+}
+
+// reviewDecideAttached decides on the running gateway (CO-9), which stores
+// the decision and applies it at once; --all-new is every tool the gateway
+// has in review state new.
+func (c *cli) reviewDecideAttached(ctx context.Context, verb string, d core.ReviewDecision, f *adminFlags, names []string, allNew bool) int {
+	a, ok := c.connect("review "+verb, f)
+	defer a.close()
+	if !ok {
+		return 1
+	}
+	if allNew {
+		states, err := a.client.Reviews(ctx)
+		if err != nil {
+			return a.fail(err)
+		}
+		for name, st := range states {
+			if st == core.ReviewNew {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		if len(names) == 0 {
+			if *f.asJSON {
+				return c.printJSON([]reviewDecided{})
+			}
+			fmt.Fprintln(c.stdout, "no new tools")
+			return 0
+		}
+	}
+	done := []reviewDecided{}
+	for _, name := range names {
+		var err error
+		if d == core.DecisionApproved {
+			err = a.client.ApproveTool(ctx, name)
+		} else {
+			err = a.client.RejectTool(ctx, name)
+		}
+		if err != nil {
+			return a.fail(err)
+		}
+		done = append(done, reviewDecided{Name: name, Decision: d})
+		if !*f.asJSON {
+			fmt.Fprintf(c.stdout, "%s %s on %s\n", d, name, a.client.URL())
+		}
+	}
+	if *f.asJSON {
+		return c.printJSON(done)
+	}
+	return 0
 }
 
 // defaultReviewer names the person at the terminal.

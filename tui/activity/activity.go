@@ -1,11 +1,13 @@
 // Package activity is the Activity pane (CO-7): a live feed of calls (time,
-// actor, tool, outcome, latency) and warnings. It follows the newest entry
+// actor, tool, outcome, latency), warnings, and the actions of every
+// operator attached to the gateway (CO-9). It follows the newest entry
 // until paused with space; `/` filters.
 package activity
 
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -21,7 +23,7 @@ import (
 const MaxEntries = 1000
 
 type entry struct {
-	seq     uint64
+	key     uint64
 	cells   []table.Cell
 	style   *lipgloss.Style
 	warning bool
@@ -32,6 +34,7 @@ type Model struct {
 	c       *common.Common
 	table   *table.Model
 	entries []entry
+	added   uint64 // entries ever added: each one's row key
 	follow  bool
 	unseen  int
 	width   int
@@ -104,10 +107,34 @@ func (m *Model) Add(ev core.Event) bool {
 		e = entry{style: &th.Muted, cells: []table.Cell{
 			{Text: t}, {Text: "gateway"}, {Text: d.Diff.Upstream}, {Text: "refreshed"}, {Text: ""}, {Text: summary(d.Diff)},
 		}}
+	case core.OperatorAction:
+		// Any operator's, from any console or command attached to the
+		// gateway: who did what to which thing, and how it ended.
+		outcome, style, detail := "ok", th.Info, d.Detail
+		if d.Error != "" {
+			outcome, style, detail = "failed", th.Err, d.Error
+		}
+		what := d.Action
+		if d.Target != "" {
+			what += " " + d.Target
+		}
+		e = entry{cells: []table.Cell{
+			{Text: t}, {Text: d.Operator}, {Text: what}, {Text: outcome, Style: &style}, {Text: ""}, {Text: common.OneLine(detail)},
+		}}
+	case core.ConnectionLost:
+		e = entry{warning: true, style: &th.Err, cells: []table.Cell{
+			{Text: t}, {Text: "console"}, {Text: "gateway link"}, {Text: "lost"}, {Text: ""}, {Text: common.OneLine(d.Error)},
+		}}
 	default:
 		return false
 	}
-	e.seq = ev.Seq
+	m.push(e)
+	return true
+}
+
+func (m *Model) push(e entry) {
+	m.added++
+	e.key = m.added
 	m.entries = append(m.entries, e)
 	if over := len(m.entries) - MaxEntries; over > 0 {
 		m.entries = append(m.entries[:0:0], m.entries[over:]...)
@@ -116,7 +143,15 @@ func (m *Model) Add(ev core.Event) bool {
 		m.unseen++
 	}
 	m.rebuild()
-	return true
+}
+
+// Reconnected records that the console's link to the gateway it is
+// attached to is back, after the ConnectionLost entry.
+func (m *Model) Reconnected(at time.Time) {
+	th := m.c.Theme
+	m.push(entry{style: &th.OK, cells: []table.Cell{
+		{Text: at.Local().Format("15:04:05")}, {Text: "console"}, {Text: "gateway link"}, {Text: "restored"}, {Text: ""}, {Text: "the view is live again"},
+	}})
 }
 
 func summary(d core.Diff) string {
@@ -126,7 +161,7 @@ func summary(d core.Diff) string {
 func (m *Model) rebuild() {
 	rows := make([]table.Row, len(m.entries))
 	for i, e := range m.entries {
-		rows[i] = table.Row{Key: strconv.FormatUint(e.seq, 10), Cells: e.cells, Style: e.style}
+		rows[i] = table.Row{Key: strconv.FormatUint(e.key, 10), Cells: e.cells, Style: e.style}
 	}
 	m.table.SetRows(rows)
 	if m.follow {
