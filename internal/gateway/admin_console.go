@@ -106,11 +106,13 @@ func (c *accountedConsole) PlanRefresh(ctx context.Context, upstream string) (co
 func (c *accountedConsole) ApplyRefresh(ctx context.Context, planID string) (core.Diff, error) {
 	start := time.Now()
 	d, err := c.local.ApplyRefresh(ctx, planID)
-	detail := ""
+	// The upstream is what the other operators recognise; a plan that did
+	// not apply names only its ID.
+	target, detail := planID, ""
 	if err == nil {
-		detail = diffSize(d)
+		target, detail = d.Upstream, diffSize(d)
 	}
-	c.account(ctx, c.who(""), core.ActionRefreshApply, planID, detail, start, err)
+	c.account(ctx, c.who(""), core.ActionRefreshApply, target, detail, start, err)
 	return d, err
 }
 

@@ -141,7 +141,7 @@ func TestAdminActions(t *testing.T) {
 		t.Errorf("apply: %+v", diff)
 	}
 	watch.waitEvent(ctx, "refresh.applied", func(d core.EventData) bool { _, ok := d.(core.RefreshApplied); return ok })
-	watch.waitAction(ctx, "alice", core.ActionRefreshApply, plan.ID)
+	watch.waitAction(ctx, "alice", core.ActionRefreshApply, "notes")
 	alice.fails(ctx, "POST", "/v1/refresh/plans/"+url.PathEscape(plan.ID)+"/apply", nil, http.StatusNotFound, admin.CodeUnknownPlan)
 	if a := watch.waitAction(ctx, "alice", core.ActionRefreshApply, plan.ID); a.Error == "" {
 		t.Errorf("a failed apply's action carries no error: %+v", a)
@@ -196,7 +196,7 @@ func TestAdminActions(t *testing.T) {
 	alice.ok(ctx, "GET", "/v1/audit", nil, http.StatusOK, &recs)
 	want := []struct{ actor, tool, target, outcome string }{
 		{"alice", core.ActionRefreshPlan, "notes", "ok"},
-		{"alice", core.ActionRefreshApply, plan.ID, "ok"},
+		{"alice", core.ActionRefreshApply, "notes", "ok"},
 		{"alice", core.ActionRefreshApply, plan.ID, "error"},
 		{"alice", core.ActionRefreshCancel, cancelled.ID, "ok"},
 		{"alice", core.ActionRefreshCancel, cancelled.ID, "error"},
