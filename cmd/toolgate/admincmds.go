@@ -421,7 +421,7 @@ func (c *cli) refreshApplied(f *adminFlags, diffs []core.Diff) int {
 		return c.printJSON(refreshResult{Applied: true, Diffs: diffs})
 	}
 	for _, d := range diffs {
-		fmt.Fprintf(c.stdout, "applied refresh of %s: %s\n", d.Upstream, diffSummary(d))
+		fmt.Fprintf(c.stdout, "applied refresh of %s: %s\n", d.Upstream, d.Summary())
 	}
 	return 0
 }
@@ -437,7 +437,7 @@ func exitFor(ok bool) int {
 // what it is, and the lines an operator must not miss — a tool clients
 // lose, a description that changed — say so in words, not only colour.
 func printDiff(w io.Writer, d core.Diff) {
-	fmt.Fprintf(w, "refresh of %s: %s\n", d.Upstream, diffSummary(d))
+	fmt.Fprintf(w, "refresh of %s: %s\n", d.Upstream, d.Summary())
 	for _, t := range d.Added {
 		fmt.Fprintf(w, "  + added     %s (%s): %s\n", t.Name, t.Kind, clip(scan.VisibleText(t.Description), 100))
 	}
@@ -464,24 +464,6 @@ func printDiff(w io.Writer, d core.Diff) {
 	for _, dr := range d.Dropped {
 		fmt.Fprintf(w, "  x dropped   %s (%s): %s\n", dr.RemoteName, dr.Kind, clip(dr.Reason, 160))
 	}
-}
-
-func diffSummary(d core.Diff) string {
-	if d.Empty() {
-		return "no changes"
-	}
-	var parts []string
-	add := func(n int, what string) {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, what))
-		}
-	}
-	add(len(d.Added), "added")
-	add(len(d.Removed), "removed")
-	add(len(d.Changed), "changed")
-	add(len(d.Collisions), "newly colliding")
-	add(len(d.Dropped), "newly dropped")
-	return strings.Join(parts, ", ")
 }
 
 // clip folds s to one line of at most n runes.

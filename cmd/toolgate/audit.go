@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 )
 
@@ -22,7 +23,7 @@ func runAudit(ctx context.Context, c *cli, args []string) int {
 	var q core.AuditQuery
 	q.Limit = *limit
 	if *since != "" {
-		t, err := parseSince(*since, time.Now())
+		t, err := admin.ParseSince(*since, time.Now())
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolgate audit: --since: %v\n", err)
 			return 2
@@ -97,19 +98,4 @@ func runAudit(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "\n%d action call(s) started with no outcome recorded in this listing: the gateway stopped while they ran (they may have run), or the outcome lies past --limit.\n", unfinished)
 	}
 	return 0
-}
-
-// parseSince reads "24h"-style durations back from now, or RFC 3339 times.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q is negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor an RFC 3339 time", s)
-	}
-	return t, nil
 }

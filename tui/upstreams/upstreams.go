@@ -366,23 +366,7 @@ func (m *Model) result(r common.ResultMsg) tea.Cmd {
 }
 
 // Summary counts what a diff changes.
-func Summary(d core.Diff) string {
-	if d.Empty() {
-		return "no changes"
-	}
-	var parts []string
-	add := func(n int, what string) {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, what))
-		}
-	}
-	add(len(d.Added), "added")
-	add(len(d.Removed), "removed")
-	add(len(d.Changed), "changed")
-	add(len(d.Collisions), "collisions")
-	add(len(d.Dropped), "dropped")
-	return strings.Join(parts, ", ")
-}
+func Summary(d core.Diff) string { return d.Summary() }
 
 func (m *Model) refreshView() {
 	switch m.mode {
