@@ -248,3 +248,55 @@ func TestSessionContinuesOnAnotherReplicaSV2(t *testing.T) {
 	c.search(b, testKey, onlyA)
 	c.list(b, testKey, onlyA)
 }
+
+// SV-2, IM-25, OP-5: a client that opened its session on replica A and
+// opens its GET stream on replica B is sent notifications/tools/list_changed
+// there.
+func TestListChangedOnAnotherReplicasStreamSV2(t *testing.T) {
+	ctx := testCtx(t)
+	dsn := pgtest.Start(t, nil).NewDatabase(t)
+	rs := startReplicas(t, ctx, gatewayYAML(dsn, upstreamYAML("notes", serveDemo(t, "notes"), true)), 2, notesTools)
+	a, b := rs[0].g.Addr(), rs[1].g.Addr()
+	c := rawClient{t, ctx}
+	sid := c.initialize(a, testKey)
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, "http://"+b+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET stream on B: HTTP %d: %s", resp.StatusCode, body)
+	}
+	heard := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/tools/list_changed") {
+				close(heard)
+				return
+			}
+		}
+	}()
+	if err := rs[1].g.ConsoleAs("ops").ApproveTool(ctx, "notes_search", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, "list_changed on B's stream", func(ctx context.Context) {
+		select {
+		case <-heard:
+		case <-ctx.Done():
+			t.Fatal("no notifications/tools/list_changed on the GET stream at B")
+		}
+	})
+}
