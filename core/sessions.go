@@ -20,6 +20,9 @@ type Session struct {
 	Started       time.Time `json:"started"`
 	LastActivity  time.Time `json:"lastActivity"`
 	Calls         int       `json:"calls"`
+	// Replica is the gateway process serving the session (OP-5), as
+	// host:pid or its configured name.
+	Replica string `json:"replica,omitempty"`
 }
 
 // Session events.

@@ -55,6 +55,9 @@ const (
 	// SharedRefresh: a refresh of upstream ID was applied (IM-20); "" for
 	// all of them.
 	SharedRefresh = "refresh"
+	// SharedSessionEnded: client session ID was ended for good (DELETE,
+	// operator, expiry); no replica may continue it (SV-2).
+	SharedSessionEnded = "session-ended"
 	// SharedResync: events may have been missed; read everything again.
 	SharedResync = "resync"
 )

@@ -96,7 +96,17 @@ type EndpointOptions struct {
 	// ends, however it ends.
 	SessionStarted func(ctx context.Context, id string)
 	SessionEnded   func(id string)
-	Logger         *slog.Logger
+	// SessionKey (16, 24 or 32 bytes) seals session ids so that any
+	// endpoint holding the same key continues a session it did not open
+	// (resume.go); nil mints plain random ids, known only here.
+	SessionKey []byte
+	// SessionTerminated, when set, is told of each session ended for good
+	// — by DELETE, by an operator, by expiry — but not of those a
+	// shutdown leaves to other replicas to continue.
+	SessionTerminated func(id string)
+	// Replica names this gateway process in the sessions it records.
+	Replica string
+	Logger  *slog.Logger
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is
@@ -134,6 +144,11 @@ type Endpoint struct {
 	stopSweep chan struct{}
 	swept     sync.WaitGroup
 	closeOnce sync.Once
+	// seal makes session ids resumable; nil without a SessionKey.
+	seal *sessionSeal
+	// adopting serializes adoptions, so two racing requests of one
+	// session make it once.
+	adopting sync.Mutex
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -171,6 +186,19 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	e := &Endpoint{opts: opts, ids: newSessionIDs()}
+	if len(opts.SessionKey) > 0 {
+		seal, err := newSessionSeal(opts.SessionKey)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: session key: %w", err)
+		}
+		e.seal = seal
+	}
+	ttl := opts.SessionIdleTimeout
+	if ttl < 0 {
+		ttl = defaultTombstoneTTL
+	}
+	e.ids.gone.ttl = ttl
+	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
 
 	hooks := &server.Hooks{}
@@ -231,7 +259,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		// a session is bound to its actor), and protocol 2026-07-28 has
 		// none, so a stateful endpoint offers the revisions that do.
 		httpOpts = append(httpOpts,
-			server.WithSessionIdManager(e.ids),
+			server.WithSessionIdManagerResolver(idResolver{e.ids}),
 			server.WithStreamableHTTPProtocolVersions(mcpgo.LegacyProtocolVersions()...))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
@@ -671,7 +699,7 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	if e.opts.Sessions == nil {
 		return
 	}
-	sess := core.Session{ID: s.SessionID(), Endpoint: e.opts.Path, Actor: actor, Protocol: server.RequestProtocolVersion(ctx)}
+	sess := core.Session{ID: s.SessionID(), Endpoint: e.opts.Path, Actor: actor, Protocol: server.RequestProtocolVersion(ctx), Replica: e.opts.Replica}
 	if ci, ok := s.(server.SessionWithClientInfo); ok {
 		info := ci.GetClientInfo()
 		sess.ClientName, sess.ClientVersion = info.Name, info.Version
@@ -716,6 +744,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id != "" && !e.opts.Stateless {
 		actor, _ := e.opts.Actor(r.Context())
+		if e.seal != nil && !e.ids.live(id) {
+			// Opened on another replica, or before a restart (OP-5).
+			if answered, _ := e.adopt(w, r, body, id, actor); answered {
+				return
+			}
+		}
 		// A session belongs to the actor that opened it: another actor's
 		// token cannot ride on it, and an unknown or ended id is 404.
 		if !e.ids.ownedBy(id, actor.ID) {
@@ -737,6 +771,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer slot.requestDone()
 		ctx := context.WithValue(r.Context(), slotKey{}, slot)
+		if e.seal != nil {
+			var init []byte
+			if r.Method == http.MethodPost {
+				init = body
+			}
+			ctx = context.WithValue(ctx, mintKey{}, e.sealedFor(actor, init))
+		}
 		if r.Method == http.MethodGet {
 			ctx = context.WithValue(ctx, getKey{}, true)
 		}
@@ -905,6 +946,9 @@ func (e *Endpoint) Close(ctx context.Context) error {
 		}
 	})
 	e.swept.Wait()
+	// The sessions a shutdown ends are not ended for good: another
+	// replica, or this gateway restarted, may continue them.
+	e.ids.closing.Store(true)
 	if e.opts.Hub != nil {
 		e.opts.Hub.detach(e)
 	}
@@ -934,6 +978,11 @@ type sessionIDs struct {
 	slots map[string]*sessionSlot
 	// inflight cancels the calls serveCall runs, by session and request id.
 	inflight cancels
+	// gone are the ids ended for good, which adoption refuses; onEnded is
+	// told of each, unless closing (a shutdown) ended it.
+	gone    tombstones
+	onEnded func(id string)
+	closing atomic.Bool
 }
 
 var _ server.SessionIdManager = (*sessionIDs)(nil)
@@ -948,12 +997,22 @@ var errUnknownSession = errors.New("unknown session")
 
 func (m *sessionIDs) Generate() string {
 	id := randomID()
+	m.add(id)
+	return id
+}
+
+// add makes id known, its owner to be bound by initialize.
+func (m *sessionIDs) add(id string) {
 	m.mu.Lock()
 	m.owner[id] = ""
 	m.seen[id] = time.Now()
 	m.mu.Unlock()
-	return id
 }
+
+// tombstone records id as ended for good; false if it was already.
+func (m *sessionIDs) tombstone(id string) bool { return m.gone.add(id, time.Now()) }
+
+func (m *sessionIDs) ended(id string) bool { return m.gone.has(id, time.Now()) }
 
 func (m *sessionIDs) Validate(id string) (bool, error) {
 	if !m.live(id) {
@@ -963,6 +1022,9 @@ func (m *sessionIDs) Validate(id string) (bool, error) {
 }
 
 func (m *sessionIDs) Terminate(id string) (bool, error) {
+	if !m.closing.Load() && m.tombstone(id) && m.onEnded != nil {
+		m.onEnded(id)
+	}
 	m.forget(id)
 	return false, nil
 }

@@ -83,7 +83,10 @@ type Gateway struct {
 	served    chan error // Serve's result, should it stop by itself
 	admin     *adminAPI  // nil without gateway.admin
 	shared    *shared    // nil unless the store is shared (OP-5)
-	ready     atomic.Bool
+	// sessionEnds are the endpoints told of sessions other replicas ended,
+	// once built: the shared events start arriving before they are.
+	sessionEnds atomic.Pointer[[]*mcp.Endpoint]
+	ready       atomic.Bool
 	// life bounds what lives as long as the gateway rather than as long as
 	// New's context: the OAuth strategies' key-set refresh. Close ends it.
 	life    context.Context

@@ -19,6 +19,12 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	// One set of caps for all endpoints: gateway.maxSessions bounds the
 	// gateway, not each endpoint (SV-2).
 	limits := mcp.NewSessionLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
+	sessionKey, err := sessionKey(cfg)
+	if err != nil {
+		return err
+	}
+	ended := g.broadcastSessionEnded()
+	var ends []*mcp.Endpoint
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
 		if err != nil {
@@ -34,14 +40,18 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
+			SessionKey: sessionKey, SessionTerminated: ended, Replica: replicaName(),
 		})
 		if err != nil {
 			return err
 		}
 		g.endpoints = append(g.endpoints, ep)
+		ends = append(ends, ep)
 		// Behind a switch, so a reload can replace the auth (OP-8).
 		g.mountEndpoint(mux, ep, epAuth)
 	}
+	// Another replica's ended sessions may arrive from now on (OP-5).
+	g.sessionEnds.Store(&ends)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))

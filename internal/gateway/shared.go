@@ -57,6 +57,12 @@ func (g *Gateway) runShared() {
 			err = g.review.Reload(ctx)
 		case core.SharedPending, core.SharedDecided:
 			err = g.approvals.SharedChanged(ctx, e.ID)
+		case core.SharedSessionEnded:
+			if eps := g.sessionEnds.Load(); eps != nil {
+				for _, ep := range *eps {
+					ep.EndedElsewhere(e.ID)
+				}
+			}
 		case core.SharedRefresh:
 			sh.refreshes.Go(func() { g.sharedRefresh(e.ID) })
 		}
