@@ -208,7 +208,9 @@ func (e *Endpoint) sweep(stop <-chan struct{}) {
 		case <-t.C:
 			for _, id := range e.ids.takeIdle(time.Now(), timeout) {
 				e.opts.Logger.Info("session expired", "endpoint", e.opts.Path, "session", id, "idle", timeout.String())
+				e.ids.expiring.Store(id, struct{}{})
 				if err := e.endSession(id); err != nil {
+					e.ids.expiring.Delete(id)
 					e.opts.Logger.Warn("ending an expired session", "session", id, "err", err)
 				}
 			}

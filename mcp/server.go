@@ -101,8 +101,9 @@ type EndpointOptions struct {
 	// (resume.go); nil mints plain random ids, known only here.
 	SessionKey []byte
 	// SessionTerminated, when set, is told of each session ended for good
-	// — by DELETE, by an operator, by expiry — but not of those a
-	// shutdown leaves to other replicas to continue.
+	// — by DELETE or by an operator — but not of those a shutdown leaves
+	// to other replicas to continue, nor of idle expiries: idleness is
+	// this endpoint's own view, and another replica may be serving it.
 	SessionTerminated func(id string)
 	// Replica names this gateway process in the sessions it records.
 	Replica string
@@ -983,6 +984,10 @@ type sessionIDs struct {
 	gone    tombstones
 	onEnded func(id string)
 	closing atomic.Bool
+	// expiring are ids the idle sweep is ending: refused here from now on,
+	// but not reported to onEnded, so other replicas where the session is
+	// still in use carry on with it (its idle clock is this replica's).
+	expiring sync.Map
 }
 
 var _ server.SessionIdManager = (*sessionIDs)(nil)
@@ -1022,7 +1027,8 @@ func (m *sessionIDs) Validate(id string) (bool, error) {
 }
 
 func (m *sessionIDs) Terminate(id string) (bool, error) {
-	if !m.closing.Load() && m.tombstone(id) && m.onEnded != nil {
+	_, expired := m.expiring.LoadAndDelete(id)
+	if !m.closing.Load() && m.tombstone(id) && m.onEnded != nil && !expired {
 		m.onEnded(id)
 	}
 	m.forget(id)
