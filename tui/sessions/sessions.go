@@ -82,7 +82,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if msg.Err != nil {
 				return m, common.Flash(fmt.Sprintf("%s: %v", msg.Label, msg.Err), true)
 			}
-			return m, common.Flash("session "+msg.Value.(endResult).ID+" ended", false)
+			return m, common.Flash("session "+shortID(msg.Value.(endResult).ID)+" ended", false)
 		}
 		return m, nil
 	case tea.KeyMsg:
@@ -114,12 +114,22 @@ func (m *Model) end() tea.Cmd {
 	}
 	m.nextID++
 	ctx, con := m.c.Ctx, m.c.Console
-	run := common.Call(common.PaneSessions, m.nextID, "ending session "+id, func() (any, error) {
+	run := common.Call(common.PaneSessions, m.nextID, "ending session "+shortID(id), func() (any, error) {
 		return endResult{ID: id}, con.EndSession(ctx, id)
 	})
 	return common.Ask("End session?",
-		fmt.Sprintf("End session %s of %s on %s? The client's next request fails and it must reconnect.", id, s.Actor.ID, s.Endpoint),
+		fmt.Sprintf("End session %s of %s on %s? The client's next request fails and it must reconnect.", shortID(id), s.Actor.ID, s.Endpoint),
 		"End session", run)
+}
+
+// shortID is the head of a session id: sealed ids run to hundreds of
+// characters (SV-2), and a message or dialog must still fit the screen.
+func shortID(id string) string {
+	const n = 16
+	if r := []rune(id); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return id
 }
 
 // keys is the pane's bindings now: End needs a selected session.

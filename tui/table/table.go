@@ -344,11 +344,16 @@ func (m *Model) View() string {
 	lines := 1
 	if m.filtering || len(m.query) > 0 {
 		b.WriteByte('\n')
+		note := th.Muted.Render(countNote(len(m.view), len(m.rows)))
 		bar := m.input.View()
 		if !m.filtering {
-			bar = th.FilterBar.Render("/"+m.input.Value()) + th.Muted.Render("  (esc clears)")
+			// A long query (a pasted session id) is cut, not the count
+			// after it: the count says whether the filter found anything.
+			const hint = "  (esc clears)"
+			avail := m.width - lipgloss.Width(note) - len(hint)
+			bar = th.FilterBar.Render(common.Truncate("/"+m.input.Value(), avail)) + th.Muted.Render(hint)
 		}
-		b.WriteString(common.Truncate(bar+th.Muted.Render(countNote(len(m.view), len(m.rows))), m.width))
+		b.WriteString(common.Truncate(bar+note, m.width))
 		lines++
 	}
 	if len(m.view) == 0 {
