@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"time"
@@ -120,11 +119,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(c.stderr, "toolgate bench: %v\n", err)
-			return 1
+		if code := c.printJSON(res); code != 0 {
+			return code
 		}
 	} else {
 		res.Print(c.stdout)
@@ -148,11 +144,8 @@ func runSoak(ctx context.Context, c *cli, cfg bench.SoakConfig, asJSON bool) int
 		return 1
 	}
 	if asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(c.stderr, "toolgate bench: %v\n", err)
-			return 1
+		if code := c.printJSON(res); code != 0 {
+			return code
 		}
 	} else {
 		res.Print(c.stdout)
@@ -175,12 +168,9 @@ func runPeers(ctx context.Context, c *cli, cfg bench.Config, direct string, peer
 		return 1
 	}
 	if asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
-	} else {
-		bench.PrintPeers(c.stdout, res)
+		return c.printJSON(res)
 	}
+	bench.PrintPeers(c.stdout, res)
 	return 0
 }
 

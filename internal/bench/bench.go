@@ -1098,8 +1098,11 @@ func startupGateway(ctx context.Context, hc *http.Client, ups []config.Upstream,
 // processCPU is this process's user+system CPU time, from the utime and
 // stime fields of /proc/self/stat (in USER_HZ ticks, 100 per second on
 // Linux).
-func processCPU() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
+func processCPU() (time.Duration, bool) { return statCPU("/proc/self/stat") }
+
+// statCPU reads utime+stime from a /proc/PID/stat file.
+func statCPU(path string) (time.Duration, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -236,27 +235,8 @@ func ParsePeer(s string) (Peer, error) {
 	return p, nil
 }
 
-// pidCPU is another process's utime+stime (see processCPU).
-func pidCPU(pid int) (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, true
-}
+// pidCPU is another process's user+system CPU time (see statCPU).
+func pidCPU(pid int) (time.Duration, bool) { return statCPU("/proc/" + strconv.Itoa(pid) + "/stat") }
 
 // pidRSS is another process's VmRSS.
 func pidRSS(pid int) (int64, bool) {

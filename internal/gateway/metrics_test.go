@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/toolgate/toolgate/internal/metrics/metricstest"
 )
 
 // metricsText GETs base/metrics, requires a 200 in the Prometheus text
@@ -28,34 +29,8 @@ func metricsText(t *testing.T, base string) (map[string]*dto.MetricFamily, strin
 	return fams, body
 }
 
-// sample is the value of the series of family name with exactly labels
-// (name, value pairs): a counter's or gauge's value, a histogram's count.
-func sample(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	want := map[string]string{}
-	for i := 0; i+1 < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
-	}
-next:
-	for _, m := range fams[name].GetMetric() {
-		if len(m.GetLabel()) != len(want) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if want[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
+// sample is metricstest.Value.
+var sample = metricstest.Value
 
 func wantSample(t *testing.T, fams map[string]*dto.MetricFamily, want float64, name string, labels ...string) {
 	t.Helper()

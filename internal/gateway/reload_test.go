@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -21,24 +19,6 @@ import (
 
 // Second key of the reload tests' configs: bob's.
 const bobKey = "gateway-test-bob-key-8d6e4c2a0f1b"
-
-// syncBuffer is a log sink safe to read while the gateway writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // reloadYAML is a config with an endpoint /mcp taking the given API keys
 // (alice's is ${KEY}, bob's bobKey) and the given upstreams.
@@ -68,7 +48,7 @@ endpoints:
 }
 
 // startReloadable builds and starts a gateway of yaml logging to log.
-func startReloadable(t *testing.T, yaml string, log *syncBuffer) (*gateway.Gateway, string) {
+func startReloadable(t *testing.T, yaml string, log *logBuffer) (*gateway.Gateway, string) {
 	t.Helper()
 	g := newGateway(t, loadConfig(t, yaml), &gateway.Options{Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err := g.Start(testCtx(t)); err != nil {
@@ -85,7 +65,7 @@ func TestReloadUpstreamsOP8(t *testing.T) {
 	ctx := testCtx(t)
 	store := filepath.Join(t.TempDir(), "toolgate.db")
 	echo, weather := serveDemo(t, "echo"), serveDemo(t, "weather")
-	log := &syncBuffer{}
+	log := &logBuffer{}
 	g, url := startReloadable(t, reloadYAML(store, []string{"alice"}, upstreamYAML("echo", echo, true)), log)
 	s := connect(t, ctx, url, testKey)
 	waitServed(t, ctx, s, []string{"echo_echo"}, nil)
@@ -139,7 +119,7 @@ func TestReloadRevokedKeyOP8(t *testing.T) {
 	ctx := testCtx(t)
 	store := filepath.Join(t.TempDir(), "toolgate.db")
 	echo := serveDemo(t, "echo")
-	log := &syncBuffer{}
+	log := &logBuffer{}
 	g, url := startReloadable(t, reloadYAML(store, []string{"alice", "bob"}, upstreamYAML("echo", echo, true)), log)
 	alice := mcptest.New(url, &mcptest.Options{Authorization: "Bearer " + testKey})
 	bob := mcptest.New(url, &mcptest.Options{Authorization: "Bearer " + bobKey})
@@ -201,7 +181,7 @@ func TestReloadRestartKeysOP8(t *testing.T) {
 	ctx := testCtx(t)
 	store := filepath.Join(t.TempDir(), "toolgate.db")
 	echo := serveDemo(t, "echo")
-	log := &syncBuffer{}
+	log := &logBuffer{}
 	base := reloadYAML(store, []string{"alice"}, upstreamYAML("echo", echo, true))
 	g, url := startReloadable(t, strings.Replace(base, "endpoints:\n", "endpoints:\n  - path: /dev\n    actor: {id: dev}\n", 1), log)
 	listen := g.Config().Gateway.Listen
@@ -241,7 +221,7 @@ func TestReloadRefusedOP8(t *testing.T) {
 	ctx := testCtx(t)
 	store := filepath.Join(t.TempDir(), "toolgate.db")
 	echo, weather := serveDemo(t, "echo"), serveDemo(t, "weather")
-	g, url := startReloadable(t, reloadYAML(store, []string{"alice"}, upstreamYAML("echo", echo, true)), &syncBuffer{})
+	g, url := startReloadable(t, reloadYAML(store, []string{"alice"}, upstreamYAML("echo", echo, true)), &logBuffer{})
 	c := mcptest.New(url, &mcptest.Options{Authorization: "Bearer " + testKey})
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)

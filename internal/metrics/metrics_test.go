@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/core/coretest"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/metrics/metricstest"
 )
 
 // TestMain fails the run if any goroutine outlives the package's tests.
@@ -81,38 +82,8 @@ func scrape(t *testing.T, m *metrics.Metrics) (map[string]*dto.MetricFamily, str
 	return fams, text
 }
 
-// value is the value of the series of family name with exactly the given
-// labels (name=value pairs); ok is false when there is none.
-func value(fams map[string]*dto.MetricFamily, name string, labels ...string) (v float64, ok bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-	want := map[string]string{}
-	for i := 0; i+1 < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(want) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if want[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
+// value is metricstest.Value.
+var value = metricstest.Value
 
 func wantValue(t *testing.T, fams map[string]*dto.MetricFamily, want float64, name string, labels ...string) {
 	t.Helper()
