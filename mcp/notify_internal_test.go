@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
-// Streamable HTTP: a client's notification POST is answered 202 Accepted
+// SV-1: streamable HTTP: a client's notification POST is answered 202 Accepted
 // with no body, even while notifications are queued for its session; those
 // (a tools/list_changed here) go out on the session's GET stream instead of
 // the notification's answer.

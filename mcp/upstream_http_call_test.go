@@ -163,6 +163,7 @@ func TestRawToolsCallOverStreamableHTTP(t *testing.T) {
 	}
 }
 
+// IM-32.
 func TestCallParamsJSON(t *testing.T) {
 	cases := []struct {
 		name string
@@ -311,7 +312,7 @@ func TestRawToolsCallConnections(t *testing.T) {
 	call("json")
 }
 
-// idKey writes an id exactly as encoding/json does, so that a call and its
+// IM-32: idKey writes an id exactly as encoding/json does, so that a call and its
 // cancellation, keyed apart, meet.
 func TestIDKeyMatchesJSON(t *testing.T) {
 	for _, id := range []any{"a", "tg-1", "é<&>\"\\\n", "", 0.0, -0.0, 1.0, 42.0, -7.0, 1.5, 1e-7, 1e20, 1e21, 123456789012.0, nil, true} {

@@ -61,7 +61,7 @@ func TestAttachedHeader(t *testing.T) {
 	}
 }
 
-// A lost link shows at once: a banner with the error and the countdown to
+// CO-9: A lost link shows at once: a banner with the error and the countdown to
 // the next attempt, on every pane and at 80×24; actions fail with a clear
 // message and are not sent.
 func TestLostLinkBannerAndRefusedActions(t *testing.T) {
@@ -132,7 +132,7 @@ func TestLostLinkBannerAndRefusedActions(t *testing.T) {
 	}
 }
 
-// The Resync after a loss replaces the whole view with the fresh snapshot,
+// CO-9: the Resync after a loss replaces the whole view with the fresh snapshot,
 // clears the banner, reads the gateway's details again, and actions work
 // again.
 func TestResyncAfterLossReplacesView(t *testing.T) {
@@ -185,7 +185,7 @@ func TestResyncAfterLossReplacesView(t *testing.T) {
 	}
 }
 
-// A Resync that fails because the link went down again shows the banner
+// CO-9: A Resync that fails because the link went down again shows the banner
 // and keeps reading events (the next Resync follows), instead of freezing
 // the screen with "no longer updates".
 func TestResyncFailsWhileDown(t *testing.T) {
@@ -237,7 +237,7 @@ func TestOperatorActionInActivity(t *testing.T) {
 	}
 }
 
-// Quitting an attached console leaves the gateway running: it does not ask
+// CO-9: quitting an attached console leaves the gateway running: it does not ask
 // about pending approvals, which stay for the other operators.
 func TestAttachedQuitDoesNotAsk(t *testing.T) {
 	m := attachedModel(t, newFake(), 100, 30)
@@ -250,7 +250,7 @@ func TestAttachedQuitDoesNotAsk(t *testing.T) {
 	}
 }
 
-// An attached console that cannot subscribe shows the failure as a lost
+// CO-9: an attached console that cannot subscribe shows the failure as a lost
 // link and tries again, instead of a screen that never updates; an
 // in-process one reports the stream as closed, as before.
 func TestAttachedSubscribeFailureRetries(t *testing.T) {

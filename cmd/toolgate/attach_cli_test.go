@@ -40,7 +40,7 @@ func TestAdminCommandUsage(t *testing.T) {
 	}
 }
 
-// Without a URL or a key the verbs fail before any request; with --json
+// CO-9: without a URL or a key the verbs fail before any request; with --json
 // the failure is also the API's error object on stdout.
 func TestAdminCommandMissingConnection(t *testing.T) {
 	t.Setenv(admin.EnvAttach, "")
@@ -56,7 +56,7 @@ func TestAdminCommandMissingConnection(t *testing.T) {
 	}
 }
 
-// What an operator reads for each kind of failure.
+// CO-9: what an operator reads for each kind of failure.
 func TestAdminErrorText(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	url := "http://127.0.0.1:7332"
@@ -77,7 +77,7 @@ func TestAdminErrorText(t *testing.T) {
 	}
 }
 
-// The diff marks a removal and a changed description in words, and shows
+// CO-9: the diff marks a removal and a changed description in words, and shows
 // hidden characters.
 func TestPrintDiff(t *testing.T) {
 	var b strings.Builder

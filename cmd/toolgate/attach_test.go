@@ -28,7 +28,7 @@ const (
 	lossWait   = 15 * time.Second // the gateway's death to the banner
 )
 
-// TestAttachConsoleEndToEnd: `toolgate console --attach` as alice and as bob
+// CO-9: TestAttachConsoleEndToEnd: `toolgate console --attach` as alice and as bob
 // against one `toolgate serve`.
 //
 //   - a missing key, a wrong key and an unreachable URL: one line, exit 1,

@@ -84,7 +84,7 @@ func TestSecondDecision(t *testing.T) {
 	})
 }
 
-// A confirmation whose wait is over is expired for the operator even when
+// CF-5, CO-9: A confirmation whose wait is over is expired for the operator even when
 // its timer has not fired yet: approving it does not run the call.
 func TestApproveAfterDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestApproveAfterDeadline(t *testing.T) {
 	})
 }
 
-// Two operators approve at once: exactly one wins, the other is told the
+// CF-5, CO-9: two operators approve at once: exactly one wins, the other is told the
 // winner's decision (run with -race).
 func TestConcurrentDecisions(t *testing.T) {
 	q := NewApprovalQueue(core.NewBus())
@@ -149,7 +149,7 @@ func TestConcurrentDecisions(t *testing.T) {
 	}
 }
 
-// The remembered decisions are bounded: the last rememberDecisions, none
+// CF-5, CO-9: the remembered decisions are bounded: the last rememberDecisions, none
 // older than rememberFor. Older ones are unknown again.
 func TestDecisionsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

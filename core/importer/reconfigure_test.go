@@ -164,7 +164,7 @@ func TestReconfigureFreedNameOP8(t *testing.T) {
 	}
 }
 
-// Reconfigure refuses a spec list it cannot apply, and changes nothing.
+// OP-8: reconfigure refuses a spec list it cannot apply, and changes nothing.
 func TestReconfigureRefusesOP8(t *testing.T) {
 	reg := core.NewRegistry(nil)
 	a := coretest.NewFakeUpstream("a", coretest.FakeTool("x", "X", ""))

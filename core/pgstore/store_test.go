@@ -217,7 +217,7 @@ func TestStoreLostCF3(t *testing.T) {
 	}
 }
 
-// The DSN's password reaches no error: not a parse error, not a connection
+// OP-5: the DSN's password reaches no error: not a parse error, not a connection
 // error, not a server's refusal.
 func TestPasswordNeverInErrors(t *testing.T) {
 	const pw = "s3cr3t-Passw0rd-xyz"
@@ -328,7 +328,7 @@ func TestServerRestartOP5(t *testing.T) {
 	}
 }
 
-// A restart with connections idle for less than the pool's ping interval:
+// OP-5: A restart with connections idle for less than the pool's ping interval:
 // the dead connection fails, the store retries once on a new one.
 func TestRestartRetriesOnFreshConnectionOP5(t *testing.T) {
 	ctx := context.Background()
@@ -429,7 +429,7 @@ func TestQueuedAuditReachesOtherHandleOP6(t *testing.T) {
 	}
 }
 
-// A DSN naming a database that does not exist is a plain error at Open,
+// OP-5: A DSN naming a database that does not exist is a plain error at Open,
 // naming it; not a store lost.
 func TestMissingDatabaseOP5(t *testing.T) {
 	srv := pgtest.Shared(t)

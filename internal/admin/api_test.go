@@ -56,6 +56,7 @@ func TestEventRoundTrip(t *testing.T) {
 	}
 }
 
+// CO-9.
 func TestDecodeUnknownAndBrokenEvents(t *testing.T) {
 	ev, err := DecodeEvent([]byte(`{"seq":3,"type":"future.thing","data":{"x":1}}`))
 	if err != nil {
@@ -71,7 +72,7 @@ func TestDecodeUnknownAndBrokenEvents(t *testing.T) {
 	}
 }
 
-// An error crosses the API and still matches its sentinel on the other side.
+// CO-9: an error crosses the API and still matches its sentinel on the other side.
 func TestErrorCodesRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {

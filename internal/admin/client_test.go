@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 )
 
+// CO-9.
 func TestNewClientURLs(t *testing.T) {
 	for _, tc := range []struct {
 		url, want string // want: an error's text, or "" for none
@@ -45,7 +46,7 @@ func TestNewClientURLs(t *testing.T) {
 	}
 }
 
-// Every command sends the key as a bearer, escapes names and ids into one
+// CO-9: every command sends the key as a bearer, escapes names and ids into one
 // path segment, and decodes its answer.
 func TestClientCommands(t *testing.T) {
 	f := newFakeAdmin(t)
@@ -111,7 +112,7 @@ func TestClientCommands(t *testing.T) {
 	}
 }
 
-// Errors keep their sentinel, their status and who decided; none carries
+// CO-9: errors keep their sentinel, their status and who decided; none carries
 // the key, even when the server echoes it.
 func TestClientErrors(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -189,7 +190,7 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
-// A unix socket URL reaches a listener on that socket.
+// CO-9: A unix socket URL reaches a listener on that socket.
 func TestClientUnixSocket(t *testing.T) {
 	noLeaks(t)
 	sock := filepath.Join(t.TempDir(), "admin.sock")
@@ -217,7 +218,7 @@ func TestClientUnixSocket(t *testing.T) {
 	_ = os.Remove(sock)
 }
 
-// The event stream's framing: comments skipped, multi-line data joined,
+// CO-9: the event stream's framing: comments skipped, multi-line data joined,
 // CRLF line ends, an unnamed frame and a frame of an unknown name passed on.
 func TestEventStreamFraming(t *testing.T) {
 	f := newFakeAdmin(t)

@@ -42,7 +42,7 @@ func (b busBackend) Audit(context.Context, core.AuditQuery) ([]core.AuditRecord,
 	return nil, errors.New("no audit here")
 }
 
-// A quiet stream of a live server stays open, however long: heartbeats
+// CO-9: A quiet stream of a live server stays open, however long: heartbeats
 // keep it, and neither side's deadlines end it. Then the server closes:
 // the loss shows at once.
 func TestRemoteOverRealServerStaysOpen(t *testing.T) {

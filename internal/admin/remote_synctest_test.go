@@ -68,7 +68,7 @@ func (m *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: w.status, Status: http.StatusText(w.status), Header: w.header, Body: pr, Request: req}, nil
 }
 
-// The reconnect schedule, in the bubble's exact time: a lost link is
+// CO-9: the reconnect schedule, in the bubble's exact time: a lost link is
 // reported at once; attempt n comes min·2ⁿ (capped) after the one before,
 // jittered into that wait's upper half; each ConnectionLost names the time
 // of the next attempt; a success delivers Resync.
@@ -164,7 +164,7 @@ func TestRemoteBackoffScheduleSynctest(t *testing.T) {
 	})
 }
 
-// Heartbeats keep a quiet stream alive however long nothing happens; once
+// CO-9: heartbeats keep a quiet stream alive however long nothing happens; once
 // they stop, the link is lost exactly 3×HeartbeatInterval after the last
 // byte.
 func TestRemoteHeartbeatSynctest(t *testing.T) {

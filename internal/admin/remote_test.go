@@ -35,7 +35,7 @@ func streamOf(s core.Snapshot) string {
 	return s.Upstreams[0].Name
 }
 
-// Subscribe returns the stream's first snapshot; C delivers the events after
+// CO-9: subscribe returns the stream's first snapshot; C delivers the events after
 // it, decoded, in order; Close closes C.
 func TestRemoteSubscribeInOrder(t *testing.T) {
 	f := newFakeAdmin(t)
@@ -69,7 +69,7 @@ func TestRemoteSubscribeInOrder(t *testing.T) {
 	<-conn.gone // Close ended the stream on the server too
 }
 
-// A resync frame becomes a core.Resync whose Resync returns the snapshot
+// CO-9: A resync frame becomes a core.Resync whose Resync returns the snapshot
 // frame that follows; events after that snapshot follow in C, events
 // between the two frames (covered by the snapshot) do not.
 func TestRemoteServerResyncOrder(t *testing.T) {
@@ -96,7 +96,7 @@ func TestRemoteServerResyncOrder(t *testing.T) {
 	}
 }
 
-// The server dies mid-stream and comes back on the same address: the
+// CO-9: the server dies mid-stream and comes back on the same address: the
 // subscription delivers ConnectionLost at once, then, reconnected, Resync,
 // whose Resync returns the new server's snapshot; then its events.
 func TestRemoteServerDiesMidStream(t *testing.T) {
@@ -154,7 +154,7 @@ func TestRemoteServerDiesMidStream(t *testing.T) {
 	eventbustest.ExpectExactly(t, sub, func(w core.Warning) bool { return w.Message == "new life" })
 }
 
-// A stream that goes silent (no heartbeat) is a lost link.
+// CO-9: A stream that goes silent (no heartbeat) is a lost link.
 func TestRemoteIdleStreamIsLost(t *testing.T) {
 	f := newFakeAdmin(t)
 	_, c := startFake(t, f, nil)
@@ -171,7 +171,7 @@ func TestRemoteIdleStreamIsLost(t *testing.T) {
 	}
 }
 
-// A consumer that does not read is dropped, not waited for: the stream is
+// CO-9: A consumer that does not read is dropped, not waited for: the stream is
 // closed once its buffer is full, a Resync marker sits in the kept slot,
 // nothing reconnects until the consumer resyncs, and then a fresh stream's
 // snapshot answers.
@@ -210,7 +210,7 @@ func TestRemoteConsumerFallsBehind(t *testing.T) {
 	eventbustest.ExpectExactly(t, sub, func(w core.Warning) bool { return w.Message == "caught up" })
 }
 
-// Resync while the link is down fails with a DisconnectedError instead of
+// CO-9: resync while the link is down fails with a DisconnectedError instead of
 // waiting silently; the subscription carries on and delivers a Resync
 // marker once it is back.
 func TestRemoteResyncWhileDown(t *testing.T) {
@@ -236,7 +236,7 @@ func TestRemoteResyncWhileDown(t *testing.T) {
 	}
 }
 
-// Close ends a subscription that is waiting to reconnect, and a Resync
+// CO-9: close ends a subscription that is waiting to reconnect, and a Resync
 // waiting on it; nothing is left running (noLeaks).
 func TestRemoteCloseWhileReconnecting(t *testing.T) {
 	f := newFakeAdmin(t)
@@ -270,7 +270,7 @@ func TestRemoteCloseWhileReconnecting(t *testing.T) {
 	}
 }
 
-// Subscribe fails, with the cause, when the gateway refuses or is not there.
+// CO-9: subscribe fails, with the cause, when the gateway refuses or is not there.
 func TestRemoteSubscribeFails(t *testing.T) {
 	f := newFakeAdmin(t)
 	srv, _ := startFake(t, f, nil)
@@ -301,6 +301,7 @@ func TestRemoteSubscribeFails(t *testing.T) {
 	}
 }
 
+// CO-9.
 func TestBackoffBounds(t *testing.T) {
 	lo, hi := DefaultBackoffMin, DefaultBackoffMax
 	for n := range 70 {
@@ -320,7 +321,7 @@ func TestBackoffBounds(t *testing.T) {
 	}
 }
 
-// Resync asked without a marker (a consumer that wants a fresh view) gets
+// CO-9: resync asked without a marker (a consumer that wants a fresh view) gets
 // one from a new stream, and events carry on after it.
 func TestRemoteResyncWithoutMarker(t *testing.T) {
 	f := newFakeAdmin(t)

@@ -235,7 +235,7 @@ func wantError(t *testing.T, resp *http.Response, body []byte, status int, code 
 	return eb.Error
 }
 
-// The operator of an action is the key's, never the body's; 404, 405, 413
+// CO-9: the operator of an action is the key's, never the body's; 404, 405, 413
 // and malformed bodies answer in the ErrorBody shape.
 func TestServerRequests(t *testing.T) {
 	ctx := testCtx(t)
@@ -405,7 +405,7 @@ func openStream(t *testing.T, ctx context.Context, ts *testServer) (*frameReader
 	return newFrameReader(resp.Body), resp
 }
 
-// The stream: a snapshot, events with their seq as id, heartbeats when idle,
+// CO-9: the stream: a snapshot, events with their seq as id, heartbeats when idle,
 // and on a resync marker a resync frame and a fresh snapshot. Close ends
 // it, after the events already delivered.
 func TestServerEventStream(t *testing.T) {
@@ -496,7 +496,7 @@ func (s *chanSub) Resync(context.Context) (core.Snapshot, error) {
 }
 func (s *chanSub) Close() {}
 
-// At most MaxStreams streams at once; the next is 503 too_many_streams, and
+// CO-9: at most MaxStreams streams at once; the next is 503 too_many_streams, and
 // a slot frees when a stream ends.
 func TestServerStreamCap(t *testing.T) {
 	ctx := testCtx(t)
@@ -536,7 +536,7 @@ func TestServerStreamCap(t *testing.T) {
 	}
 }
 
-// A client that never reads does not block the bus or the server: the bus
+// CO-9: A client that never reads does not block the bus or the server: the bus
 // drops its events, the frame it cannot take ends the stream at the write
 // deadline, and its slot and goroutines are released (TestMain's goleak),
 // while other requests are answered meanwhile.
@@ -591,7 +591,7 @@ func TestServerNeverReadingClient(t *testing.T) {
 	}
 }
 
-// The write timeout bounds writing an answer, not the action before it: a
+// CO-9: the write timeout bounds writing an answer, not the action before it: a
 // refresh slower than it still answers.
 func TestServerSlowAction(t *testing.T) {
 	ctx := testCtx(t)

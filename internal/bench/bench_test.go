@@ -25,7 +25,7 @@ func TestBenchStartupRanks(t *testing.T) {
 	}
 }
 
-// A --peer names a gateway, its URL, and optionally its tool, key and pid.
+// QB-2: A --peer names a gateway, its URL, and optionally its tool, key and pid.
 func TestParsePeer(t *testing.T) {
 	p, err := ParsePeer("mcp-proxy=http://127.0.0.1:9090/echo/mcp,tool=echo2,key=k=1,pid=42")
 	if err != nil || p.Name != "mcp-proxy" || p.URL != "http://127.0.0.1:9090/echo/mcp" || p.Tool != "echo2" || p.Key != "k=1" || p.PID != 42 {

@@ -312,7 +312,7 @@ func TestAdminConfirmations(t *testing.T) {
 	call(t, ctx, s, "notes_list_notes", map[string]any{})
 }
 
-// Issue 15 item 5: the in-process console's actions are accounted too —
+// CO-9: issue 15 item 5: the in-process console's actions are accounted too —
 // to Options.Operator, else to the name its caller passes — and ConsoleAs
 // ignores the caller's name.
 func TestLocalConsoleAccounted(t *testing.T) {
@@ -536,7 +536,7 @@ func TestAdminAbuse(t *testing.T) {
 	}
 }
 
-// A unix socket listen: the socket is 0600, a stale one is replaced, a live
+// CO-9: A unix socket listen: the socket is 0600, a stale one is replaced, a live
 // one fails New, and Close removes it.
 func TestAdminUnixSocket(t *testing.T) {
 	ctx := testCtx(t)

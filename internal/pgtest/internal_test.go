@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Missing binaries are an error that says what is missing and how to
+// OP-5: missing binaries are an error that says what is missing and how to
 // install them or skip on purpose, so a test fails loudly rather than
 // passing by skipping.
 func TestMissingBinariesSaySo(t *testing.T) {

@@ -56,7 +56,7 @@ func TestStartStopRestart(t *testing.T) {
 	}
 }
 
-// The shared cluster serves a database per test.
+// OP-5: the shared cluster serves a database per test.
 func TestShared(t *testing.T) {
 	a, b := pgtest.Shared(t).NewDatabase(t), pgtest.Shared(t).NewDatabase(t)
 	if a == b {
@@ -71,7 +71,7 @@ func TestShared(t *testing.T) {
 
 const orphanEnv = "TOOLGATE_PGTEST_ORPHAN"
 
-// A test process that dies without stopping its cluster (a panic, a
+// OP-5: A test process that dies without stopping its cluster (a panic, a
 // timeout) leaves no PostgreSQL running: the watchdog stops it and removes
 // its directory.
 func TestClusterStoppedWhenProcessDies(t *testing.T) {
