@@ -276,15 +276,15 @@ func stopChild(pid int, grace time.Duration, closeTransport func() error) error 
 		closed = true
 	case <-time.After(300 * time.Millisecond):
 	}
-	signalGroup(pid, syscall.SIGTERM)
-	for time.Now().Before(deadline) && (!closed || groupAlive(pid)) {
+	signalOurGroup(pid, closed, syscall.SIGTERM)
+	for time.Now().Before(deadline) && (!closed || ourGroupAlive(pid)) {
 		select {
 		case closeErr = <-done:
 			closed = true
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	signalGroup(pid, syscall.SIGKILL)
+	signalOurGroup(pid, closed, syscall.SIGKILL)
 	if !closed {
 		select {
 		case closeErr = <-done:
@@ -298,6 +298,28 @@ func stopChild(pid int, grace time.Duration, closeTransport func() error) error 
 		closeErr = nil
 	}
 	return closeErr
+}
+
+// signalOurGroup signals the group that the child pid leads. Once the child
+// is reaped its number may be given to a new process, which may lead a group
+// of its own: a process found with that pid is then not ours and its group
+// is left alone. While members of the child's group remain, the number stays
+// theirs and cannot be reused.
+func signalOurGroup(pid int, reaped bool, sig syscall.Signal) {
+	if reaped && pidInUse(pid) {
+		return
+	}
+	signalGroup(pid, sig)
+}
+
+// ourGroupAlive is groupAlive for the group of a reaped child pid.
+func ourGroupAlive(pid int) bool { return !pidInUse(pid) && groupAlive(pid) }
+
+// pidInUse reports whether a process (a zombie counts) has pid, from /proc;
+// where /proc is missing it reports false.
+func pidInUse(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // groupMembers lists the live processes of group pgid other than self, from

@@ -179,7 +179,14 @@ func stopDescendants(self, cmdPid int) {
 	for range killRounds {
 		targets = descendants(self)
 		if len(targets) == 0 {
-			return
+			// A pass over /proc is no snapshot: a process read while
+			// its parent lived, the parent read once exited (pids wrap,
+			// so the child may come first), belongs to nobody in it.
+			// The child has been reparented to self by then, so a
+			// second pass finds it.
+			if targets = descendants(self); len(targets) == 0 {
+				return
+			}
 		}
 		for _, pid := range targets {
 			_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -134,10 +134,7 @@ func startAttachServe(t *testing.T, catalog *catalogUpstream) *attachedGateway {
 // kill ends serve as a crash does: SIGKILL to its group, no shutdown.
 func (g *attachedGateway) kill(t *testing.T) {
 	t.Helper()
-	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
-	for _, pg := range g.upstreamGroups {
-		_ = syscall.Kill(-pg, syscall.SIGKILL)
-	}
+	g.killGroups()
 	select {
 	case <-g.exited:
 	case <-time.After(10 * time.Second):
@@ -179,8 +176,8 @@ func startSDK(t *testing.T, url, calls string) <-chan sdkResult {
 		cancel()
 		t.Fatal(err)
 	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL); cancel() })
+	leader := holdLeader(cmd.Process.Pid)
+	t.Cleanup(func() { leader.killGroup(); leader.release(); cancel() })
 	ch := make(chan sdkResult, 1)
 	go func() {
 		defer cancel()

@@ -116,17 +116,15 @@ func runService(t *testing.T, argv, env []string, dir, base string) *servedGatew
 		close(g.exited)
 	}()
 	pid := cmd.Process.Pid
+	g.leader = holdLeader(pid)
 	t.Cleanup(func() {
-		groups := serveChildGroups(pid)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		for _, pg := range groups {
-			_ = syscall.Kill(-pg, syscall.SIGKILL)
-		}
+		g.killGroups()
 		select {
 		case <-g.exited:
 		case <-time.After(10 * time.Second):
 			t.Errorf("toolgate serve (pid %d) not reaped 10 s after SIGKILL", pid)
 		}
+		g.leader.release()
 	})
 	g.waitReady(t)
 	return g

@@ -54,8 +54,8 @@ func runServePeer(t *testing.T, dir string, wait time.Duration, env map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	leader := holdLeader(cmd.Process.Pid)
+	t.Cleanup(func() { leader.killGroup(); leader.release() })
 	err = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("node %q still ran after %v\nstdout: %s\nstderr: %s", args, wait, out.String(), errOut.String())

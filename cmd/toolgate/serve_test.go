@@ -74,6 +74,10 @@ type servedGateway struct {
 	// upstreamGroups are the process groups of the gateway's children (its
 	// supervised stdio upstreams), recorded once it was ready.
 	upstreamGroups []int
+	// leader and upstreamLeaders hold those groups for the kills at
+	// cleanup.
+	leader          groupLeader
+	upstreamLeaders []groupLeader
 }
 
 // serveEnv is what testdata/serve.yaml needs besides OIDC_ISSUER.
@@ -105,48 +109,101 @@ func writeServeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
-// startServe runs `toolgate serve --config cfg --listen 127.0.0.1:PORT` in a
-// process group of its own, with env added to the environment, and waits
-// (bounded) until /healthz answers and /readyz says ready. At cleanup the
-// gateway's group and its upstreams' groups are killed and the gateway is
-// reaped.
+// startServe runs `toolgate serve --config cfg --listen 127.0.0.1:0` in a
+// process group of its own, with env added to the environment, learns its
+// address from the "serving" log record and waits (bounded) until /healthz
+// answers and /readyz says ready. The kernel picks the port: a port picked
+// by the test and passed in can be taken by another process meanwhile (and
+// then another gateway answers the health checks). At cleanup the gateway's
+// group and its upstreams' groups are killed and the gateway is reaped.
 func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway {
 	t.Helper()
 	bin := toolgateBinary(t)
-	port := serveFreePort(t)
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:"+strconv.Itoa(port))
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	// Each gateway gets its own store file, never the user's.
 	cmd.Env = append(os.Environ(), gateway.SelfEnv+"="+bin, "TOOLGATE_GATEWAY_STORE="+filepath.Join(t.TempDir(), "toolgate.db"))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	g := &servedGateway{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), port: port, stderr: &serveLog{}, exited: make(chan struct{})}
+	g := &servedGateway{cmd: cmd, stderr: &serveLog{}, exited: make(chan struct{})}
 	cmd.Stdout = g.stderr // serve writes nothing to stdout; keep whatever it does
 	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	g.leader = holdLeader(cmd.Process.Pid)
 	go func() {
 		_ = cmd.Wait()
 		close(g.exited)
 	}()
-	pid := cmd.Process.Pid
 	t.Cleanup(func() {
-		groups := append(serveChildGroups(pid), g.upstreamGroups...)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		for _, pg := range groups {
-			_ = syscall.Kill(-pg, syscall.SIGKILL)
-		}
+		g.killGroups()
 		select {
 		case <-g.exited:
 		case <-time.After(10 * time.Second):
-			t.Errorf("toolgate serve (pid %d) not reaped 10 s after SIGKILL", pid)
+			t.Errorf("toolgate serve (pid %d) not reaped 10 s after SIGKILL", g.leader.pid)
+		}
+		g.leader.release()
+		for _, l := range g.upstreamLeaders {
+			l.release()
 		}
 	})
+	g.waitServing(t)
 	g.waitReady(t)
-	g.upstreamGroups = serveChildGroups(pid)
+	g.upstreamGroups = serveChildGroups(g.leader.pid)
+	for _, pg := range g.upstreamGroups {
+		g.upstreamLeaders = append(g.upstreamLeaders, holdLeader(pg))
+	}
 	return g
+}
+
+// killGroups sends SIGKILL to the gateway's group and to its upstreams'
+// groups, each only while its number still names that group.
+func (g *servedGateway) killGroups() {
+	leaders := g.upstreamLeaders
+	if !g.leader.exited() {
+		// Children started after ready, or restarted since.
+		for _, pg := range serveChildGroups(g.leader.pid) {
+			leaders = append(leaders, holdLeader(pg))
+		}
+	}
+	g.leader.killGroup()
+	for _, l := range leaders {
+		l.killGroup()
+	}
+}
+
+// waitServing waits (bounded) for the "serving" log record and takes the
+// gateway's address from it.
+func (g *servedGateway) waitServing(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(serveBootWait)
+	for {
+		for _, line := range strings.Split(g.stderr.String(), "\n") {
+			var rec struct {
+				Msg    string `json:"msg"`
+				Listen string `json:"listen"`
+			}
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "serving" {
+				continue
+			}
+			addr, err := net.ResolveTCPAddr("tcp", rec.Listen)
+			if err != nil {
+				t.Fatalf("serving on %q: %v", rec.Listen, err)
+			}
+			g.base, g.port = "http://"+rec.Listen, addr.Port
+			return
+		}
+		select {
+		case <-g.exited:
+			t.Fatalf("toolgate serve exited (%v) before serving\n%s", g.cmd.ProcessState, g.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"serving\" log record within %v\n%s", serveBootWait, g.stderr)
+		}
+	}
 }
 
 // waitReady polls /healthz, then /readyz, until both answer 200, then waits
@@ -181,6 +238,11 @@ func (g *servedGateway) waitReady(t *testing.T) {
 		}
 	}
 	for !strings.Contains(g.stderr.String(), `"msg":"ready"`) {
+		select {
+		case <-g.exited:
+			t.Fatalf("toolgate serve exited (%v) before it was ready\n%s", g.cmd.ProcessState, g.stderr)
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no \"ready\" log record within %v\n%s", serveBootWait, g.stderr)
 		}

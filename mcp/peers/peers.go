@@ -250,7 +250,7 @@ func Start(t testing.TB, cmd *exec.Cmd) *Process {
 	}()
 	pid := cmd.Process.Pid
 	t.Cleanup(func() {
-		killGroup(pid)
+		killGroup(pid, p.Exited())
 		select {
 		case <-p.done:
 		case <-time.After(10 * time.Second):
@@ -283,4 +283,4 @@ func (p *Process) Err() error {
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Kill kills the process's whole group.
-func (p *Process) Kill() { killGroup(p.cmd.Process.Pid) }
+func (p *Process) Kill() { killGroup(p.cmd.Process.Pid, p.Exited()) }

@@ -13,7 +13,10 @@ func lockFile(string) (func(), error) { return func() {}, nil }
 
 func setGroup(*exec.Cmd) {}
 
-func killGroup(pgid int) {
+func killGroup(pgid int, reaped bool) {
+	if reaped {
+		return
+	}
 	if p, err := os.FindProcess(pgid); err == nil {
 		_ = p.Kill()
 	}

@@ -5,6 +5,7 @@ package peers
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -38,4 +39,16 @@ func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setpgid = true
 }
 
-func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+// killGroup sends SIGKILL to the group pgid of a leader the caller started.
+// Once the leader is reaped its number is free again unless members of its
+// group remain; a process then found with that pid is someone else's,
+// likely leading a group of its own (the suite starts thousands, pid_max is
+// often 32768), and is left alone.
+func killGroup(pgid int, reaped bool) {
+	if reaped {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pgid)); err == nil {
+			return
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
