@@ -112,6 +112,16 @@ func writeServeConfig(t *testing.T, yaml string) string {
 // reaped.
 func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway {
 	t.Helper()
+	g := launchServe(t, cfg, env)
+	g.waitReady(t)
+	g.upstreamGroups = serveChildGroups(g.cmd.Process.Pid)
+	return g
+}
+
+// launchServe is startServe without the wait: several gateways can boot at
+// once, then each is waited for (waitReady, then upstreamGroups).
+func launchServe(t *testing.T, cfg string, env map[string]string) *servedGateway {
+	t.Helper()
 	bin := toolgateBinary(t)
 	port := serveFreePort(t)
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:"+strconv.Itoa(port))
@@ -144,8 +154,6 @@ func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway 
 			t.Errorf("toolgate serve (pid %d) not reaped 10 s after SIGKILL", pid)
 		}
 	})
-	g.waitReady(t)
-	g.upstreamGroups = serveChildGroups(pid)
 	return g
 }
 
