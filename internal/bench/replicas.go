@@ -84,10 +84,11 @@ const replicasMethod = "Every path in every round: sequential calls, then the se
 	"one PostgreSQL gateway is also measured behind a proxy of its own, to tell the hop from the replicas. " +
 	"Ratios are of calls/s per round, median over rounds."
 
-// DefaultReplicasConfig follows DefaultConfig's sizes.
+// DefaultReplicasConfig follows DefaultConfig's sizes, with concurrent
+// phases twice as long: a store's commits make short phases noisy.
 func DefaultReplicasConfig(quick bool) ReplicasConfig {
 	c := DefaultConfig(quick)
-	return ReplicasConfig{Replicas: 3, Calls: c.Calls, Sessions: c.Sessions, Seconds: c.Seconds, Rounds: max(3, c.Rounds), CPUs: c.CPUs}
+	return ReplicasConfig{Replicas: 3, Calls: c.Calls, Sessions: c.Sessions, Seconds: 2 * c.Seconds, Rounds: max(3, c.Rounds), CPUs: c.CPUs}
 }
 
 // RunReplicas sets up the three paths, measures them and tears them down,
