@@ -202,7 +202,7 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	}
 
 	res := &ReplicasResult{Config: cfg, Method: replicasMethod,
-		Note: fmt.Sprintf("all gateways share this process's %d CPUs with the client: the replicas add no CPU, only the database round trips they spread", cfg.CPUs)}
+		Note: fmt.Sprintf("all gateways share this process's %d CPUs with the client and the upstream: replicas here add no CPU", cfg.CPUs)}
 	paths := []struct {
 		out ReplicaPath
 		url string
