@@ -31,6 +31,9 @@ import (
 //     `toolgate console --attach` on another, and the call completes;
 //   - one replica SIGKILLed mid-session: the client's next calls go on, on
 //     the same session, through the two left (the proxy skips the dead one);
+//   - the replica holding the client's GET stream killed (if it was not that
+//     one): the client opens the stream again on a replica left, on the same
+//     session, and calls there;
 //   - the audit log in PostgreSQL (`toolgate audit --json`) holds every call
 //     the client made exactly once, on that session.
 func TestThreeReplicaTopologyOP5SV2(t *testing.T) {
@@ -174,6 +177,42 @@ func TestThreeReplicaTopologyOP5SV2(t *testing.T) {
 		t.Errorf("no call after the kill was offered to the dead replica first: the test did not test failing over\n%s", logText(proxy.Entries()))
 	}
 
+	// The client's GET stream dies with the replica holding it; the client
+	// opens it again through the proxy, on a replica left, on the same
+	// session (SV-2), and its calls go on there.
+	var getOn int
+	for _, e := range proxy.Entries() {
+		if e.Method == http.MethodGet && e.Backend >= 0 {
+			getOn = e.Backend
+		}
+	}
+	if getOn != 1 {
+		// Reads are committed moments after their answer (OP-6); what the
+		// replica served must be in the store before it crashes.
+		waitAuditCalls(t, rs[0].adminURL, sum(byCall))
+		from = len(proxy.Entries())
+		rs[getOn].kill(t)
+		t.Logf("replica %d, holding the GET stream, killed too", getOn+1)
+	}
+	alive := 3 - 1 - getOn // the one replica left, when getOn was not 1
+	if getOn == 1 {
+		alive = -1 // either of the two left
+	}
+	if _, err := proxy.Wait(t.Context(), serveHTTPWait, func(l []rrproxy.Entry) bool {
+		return slices.ContainsFunc(l[from:], func(e rrproxy.Entry) bool {
+			return e.Method == http.MethodGet && e.Status == http.StatusOK && e.Session == sid && e.Backend != 1 && e.Backend != getOn && e.Backend >= 0
+		})
+	}); err != nil {
+		t.Fatalf("%v: the SDK client did not open its GET stream again on a replica left\n%s\n%s", err, logText(proxy.Entries()), sdk.stderr)
+	}
+	if r := sdk.call("notes_list_notes", map[string]any{}); r.IsError || !strings.Contains(r.text(), text2) {
+		t.Fatalf("a read on the last replica: isError %v, %q", r.IsError, r.text())
+	}
+	byCall["notes_list_notes/ok"]++
+	if last := toolCalls(proxy.Entries()); alive >= 0 && last[len(last)-1].Backend != alive {
+		t.Errorf("the last call was served by replica %d, the one left is %d", last[len(last)-1].Backend+1, alive+1)
+	}
+
 	// The audit log: every call once, on the client's one session; the two
 	// confirmed actions that ran also have their intents (CF-3).
 	code, out, errOut := runTool(t, topoEnv("127.0.0.1:1"), "", "audit", "--json", "--config", cfg)
@@ -215,7 +254,7 @@ func TestThreeReplicaTopologyOP5SV2(t *testing.T) {
 	if intents != 3 {
 		t.Errorf("%d intent records, want 3 (the confirmed actions that ran)", intents)
 	}
-	for _, s := range []string{sdk.stderr.String(), rs[0].stderr.String(), rs[2].stderr.String()} {
+	for _, s := range []string{sdk.stderr.String(), rs[0].stderr.String(), rs[1].stderr.String(), rs[2].stderr.String()} {
 		if strings.Contains(s, topoAdminKey) || strings.Contains(s, topoClientKey) {
 			t.Fatal("a key leaked into a log")
 		}
@@ -247,6 +286,22 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// waitAuditCalls polls the store (bounded) until it holds n records of MCP
+// calls.
+func waitAuditCalls(t *testing.T, adminURL string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(serveHTTPWait); ; {
+		have := auditCalls(t, adminURL)
+		if have == n {
+			return
+		}
+		if have > n || time.Now().After(deadline) {
+			t.Fatalf("the audit log holds %d MCP calls, want %d", have, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // auditCalls counts the records of MCP calls (intents aside) in the store,
