@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/bench"
@@ -56,6 +57,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	var peers peerFlags
 	fs.Var(&peers, "peer", "side by side: a gateway `name=URL[,tool=T][,key=K][,pid=N]` in front of the --direct echo (repeatable)")
 	direct := fs.String("direct", "", "side by side: the echo upstream's own `URL`")
+	replicas := fs.Bool("replicas", false, "calls/s of one gateway on SQLite, one on PostgreSQL and three replicas behind a round-robin proxy (needs --postgres)")
+	postgres := fs.String("postgres", "", "--replicas: a postgres:// `URL` of a database where the bench may create and drop toolgate_bench_* schemas (default $"+benchPostgresEnv+")")
 	fs.Usage = benchUsage(c, fs)
 	if code, ok := c.parse(fs, args); !ok {
 		return code
@@ -105,6 +108,9 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	}
 	if len(peers) > 0 || *direct != "" {
 		return runPeers(ctx, c, cfg, *direct, peers, *asJSON)
+	}
+	if *replicas {
+		return runReplicas(ctx, c, *quick, *postgres, *calls, *sessions, *seconds, *rounds, *asJSON)
 	}
 	self, ok := gateway.LookupEnv(gateway.SelfEnv)
 	if !ok {
@@ -171,6 +177,52 @@ func runPeers(ctx context.Context, c *cli, cfg bench.Config, direct string, peer
 		return c.printJSON(res)
 	}
 	bench.PrintPeers(c.stdout, res)
+	return 0
+}
+
+// benchPostgresEnv holds the --replicas database's URL, kept off the
+// command line (it may carry a password).
+const benchPostgresEnv = "TOOLGATE_BENCH_POSTGRES"
+
+// runReplicas runs `bench --replicas` (OP-5); the sizes given override the
+// mode's defaults.
+func runReplicas(ctx context.Context, c *cli, quick bool, dsn string, calls, sessions int, seconds float64, rounds int, asJSON bool) int {
+	if dsn == "" {
+		dsn = os.Getenv(benchPostgresEnv)
+	}
+	if dsn == "" {
+		fmt.Fprintf(c.stderr, "toolgate bench --replicas: no database: pass --postgres postgres://… or set %s\n", benchPostgresEnv)
+		return 2
+	}
+	rc := bench.DefaultReplicasConfig(quick)
+	rc.Postgres, rc.Progress = dsn, c.stderr
+	if calls > 0 {
+		rc.Calls = calls
+	}
+	if sessions > 0 {
+		rc.Sessions = sessions
+	}
+	if seconds > 0 {
+		rc.Seconds = seconds
+	}
+	if rounds > 0 {
+		rc.Rounds = rounds
+	}
+	res, err := bench.RunReplicas(ctx, rc)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolgate bench --replicas: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		if code := c.printJSON(res); code != 0 {
+			return code
+		}
+	} else {
+		bench.PrintReplicas(c.stdout, res)
+	}
+	if res.Errors > 0 {
+		fmt.Fprintf(c.stderr, "toolgate bench --replicas: %d calls failed; the numbers above include only the ones that succeeded\n", res.Errors)
+	}
 	return 0
 }
 

@@ -118,6 +118,15 @@ func writeServeConfig(t *testing.T, yaml string) string {
 // group and its upstreams' groups are killed and the gateway is reaped.
 func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway {
 	t.Helper()
+	g := launchServe(t, cfg, env)
+	g.waitStarted(t)
+	return g
+}
+
+// launchServe is startServe without the wait: several gateways can boot at
+// once, then each is waited for (waitStarted).
+func launchServe(t *testing.T, cfg string, env map[string]string) *servedGateway {
+	t.Helper()
 	bin := toolgateBinary(t)
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	// Each gateway gets its own store file, never the user's.
@@ -149,13 +158,19 @@ func startServe(t *testing.T, cfg string, env map[string]string) *servedGateway 
 			l.release()
 		}
 	})
+	return g
+}
+
+// waitStarted waits for the address, then readiness, and records the
+// upstreams' groups.
+func (g *servedGateway) waitStarted(t *testing.T) {
+	t.Helper()
 	g.waitServing(t)
 	g.waitReady(t)
 	g.upstreamGroups = serveChildGroups(g.leader.pid)
 	for _, pg := range g.upstreamGroups {
 		g.upstreamLeaders = append(g.upstreamLeaders, holdLeader(pg))
 	}
-	return g
 }
 
 // killGroups sends SIGKILL to the gateway's group and to its upstreams'
