@@ -13,6 +13,11 @@ import (
 // isNotification reports whether body is one JSON-RPC notification: a
 // method and no id.
 func isNotification(body []byte) bool {
+	// A call or a response has an id: most bodies are decided by the scan,
+	// without decoding. What decoding must settle still is decoded.
+	if m, ok := scanMessage(body); ok && !m.folded && (len(m.id) > 0 || !m.hasMethod) {
+		return false
+	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -232,6 +233,59 @@ func BenchmarkUpstreamCallTool(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(conns.Load()-before)/float64(b.N), "conns/op")
+		})
+	}
+}
+
+// BenchmarkUpstreamCallToolStdio is the same over stdio: the upstream
+// client calling the test binary's stdio server (its echo tool) as a child
+// process. The child's CPU is in the wall time, not in allocs/op.
+func BenchmarkUpstreamCallToolStdio(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, parallel := range []bool{false, true} {
+		name := "seq"
+		if parallel {
+			name = "parallel"
+		}
+		b.Run(name, func(b *testing.B) {
+			up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "child", Command: exe, Args: []string{mcp.StdioServerArgForTest}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer up.Close()
+			if _, err := up.Connect(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			args := json.RawMessage(`{"text":"toolgate bench: the quick brown fox jumps over the lazy dog"}`)
+			call := func() error {
+				res, err := up.CallTool(context.Background(), "echo", args)
+				if err == nil && res.IsError {
+					err = fmt.Errorf("isError: %s", res.JSON)
+				}
+				return err
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if parallel {
+				b.SetParallelism(8)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := call(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			} else {
+				for range b.N {
+					if err := call(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
 		})
 	}
 }

@@ -231,16 +231,11 @@ func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, meth
 	if e.opts.Stateless || session == "" || !bytes.Contains(body, []byte(`"`+method+`"`)) {
 		return req, false
 	}
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcpgo.JSONRPC_VERSION || msg.Method != string(method) {
+	rawID, params, ok := requestMembers(body, method)
+	if !ok {
 		return req, false
 	}
-	if json.Unmarshal(msg.ID, &req.id) != nil {
+	if json.Unmarshal(rawID, &req.id) != nil {
 		return req, false
 	}
 	switch req.id.(type) {
@@ -257,11 +252,38 @@ func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, meth
 	if req.actor, ok = e.opts.Actor(r.Context()); !ok {
 		return req, false
 	}
-	req.rawID, req.params = msg.ID, msg.Params
+	req.rawID, req.params = rawID, params
 	if len(req.params) == 0 || string(req.params) == "null" {
 		req.params = json.RawMessage(`{}`)
 	}
 	return req, true
+}
+
+// requestMembers returns the id and params of body when it is a JSON-RPC
+// 2.0 request for method: one check of the bytes and one scan of the
+// members, as encoding/json would read them; where the scan cannot say
+// the same (escapes in the values it compares, a member named in other
+// case), it decodes.
+func requestMembers(body []byte, method mcpgo.MCPMethod) (id, params json.RawMessage, ok bool) {
+	if !json.Valid(body) {
+		return nil, nil, false
+	}
+	m, ok := scanMessage(body)
+	if ok && !m.folded && bytes.IndexByte(m.jsonrpc, '\\') < 0 && bytes.IndexByte(m.method, '\\') < 0 {
+		ok = string(m.jsonrpc) == `"`+mcpgo.JSONRPC_VERSION+`"` && len(m.method) == len(method)+2 &&
+			m.method[0] == '"' && string(m.method[1:len(m.method)-1]) == string(method)
+		return m.id, m.params, ok
+	}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcpgo.JSONRPC_VERSION || msg.Method != string(method) {
+		return nil, nil, false
+	}
+	return msg.ID, msg.Params, true
 }
 
 // cancelFast applies a client's notifications/cancelled to a call serveCall

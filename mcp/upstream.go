@@ -208,6 +208,9 @@ type session struct {
 	reply func(ctx context.Context, resp *transport.JSONRPCResponse) error
 	// post, when set, sends tools/call instead of the transport.
 	post *poster
+	// pipe, when set, sends tools/call to a stdio child instead of the
+	// client.
+	pipe *stdioPipe
 }
 
 var errConnectionLost = errors.New("connection to upstream lost")
@@ -576,6 +579,14 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 			rec.code.Store(int32(code))
 		}
 		if err == nil {
+			resp = &transport.JSONRPCResponse{ID: req.ID, Result: json.RawMessage(a.Result)}
+			if a.Error != nil {
+				resp.Error = &mcpgo.JSONRPCErrorDetails{Code: a.Error.Code, Message: a.Error.Message}
+			}
+		}
+	} else if ok && s.pipe != nil && method == string(mcpgo.MethodToolsCall) {
+		var a *rpcAnswer
+		if a, err = s.pipe.call(ctx, id, callBody(id, raw)); err == nil {
 			resp = &transport.JSONRPCResponse{ID: req.ID, Result: json.RawMessage(a.Result)}
 			if a.Error != nil {
 				resp.Error = &mcpgo.JSONRPCErrorDetails{Code: a.Error.Code, Message: a.Error.Message}

@@ -74,10 +74,11 @@ func newPoster(hc *http.Client, url string, st *transport.StreamableHTTP, protoc
 }
 
 // callBody is a tools/call request with id and params (an object's
-// bytes), built in one allocation.
+// bytes), built in one allocation, with room for the newline that ends it
+// on stdio.
 func callBody(id string, params []byte) []byte {
 	const head, mid, tail = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":`, `}`
-	b := make([]byte, 0, len(head)+len(id)+2+len(mid)+len(params)+len(tail))
+	b := make([]byte, 0, len(head)+len(id)+2+len(mid)+len(params)+len(tail)+1)
 	b = append(b, head...)
 	b = appendJSONString(b, id)
 	b = append(b, mid...)

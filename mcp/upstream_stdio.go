@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
@@ -88,55 +87,12 @@ func childEnv(env map[string]string) []string {
 	return out
 }
 
-// child is one started process, in a process group of its own.
-type child struct {
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-func (c *child) pid() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmd == nil || c.cmd.Process == nil {
-		return 0
-	}
-	return c.cmd.Process.Pid
-}
-
 func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
-	ch := &child{}
 	var exited atomic.Bool
 	supervised := supervisorSupported && len(u.opts.Supervisor) > 0
-	mkCmd := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-		if supervised {
-			path, err := resolveCommand(command, u.opts.Cwd)
-			if err != nil {
-				return nil, err
-			}
-			args = append(append(slices.Clone(u.opts.Supervisor[1:]), path), args...)
-			command = u.opts.Supervisor[0]
-		}
-		// Not exec.CommandContext: the child lives until Close, not until
-		// the end of Connect's context.
-		cmd := exec.Command(command, args...)
-		cmd.Dir = u.opts.Cwd
-		cmd.Env = childEnv(u.opts.Env)
-		cmd.Stderr = u.stderr
-		cmd.WaitDelay = time.Second
-		setProcessGroup(cmd, supervised)
-		ch.mu.Lock()
-		ch.cmd = cmd
-		ch.mu.Unlock()
-		return cmd, nil
-	}
-	tr := transport.NewStdioWithOptions(u.opts.Command, nil, u.opts.Args,
-		transport.WithCommandFunc(mkCmd), transport.WithCommandLogger(libLogger(u.log, u.rd)))
-
 	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	lost, markLost := context.WithCancel(context.Background())
-	c := client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
-	c.OnNotification(onNote)
-
+	var pipe *stdioPipe
 	var once sync.Once
 	var stopErr error
 	stop := func() error {
@@ -146,21 +102,31 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 			if supervised {
 				grace = supervisedStopGrace
 			}
-			stopErr = stopChild(ch.pid(), grace, tr.Close)
+			pid, closePipe := 0, func() error { return nil }
+			if pipe != nil {
+				pid, closePipe = pipe.cmd.Process.Pid, pipe.Close
+			}
+			stopErr = stopChild(pid, grace, closePipe)
 			exited.Store(true)
 			cancel()
 		})
 		return stopErr
 	}
 
-	// Start only spawns; an error there means nothing reached the child.
-	if err := tr.Start(connCtx); err != nil {
+	// Starting only spawns; an error there means nothing reached the child.
+	cmd, err := u.command(supervised)
+	if err == nil {
+		pipe, err = startStdioPipe(cmd, u.log)
+	}
+	if err != nil {
 		_ = stop()
 		return nil, core.ServerInfo{}, fmt.Errorf("start %s: %w: %w", u.opts.Command, core.ErrNotSent, err)
 	}
-	go watchExit(ch.pid(), &exited, lost)
+	go watchExit(pipe.cmd.Process.Pid, &exited, lost)
 
-	info, err := handshake(ctx, connCtx, c, tr, u.handleRequest)
+	c := client.NewClient(pipe, client.WithProtocolVersion(ProtocolVersion))
+	c.OnNotification(onNote)
+	info, err := handshake(ctx, connCtx, c, pipe, u.handleRequest)
 	if err != nil {
 		// The child's stderr is not quoted here: it may print its
 		// environment, and errors reach logs (IM-5). Stderr() has it.
@@ -168,10 +134,34 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 		return nil, core.ServerInfo{}, err
 	}
 	s := &session{
-		client: c, tr: tr, lost: lost, markLost: markLost, stop: stop,
-		exited: exited.Load,
+		client: c, tr: pipe, lost: lost, markLost: markLost, stop: stop,
+		exited: exited.Load, pipe: pipe,
 	}
 	return s, info, nil
+}
+
+// command builds the child's exec.Cmd: under the supervisor when there is
+// one, in the configured directory and environment, in a process group of
+// its own.
+func (u *stdioUpstream) command(supervised bool) (*exec.Cmd, error) {
+	command, args := u.opts.Command, u.opts.Args
+	if supervised {
+		path, err := resolveCommand(command, u.opts.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		args = append(append(slices.Clone(u.opts.Supervisor[1:]), path), args...)
+		command = u.opts.Supervisor[0]
+	}
+	// Not exec.CommandContext: the child lives until Close, not until
+	// the end of Connect's context.
+	cmd := exec.Command(command, args...)
+	cmd.Dir = u.opts.Cwd
+	cmd.Env = childEnv(u.opts.Env)
+	cmd.Stderr = u.stderr
+	cmd.WaitDelay = time.Second
+	setProcessGroup(cmd, supervised)
+	return cmd, nil
 }
 
 // resolveCommand finds command the way exec.Command would from the gateway,

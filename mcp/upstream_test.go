@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		runStdioServer()
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == wireServerArg {
+		runWireServer()
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == rawServerArg {
 		runRawServer()
 		return
