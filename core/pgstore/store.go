@@ -119,6 +119,12 @@ func newQueries(ident string) queries {
 // newer toolgate fails with core.ErrStoreTooNew, one that holds tables of
 // something else with core.ErrStoreCorrupt. Neither is modified.
 func Open(ctx context.Context, spec string) (*Store, error) {
+	return open(ctx, spec, false)
+}
+
+// open is Open; existing opens only a schema that is there already and
+// migrates nothing (nil, nil without one).
+func open(ctx context.Context, spec string, existing bool) (*Store, error) {
 	d, err := parseDSN(spec)
 	if err != nil {
 		return nil, err
@@ -139,7 +145,12 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 	if err := s.do(ctx, "connect", func(ctx context.Context) error { return s.pool.Ping(ctx) }); err != nil {
 		return fail(err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if existing {
+		found, err := s.existingSchema(ctx)
+		if err != nil || !found {
+			return fail(err)
+		}
+	} else if err := s.migrate(ctx); err != nil {
 		return fail(err)
 	}
 	err = s.do(ctx, "read identity", func(ctx context.Context) error {
