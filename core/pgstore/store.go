@@ -58,6 +58,7 @@ type Store struct {
 	audit *auditqueue.Queue
 	notes *notifier
 	pq    pendingQueries
+	sq    sessionQueries
 	adds  atomic.Int64 // AddPending calls, for pruning
 }
 
@@ -132,6 +133,7 @@ func open(ctx context.Context, spec string, existing bool) (*Store, error) {
 	s := &Store{d: d, sql: newQueries(pgx.Identifier{d.schema}.Sanitize()), now: time.Now}
 	s.notes = newNotifier(s)
 	s.pq = newPendingQueries(pgx.Identifier{d.schema}.Sanitize())
+	s.sq = newSessionQueries(pgx.Identifier{d.schema}.Sanitize())
 	s.host, _ = os.Hostname()
 	if s.pool, err = pgxpool.NewWithConfig(ctx, d.pool); err != nil {
 		return nil, s.wrap(ctx, "connect", err)
