@@ -28,6 +28,16 @@ type Session struct {
 	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
+// Key names the session to operators (consoles, commands, the audit): its
+// SessionKey, which an Elsewhere session's ID already is. Never the id,
+// which continues the session (SV-2).
+func (s Session) Key() string {
+	if s.Elsewhere {
+		return s.ID
+	}
+	return SessionKey(s.ID)
+}
+
 // Session events.
 type (
 	SessionStarted struct {

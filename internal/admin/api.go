@@ -158,6 +158,7 @@ var eventTypes = map[string]eventDecoder{
 	core.Resync{}.EventName():              decoderOf[core.Resync](),
 	core.SessionStarted{}.EventName():      decoderOf[core.SessionStarted](),
 	core.SessionEnded{}.EventName():        decoderOf[core.SessionEnded](),
+	core.SessionsElsewhere{}.EventName():   decoderOf[core.SessionsElsewhere](),
 	core.CallFinished{}.EventName():        decoderOf[core.CallFinished](),
 	core.ConfirmationPending{}.EventName(): decoderOf[core.ConfirmationPending](),
 	core.ConfirmationDecided{}.EventName(): decoderOf[core.ConfirmationDecided](),
