@@ -166,13 +166,13 @@ func (s *sessionShare) run() {
 	defer close(s.done)
 	beat := time.NewTicker(sessionBeat)
 	defer beat.Stop()
-	sync, read, tell := true, true, false
+	write, read, tell := true, true, false
 	for {
-		if sync {
+		if write {
 			if s.sync() && tell {
 				s.broadcast()
 			}
-			sync, tell = false, false
+			write, tell = false, false
 		}
 		if read {
 			s.read()
@@ -189,10 +189,10 @@ func (s *sessionShare) run() {
 			for more := true; more; {
 				switch ev.Data.(type) {
 				case core.SessionStarted, core.SessionEnded:
-					sync, tell = true, true
+					write, tell = true, true
 				case core.Resync:
 					s.sub.Resync()
-					sync, tell = true, true
+					write, tell = true, true
 				}
 				select {
 				case ev, ok = <-s.sub.C():
@@ -202,7 +202,7 @@ func (s *sessionShare) run() {
 				}
 			}
 		case <-beat.C:
-			sync, read = true, true
+			write, read = true, true
 		case <-s.reread:
 			read = true
 		}
@@ -294,8 +294,14 @@ func (s *sessionShare) endElsewhere(ctx context.Context, key string) error {
 	}
 	wait := time.NewTimer(endElsewhereWait)
 	defer wait.Stop()
+	// The listing is read again now and then too: the other replica's
+	// word that its sessions changed may be lost, like any event.
+	poll := time.NewTicker(endElsewhereWait / 10)
+	defer poll.Stop()
 	for {
 		select {
+		case <-poll.C:
+			s.changedElsewhere()
 		case <-changed:
 			if _, ok, changed = s.listed(key); !ok {
 				return nil
@@ -321,7 +327,7 @@ func (s *sessionShare) endHere(key string) {
 	}
 }
 
-// sessions is every session listed: this replica's, then the others'.
+// allSessions is every session listed: this replica's, then the others'.
 func (g *Gateway) allSessions() []core.Session {
 	if g.sessions == nil {
 		return nil
