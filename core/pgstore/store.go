@@ -269,12 +269,23 @@ func (s *Store) do(ctx context.Context, op string, f func(ctx context.Context) e
 	// A timeout is not retried: a server that does not answer in time
 	// would only take as long again.
 	if err != nil && connectionTrouble(err) && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) && octx.Err() == nil {
+		// After a server restart every idle connection is dead, and one
+		// idle under a second is handed out unpinged: the retry would meet
+		// the next dead one. Dropping them makes it dial.
+		if !tooManyConnections(err) {
+			s.pool.Reset()
+		}
 		err = f(octx)
 	}
 	if err != nil {
 		return s.wrap(ctx, op, err)
 	}
 	return nil
+}
+
+func tooManyConnections(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53300"
 }
 
 // connectionTrouble: the error is about reaching the server, not about the
