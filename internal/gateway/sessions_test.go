@@ -155,6 +155,16 @@ func TestSessionsListedAcrossReplicasCO5(t *testing.T) {
 		if slices.ContainsFunc(got, func(s core.Session) bool { return s.Replica == "ghost:1" }) {
 			t.Errorf("A lists the sessions of a replica silent for a minute: %+v", got)
 		}
+		// Nothing serves alive:2's session: ending it fails, in bounded
+		// time, naming the replica that did not end it.
+		start := time.Now()
+		e := env.client(t, adminAliceKey).fails(ctx, "DELETE", "/v1/sessions/alive-key", nil, http.StatusInternalServerError, "internal")
+		if !strings.Contains(e.Message, "replica alive:2") || !strings.Contains(e.Message, "still lists it") {
+			t.Errorf("ending a session its replica does not end: %q", e.Message)
+		}
+		if d := time.Since(start); d > 3*shareWait {
+			t.Errorf("ending a session its replica does not end took %v", d)
+		}
 		if err := h.DropReplica(ctx, "alive:2"); err != nil {
 			t.Fatal(err)
 		}
