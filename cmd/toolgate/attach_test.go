@@ -429,7 +429,8 @@ func TestHeadlessVerbsEndToEnd(t *testing.T) {
 	if _, err := c.ListTools(t.Context()); err != nil {
 		t.Fatalf("the session before end-session: %v", err)
 	}
-	if code, out, errOut := tool("", "end-session", c.Session()); code != 0 || !strings.Contains(out, "ended session "+c.Session()) {
+	// By its key, as `sessions` lists it (an id may also start with "-").
+	if code, out, errOut := tool("", "end-session", core.SessionKey(c.Session())); code != 0 || !strings.Contains(out, "ended session "+core.SessionKey(c.Session())) {
 		t.Fatalf("end-session: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, err := c.ListTools(t.Context()); err == nil {
