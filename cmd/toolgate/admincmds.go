@@ -32,8 +32,8 @@ func adminCommands() []command {
 		{"approvals", conn, "list the confirmations waiting for an operator on a running gateway", runApprovals},
 		{"approve", "ID " + conn, "approve a pending confirmation: the waiting call runs", runApprove},
 		{"reject", "ID [--reason TEXT] " + conn, "reject a pending confirmation: the waiting call gets isError with the reason", runReject},
-		{"sessions", conn, "list the live client sessions of a running gateway", runSessions},
-		{"end-session", "ID " + conn, "end a client session of a running gateway: its next request fails", runEndSession},
+		{"sessions", conn, "list the live client sessions of a running gateway and of the other replicas on its store", runSessions},
+		{"end-session", "KEY|ID " + conn, "end a client session of a running gateway, or of another replica on its store: its next request fails", runEndSession},
 	}
 }
 
