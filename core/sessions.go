@@ -23,6 +23,19 @@ type Session struct {
 	// Replica is the gateway process serving the session (OP-5), as
 	// host:pid or its configured name.
 	Replica string `json:"replica,omitempty"`
+	// Elsewhere: served by another replica and listed from the shared
+	// store (OP-5); ID is then the session's SessionKey, not its id.
+	Elsewhere bool `json:"elsewhere,omitempty"`
+}
+
+// Key names the session to operators (consoles, commands, the audit): its
+// SessionKey, which an Elsewhere session's ID already is. Never the id,
+// which continues the session (SV-2).
+func (s Session) Key() string {
+	if s.Elsewhere {
+		return s.ID
+	}
+	return SessionKey(s.ID)
 }
 
 // Session events.
@@ -34,6 +47,11 @@ type (
 		Session Session `json:"session"`
 		// ByOperator: ended from the gateway side, not by the client.
 		ByOperator bool `json:"byOperator,omitempty"`
+	}
+	// SessionsElsewhere: the sessions the other replicas on a shared store
+	// serve now (each Elsewhere); they replace those listed before (CO-5).
+	SessionsElsewhere struct {
+		Sessions []Session `json:"sessions"`
 	}
 )
 
@@ -67,6 +85,8 @@ func NewSessions(bus *Bus) *Sessions {
 func (SessionStarted) EventName() string { return "session.started" }
 
 func (SessionEnded) EventName() string { return "session.ended" }
+
+func (SessionsElsewhere) EventName() string { return "session.elsewhere" }
 
 // SetEnder registers how sessions of an endpoint are ended.
 func (s *Sessions) SetEnder(endpoint string, end SessionEnder) {

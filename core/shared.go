@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 )
@@ -58,6 +60,12 @@ const (
 	// SharedSessionEnded: client session ID was ended for good (DELETE,
 	// operator, expiry); no replica may continue it (SV-2).
 	SharedSessionEnded = "session-ended"
+	// SharedSessionsChanged: a replica's sessions changed; list them again
+	// (CO-5).
+	SharedSessionsChanged = "sessions"
+	// SharedEndSession: an operator asks whichever replica serves the
+	// session whose SessionKey is ID to end it (CO-5).
+	SharedEndSession = "end-session"
 	// SharedResync: events may have been missed; read everything again.
 	SharedResync = "resync"
 )
@@ -104,3 +112,30 @@ type PendingRecord struct {
 
 // ErrPendingExists: a confirmation with that id is already recorded.
 var ErrPendingExists = errors.New("confirmation is already recorded")
+
+// SharedSessions is a Store that lists the client sessions of every
+// gateway sharing it, so any replica's Sessions pane shows them all (CO-5,
+// OP-5). Each replica records its own sessions and, with them, that it is
+// alive; the rows of a replica that stopped doing so are not listed. The
+// sessions are keyed by SessionKey, never by their ids: an id with its
+// actor's credentials continues the session, and the database is read by
+// more than the gateways. Methods are safe for concurrent use.
+type SharedSessions interface {
+	// SyncSessions replaces replica's sessions with list (each ID a
+	// SessionKey) and records replica as alive at now.
+	SyncSessions(ctx context.Context, replica string, now time.Time, list []Session) error
+	// DropReplica forgets replica and its sessions (it is shutting down).
+	DropReplica(ctx context.Context, replica string) error
+	// ListSessions lists the sessions of every replica alive at since or
+	// later, by replica, then oldest first; each has Replica set and a
+	// SessionKey as its ID.
+	ListSessions(ctx context.Context, since time.Time) ([]Session, error)
+}
+
+// SessionKey names session id where the id itself must not go: the shared
+// listing and the events that ask another replica to end a session. A
+// digest, so it cannot be turned back into the id.
+func SessionKey(id string) string {
+	sum := sha256.Sum256([]byte("toolgate session key\x00" + id))
+	return hex.EncodeToString(sum[:16])
+}

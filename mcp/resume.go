@@ -29,8 +29,10 @@ import (
 // in the database: it costs no round trip per request, and it works on a
 // single replica over SQLite too (a restarted gateway continues its
 // sessions). What a seal cannot carry is the end of a session: ended ids are
-// remembered (bounded, for an idle timeout) and, over a shared store,
-// broadcast to the other replicas.
+// remembered (bounded) and, over a shared store, broadcast to the other
+// replicas; an id older than the adoption window (a day, or the idle
+// timeout if longer) is not continued elsewhere, so an ended one stays
+// ended once its tombstone is forgotten.
 //
 // The seal holds the actor, not a hash of the credential: OAuth access
 // tokens are replaced within a session's life, and the actor is re-derived
@@ -151,13 +153,15 @@ var errNotAdopted = errors.New("session cannot be continued here")
 
 // adopt continues, on this replica, a session opened elsewhere (or before a
 // restart): id must open under the seal, name this endpoint and the
-// request's actor, and not have been ended. mcp-go's session is made by an
+// request's actor, not have been ended, and be within the adoption window
+// (tombstones). mcp-go's session is made by an
 // initialize carrying the sealed protocol, client info and capabilities, as
 // the client sent it where it opened the session. It reports whether the
 // request was answered (a cap refused it).
 func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id string, actor core.Actor) (answered bool, err error) {
 	c, ok := e.seal.open(id)
-	if !ok || c.Path != e.opts.Path || c.Actor != actor.ID || c.Tenant != actor.Tenant || e.ids.ended(id) {
+	if !ok || c.Path != e.opts.Path || c.Actor != actor.ID || c.Tenant != actor.Tenant || e.ids.ended(id) ||
+		e.ids.gone.tooOld(time.Unix(c.Issued, 0), time.Now()) {
 		return false, errNotAdopted
 	}
 	e.adopting.Lock()
@@ -208,55 +212,104 @@ func (e *Endpoint) EndedElsewhere(id string) {
 }
 
 // Tombstones: ended ids, so a seal cannot bring them back. Bounded in
-// number and in time — past an idle timeout a session would have expired
-// anyway.
+// number and in time. What closes the gap a forgotten tombstone would open
+// is the issue time sealed into every id: an id older than adoptWindow is
+// never continued by a replica that does not hold it, and a tombstone is
+// kept longer than that after the end, so by the time it is forgotten its
+// id is too old anyway. A tombstone dropped early to make room raises a
+// floor instead: no id issued at or before the dropped one's issue time is
+// adopted again (the replicas holding such sessions keep serving them).
 const maxTombstones = 1 << 16
 
-// defaultTombstoneTTL is how long ended ids are refused when sessions
-// never expire.
-const defaultTombstoneTTL = 24 * time.Hour
+// minAdoptWindow is the least age at which a sealed id stops being
+// continued elsewhere; a longer idle timeout lengthens it. A client past it
+// whose replica went away initializes again.
+const minAdoptWindow = 24 * time.Hour
+
+// clockSlack covers replicas whose clocks disagree about an issue time.
+const clockSlack = 5 * time.Minute
+
+// adoptWindow is how old a sealed id may be and still be continued by a
+// replica that does not hold it: idle an idle timeout, a session would have
+// expired anyway.
+func adoptWindow(idle time.Duration) time.Duration {
+	return max(idle, minAdoptWindow)
+}
 
 type tombstones struct {
-	mu  sync.Mutex
-	ttl time.Duration
-	at  map[string]time.Time // id → when it may be forgotten
+	window time.Duration // ids older than this are not adopted
+	ttl    time.Duration // how long a tombstone is kept: longer than window
+	// issued reads an id's sealed issue time (false: not a sealed id).
+	issued func(id string) (time.Time, bool)
+
+	mu sync.Mutex
+	at map[string]tombstone
+	// floor: ids issued at or before it are refused, since a tombstone of
+	// one that old was dropped to make room.
+	floor time.Time
+}
+
+type tombstone struct{ until, issued time.Time }
+
+func (t *tombstones) init(idle time.Duration, seal *sessionSeal) {
+	t.window = adoptWindow(idle)
+	t.ttl = t.window + clockSlack
+	t.issued = func(id string) (time.Time, bool) {
+		if seal == nil {
+			return time.Time{}, false
+		}
+		c, ok := seal.open(id)
+		return time.Unix(c.Issued, 0), ok
+	}
 }
 
 // add records id as ended; false if it was already.
 func (t *tombstones) add(id string, now time.Time) bool {
+	issued, _ := t.issued(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.at == nil {
-		t.at = map[string]time.Time{}
+		t.at = map[string]tombstone{}
 	}
-	if until, ok := t.at[id]; ok && now.Before(until) {
+	if ts, ok := t.at[id]; ok && now.Before(ts.until) {
 		return false
 	}
 	if len(t.at) >= maxTombstones {
 		var oldest string
-		var oldestAt time.Time
-		for k, until := range t.at {
-			if !now.Before(until) {
+		var oldestIssued time.Time
+		for k, ts := range t.at {
+			if !now.Before(ts.until) {
 				delete(t.at, k)
-			} else if oldest == "" || until.Before(oldestAt) {
-				oldest, oldestAt = k, until
+			} else if oldest == "" || ts.issued.Before(oldestIssued) {
+				oldest, oldestIssued = k, ts.issued
 			}
 		}
 		if len(t.at) >= maxTombstones {
 			delete(t.at, oldest)
+			if oldestIssued.After(t.floor) {
+				t.floor = oldestIssued
+			}
 		}
 	}
-	t.at[id] = now.Add(t.ttl)
+	t.at[id] = tombstone{until: now.Add(t.ttl), issued: issued}
 	return true
 }
 
 func (t *tombstones) has(id string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	until, ok := t.at[id]
-	if ok && !now.Before(until) {
+	ts, ok := t.at[id]
+	if ok && !now.Before(ts.until) {
 		delete(t.at, id)
 		return false
 	}
 	return ok
+}
+
+// tooOld reports whether an id issued then may no longer be adopted: past
+// the window, or at or before the floor.
+func (t *tombstones) tooOld(issued, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return now.Sub(issued) > t.window || !issued.After(t.floor)
 }

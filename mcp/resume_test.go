@@ -82,3 +82,65 @@ func TestSessionsResumeUnderTheSameKey(t *testing.T) {
 		}
 	})
 }
+
+// SV-2: an operator's end is final even after its tombstone is forgotten.
+// The tombstone outlives the age past which no sealed id is continued by an
+// endpoint that does not hold it, so when it goes the id is refused for its
+// age. A session that was never ended is still continued late in that
+// window (a restart, a replica gone), so the age limit costs normal use
+// nothing within it.
+func TestEndedSessionStaysEndedAfterItsTombstoneSV2(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := mcp.EndpointOptions{SessionKey: testSessionKey, SessionIdleTimeout: time.Minute}
+		ep, _, client := bubbleEndpoint(t, opts)
+		defer ep.Close(context.Background())
+		ended := client("a")
+		initialize(t, ended)
+		if err := ep.EndSession(ended.Session()); err != nil {
+			t.Fatal(err)
+		}
+		// Past the idle timeout (the tombstones' lifetime before), then
+		// past the tombstone's own lifetime.
+		for _, wait := range []time.Duration{2 * time.Minute, 24*time.Hour + 6*time.Minute} {
+			time.Sleep(wait)
+			synctest.Wait()
+			if resp := post(t, ended, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.Status != http.StatusNotFound {
+				t.Fatalf("%v after an operator ended it, the session answered %d, want 404", wait, resp.Status)
+			}
+		}
+
+		// A session issued 23 h ago, never ended, continues on an endpoint
+		// that never saw it.
+		fresh, _, client2 := bubbleEndpoint(t, opts)
+		defer fresh.Close(context.Background())
+		late := client2("a")
+		initialize(t, late)
+		id := late.Session()
+		if err := fresh.Close(context.Background()); err != nil { // a shutdown ends nothing for good
+			t.Fatal(err)
+		}
+		time.Sleep(23 * time.Hour)
+		restarted, sessions, client3 := bubbleEndpoint(t, opts)
+		defer restarted.Close(context.Background())
+		again := client3("a")
+		again.SetSession(id, "2025-06-18")
+		if _, rpcErr := rpc(t, again, "tools/list", nil); rpcErr != nil {
+			t.Fatalf("a 23 h old session on a restarted endpoint: %v", rpcErr)
+		}
+		if _, ok := sessions.Get(id); !ok {
+			t.Error("the continued session is not listed")
+		}
+		// Past the window it is not.
+		if err := restarted.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Hour)
+		last, _, client4 := bubbleEndpoint(t, opts)
+		defer last.Close(context.Background())
+		old := client4("a")
+		old.SetSession(id, "2025-06-18")
+		if resp := post(t, old, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.Status != http.StatusNotFound {
+			t.Errorf("a 25 h old session was continued by an endpoint that never held it (%d), want 404", resp.Status)
+		}
+	})
+}

@@ -194,11 +194,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 		e.seal = seal
 	}
-	ttl := opts.SessionIdleTimeout
-	if ttl < 0 {
-		ttl = defaultTombstoneTTL
-	}
-	e.ids.gone.ttl = ttl
+	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
 

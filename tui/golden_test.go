@@ -62,6 +62,9 @@ func TestGolden(t *testing.T) {
 		{"collisions_100x30", 100, 30, false, []step{{keys: []string{"3"}, want: "kept by"}}},
 		{"sessions_100x30", 100, 30, false, []step{{keys: []string{"4"}, want: "claude-code"}}},
 		{"sessions_80x24", 80, 24, false, []step{{keys: []string{"4"}, want: "claude-code"}}},
+		// OP-5: other replicas' sessions, after this one's, with the replica.
+		{"sessions_replicas_100x30", 100, 30, false, []step{{keys: []string{"4"}, want: "claude-code"}, {msgs: []tea.Msg{elsewhere}, want: "gw-c:303"}}},
+		{"sessions_replicas_80x24", 80, 24, false, []step{{keys: []string{"4"}, want: "claude-code"}, {msgs: []tea.Msg{elsewhere}, want: "gw-c:303"}}},
 		{"approvals_100x30", 100, 30, false, []step{{keys: []string{"5"}, want: "buy milk"}}},
 		{"approvals_80x24", 80, 24, false, []step{{keys: []string{"5"}, want: "buy milk"}}},
 		{"activity_100x30", 100, 30, false, []step{{keys: []string{"6"}, want: "following"}, {msg: tea.BatchMsg(nil), want: "refused"}}},

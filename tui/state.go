@@ -95,6 +95,10 @@ func apply(s *core.Snapshot, ev core.Event) part {
 	case core.SessionEnded:
 		s.Sessions = slices.DeleteFunc(s.Sessions, func(x core.Session) bool { return x.ID == d.Session.ID })
 		return partSessions
+	case core.SessionsElsewhere:
+		s.Sessions = slices.DeleteFunc(s.Sessions, func(x core.Session) bool { return x.Elsewhere })
+		s.Sessions = append(s.Sessions, d.Sessions...)
+		return partSessions
 	case core.CallFinished:
 		r := d.Record
 		if r.Session == "" {

@@ -181,11 +181,36 @@ func TestEndSessionAsks(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 100, 30)
 	press(t, m, "4", "x")
-	if m.Dialog() == nil || !strings.Contains(m.View(), "End session 3f9c2a71 of demo") {
-		t.Fatalf("x does not ask:\n%s", m.View())
+	// Named by its key, never its id, which continues the session (SV-2).
+	key := core.SessionKey("3f9c2a71")
+	if m.Dialog() == nil || !strings.Contains(m.View(), "End session "+key[:16]+"… of demo") || strings.Contains(m.View(), "3f9c2a71") {
+		t.Fatalf("x does not ask, naming the session by its key:\n%s", m.View())
 	}
 	press(t, m, "left", "right", "enter")
 	if !slices.Contains(f.Calls(), "end 3f9c2a71") {
+		t.Fatalf("calls %v", f.Calls())
+	}
+}
+
+// CO-5, OP-5: another replica's session is listed after this one's, with
+// its replica, and ending it asks naming that replica and sends its key.
+func TestEndSessionElsewhereAsks(t *testing.T) {
+	f := newFake()
+	m := ready(t, f, 100, 30)
+	_, cmd := m.Update(elsewhere)
+	drive(t, m, cmd)
+	press(t, m, "4")
+	view := m.View()
+	here, b, c := strings.Index(view, "here gw-a:101"), strings.Index(view, "gw-b:202"), strings.Index(view, "gw-c:303")
+	if here < 0 || b < here || c < b {
+		t.Fatalf("want this replica's session first, then gw-b's, then gw-c's:\n%s", view)
+	}
+	press(t, m, "down", "x")
+	if m.Dialog() == nil || !strings.Contains(m.View(), "End session 0a4f6c2e9b8d7a6f… of alice on /mcp (replica gw-b:202") || !strings.Contains(m.View(), "ends it)?") {
+		t.Fatalf("x on gw-b's session:\n%s", m.View())
+	}
+	press(t, m, "right", "enter")
+	if !slices.Contains(f.Calls(), "end 0a4f6c2e9b8d7a6f5e4d3c2b1a091827") {
 		t.Fatalf("calls %v", f.Calls())
 	}
 }

@@ -32,8 +32,8 @@ func adminCommands() []command {
 		{"approvals", conn, "list the confirmations waiting for an operator on a running gateway", runApprovals},
 		{"approve", "ID " + conn, "approve a pending confirmation: the waiting call runs", runApprove},
 		{"reject", "ID [--reason TEXT] " + conn, "reject a pending confirmation: the waiting call gets isError with the reason", runReject},
-		{"sessions", conn, "list the live client sessions of a running gateway", runSessions},
-		{"end-session", "ID " + conn, "end a client session of a running gateway: its next request fails", runEndSession},
+		{"sessions", conn, "list the live client sessions of a running gateway and of the other replicas on its store", runSessions},
+		{"end-session", "KEY|ID " + conn, "end a client session of a running gateway, or of another replica on its store: its next request fails", runEndSession},
 	}
 }
 
@@ -255,14 +255,21 @@ func runSessions(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stdout, "(no live sessions)")
 		return 0
 	}
+	// Named by their keys, as the console names them: an id continues its
+	// session (SV-2); end-session takes either. The gateway's own replica
+	// is marked, and listed first.
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tENDPOINT\tACTOR\tCLIENT\tPROTOCOL\tSTARTED\tLAST ACTIVITY\tCALLS")
+	fmt.Fprintln(tw, "ID\tREPLICA\tENDPOINT\tACTOR\tCLIENT\tPROTOCOL\tSTARTED\tLAST ACTIVITY\tCALLS")
 	for _, s := range list {
 		client := strings.TrimSpace(s.ClientName + " " + s.ClientVersion)
 		if client == "" {
 			client = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.ID, s.Endpoint, s.Actor.ID, client, orDash(s.Protocol),
+		replica := orDash(s.Replica)
+		if !s.Elsewhere {
+			replica += " (this)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Key(), replica, s.Endpoint, s.Actor.ID, client, orDash(s.Protocol),
 			s.Started.Local().Format(time.DateTime), s.LastActivity.Local().Format(time.DateTime), s.Calls)
 	}
 	_ = tw.Flush()
@@ -272,7 +279,7 @@ func runSessions(ctx context.Context, c *cli, args []string) int {
 func runEndSession(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("end-session")
 	f := addAdminFlags(fs)
-	pos, code, ok := c.adminArgs(fs, args, 1, "exactly one session ID (toolgate sessions lists them)")
+	pos, code, ok := c.adminArgs(fs, args, 1, "exactly one session ID or key (toolgate sessions lists them)")
 	if !ok {
 		return code
 	}

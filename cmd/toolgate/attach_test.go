@@ -148,19 +148,17 @@ func TestAttachConsoleEndToEnd(t *testing.T) {
 	ended := startSDK(t, g.base+"/mcp", previewThenConfirm("end my session", confirmCall("notes_list_notes", "{}")))
 	x.waitFor("alice", screenWait, "⚑ 1 pending approval")
 	sid := newestSession(t, g.adminURL)
+	// The console names a session by its key, never its id (SV-2), and
+	// messages by the key's head.
+	key := core.SessionKey(sid)
 	x.keys("alice", "4", "/")
-	x.text("alice", sid)
+	x.text("alice", key)
 	x.keys("alice", "Enter")
 	x.waitFor("alice", screenWait, "1 of ")
 	x.keys("alice", "x")
 	x.waitFor("alice", screenWait, "End session?")
 	x.keys("alice", "Right", "Enter")
-	// The console names a session by the head of its id: sealed ids are long.
-	head := sid
-	if len(head) > 16 {
-		head = head[:16] + "…"
-	}
-	x.waitFor("alice", screenWait, "session "+head+" ended")
+	x.waitFor("alice", screenWait, "session "+key[:16]+"… ended")
 	// The call waiting there may outlive its session: rejecting it lets
 	// the client go on to its next request.
 	if p := pendingIDs(t, g.adminURL); len(p) > 0 {
@@ -424,13 +422,15 @@ func TestHeadlessVerbsEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sessions); err != nil || code != 0 || !slices.ContainsFunc(sessions, func(s core.Session) bool { return s.ID == c.Session() && s.ClientName == "headless-test" }) {
 		t.Fatalf("sessions --json: exit %d, %v; want %s: %s", code, err, c.Session(), out)
 	}
-	if code, out, _ := tool("", "sessions"); code != 0 || !strings.Contains(out, c.Session()) || !strings.Contains(out, "headless-test 1") {
+	// The table names the session by its key, never its id (SV-2).
+	if code, out, _ := tool("", "sessions"); code != 0 || !strings.Contains(out, core.SessionKey(c.Session())) || strings.Contains(out, c.Session()) || !strings.Contains(out, "headless-test 1") {
 		t.Fatalf("sessions: exit %d\n%s", code, out)
 	}
 	if _, err := c.ListTools(t.Context()); err != nil {
 		t.Fatalf("the session before end-session: %v", err)
 	}
-	if code, out, errOut := tool("", "end-session", c.Session()); code != 0 || !strings.Contains(out, "ended session "+c.Session()) {
+	// By its key, as `sessions` lists it (an id may also start with "-").
+	if code, out, errOut := tool("", "end-session", core.SessionKey(c.Session())); code != 0 || !strings.Contains(out, "ended session "+core.SessionKey(c.Session())) {
 		t.Fatalf("end-session: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, err := c.ListTools(t.Context()); err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
 )
@@ -70,7 +71,10 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
+	// --offline reaches no server, a PostgreSQL store included: review
+	// states then read as if nothing were approved.
+	existing := !*offline || !pgstore.IsDSN(cfg.Gateway.Store)
+	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: existing})
 	if err != nil {
 		return fail(fmt.Errorf("toolgate check: %w", err))
 	}

@@ -84,4 +84,29 @@ CREATE TABLE {s}.pending_confirmations (
 CREATE INDEX pending_confirmations_open ON {s}.pending_confirmations (created, id) WHERE decision IS NULL;
 CREATE INDEX pending_confirmations_deadline ON {s}.pending_confirmations (deadline);
 `,
+	// 3: every replica's live client sessions, for the Sessions pane of
+	// any (CO-5, OP-5). A replica rewrites its rows and its beat on every
+	// change and at least every core beat; rows of a replica whose beat
+	// is old are not listed. key is core.SessionKey, a digest: never the
+	// session id, which with the actor's credentials continues it.
+	`
+CREATE TABLE {s}.replicas (
+	replica text PRIMARY KEY,
+	beat    bigint NOT NULL
+);
+CREATE TABLE {s}.sessions (
+	replica        text NOT NULL REFERENCES {s}.replicas (replica) ON DELETE CASCADE,
+	key            text NOT NULL,
+	endpoint       text NOT NULL,
+	actor_id       text NOT NULL,
+	tenant         text NOT NULL,
+	client_name    text NOT NULL,
+	client_version text NOT NULL,
+	protocol       text NOT NULL,
+	started        bigint NOT NULL,
+	last_activity  bigint NOT NULL,
+	calls          bigint NOT NULL,
+	PRIMARY KEY (replica, key)
+);
+`,
 }

@@ -58,6 +58,7 @@ type Store struct {
 	audit *auditqueue.Queue
 	notes *notifier
 	pq    pendingQueries
+	sq    sessionQueries
 	adds  atomic.Int64 // AddPending calls, for pruning
 }
 
@@ -119,6 +120,12 @@ func newQueries(ident string) queries {
 // newer toolgate fails with core.ErrStoreTooNew, one that holds tables of
 // something else with core.ErrStoreCorrupt. Neither is modified.
 func Open(ctx context.Context, spec string) (*Store, error) {
+	return open(ctx, spec, false)
+}
+
+// open is Open; existing opens only a schema that is there already and
+// migrates nothing (nil, nil without one).
+func open(ctx context.Context, spec string, existing bool) (*Store, error) {
 	d, err := parseDSN(spec)
 	if err != nil {
 		return nil, err
@@ -126,6 +133,7 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 	s := &Store{d: d, sql: newQueries(pgx.Identifier{d.schema}.Sanitize()), now: time.Now}
 	s.notes = newNotifier(s)
 	s.pq = newPendingQueries(pgx.Identifier{d.schema}.Sanitize())
+	s.sq = newSessionQueries(pgx.Identifier{d.schema}.Sanitize())
 	s.host, _ = os.Hostname()
 	if s.pool, err = pgxpool.NewWithConfig(ctx, d.pool); err != nil {
 		return nil, s.wrap(ctx, "connect", err)
@@ -139,7 +147,12 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 	if err := s.do(ctx, "connect", func(ctx context.Context) error { return s.pool.Ping(ctx) }); err != nil {
 		return fail(err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if existing {
+		found, err := s.existingSchema(ctx)
+		if err != nil || !found {
+			return fail(err)
+		}
+	} else if err := s.migrate(ctx); err != nil {
 		return fail(err)
 	}
 	err = s.do(ctx, "read identity", func(ctx context.Context) error {
@@ -256,12 +269,23 @@ func (s *Store) do(ctx context.Context, op string, f func(ctx context.Context) e
 	// A timeout is not retried: a server that does not answer in time
 	// would only take as long again.
 	if err != nil && connectionTrouble(err) && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) && octx.Err() == nil {
+		// After a server restart every idle connection is dead, and one
+		// idle under a second is handed out unpinged: the retry would meet
+		// the next dead one. Dropping them makes it dial.
+		if !tooManyConnections(err) {
+			s.pool.Reset()
+		}
 		err = f(octx)
 	}
 	if err != nil {
 		return s.wrap(ctx, op, err)
 	}
 	return nil
+}
+
+func tooManyConnections(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53300"
 }
 
 // connectionTrouble: the error is about reaching the server, not about the

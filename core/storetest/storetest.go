@@ -3,8 +3,6 @@
 package storetest
 
 import (
-	"github.com/toolgate/toolgate/core"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/core"
 )
 
 // StoreConformance checks the behaviour every core.Store must have, so the
@@ -98,6 +100,14 @@ func SharedConformance(t *testing.T, open func(t *testing.T) (core.Store, core.S
 		}
 		wantAudit(t, b, core.AuditQuery{}, r) // AppendAudit returned: committed
 	})
+	t.Run("CO-5/SessionsListedAcrossHandles", func(t *testing.T) {
+		a, b := fresh(t)
+		sa, ok := a.(core.SharedSessions)
+		if !ok {
+			t.Skip("the store is no core.SharedSessions")
+		}
+		suiteSharedSessions(t, sa, b.(core.SharedSessions))
+	})
 	t.Run("CF-3/ConfirmSecretAcrossHandles", func(t *testing.T) {
 		a, b := fresh(t)
 		sa, ok := a.(core.SecretChecker)
@@ -116,6 +126,55 @@ func SharedConformance(t *testing.T, open func(t *testing.T) (core.Store, core.S
 			t.Errorf("another verifier through the other handle = %v, want core.ErrConfirmSecretMismatch", err)
 		}
 	})
+}
+
+// suiteSharedSessions: each handle's sessions are listed through the
+// other, a sync replaces its replica's rows whole, and a replica that
+// stopped syncing (or was dropped) is not listed.
+func suiteSharedSessions(t *testing.T, a, b core.SharedSessions) {
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Microsecond).UTC()
+	sess := func(replica, key string, age time.Duration) core.Session {
+		return core.Session{ID: core.SessionKey(key), Endpoint: "/mcp", Actor: core.Actor{ID: "alice", Tenant: "t1"},
+			ClientName: "client", ClientVersion: "1.0", Protocol: "2025-06-18", Started: now.Add(-age),
+			LastActivity: now.Add(-age / 2), Calls: 3, Replica: replica}
+	}
+	s1, s2, s3 := sess("r1", "one", 2*time.Minute), sess("r1", "two", time.Minute), sess("r2", "three", time.Minute)
+	if err := a.SyncSessions(ctx, "r1", now, []core.Session{s2, s1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SyncSessions(ctx, "r2", now, []core.Session{s3}); err != nil {
+		t.Fatal(err)
+	}
+	want := func(since time.Time, want ...core.Session) {
+		t.Helper()
+		got, err := b.ListSessions(ctx, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == nil {
+			want = []core.Session{}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ListSessions (-want +got):\n%s", diff)
+		}
+	}
+	want(now.Add(-time.Second), s1, s2, s3)
+	if err := a.SyncSessions(ctx, "r1", now, []core.Session{s2}); err != nil {
+		t.Fatal(err)
+	}
+	want(now.Add(-time.Second), s2, s3)
+	// r2 last beat a minute ago: gone for a listing that wants beats
+	// from the last 30 s, its rows kept.
+	if err := b.SyncSessions(ctx, "r2", now.Add(-time.Minute), []core.Session{s3}); err != nil {
+		t.Fatal(err)
+	}
+	want(now.Add(-30*time.Second), s2)
+	want(now.Add(-2*time.Minute), s2, s3)
+	if err := b.DropReplica(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	want(now.Add(-2*time.Minute), s3)
 }
 
 // suiteSecret: the first verifier is recorded, the same one passes again,

@@ -65,8 +65,8 @@ const (
 	RouteConfirmations       = "GET /v1/confirmations"               // → []core.PendingConfirmation
 	RouteApproveConfirmation = "POST /v1/confirmations/{id}/approve" // → 204
 	RouteRejectConfirmation  = "POST /v1/confirmations/{id}/reject"  // RejectRequest → 204
-	RouteSessions            = "GET /v1/sessions"                    // → []core.Session
-	RouteEndSession          = "DELETE /v1/sessions/{id}"            // → 204
+	RouteSessions            = "GET /v1/sessions"                    // → []core.Session: this replica's, then the others' (Elsewhere, ID a core.SessionKey)
+	RouteEndSession          = "DELETE /v1/sessions/{id}"            // {id}: a session id or a core.SessionKey, of any replica → 204
 	RouteAudit               = "GET /v1/audit"                       // ?since=RFC3339|duration&limit=N → []core.AuditRecord
 )
 
@@ -158,6 +158,7 @@ var eventTypes = map[string]eventDecoder{
 	core.Resync{}.EventName():              decoderOf[core.Resync](),
 	core.SessionStarted{}.EventName():      decoderOf[core.SessionStarted](),
 	core.SessionEnded{}.EventName():        decoderOf[core.SessionEnded](),
+	core.SessionsElsewhere{}.EventName():   decoderOf[core.SessionsElsewhere](),
 	core.CallFinished{}.EventName():        decoderOf[core.CallFinished](),
 	core.ConfirmationPending{}.EventName(): decoderOf[core.ConfirmationPending](),
 	core.ConfirmationDecided{}.EventName(): decoderOf[core.ConfirmationDecided](),

@@ -27,6 +27,7 @@ func TestEventRoundTrip(t *testing.T) {
 		core.Resync{},
 		core.SessionStarted{Session: core.Session{ID: "s1", Endpoint: "/mcp", Actor: core.Actor{ID: "ann", Roles: []string{"MEMBER"}}, Started: at, LastActivity: at}},
 		core.SessionEnded{Session: core.Session{ID: "s1", Started: at, LastActivity: at}, ByOperator: true},
+		core.SessionsElsewhere{Sessions: []core.Session{{ID: "k1", Endpoint: "/mcp", Actor: core.Actor{ID: "bob"}, Started: at, LastActivity: at, Replica: "b:2", Elsewhere: true}}},
 		core.CallFinished{Record: core.AuditRecord{Time: at, Tool: "notes_add", Outcome: "ok", Latency: time.Millisecond}},
 		core.ConfirmationPending{Pending: core.PendingConfirmation{ID: "c1", Tool: "notes_add", Arguments: json.RawMessage(`{"a":1}`), Created: at, Deadline: at.Add(time.Minute)}},
 		core.ConfirmationDecided{ID: "c1", Decision: core.DecisionReject, By: "alice", Reason: "no"},

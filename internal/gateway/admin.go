@@ -187,12 +187,7 @@ func (b adminBackend) Confirmations() []core.PendingConfirmation {
 	return b.g.approvals.Pending()
 }
 
-func (b adminBackend) Sessions() []core.Session {
-	if b.g.sessions == nil {
-		return nil
-	}
-	return b.g.sessions.List()
-}
+func (b adminBackend) Sessions() []core.Session { return b.g.allSessions() }
 
 func (b adminBackend) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecord, error) {
 	return b.g.store.Audit(ctx, q)

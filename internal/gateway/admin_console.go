@@ -203,14 +203,17 @@ func (c *accountedConsole) RejectConfirmation(ctx context.Context, id, by, reaso
 
 func (c *accountedConsole) EndSession(ctx context.Context, id string) error {
 	start := time.Now()
-	detail := ""
-	if c.g.sessions != nil {
-		if s, ok := c.g.sessions.Get(id); ok {
-			detail = "actor " + s.Actor.ID + " on " + s.Endpoint
+	// The audit and the consoles name the session by its key: the id
+	// itself continues the session (SV-2).
+	target, detail := id, ""
+	for _, s := range c.g.allSessions() {
+		if s.ID == id || s.Key() == id {
+			target, detail = s.Key(), "actor "+s.Actor.ID+" on "+s.Endpoint+" at "+s.Replica
+			break
 		}
 	}
 	err := c.local.EndSession(ctx, id)
-	c.account(ctx, c.who(""), core.ActionEndSession, id, detail, start, err)
+	c.account(ctx, c.who(""), core.ActionEndSession, target, detail, start, err)
 	return err
 }
 

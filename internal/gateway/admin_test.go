@@ -400,8 +400,9 @@ func TestAdminEndSession(t *testing.T) {
 		e, ok := d.(core.SessionEnded)
 		return ok && e.Session.ID == id
 	})
-	if a := es.waitAction(ctx, "alice", core.ActionEndSession, id); !strings.Contains(a.Detail, "alice") || a.Error != "" {
-		t.Errorf("the action %+v does not name the session's actor", a)
+	// The action names the session by its key: the id continues it (SV-2).
+	if a := es.waitAction(ctx, "alice", core.ActionEndSession, core.SessionKey(id)); !strings.Contains(a.Detail, "alice") || a.Error != "" || strings.Contains(a.Detail, id) {
+		t.Errorf("the action %+v does not name the session's actor, or names its id", a)
 	}
 	if _, err := s.ListTools(ctx, mcpgo.ListToolsRequest{}); err == nil {
 		t.Error("tools/list on the ended session succeeded")

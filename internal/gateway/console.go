@@ -25,6 +25,9 @@ type LocalConsole struct {
 	// Shared, when the store is shared with other replicas, is told of
 	// every refresh applied, so they refresh too (IM-20, OP-5).
 	Shared core.Broadcaster
+	// EndElsewhere, when other replicas' sessions are listed, ends one of
+	// them by its SessionKey (CO-5).
+	EndElsewhere func(ctx context.Context, key string) error
 }
 
 var _ core.Console = (*LocalConsole)(nil)
@@ -138,9 +141,23 @@ func (c *LocalConsole) RejectConfirmation(ctx context.Context, id, by, reason st
 	return c.Approvals.RejectContext(ctx, id, by, reason)
 }
 
-func (c *LocalConsole) EndSession(_ context.Context, id string) error {
+func (c *LocalConsole) EndSession(ctx context.Context, id string) error {
 	if c.Sessions == nil {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
-	return c.Sessions.End(id)
+	err := c.Sessions.End(id)
+	if !errors.Is(err, core.ErrUnknownSession) {
+		return err
+	}
+	// A SessionKey, as the Sessions pane and `toolgate sessions` name
+	// sessions: one of this replica's, or another's.
+	for _, s := range c.Sessions.List() {
+		if core.SessionKey(s.ID) == id {
+			return c.Sessions.End(s.ID)
+		}
+	}
+	if c.EndElsewhere != nil {
+		return c.EndElsewhere(ctx, id)
+	}
+	return err
 }

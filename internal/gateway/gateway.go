@@ -83,6 +83,10 @@ type Gateway struct {
 	served    chan error // Serve's result, should it stop by itself
 	admin     *adminAPI  // nil without gateway.admin
 	shared    *shared    // nil unless the store is shared (OP-5)
+	// replica names this gateway among those sharing a store; sessionShare
+	// lists their sessions (nil unless the store can, CO-5).
+	replica      string
+	sessionShare *sessionShare
 	// sessionEnds are the endpoints told of sessions other replicas ended,
 	// once built: the shared events start arriving before they are.
 	sessionEnds atomic.Pointer[[]*mcp.Endpoint]
@@ -164,6 +168,8 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	}
 	bus := g.reg.Bus()
 	g.sessions = core.NewSessions(bus)
+	g.replica = replicaName()
+	g.startSessionShare()
 	g.approvals = confirm.NewApprovalQueue(bus)
 	if g.gate, err = newGate(ctx, cfg, g.store, g.approvals, g.needsOperator); err != nil {
 		return nil, fmt.Errorf("confirm gate: %w", err)
@@ -290,6 +296,8 @@ func (g *Gateway) Close(ctx context.Context) error {
 		if g.endLife != nil {
 			g.endLife()
 		}
+		// The endpoints are closed: no session of this replica is left.
+		g.stopSessionShare()
 		// Before the importer closes: a replica's refresh may be running.
 		g.stopShared()
 		if g.importer != nil {
@@ -366,6 +374,9 @@ func (g *Gateway) localConsole() *LocalConsole {
 	c := &LocalConsole{
 		Registry: g.reg, Importer: g.importer, Reviewer: g.review,
 		Approvals: g.approvals, Sessions: g.sessions, Details: info,
+	}
+	if g.sessionShare != nil {
+		c.EndElsewhere = g.sessionShare.endElsewhere
 	}
 	c.Shared, _ = g.store.(core.Broadcaster)
 	return c

@@ -40,7 +40,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
-			SessionKey: sessionKey, SessionTerminated: ended, Replica: replicaName(),
+			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica,
 		})
 		if err != nil {
 			return err

@@ -53,6 +53,9 @@ func (g *Gateway) runShared() {
 		switch e.Kind {
 		case core.SharedResync:
 			err = errors.Join(g.review.Reload(ctx), g.approvals.SharedResync(ctx))
+			if g.sessionShare != nil {
+				g.sessionShare.changedElsewhere()
+			}
 		case core.SharedReview:
 			err = g.review.Reload(ctx)
 		case core.SharedPending, core.SharedDecided:
@@ -62,6 +65,14 @@ func (g *Gateway) runShared() {
 				for _, ep := range *eps {
 					ep.EndedElsewhere(e.ID)
 				}
+			}
+		case core.SharedSessionsChanged:
+			if g.sessionShare != nil {
+				g.sessionShare.changedElsewhere()
+			}
+		case core.SharedEndSession:
+			if g.sessionShare != nil {
+				g.sessionShare.endHere(e.ID)
 			}
 		case core.SharedRefresh:
 			sh.refreshes.Go(func() { g.sharedRefresh(e.ID) })

@@ -96,9 +96,9 @@ func auditKey(cfg *config.Config) []byte {
 	return sum[:]
 }
 
-// existingStore opens the configured or default store file only when it
-// exists, so check and tools see the review approvals without creating a
-// store as a side effect; nil without one.
+// existingStore opens the configured store (PostgreSQL, or the default
+// file) only when it exists, so check and tools see the review approvals
+// without creating a store as a side effect; nil without one.
 func existingStore(ctx context.Context, cfg *config.Config) (core.Store, error) {
 	path := cfg.Gateway.Store
 	if path == "" {
@@ -106,6 +106,15 @@ func existingStore(ctx context.Context, cfg *config.Config) (core.Store, error) 
 		if path, err = sqlitestore.DefaultPath(); err != nil {
 			return nil, nil
 		}
+	}
+	if pgstore.IsDSN(path) {
+		// The replicas' decisions, read where they keep them (RV-3); a
+		// database with no toolgate schema yet is left as it is.
+		s, err := pgstore.OpenExisting(ctx, path)
+		if err != nil || s == nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	if strings.Contains(path, "://") {
 		return nil, nil

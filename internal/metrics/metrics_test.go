@@ -324,6 +324,26 @@ func TestSessionsOP7(t *testing.T) {
 	wantValue(t, fams, 1, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "operator")
 }
 
+// OP-7, OP-5: the sessions other replicas serve, which this one lists from
+// the shared store, are not counted here: each replica counts its own, so
+// the sum over replicas is the total.
+func TestSessionsElsewhereNotCountedOP7(t *testing.T) {
+	bus := core.NewBus()
+	sessions := core.NewSessions(bus)
+	var elsewhere []core.Session
+	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Sessions = append(s.Sessions, elsewhere...) })
+	m := metrics.New(metrics.Options{Bus: bus, Endpoints: []string{"/mcp"}})
+	defer m.Close()
+	sessions.Add(core.Session{ID: "mine", Endpoint: "/mcp", Actor: core.Actor{ID: "alice"}})
+	bus.Commit(func() []core.EventData {
+		elsewhere = []core.Session{{ID: "k1", Endpoint: "/mcp", Replica: "b", Elsewhere: true}, {ID: "k2", Endpoint: "/mcp", Replica: "c", Elsewhere: true}}
+		return []core.EventData{core.SessionsElsewhere{Sessions: elsewhere}}
+	})
+	fams, _ := scrape(t, m)
+	wantValue(t, fams, 1, "toolgate_sessions", "endpoint", "/mcp")
+	wantValue(t, fams, 1, "toolgate_sessions_started_total", "endpoint", "/mcp")
+}
+
 // OP-7, CF-5: pending confirmations, decisions and how long they waited.
 func TestApprovalsOP7(t *testing.T) {
 	bus := core.NewBus()

@@ -120,7 +120,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		sessions[ep] = 0
 	}
 	for _, s := range snap.Sessions {
-		sessions[s.Endpoint]++
+		if !s.Elsewhere { // another replica's, which counts it itself
+			sessions[s.Endpoint]++
+		}
 	}
 	for ep, n := range sessions {
 		gauge(sessionsDesc, float64(n), ep)

@@ -132,9 +132,12 @@ wait "$confirm_pid" || fail "the confirming call failed: $(cat "$work/confirm.js
 grep -q "note created" "$work/confirm.json" || fail "the approved call did not run: $(cat "$work/confirm.json")"
 if screen | grep -qF "pending approval"; then fail "the badge stayed after the approval"; fi
 
-# CO-5 and CO-7: the session and the calls are visible.
+# CO-5 and CO-7: the session and the calls are visible. The pane names the
+# session by its key (core.SessionKey), never its id (SV-2).
 keys 4
-wait_for "${sid:0:9}"
+key=$(printf 'toolgate session key\0%s' "$sid" | sha256sum | cut -c1-9)
+wait_for "$key"
+if screen | grep -qF "${sid:0:12}"; then fail "the Sessions pane shows the session id"; fi
 wait_for "e2e 1"
 keys 6
 wait_for "create_note (notes)"

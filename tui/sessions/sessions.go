@@ -1,9 +1,13 @@
-// Package sessions is the Sessions pane (CO-5): live client sessions; x ends
-// one after a confirm.
+// Package sessions is the Sessions pane (CO-5): live client sessions, this
+// replica's first, then those other replicas on a shared store serve; x
+// ends one after a confirm. A session is shown by its SessionKey, never its
+// id: the id continues the session (SV-2).
 package sessions
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -15,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate/tui/table"
 )
 
-type endResult struct{ ID string }
+type endResult struct{ Key string }
 
 // Model is the pane.
 type Model struct {
@@ -23,21 +27,32 @@ type Model struct {
 	table  *table.Model
 	list   []core.Session
 	nextID uint64
+	// replicas: other replicas' sessions are listed, with the column.
+	replicas bool
 }
 
 // New returns the pane.
 func New(c *common.Common) *Model {
-	cols := []table.Column{
-		{Title: "ID", Width: 10},
-		{Title: "ENDPOINT", Width: 8},
-		{Title: "ACTOR", Width: 8},
-		{Title: "CLIENT", Width: 10, Flex: true},
-		{Title: "PROTOCOL", Width: 10},
-		{Title: "STARTED", Width: 8},
-		{Title: "ACTIVE", Width: 8},
-		{Title: "CALLS", Width: 5},
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, columns(false), "Loading…")}
+}
+
+// columns are the table's; REPLICA only while other replicas' sessions
+// are listed: with one replica it would name this process on every row,
+// in room an 80-column terminal does not have.
+func columns(replicas bool) []table.Column {
+	cols := []table.Column{{Title: "ID", Width: 10}}
+	if replicas {
+		cols = append(cols, table.Column{Title: "REPLICA", Width: 10, Flex: true})
 	}
-	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading…")}
+	return append(cols,
+		table.Column{Title: "ENDPOINT", Width: 8},
+		table.Column{Title: "ACTOR", Width: 8},
+		table.Column{Title: "CLIENT", Width: 10, Flex: true},
+		table.Column{Title: "PROTOCOL", Width: 10},
+		table.Column{Title: "STARTED", Width: 8},
+		table.Column{Title: "ACTIVE", Width: 8},
+		table.Column{Title: "CALLS", Width: 5},
+	)
 }
 
 func (m *Model) Init() tea.Cmd   { return nil }
@@ -49,6 +64,26 @@ func (m *Model) SetSize(w, h int) { m.table.SetSize(w, h) }
 
 // SetSessions replaces the session list.
 func (m *Model) SetSessions(list []core.Session) {
+	// This replica's first, in the order they came; then each other
+	// replica's.
+	list = slices.Clone(list)
+	slices.SortStableFunc(list, func(a, b core.Session) int {
+		if a.Elsewhere != b.Elsewhere {
+			if a.Elsewhere {
+				return 1
+			}
+			return -1
+		}
+		if a.Elsewhere {
+			return cmp.Compare(a.Replica, b.Replica)
+		}
+		return 0
+	})
+	replicas := slices.ContainsFunc(list, func(s core.Session) bool { return s.Elsewhere })
+	if replicas != m.replicas {
+		m.replicas = replicas
+		m.table.SetColumns(columns(replicas))
+	}
 	m.list = list
 	m.table.SetEmpty("No client sessions. Point an MCP client at an endpoint in the header.")
 	now := m.c.Now()
@@ -58,8 +93,15 @@ func (m *Model) SetSessions(list []core.Session) {
 		if client == "" {
 			client = "—"
 		}
-		rows[i] = table.Row{Key: s.ID, Cells: []table.Cell{
-			{Text: s.ID},
+		cells := []table.Cell{{Text: s.Key()}}
+		if replicas {
+			replica := orDash(s.Replica)
+			if !s.Elsewhere {
+				replica = "here " + replica
+			}
+			cells = append(cells, table.Cell{Text: replica})
+		}
+		rows[i] = table.Row{Key: s.ID, Cells: append(cells, []table.Cell{
 			{Text: s.Endpoint},
 			{Text: s.Actor.ID},
 			{Text: client},
@@ -67,7 +109,7 @@ func (m *Model) SetSessions(list []core.Session) {
 			{Text: s.Started.Local().Format("15:04:05")},
 			{Text: common.Ago(now, s.LastActivity)},
 			{Text: fmt.Sprint(s.Calls)},
-		}}
+		}...)}
 	}
 	m.table.SetRows(rows)
 }
@@ -82,7 +124,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if msg.Err != nil {
 				return m, common.Flash(fmt.Sprintf("%s: %v", msg.Label, msg.Err), true)
 			}
-			return m, common.Flash("session "+shortID(msg.Value.(endResult).ID)+" ended", false)
+			return m, common.Flash("session "+shortID(msg.Value.(endResult).Key)+" ended", false)
 		}
 		return m, nil
 	case tea.KeyMsg:
@@ -114,16 +156,28 @@ func (m *Model) end() tea.Cmd {
 	}
 	m.nextID++
 	ctx, con := m.c.Ctx, m.c.Console
-	run := common.Call(common.PaneSessions, m.nextID, "ending session "+shortID(id), func() (any, error) {
-		return endResult{ID: id}, con.EndSession(ctx, id)
+	k := s.Key()
+	run := common.Call(common.PaneSessions, m.nextID, "ending session "+shortID(k), func() (any, error) {
+		return endResult{Key: k}, con.EndSession(ctx, id)
 	})
+	where := ""
+	if s.Elsewhere {
+		where = " (replica " + s.Replica + " ends it)"
+	}
 	return common.Ask("End session?",
-		fmt.Sprintf("End session %s of %s on %s? The client's next request fails and it must reconnect.", shortID(id), s.Actor.ID, s.Endpoint),
+		fmt.Sprintf("End session %s of %s on %s%s? The client's next request fails and it must reconnect.", shortID(k), s.Actor.ID, s.Endpoint, where),
 		"End session", run)
 }
 
-// shortID is the head of a session id: sealed ids run to hundreds of
-// characters (SV-2), and a message or dialog must still fit the screen.
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// shortID is the head of a session key, so a message or dialog fits the
+// screen.
 func shortID(id string) string {
 	const n = 16
 	if r := []rune(id); len(r) > n {

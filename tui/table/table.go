@@ -99,6 +99,12 @@ func (m *Model) SetSize(width, height int) {
 	m.clamp()
 }
 
+// SetColumns replaces the columns; the rows set next must match them.
+func (m *Model) SetColumns(cols []Column) {
+	m.cols = cols
+	m.SetSize(m.width, m.height)
+}
+
 // SetRows replaces the rows, keeping the cursor on the same key if it is
 // still there.
 func (m *Model) SetRows(rows []Row) {
