@@ -17,6 +17,15 @@ import (
 // this stream. The bus never waits for a stream; a stream whose client
 // does not take a frame within the write timeout ends.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, op string) {
+	// Deferred first so it runs last: once "ended" is logged the stream's
+	// slot is free and its subscription closed, so whoever waits on that
+	// line can open another stream at once.
+	var ended error
+	defer func() {
+		if ended != nil {
+			s.streamEnded(op, ended)
+		}
+	}()
 	select {
 	case s.streams <- struct{}{}:
 		defer func() { <-s.streams }()
@@ -41,7 +50,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, op string) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if err := st.snapshot(snap); err != nil {
-		s.streamEnded(op, err)
+		ended = err
 		return
 	}
 	beat := time.NewTicker(s.heartbeat)
@@ -62,7 +71,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, op string) {
 			err = s.deliver(ctx, st, sub, ev)
 		}
 		if err != nil {
-			s.streamEnded(op, err)
+			ended = err
 			return
 		}
 	}
