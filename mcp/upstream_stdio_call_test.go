@@ -99,7 +99,7 @@ func connectWire(t *testing.T, log *slog.Logger) core.Upstream {
 	return u
 }
 
-// A response whose id matches no request is dropped with a log, and does
+// IM-2: a response whose id matches no request is dropped with a log, and does
 // not stand in for the call's own; an id written with an escape is still
 // its request's.
 func TestStdioPipeStrayResponseDropped(t *testing.T) {
@@ -117,7 +117,7 @@ func TestStdioPipeStrayResponseDropped(t *testing.T) {
 	}
 }
 
-// A line over the bound is not kept: the call it answers fails at once
+// IM-2: a line over the bound is not kept: the call it answers fails at once
 // with a clear error, and the connection goes on serving.
 func TestStdioPipeOversizedLineBounded(t *testing.T) {
 	leakCheck(t)
@@ -174,6 +174,8 @@ func TestStdioPipeDeathWithCallsInFlightIM27(t *testing.T) {
 	}
 }
 
+// IM-2: the stdio reader's one scan of a line finds the id, method and
+// result members as the JSON-RPC message holds them.
 func TestScanMessage(t *testing.T) {
 	type got struct {
 		ID, Result, Err string
@@ -204,6 +206,7 @@ func TestScanMessage(t *testing.T) {
 	}
 }
 
+// IM-2: a stdio line is read whole up to the bound and cut beyond it.
 func TestReadLineBounded(t *testing.T) {
 	long := strings.Repeat("y", 300)
 	input := "short\n" + `{"id":"tg-2",` + long + "\nnext\r\nlast"

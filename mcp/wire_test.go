@@ -39,6 +39,8 @@ var wireCases = []string{
 	``,
 }
 
+// SV-1: a tools/call body's id and params, read by the scan, are what
+// encoding/json reads, on every body of wireCases.
 func TestRequestMembersAsDecoded(t *testing.T) {
 	for _, body := range wireCases {
 		var msg struct {
@@ -60,6 +62,8 @@ func TestRequestMembersAsDecoded(t *testing.T) {
 	}
 }
 
+// SV-1: the scan tells a notification from a request as encoding/json
+// does, on every body of wireCases.
 func TestIsNotificationAsDecoded(t *testing.T) {
 	for _, body := range wireCases {
 		var msg struct {

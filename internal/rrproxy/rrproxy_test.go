@@ -93,7 +93,7 @@ func TestRoundRobinAndFailoverOP5(t *testing.T) {
 	}
 }
 
-// With no backend taking the request, the client gets a 502.
+// OP-5: with no backend taking the request, the client gets a 502.
 func TestAllRefused502(t *testing.T) {
 	p, err := New([]string{closedURL(t), closedURL(t)}, &Options{Record: true})
 	if err != nil {
