@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,7 +167,7 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	}()
 	fmt.Fprintf(progress, "toolgate bench: starting a gateway on SQLite, one on PostgreSQL and %d replicas…\n", cfg.Replicas)
 	var bases []string
-	for i, store := range append([]string{filepath.Join(tmp, "toolgate.db"), oneDSN}, repeat(manyDSN, cfg.Replicas)...) {
+	for i, store := range append([]string{filepath.Join(tmp, "toolgate.db"), oneDSN}, slices.Repeat([]string{manyDSN}, cfg.Replicas)...) {
 		g, err := start(store)
 		if err != nil {
 			return nil, err
@@ -268,14 +269,6 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	res.ReplicasProxied = median(manyOverProxied)
 	res.ElapsedSeconds = round3(time.Since(started).Seconds())
 	return res, nil
-}
-
-func repeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
 }
 
 // withSchema is dsn with toolgate's ?schema= set to schema.
