@@ -555,6 +555,9 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	if s.lost.Err() != nil {
 		return nil, fmt.Errorf("%w: %w: %w", core.ErrNotSent, io.ErrUnexpectedEOF, errConnectionLost)
 	}
+	if raw, ok := params.(json.RawMessage); ok && s.pipe != nil && method == string(mcpgo.MethodToolsCall) {
+		return s.pipeCall(ctx, raw)
+	}
 	rec := &statusRecorder{}
 	ctx = context.WithValue(ctx, statusKey{}, rec)
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -584,14 +587,6 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 				resp.Error = &mcpgo.JSONRPCErrorDetails{Code: a.Error.Code, Message: a.Error.Message}
 			}
 		}
-	} else if ok && s.pipe != nil && method == string(mcpgo.MethodToolsCall) {
-		var a *rpcAnswer
-		if a, err = s.pipe.call(ctx, id, callBody(id, raw)); err == nil {
-			resp = &transport.JSONRPCResponse{ID: req.ID, Result: json.RawMessage(a.Result)}
-			if a.Error != nil {
-				resp.Error = &mcpgo.JSONRPCErrorDetails{Code: a.Error.Code, Message: a.Error.Message}
-			}
-		}
 	} else {
 		resp, err = s.tr.SendRequest(ctx, req)
 	}
@@ -613,6 +608,30 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		return nil, s.classify(ctx, errors.New("response has no result"), rec)
 	}
 	return resp.Result, nil
+}
+
+// pipeCall is request's tools/call to a stdio child, without the context
+// layers the other transports need: the pipe watches the lost connection
+// itself, and nothing on it reports an HTTP status (issue 18: two cancel
+// contexts, a value context and an AfterFunc per call were a tenth of the
+// stdio client's CPU).
+func (s *session) pipeCall(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	n := s.ids.Add(1)
+	a, err := s.pipe.call(ctx, s.lost.Done(), n, params)
+	switch {
+	case errors.Is(err, errConnectionLost):
+		return nil, fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, errConnectionLost)
+	case err != nil:
+		if ctx.Err() != nil {
+			s.cancelled(mcpgo.NewRequestId("tg-" + strconv.FormatInt(n, 10)))
+		}
+		return nil, s.classify(ctx, err, &statusRecorder{})
+	case a.Error != nil:
+		return nil, &core.RPCError{Code: a.Error.Code, Message: a.Error.Message}
+	case len(a.Result) == 0:
+		return nil, s.classify(ctx, errors.New("response has no result"), &statusRecorder{})
+	}
+	return json.RawMessage(a.Result), nil
 }
 
 // cancelled tells the upstream that the caller gave up on a request (the

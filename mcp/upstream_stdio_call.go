@@ -163,24 +163,52 @@ func (p *stdioPipe) writeLine(b []byte) error {
 	return err
 }
 
-// wait registers key and returns the channel its response comes on, and
-// the function that withdraws it.
-func (p *stdioPipe) wait(key string) (chan stdioReply, func()) {
-	ch := make(chan stdioReply, 1)
+// replies keeps the one-slot channels responses are handed over on. A
+// channel goes back only once nothing can send on it any more: its
+// response was received, or its wait was withdrawn under mu before any
+// send, since the reader sends only on a channel it took out of pending.
+var replies = sync.Pool{New: func() any { return make(chan stdioReply, 1) }}
+
+// wait registers key and returns the channel its response comes on.
+func (p *stdioPipe) wait(key string) chan stdioReply {
+	ch := replies.Get().(chan stdioReply)
 	p.mu.Lock()
 	p.pending[key] = ch
 	p.mu.Unlock()
-	return ch, func() {
-		p.mu.Lock()
+	return ch
+}
+
+// withdraw ends the wait for key, and reports whether it was still
+// registered, so no response can come on its channel any more.
+func (p *stdioPipe) withdraw(key string, ch chan stdioReply) bool {
+	p.mu.Lock()
+	mine := p.pending[key] == ch
+	if mine {
 		delete(p.pending, key)
-		p.mu.Unlock()
 	}
+	p.mu.Unlock()
+	return mine
+}
+
+// abandon withdraws the wait for key; a channel that still gets its
+// response is left to the collector.
+func (p *stdioPipe) abandon(key string, ch chan stdioReply) {
+	if p.withdraw(key, ch) {
+		replies.Put(ch)
+	}
+}
+
+// received returns a channel whose response was read to the pool.
+func received(ch chan stdioReply, r stdioReply) (stdioReply, error) {
+	replies.Put(ch)
+	return r, r.err
 }
 
 // exchange writes line, a request whose id is key, and waits for its
 // response, as mcp-go's stdio transport does: ErrTransportClosed once
-// stdout has ended, the context's error when it ends first.
-func (p *stdioPipe) exchange(ctx context.Context, key string, line []byte) (stdioReply, error) {
+// stdout has ended, the context's error when it ends first, and
+// errConnectionLost when lost is closed first (nil: never).
+func (p *stdioPipe) exchange(ctx context.Context, lost <-chan struct{}, key string, line []byte) (stdioReply, error) {
 	select {
 	case <-p.done:
 		return stdioReply{}, transport.ErrTransportClosed
@@ -188,34 +216,45 @@ func (p *stdioPipe) exchange(ctx context.Context, key string, line []byte) (stdi
 		return stdioReply{}, ctx.Err()
 	default:
 	}
-	ch, withdraw := p.wait(key)
+	ch := p.wait(key)
 	if err := p.writeLine(line); err != nil {
-		withdraw()
+		p.abandon(key, ch)
 		return stdioReply{}, fmt.Errorf("failed to write request: %w", err)
 	}
 	select {
 	case r := <-ch:
-		return r, r.err
+		return received(ch, r)
 	case <-p.done:
 		// A response may have come just before stdout ended.
 		select {
 		case r := <-ch:
-			return r, r.err
+			return received(ch, r)
 		default:
 		}
-		withdraw()
+		p.abandon(key, ch)
 		return stdioReply{}, transport.ErrTransportClosed
+	case <-lost:
+		p.abandon(key, ch)
+		return stdioReply{}, errConnectionLost
 	case <-ctx.Done():
-		withdraw()
+		p.abandon(key, ch)
 		return stdioReply{}, ctx.Err()
 	}
 }
 
-// call sends body, a tools/call request with string id, and returns its
-// response with the result's bytes as they came.
-func (p *stdioPipe) call(ctx context.Context, id string, body []byte) (*rpcAnswer, error) {
-	key := string(appendJSONString(make([]byte, 0, len(id)+2), id))
-	r, err := p.exchange(ctx, key, append(body, '\n'))
+// call sends a tools/call request with params and the id "tg-N", and
+// returns its response with the result's bytes as they came. The request
+// is written in one buffer, its id a string that needs no escaping.
+func (p *stdioPipe) call(ctx context.Context, lost <-chan struct{}, n int64, params []byte) (*rpcAnswer, error) {
+	const head, mid, tail = `{"jsonrpc":"2.0","id":"tg-`, `","method":"tools/call","params":`, "}\n"
+	line := make([]byte, 0, len(head)+20+len(mid)+len(params)+len(tail))
+	line = append(line, head...)
+	line = strconv.AppendInt(line, n, 10)
+	key := `"` + string(line[len(head)-3:]) + `"`
+	line = append(line, mid...)
+	line = append(line, params...)
+	line = append(line, tail...)
+	r, err := p.exchange(ctx, lost, key, line)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +278,7 @@ func (p *stdioPipe) SendRequest(ctx context.Context, req transport.JSONRPCReques
 	if err != nil {
 		return nil, fmt.Errorf("failed to marshal request: %w", err)
 	}
-	r, err := p.exchange(ctx, string(key), append(b, '\n'))
+	r, err := p.exchange(ctx, nil, string(key), append(b, '\n'))
 	if err != nil {
 		return nil, err
 	}
