@@ -405,7 +405,7 @@ func (s *Schema) Validate(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	v, err := decodeInstance(args)
 	if err != nil {
 		return &ValidationError{Errors: []FieldError{{Message: "arguments are not valid JSON: " + err.Error()}}}
 	}
