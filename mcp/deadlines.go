@@ -45,16 +45,30 @@ func WithDeadlines(h http.Handler, read, write time.Duration) http.Handler {
 type deadline struct {
 	rc      *http.ResponseController
 	timeout time.Duration
+	// at is when the deadline was last moved. Moving it again within
+	// extendSlack changes nothing a client could notice and costs a timer
+	// update in the poller: a call's answer is a header and a body moments
+	// apart.
+	at time.Time
 }
+
+const extendSlack = time.Millisecond
 
 func newDeadline(w http.ResponseWriter, timeout time.Duration) deadline {
 	return deadline{rc: http.NewResponseController(w), timeout: timeout}
 }
 
-func (d deadline) extend() {
-	if d.timeout > 0 {
-		_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+// extend is called with the writer's lock held.
+func (d *deadline) extend() {
+	if d.timeout <= 0 {
+		return
 	}
+	now := time.Now()
+	if !d.at.IsZero() && now.Sub(d.at) < extendSlack {
+		return
+	}
+	d.at = now
+	_ = d.rc.SetWriteDeadline(now.Add(d.timeout))
 }
 
 // streamWriter is a GET stream's response as mcp-go writes it: every write
