@@ -223,10 +223,17 @@ func Supervise(ctx context.Context, argv []string, stderr io.Writer) int {
 	return supervise(ctx, argv, stderr)
 }
 
-// watchExit notes when the child is gone, polling because the transport owns
-// cmd.Wait. It ends when the session stops.
+// watchExit notes when the child is gone: from a pidfd where there is one,
+// else polling, because the transport owns cmd.Wait. It ends when the
+// session stops.
 func watchExit(pid int, exited *atomic.Bool, stopped context.Context) {
 	if pid == 0 {
+		return
+	}
+	if gone, ok := awaitExit(pid, stopped); ok {
+		if gone {
+			exited.Store(true)
+		}
 		return
 	}
 	t := time.NewTicker(100 * time.Millisecond)

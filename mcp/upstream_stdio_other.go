@@ -30,6 +30,9 @@ func groupAlive(pgid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// awaitExit waits for nothing here: watchExit polls.
+func awaitExit(int, context.Context) (exited, ok bool) { return false, false }
+
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)

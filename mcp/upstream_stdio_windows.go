@@ -28,6 +28,9 @@ func signalGroup(pid int, sig syscall.Signal) {
 
 func groupAlive(int) bool { return false }
 
+// awaitExit waits for nothing here: watchExit polls.
+func awaitExit(int, context.Context) (exited, ok bool) { return false, false }
+
 func processAlive(pid int) bool {
 	_, err := os.FindProcess(pid)
 	return err == nil
