@@ -595,7 +595,8 @@ func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, a
 // can read. asks carries requests to the client on the call's own stream
 // when the gateway serves the call itself; nil where mcp-go does.
 func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
-	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", RequestID: c.RequestID, CallID: randomID(), IdempotencyKey: randomID()}
+	callID, idemKey := randomIDPair()
+	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", RequestID: c.RequestID, CallID: callID, IdempotencyKey: idemKey}
 	if s := server.ClientSessionFromContext(ctx); s != nil {
 		call.Session = s.SessionID()
 	}
@@ -851,7 +852,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is in its listing.
 		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
 	}
-	served, r := e.serveCall(cs, r, body, id)
+	served, r := e.serveCall(cs, r, body, id, cancel)
 	if !served && isCall {
 		// mcp-go dispatches this call from its own table: bring it up to
 		// date first, as serveCall reads the registry itself.
@@ -1165,6 +1166,14 @@ func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// randomIDPair is two randomIDs from one read of the random source.
+func randomIDPair() (string, string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[:32], h[32:]
 }
 
 // isJSONMediaType reports whether ct names application/json, parameters

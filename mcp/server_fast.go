@@ -45,7 +45,10 @@ func (p *callParams) progressToken() any {
 // then serveCall reports false; a tools/call that mcp-go then dispatches
 // (stateless endpoints, revisions without sessions) reaches callHandler,
 // which answers it the same way from the request read here.
-func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string) (bool, *http.Request) {
+//
+// cancel ends the request's context: a notifications/cancelled for the
+// call's id uses it, so the call needs no cancel context of its own.
+func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string, cancel context.CancelCauseFunc) (bool, *http.Request) {
 	req, ok := e.ownRequest(r, body, session, mcpgo.MethodToolsCall)
 	if !ok {
 		return false, withRawCall(r, body)
@@ -62,10 +65,9 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 	}
 
 	c.RequestID = requestIDOf(req.id, req.rawID)
-	ctx, cancel := context.WithCancel(e.mcp.WithContext(r.Context(), req.session))
-	defer cancel()
+	ctx := e.mcp.WithContext(r.Context(), req.session)
 	key := session + "\x00" + idKey(req.id)
-	e.ids.inflight.add(key, cancel)
+	e.ids.inflight.add(key, func() { cancel(context.Canceled) })
 	defer e.ids.inflight.remove(key)
 	writeResult(w, req.rawID, e.invoke(ctx, req.actor, c, params.progressToken(), &e.asks))
 	return true, r
