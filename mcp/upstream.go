@@ -559,7 +559,6 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		return s.pipeCall(ctx, raw)
 	}
 	rec := &statusRecorder{}
-	ctx = context.WithValue(ctx, statusKey{}, rec)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopWatch := context.AfterFunc(s.lost, func() { cancel(errConnectionLost) })
@@ -588,7 +587,9 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 			}
 		}
 	} else {
-		resp, err = s.tr.SendRequest(ctx, req)
+		// mcp-go's transport reports an error status through rec; the
+		// poster returns it.
+		resp, err = s.tr.SendRequest(context.WithValue(ctx, statusKey{}, rec), req)
 	}
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errConnectionLost) {
 		s.cancelled(req.ID)
