@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -54,7 +56,7 @@ func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, sessio
 		return false, withRawCall(r, body)
 	}
 	var params callParams
-	if json.Unmarshal(req.params, &params) != nil {
+	if !readCallParams(req.params, &params) {
 		return false, r
 	}
 	c, err := e.resolve(r.Context(), req.actor, params.Name, params.Arguments)
@@ -237,7 +239,7 @@ func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, meth
 	if !ok {
 		return req, false
 	}
-	if json.Unmarshal(rawID, &req.id) != nil {
+	if req.id, ok = readID(rawID); !ok {
 		return req, false
 	}
 	switch req.id.(type) {
@@ -259,6 +261,62 @@ func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, meth
 		req.params = json.RawMessage(`{}`)
 	}
 	return req, true
+}
+
+// readID is json.Unmarshal of a JSON-RPC id into an any: a string, a
+// float64, or whatever else it holds. Plain strings and numbers, nearly
+// every id, are read without the decoder.
+func readID(raw []byte) (any, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if s := raw[1 : n-1]; bytes.IndexByte(s, '\\') < 0 && bytes.IndexByte(s, '"') < 0 && utf8.Valid(s) {
+			return string(s), true
+		}
+	} else if n > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			return f, true
+		}
+	}
+	var id any
+	err := json.Unmarshal(raw, &id)
+	return id, err == nil
+}
+
+// readCallParams is json.Unmarshal of a tools/call's params (valid JSON)
+// into p, reporting whether it succeeded. The common params, an object
+// with a plain name and arguments and no _meta, are read in one scan; any
+// member the scan would have to interpret (a _meta, an escape, a name in
+// other case, which encoding/json matches too) sends the whole object to
+// the decoder.
+func readCallParams(raw []byte, p *callParams) bool {
+	plain := true
+	var name, args []byte
+	ok := scanMembers(raw, func(key, v []byte) {
+		switch string(key) {
+		case "name":
+			name = v
+		case "arguments":
+			args = v
+		default:
+			if bytes.IndexByte(key, '\\') >= 0 || bytes.EqualFold(key, []byte("name")) ||
+				bytes.EqualFold(key, []byte("arguments")) || bytes.EqualFold(key, []byte("_meta")) {
+				plain = false
+			}
+		}
+	})
+	if ok && plain {
+		if name == nil {
+			*p = callParams{Arguments: json.RawMessage(args)}
+			return true
+		}
+		if n, isID := readID(name); isID {
+			if s, isString := n.(string); isString && name[0] == '"' {
+				*p = callParams{Name: s, Arguments: json.RawMessage(args)}
+				return true
+			}
+		}
+	}
+	*p = callParams{}
+	return json.Unmarshal(raw, p) == nil
 }
 
 // requestMembers returns the id and params of body when it is a JSON-RPC

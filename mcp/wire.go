@@ -92,6 +92,49 @@ func scanMessage(b []byte) (m wireMessage, ok bool) {
 	}
 }
 
+// scanMembers calls visit with each top-level member of the JSON object b,
+// its key as written between the quotes and its value's bytes, in order.
+// It does not validate: it reports false for what is not an object.
+func scanMembers(b []byte, visit func(key, value []byte)) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return true
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		end := stringEnd(b, i)
+		if end < 0 {
+			return false
+		}
+		key := b[i+1 : end-1]
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		vEnd := valueEnd(b, i)
+		if vEnd < 0 {
+			return false
+		}
+		visit(key, b[i:vEnd])
+		i = vEnd
+	}
+}
+
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
