@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -195,15 +196,18 @@ func (p *poster) exchange(ctx context.Context, body []byte) (resp *rpcAnswer, co
 		}
 		return nil, res.StatusCode, fmt.Errorf("request failed with status %d: %s", res.StatusCode, b)
 	}
-	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	mt := res.Header.Get("Content-Type")
+	if mt != "application/json" {
+		mt, _, _ = mime.ParseMediaType(mt)
+	}
 	switch mt {
 	case "application/json":
 		b, err := readBody(res)
 		if err != nil {
 			return nil, 0, fmt.Errorf("failed to decode response: %w", err)
 		}
-		var a rpcAnswer
-		if err := json.Unmarshal(b, &a); err != nil {
+		a, err := readAnswer(b)
+		if err != nil {
 			return nil, 0, fmt.Errorf("failed to decode response: %w", err)
 		}
 		if len(a.ID) == 0 || string(a.ID) == "null" {
@@ -291,6 +295,34 @@ type rpcAnswer struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// readAnswer is json.Unmarshal of b into an rpcAnswer. A response whose
+// members need no interpreting (no name in other case, a plain method, an
+// error object that decodes) is read in one scan and one check, its result
+// never decoded; anything else, and every error, is encoding/json's.
+func readAnswer(b []byte) (rpcAnswer, error) {
+	var a rpcAnswer
+	if m, ok := scanMessage(b); ok && !m.folded && json.Valid(b) {
+		a.ID, a.Result = json.RawMessage(m.id), aliasRaw(m.result)
+		plain := true
+		switch n := len(m.method); {
+		case n == 0 || string(m.method) == "null":
+		case n >= 2 && m.method[0] == '"' && bytes.IndexByte(m.method, '\\') < 0 && utf8.Valid(m.method):
+			a.Method = string(m.method[1 : n-1])
+		default:
+			plain = false
+		}
+		if e := m.err; plain && len(e) > 0 && string(e) != "null" {
+			plain = e[0] == '{' && json.Unmarshal(e, &a.Error) == nil
+		}
+		if plain {
+			return a, nil
+		}
+		a = rpcAnswer{}
+	}
+	err := json.Unmarshal(b, &a)
+	return a, err
 }
 
 // aliasRaw is json.RawMessage without the copy: the answer's buffer is
