@@ -88,6 +88,32 @@ func BenchmarkQueueAuditParallel(b *testing.B) {
 	reportCPU(b, cpu, float64(b.N), "cpu-ns/op")
 }
 
+// BenchmarkQueueAuditPaced is 16 callers per CPU each queueing a record
+// every millisecond, as sessions of a gateway do, instead of as fast as
+// they can: the flusher lingers for company between batches. Only
+// cpu-ns/op says something (it includes the callers' sleeps, the same in
+// every run).
+func BenchmarkQueueAuditPaced(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	cpu := processCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			time.Sleep(time.Millisecond)
+			if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint(i))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	s.audit.Flush()
+	reportCPU(b, cpu, float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkInsertAuditBatch is the flusher's write of one batch (one
 // transaction), per record, at batch sizes group commit produces: a lone
 // call, a few concurrent sessions, a busy gateway (45: not one of the
