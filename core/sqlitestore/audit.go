@@ -8,6 +8,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/core"
@@ -150,7 +151,7 @@ func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord
 			i++
 		}
 		n := auditRows[i]
-		w.args = w.args[:0]
+		w.args = slices.Grow(w.args[:0], n*auditColumns)
 		for _, r := range recs[:n] {
 			at, _ := unixNano(r.Time)
 			w.arg(at)
