@@ -1,11 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -80,34 +83,70 @@ func (e *Endpoint) argsHash(c *core.ToolCall) string {
 	if err != nil {
 		canon = c.Args
 	}
+	const keyed, plain = "hmac-sha256:", "sha256:"
+	var buf [len(keyed) + 2*sha256.Size]byte
 	if e.opts.AuditKey != nil {
-		m := hmac.New(sha256.New, e.opts.AuditKey)
-		m.Write(canon)
-		return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+		m := getAuditMAC(e.opts.AuditKey)
+		m.h.Write(canon)
+		sum := m.h.Sum(m.sum[:0])
+		n := copy(buf[:], keyed)
+		hex.Encode(buf[n:], sum)
+		auditMACs.Put(m)
+		return string(buf[:n+hex.EncodedLen(len(sum))])
 	}
 	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	n := copy(buf[:], plain)
+	hex.Encode(buf[n:], sum[:])
+	return string(buf[:n+hex.EncodedLen(len(sum))])
+}
+
+// auditMACs keeps argument-hash HMACs from call to call (*auditMAC): a new
+// one costs seven allocations, a reset one none. A state keyed with
+// another endpoint's key is dropped, not reused.
+var auditMACs sync.Pool
+
+type auditMAC struct {
+	key []byte
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+// getAuditMAC returns a reset HMAC-SHA256 under key; give it back to
+// auditMACs once its sum is read.
+func getAuditMAC(key []byte) *auditMAC {
+	if m, ok := auditMACs.Get().(*auditMAC); ok && bytes.Equal(m.key, key) {
+		m.h.Reset()
+		return m
+	}
+	return &auditMAC{key: key, h: hmac.New(sha256.New, key)}
 }
 
 // outcome names what happened in the audit's words.
 func outcome(kind core.Kind, c *core.ToolCall, err error, res core.Result) string {
-	var refused *confirm.RefusedError
-	var invalid *schema.ValidationError
+	if err != nil {
+		return errOutcome(err)
+	}
 	switch {
-	case errors.As(err, &refused):
-		return "refused"
-	case errors.As(err, &invalid):
-		return "invalid"
-	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
-		return "not-found"
-	case errors.Is(err, core.ErrOutcomeUnknown):
-		return "outcome-unknown"
-	case err != nil:
-		return "failed"
 	case kind == core.KindAction && !c.Confirm && c.Issued != "":
 		return "preview"
 	case res.IsError:
 		return "error"
 	}
 	return "ok"
+}
+
+func errOutcome(err error) string {
+	if _, ok := errors.AsType[*confirm.RefusedError](err); ok {
+		return "refused"
+	}
+	if _, ok := errors.AsType[*schema.ValidationError](err); ok {
+		return "invalid"
+	}
+	switch {
+	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
+		return "not-found"
+	case errors.Is(err, core.ErrOutcomeUnknown):
+		return "outcome-unknown"
+	}
+	return "failed"
 }

@@ -28,6 +28,10 @@ const (
 	Linger = 5 * time.Millisecond
 )
 
+// spareMax bounds the array kept from one batch for the next: a burst up to
+// Max does not keep its megabyte.
+const spareMax = 256
+
 // Batch is the records committed together and what came of it.
 type Batch struct {
 	done   chan struct{} // closed once the batch is written or failed
@@ -48,6 +52,7 @@ func (b *Batch) Wait() error {
 type Queue struct {
 	mu      sync.Mutex
 	recs    []core.AuditRecord // queued, not yet taken by the flusher
+	spare   []core.AuditRecord // a written batch's array, emptied, for recs to reuse
 	next    *Batch             // the batch recs will be written in
 	writing *Batch             // the batch being written; nil when idle
 	urgent  bool               // somebody waits for next: no lingering
@@ -98,6 +103,13 @@ func (q *Queue) Put(ctx context.Context, r core.AuditRecord, urgent bool) (b *Ba
 		q.mu.Unlock()
 		return nil, nil, core.ErrStoreClosed
 	}
+	// The flusher needs waking for the first record (it waits for one) and
+	// for one somebody waits on (it stops lingering); for the others it
+	// comes back by itself at the end of its linger or write.
+	wake := len(q.recs) == 0 || urgent
+	if q.recs == nil {
+		q.recs, q.spare = q.spare, nil
+	}
 	q.recs = append(q.recs, r)
 	b = q.next
 	if urgent {
@@ -110,7 +122,9 @@ func (q *Queue) Put(ctx context.Context, r core.AuditRecord, urgent bool) (b *Ba
 		q.lost, q.lostErr = 0, nil
 	}
 	q.mu.Unlock()
-	q.signal()
+	if wake {
+		q.signal()
+	}
 	return b, lost, nil
 }
 
@@ -155,7 +169,8 @@ func (q *Queue) Close() {
 }
 
 // Run is the flusher: it writes batches with insert, one call per batch,
-// until the queue is closed and empty.
+// until the queue is closed and empty. insert must not keep the slice: its
+// array is reused for a later batch.
 func (q *Queue) Run(insert func([]core.AuditRecord) error) {
 	defer close(q.stopped)
 	for {
@@ -197,7 +212,11 @@ func (q *Queue) Run(insert func([]core.AuditRecord) error) {
 
 		b.err = insert(recs)
 
+		clear(recs) // the strings are the records', kept by nobody now
 		q.mu.Lock()
+		if cap(recs) <= spareMax {
+			q.spare = recs[:0]
+		}
 		q.writing = nil
 		if b.err != nil && b.queued > 0 {
 			// Callers that wait get the error themselves; nobody waits

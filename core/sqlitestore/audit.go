@@ -5,16 +5,15 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/auditqueue"
 )
-
-const insertAuditSQL = `
-	INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-		args_hash, outcome, latency, confirm_token_id, call_id)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // AppendAudit implements core.Store: it returns once the record is
 // committed.
@@ -60,30 +59,188 @@ func (s *Store) queueAudit(ctx context.Context, r core.AuditRecord, wait bool) (
 	return b, nil
 }
 
-// insertAudit writes one batch in one transaction, through the insert
-// statement prepared at Open.
+// insertAudit writes one batch in one transaction, through the flusher's
+// auditWriter on the write connection.
 func (s *Store) insertAudit(recs []core.AuditRecord) error {
-	ctx := context.Background()
 	// Records written to a lost file would read as kept and be gone.
 	if err := s.present(); err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	ctx := context.Background()
+	conn, err := s.w.Conn(ctx)
 	if err != nil {
 		return s.wrap("append audit", err)
 	}
-	defer tx.Rollback()
-	stmt := tx.StmtContext(ctx, s.insert)
-	defer stmt.Close()
-	for _, r := range recs {
-		at, _ := unixNano(r.Time)
-		if _, err := stmt.ExecContext(ctx, at, r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-			r.ArgsHash, r.Outcome, int64(r.Latency), r.ConfirmTokenID, r.CallID); err != nil {
-			return s.wrap("append audit", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
+	defer conn.Close()
+	if err := conn.Raw(func(dc any) error { return s.aw.write(ctx, dc, recs) }); err != nil {
 		return s.wrap("append audit", err)
 	}
 	return nil
+}
+
+// auditRows are the row counts of the inserts the writer prepares, largest
+// first: a batch is written as a few multi-row statements (45 records:
+// 32+8+4+1; at most 8 for any batch under 256), not one per record. The
+// rows go in in the batch's order, so seq keeps the append order.
+var auditRows = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
+
+// auditColumns is the number of parameters per row of insertAuditSQL.
+const auditColumns = 13
+
+// insertAuditSQL is the insert of rows records.
+func insertAuditSQL(rows int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+		args_hash, outcome, latency, confirm_token_id, call_id) VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
+}
+
+// auditWriter is the flusher's own use of the write connection: the
+// transaction's statements and the inserts, prepared once on the driver
+// connection and run on it directly. A database/sql transaction would cost
+// a goroutine watching its context, and the driver a watcher per BEGIN and
+// COMMIT and a statement prepared for each; the statements run with a
+// context that never ends, so the driver starts none.
+//
+// Only the flusher uses it, inside sql.Conn.Raw on the write connection (so
+// no other query runs on the connection while the transaction is open),
+// and Close once the flusher has stopped.
+type auditWriter struct {
+	conn                    driver.Conn // the statements belong to it
+	begin, commit, rollback driver.Stmt
+	insert                  [len(auditRows)]driver.Stmt
+	args                    []driver.NamedValue // one statement's, reused
+}
+
+// write commits recs in one transaction on dc. It leaves dc outside any
+// transaction, or fails with driver.ErrBadConn so database/sql closes it.
+func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord) (err error) {
+	c, ok := dc.(driver.Conn)
+	if !ok {
+		return fmt.Errorf("driver connection %T: %w", dc, driver.ErrBadConn)
+	}
+	if c != w.conn {
+		// database/sql closes a connection only after it reported itself
+		// bad; its statements went with it.
+		*w = auditWriter{conn: c, args: w.args}
+	}
+	if err := w.exec(ctx, &w.begin, "BEGIN IMMEDIATE", nil); err != nil {
+		return err // SQLite leaves no transaction open when BEGIN fails
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		// A COMMIT that failed may have ended the transaction itself; a
+		// ROLLBACK that fails leaves it unknown, and the connection must
+		// not serve the next query like that.
+		if rerr := w.exec(ctx, &w.rollback, "ROLLBACK", nil); rerr != nil {
+			w.close()
+			err = fmt.Errorf("%w; rollback: %v (%w)", err, rerr, driver.ErrBadConn)
+		}
+	}()
+	for len(recs) > 0 {
+		i := 0
+		for auditRows[i] > len(recs) {
+			i++
+		}
+		n := auditRows[i]
+		w.args = slices.Grow(w.args[:0], n*auditColumns)
+		for _, r := range recs[:n] {
+			at, _ := unixNano(r.Time)
+			w.arg(at)
+			w.arg(r.Endpoint)
+			w.arg(r.ActorID)
+			w.arg(r.Tenant)
+			w.arg(r.Session)
+			w.arg(r.Tool)
+			w.arg(r.Source)
+			w.arg(r.RemoteName)
+			w.arg(r.ArgsHash)
+			w.arg(r.Outcome)
+			w.arg(int64(r.Latency))
+			w.arg(r.ConfirmTokenID)
+			w.arg(r.CallID)
+		}
+		if w.insert[i] == nil {
+			if err := w.prepare(ctx, &w.insert[i], insertAuditSQL(n)); err != nil {
+				return err
+			}
+		}
+		err := w.exec(ctx, &w.insert[i], "", w.args)
+		clear(w.args) // the strings are the records'
+		if err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return w.exec(ctx, &w.commit, "COMMIT", nil)
+}
+
+func (w *auditWriter) arg(v driver.Value) {
+	w.args = append(w.args, driver.NamedValue{Ordinal: len(w.args) + 1, Value: v})
+}
+
+// prepare prepares query as *st.
+func (w *auditWriter) prepare(ctx context.Context, st *driver.Stmt, query string) error {
+	p, ok := w.conn.(driver.ConnPrepareContext)
+	if !ok {
+		return fmt.Errorf("driver connection %T prepares no statements with a context", w.conn)
+	}
+	prepared, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	*st = prepared
+	return nil
+}
+
+// exec runs *st, preparing query as *st first if it is nil.
+func (w *auditWriter) exec(ctx context.Context, st *driver.Stmt, query string, args []driver.NamedValue) error {
+	if *st == nil {
+		if err := w.prepare(ctx, st, query); err != nil {
+			return err
+		}
+	}
+	e, ok := (*st).(driver.StmtExecContext)
+	if !ok {
+		return fmt.Errorf("driver statement %T executes nothing with a context", *st)
+	}
+	_, err := e.ExecContext(ctx, args)
+	return err
+}
+
+// close closes the prepared statements; the connection stays open.
+func (w *auditWriter) close() error {
+	var errs []error
+	for _, st := range append([]driver.Stmt{w.begin, w.commit, w.rollback}, w.insert[:]...) {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	*w = auditWriter{args: w.args}
+	return errors.Join(errs...)
+}
+
+// closeAuditWriter closes the writer's statements, on Close once the
+// flusher has stopped, before the connection closes.
+func (s *Store) closeAuditWriter() error {
+	ctx := context.Background()
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		if dc != s.aw.conn {
+			return nil // the statements' connection is gone
+		}
+		return s.aw.close()
+	})
 }

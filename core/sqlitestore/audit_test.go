@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,5 +214,67 @@ func TestFullQueueWaitsOP6(t *testing.T) {
 	ids := auditIDs(t, s)
 	if len(ids) != auditqueue.Max+2 || ids["first"] != 1 || ids["waited"] != 1 || ids["gave-up"] != 0 {
 		t.Fatalf("%d records (first %d, waited %d, gave-up %d), want %d", len(ids), ids["first"], ids["waited"], ids["gave-up"], auditqueue.Max+2)
+	}
+}
+
+// OP-6: a batch is written as several multi-row inserts; every record lands
+// once, whole, in the batch's order, whatever the batch's size.
+func TestBatchSizesOP6(t *testing.T) {
+	s := mustOpen(t, tempPath(t))
+	at := time.Now().UTC()
+	var want []core.AuditRecord
+	for _, n := range []int{1, 2, 3, 7, 8, 45, 128, 129, 300} {
+		batch := make([]core.AuditRecord, n)
+		for i := range batch {
+			// One time for all: only seq orders them.
+			batch[i] = storetest.FullAuditRecord(at, fmt.Sprintf("b%d-%d", n, i))
+			batch[i].Latency = time.Duration(n*1000 + i)
+		}
+		if err := s.insertAudit(batch); err != nil {
+			t.Fatalf("batch of %d: %v", n, err)
+		}
+		want = append(want, batch...)
+	}
+	got, err := s.Audit(context.Background(), core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("record %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// OP-6: a batch that fails part way commits none of its records, and
+// leaves the write connection outside any transaction: the next batch and
+// the other writes work, and the failed batch's records stay out.
+func TestFailedBatchRollsBackOP6(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	s := mustOpen(t, path)
+	rawExec(t, path, `CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.call_id = 'bad'
+		BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+	batch := make([]core.AuditRecord, 200) // 128 + 64 + 8: the bad one in the second statement
+	for i := range batch {
+		batch[i] = storetest.FullAuditRecord(time.Now(), fmt.Sprint("failed-", i))
+	}
+	batch[150].CallID = "bad"
+	if err := s.insertAudit(batch); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("insertAudit of a batch with a refused record = %v, want the trigger's error", err)
+	}
+	if err := s.AppendAudit(ctx, storetest.FullAuditRecord(time.Now(), "after")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UseToken(ctx, "tok", time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// Another handle sees only what was committed.
+	ids := auditIDs(t, mustOpen(t, path))
+	if len(ids) != 1 || ids["after"] != 1 {
+		t.Fatalf("records after a failed batch: %v, want only the next one", ids)
 	}
 }

@@ -62,9 +62,9 @@ type Store struct {
 	firstUses atomic.Int64
 
 	// audit is the queue the flusher goroutine writes the audit log from,
-	// with insert, prepared once on w.
-	audit  *auditqueue.Queue
-	insert *sql.Stmt
+	// through aw, on w.
+	audit *auditqueue.Queue
+	aw    auditWriter
 }
 
 var (
@@ -109,11 +109,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", abs, err)
 	}
 	s.r.SetMaxOpenConns(maxReaders)
-	if s.insert, err = s.w.PrepareContext(ctx, insertAuditSQL); err != nil {
-		_ = s.r.Close()
-		_ = s.w.Close()
-		return nil, s.wrap("prepare", err)
-	}
 	s.audit = auditqueue.New()
 	go s.audit.Run(s.insertAudit)
 	return s, nil
@@ -582,5 +577,5 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.audit.Close()
-	return errors.Join(s.insert.Close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.closeAuditWriter(), s.r.Close(), s.w.Close())
 }
