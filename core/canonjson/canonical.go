@@ -172,16 +172,28 @@ func (p *canonParser) value(dst []byte, depth int) ([]byte, bool) {
 				return nil, false
 			}
 		}
-	case c == '"':
-		s, ok := p.str()
+	default:
+		s, ok := p.scalar()
 		return append(dst, s...), ok
+	}
+}
+
+// scalar reads a string, number or literal, whose canonical form is its
+// text as written: it is returned in place, not copied.
+func (p *canonParser) scalar() ([]byte, bool) {
+	if p.i >= len(p.src) {
+		return nil, false
+	}
+	switch c := p.src[p.i]; {
+	case c == '"':
+		return p.str()
 	case c == '-' || c >= '0' && c <= '9':
-		return p.number(dst)
+		return p.number()
 	default:
 		for _, lit := range []string{"true", "false", "null"} {
 			if bytes.HasPrefix(p.src[p.i:], []byte(lit)) {
 				p.i += len(lit)
-				return append(dst, lit...), true
+				return p.src[p.i-len(lit) : p.i], true
 			}
 		}
 		return nil, false
@@ -195,7 +207,9 @@ func (p *canonParser) object(dst []byte, depth int) ([]byte, bool) {
 		p.i++
 		return append(dst, "{}"...), true
 	}
-	var members []canonMember
+	// Most objects have few members: their list stays on the stack.
+	var few [8]canonMember
+	members := few[:0]
 	for {
 		if p.i >= len(p.src) || p.src[p.i] != '"' {
 			return nil, false
@@ -210,7 +224,12 @@ func (p *canonParser) object(dst []byte, depth int) ([]byte, bool) {
 		}
 		p.i++
 		p.skipSpace()
-		val, ok := p.value(nil, depth+1)
+		var val []byte
+		if p.i < len(p.src) && (p.src[p.i] == '{' || p.src[p.i] == '[') {
+			val, ok = p.value(nil, depth+1) // reordered inside: a copy of its own
+		} else {
+			val, ok = p.scalar()
+		}
 		if !ok {
 			return nil, false
 		}
@@ -277,7 +296,7 @@ func (p *canonParser) str() ([]byte, bool) {
 }
 
 // number copies a JSON number as written: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (p *canonParser) number(dst []byte) ([]byte, bool) {
+func (p *canonParser) number() ([]byte, bool) {
 	start := p.i
 	digits := func() bool {
 		n := p.i
@@ -310,5 +329,5 @@ func (p *canonParser) number(dst []byte) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	return append(dst, p.src[start:p.i]...), true
+	return p.src[start:p.i], true
 }
