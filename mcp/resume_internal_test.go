@@ -1,9 +1,18 @@
 package mcp
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // SV-2: tombstones are bounded; one dropped to make room raises the floor
@@ -44,5 +53,46 @@ func TestTombstoneDroppedForRoomRaisesTheFloorSV2(t *testing.T) {
 	}
 	if !g.tooOld(now.Add(-25*time.Hour), now.Add(time.Hour)) {
 		t.Error("an id past the window is adopted")
+	}
+}
+
+// SV-2 (issue 18): a woken session has the client's capabilities it was
+// opened with, so asking the client (elicitation) still works; a session
+// whose capabilities were too large for its id is never parked.
+func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: reg, SessionKey: []byte("0123456789abcdef0123456789abcdef"),
+		SessionParkAfter: time.Hour, Actor: func(ctx context.Context) (core.Actor, bool) {
+			return core.Actor{ID: "a"}, true
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	open := func(caps string) *mcptest.Client {
+		c := mcptest.New(srv.URL+"/mcp", &mcptest.Options{Capabilities: json.RawMessage(caps)})
+		if _, err := c.Initialize(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	large := `{"elicitation":{},"experimental":{"x":"` + strings.Repeat("x", maxSealedCapabilities) + `"}}`
+	small, big := open(`{"elicitation":{}}`), open(large)
+	later := time.Now().Add(time.Hour)
+	if n := e.parkIdle(later); n != 1 || !e.ids.isParked(small.Session()) {
+		t.Fatalf("parked %d, small parked: %v; want only the session whose id holds its capabilities", n, e.ids.isParked(small.Session()))
+	}
+	if _, rpcErr, err := small.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
+		t.Fatalf("ping on the parked session: %v %v", rpcErr, err)
+	}
+	s, ok := e.ids.session(small.Session()).(server.SessionWithClientInfo)
+	if !ok || s.GetClientCapabilities().Elicitation == nil {
+		t.Errorf("the woken session lost the client's elicitation capability")
+	}
+	later = time.Now().Add(time.Hour)
+	if e.parkIdle(later) != 1 || e.parkIdle(later) != 0 || e.ids.isParked(big.Session()) {
+		t.Error("the woken session is not parked again once, or the large one is parked")
 	}
 }
