@@ -96,3 +96,38 @@ func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
 		t.Error("the woken session is not parked again once, or the large one is parked")
 	}
 }
+
+// BenchmarkWakeParkedSession is one ping on a session parked before it:
+// what a request pays for the session having been parked (issue 18),
+// beside BenchmarkPingAwake.
+func BenchmarkWakeParkedSession(b *testing.B) { benchmarkPing(b, true) }
+
+func BenchmarkPingAwake(b *testing.B) { benchmarkPing(b, false) }
+
+func benchmarkPing(b *testing.B, parked bool) {
+	e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: core.NewRegistry(nil), SessionKey: []byte("0123456789abcdef0123456789abcdef"),
+		SessionParkAfter: time.Hour, Actor: func(ctx context.Context) (core.Actor, bool) { return core.Actor{ID: "a"}, true }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	c := mcptest.New(srv.URL+"/mcp", nil)
+	if _, err := c.Initialize(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if parked {
+			b.StopTimer()
+			if e.parkIdle(time.Now().Add(2*time.Hour)) != 1 {
+				b.Fatal("not parked")
+			}
+			b.StartTimer()
+		}
+		if _, rpcErr, err := c.Call(b.Context(), "ping", nil); err != nil || rpcErr != nil {
+			b.Fatal(rpcErr, err)
+		}
+	}
+}

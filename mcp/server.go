@@ -1076,11 +1076,14 @@ func (m *sessionIDs) Generate() string {
 	return id
 }
 
-// add makes id known, its owner to be bound by initialize.
+// add makes id known, its owner to be bound by initialize. An id minted
+// again (adopted while the sweep was ending it) is no longer parked: it is
+// ended, if it is, as mcp-go's.
 func (m *sessionIDs) add(id string) {
 	m.mu.Lock()
 	m.owner[id] = ""
 	m.seen[id] = time.Now()
+	delete(m.parked, id)
 	m.mu.Unlock()
 }
 
