@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +167,46 @@ func TestIdleSessionsParkAndWakeSV2(t *testing.T) {
 	}
 	if n := ep.KnownSessionsForTest(); n != 0 {
 		t.Errorf("the endpoint keeps %d entries of ended sessions", n)
+	}
+}
+
+// SV-2 (issue 18): a parked session woken by a POST is told of the change
+// it missed on that POST's answer, ahead of the result.
+func TestParkedSessionWokenByAPostIsToldOnItSV2(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	pong := func(context.Context, json.RawMessage) (core.Result, error) { return core.TextResult("pong"), nil }
+	ep, err := mcp.NewEndpoint(mcp.EndpointOptions{Path: "/mcp", Registry: reg, Actor: testActor,
+		SessionKey: testSessionKey, SessionParkAfter: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close(context.Background())
+	srv := httptest.NewServer(testAuth(ep))
+	defer srv.Close()
+	c := testClient(srv.URL+"/mcp", "a", "MEMBER")
+	initialize(t, c)
+	// A probe session listing a new tool shows the endpoint has applied
+	// the change before c wakes (SV-1). It is parked too, by the time c
+	// is: both are waited for.
+	probe := testClient(srv.URL+"/mcp", "a", "MEMBER")
+	initialize(t, probe)
+	// The first answer is the gateway's own, the second mcp-go's.
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pong0","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"ping"}`,
+	} {
+		waitFor(t, "both sessions are parked", func() bool { return ep.ParkedSessionsForTest() == 2 })
+		name := "pong" + strconv.Itoa(i)
+		if err := reg.Register(core.Tool{Name: name, Kind: core.KindRead, Description: "Pongs.", Handler: pong}); err != nil {
+			t.Fatal(err)
+		}
+		if names, _ := listNames(t, probe); !slices.Contains(names, name) {
+			t.Fatalf("probe lists %v", names)
+		}
+		resp := post(t, c, body)
+		msgs, err := resp.Messages()
+		if err != nil || len(msgs) != 2 || msgs[0].Method != "notifications/tools/list_changed" || !msgs[1].IsResponse() || msgs[1].Error != nil {
+			t.Fatalf("%s answered %d %s: %+v %v", body, resp.Status, resp.ContentType(), msgs, err)
+		}
 	}
 }

@@ -468,11 +468,12 @@ func (e *Endpoint) sealHolds(id string, s server.ClientSession) bool {
 // the caller to tell it of. false: the session could not be made again,
 // and has ended.
 //
-// The caller, not wake, sends them: mcp-go's made-up initialize leaves a
-// goroutine behind that would take, and drop, what is queued for the
-// session before it has ended. A GET stream carries them as it opens
-// (owedStream); any other request queues them as it ends, for the
-// session's stream or next answer, as mcp-go queues what it sends.
+// The caller, not wake, sends them, and not through mcp-go's queue:
+// every POST mcp-go serves, the made-up initialize too, leaves a goroutine
+// behind that takes, and drops, what is queued for the session before it
+// has ended. A GET stream carries them as it opens (owedStream), a POST's
+// answer ahead of itself; any other request (a notification, a batch)
+// queues them as it ends, for the session's stream.
 func (e *Endpoint) wake(r *http.Request, id string) (owed []string, ok bool) {
 	e.adopting.Lock()
 	defer e.adopting.Unlock()

@@ -805,7 +805,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if r.Method != http.MethodGet {
-				defer e.tellOwed(id, owed)
+				// Unless this request's own answer carries them.
+				defer func() { e.tellOwed(id, owed) }()
 			}
 		}
 	}
@@ -899,6 +900,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cs := newCallStream(w)
 	cs.dl = newDeadline(w, e.opts.WriteTimeout)
 	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
+	if len(owed) > 0 {
+		// A woken session is told of what it missed on this answer, ahead
+		// of it, as mcp-go sends what is queued for a session.
+		for _, method := range owed {
+			_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
+		}
+		owed = nil
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
