@@ -576,7 +576,7 @@ func (m *sessionIDs) parkable(now time.Time, after time.Duration) []string {
 // idleFor reports whether id may be parked at now; m.mu is held.
 func (m *sessionIDs) idleFor(id string, now time.Time, after time.Duration) bool {
 	seen, ok := m.seen[id]
-	return ok && m.busy[id] == 0 && m.streams[id] == 0 && !m.pinned[id] && now.Sub(seen) >= after
+	return ok && m.busy[id] == 0 && m.streams[id] == 0 && !m.pinned[id] && now.Sub(*seen) >= after
 }
 
 // markParked parks id, bound to s, if it is still idle at now; seen are

@@ -1046,8 +1046,11 @@ type sessionIDs struct {
 	// busy counts each session's open requests and streams; seen is when
 	// the last one ended (or the id was minted). A session is idle when
 	// it has none open and was last seen longer ago than the timeout.
+	// seen is written through its pointer: assigning to a map of string
+	// keys stores the key again, and a request's id is a copy of the
+	// session's own, read from its header, that would be kept besides.
 	busy map[string]int
-	seen map[string]time.Time
+	seen map[string]*time.Time
 	// slots are the places sessions hold under the caps (SV-2).
 	slots map[string]*sessionSlot
 	// parked are the sessions whose mcp-go state was let go while idle
@@ -1073,7 +1076,7 @@ var _ server.SessionIdManager = (*sessionIDs)(nil)
 func newSessionIDs() *sessionIDs {
 	return &sessionIDs{owner: map[string]string{}, sessions: map[string]server.ClientSession{},
 		streams: map[string]int{}, protocol: map[string]string{}, busy: map[string]int{},
-		seen: map[string]time.Time{}, slots: map[string]*sessionSlot{}, parked: map[string]listChanges{},
+		seen: map[string]*time.Time{}, slots: map[string]*sessionSlot{}, parked: map[string]listChanges{},
 		pinned: map[string]bool{}}
 }
 
@@ -1090,8 +1093,9 @@ func (m *sessionIDs) Generate() string {
 // ended, if it is, as mcp-go's.
 func (m *sessionIDs) add(id string) {
 	m.mu.Lock()
+	now := time.Now()
 	m.owner[id] = ""
-	m.seen[id] = time.Now()
+	m.seen[id] = &now
 	delete(m.parked, id)
 	m.mu.Unlock()
 }
@@ -1171,7 +1175,9 @@ func (m *sessionIDs) enter(id string) func() {
 			delete(m.busy, id)
 		}
 		if _, ok := m.owner[id]; ok {
-			m.seen[id] = time.Now()
+			if seen := m.seen[id]; seen != nil {
+				*seen = time.Now()
+			}
 		}
 	}
 }
@@ -1184,7 +1190,7 @@ func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 	defer m.mu.Unlock()
 	var idle []string
 	for id, seen := range m.seen {
-		if m.busy[id] > 0 || now.Sub(seen) < timeout {
+		if m.busy[id] > 0 || now.Sub(*seen) < timeout {
 			continue
 		}
 		delete(m.owner, id)
