@@ -195,17 +195,35 @@ func sweepInterval(timeout time.Duration) time.Duration {
 	return min(max(timeout/4, time.Second), time.Minute)
 }
 
-// sweep ends sessions idle for longer than the timeout until stop closes.
+// parkInterval is how often sessions to park are looked for: half the
+// wait, so a session is parked at most half as late again.
+func parkInterval(after time.Duration) time.Duration {
+	return max(after/2, 10*time.Millisecond)
+}
+
+// sweep ends sessions idle for longer than the timeout, and parks those
+// idle for SessionParkAfter (resume.go), until stop closes.
 func (e *Endpoint) sweep(stop <-chan struct{}) {
 	defer e.swept.Done()
 	timeout := e.opts.SessionIdleTimeout
-	t := time.NewTicker(sweepInterval(timeout))
-	defer t.Stop()
+	var expire, park <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTicker(sweepInterval(timeout))
+		defer t.Stop()
+		expire = t.C
+	}
+	if e.parks() {
+		t := time.NewTicker(parkInterval(e.opts.SessionParkAfter))
+		defer t.Stop()
+		park = t.C
+	}
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case now := <-park:
+			e.parkIdle(now)
+		case <-expire:
 			for _, id := range e.ids.takeIdle(time.Now(), timeout) {
 				e.opts.Logger.Info("session expired", "endpoint", e.opts.Path, "session", id, "idle", timeout.String())
 				e.ids.expiring.Store(id, struct{}{})

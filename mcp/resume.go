@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -131,7 +132,14 @@ type idResolver struct{ ids *sessionIDs }
 
 func (r idResolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
 	if req != nil {
-		if id, ok := req.Context().Value(mintKey{}).(string); ok {
+		ctx := req.Context()
+		if id, ok := ctx.Value(wakeKey{}).(string); ok {
+			return wakingIDs{r.ids, id}
+		}
+		if parkingFrom(ctx) {
+			return parkingIDs{r.ids}
+		}
+		if id, ok := ctx.Value(mintKey{}).(string); ok {
 			return mintingIDs{r.ids, id}
 		}
 	}
@@ -176,6 +184,21 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 		return true, err
 	}
 	defer slot.requestDone()
+	ctx := context.WithValue(context.WithValue(r.Context(), slotKey{}, slot), mintKey{}, id)
+	if code := e.initializeAgain(ctx, r, c); code != http.StatusOK || e.ids.session(id) == nil {
+		e.ids.forget(id)
+		e.opts.Logger.Warn("continuing a session failed", "endpoint", e.opts.Path, "status", code)
+		return false, errNotAdopted
+	}
+	e.opts.Logger.Info("session continued", "endpoint", e.opts.Path, "actor", actor.ID)
+	return false, nil
+}
+
+// initializeAgain makes mcp-go's session of a sealed id: an initialize
+// carrying the sealed protocol, client info and capabilities, as the client
+// sent it when it opened the session, served with ctx and r's headers. It
+// returns the status mcp-go answered.
+func (e *Endpoint) initializeAgain(ctx context.Context, r *http.Request, c sealedSession) int {
 	params := map[string]any{"protocolVersion": c.Protocol, "clientInfo": mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion}}
 	if len(c.Capabilities) > 0 {
 		params["capabilities"] = c.Capabilities
@@ -183,7 +206,6 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 		params["capabilities"] = map[string]any{}
 	}
 	init, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "toolgate-adopt", "method": "initialize", "params": params})
-	ctx := context.WithValue(context.WithValue(r.Context(), slotKey{}, slot), mintKey{}, id)
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, e.opts.Path, bytes.NewReader(init))
 	req.Header = r.Header.Clone()
 	req.Header.Del(server.HeaderKeySessionID)
@@ -193,13 +215,7 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 	req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
 	rec := httptest.NewRecorder()
 	e.http.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK || e.ids.session(id) == nil {
-		e.ids.forget(id)
-		e.opts.Logger.Warn("continuing a session failed", "endpoint", e.opts.Path, "status", rec.Code)
-		return false, errNotAdopted
-	}
-	e.opts.Logger.Info("session continued", "endpoint", e.opts.Path, "actor", actor.ID)
-	return false, nil
+	return rec.Code
 }
 
 // EndedElsewhere is told that another replica ended session id: it is not
@@ -312,4 +328,309 @@ func (t *tombstones) tooOld(issued, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return now.Sub(issued) > t.window || !issued.After(t.floor)
+}
+
+// Parked sessions (SV-2, issue 18). mcp-go keeps an object of ≈9.4 KiB
+// per session — a 100-slot notification queue and three 10-slot request
+// queues, made whether or not the session ever uses them — nine tenths of
+// what an idle session costs. A session idle for SessionParkAfter (no
+// request, no stream, no resource subscription) is parked: mcp-go's state
+// of it is let go through mcp-go's own DELETE, and the endpoint's stays —
+// owner, place under the caps, idle clock, log level, the console's row
+// and the gateway's credentials. The session's next request makes mcp-go's
+// state again from the sealed id, as adoption does for a session opened
+// elsewhere (≈ one initialize of CPU, once per wake). A parked session
+// still expires, ends by DELETE, by an operator, by another replica's word
+// and at shutdown exactly as any other.
+//
+// What mcp-go would have queued for it meanwhile are the list changes told
+// to every session (tools, resources, prompts): those are counted, and a
+// woken session is told once of each kind that changed since it was
+// parked. When anything was still queued as it was parked (a change no
+// stream took yet), which kinds it was is not known, and it is told of
+// every kind that ever changed.
+
+// DefaultSessionParkAfter is how long a session is idle before it is
+// parked, when EndpointOptions.SessionParkAfter is 0. A session calling
+// more often than that is never parked; one calling less often pays one
+// wake per call, small beside the call.
+const DefaultSessionParkAfter = time.Second
+
+// listChanges counts the list changes told to all sessions, by kind.
+type listChanges struct{ tools, resources, prompts uint32 }
+
+// parkKey marks the DELETE that parks a session; wakeKey carries the id of
+// the session an initialize makes again.
+type (
+	parkKey struct{}
+	wakeKey struct{}
+)
+
+func parkingFrom(ctx context.Context) bool {
+	_, ok := ctx.Value(parkKey{}).(bool)
+	return ok
+}
+
+func wakingFrom(ctx context.Context) bool {
+	_, ok := ctx.Value(wakeKey{}).(string)
+	return ok
+}
+
+// parkingIDs terminates nothing: a parked session lives on.
+type parkingIDs struct{ *sessionIDs }
+
+func (parkingIDs) Terminate(string) (bool, error) { return false, nil }
+
+// wakingIDs mints the id being woken, which is live already.
+type wakingIDs struct {
+	*sessionIDs
+	id string
+}
+
+func (w wakingIDs) Generate() string { return w.id }
+
+// parks reports whether this endpoint parks idle sessions: it needs the
+// seal to make them again.
+func (e *Endpoint) parks() bool {
+	return e.seal != nil && !e.opts.Stateless && e.opts.SessionParkAfter > 0
+}
+
+// parkIdle parks the sessions idle for SessionParkAfter at now, and
+// returns how many it parked.
+func (e *Endpoint) parkIdle(now time.Time) int {
+	n := 0
+	for _, id := range e.ids.parkable(now, e.opts.SessionParkAfter) {
+		if e.park(id, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// park lets go of mcp-go's state of session id, if it is still idle.
+func (e *Endpoint) park(id string, now time.Time) bool {
+	e.adopting.Lock()
+	defer e.adopting.Unlock()
+	s := e.ids.session(id)
+	if s == nil {
+		return false
+	}
+	if !e.sealHolds(id, s) {
+		e.ids.pin(id)
+		return false
+	}
+	e.notifying.Lock()
+	defer e.notifying.Unlock()
+	seen := e.changes
+	if len(s.NotificationChannel()) > 0 {
+		seen = listChanges{}
+	}
+	if !e.ids.markParked(id, s, now, e.opts.SessionParkAfter, seen) {
+		return false
+	}
+	req := httptest.NewRequestWithContext(context.WithValue(context.Background(), parkKey{}, true), http.MethodDelete, e.opts.Path, nil)
+	req.Header.Set(server.HeaderKeySessionID, id)
+	if p := e.ids.protocolOf(id); p != "" {
+		req.Header.Set(mcpgo.HeaderProtocolVersion, p)
+	}
+	rec := httptest.NewRecorder()
+	e.http.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		// mcp-go kept it: so does the endpoint, unparked.
+		e.ids.woke(id, s)
+		e.ids.pin(id)
+		e.opts.Logger.Warn("parking an idle session failed", "endpoint", e.opts.Path, "status", rec.Code)
+		return false
+	}
+	return true
+}
+
+// sealHolds reports whether id's seal carries all a woken session needs:
+// the client's capabilities are left out of a seal when they are large.
+func (e *Endpoint) sealHolds(id string, s server.ClientSession) bool {
+	c, ok := e.seal.open(id)
+	if !ok {
+		return false
+	}
+	if len(c.Capabilities) > 0 {
+		return true
+	}
+	ci, ok := s.(server.SessionWithClientInfo)
+	if !ok {
+		return true
+	}
+	caps, err := json.Marshal(ci.GetClientCapabilities())
+	return err == nil && string(caps) == "{}"
+}
+
+// wake makes mcp-go's state of parked session id again, for request r of
+// it, and returns the list changes it missed (notification methods), for
+// the caller to tell it of. false: the session could not be made again,
+// and has ended.
+//
+// The caller, not wake, sends them, and not through mcp-go's queue:
+// every POST mcp-go serves, the made-up initialize too, leaves a goroutine
+// behind that takes, and drops, what is queued for the session before it
+// has ended. A GET stream carries them as it opens (owedStream), a POST's
+// answer ahead of itself; any other request (a notification, a batch)
+// queues them as it ends, for the session's stream.
+func (e *Endpoint) wake(r *http.Request, id string) (owed []string, ok bool) {
+	e.adopting.Lock()
+	defer e.adopting.Unlock()
+	e.notifying.Lock()
+	defer e.notifying.Unlock()
+	seen, ok := e.ids.parkedSeen(id)
+	if !ok {
+		// Woken by a request racing this one, or ended meanwhile.
+		return nil, e.ids.session(id) != nil
+	}
+	code := 0
+	if c, ok := e.seal.open(id); ok {
+		ctx := context.WithValue(context.WithoutCancel(r.Context()), wakeKey{}, id)
+		code = e.initializeAgain(ctx, r, c)
+	}
+	s := e.ids.session(id)
+	if code != http.StatusOK || s == nil {
+		e.opts.Logger.Warn("waking a parked session failed; it ends", "endpoint", e.opts.Path, "status", code)
+		e.sessionGone(id)
+		return nil, false
+	}
+	if level, ok := e.levels.getter(id)(); ok {
+		if sl, ok := s.(server.SessionWithLogging); ok {
+			sl.SetLogLevel(level)
+		}
+	}
+	if e.changes.tools != seen.tools {
+		owed = append(owed, mcpgo.MethodNotificationToolsListChanged)
+	}
+	if e.changes.resources != seen.resources {
+		owed = append(owed, mcpgo.MethodNotificationResourcesListChanged)
+	}
+	if e.changes.prompts != seen.prompts {
+		owed = append(owed, mcpgo.MethodNotificationPromptsListChanged)
+	}
+	return owed, true
+}
+
+// tellOwed queues the notifications a woken session missed.
+func (e *Endpoint) tellOwed(id string, owed []string) {
+	for _, method := range owed {
+		_ = e.mcp.SendNotificationToSpecificClient(id, method, nil)
+	}
+}
+
+// owedStream is a woken session's GET stream: the list changes it missed
+// go out first, as mcp-go opens the stream (its first flush of an event
+// stream).
+type owedStream struct {
+	*streamWriter
+	owed []string
+	once sync.Once
+	sent atomic.Bool
+}
+
+func (o *owedStream) Flush() {
+	o.streamWriter.Flush()
+	o.once.Do(func() {
+		o.streamWriter.mu.Lock()
+		sse := o.streamWriter.sse
+		o.streamWriter.mu.Unlock()
+		if !sse {
+			return
+		}
+		for _, method := range o.owed {
+			msg, _ := json.Marshal(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
+			_, _ = o.streamWriter.Write([]byte("event: message\ndata: " + string(msg) + "\n\n"))
+		}
+		o.streamWriter.Flush()
+		o.sent.Store(true)
+	})
+}
+
+// endParked ends session id if it is parked: as mcp-go's DELETE would, with
+// no mcp-go state to let go of. false if it is not parked.
+func (e *Endpoint) endParked(id string) bool {
+	e.adopting.Lock()
+	defer e.adopting.Unlock()
+	if !e.ids.isParked(id) {
+		return false
+	}
+	_, _ = e.ids.Terminate(id)
+	e.sessionGone(id)
+	return true
+}
+
+// parkable are the bound sessions, not parked, idle for after at now.
+func (m *sessionIDs) parkable(now time.Time, after time.Duration) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id := range m.sessions {
+		if m.idleFor(id, now, after) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// idleFor reports whether id may be parked at now; m.mu is held.
+func (m *sessionIDs) idleFor(id string, now time.Time, after time.Duration) bool {
+	seen, ok := m.seen[id]
+	return ok && m.busy[id] == 0 && m.streams[id] == 0 && !m.pinned[id] && now.Sub(*seen) >= after
+}
+
+// markParked parks id, bound to s, if it is still idle at now; seen are
+// the list changes it has been told of.
+func (m *sessionIDs) markParked(id string, s server.ClientSession, now time.Time, after time.Duration, seen listChanges) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions[id] != s || !m.idleFor(id, now, after) {
+		return false
+	}
+	delete(m.sessions, id)
+	m.parked[id] = seen
+	return true
+}
+
+// woke binds parked id to its session made again.
+func (m *sessionIDs) woke(id string, s server.ClientSession) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.parked[id]; ok {
+		delete(m.parked, id)
+		m.sessions[id] = s
+	}
+}
+
+func (m *sessionIDs) isParked(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.parked[id]
+	return ok
+}
+
+func (m *sessionIDs) parkedSeen(id string) (listChanges, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen, ok := m.parked[id]
+	return seen, ok
+}
+
+func (m *sessionIDs) parkedIDs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.parked))
+	for id := range m.parked {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// pin keeps live session id from ever being parked.
+func (m *sessionIDs) pin(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.owner[id]; ok {
+		m.pinned[id] = true
+	}
 }

@@ -1,9 +1,20 @@
 package mcp
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // SV-2: tombstones are bounded; one dropped to make room raises the floor
@@ -45,4 +56,136 @@ func TestTombstoneDroppedForRoomRaisesTheFloorSV2(t *testing.T) {
 	if !g.tooOld(now.Add(-25*time.Hour), now.Add(time.Hour)) {
 		t.Error("an id past the window is adopted")
 	}
+}
+
+// SV-2 (issue 18): a woken session has the client's capabilities it was
+// opened with, so asking the client (elicitation) still works; a session
+// whose capabilities were too large for its id is never parked.
+func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
+	reg := core.NewRegistry(nil)
+	e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: reg, SessionKey: []byte("0123456789abcdef0123456789abcdef"),
+		SessionParkAfter: time.Hour, Actor: func(ctx context.Context) (core.Actor, bool) {
+			return core.Actor{ID: "a"}, true
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	open := func(caps string) *mcptest.Client {
+		c := mcptest.New(srv.URL+"/mcp", &mcptest.Options{Capabilities: json.RawMessage(caps)})
+		if _, err := c.Initialize(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	large := `{"elicitation":{},"experimental":{"x":"` + strings.Repeat("x", maxSealedCapabilities) + `"}}`
+	small, big := open(`{"elicitation":{}}`), open(large)
+	later := time.Now().Add(time.Hour)
+	if n := e.parkIdle(later); n != 1 || !e.ids.isParked(small.Session()) {
+		t.Fatalf("parked %d, small parked: %v; want only the session whose id holds its capabilities", n, e.ids.isParked(small.Session()))
+	}
+	if _, rpcErr, err := small.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
+		t.Fatalf("ping on the parked session: %v %v", rpcErr, err)
+	}
+	s, ok := e.ids.session(small.Session()).(server.SessionWithClientInfo)
+	if !ok || s.GetClientCapabilities().Elicitation == nil {
+		t.Errorf("the woken session lost the client's elicitation capability")
+	}
+	later = time.Now().Add(time.Hour)
+	if e.parkIdle(later) != 1 || e.parkIdle(later) != 0 || e.ids.isParked(big.Session()) {
+		t.Error("the woken session is not parked again once, or the large one is parked")
+	}
+}
+
+// BenchmarkWakeParkedSession is one ping on a session parked before it:
+// what a request pays for the session having been parked (issue 18),
+// beside BenchmarkPingAwake.
+func BenchmarkWakeParkedSession(b *testing.B) { benchmarkPing(b, true) }
+
+func BenchmarkPingAwake(b *testing.B) { benchmarkPing(b, false) }
+
+func benchmarkPing(b *testing.B, parked bool) {
+	e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: core.NewRegistry(nil), SessionKey: []byte("0123456789abcdef0123456789abcdef"),
+		SessionParkAfter: time.Hour, Actor: func(ctx context.Context) (core.Actor, bool) { return core.Actor{ID: "a"}, true }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	c := mcptest.New(srv.URL+"/mcp", nil)
+	if _, err := c.Initialize(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if parked {
+			b.StopTimer()
+			if e.parkIdle(time.Now().Add(2*time.Hour)) != 1 {
+				b.Fatal("not parked")
+			}
+			b.StartTimer()
+		}
+		if _, rpcErr, err := c.Call(b.Context(), "ping", nil); err != nil || rpcErr != nil {
+			b.Fatal(rpcErr, err)
+		}
+	}
+}
+
+// recorderTransport serves requests with h in process.
+type recorderTransport struct{ h http.Handler }
+
+func (t recorderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// Issue 18: a parked session costs the endpoint a small fraction of the
+// ≈11 KiB it costs while mcp-go holds it: here at most 4 KiB of heap each
+// (≈1 KiB measured), over 400 sessions.
+func TestParkedSessionHeapIssue18(t *testing.T) {
+	sessions := core.NewSessions(core.NewRegistry(nil).Bus())
+	e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: core.NewRegistry(nil), Sessions: sessions,
+		Limits: NewSessionLimits(1000, 1000), SessionKey: []byte("0123456789abcdef0123456789abcdef"), SessionParkAfter: time.Hour,
+		Actor: func(ctx context.Context) (core.Actor, bool) { return core.Actor{ID: "a"}, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	hc := &http.Client{Transport: recorderTransport{e}}
+	open := func() string {
+		c := mcptest.New("http://localhost/mcp", &mcptest.Options{HTTPClient: hc})
+		if _, err := c.Initialize(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return c.Session()
+	}
+	open() // warm up
+	e.parkIdle(time.Now().Add(2 * time.Hour))
+	const n = 400
+	ids := make([]string, 0, n)
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for range n {
+		ids = append(ids, open())
+	}
+	if got := e.parkIdle(time.Now().Add(2 * time.Hour)); got != n {
+		t.Fatalf("parked %d of %d", got, n)
+	}
+	after := heap()
+	each := (int64(after) - int64(before)) / n
+	t.Logf("%d B of heap per parked session", each)
+	if each > 4<<10 {
+		t.Errorf("a parked session costs %d B of heap, want at most 4 KiB", each)
+	}
+	runtime.KeepAlive(ids)
 }

@@ -72,6 +72,11 @@ type EndpointOptions struct {
 	// or an open stream (SV-2); 0 is DefaultSessionIdleTimeout, negative
 	// never.
 	SessionIdleTimeout time.Duration
+	// SessionParkAfter lets go of an idle session's mcp-go state after
+	// that long without a request or an open stream; its next request
+	// makes it again from the sealed id (resume.go). 0 is
+	// DefaultSessionParkAfter, negative never. Only with a SessionKey.
+	SessionParkAfter time.Duration
 	// Limits caps sessions in all and per actor (SV-2); endpoints of one
 	// gateway share it. nil is a cap of this endpoint's own at the
 	// defaults.
@@ -147,9 +152,16 @@ type Endpoint struct {
 	closeOnce sync.Once
 	// seal makes session ids resumable; nil without a SessionKey.
 	seal *sessionSeal
-	// adopting serializes adoptions, so two racing requests of one
-	// session make it once.
+	// adopting serializes adoptions, parks and wakes, so two racing
+	// requests of one session make it once.
 	adopting sync.Mutex
+	// notifying is held while a change is told to every session, and
+	// while a session is parked or woken: a change reaches either
+	// mcp-go's session or the parked record, never neither.
+	notifying sync.Mutex
+	// changes counts the list changes told to all sessions, by kind; a
+	// woken session is told of those since it was parked.
+	changes listChanges
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -173,6 +185,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	}
 	if opts.SessionIdleTimeout == 0 {
 		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.SessionParkAfter == 0 {
+		opts.SessionParkAfter = DefaultSessionParkAfter
 	}
 	if opts.Limits == nil {
 		opts.Limits = NewSessionLimits(0, 0)
@@ -200,17 +215,12 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(e.sessionStarted)
-	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
-		e.ids.forget(s.SessionID())
-		e.levels.forget(s.SessionID())
-		e.unsolicited.forget(s.SessionID())
-		e.releaseSubscriptions(s.SessionID())
-		if opts.Sessions != nil {
-			opts.Sessions.Remove(s.SessionID())
+	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
+		if parkingFrom(ctx) {
+			// Only mcp-go's state goes: the session lives on, parked.
+			return
 		}
-		if opts.SessionEnded != nil {
-			opts.SessionEnded(s.SessionID())
-		}
+		e.sessionGone(s.SessionID())
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
 		if s := server.ClientSessionFromContext(ctx); s != nil {
@@ -270,14 +280,32 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.resetTools(snap.Tools)
 	e.flush(&burst{tools: true, all: true, catalog: true})
 	e.applied.advance(snap.Seq)
+	// What the first flush set is no change any session could have missed.
+	e.changes = listChanges{}
 	e.synced.Add(1)
 	go e.follow()
-	if !opts.Stateless && opts.SessionIdleTimeout > 0 {
+	parks := e.parks()
+	if !opts.Stateless && (opts.SessionIdleTimeout > 0 || parks) {
 		e.stopSweep = make(chan struct{})
 		e.swept.Add(1)
 		go e.sweep(e.stopSweep)
 	}
 	return e, nil
+}
+
+// sessionGone lets go of everything the endpoint keeps for a session that
+// ended, however it ended.
+func (e *Endpoint) sessionGone(id string) {
+	e.ids.forget(id)
+	e.levels.forget(id)
+	e.unsolicited.forget(id)
+	e.releaseSubscriptions(id)
+	if e.opts.Sessions != nil {
+		e.opts.Sessions.Remove(id)
+	}
+	if e.opts.SessionEnded != nil {
+		e.opts.SessionEnded(id)
+	}
 }
 
 // follow keeps the MCP server's tool table equal to the registry. Every
@@ -361,6 +389,11 @@ func (b *burst) mark(name string, changed bool) {
 }
 
 func (e *Endpoint) flush(b *burst) {
+	e.notifying.Lock()
+	defer e.notifying.Unlock()
+	if b.tools || b.notify {
+		e.changes.tools++
+	}
 	// Each of mcp-go's table changes notifies every session once: the
 	// burst becomes exactly one of them. Only additions (an import) add
 	// just those, only removals remove just those — a start-up of 2,000
@@ -674,6 +707,11 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 }
 
 func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
+	if wakingFrom(ctx) {
+		// A parked session made again: it started long ago.
+		e.ids.woke(s.SessionID(), s)
+		return
+	}
 	actor, _ := e.opts.Actor(ctx)
 	e.ids.bind(s.SessionID(), actor.ID, s)
 	if slot := slotFrom(ctx); slot != nil && slot.claim() {
@@ -740,6 +778,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	id := r.Header.Get(server.HeaderKeySessionID)
+	// owed are the list changes a woken session missed while parked.
+	var owed []string
 	if id != "" && !e.opts.Stateless {
 		actor, _ := e.opts.Actor(r.Context())
 		if e.seal != nil && !e.ids.live(id) {
@@ -759,6 +799,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// A session is not idle while a request or stream of it is open.
 		defer e.ids.enter(id)()
+		if e.ids.isParked(id) {
+			var ok bool
+			if owed, ok = e.wake(r, id); !ok {
+				http.Error(w, "unknown session", http.StatusNotFound)
+				return
+			}
+			if r.Method != http.MethodGet {
+				// Unless this request's own answer carries them.
+				defer func() { e.tellOwed(id, owed) }()
+			}
+		}
 	}
 	if id == "" && !e.opts.Stateless && opensSession(r, body) {
 		actor, _ := e.opts.Actor(r.Context())
@@ -785,6 +836,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Requests from upstreams reach a client on this stream.
 		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
 		if !ok {
+			e.tellOwed(id, owed)
 			http.Error(w, fmt.Sprintf("too many GET streams on this session: at most %d may be open at once (gateway.maxStreamsPerSession); close one first", e.opts.MaxStreamsPerSession), http.StatusTooManyRequests)
 			return
 		}
@@ -799,7 +851,15 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sw.ended = true
 			sw.mu.Unlock()
 		}()
-		e.http.ServeHTTP(sw, r)
+		if len(owed) == 0 {
+			e.http.ServeHTTP(sw, r)
+			return
+		}
+		o := &owedStream{streamWriter: sw, owed: owed}
+		e.http.ServeHTTP(o, r)
+		if !o.sent.Load() {
+			e.tellOwed(id, owed)
+		}
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -841,6 +901,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cs := newCallStream(w)
 	cs.dl = newDeadline(w, e.opts.WriteTimeout)
 	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
+	if len(owed) > 0 {
+		// A woken session is told of what it missed on this answer, ahead
+		// of it, as mcp-go sends what is queued for a session.
+		for _, method := range owed {
+			_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
+		}
+		owed = nil
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
@@ -889,6 +957,9 @@ func (e *Endpoint) SetTools(allow []string) {
 // changed without the registry changing: the allow-list, or the roles and
 // review rules that decide what an actor sees (OP-8).
 func (e *Endpoint) ToolsChanged() {
+	e.notifying.Lock()
+	defer e.notifying.Unlock()
+	e.changes.tools++
 	e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
 }
 
@@ -921,6 +992,9 @@ func (e *Endpoint) EndSession(id string) error {
 // endSession ends id through mcp-go's own DELETE, so its state goes with
 // it: mcp-go's session, the endpoint's maps, the console's row.
 func (e *Endpoint) endSession(id string) error {
+	if e.endParked(id) {
+		return nil
+	}
 	req := httptest.NewRequest(http.MethodDelete, e.opts.Path, nil)
 	req.Header.Set(server.HeaderKeySessionID, id)
 	if p := e.ids.protocolOf(id); p != "" {
@@ -947,6 +1021,9 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	// The sessions a shutdown ends are not ended for good: another
 	// replica, or this gateway restarted, may continue them.
 	e.ids.closing.Store(true)
+	for _, id := range e.ids.parkedIDs() {
+		e.endParked(id)
+	}
 	if e.opts.Hub != nil {
 		e.opts.Hub.detach(e)
 	}
@@ -970,10 +1047,18 @@ type sessionIDs struct {
 	// busy counts each session's open requests and streams; seen is when
 	// the last one ended (or the id was minted). A session is idle when
 	// it has none open and was last seen longer ago than the timeout.
+	// seen is written through its pointer: assigning to a map of string
+	// keys stores the key again, and a request's id is a copy of the
+	// session's own, read from its header, that would be kept besides.
 	busy map[string]int
-	seen map[string]time.Time
+	seen map[string]*time.Time
 	// slots are the places sessions hold under the caps (SV-2).
 	slots map[string]*sessionSlot
+	// parked are the sessions whose mcp-go state was let go while idle
+	// (resume.go); they have no entry in sessions. pinned are those never
+	// parked: subscribed to resources, or with more than the id carries.
+	parked map[string]listChanges
+	pinned map[string]bool
 	// inflight cancels the calls serveCall runs, by session and request id.
 	inflight cancels
 	// gone are the ids ended for good, which adoption refuses; onEnded is
@@ -992,7 +1077,8 @@ var _ server.SessionIdManager = (*sessionIDs)(nil)
 func newSessionIDs() *sessionIDs {
 	return &sessionIDs{owner: map[string]string{}, sessions: map[string]server.ClientSession{},
 		streams: map[string]int{}, protocol: map[string]string{}, busy: map[string]int{},
-		seen: map[string]time.Time{}, slots: map[string]*sessionSlot{}}
+		seen: map[string]*time.Time{}, slots: map[string]*sessionSlot{}, parked: map[string]listChanges{},
+		pinned: map[string]bool{}}
 }
 
 var errUnknownSession = errors.New("unknown session")
@@ -1003,11 +1089,15 @@ func (m *sessionIDs) Generate() string {
 	return id
 }
 
-// add makes id known, its owner to be bound by initialize.
+// add makes id known, its owner to be bound by initialize. An id minted
+// again (adopted while the sweep was ending it) is no longer parked: it is
+// ended, if it is, as mcp-go's.
 func (m *sessionIDs) add(id string) {
 	m.mu.Lock()
+	now := time.Now()
 	m.owner[id] = ""
-	m.seen[id] = time.Now()
+	m.seen[id] = &now
+	delete(m.parked, id)
 	m.mu.Unlock()
 }
 
@@ -1086,7 +1176,9 @@ func (m *sessionIDs) enter(id string) func() {
 			delete(m.busy, id)
 		}
 		if _, ok := m.owner[id]; ok {
-			m.seen[id] = time.Now()
+			if seen := m.seen[id]; seen != nil {
+				*seen = time.Now()
+			}
 		}
 	}
 }
@@ -1099,7 +1191,7 @@ func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 	defer m.mu.Unlock()
 	var idle []string
 	for id, seen := range m.seen {
-		if m.busy[id] > 0 || now.Sub(seen) < timeout {
+		if m.busy[id] > 0 || now.Sub(*seen) < timeout {
 			continue
 		}
 		delete(m.owner, id)
@@ -1145,7 +1237,7 @@ func (m *sessionIDs) ownedBy(id, actor string) bool {
 func (m *sessionIDs) count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.owner) + len(m.sessions) + len(m.protocol) + len(m.seen) + len(m.slots)
+	return len(m.owner) + len(m.sessions) + len(m.protocol) + len(m.seen) + len(m.slots) + len(m.parked) + len(m.pinned)
 }
 
 func (m *sessionIDs) forget(id string) {
@@ -1156,6 +1248,8 @@ func (m *sessionIDs) forget(id string) {
 	delete(m.seen, id)
 	slot := m.slots[id]
 	delete(m.slots, id)
+	delete(m.parked, id)
+	delete(m.pinned, id)
 	m.mu.Unlock()
 	if slot != nil {
 		slot.release()

@@ -24,7 +24,8 @@ type Catalog interface {
 
 // syncCatalog makes the served resources, templates and prompts equal to
 // the aggregated catalog. Reads and gets are routed to the owning upstream
-// at call time, so a refresh never leaves a stale handler behind.
+// at call time, so a refresh never leaves a stale handler behind. The
+// caller holds e.notifying.
 func (e *Endpoint) syncCatalog() {
 	if e.opts.Catalog == nil {
 		return
@@ -45,6 +46,7 @@ func (e *Endpoint) syncCatalog() {
 				resources = append(resources, server.ServerResource{Resource: res, Handler: e.readResource})
 			}
 		}
+		e.changes.resources++
 		e.mcp.SetResources(resources...)
 	})
 	setChanged(first, c.Templates, resourceRaw, &e.shown.templates, func(items []core.CatalogResource) {
@@ -55,6 +57,7 @@ func (e *Endpoint) syncCatalog() {
 				templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: e.readResource})
 			}
 		}
+		e.changes.resources++
 		e.mcp.SetResourceTemplates(templates...)
 	})
 	setChanged(first, c.Prompts, func(p core.CatalogPrompt) json.RawMessage { return p.Raw }, &e.shown.prompts, func(items []core.CatalogPrompt) {
@@ -65,6 +68,7 @@ func (e *Endpoint) syncCatalog() {
 				prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: e.getPrompt})
 			}
 		}
+		e.changes.prompts++
 		e.mcp.SetPrompts(prompts...)
 	})
 }
@@ -141,6 +145,8 @@ func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeReq
 	if s == nil || req.Params.URI == "" {
 		return
 	}
+	// Updates are pushed to it at any time: it is never parked.
+	e.ids.pin(s.SessionID())
 	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}) {
 		if err := e.router.SubscribeResource(ctx, req.Params.URI); err != nil {
 			e.opts.Logger.Warn("resources/subscribe not passed on", "uri", req.Params.URI, "err", err)

@@ -156,8 +156,11 @@ type Result struct {
 	RSSIdleBytes int64 `json:"rssIdleBytes"`
 	RSSLoadBytes int64 `json:"rssLoadBytes"`
 	// Per idle session: heap growth after GC (the headline number), RSS
-	// growth and goroutines.
+	// growth and goroutines, once the sessions have been idle long enough
+	// to be parked (mcp.DefaultSessionParkAfter); FreshSessionBytes is the
+	// heap growth right after they opened, before any was parked.
 	IdleSessionBytes      float64 `json:"idleSessionBytes"`
+	FreshSessionBytes     float64 `json:"freshSessionBytes"`
 	IdleSessionRSSBytes   float64 `json:"idleSessionRssBytes"`
 	IdleSessionGoroutines float64 `json:"idleSessionGoroutines"`
 	IdleSessionErrors     int     `json:"idleSessionErrors"`
@@ -803,7 +806,9 @@ func measureCalls(ctx context.Context, cfg Config, paths benchPaths, echoConns *
 
 // measureIdleSessions opens n sessions (initialize + initialized) against
 // the gateway and leaves them idle; the heap growth after GC divided by n is
-// what one idle session costs. The client keeps only the session ids.
+// what one idle session costs, measured right after they opened and once
+// they were idle long enough to be parked. The client keeps only the
+// session ids.
 func measureIdleSessions(ctx context.Context, hc *http.Client, url, key string, n int, res *Result) {
 	settle := func() {
 		// Connections are not sessions: close the idle ones and give the
@@ -849,6 +854,12 @@ func measureIdleSessions(ctx context.Context, hc *http.Client, url, key string, 
 	if opened <= 0 {
 		return
 	}
+	res.FreshSessionBytes = math.Round((float64(ms.HeapAlloc) - float64(heap0)) / float64(opened))
+	// Idle: long enough for the gateway to park them (one wait, and the
+	// sweep's half of it, with room to spare).
+	time.Sleep(2 * mcp.DefaultSessionParkAfter)
+	settle()
+	runtime.ReadMemStats(&ms)
 	res.IdleSessionBytes = math.Round((float64(ms.HeapAlloc) - float64(heap0)) / float64(opened))
 	res.IdleSessionGoroutines = round3(float64(runtime.NumGoroutine()-gr0) / float64(opened))
 	if rss1, ok := processRSS(); ok && rssOK {
@@ -1286,8 +1297,8 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "upstream connections   %d opened by the gateway to the HTTP echo during its concurrent phases (direct client: %d)\n",
 		r.HTTP.Via.Conc.UpstreamConns, r.HTTP.Direct.Conc.UpstreamConns)
 	fmt.Fprintf(w, "RSS (whole process)    %s idle, %s under load\n", fmtBytes(float64(r.RSSIdleBytes)), fmtBytes(float64(r.RSSLoadBytes)))
-	fmt.Fprintf(w, "idle session           %s heap each (%d sessions; RSS %s, %.2f goroutines each)\n",
-		fmtBytes(r.IdleSessionBytes), c.IdleSessions, fmtBytes(r.IdleSessionRSSBytes), r.IdleSessionGoroutines)
+	fmt.Fprintf(w, "idle session           %s heap each (%d sessions; RSS %s, %.2f goroutines each; %s right after opening, before they were parked)\n",
+		fmtBytes(r.IdleSessionBytes), c.IdleSessions, fmtBytes(r.IdleSessionRSSBytes), r.IdleSessionGoroutines, fmtBytes(r.FreshSessionBytes))
 	s := r.Startup
 	fmt.Fprintf(w, "start-up               %d upstreams × %d tools served in %.0f ms; slowest upstream alone %.0f ms, all one after another %.0f ms; ratio %.2f\n",
 		s.Upstreams, s.ToolsEach, s.GatewayMs, s.SlowestMs, s.SerialMs, s.Ratio)
