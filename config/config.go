@@ -38,6 +38,10 @@ type Gateway struct {
 	// SessionIdleTimeout ends a session after that long without a request
 	// or an open stream (SV-2).
 	SessionIdleTimeout time.Duration `koanf:"sessionIdleTimeout" json:"sessionIdleTimeout" yaml:"sessionIdleTimeout"`
+	// SessionParkAfter lets go of an idle session's protocol state after
+	// that long without a request or an open stream; its next request makes
+	// it again from its sealed id (SV-2). Negative: never.
+	SessionParkAfter time.Duration `koanf:"sessionParkAfter" json:"sessionParkAfter" yaml:"sessionParkAfter"`
 	// MaxSessions and MaxSessionsPerActor cap open sessions in all and per
 	// actor; MaxStreamsPerSession caps a session's GET streams (SV-2).
 	MaxSessions          int `koanf:"maxSessions" json:"maxSessions" yaml:"maxSessions"`

@@ -8,6 +8,7 @@ const (
 	DefaultMaxRequestBytes = 4 << 20 // SV-8
 	// SV-2: sessions and streams.
 	DefaultSessionIdleTimeout   = 30 * time.Minute
+	DefaultSessionParkAfter     = time.Second
 	DefaultMaxSessions          = 10000
 	DefaultMaxSessionsPerActor  = 100
 	DefaultMaxStreamsPerSession = 4
@@ -41,6 +42,7 @@ func (c *Config) SetDefaults(version string) []Warning {
 	setIfZero(&g.Listen, DefaultListen)
 	setIfZero(&g.MaxRequestBytes, DefaultMaxRequestBytes)
 	setIfZero(&g.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	setIfZero(&g.SessionParkAfter, DefaultSessionParkAfter)
 	setIfZero(&g.MaxSessions, DefaultMaxSessions)
 	setIfZero(&g.MaxSessionsPerActor, DefaultMaxSessionsPerActor)
 	setIfZero(&g.MaxStreamsPerSession, DefaultMaxStreamsPerSession)

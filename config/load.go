@@ -338,6 +338,7 @@ var overrideKeys = map[string]struct {
 	"TOOLGATE_GATEWAY_STORE":                {"gateway.store", ovString},
 	"TOOLGATE_GATEWAY_MAXREQUESTBYTES":      {"gateway.maxRequestBytes", ovInt},
 	"TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT":   {"gateway.sessionIdleTimeout", ovDuration},
+	"TOOLGATE_GATEWAY_SESSIONPARKAFTER":     {"gateway.sessionParkAfter", ovDuration},
 	"TOOLGATE_GATEWAY_MAXSESSIONS":          {"gateway.maxSessions", ovInt},
 	"TOOLGATE_GATEWAY_MAXSESSIONSPERACTOR":  {"gateway.maxSessionsPerActor", ovInt},
 	"TOOLGATE_GATEWAY_MAXSTREAMSPERSESSION": {"gateway.maxStreamsPerSession", ovInt},

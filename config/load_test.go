@@ -166,7 +166,7 @@ upstreams:
 		Gateway: Gateway{
 			Listen:             "127.0.0.1:7331",
 			MaxRequestBytes:    4194304,
-			SessionIdleTimeout: 30 * time.Minute, MaxSessions: 10000, MaxSessionsPerActor: 100, MaxStreamsPerSession: 4,
+			SessionIdleTimeout: 30 * time.Minute, SessionParkAfter: time.Second, MaxSessions: 10000, MaxSessionsPerActor: 100, MaxStreamsPerSession: 4,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, HeartbeatInterval: 15 * time.Second,
 			Confirm: Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute},
 			Review:  Review{Mode: "pin"},
@@ -265,7 +265,7 @@ gateway:
 	}{
 		{
 			name: "none",
-			want: Gateway{Listen: "127.0.0.1:7331", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes, SessionIdleTimeout: DefaultSessionIdleTimeout,
+			want: Gateway{Listen: "127.0.0.1:7331", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes, SessionIdleTimeout: DefaultSessionIdleTimeout, SessionParkAfter: DefaultSessionParkAfter,
 				MaxSessions: DefaultMaxSessions, MaxSessionsPerActor: DefaultMaxSessionsPerActor, MaxStreamsPerSession: DefaultMaxStreamsPerSession,
 				ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, HeartbeatInterval: DefaultHeartbeatInterval,
 				Confirm: Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute}, Review: Review{Mode: "pin"}},
@@ -283,6 +283,7 @@ gateway:
 				"TOOLGATE_GATEWAY_CONFIRM_APPROVALWAIT": "10s",
 				"TOOLGATE_GATEWAY_REVIEW_MODE":          "require",
 				"TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT":   "5m",
+				"TOOLGATE_GATEWAY_SESSIONPARKAFTER":     "-1s",
 				"TOOLGATE_GATEWAY_MAXSESSIONS":          "50",
 				"TOOLGATE_GATEWAY_MAXSESSIONSPERACTOR":  "5",
 				"TOOLGATE_GATEWAY_MAXSTREAMSPERSESSION": "2",
@@ -292,7 +293,7 @@ gateway:
 				"TOOLGATE_GATEWAY_HEARTBEATINTERVAL":    "10s",
 			},
 			want: Gateway{Listen: "127.0.0.1:9000", PublicURL: "https://env.example.com", Stateless: true, Store: "postgres://db/toolgate", MaxRequestBytes: 1024,
-				SessionIdleTimeout: 5 * time.Minute, MaxSessions: 50, MaxSessionsPerActor: 5, MaxStreamsPerSession: 2,
+				SessionIdleTimeout: 5 * time.Minute, SessionParkAfter: -time.Second, MaxSessions: 50, MaxSessionsPerActor: 5, MaxStreamsPerSession: 2,
 				ReadTimeout: 5 * time.Second, WriteTimeout: 20 * time.Second, IdleTimeout: time.Minute, HeartbeatInterval: 10 * time.Second,
 				Confirm: Confirm{Secret: "override-SECRET-0123456789abcdef0123456789", TTL: time.Minute, ApprovalWait: 10 * time.Second}, Review: Review{Mode: "require"}},
 		},
@@ -305,7 +306,7 @@ gateway:
 				"TOOLGATE_GATEWAY_NOPE":        "x",
 				"TOOLGATE_UPSTREAMS_0_COMMAND": "evil",
 			},
-			want: Gateway{Listen: "localhost:1234", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes, SessionIdleTimeout: DefaultSessionIdleTimeout,
+			want: Gateway{Listen: "localhost:1234", PublicURL: "https://file.example.com", MaxRequestBytes: DefaultMaxRequestBytes, SessionIdleTimeout: DefaultSessionIdleTimeout, SessionParkAfter: DefaultSessionParkAfter,
 				MaxSessions: DefaultMaxSessions, MaxSessionsPerActor: DefaultMaxSessionsPerActor, MaxStreamsPerSession: DefaultMaxStreamsPerSession,
 				ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, HeartbeatInterval: DefaultHeartbeatInterval,
 				Confirm: Confirm{Secret: Secret(fixedEnv["TOOLGATE_CONFIRM_SECRET"]), TTL: 15 * time.Minute, ApprovalWait: 2 * time.Minute}, Review: Review{Mode: "pin"}},

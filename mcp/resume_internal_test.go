@@ -189,3 +189,31 @@ func TestParkedSessionHeapIssue18(t *testing.T) {
 	}
 	runtime.KeepAlive(ids)
 }
+
+// TestSessionParkAfterSettingSV2: gateway.sessionParkAfter reaches the
+// endpoint as given; 0 is the default, and a negative value, or no session
+// key to wake a session from, turns parking off.
+func TestSessionParkAfterSettingSV2(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	actor := func(context.Context) (core.Actor, bool) { return core.Actor{ID: "a"}, true }
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		key   []byte
+		parks bool
+	}{
+		{"default", 0, key, true}, {"set", 5 * time.Second, key, true}, {"negative", -time.Second, key, false}, {"no key", 0, nil, false},
+	} {
+		e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: core.NewRegistry(nil), SessionKey: tc.key, SessionParkAfter: tc.after, Actor: actor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.parks(); got != tc.parks {
+			t.Errorf("%s: parks = %v, want %v", tc.name, got, tc.parks)
+		}
+		if tc.name == "default" && e.opts.SessionParkAfter != DefaultSessionParkAfter {
+			t.Errorf("default park delay %v, want %v", e.opts.SessionParkAfter, DefaultSessionParkAfter)
+		}
+		_ = e.Close(context.Background())
+	}
+}

@@ -36,7 +36,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: g.log,
 			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
-			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, Limits: limits,
+			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, SessionParkAfter: cfg.Gateway.SessionParkAfter, Limits: limits,
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
