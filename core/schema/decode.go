@@ -104,20 +104,28 @@ func (d *instanceDecoder) object(depth int) (any, bool) {
 		}
 		// The last of duplicate keys wins, as in encoding/json.
 		m[k] = v
-		d.space()
-		if d.i >= len(d.src) {
-			return nil, false
-		}
-		switch d.src[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
+		if more, ok := d.next('}'); !more {
+			return m, ok
 		}
 	}
+}
+
+// next reads what follows a member or an element: more is true after a
+// comma; after close, ok is true and more false; anything else is neither.
+func (d *instanceDecoder) next(close byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.src) {
+		return false, false
+	}
+	switch d.src[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case close:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (d *instanceDecoder) array(depth int) (any, bool) {
@@ -135,18 +143,8 @@ func (d *instanceDecoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.src) {
-			return nil, false
-		}
-		switch d.src[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return a, true
-		default:
-			return nil, false
+		if more, ok := d.next(']'); !more {
+			return a, ok
 		}
 	}
 }
