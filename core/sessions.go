@@ -26,6 +26,9 @@ type Session struct {
 	// Elsewhere: served by another replica and listed from the shared
 	// store (OP-5); ID is then the session's SessionKey, not its id.
 	Elsewhere bool `json:"elsewhere,omitempty"`
+	// Parked: idle, its protocol state let go until its next request
+	// (SV-2, gateway.sessionParkAfter).
+	Parked bool `json:"parked,omitempty"`
 }
 
 // Key names the session to operators (consoles, commands, the audit): its
@@ -130,6 +133,17 @@ func (s *Sessions) remove(id string, byOperator bool) bool {
 		return []EventData{SessionEnded{Session: *sess, ByOperator: byOperator}}
 	})
 	return found
+}
+
+// SetParked records that a session's protocol state was let go while it is
+// idle, or made again. Not published: it is state for gauges and listings,
+// and changes as often as sessions go idle.
+func (s *Sessions) SetParked(id string, parked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.byID[id]; ok {
+		sess.Parked = parked
+	}
 }
 
 // Touch records activity; call counts a tool call. Activity is not

@@ -442,6 +442,9 @@ func (e *Endpoint) park(id string, now time.Time) bool {
 		e.opts.Logger.Warn("parking an idle session failed", "endpoint", e.opts.Path, "status", rec.Code)
 		return false
 	}
+	if e.opts.Sessions != nil {
+		e.opts.Sessions.SetParked(id, true)
+	}
 	return true
 }
 
@@ -499,6 +502,9 @@ func (e *Endpoint) wake(r *http.Request, id string) (owed []string, ok bool) {
 		if sl, ok := s.(server.SessionWithLogging); ok {
 			sl.SetLogLevel(level)
 		}
+	}
+	if e.opts.Sessions != nil {
+		e.opts.Sessions.SetParked(id, false)
 	}
 	if e.changes.tools != seen.tools {
 		owed = append(owed, mcpgo.MethodNotificationToolsListChanged)

@@ -27,6 +27,8 @@ var (
 		"Tool names an upstream was refused because another claimant holds them, by the refused upstream.", []string{"upstream"}, nil)
 	sessionsDesc = prometheus.NewDesc("toolgate_sessions",
 		"Live client sessions, by endpoint.", []string{"endpoint"}, nil)
+	parkedDesc = prometheus.NewDesc("toolgate_sessions_parked",
+		"Live client sessions parked while idle (gateway.sessionParkAfter), by endpoint.", []string{"endpoint"}, nil)
 	pendingDesc = prometheus.NewDesc("toolgate_confirmations_pending",
 		"Confirmations waiting for an operator's decision.", nil, nil)
 	auditQueueDesc = prometheus.NewDesc("toolgate_audit_queue_depth",
@@ -48,7 +50,7 @@ var _ prometheus.Collector = (*stateCollector)(nil)
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upstreamStateDesc, upstreamLatencyDesc, upstreamToolsDesc, upstreamNextDesc,
-		toolsDesc, droppedDesc, collisionsDesc, sessionsDesc, pendingDesc} {
+		toolsDesc, droppedDesc, collisionsDesc, sessionsDesc, parkedDesc, pendingDesc} {
 		ch <- d
 	}
 	if c.queueDepth != nil {
@@ -115,17 +117,22 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for up, n := range collisions {
 		gauge(collisionsDesc, float64(n), up)
 	}
-	sessions := map[string]int{}
+	sessions, parked := map[string]int{}, map[string]int{}
 	for _, ep := range c.endpoints {
-		sessions[ep] = 0
+		sessions[ep], parked[ep] = 0, 0
 	}
 	for _, s := range snap.Sessions {
-		if !s.Elsewhere { // another replica's, which counts it itself
-			sessions[s.Endpoint]++
+		if s.Elsewhere { // another replica's, which counts it itself
+			continue
+		}
+		sessions[s.Endpoint]++
+		if s.Parked {
+			parked[s.Endpoint]++
 		}
 	}
 	for ep, n := range sessions {
 		gauge(sessionsDesc, float64(n), ep)
+		gauge(parkedDesc, float64(parked[ep]), ep)
 	}
 	gauge(pendingDesc, float64(len(snap.Pending)))
 	if c.queueDepth != nil {
