@@ -62,17 +62,7 @@ func TestListChangedOncePerBurstIM25(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	msgs := make(chan mcptest.Message, 64)
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := stream.Next()
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
+	msgs := stream.Messages(64)
 	// The session is registered since initialize: what is sent to it now is
 	// queued for this stream even before the stream attaches.
 	up.SetTools(tools(6)...)

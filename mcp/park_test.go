@@ -106,17 +106,7 @@ func TestIdleSessionsParkAndWakeSV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := make(chan mcptest.Message, 16)
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := stream.Next()
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
+	msgs := stream.Messages(16)
 	select {
 	case m := <-msgs:
 		if m.Method != "notifications/tools/list_changed" {

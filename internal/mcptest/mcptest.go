@@ -758,5 +758,23 @@ func (s *Stream) Next() (Message, error) {
 	return m, nil
 }
 
+// Messages reads the stream in a goroutine of its own and hands over each
+// message on the channel (buffered to buf), which is closed when the stream
+// ends or fails: for a test that waits on a stream while it acts.
+func (s *Stream) Messages(buf int) <-chan Message {
+	msgs := make(chan Message, buf)
+	go func() {
+		defer close(msgs)
+		for {
+			m, err := s.Next()
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	return msgs
+}
+
 // Close ends the answer, dropping the connection if it is still open.
 func (s *Stream) Close() error { return s.body.Close() }
