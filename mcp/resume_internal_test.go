@@ -143,10 +143,10 @@ func (t recorderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-// Issue 18: a parked session costs the endpoint a small fraction of the
+// SV-2 (issue 18): a parked session costs the endpoint a small fraction of the
 // ≈11 KiB it costs while mcp-go holds it: here at most 4 KiB of heap each
 // (≈1 KiB measured), over 400 sessions.
-func TestParkedSessionHeapIssue18(t *testing.T) {
+func TestParkedSessionHeapSV2(t *testing.T) {
 	sessions := core.NewSessions(core.NewRegistry(nil).Bus())
 	e, err := NewEndpoint(EndpointOptions{Path: "/mcp", Registry: core.NewRegistry(nil), Sessions: sessions,
 		Limits: NewSessionLimits(1000, 1000), SessionKey: []byte("0123456789abcdef0123456789abcdef"), SessionParkAfter: time.Hour,

@@ -138,6 +138,7 @@ func TestReadCallParamsAsDecoded(t *testing.T) {
 	}
 }
 
+// FuzzReadCallParams: the same equality (SV-4) on any valid JSON.
 func FuzzReadCallParams(f *testing.F) {
 	for _, raw := range callParamsCases {
 		f.Add([]byte(raw))
@@ -203,6 +204,7 @@ func TestReadAnswerAsDecoded(t *testing.T) {
 	}
 }
 
+// FuzzReadAnswer: the same equality (IM-32) on any bytes.
 func FuzzReadAnswer(f *testing.F) {
 	for _, raw := range answerCases {
 		f.Add([]byte(raw))

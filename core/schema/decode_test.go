@@ -26,6 +26,7 @@ func TestDecodeInstanceMatchesLibrarySV4(t *testing.T) {
 	}
 }
 
+// FuzzDecodeInstance: the same equality (SV-4) on any bytes.
 func FuzzDecodeInstance(f *testing.F) {
 	for _, doc := range instanceSeeds {
 		f.Add([]byte(doc))

@@ -16,8 +16,8 @@ import (
 )
 
 // TestIdleSessionProfile writes heap profiles before and after opening
-// idle sessions, for `go tool pprof -base`. Only with
-// TOOLGATE_IDLE_PROFILE=dir.
+// idle sessions (SV-2, issue 18), for `go tool pprof -base`, and fails if
+// any handshake failed. Only with TOOLGATE_IDLE_PROFILE=dir.
 func TestIdleSessionProfile(t *testing.T) {
 	dir := os.Getenv("TOOLGATE_IDLE_PROFILE")
 	if dir == "" {
@@ -72,5 +72,8 @@ func TestIdleSessionProfile(t *testing.T) {
 	write("base.pprof")
 	measureIdleSessions(ctx, hc, gwURL, key, 2000, &res)
 	write("idle.pprof")
-	t.Logf("idleSessionBytes %v freshSessionBytes %v errors %d", res.IdleSessionBytes, res.FreshSessionBytes, res.IdleSessionErrors)
+	t.Logf("idleSessionBytes %v freshSessionBytes %v", res.IdleSessionBytes, res.FreshSessionBytes)
+	if res.IdleSessionErrors != 0 {
+		t.Fatalf("%d of the idle sessions failed to open; the profile is of fewer", res.IdleSessionErrors)
+	}
 }
