@@ -200,16 +200,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer hc.CloseIdleConnections()
 
 	// The echo upstream over Streamable HTTP, in-process.
-	echoLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	echoCount := &countingListener{Listener: echoLn}
+	var echoCount *countingListener
 	var servers sync.WaitGroup
 	defer servers.Wait() // after cancel: the servers stop
 	defer cancel()
-	servers.Go(func() { _ = demo.ServeHTTP(ctx, "echo", demo.Options{}, echoCount) })
-	echoURL := "http://" + echoLn.Addr().String() + "/mcp"
+	echoURL, err := serveEcho(ctx, &servers, func(ln net.Listener) net.Listener {
+		echoCount = &countingListener{Listener: ln}
+		return echoCount
+	})
+	if err != nil {
+		return nil, err
+	}
 
 	// The echo upstream over stdio, for the direct path: a child process.
 	direct, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "echo-direct", Command: self, Args: []string{"demo-upstream", "echo"}})
@@ -228,7 +229,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// exactly as serve does: sqlite store (audit, review) in a temp dir.
 	key := randomHex(24)
 	gcfg, err := benchGatewayConfig(key, filepath.Join(tmp, "toolgate.db"), []config.Upstream{
-		{Name: "http", URL: echoURL, Transport: config.TransportHTTP, Roles: []string{benchRole}},
+		echoUpstream(echoURL),
 		{Name: "stdio", Command: self, Args: []string{"demo-upstream", "echo"}, Roles: []string{benchRole}},
 	})
 	if err != nil {
@@ -252,7 +253,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	hopTarget, _ := url.Parse("http://" + echoLn.Addr().String())
+	hopTarget, _ := url.Parse(echoURL)
+	hopTarget.Path = "" // the proxy adds the request's own path
 	hop := httputil.NewSingleHostReverseProxy(hopTarget)
 	hopTransport := http.DefaultTransport.(*http.Transport).Clone()
 	hopTransport.MaxIdleConnsPerHost = 64 // as the gateway's upstream client
@@ -314,6 +316,29 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// serveEcho serves the built-in echo upstream over Streamable HTTP on a
+// free loopback port, in a goroutine of servers' that ends with ctx; wrap,
+// if not nil, wraps its listener (to count connections). It returns the
+// upstream's MCP URL.
+func serveEcho(ctx context.Context, servers *sync.WaitGroup, wrap func(net.Listener) net.Listener) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	served := ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
+	servers.Go(func() { _ = demo.ServeHTTP(ctx, "echo", demo.Options{}, served) })
+	return "http://" + ln.Addr().String() + "/mcp", nil
+}
+
+// echoUpstream is the gateway's upstream entry for the echo at url, its
+// tools for the bench's role.
+func echoUpstream(url string) config.Upstream {
+	return config.Upstream{Name: "http", URL: url, Transport: config.TransportHTTP, Roles: []string{benchRole}}
 }
 
 // benchGatewayConfig is a realistic gateway config: one endpoint behind an

@@ -2,14 +2,12 @@ package bench
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/mcp/demo"
 )
 
 // BenchmarkGatewayToolsCall is one tools/call of the HTTP echo, in one
@@ -20,20 +18,16 @@ import (
 func BenchmarkGatewayToolsCall(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { _ = demo.ServeHTTP(ctx, "echo", demo.Options{}, ln) })
-	echoURL := "http://" + ln.Addr().String() + "/mcp"
+	echoURL, err := serveEcho(ctx, &wg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	key := randomHex(24)
-	cfg, err := benchGatewayConfig(key, filepath.Join(b.TempDir(), "toolgate.db"), []config.Upstream{
-		{Name: "http", URL: echoURL, Transport: config.TransportHTTP, Roles: []string{benchRole}},
-	})
+	cfg, err := benchGatewayConfig(key, filepath.Join(b.TempDir(), "toolgate.db"), []config.Upstream{echoUpstream(echoURL)})
 	if err != nil {
 		b.Fatal(err)
 	}

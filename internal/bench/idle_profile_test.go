@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/mcp/demo"
 )
 
 // TestIdleSessionProfile writes heap profiles before and after opening
@@ -26,18 +24,15 @@ func TestIdleSessionProfile(t *testing.T) {
 	runtime.MemProfileRate = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { _ = demo.ServeHTTP(ctx, "echo", demo.Options{}, ln) })
+	echoURL, err := serveEcho(ctx, &wg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := randomHex(24)
-	cfg, err := benchGatewayConfig(key, filepath.Join(t.TempDir(), "toolgate.db"), []config.Upstream{
-		{Name: "http", URL: "http://" + ln.Addr().String() + "/mcp", Transport: config.TransportHTTP, Roles: []string{benchRole}},
-	})
+	cfg, err := benchGatewayConfig(key, filepath.Join(t.TempDir(), "toolgate.db"), []config.Upstream{echoUpstream(echoURL)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/rrproxy"
-	"github.com/toolgate/toolgate/mcp/demo"
 )
 
 // ReplicasConfig is `toolgate bench --replicas` (OP-5): calls per second of
@@ -120,12 +119,11 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	var servers sync.WaitGroup
 	defer servers.Wait() // after cancel: the servers stop
 	defer cancel()
-	echoLn, err := net.Listen("tcp", "127.0.0.1:0")
+	echoURL, err := serveEcho(ctx, &servers, nil)
 	if err != nil {
 		return nil, err
 	}
-	servers.Go(func() { _ = demo.ServeHTTP(ctx, "echo", demo.Options{}, echoLn) })
-	ups := []config.Upstream{{Name: "http", URL: "http://" + echoLn.Addr().String() + "/mcp", Transport: config.TransportHTTP, Roles: []string{benchRole}}}
+	ups := []config.Upstream{echoUpstream(echoURL)}
 
 	suffix := randomHex(6)
 	one, many := "toolgate_bench_"+suffix+"_1", "toolgate_bench_"+suffix+"_n"

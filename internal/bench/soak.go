@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/mcp/demo"
 )
 
 // SoakConfig sizes a soak run (issue 16): clients open sessions, call
@@ -107,19 +105,16 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	}
 	defer os.RemoveAll(tmp)
 
-	echoLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	var servers sync.WaitGroup
 	defer servers.Wait()
 	defer cancel()
-	servers.Go(func() { _ = demo.ServeHTTP(ctx, "echo", demo.Options{}, echoLn) })
+	echoURL, err := serveEcho(ctx, &servers, nil)
+	if err != nil {
+		return nil, err
+	}
 
 	key := randomHex(24)
-	gcfg, err := benchGatewayConfig(key, filepath.Join(tmp, "toolgate.db"), []config.Upstream{
-		{Name: "http", URL: "http://" + echoLn.Addr().String() + "/mcp", Transport: config.TransportHTTP, Roles: []string{benchRole}},
-	})
+	gcfg, err := benchGatewayConfig(key, filepath.Join(tmp, "toolgate.db"), []config.Upstream{echoUpstream(echoURL)})
 	if err != nil {
 		return nil, err
 	}
