@@ -155,6 +155,9 @@ type Endpoint struct {
 	// adopting serializes adoptions, parks and wakes, so two racing
 	// requests of one session make it once.
 	adopting sync.Mutex
+	// macs keeps the audit's argument-hash HMACs (*auditMAC) under
+	// opts.AuditKey.
+	macs sync.Pool
 	// notifying is held while a change is told to every session, and
 	// while a session is parked or woken: a change reaches either
 	// mcp-go's session or the parked record, never neither.

@@ -1,14 +1,12 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"hash"
-	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -86,12 +84,12 @@ func (e *Endpoint) argsHash(c *core.ToolCall) string {
 	const keyed, plain = "hmac-sha256:", "sha256:"
 	var buf [len(keyed) + 2*sha256.Size]byte
 	if e.opts.AuditKey != nil {
-		m := getAuditMAC(e.opts.AuditKey)
+		m := e.auditMAC()
 		m.h.Write(canon)
 		sum := m.h.Sum(m.sum[:0])
 		n := copy(buf[:], keyed)
 		hex.Encode(buf[n:], sum)
-		auditMACs.Put(m)
+		e.macs.Put(m)
 		return string(buf[:n+hex.EncodedLen(len(sum))])
 	}
 	sum := sha256.Sum256(canon)
@@ -100,25 +98,21 @@ func (e *Endpoint) argsHash(c *core.ToolCall) string {
 	return string(buf[:n+hex.EncodedLen(len(sum))])
 }
 
-// auditMACs keeps argument-hash HMACs from call to call (*auditMAC): a new
-// one costs seven allocations, a reset one none. A state keyed with
-// another endpoint's key is dropped, not reused.
-var auditMACs sync.Pool
-
+// auditMAC is an argument-hash HMAC kept from call to call in the
+// endpoint's macs: a new one costs seven allocations, a reset one none.
 type auditMAC struct {
-	key []byte
 	h   hash.Hash
 	sum [sha256.Size]byte
 }
 
-// getAuditMAC returns a reset HMAC-SHA256 under key; give it back to
-// auditMACs once its sum is read.
-func getAuditMAC(key []byte) *auditMAC {
-	if m, ok := auditMACs.Get().(*auditMAC); ok && bytes.Equal(m.key, key) {
+// auditMAC returns a reset HMAC-SHA256 under the endpoint's audit key;
+// give it back to e.macs once its sum is read.
+func (e *Endpoint) auditMAC() *auditMAC {
+	if m, ok := e.macs.Get().(*auditMAC); ok {
 		m.h.Reset()
 		return m
 	}
-	return &auditMAC{key: key, h: hmac.New(sha256.New, key)}
+	return &auditMAC{h: hmac.New(sha256.New, e.opts.AuditKey)}
 }
 
 // outcome names what happened in the audit's words.
