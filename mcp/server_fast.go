@@ -308,8 +308,9 @@ func readCallParams(raw []byte, p *callParams) bool {
 			*p = callParams{Arguments: json.RawMessage(args)}
 			return true
 		}
-		if n, isID := readID(name); isID {
-			if s, isString := n.(string); isString && name[0] == '"' {
+		// A string reads as readID reads a string id.
+		if n, _ := readID(name); n != nil {
+			if s, isString := n.(string); isString {
 				*p = callParams{Name: s, Arguments: json.RawMessage(args)}
 				return true
 			}
