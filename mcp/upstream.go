@@ -571,25 +571,24 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		Method:  method,
 		Params:  params,
 	}
-	var resp *transport.JSONRPCResponse
+	var a *rpcAnswer
 	var err error
 	if raw, ok := params.(json.RawMessage); ok && s.post != nil && method == string(mcpgo.MethodToolsCall) {
-		var a *rpcAnswer
 		var code int
 		a, code, err = s.post.call(ctx, callBody(id, raw))
 		if code >= 400 {
 			rec.code.Store(int32(code))
 		}
-		if err == nil {
-			resp = &transport.JSONRPCResponse{ID: req.ID, Result: json.RawMessage(a.Result)}
-			if a.Error != nil {
-				resp.Error = &mcpgo.JSONRPCErrorDetails{Code: a.Error.Code, Message: a.Error.Message}
-			}
-		}
 	} else {
 		// mcp-go's transport reports an error status through rec; the
 		// poster returns it.
-		resp, err = s.tr.SendRequest(context.WithValue(ctx, statusKey{}, rec), req)
+		var resp *transport.JSONRPCResponse
+		if resp, err = s.tr.SendRequest(context.WithValue(ctx, statusKey{}, rec), req); resp != nil {
+			a = &rpcAnswer{Result: aliasRaw(resp.Result)}
+			if resp.Error != nil {
+				a.Error = &rpcErrorDetails{Code: resp.Error.Code, Message: resp.Error.Message}
+			}
+		}
 	}
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errConnectionLost) {
 		s.cancelled(req.ID)
@@ -597,18 +596,24 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	if err != nil {
 		return nil, s.classify(ctx, err, rec)
 	}
-	if resp == nil {
+	if a == nil {
 		return nil, s.classify(ctx, errors.New("no response"), rec)
 	}
-	if resp.Error != nil {
-		return nil, &core.RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+	return s.result(ctx, a, rec)
+}
+
+// result is a response's result, or its error as the importer's rules read
+// it (IM-27, IM-29).
+func (s *session) result(ctx context.Context, a *rpcAnswer, rec *statusRecorder) (json.RawMessage, error) {
+	if a.Error != nil {
+		return nil, &core.RPCError{Code: a.Error.Code, Message: a.Error.Message}
 	}
-	if len(resp.Result) == 0 {
+	if len(a.Result) == 0 {
 		// mcp-go hands back an error status whose body parsed as an empty
 		// JSON-RPC message as a response with neither result nor error.
 		return nil, s.classify(ctx, errors.New("response has no result"), rec)
 	}
-	return resp.Result, nil
+	return json.RawMessage(a.Result), nil
 }
 
 // pipeCall is request's tools/call to a stdio child, without the context
@@ -627,12 +632,8 @@ func (s *session) pipeCall(ctx context.Context, params json.RawMessage) (json.Ra
 			s.cancelled(mcpgo.NewRequestId("tg-" + strconv.FormatInt(n, 10)))
 		}
 		return nil, s.classify(ctx, err, &statusRecorder{})
-	case a.Error != nil:
-		return nil, &core.RPCError{Code: a.Error.Code, Message: a.Error.Message}
-	case len(a.Result) == 0:
-		return nil, s.classify(ctx, errors.New("response has no result"), &statusRecorder{})
 	}
-	return json.RawMessage(a.Result), nil
+	return s.result(ctx, a, &statusRecorder{})
 }
 
 // cancelled tells the upstream that the caller gave up on a request (the

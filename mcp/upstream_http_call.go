@@ -288,13 +288,16 @@ func readBody(res *http.Response) ([]byte, error) {
 // rpcAnswer is a JSON-RPC message read off an answer: a response, or on a
 // stream a notification or a request of the server's.
 type rpcAnswer struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result aliasRaw        `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	ID     json.RawMessage  `json:"id"`
+	Method string           `json:"method"`
+	Result aliasRaw         `json:"result"`
+	Error  *rpcErrorDetails `json:"error"`
+}
+
+// rpcErrorDetails is a JSON-RPC error as the gateway reads it.
+type rpcErrorDetails struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }
 
 // readAnswer is json.Unmarshal of b into an rpcAnswer. A response whose
