@@ -246,7 +246,7 @@ func (before dirState) mustEqual(t *testing.T, after dirState) {
 
 func rawExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000") // wait for a lock, never fail on one
 	if err != nil {
 		t.Fatal(err)
 	}

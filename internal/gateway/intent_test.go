@@ -27,7 +27,10 @@ func TestActionNotRunWithoutAuditIntentCF3(t *testing.T) {
 	waitServed(t, ctx, s, notesTools, nil)
 	unrecorded := confirmArgs(previewToken(t, ctx, s, "unrecorded"), "unrecorded")
 
-	db, err := sql.Open("sqlite", store)
+	// The gateway writes the file meanwhile (the queued audit of the read
+	// below, the ledger): this connection waits for its lock as the
+	// store's own do, instead of failing with SQLITE_BUSY.
+	db, err := sql.Open("sqlite", store+"?_busy_timeout=10000")
 	if err != nil {
 		t.Fatal(err)
 	}
