@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -259,13 +260,48 @@ type tombstones struct {
 	issued func(id string) (time.Time, bool)
 
 	mu sync.Mutex
-	at map[string]tombstone
+	at map[string]*tombstone
+	// byIssue holds every kept tombstone, the earliest issued at its root:
+	// the one dropped when room is needed.
+	byIssue issueHeap
+	// byEnd is the tombstones in the order they were added, which is the
+	// order they lapse in (the ttl is fixed): lapsed ones are taken from
+	// its front. Those dropped otherwise stay in it, marked, until they
+	// reach the front or outnumber the kept ones.
+	byEnd   []*tombstone
+	dropped int // marked entries in byEnd
 	// floor: ids issued at or before it are refused, since a tombstone of
 	// one that old was dropped to make room.
 	floor time.Time
 }
 
-type tombstone struct{ until, issued time.Time }
+type tombstone struct {
+	id            string
+	until, issued time.Time
+	heapAt        int // index in byIssue; -1 once dropped
+}
+
+// issueHeap is a container/heap of tombstones by issue time.
+type issueHeap []*tombstone
+
+func (h issueHeap) Len() int           { return len(h) }
+func (h issueHeap) Less(i, j int) bool { return h[i].issued.Before(h[j].issued) }
+func (h issueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapAt, h[j].heapAt = i, j
+}
+func (h *issueHeap) Push(x any) {
+	ts := x.(*tombstone)
+	ts.heapAt = len(*h)
+	*h = append(*h, ts)
+}
+func (h *issueHeap) Pop() any {
+	old := *h
+	ts := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return ts
+}
 
 func (t *tombstones) init(idle time.Duration, seal *sessionSeal) {
 	t.window = adoptWindow(idle)
@@ -279,36 +315,68 @@ func (t *tombstones) init(idle time.Duration, seal *sessionSeal) {
 	}
 }
 
-// add records id as ended; false if it was already.
+// add records id as ended; false if it was already. At the bound it costs
+// O(log n), not a pass over every tombstone: each session end pays it.
 func (t *tombstones) add(id string, now time.Time) bool {
 	issued, _ := t.issued(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.at == nil {
-		t.at = map[string]tombstone{}
+		t.at = map[string]*tombstone{}
 	}
-	if ts, ok := t.at[id]; ok && now.Before(ts.until) {
-		return false
+	if ts, ok := t.at[id]; ok {
+		if now.Before(ts.until) {
+			return false
+		}
+		t.drop(ts)
 	}
+	t.lapse(now)
 	if len(t.at) >= maxTombstones {
-		var oldest string
-		var oldestIssued time.Time
-		for k, ts := range t.at {
-			if !now.Before(ts.until) {
-				delete(t.at, k)
-			} else if oldest == "" || ts.issued.Before(oldestIssued) {
-				oldest, oldestIssued = k, ts.issued
-			}
-		}
-		if len(t.at) >= maxTombstones {
-			delete(t.at, oldest)
-			if oldestIssued.After(t.floor) {
-				t.floor = oldestIssued
-			}
+		oldest := t.byIssue[0]
+		t.drop(oldest)
+		if oldest.issued.After(t.floor) {
+			t.floor = oldest.issued
 		}
 	}
-	t.at[id] = tombstone{until: now.Add(t.ttl), issued: issued}
+	ts := &tombstone{id: id, until: now.Add(t.ttl), issued: issued}
+	heap.Push(&t.byIssue, ts)
+	t.byEnd = append(t.byEnd, ts)
+	t.at[id] = ts
 	return true
+}
+
+// drop forgets ts; its entry in byEnd stays, marked.
+func (t *tombstones) drop(ts *tombstone) {
+	delete(t.at, ts.id)
+	heap.Remove(&t.byIssue, ts.heapAt)
+	ts.heapAt = -1
+	t.dropped++
+}
+
+// lapse forgets the tombstones at byEnd's front that lapsed by now, and
+// compacts byEnd once the marked entries are the greater part of it.
+func (t *tombstones) lapse(now time.Time) {
+	for len(t.byEnd) > 0 {
+		ts := t.byEnd[0]
+		if ts.heapAt >= 0 {
+			if now.Before(ts.until) {
+				break
+			}
+			t.drop(ts)
+		}
+		t.dropped--
+		t.byEnd[0] = nil
+		t.byEnd = t.byEnd[1:]
+	}
+	if t.dropped > len(t.byEnd)/2 && t.dropped > 64 {
+		kept := make([]*tombstone, 0, len(t.byEnd)-t.dropped)
+		for _, ts := range t.byEnd {
+			if ts.heapAt >= 0 {
+				kept = append(kept, ts)
+			}
+		}
+		t.byEnd, t.dropped = kept, 0
+	}
 }
 
 func (t *tombstones) has(id string, now time.Time) bool {
@@ -316,7 +384,7 @@ func (t *tombstones) has(id string, now time.Time) bool {
 	defer t.mu.Unlock()
 	ts, ok := t.at[id]
 	if ok && !now.Before(ts.until) {
-		delete(t.at, id)
+		t.drop(ts)
 		return false
 	}
 	return ok

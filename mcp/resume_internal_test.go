@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,78 @@ func TestTombstoneDroppedForRoomRaisesTheFloorSV2(t *testing.T) {
 	}
 	if !g.tooOld(now.Add(-25*time.Hour), now.Add(time.Hour)) {
 		t.Error("an id past the window is adopted")
+	}
+}
+
+// SV-2: tombstones that lapsed make room before any is dropped early, so
+// the floor stays where it was; churn at the bound keeps the bookkeeping
+// within a small multiple of the bound; a lapsed id ends again.
+func TestTombstonesLapseBeforeOneIsDroppedSV2(t *testing.T) {
+	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g tombstones
+	g.init(time.Minute, seal)
+	now := time.Unix(1_800_000_000, 0)
+	// Plain ids whose issue time is their number, read without a seal:
+	// 200,000 seals would make the test slow, not better.
+	sealed := g.issued
+	g.issued = func(id string) (time.Time, bool) {
+		if n, err := strconv.Atoi(strings.TrimPrefix(id, "id-")); err == nil {
+			return now.Add(-time.Hour + time.Duration(n)*time.Millisecond), true
+		}
+		return sealed(id)
+	}
+	id := func(i int) string { return "id-" + strconv.Itoa(i) }
+	first := id(0)
+	for i := range maxTombstones {
+		if !g.add(id(i), now) {
+			t.Fatalf("id %d was not added", i)
+		}
+	}
+	if g.add(first, now) {
+		t.Fatal("an ended id was added twice")
+	}
+	// Churn at the bound, each new id issued before all the others: the
+	// one dropped for it is the one added just before (the earliest issued
+	// then), from the back of the lapse order, not its front, until the
+	// dropped entries are the greater part.
+	for i := 1; i <= 2*maxTombstones; i++ {
+		if !g.add(id(-i), now) {
+			t.Fatalf("id %d was not added", -i)
+		}
+	}
+	if len(g.at) != maxTombstones || g.byIssue.Len() != maxTombstones {
+		t.Fatalf("%d tombstones, %d in the heap; want %d", len(g.at), g.byIssue.Len(), maxTombstones)
+	}
+	if n := len(g.byEnd); n > 2*maxTombstones+64 {
+		t.Errorf("%d entries kept in lapse order for %d tombstones", n, maxTombstones)
+	}
+	// The first drop (id 0) raised the floor; the later ones, issued
+	// earlier, left it there.
+	floor := g.floor
+	if want := now.Add(-time.Hour); !floor.Equal(want) || g.has(first, now) || !g.has(id(-2*maxTombstones), now) || !g.has(id(1), now) {
+		t.Fatalf("floor %v after churn, want %v; first kept %v, last added kept %v, id 1 kept %v",
+			floor, want, g.has(first, now), g.has(id(-2*maxTombstones), now), g.has(id(1), now))
+	}
+
+	later := now.Add(g.ttl)
+	fresh := seal.seal(sealedSession{Path: "/mcp", Actor: "fresh", Issued: later.Unix()})
+	if !g.add(fresh, later) {
+		t.Fatal("a new id was not added after the others lapsed")
+	}
+	if g.floor != floor {
+		t.Errorf("the floor moved from %v to %v although lapsed tombstones made room", floor, g.floor)
+	}
+	if len(g.at) != 1 || len(g.byEnd) != 1 || g.dropped != 0 {
+		t.Errorf("after every other lapsed: %d tombstones, %d in lapse order, %d marked; want 1, 1, 0", len(g.at), len(g.byEnd), g.dropped)
+	}
+	if !g.has(fresh, later) || g.has(fresh, later.Add(g.ttl)) {
+		t.Error("the fresh tombstone is not kept, or kept past its ttl")
+	}
+	if !g.add(fresh, later.Add(g.ttl)) || !g.has(fresh, later.Add(g.ttl)) {
+		t.Error("a lapsed id did not end again")
 	}
 }
 
@@ -215,5 +288,34 @@ func TestSessionParkAfterSettingSV2(t *testing.T) {
 			t.Errorf("default park delay %v, want %v", e.opts.SessionParkAfter, DefaultSessionParkAfter)
 		}
 		_ = e.Close(context.Background())
+	}
+}
+
+// BenchmarkTombstoneAddAtCap is one session end with the tombstones full
+// (SV-2, issue 18): what every DELETE or expiry costs once 65,536 ended ids
+// are kept, as they are after a day of steady churn.
+func BenchmarkTombstoneAddAtCap(b *testing.B) {
+	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var g tombstones
+	g.init(time.Minute, seal)
+	now := time.Unix(1_800_000_000, 0)
+	id := func(i int) string {
+		return seal.seal(sealedSession{Path: "/mcp", Actor: fmt.Sprint(i), Issued: now.Add(time.Duration(i) * time.Millisecond).Unix()})
+	}
+	for i := range maxTombstones {
+		g.add(id(i), now)
+	}
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = id(maxTombstones + i)
+	}
+	b.ResetTimer()
+	for _, id := range ids {
+		if !g.add(id, now) {
+			b.Fatal("a new id was not added")
+		}
 	}
 }
