@@ -18,17 +18,24 @@ import (
 	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
+// newTestTombstones is an empty set of tombstones for ids sealed with
+// seal, and a fixed now.
+func newTestTombstones(tb testing.TB) (*tombstones, *sessionSeal, time.Time) {
+	tb.Helper()
+	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g := new(tombstones)
+	g.init(time.Minute, seal)
+	return g, seal, time.Unix(1_800_000_000, 0)
+}
+
 // SV-2: tombstones are bounded; one dropped to make room raises the floor
 // of issue times that may be adopted to its own, so the id it stood for is
 // refused, and so is any older one, while newer ids are not.
 func TestTombstoneDroppedForRoomRaisesTheFloorSV2(t *testing.T) {
-	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g tombstones
-	g.init(time.Minute, seal)
-	now := time.Unix(1_800_000_000, 0)
+	g, seal, now := newTestTombstones(t)
 	// The oldest-issued id ends last, so an eviction by end time would
 	// keep it.
 	first := now.Add(-time.Hour)
@@ -63,13 +70,7 @@ func TestTombstoneDroppedForRoomRaisesTheFloorSV2(t *testing.T) {
 // the floor stays where it was; churn at the bound keeps the bookkeeping
 // within a small multiple of the bound; a lapsed id ends again.
 func TestTombstonesLapseBeforeOneIsDroppedSV2(t *testing.T) {
-	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g tombstones
-	g.init(time.Minute, seal)
-	now := time.Unix(1_800_000_000, 0)
+	g, seal, now := newTestTombstones(t)
 	// Plain ids whose issue time is their number, read without a seal:
 	// 200,000 seals would make the test slow, not better.
 	sealed := g.issued
@@ -295,13 +296,7 @@ func TestSessionParkAfterSettingSV2(t *testing.T) {
 // (SV-2, issue 18): what every DELETE or expiry costs once 65,536 ended ids
 // are kept, as they are after a day of steady churn.
 func BenchmarkTombstoneAddAtCap(b *testing.B) {
-	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var g tombstones
-	g.init(time.Minute, seal)
-	now := time.Unix(1_800_000_000, 0)
+	g, seal, now := newTestTombstones(b)
 	id := func(i int) string {
 		return seal.seal(sealedSession{Path: "/mcp", Actor: fmt.Sprint(i), Issued: now.Add(time.Duration(i) * time.Millisecond).Unix()})
 	}
