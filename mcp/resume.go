@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -275,17 +276,32 @@ type tombstones struct {
 	floor time.Time
 }
 
+// tombstone keeps its times as Unix nanoseconds (stampOf): 65,536 of them
+// are kept for a day, and a time.Time is three times the size.
 type tombstone struct {
 	id            string
-	until, issued time.Time
+	until, issued int64
 	heapAt        int // index in byIssue; -1 once dropped
 }
+
+// stampOf is t in Unix nanoseconds, clamped to what an int64 holds.
+func stampOf(t time.Time) int64 {
+	switch {
+	case t.Before(minStamp):
+		return math.MinInt64
+	case t.After(maxStamp):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var minStamp, maxStamp = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 // issueHeap is a container/heap of tombstones by issue time.
 type issueHeap []*tombstone
 
 func (h issueHeap) Len() int           { return len(h) }
-func (h issueHeap) Less(i, j int) bool { return h[i].issued.Before(h[j].issued) }
+func (h issueHeap) Less(i, j int) bool { return h[i].issued < h[j].issued }
 func (h issueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapAt, h[j].heapAt = i, j
@@ -319,26 +335,27 @@ func (t *tombstones) init(idle time.Duration, seal *sessionSeal) {
 // O(log n), not a pass over every tombstone: each session end pays it.
 func (t *tombstones) add(id string, now time.Time) bool {
 	issued, _ := t.issued(id)
+	stamp := stampOf(now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.at == nil {
 		t.at = map[string]*tombstone{}
 	}
 	if ts, ok := t.at[id]; ok {
-		if now.Before(ts.until) {
+		if stamp < ts.until {
 			return false
 		}
 		t.drop(ts)
 	}
-	t.lapse(now)
+	t.lapse(stamp)
 	if len(t.at) >= maxTombstones {
 		oldest := t.byIssue[0]
 		t.drop(oldest)
-		if oldest.issued.After(t.floor) {
-			t.floor = oldest.issued
+		if oldest.issued > stampOf(t.floor) {
+			t.floor = time.Unix(0, oldest.issued)
 		}
 	}
-	ts := &tombstone{id: id, until: now.Add(t.ttl), issued: issued}
+	ts := &tombstone{id: id, until: stampOf(now.Add(t.ttl)), issued: stampOf(issued)}
 	heap.Push(&t.byIssue, ts)
 	t.byEnd = append(t.byEnd, ts)
 	t.at[id] = ts
@@ -353,13 +370,13 @@ func (t *tombstones) drop(ts *tombstone) {
 	t.dropped++
 }
 
-// lapse forgets the tombstones at byEnd's front that lapsed by now, and
-// compacts byEnd once the marked entries are the greater part of it.
-func (t *tombstones) lapse(now time.Time) {
+// lapse forgets the tombstones at byEnd's front that lapsed by now (a
+// stamp), and compacts byEnd once the marked entries are the greater part.
+func (t *tombstones) lapse(now int64) {
 	for len(t.byEnd) > 0 {
 		ts := t.byEnd[0]
 		if ts.heapAt >= 0 {
-			if now.Before(ts.until) {
+			if now < ts.until {
 				break
 			}
 			t.drop(ts)
@@ -383,7 +400,7 @@ func (t *tombstones) has(id string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ts, ok := t.at[id]
-	if ok && !now.Before(ts.until) {
+	if ok && stampOf(now) >= ts.until {
 		t.drop(ts)
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -312,5 +313,26 @@ func BenchmarkTombstoneAddAtCap(b *testing.B) {
 		if !g.add(id, now) {
 			b.Fatal("a new id was not added")
 		}
+	}
+}
+
+// SV-2: a tombstone's stamps order as the times do, and clamp outside
+// int64 nanoseconds instead of wrapping around; an id that is not sealed
+// reads as issued at the epoch, before every sealed one.
+func TestTombstoneStampClampsSV2(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	if stampOf(time.Time{}) != math.MinInt64 || stampOf(now.AddDate(500, 0, 0)) != math.MaxInt64 {
+		t.Errorf("stamps of the zero time and of 500 years on: %d, %d; want the least and the greatest", stampOf(time.Time{}), stampOf(now.AddDate(500, 0, 0)))
+	}
+	if a, b := stampOf(now), stampOf(now.Add(time.Nanosecond)); a >= b || time.Unix(0, a) != now {
+		t.Errorf("stamps %d, %d of now and a nanosecond later", a, b)
+	}
+	g, seal, _ := newTestTombstones(t)
+	plain := "not-a-sealed-id"
+	sealed := seal.seal(sealedSession{Path: "/mcp", Actor: "a", Issued: now.Unix()})
+	g.add(sealed, now)
+	g.add(plain, now)
+	if root := g.byIssue[0]; root.id != plain || root.issued != 0 {
+		t.Errorf("the earliest issued is %q at %d; want the id that is not sealed, at the epoch", root.id, root.issued)
 	}
 }
