@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
@@ -16,35 +18,8 @@ import (
 // difference of the two is the gateway's share (QB-2); allocs/op are
 // deterministic where the machine's timings are not.
 func BenchmarkGatewayToolsCall(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	echoURL, err := serveEcho(ctx, &wg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	key := randomHex(24)
-	cfg, err := benchGatewayConfig(key, filepath.Join(b.TempDir(), "toolgate.db"), []config.Upstream{echoUpstream(echoURL)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw, err := gateway.New(ctx, cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gw.Close(context.Background())
-	if err := gw.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	hc := benchHTTPClient(16)
-	defer hc.CloseIdleConnections()
-	gwURL := "http://" + gw.Addr() + cfg.Endpoints[0].Path
-	if err := waitForTools(ctx, hc, gwURL, key, 1, 0x7fffffff); err != nil {
-		b.Fatal(err)
-	}
+	g := startEchoGateway(b, 0x7fffffff)
+	ctx, hc, echoURL, gwURL, key := g.ctx, g.hc, g.echoURL, g.url, g.key
 	for _, p := range []struct{ name, url, key, tool string }{
 		{"direct", echoURL, "", "echo"},
 		{"via", gwURL, key, "http_echo"},
@@ -79,4 +54,50 @@ func BenchmarkGatewayToolsCall(b *testing.B) {
 			})
 		})
 	}
+}
+
+// echoGateway is the HTTP echo and a gateway in front of it, in this
+// process, as serve assembles it (API key, role policy, validation, review
+// pin, audit into SQLite), already serving the echo's tool. All of it stops
+// when the test or benchmark ends.
+type echoGateway struct {
+	ctx               context.Context
+	hc                *http.Client
+	echoURL, url, key string
+}
+
+// startEchoGateway starts an echoGateway and waits up to ready for the
+// gateway to serve the echo's tool.
+func startEchoGateway(tb testing.TB, ready time.Duration) echoGateway {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	tb.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	echoURL, err := serveEcho(ctx, &wg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	key := randomHex(24)
+	cfg, err := benchGatewayConfig(key, filepath.Join(tb.TempDir(), "toolgate.db"), []config.Upstream{echoUpstream(echoURL)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gw, err := gateway.New(ctx, cfg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { gw.Close(context.Background()) })
+	if err := gw.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	hc := benchHTTPClient(16)
+	tb.Cleanup(hc.CloseIdleConnections)
+	gwURL := "http://" + gw.Addr() + cfg.Endpoints[0].Path
+	if err := waitForTools(ctx, hc, gwURL, key, 1, ready); err != nil {
+		tb.Fatal(err)
+	}
+	return echoGateway{ctx: ctx, hc: hc, echoURL: echoURL, url: gwURL, key: key}
 }

@@ -1,16 +1,11 @@
 package bench
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"sync"
 	"testing"
-
-	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // TestIdleSessionProfile writes heap profiles before and after opening
@@ -22,34 +17,8 @@ func TestIdleSessionProfile(t *testing.T) {
 		t.Skip("TOOLGATE_IDLE_PROFILE not set")
 	}
 	runtime.MemProfileRate = 1
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	echoURL, err := serveEcho(ctx, &wg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := randomHex(24)
-	cfg, err := benchGatewayConfig(key, filepath.Join(t.TempDir(), "toolgate.db"), []config.Upstream{echoUpstream(echoURL)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close(context.Background())
-	if err := gw.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hc := benchHTTPClient(16)
-	defer hc.CloseIdleConnections()
-	gwURL := "http://" + gw.Addr() + cfg.Endpoints[0].Path
-	if err := waitForTools(ctx, hc, gwURL, key, 1, 1<<40); err != nil {
-		t.Fatal(err)
-	}
+	g := startEchoGateway(t, 1<<40)
+	ctx, hc, gwURL, key := g.ctx, g.hc, g.url, g.key
 	write := func(name string) {
 		runtime.GC()
 		runtime.GC()
