@@ -290,7 +290,7 @@ func readID(raw []byte) (any, bool) {
 func readCallParams(raw []byte, p *callParams) bool {
 	plain := true
 	var name, args []byte
-	ok := scanMembers(raw, func(key, v []byte) {
+	ok := scanMembers(raw, func(key, v []byte) bool {
 		switch string(key) {
 		case "name":
 			name = v
@@ -302,6 +302,7 @@ func readCallParams(raw []byte, p *callParams) bool {
 				plain = false
 			}
 		}
+		return true
 	})
 	if ok && plain {
 		if name == nil {

@@ -23,48 +23,14 @@ type wireMessage struct {
 // ok is false for what is plainly not an object, and a cut-off object
 // yields the members found before the cut.
 func scanMessage(b []byte) (m wireMessage, ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return m, false
-	}
-	i++
-	for {
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return m, false
-		}
-		if b[i] == '}' {
-			return m, true
-		}
-		if b[i] == ',' {
-			i++
-			continue
-		}
-		if b[i] != '"' {
-			return m, false
-		}
-		end := stringEnd(b, i)
-		if end < 0 {
-			return m, false
-		}
-		key := b[i+1 : end-1]
+	ok = scanMembers(b, func(key, v []byte) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var k string
-			if json.Unmarshal(b[i:end], &k) != nil {
-				return m, false
+			if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k) != nil {
+				return false
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return m, false
-		}
-		i = skipSpace(b, i+1)
-		vEnd := valueEnd(b, i)
-		if vEnd < 0 {
-			return m, false
-		}
-		v := b[i:vEnd]
 		switch string(key) {
 		case "jsonrpc":
 			m.jsonrpc = v
@@ -88,14 +54,16 @@ func scanMessage(b []byte) (m wireMessage, ok bool) {
 				}
 			}
 		}
-		i = vEnd
-	}
+		return true
+	})
+	return m, ok
 }
 
 // scanMembers calls visit with each top-level member of the JSON object b,
-// its key as written between the quotes and its value's bytes, in order.
-// It does not validate: it reports false for what is not an object.
-func scanMembers(b []byte, visit func(key, value []byte)) bool {
+// its key as written between the quotes and its value's bytes, in order,
+// until visit returns false. It does not validate: it reports false for
+// what is not an object, for a cut-off one, and when visit stopped it.
+func scanMembers(b []byte, visit func(key, value []byte) bool) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -130,7 +98,9 @@ func scanMembers(b []byte, visit func(key, value []byte)) bool {
 		if vEnd < 0 {
 			return false
 		}
-		visit(key, b[i:vEnd])
+		if !visit(key, b[i:vEnd]) {
+			return false
+		}
 		i = vEnd
 	}
 }
