@@ -694,9 +694,7 @@ func (m *sessionIDs) woke(id string, s server.ClientSession) {
 }
 
 func (m *sessionIDs) isParked(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.parked[id]
+	_, ok := m.parkedSeen(id)
 	return ok
 }
 
