@@ -21,6 +21,10 @@ import (
 // (SV-9).
 const shutdownGrace = 10 * time.Second
 
+// shutdownDeadline bounds the whole shutdown: after it serve exits (1)
+// whatever did not stop, with a log line naming it.
+const shutdownDeadline = shutdownGrace + gateway.CloseOverrun
+
 func runServe(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("serve")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
@@ -45,8 +49,15 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		log.Error(err.Error(), "endpoints", cfg.OpenEndpoints(), "listen", cfg.Gateway.Listen)
 		return 1
 	}
+	log.Info("starting", "config", file)
 	g, err := gateway.New(ctx, cfg, &gateway.Options{Logger: log})
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM or SIGINT while building: New released what it had
+			// built, so this is a clean stop, not a failed start.
+			log.Info("stopped during start-up")
+			return 0
+		}
 		log.Error("start-up failed", "err", err)
 		return 1
 	}
@@ -55,10 +66,15 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		// wait and time out.
 		log.Warn("approval: operator needs a console; without gateway.admin none can attach, and these confirmations time out", "upstreams", ups)
 	}
-	if err := g.Start(ctx); err != nil {
+	if err := g.Start(ctx); err != nil && ctx.Err() == nil {
 		log.Error("start-up failed", "err", err)
 		_ = closeGateway(g)
 		return 1
+	}
+	if ctx.Err() != nil {
+		// Signalled while upstreams were connecting: nothing more starts
+		// (no reload loop, no reconnects); straight to shutdown.
+		return shutdown(g, log)
 	}
 	for _, st := range g.Importer().Statuses() {
 		if st.State != core.StateConnected {
@@ -94,6 +110,12 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		_ = closeGateway(g)
 		return 1
 	}
+	return shutdown(g, log)
+}
+
+// shutdown closes g within shutdownDeadline: 0 after a clean shutdown, 1
+// when calls had to be cut or a part did not stop in time.
+func shutdown(g *gateway.Gateway, log *slog.Logger) int {
 	log.Info("shutting down")
 	if err := closeGateway(g); err != nil {
 		return 1

@@ -314,6 +314,10 @@ func (im *Importer) Start(ctx context.Context) error {
 			}
 			return
 		}
+		if im.life.Err() != nil {
+			// Close began while listing: nothing more is imported.
+			return
+		}
 		im.apply(u, l)
 	})
 	return errors.Join(errs...)
@@ -392,21 +396,39 @@ func (im *Importer) listTools(ctx context.Context, u *upstream, attempts int) ([
 	return nil, err
 }
 
+// ErrClosed is returned for an upstream that would connect after the
+// importer began to close.
+var ErrClosed = errors.New("importer closed")
+
 // connect makes sure u is connected and returns the connection generation.
 // Its errors say what happened to the handshake, as the upstream reported
 // it: a server that answered initialize with a status is not "not sent"
 // (IM-29), though no call was made on it yet.
+//
+// Once Close has begun nothing connects: a connection under way is cut
+// (its context ends with the importer's life) and closed, and a later
+// attempt is refused with ErrClosed, so no upstream process is started
+// after shutdown began (IM-10).
 func (im *Importer) connect(ctx context.Context, u *upstream) (uint64, error) {
 	u.connMu.Lock()
 	defer u.connMu.Unlock()
 	if u.connected {
 		return u.gen, nil
 	}
+	if im.life.Err() != nil {
+		return 0, fmt.Errorf("connect %q: %w", u.spec.Name, ErrClosed)
+	}
 	im.setStatus(u, func(s *core.UpstreamStatus) { s.State = core.StateConnecting })
 	cctx, cancel := context.WithTimeout(ctx, u.spec.Timeout)
 	defer cancel()
+	defer context.AfterFunc(im.life, cancel)()
 	start := time.Now()
 	info, err := u.spec.Upstream.Connect(cctx)
+	if err == nil && im.life.Err() != nil {
+		// Connected while Close was beginning: Close may already have
+		// passed this upstream, so it is closed here, never used.
+		err = ErrClosed
+	}
 	if err != nil {
 		_ = u.spec.Upstream.Close()
 		err = fmt.Errorf("connect: %w", err)

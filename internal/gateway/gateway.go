@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -104,6 +105,11 @@ type Gateway struct {
 	reloadMu  sync.Mutex
 	reloads   reloads
 	cfgMu     sync.Mutex // guards cfg, which a reload replaces
+
+	// lifeMu orders Start against Close: closing is set by Close, and
+	// Start serves nothing once it is.
+	lifeMu  sync.Mutex
+	closing bool
 
 	endpointsClosed sync.Once
 	closeOnce       sync.Once
@@ -222,6 +228,25 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 // error. /readyz turns ready after a successful import. The console calls
 // Start in the background to show the upstreams connecting.
 func (g *Gateway) Start(ctx context.Context) error {
+	// Start and Close may run at once (the console starts in the
+	// background): once Close began, nothing is started.
+	g.lifeMu.Lock()
+	if g.closing {
+		g.lifeMu.Unlock()
+		return ErrClosing
+	}
+	g.startServing()
+	g.lifeMu.Unlock()
+	if err := g.importer.Start(ctx); err != nil {
+		return err
+	}
+	g.ready.Store(true)
+	return nil
+}
+
+// startServing serves the endpoints and the admin API on their bound
+// listeners, once. lifeMu must be held.
+func (g *Gateway) startServing() {
 	if g.ln != nil && g.srv == nil {
 		g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.Config().Gateway.IdleTimeout}
 		// Ending sessions first lets their event streams close, so Shutdown
@@ -232,11 +257,6 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.log.Info("serving", "listen", g.Addr(), "endpoints", len(g.Config().Endpoints))
 	}
 	g.serveAdmin()
-	if err := g.importer.Start(ctx); err != nil {
-		return err
-	}
-	g.ready.Store(true)
-	return nil
 }
 
 // cutGrace is how long calls cut at the shutdown deadline have to return
@@ -252,68 +272,136 @@ func (g *Gateway) PendingApprovals() int {
 	return len(g.approvals.Pending())
 }
 
+// ErrClosing is Start's answer once Close has begun.
+var ErrClosing = errors.New("the gateway is closing")
+
+// ErrCloseStuck is Close's answer when a part did not stop within
+// CloseOverrun of ctx's deadline.
+var ErrCloseStuck = errors.New("shutdown deadline passed")
+
+// CloseOverrun is how long, after the deadline of the context given to
+// Close, the rest of closing (sessions, upstream processes, the store) may
+// take before Close gives up on it and returns ErrCloseStuck naming the part
+// that did not stop. The caller then exits anyway; upstream process groups
+// are stopped by their supervisors when the gateway's process ends (IM-10).
+const CloseOverrun = 10 * time.Second
+
 // Close rejects pending operator approvals at once, then shuts the
 // endpoints down gracefully within ctx (SV-9); a call still running at the
 // deadline gets a JSON-RPC error, then every
 // upstream connection and child process (IM-10), then the operator log
 // (once it has logged every event before), then the store if the gateway
-// opened it. The error says in-flight calls had to be cut. Close is
-// safe after a partial New and more than once.
+// opened it. The error says in-flight calls had to be cut, or that a part
+// did not stop within CloseOverrun of ctx's deadline (ErrCloseStuck). Close
+// is safe after a partial New, beside a Start, and more than once.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
-		// No reload may start on parts being closed (OP-8).
-		g.stopReloads()
-		// No operator will decide once the gateway is gone: the callers are
-		// told now rather than at their own timeout (SV-9).
-		if g.approvals != nil {
-			if n := g.approvals.Shutdown(); n > 0 {
-				g.log.Info("pending approvals rejected: the gateway is shutting down", "count", n)
-			}
-		}
-		g.closeAdmin(ctx)
-		switch {
-		case g.srv != nil:
-			if err := g.srv.Shutdown(ctx); err != nil {
-				cut := 0
-				for _, ep := range g.endpoints {
-					cut += ep.CutCalls()
-				}
-				g.log.Error("calls still in flight at the deadline were cut", "calls", cut, "err", err)
-				// The cut calls' handlers return once their contexts end; a
-				// moment more lets their error answers reach the clients.
-				grace, cancel := context.WithTimeout(context.Background(), cutGrace)
-				_ = g.srv.Shutdown(grace)
-				cancel()
-				_ = g.srv.Close()
-				g.closeErr = err
-			}
-		case g.ln != nil:
-			_ = g.ln.Close()
-		}
-		// Shutdown runs its OnShutdown hook in a goroutine of its own and
-		// does not wait for it; this waits for it, or does its work.
-		g.closeEndpoints()
-		if g.endLife != nil {
-			g.endLife()
-		}
-		// The endpoints are closed: no session of this replica is left.
-		g.stopSessionShare()
-		// Before the importer closes: a replica's refresh may be running.
-		g.stopShared()
-		if g.importer != nil {
-			if err := g.importer.Close(); err != nil {
-				g.log.Warn("closing upstreams", "err", err)
-			}
-		}
-		if g.ops != nil {
-			g.ops.close() // after the importer: its last events are logged
-		}
-		g.stopMetrics()
-		if g.ownStore && g.store != nil {
-			_ = g.store.Close()
-		}
+		g.lifeMu.Lock()
+		g.closing = true
+		g.lifeMu.Unlock()
+		g.closeErr = closeWithin(ctx, CloseOverrun, g.log, func(enter func(string)) error { return g.close(ctx, enter) })
 	})
 	return g.closeErr
+}
+
+// closeWithin runs work, which names each step as it enters it, and
+// returns its error — or, when work is still running overrun after ctx's
+// deadline, ErrCloseStuck naming the step it is in, logged at ERROR. Work
+// then goes on in the background; the caller is expected to exit. Without
+// a deadline on ctx it waits for work.
+func closeWithin(ctx context.Context, overrun time.Duration, log *slog.Logger, work func(enter func(step string)) error) error {
+	var mu sync.Mutex
+	step := ""
+	enter := func(name string) {
+		mu.Lock()
+		step = name
+		mu.Unlock()
+	}
+	done := make(chan error, 1)
+	go func() { done <- work(enter) }()
+	var late <-chan time.Time
+	if deadline, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(deadline) + overrun)
+		defer t.Stop()
+		late = t.C
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-late:
+		mu.Lock()
+		stuck := step
+		mu.Unlock()
+		log.Error("shutdown deadline passed; exiting without waiting for what did not stop", "stopping", stuck, "overrun", overrun.String())
+		return fmt.Errorf("%w: %s did not stop", ErrCloseStuck, stuck)
+	}
+}
+
+// close is Close's work, step by step.
+func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error) {
+	// No reload may start on parts being closed (OP-8).
+	enter("config reload")
+	g.stopReloads()
+	// No operator will decide once the gateway is gone: the callers are
+	// told now rather than at their own timeout (SV-9).
+	if g.approvals != nil {
+		if n := g.approvals.Shutdown(); n > 0 {
+			g.log.Info("pending approvals rejected: the gateway is shutting down", "count", n)
+		}
+	}
+	enter("admin API")
+	g.closeAdmin(ctx)
+	enter("calls in flight")
+	switch {
+	case g.srv != nil:
+		if serr := g.srv.Shutdown(ctx); serr != nil {
+			cut := 0
+			for _, ep := range g.endpoints {
+				cut += ep.CutCalls()
+			}
+			g.log.Error("calls still in flight at the deadline were cut", "calls", cut, "err", serr)
+			// The cut calls' handlers return once their contexts end; a
+			// moment more lets their error answers reach the clients.
+			grace, cancel := context.WithTimeout(context.Background(), cutGrace)
+			_ = g.srv.Shutdown(grace)
+			cancel()
+			_ = g.srv.Close()
+			err = serr
+		}
+	case g.ln != nil:
+		_ = g.ln.Close()
+	}
+	// Shutdown runs its OnShutdown hook in a goroutine of its own and
+	// does not wait for it; this waits for it, or does its work.
+	enter("sessions")
+	g.closeEndpoints()
+	if g.endLife != nil {
+		g.endLife()
+	}
+	// The endpoints are closed: no session of this replica is left.
+	enter("shared sessions")
+	g.stopSessionShare()
+	// Before the importer closes: a replica's refresh may be running.
+	enter("replica events")
+	g.stopShared()
+	enter("upstreams")
+	if g.importer != nil {
+		if cerr := g.importer.Close(); cerr != nil {
+			g.log.Warn("closing upstreams", "err", cerr)
+		}
+	}
+	enter("operator log")
+	if g.ops != nil {
+		g.ops.close() // after the importer: its last events are logged
+	}
+	enter("metrics")
+	g.stopMetrics()
+	enter("store")
+	if g.ownStore && g.store != nil {
+		_ = g.store.Close()
+	}
+	enter("")
+	return err
 }
 
 // closeEndpoints ends every endpoint's sessions, once; a second caller

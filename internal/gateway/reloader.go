@@ -48,6 +48,7 @@ type reloads struct {
 
 	mu      sync.Mutex
 	started bool
+	stopped bool          // stopReloads ran: nothing starts any more
 	reasons []string      // pending requests' reasons, coalesced
 	kick    chan struct{} // buffered 1
 	stop    chan struct{}
@@ -83,9 +84,14 @@ func (g *Gateway) StartReloads(src ReloadSource) error {
 	if r.started {
 		return errors.New("reload: already started")
 	}
+	if r.stopped {
+		return errors.New("reload: the gateway is closing")
+	}
 	r.started = true
 	r.kick, r.stop, r.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	go g.reloadLoop(src)
+	// The loop is handed its channels now: stopReloads may close stop
+	// before the loop first runs.
+	go g.reloadLoop(src, r.kick, r.stop, r.done)
 	return nil
 }
 
@@ -111,31 +117,32 @@ func (g *Gateway) RequestReload(reason string) {
 func (g *Gateway) stopReloads() {
 	r := &g.reloads
 	r.mu.Lock()
-	started := r.started
+	started, done := r.started, r.done
+	r.stopped = true
 	if started && r.stop != nil {
 		close(r.stop)
 		r.stop = nil
 	}
 	r.mu.Unlock()
 	if started {
-		<-r.done
+		<-done
 	}
 	g.reloadMu.Lock()
 	r.closed = true
 	g.reloadMu.Unlock()
 }
 
-func (g *Gateway) reloadLoop(src ReloadSource) {
+func (g *Gateway) reloadLoop(src ReloadSource, kick, stop <-chan struct{}, done chan<- struct{}) {
 	r := &g.reloads
-	defer close(r.done)
-	r.mu.Lock()
-	stop := r.stop
-	r.mu.Unlock()
+	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		<-stop
-		cancel() // ends a reload under way
+		select {
+		case <-stop:
+			cancel() // ends a reload under way
+		case <-ctx.Done():
+		}
 	}()
 
 	changed := make(chan struct{}, 1)
@@ -201,7 +208,7 @@ func (g *Gateway) reloadLoop(src ReloadSource) {
 		select {
 		case <-stop:
 			return
-		case <-r.kick:
+		case <-kick:
 			r.mu.Lock()
 			reason := strings.Join(r.reasons, ", ")
 			r.reasons = nil

@@ -41,11 +41,12 @@ func (g *Gateway) startShared(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, listenWait)
 	defer cancel()
 	g.shared = &shared{sub: b.SubscribeShared(sctx), done: make(chan struct{})}
-	go g.runShared()
+	go g.runShared(g.shared)
 }
 
-func (g *Gateway) runShared() {
-	sh := g.shared
+// runShared follows sh until its subscription closes; sh is handed over at
+// start rather than read from g later.
+func (g *Gateway) runShared(sh *shared) {
 	defer close(sh.done)
 	for e := range sh.sub.C() {
 		ctx, cancel := context.WithTimeout(g.life, sharedWait)
