@@ -3,6 +3,7 @@ package toolgate_test
 import (
 	"bytes"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -86,6 +87,23 @@ func TestLayering(t *testing.T) {
 		}
 		if checked == 0 {
 			t.Errorf("rule for %s matched no package", r.from)
+		}
+	}
+}
+
+// The binary operators install links no test or lab package: no test
+// client, no round-robin proxy, no throwaway PostgreSQL, no *test helper.
+func TestInstalledBinaryLinksNoLabOrTestPackage(t *testing.T) {
+	deps := goList(t, "./cmd/toolgate")[module+"/cmd/toolgate"]
+	if len(deps) < 20 {
+		t.Fatalf("cmd/toolgate has only %d dependencies: %q", len(deps), deps)
+	}
+	for _, d := range deps {
+		if !strings.HasPrefix(d, module+"/") {
+			continue
+		}
+		if in(d, "internal/mcptest") || in(d, "internal/rrproxy") || in(d, "internal/pgtest") || strings.HasSuffix(path.Base(d), "test") {
+			t.Errorf("cmd/toolgate links %s, a test or lab package", d)
 		}
 	}
 }
