@@ -6,15 +6,25 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+)
 
-	"github.com/toolgate/toolgate/internal/admin"
+// The admin API's settings that the file spells (CO-9). They are config
+// facts, so config owns them and the admin package reads them from here.
+const (
+	// AdminDefaultListen is gateway.admin.listen's default.
+	AdminDefaultListen = "127.0.0.1:7332"
+	// AdminUnixPrefix marks a unix socket path, in gateway.admin.listen and
+	// in --attach ("unix:/run/toolgate/admin.sock").
+	AdminUnixPrefix = "unix:"
+	// AdminMinKeyLength is the shortest admin key accepted.
+	AdminMinKeyLength = 16
 )
 
 // Admin is the admin API (CO-9): its own listener, for `toolgate console
 // --attach` and the headless operator commands. Absent means no admin
 // listener.
 type Admin struct {
-	// Listen is host:port or unix:/path; admin.DefaultListen when empty.
+	// Listen is host:port or unix:/path; AdminDefaultListen when empty.
 	Listen string     `koanf:"listen" json:"listen" yaml:"listen"`
 	Keys   []AdminKey `koanf:"keys" json:"keys" yaml:"keys"`
 }
@@ -28,7 +38,7 @@ type AdminKey struct {
 
 // UnixSocket is the socket path of a unix:/path listen address, or "".
 func (a Admin) UnixSocket() string {
-	if p, ok := strings.CutPrefix(a.Listen, admin.UnixPrefix); ok {
+	if p, ok := strings.CutPrefix(a.Listen, AdminUnixPrefix); ok {
 		return p
 	}
 	return ""
@@ -45,7 +55,7 @@ func (a Admin) IsLoopback() bool {
 }
 
 func (a *Admin) setDefaults() {
-	setIfZero(&a.Listen, admin.DefaultListen)
+	setIfZero(&a.Listen, AdminDefaultListen)
 }
 
 // admin validates gateway.admin; it runs after the endpoints, whose API
@@ -56,12 +66,12 @@ func (v *validator) admin() {
 		return
 	}
 	const p = "gateway.admin"
-	if sock := a.UnixSocket(); sock != "" || strings.HasPrefix(a.Listen, admin.UnixPrefix) {
+	if sock := a.UnixSocket(); sock != "" || strings.HasPrefix(a.Listen, AdminUnixPrefix) {
 		if sock == "" || !filepath.IsAbs(sock) {
 			v.fail(p+".listen", "a unix socket needs an absolute path, such as unix:/run/toolgate/admin.sock")
 		}
 	} else if host, port, err := net.SplitHostPort(a.Listen); err != nil || strings.ContainsAny(host, " /") {
-		v.fail(p+".listen", "must be host:port, such as %s, or unix:/path", admin.DefaultListen)
+		v.fail(p+".listen", "must be host:port, such as %s, or unix:/path", AdminDefaultListen)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		v.fail(p+".listen", "port must be a number from 0 to 65535")
 	} else {
@@ -82,8 +92,8 @@ func (v *validator) admin() {
 		switch {
 		case key == "":
 			v.fail(kp+".key", "required, e.g. key: ${TOOLGATE_ADMIN_KEY}")
-		case len(key) < admin.MinKeyLength:
-			v.fail(kp+".key", "must be at least %d characters long: use a long random key", admin.MinKeyLength)
+		case len(key) < AdminMinKeyLength:
+			v.fail(kp+".key", "must be at least %d characters long: use a long random key", AdminMinKeyLength)
 		case strings.ContainsAny(key, "\r\n\t "):
 			v.fail(kp+".key", "contains white space or a line break")
 		case seen[key] != "":

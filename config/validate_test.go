@@ -211,7 +211,7 @@ func TestOpenEndpoints(t *testing.T) {
 	}
 }
 
-// CO-9: gateway.admin's listen defaults to admin.DefaultListen when the
+// CO-9: gateway.admin's listen defaults to AdminDefaultListen when the
 // section is present; absent, there is no admin API.
 func TestAdminDefaults(t *testing.T) {
 	c := base()

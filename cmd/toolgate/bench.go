@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/bench"
@@ -17,19 +16,6 @@ var benchHidden = map[string]bool{
 	"calls": true, "sessions": true, "seconds": true, "rounds": true, "idle-sessions": true,
 	"upstreams": true, "upstream-tools": true, "list-delay": true, "startup-rounds": true, "startup-order": true,
 	"soak-clients": true, "soak-idle-timeout": true,
-	"peer": true, "direct": true,
-}
-
-// peerFlags collects repeated --peer flags.
-type peerFlags []bench.Peer
-
-func (p *peerFlags) String() string { return fmt.Sprint(len(*p)) }
-func (p *peerFlags) Set(s string) error {
-	peer, err := bench.ParsePeer(s)
-	if err == nil {
-		*p = append(*p, peer)
-	}
-	return err
 }
 
 func runBench(ctx context.Context, c *cli, args []string) int {
@@ -52,13 +38,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	soakDuration := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "how long the soak's load runs")
 	soakClients := fs.Int("soak-clients", 0, "soak: concurrent clients")
 	soakIdle := fs.Duration("soak-idle-timeout", 0, "soak: the gateway's sessionIdleTimeout")
-	// A side-by-side of gateways in processes of their own (README,
-	// Performance): the echo directly at --direct, and each --peer.
-	var peers peerFlags
-	fs.Var(&peers, "peer", "side by side: a gateway `name=URL[,tool=T][,key=K][,pid=N]` in front of the --direct echo (repeatable)")
-	direct := fs.String("direct", "", "side by side: the echo upstream's own `URL`")
-	replicas := fs.Bool("replicas", false, "calls/s of one gateway on SQLite, one on PostgreSQL and three replicas behind a round-robin proxy (needs --postgres)")
-	postgres := fs.String("postgres", "", "--replicas: a postgres:// `URL` of a database where the bench may create and drop toolgate_bench_* schemas (default $"+benchPostgresEnv+")")
+	// Side by side with other gateways, and replicas behind a proxy, are
+	// toolgate-lab's (docs/performance.md): lab tooling, not installed.
 	fs.Usage = benchUsage(c, fs)
 	if code, ok := c.parse(fs, args); !ok {
 		return code
@@ -106,12 +87,6 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "toolgate bench: --startup-order must be ascending, descending or shuffled, not %q\n", *startupOrder)
 		return 2
 	}
-	if len(peers) > 0 || *direct != "" {
-		return runPeers(ctx, c, cfg, *direct, peers, *asJSON)
-	}
-	if *replicas {
-		return runReplicas(ctx, c, *quick, *postgres, *calls, *sessions, *seconds, *rounds, *asJSON)
-	}
 	self, ok := gateway.LookupEnv(gateway.SelfEnv)
 	if !ok {
 		fmt.Fprintf(c.stderr, "toolgate bench: cannot find the toolgate binary; set %s\n", gateway.SelfEnv)
@@ -158,70 +133,6 @@ func runSoak(ctx context.Context, c *cli, cfg bench.SoakConfig, asJSON bool) int
 	}
 	if res.Errors > 0 {
 		fmt.Fprintf(c.stderr, "toolgate bench --soak: %d requests failed\n", res.Errors)
-	}
-	return 0
-}
-
-func runPeers(ctx context.Context, c *cli, cfg bench.Config, direct string, peers []bench.Peer, asJSON bool) int {
-	if direct == "" || len(peers) == 0 {
-		fmt.Fprintln(c.stderr, "toolgate bench: --peer and --direct go together")
-		return 2
-	}
-	res, err := bench.RunPeers(ctx, bench.PeerConfig{Direct: direct, DirectTool: "echo", Peers: peers,
-		Calls: cfg.Calls, Sessions: cfg.Sessions, Seconds: cfg.Seconds, Rounds: cfg.Rounds, Progress: c.stderr})
-	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate bench: %v\n", err)
-		return 1
-	}
-	if asJSON {
-		return c.printJSON(res)
-	}
-	bench.PrintPeers(c.stdout, res)
-	return 0
-}
-
-// benchPostgresEnv holds the --replicas database's URL, kept off the
-// command line (it may carry a password).
-const benchPostgresEnv = "TOOLGATE_BENCH_POSTGRES"
-
-// runReplicas runs `bench --replicas` (OP-5); the sizes given override the
-// mode's defaults.
-func runReplicas(ctx context.Context, c *cli, quick bool, dsn string, calls, sessions int, seconds float64, rounds int, asJSON bool) int {
-	if dsn == "" {
-		dsn = os.Getenv(benchPostgresEnv)
-	}
-	if dsn == "" {
-		fmt.Fprintf(c.stderr, "toolgate bench --replicas: no database: pass --postgres postgres://… or set %s\n", benchPostgresEnv)
-		return 2
-	}
-	rc := bench.DefaultReplicasConfig(quick)
-	rc.Postgres, rc.Progress = dsn, c.stderr
-	if calls > 0 {
-		rc.Calls = calls
-	}
-	if sessions > 0 {
-		rc.Sessions = sessions
-	}
-	if seconds > 0 {
-		rc.Seconds = seconds
-	}
-	if rounds > 0 {
-		rc.Rounds = rounds
-	}
-	res, err := bench.RunReplicas(ctx, rc)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate bench --replicas: %v\n", err)
-		return 1
-	}
-	if asJSON {
-		if code := c.printJSON(res); code != 0 {
-			return code
-		}
-	} else {
-		bench.PrintReplicas(c.stdout, res)
-	}
-	if res.Errors > 0 {
-		fmt.Fprintf(c.stderr, "toolgate bench --replicas: %d calls failed; the numbers above include only the ones that succeeded\n", res.Errors)
 	}
 	return 0
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 // QB-2: bench runs every phase end to end and reports the ratios and zero
@@ -115,43 +114,5 @@ func TestBenchFlags(t *testing.T) {
 		if code := runBench(context.Background(), c, args); code != 2 || errOut.Len() == 0 {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut.String())
 		}
-	}
-}
-
-// OP-5, QB-2: bench --replicas through the command, against a throwaway
-// PostgreSQL given in the environment: one JSON object with the four paths
-// and no failed call; without a database it says what it needs.
-func TestBenchReplicasJSON(t *testing.T) {
-	var out, errOut bytes.Buffer
-	t.Setenv(benchPostgresEnv, "")
-	if code := runBench(t.Context(), &cli{stdout: &out, stderr: &errOut}, []string{"--replicas"}); code != 2 || !strings.Contains(errOut.String(), "--postgres") {
-		t.Fatalf("without a database: exit %d, %q", code, errOut.String())
-	}
-	dsn := pgtest.Start(t, nil).NewDatabase(t)
-	t.Setenv(benchPostgresEnv, dsn)
-	out.Reset()
-	errOut.Reset()
-	code := runBench(t.Context(), &cli{stdout: &out, stderr: &errOut}, []string{"--replicas", "--json", "--calls", "12", "--sessions", "2", "--seconds", "0.3", "--rounds", "3"})
-	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s", code, errOut.String())
-	}
-	var res struct {
-		Paths []struct {
-			Name        string    `json:"name"`
-			CallsPerSec float64   `json:"callsPerSec"`
-			Rounds      []float64 `json:"roundsCallsPerSec"`
-		} `json:"paths"`
-		Errors int `json:"errors"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Paths) != 4 || res.Errors != 0 {
-		t.Fatalf("%v: %s", err, out.String())
-	}
-	for _, p := range res.Paths {
-		if p.CallsPerSec <= 0 || len(p.Rounds) != 3 {
-			t.Errorf("%s: %+v", p.Name, p)
-		}
-	}
-	if strings.Contains(out.String()+errOut.String(), "postgres://") {
-		t.Errorf("the database URL was printed:\n%s%s", out.String(), errOut.String())
 	}
 }

@@ -44,7 +44,7 @@ func commands() []command {
 		{"tools", "[--config F] [--json]", "print the registry", runTools},
 		{"import-config", "FILE", "print upstreams YAML converted from an mcpServers JSON file", runImportConfig},
 		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},
-		{"bench", "[--json] [--quick] [--replicas --postgres URL]", "gateway overhead against a direct call, same run; or calls/s of replicas", runBench},
+		{"bench", "[--json] [--quick] [--soak]", "gateway overhead against a direct call, same run", runBench},
 		{"review", reviewSynopsis, reviewSummary, runReview},
 		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json]", "print the audit log of served calls", runAudit},
 	}, append(adminCommands(),

@@ -76,19 +76,12 @@ const (
 	EnvAdminKey = "TOOLGATE_ADMIN_KEY"
 	// EnvAttach is the default --attach URL of the headless commands.
 	EnvAttach = "TOOLGATE_ATTACH"
-	// DefaultListen is gateway.admin.listen's default.
-	DefaultListen = "127.0.0.1:7332"
-	// UnixPrefix marks a unix socket path, in gateway.admin.listen and in
-	// --attach ("unix:/run/toolgate/admin.sock").
-	UnixPrefix = "unix:"
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes = 64 << 10
 	// HeartbeatInterval is how often the event stream sends a comment when
 	// it has nothing else to send; a client that hears nothing for
 	// 3×HeartbeatInterval treats the link as lost.
 	HeartbeatInterval = 10 * time.Second
-	// MinKeyLength is the shortest admin key the config accepts.
-	MinKeyLength = 16
 )
 
 // SSE event names of the stream.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 )
 
@@ -75,9 +76,9 @@ func NewClient(rawURL, key string, o *ClientOptions) (*Client, error) {
 		base *url.URL
 		dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	)
-	if path, ok := strings.CutPrefix(raw, UnixPrefix); ok {
+	if path, ok := strings.CutPrefix(raw, config.AdminUnixPrefix); ok {
 		if path == "" {
-			return nil, fmt.Errorf("admin URL %q: no socket path after %q", raw, UnixPrefix)
+			return nil, fmt.Errorf("admin URL %q: no socket path after %q", raw, config.AdminUnixPrefix)
 		}
 		// The host is a placeholder: every connection goes to the socket.
 		base = &url.URL{Scheme: "http", Host: "toolgate-admin"}
@@ -93,7 +94,7 @@ func NewClient(rawURL, key string, o *ClientOptions) (*Client, error) {
 			return nil, fmt.Errorf("admin URL %q: %v", rawURL, err)
 		}
 		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("admin URL %q: want http://host:port or %s/path", rawURL, UnixPrefix)
+			return nil, fmt.Errorf("admin URL %q: want http://host:port or %s/path", rawURL, config.AdminUnixPrefix)
 		}
 		if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("admin URL %q: want http://host:port, without credentials, query or fragment (the key goes in --admin-key)", redactURL(u))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
 )
@@ -206,7 +207,7 @@ func TestClientUnixSocket(t *testing.T) {
 	srv.Listener = ln
 	srv.Start()
 	defer srv.Close()
-	c, err := NewClient(UnixPrefix+sock, fakeKey, nil)
+	c, err := NewClient(config.AdminUnixPrefix+sock, fakeKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

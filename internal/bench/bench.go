@@ -32,7 +32,6 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -403,13 +402,9 @@ const benchProtocol = "2025-06-18"
 
 // openSession opens one MCP session (initialize, then initialized) at url,
 // with key as its bearer when not empty.
-func openSession(ctx context.Context, hc *http.Client, url, key string) (*mcptest.Client, error) {
-	opts := &mcptest.Options{HTTPClient: hc, ProtocolVersion: benchProtocol, ClientName: "toolgate-bench"}
-	if key != "" {
-		opts.Authorization = "Bearer " + key
-	}
-	c := mcptest.New(url, opts)
-	if _, err := c.Initialize(ctx); err != nil {
+func openSession(ctx context.Context, hc *http.Client, url, key string) (*mcpClient, error) {
+	c := newMCPClient(url, hc, key)
+	if err := c.initialize(ctx); err != nil {
 		return nil, err
 	}
 	if c.Session() == "" {
@@ -420,7 +415,7 @@ func openSession(ctx context.Context, hc *http.Client, url, key string) (*mcptes
 
 // countTools lists every page of tools/list. It decodes only the count and
 // the cursor, once: the start-up phase polls it while it times.
-func countTools(ctx context.Context, c *mcptest.Client) (int, error) {
+func countTools(ctx context.Context, c *mcpClient) (int, error) {
 	n, cursor := 0, ""
 	for range 1000 {
 		params := `{}`
@@ -456,7 +451,7 @@ type caller interface {
 // httpCaller is one session's tools/call: the body is built in a buffer it
 // reuses, around the only part that changes, the id.
 type httpCaller struct {
-	c              *mcptest.Client
+	c              *mcpClient
 	prefix, suffix string
 	body           []byte
 }

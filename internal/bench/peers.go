@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // Peer is a gateway running in a process of its own, in front of the same
@@ -98,7 +96,7 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 		paths = append(paths, &peerRun{peer: p})
 	}
 	for _, p := range paths {
-		fmt.Fprintf(progress, "toolgate bench: opening %d sessions on %s…\n", cfg.Sessions+1, p.peer.Name)
+		fmt.Fprintf(progress, "toolgate-lab peers: opening %d sessions on %s…\n", cfg.Sessions+1, p.peer.Name)
 		r, err := newPathRun(ctx, p.peer.Name, func() (caller, error) {
 			return newPeerCaller(ctx, hc, p.peer.URL, p.peer.Key, p.peer.Tool)
 		}, cfg.Sessions, warm)
@@ -116,7 +114,7 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 	perRound := max(1, cfg.Calls/cfg.Rounds)
 	noConns := &countingListener{}
 	for round := range cfg.Rounds {
-		fmt.Fprintf(progress, "toolgate bench: round %d of %d…\n", round+1, cfg.Rounds)
+		fmt.Fprintf(progress, "toolgate-lab peers: round %d of %d…\n", round+1, cfg.Rounds)
 		var direct float64
 		for i, p := range paths {
 			c0, ok0 := cpuOf(p)
@@ -280,12 +278,8 @@ func sampleRSS(pid int, maxRSS *int64) (stop func()) {
 func newPeerCaller(ctx context.Context, hc *http.Client, url, key, tool string) (caller, error) {
 	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	opts := &mcptest.Options{HTTPClient: hc, ProtocolVersion: benchProtocol, ClientName: "toolgate-bench"}
-	if key != "" {
-		opts.Authorization = "Bearer " + key
-	}
-	c := mcptest.New(url, opts)
-	if _, err := c.Initialize(ictx); err != nil {
+	c := newMCPClient(url, hc, key)
+	if err := c.initialize(ictx); err != nil {
 		return nil, err
 	}
 	return &httpCaller{

@@ -18,10 +18,9 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/rrproxy"
 )
 
-// ReplicasConfig is `toolgate bench --replicas` (OP-5): calls per second of
+// ReplicasConfig is `toolgate-lab replicas` (OP-5): calls per second of
 // one gateway on SQLite, one on PostgreSQL (directly and behind the proxy),
 // and three on one PostgreSQL schema behind a round-robin proxy, in
 // interleaved rounds.
@@ -37,6 +36,16 @@ type ReplicasConfig struct {
 	CPUs     int     `json:"cpus"`
 	// Progress, if not nil, gets a line per phase.
 	Progress io.Writer `json:"-"`
+	// NewProxy makes the round-robin proxy the replicas are measured
+	// behind. toolgate-lab passes internal/rrproxy's, which is lab and test
+	// tooling and so stays out of the installed binary.
+	NewProxy func(backends []string) (ReplicaProxy, error) `json:"-"`
+}
+
+// ReplicaProxy sends each request to the next of its backends.
+type ReplicaProxy interface {
+	http.Handler
+	CloseIdleConnections()
 }
 
 // ReplicaPath is what was measured on one path.
@@ -58,7 +67,7 @@ type ReplicaPath struct {
 	LastError   string    `json:"lastError,omitempty"`
 }
 
-// ReplicasResult is a --replicas run. Ratios are of calls/s, per round,
+// ReplicasResult is a replicas run. Ratios are of calls/s, per round,
 // median over rounds.
 type ReplicasResult struct {
 	Config ReplicasConfig `json:"config"`
@@ -95,7 +104,10 @@ func DefaultReplicasConfig(quick bool) ReplicasConfig {
 // dropping the schemas it made.
 func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, error) {
 	if cfg.Postgres == "" {
-		return nil, errors.New("--replicas needs a PostgreSQL database: --postgres postgres://…")
+		return nil, errors.New("replicas needs a PostgreSQL database: --postgres postgres://…")
+	}
+	if cfg.NewProxy == nil {
+		return nil, errors.New("replicas needs a round-robin proxy (ReplicasConfig.NewProxy)")
 	}
 	if cfg.Replicas < 1 || cfg.Rounds < 1 || cfg.Sessions < 1 || cfg.Calls < 1 || cfg.Seconds <= 0 {
 		return nil, errors.New("replicas, rounds, sessions, calls and seconds must be positive")
@@ -178,7 +190,7 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	// The replicas behind the proxy, and the one PostgreSQL gateway behind
 	// a proxy of its own: the hop's cost, apart from the replicas'.
 	serveProxy := func(bases []string) (string, error) {
-		proxy, err := rrproxy.New(bases, nil)
+		proxy, err := cfg.NewProxy(bases)
 		if err != nil {
 			return "", err
 		}
@@ -306,7 +318,7 @@ func dropSchemas(dsn string, schemas ...string) {
 // PrintReplicas writes res as a table.
 func PrintReplicas(w io.Writer, res *ReplicasResult) {
 	c := res.Config
-	fmt.Fprintf(w, "toolgate bench --replicas — calls/s by store and replicas (OP-5), %d rounds, %d sessions, %d CPUs\n\n", c.Rounds, c.Sessions, c.CPUs)
+	fmt.Fprintf(w, "toolgate-lab replicas — calls/s by store and replicas (OP-5), %d rounds, %d sessions, %d CPUs\n\n", c.Rounds, c.Sessions, c.CPUs)
 	fmt.Fprintf(w, "%-30s %10s %10s %12s %10s %10s  %-24s %s\n", "path", "seq p50", "seq p99", "conc call/s", "conc p50", "conc p99", "rounds (call/s)", "errors")
 	for _, p := range res.Paths {
 		fmt.Fprintf(w, "%-30s %10s %10s %12.0f %10s %10s  %-24s %d\n", p.Name, fmtUs(p.SeqP50), fmtUs(p.SeqP99), p.CallsPerSec,

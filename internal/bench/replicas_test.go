@@ -9,7 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/rrproxy"
 )
+
+func newRRProxy(backends []string) (ReplicaProxy, error) { return rrproxy.New(backends, nil) }
 
 // OP-5, QB-2: a short --replicas run measures all three paths without a
 // failed call (the three replicas serve sessions spread over them by the
@@ -21,7 +24,7 @@ func TestRunReplicasOP5(t *testing.T) {
 	}
 	srv := pgtest.Start(t, nil)
 	dsn := srv.NewDatabase(t)
-	res, err := RunReplicas(t.Context(), ReplicasConfig{Postgres: dsn, Replicas: 3, Calls: 30, Sessions: 4, Seconds: 0.6, Rounds: 3, CPUs: 2})
+	res, err := RunReplicas(t.Context(), ReplicasConfig{Postgres: dsn, Replicas: 3, Calls: 30, Sessions: 4, Seconds: 0.6, Rounds: 3, CPUs: 2, NewProxy: newRRProxy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/admin"
 )
@@ -166,7 +167,7 @@ func (g *Gateway) AdminAddr() string {
 		return ""
 	}
 	if g.admin.socket != "" {
-		return admin.UnixPrefix + g.admin.socket
+		return config.AdminUnixPrefix + g.admin.socket
 	}
 	return g.admin.ln.Addr().String()
 }

@@ -1,7 +1,9 @@
-// Package mcptest is a small MCP client over Streamable HTTP for tests and
-// the bench: raw JSON-RPC on net/http, so a test can send exactly the bytes
-// it means to (malformed bodies included) and see exactly what came back
-// (status, headers, body), with typed helpers for the common exchanges.
+// Package mcptest is a small MCP client over Streamable HTTP for tests
+// (test tooling: the installed binary does not link it; `toolgate bench`
+// has a client of its own): raw JSON-RPC on net/http, so a test can send
+// exactly the bytes it means to (malformed bodies included) and see exactly
+// what came back (status, headers, body), with typed helpers for the
+// common exchanges.
 //
 // A [Client] is one MCP session at one URL. [Client.Post], [Client.Do] and
 // [Client.Send] send anything and return the answer unjudged; [Client.Call],

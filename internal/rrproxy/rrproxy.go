@@ -8,7 +8,7 @@
 //
 // With Options.Record the proxy keeps a log of every request: which
 // replica served it, and the JSON-RPC method and tool read from its body.
-// `toolgate bench --replicas` runs it without the log; the topology test
+// `toolgate-lab replicas` runs it without the log; the topology test
 // reads the log to know where each request went.
 package rrproxy
 

@@ -1,0 +1,128 @@
+package toolgate_test
+
+import (
+	"bytes"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolgate/toolgate"
+
+// A layering rule: no package under from may depend, directly or through
+// others, on a package under any of forbidden. Areas are paths in the
+// module; "core" covers core and everything under it.
+type layerRule struct {
+	from      string
+	forbidden []string
+	why       string
+}
+
+// The rules docs/architecture.md states.
+var layerRules = []layerRule{
+	{"core", []string{"mcp", "auth", "config", "internal", "tui", "cmd"}, "the rules of the product know no wire, file or screen"},
+	{"config", []string{"internal", "mcp", "auth", "tui", "cmd"}, "the config describes the file, not the running gateway"},
+	{"tui", []string{"mcp", "auth", "config", "internal", "cmd"}, "the console sees the gateway only through core.Console"},
+	{"mcp", []string{"auth", "internal", "tui", "cmd"}, "the endpoint reads the actor the auth middleware put in the context"},
+	{"auth", []string{"mcp", "config", "internal", "tui", "cmd"}, "authentication knows actors, not MCP"},
+}
+
+// in reports whether pkg is area or under it.
+func in(pkg, area string) bool {
+	p := module + "/" + area
+	return pkg == p || strings.HasPrefix(pkg, p+"/")
+}
+
+// goList returns each package of the module with its dependencies (not
+// its tests'), as `go list -deps` computes them.
+func goList(t *testing.T, patterns ...string) map[string][]string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := append([]string{"list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}, patterns...)
+	cmd := exec.Command(goBin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			deps[f[0]] = f[1:]
+		}
+	}
+	return deps
+}
+
+// The layers hold: each rule of docs/architecture.md, checked on what the
+// packages import (tests may reach further: a store's tests start
+// PostgreSQL through internal/pgtest).
+func TestLayering(t *testing.T) {
+	all := goList(t, "./...")
+	if len(all) < 30 {
+		t.Fatalf("go list found only %d packages", len(all))
+	}
+	for _, r := range layerRules {
+		checked := 0
+		for pkg, deps := range all {
+			if !in(pkg, r.from) {
+				continue
+			}
+			checked++
+			for _, d := range deps {
+				for _, f := range r.forbidden {
+					if in(d, f) {
+						t.Errorf("%s depends on %s: %s must not reach %s (%s)", pkg, d, r.from, f, r.why)
+					}
+				}
+			}
+		}
+		if checked == 0 {
+			t.Errorf("rule for %s matched no package", r.from)
+		}
+	}
+}
+
+// The binary operators install links no test or lab package: no test
+// client, no round-robin proxy, no throwaway PostgreSQL, no *test helper.
+func TestInstalledBinaryLinksNoLabOrTestPackage(t *testing.T) {
+	deps := goList(t, "./cmd/toolgate")[module+"/cmd/toolgate"]
+	if len(deps) < 20 {
+		t.Fatalf("cmd/toolgate has only %d dependencies: %q", len(deps), deps)
+	}
+	for _, d := range deps {
+		if !strings.HasPrefix(d, module+"/") {
+			continue
+		}
+		if in(d, "internal/mcptest") || in(d, "internal/rrproxy") || in(d, "internal/pgtest") || strings.HasSuffix(path.Base(d), "test") {
+			t.Errorf("cmd/toolgate links %s, a test or lab package", d)
+		}
+	}
+}
+
+// in and the rules' areas: a prefix of a name is not its area.
+func TestLayerAreas(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, area string
+		want      bool
+	}{
+		{module + "/core", "core", true},
+		{module + "/core/review/scan", "core", true},
+		{module + "/coreutil", "core", false},
+		{module + "/internal/admin", "internal", true},
+		{module + "/config", "internal", false},
+		{"github.com/other/core", "core", false},
+	} {
+		if got := in(tc.pkg, tc.area); got != tc.want {
+			t.Errorf("in(%s, %s) = %v", tc.pkg, tc.area, got)
+		}
+	}
+}
