@@ -79,6 +79,46 @@ type Confirm struct {
 	Secret       Secret        `koanf:"secret" json:"secret,omitempty" yaml:"secret,omitempty"`
 	TTL          time.Duration `koanf:"ttl" json:"ttl" yaml:"ttl"`
 	ApprovalWait time.Duration `koanf:"approvalWait" json:"approvalWait" yaml:"approvalWait"`
+	// Messages are the texts clients read (CF-7); a reload applies them.
+	Messages ConfirmMessages `koanf:"messages" json:"messages,omitzero" yaml:"messages,omitempty"`
+}
+
+// ConfirmMessages are the confirm gate's texts (CF-7), each with the
+// placeholders it may use: {tool} and {upstream} in all of them, and
+// preview, expired: {expires} {minutes}; invalid: {reason}; rejected:
+// {operator} {reason}. nil keeps the built-in text; an empty text is
+// refused.
+type ConfirmMessages struct {
+	// Preview answers a call without confirm: nothing ran.
+	Preview *string `koanf:"preview" json:"preview,omitempty" yaml:"preview,omitempty"`
+	// Invalid refuses a token that is forged or of another tool, actor,
+	// tenant or arguments, or missing; {reason} says which (CF-4).
+	Invalid *string `koanf:"invalid" json:"invalid,omitempty" yaml:"invalid,omitempty"`
+	// Used refuses a token's second use.
+	Used    *string `koanf:"used" json:"used,omitempty" yaml:"used,omitempty"`
+	Expired *string `koanf:"expired" json:"expired,omitempty" yaml:"expired,omitempty"`
+	// Rejected: an operator rejected the call (CF-5).
+	Rejected *string `koanf:"rejected" json:"rejected,omitempty" yaml:"rejected,omitempty"`
+	// TimedOut: no operator decided within approvalWait.
+	TimedOut *string `koanf:"timedOut" json:"timedOut,omitempty" yaml:"timedOut,omitempty"`
+	// Waiting is the progress message while a call waits for an operator.
+	Waiting *string `koanf:"waiting" json:"waiting,omitempty" yaml:"waiting,omitempty"`
+	// ShuttingDown: the gateway shut down while the call waited (SV-9).
+	ShuttingDown *string `koanf:"shuttingDown" json:"shuttingDown,omitempty" yaml:"shuttingDown,omitempty"`
+}
+
+// ConfirmMessage is one of ConfirmMessages by its key.
+type ConfirmMessage struct {
+	Key  string
+	Text *string
+}
+
+// Each lists the messages by key, in the order of the struct.
+func (m *ConfirmMessages) Each() []ConfirmMessage {
+	return []ConfirmMessage{
+		{"preview", m.Preview}, {"invalid", m.Invalid}, {"used", m.Used}, {"expired", m.Expired},
+		{"rejected", m.Rejected}, {"timedOut", m.TimedOut}, {"waiting", m.Waiting}, {"shuttingDown", m.ShuttingDown},
+	}
 }
 
 // Review configures how third-party tool descriptions are gated (RV-3).

@@ -138,7 +138,8 @@ func TestExampleFile(t *testing.T) {
 // allKeys lists every key of Appendix A as the typed config declares it.
 func allKeys() []string {
 	return []string{
-		"gateway", "listen", "publicUrl", "stateless", "store", "maxRequestBytes", "confirm", "secret", "ttl", "approvalWait", "review", "mode",
+		"gateway", "listen", "publicUrl", "stateless", "store", "maxRequestBytes", "confirm", "secret", "ttl", "approvalWait",
+		"messages", "preview", "invalid", "used", "expired", "rejected", "timedOut", "waiting", "shuttingDown", "review", "mode",
 		"endpoints", "path", "name", "version", "instructions", "tools", "auth", "actor", "anyOf", "apiKeys", "key", "id", "roles", "tenant",
 		"oauth", "issuer", "jwksUrl", "audience", "scopesSupported", "rolesFromScopes", "actorClaim", "tenantClaim", "introspectionUrl", "clientId", "clientSecret",
 		"upstreams", "command", "args", "cwd", "env", "required", "prefix", "include", "exclude", "reads", "actions", "defaultKind", "approval", "timeout",

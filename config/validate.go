@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
 )
 
 // MinConfirmSecretBytes is the shortest accepted confirm secret: RFC 2104
@@ -157,6 +158,18 @@ func (v *validator) gateway() {
 	}
 	if g.Confirm.ApprovalWait <= 0 {
 		v.fail("gateway.confirm.approvalWait", "must be greater than 0")
+	}
+	for _, m := range g.Confirm.Messages.Each() {
+		p := "gateway.confirm.messages." + m.Key
+		switch {
+		case m.Text == nil:
+		case strings.TrimSpace(*m.Text) == "":
+			v.fail(p, "must not be empty; leave the key out to keep the built-in text")
+		default:
+			if err := confirm.CheckMessage(m.Key, *m.Text); err != nil {
+				v.fail(p, "%s", err.Error())
+			}
+		}
 	}
 	if !oneOf(g.Review.Mode, reviewModes) {
 		v.fail("gateway.review.mode", "must be one of %s (got %q)", strings.Join(reviewModes, ", "), g.Review.Mode)

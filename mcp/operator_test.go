@@ -37,6 +37,12 @@ type operatorServed struct {
 
 func serveOperator(t *testing.T, wait time.Duration) *operatorServed {
 	t.Helper()
+	return serveOperatorSaying(t, wait, confirm.ConfirmMessages{})
+}
+
+// serveOperatorSaying is serveOperator with the gate's texts msgs (CF-7).
+func serveOperatorSaying(t *testing.T, wait time.Duration, msgs confirm.ConfirmMessages) *operatorServed {
+	t.Helper()
 	bus := core.NewBus()
 	t.Cleanup(bus.Close)
 	_, sub := bus.Subscribe(64)
@@ -44,7 +50,7 @@ func serveOperator(t *testing.T, wait time.Duration) *operatorServed {
 	gate, err := confirm.NewGate(confirm.GateOptions{
 		Secret: []byte("operator-test-secret-0123456789abcdef"), Ledger: memstore.NewMemStore(),
 		Approvals: queue, ApprovalWait: wait,
-		NeedsOperator: func(tool core.Tool) bool { return tool.Source == "gh" },
+		NeedsOperator: func(tool core.Tool) bool { return tool.Source == "gh" }, Messages: msgs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -644,7 +644,7 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		listening: e.ids.listening, asks: asks}
 	if token != nil {
 		down.progressToken = token
-		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down))
+		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
 	}
 	// What the upstream sends during the call comes back to this
 	// session (issue 5).
@@ -680,14 +680,16 @@ func errorResult(text string) json.RawMessage {
 }
 
 // operatorWaitProgress sends notifications/progress to the calling session
-// while a confirmation waits for an operator (CF-5).
-func operatorWaitProgress(down *downstream) confirm.Progress {
+// while a confirmation of tool waits for an operator (CF-5), with the
+// gate's waiting message (CF-7). Only the gate waits, so gate is set
+// whenever it is called.
+func operatorWaitProgress(down *downstream, gate *confirm.Gate, tool core.Tool) confirm.Progress {
 	return func(waited, total time.Duration) {
 		down.notify(string(mcpgo.MethodNotificationProgress), map[string]any{
 			"progressToken": down.progressToken,
 			"progress":      waited.Seconds(),
 			"total":         total.Seconds(),
-			"message":       "waiting for an operator to approve",
+			"message":       gate.WaitingText(tool),
 		})
 	}
 }

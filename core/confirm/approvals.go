@@ -258,10 +258,7 @@ func verdictErr(v verdict) error {
 	if by == "" {
 		by = "nobody"
 	}
-	if v.reason != "" {
-		return fmt.Errorf("%w by %s: %s", ErrConfirmRejected, by, v.reason)
-	}
-	return fmt.Errorf("%w by %s", ErrConfirmRejected, by)
+	return &RejectedError{By: by, Reason: v.reason}
 }
 
 // Shutdown rejects every waiting confirmation at once, telling each caller

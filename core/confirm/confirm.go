@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -60,31 +61,6 @@ type TokenLedger interface {
 	StoreID(ctx context.Context) (string, error)
 }
 
-// ConfirmMessages are the texts a client sees (CF-7). Empty fields keep
-// the defaults. Preview may use {tool}, {source}, {expires}.
-type ConfirmMessages struct {
-	Preview  string
-	Invalid  string
-	Used     string
-	Rejected string
-	Expired  string
-	// TimedOut: no operator decided within approvalWait.
-	TimedOut string
-	// StoreLost: the store was deleted or replaced while serving; no
-	// action call runs until the gateway restarts (CF-3).
-	StoreLost string
-	// OtherStore: the token was issued against another store (CF-3).
-	OtherStore string
-	// StoreDown: the store could not be reached to record the confirmation
-	// (core.ErrStoreUnavailable); nothing ran.
-	StoreDown string
-	// Unrecorded: the call's audit intent could not be written (CF-3).
-	Unrecorded string
-	// ShuttingDown: the gateway shut down while the call waited for an
-	// operator (SV-9).
-	ShuttingDown string
-}
-
 // GateOptions configures a Gate.
 type GateOptions struct {
 	// Secret keys the token MAC; required, at least 32 bytes (CF-3).
@@ -108,11 +84,13 @@ type Gate struct {
 	secret        []byte
 	ttl           time.Duration
 	ledger        TokenLedger
-	msgs          ConfirmMessages
 	now           func() time.Time
 	approvals     *ApprovalQueue
 	needsOperator func(core.Tool) bool
 	approvalWait  time.Duration
+
+	// msgs are the texts in use; a reload replaces them (CF-7, OP-8).
+	msgs atomic.Pointer[ConfirmMessages]
 
 	// issued remembers what each recent token was issued for, only to say
 	// why a refused token failed; validity never depends on it.
@@ -142,32 +120,18 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	m := &opts.Messages
-	setDefault(&m.Preview, "Preview only: nothing has run. To run {tool} on {source}, call it again with the same arguments, \"confirm\": true and this confirmToken before {expires}.")
-	setDefault(&m.Invalid, "Not run: the confirmation was refused")
-	setDefault(&m.Used, "Not run: this confirmation was already used; preview again to get a new one")
-	setDefault(&m.Rejected, "Not run: the operator rejected this call")
-	setDefault(&m.Expired, "Not run: the confirmation expired; preview again to get a new one")
-	setDefault(&m.TimedOut, "Not run: no operator approved this call in time; preview again to ask again")
-	setDefault(&m.StoreLost, "Not run: the gateway's store was deleted or replaced while in use, and with it the record of used confirmations; action calls are refused until the gateway is restarted")
-	setDefault(&m.Unrecorded, "Not run: the gateway could not record this call in its audit log before running it; preview again to get a new confirmation")
-	setDefault(&m.ShuttingDown, "Not run: the gateway is shutting down, so no operator will approve this call; preview again once it is back")
-	setDefault(&m.StoreDown, "Not run: the gateway could not reach its store to record this confirmation, so nothing ran; try again shortly (if the confirmation is then reported as used, preview again)")
-	setDefault(&m.OtherStore, "Not run: this confirmation was issued against another store (the gateway's store was lost or replaced since); preview again to get a new one")
 	if opts.NeedsOperator != nil && opts.Approvals == nil {
 		return nil, errors.New("confirm gate: operator approval needs an approval queue")
 	}
-	return &Gate{
-		secret: append([]byte(nil), opts.Secret...), ttl: opts.TTL, ledger: opts.Ledger, msgs: opts.Messages, now: opts.Now,
+	g := &Gate{
+		secret: append([]byte(nil), opts.Secret...), ttl: opts.TTL, ledger: opts.Ledger, now: opts.Now,
 		approvals: opts.Approvals, needsOperator: opts.NeedsOperator, approvalWait: opts.ApprovalWait,
 		issued: map[string]issuedToken{},
-	}, nil
-}
-
-func setDefault(s *string, v string) {
-	if *s == "" {
-		*s = v
 	}
+	if err := g.SetMessages(opts.Messages); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // AdvertisedSchema is an action tool's schema as served: its own plus
@@ -283,9 +247,6 @@ type PreviewCall struct {
 	RemoteName string          `json:"remoteName,omitempty"`
 	Arguments  json.RawMessage `json:"arguments"`
 }
-
-// Messages returns the texts in use.
-func (g *Gate) Messages() ConfirmMessages { return g.msgs }
 
 // Token format (CF-3):
 //
@@ -467,42 +428,6 @@ func (g *Gate) Spend(ctx context.Context, token string, expires time.Time) error
 	return nil
 }
 
-// RefusalText is the client-facing message for a refused confirmation.
-func (g *Gate) RefusalText(err error) string {
-	switch {
-	case errors.Is(err, ErrConfirmUsed):
-		return g.msgs.Used
-	case errors.Is(err, ErrConfirmExpired):
-		return g.msgs.Expired
-	case errors.Is(err, ErrConfirmRejected):
-		return g.msgs.Rejected + ": " + err.Error()
-	case errors.Is(err, ErrApprovalTimeout):
-		return g.msgs.TimedOut
-	case errors.Is(err, ErrShuttingDown):
-		return g.msgs.ShuttingDown
-	case errors.Is(err, core.ErrStoreLost):
-		return g.msgs.StoreLost
-	case errors.Is(err, core.ErrStoreUnavailable):
-		return g.msgs.StoreDown
-	case errors.Is(err, ErrConfirmStore):
-		return g.msgs.OtherStore
-	case errors.Is(err, ErrNotRecorded):
-		return g.msgs.Unrecorded
-	}
-	return g.msgs.Invalid + ": " + err.Error()
-}
-
-// PreviewText renders the preview message for a tool.
-func (g *Gate) PreviewText(tool, source string, expires time.Time) string {
-	if source == "" {
-		source = "this gateway"
-	} else {
-		source = "upstream " + source
-	}
-	r := strings.NewReplacer("{tool}", tool, "{source}", source, "{expires}", expires.UTC().Format(time.RFC3339))
-	return r.Replace(g.msgs.Preview)
-}
-
 func (e *RefusedError) Error() string { return e.Err.Error() }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
@@ -543,7 +468,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 		err = fmt.Errorf("store identity %q cannot be carried by a confirm token", storeID)
 	}
 	if err != nil {
-		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
+		return core.Result{}, &RefusedError{Err: err, Text: g.refusalText(tool, time.Time{}, err)}
 	}
 	if !c.Confirm {
 		var detail string
@@ -558,7 +483,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 	}
 	token := c.Token
 	if token == "" {
-		return core.Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.RefusalText(ErrConfirmMissing)}
+		return core.Result{}, &RefusedError{Err: ErrConfirmMissing, Text: g.refusalText(tool, time.Time{}, ErrConfirmMissing)}
 	}
 	expires, err := g.Verify(name, actor, storeID, canon, token)
 	// Spent before any operator sees it: a replay never reaches the
@@ -581,7 +506,7 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 		}
 	}
 	if err != nil {
-		return core.Result{}, &RefusedError{Err: err, Text: g.RefusalText(err)}
+		return core.Result{}, &RefusedError{Err: err, Text: g.refusalText(tool, expires, err)}
 	}
 	return reg.Run(ctx, actor, c)
 }

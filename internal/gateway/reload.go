@@ -28,6 +28,9 @@ type ReloadReport struct {
 	EndpointsChanged, EndpointsClosed []string
 	// ReviewMode is the new review mode, when it changed.
 	ReviewMode string
+	// ConfirmMessages names the confirm gate's texts that changed
+	// (gateway.confirm.messages.*, CF-7), in force for the next answer.
+	ConfirmMessages []string
 	// Restart lists the keys whose change takes effect at the next
 	// restart; the running values stay.
 	Restart []string
@@ -36,7 +39,7 @@ type ReloadReport struct {
 // Changed reports whether the reload changed anything live.
 func (r *ReloadReport) Changed() bool {
 	return len(r.UpstreamsAdded)+len(r.UpstreamsRemoved)+len(r.UpstreamsChanged)+
-		len(r.EndpointsChanged)+len(r.EndpointsClosed) > 0 || r.ReviewMode != ""
+		len(r.EndpointsChanged)+len(r.EndpointsClosed)+len(r.ConfirmMessages) > 0 || r.ReviewMode != ""
 }
 
 // ErrReloadClosed: the gateway is closing or closed.
@@ -64,7 +67,8 @@ func (g *Gateway) setConfig(cfg *config.Config) {
 //     and imported, or retried in the background while it does not answer;
 //   - endpoints' authentication (keys, strategies, open-mode actor) and
 //     allow-lists are replaced, and the review mode and operator approvals
-//     switched, for the next request; live sessions get
+//     switched, and the confirm gate's texts replaced (CF-7), for the next
+//     request; live sessions get
 //     notifications/tools/list_changed. A session whose credentials are no
 //     longer accepted is ended at its next request, which says so;
 //   - everything else (listen address, store, confirm gate, session and
@@ -143,11 +147,18 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		specs = append(specs, s)
 	}
 
+	// The texts were checked with the config, so this refuses nothing in
+	// practice; were it to, nothing is applied yet.
+	if len(d.messages) > 0 && g.gate != nil {
+		if err := g.gate.SetMessages(confirmMessages(eff.Gateway.Confirm.Messages)); err != nil {
+			return fail(err)
+		}
+	}
 	// Authentication first: a removed key stops working before the
 	// upstreams, which may take a while to answer, are done.
 	rep := &ReloadReport{
 		UpstreamsAdded: d.upAdded, UpstreamsRemoved: d.upRemoved, UpstreamsChanged: d.upChanged,
-		EndpointsClosed: d.closed, Restart: d.restart,
+		EndpointsClosed: d.closed, ConfirmMessages: d.messages, Restart: d.restart,
 	}
 	for _, a := range auths {
 		a.sw.set(a.ea, a.end)
@@ -225,6 +236,7 @@ func (g *Gateway) logReload(rep *ReloadReport, d *configDiff) {
 		if rep.ReviewMode != "" {
 			attrs = append(attrs, "reviewMode", rep.ReviewMode)
 		}
+		add("confirmMessages", rep.ConfirmMessages)
 		g.log.Info("config reloaded", attrs...)
 	} else {
 		g.log.Info("config reloaded: nothing changed that applies live")

@@ -23,6 +23,8 @@ type configDiff struct {
 	reviewMode                        bool
 	// operators: an upstream's approval changed, which needs no reconnect.
 	operators bool
+	// messages names the confirm gate's texts that change (CF-7).
+	messages []string
 	// restart lists the keys whose change takes effect at the next restart.
 	restart []string
 	// effective is the config in force after the reload: next, with what
@@ -33,13 +35,17 @@ type configDiff struct {
 // changed reports whether the reload changes anything live.
 func (d *configDiff) changed() bool {
 	return len(d.upAdded)+len(d.upRemoved)+len(d.upChanged)+len(d.authChanged)+len(d.toolsChanged)+len(d.closed) > 0 ||
-		d.reviewMode || d.operators
+		d.reviewMode || d.operators || len(d.messages) > 0
 }
 
 // liveGateway are the gateway keys a reload applies in place; every other
 // gateway key takes effect at restart. Listed by exclusion, so a key added
 // later is reported rather than silently ignored.
 var liveGateway = map[string]bool{"review": true, "watchConfig": true, "publicUrl": true}
+
+// confirmMessagesKey prefixes the confirm gate's texts, which a reload
+// applies (CF-7); the gate's other keys wait for a restart.
+const confirmMessagesKey = "gateway.confirm.messages."
 
 // upstreamLive are upstream keys applied without reconnecting.
 var upstreamLive = map[string]bool{"approval": true}
@@ -56,7 +62,12 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 	eff.Gateway.Review = next.Gateway.Review
 	eff.Gateway.WatchConfig = next.Gateway.WatchConfig
 	eff.Gateway.PublicURL = next.Gateway.PublicURL
+	eff.Gateway.Confirm.Messages = next.Gateway.Confirm.Messages
 	for _, k := range fieldDiffs("gateway", reflect.ValueOf(cur.Gateway), reflect.ValueOf(next.Gateway)) {
+		if strings.HasPrefix(k, confirmMessagesKey) {
+			d.messages = append(d.messages, k)
+			continue
+		}
 		if !liveGateway[strings.SplitN(strings.TrimPrefix(k, "gateway."), ".", 2)[0]] {
 			d.restart = append(d.restart, k)
 		}

@@ -58,12 +58,13 @@ type diffSummary struct {
 	Fields                  map[string][]string
 	Auth, Tools, Closed     []string
 	Review, Operators       bool
+	Messages                []string
 	Restart                 []string
 }
 
 func summarize(d *configDiff) diffSummary {
 	s := diffSummary{Added: d.upAdded, Removed: d.upRemoved, Changed: d.upChanged, Auth: d.authChanged, Tools: d.toolsChanged,
-		Closed: d.closed, Review: d.reviewMode, Operators: d.operators, Restart: d.restart}
+		Closed: d.closed, Review: d.reviewMode, Operators: d.operators, Messages: d.messages, Restart: d.restart}
 	if len(d.upFields) > 0 {
 		s.Fields = d.upFields
 	}
@@ -112,6 +113,14 @@ func TestDiffConfigsOP8(t *testing.T) {
 			return strings.Replace(s, "  listen:", "  review: {mode: require}\n  listen:", 1)
 		},
 			diffSummary{Review: true}},
+		{"confirm messages", func(s string) string {
+			return strings.Replace(s, "confirm: {secret: "+diffSecret+"}", "confirm: {secret: "+diffSecret+`, messages: {used: "spent", preview: "{tool}"}}`, 1)
+		},
+			diffSummary{Messages: []string{"gateway.confirm.messages.preview", "gateway.confirm.messages.used"}}},
+		{"confirm messages and ttl", func(s string) string {
+			return strings.Replace(s, "confirm: {secret: "+diffSecret+"}", "confirm: {secret: "+diffSecret+`, ttl: 1m, messages: {waiting: "wait"}}`, 1)
+		},
+			diffSummary{Messages: []string{"gateway.confirm.messages.waiting"}, Restart: []string{"gateway.confirm.ttl"}}},
 		{"watchConfig", func(s string) string { return strings.Replace(s, "  listen:", "  watchConfig: true\n  listen:", 1) },
 			diffSummary{}},
 		{"restart keys", func(s string) string {
@@ -135,10 +144,13 @@ func TestDiffConfigsOP8(t *testing.T) {
 			if got := strings.Join(d.restart, " ") + strings.Join(d.upChanged, " "); strings.Contains(got, "SECRET") {
 				t.Errorf("the diff names a secret: %s", got)
 			}
-			if d.effective.Gateway.Listen != cur.Gateway.Listen || d.effective.Gateway.Confirm != cur.Gateway.Confirm {
+			effConfirm, curConfirm := d.effective.Gateway.Confirm, cur.Gateway.Confirm
+			effConfirm.Messages, curConfirm.Messages = config.ConfirmMessages{}, config.ConfirmMessages{}
+			if d.effective.Gateway.Listen != cur.Gateway.Listen || effConfirm != curConfirm {
 				t.Errorf("restart-only values were taken: %+v", d.effective.Gateway)
 			}
-			if d.effective.Gateway.Review != next.Gateway.Review || len(d.effective.Upstreams) != len(next.Upstreams) {
+			if d.effective.Gateway.Review != next.Gateway.Review || len(d.effective.Upstreams) != len(next.Upstreams) ||
+				!cmp.Equal(d.effective.Gateway.Confirm.Messages, next.Gateway.Confirm.Messages) {
 				t.Errorf("live values were not taken: %+v", d.effective.Gateway)
 			}
 			// The effective config against itself is no change, and the

@@ -43,7 +43,7 @@ func newGate(ctx context.Context, cfg *config.Config, ledger confirm.TokenLedger
 	gate, err := confirm.NewGate(confirm.GateOptions{
 		Secret: []byte(secret), TTL: cfg.Gateway.Confirm.TTL, Ledger: ledger,
 		Approvals: approvals, ApprovalWait: cfg.Gateway.Confirm.ApprovalWait,
-		NeedsOperator: needsOperator,
+		NeedsOperator: needsOperator, Messages: confirmMessages(cfg.Gateway.Confirm.Messages),
 	})
 	if err != nil {
 		return nil, err
@@ -59,6 +59,21 @@ func newGate(ctx context.Context, cfg *config.Config, ledger confirm.TokenLedger
 		}
 	}
 	return gate, nil
+}
+
+// confirmMessages are the gate's texts as m configures them (CF-7); an
+// absent key is the gate's default.
+func confirmMessages(m config.ConfirmMessages) confirm.ConfirmMessages {
+	s := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return confirm.ConfirmMessages{
+		Preview: s(m.Preview), Invalid: s(m.Invalid), Used: s(m.Used), Expired: s(m.Expired),
+		Rejected: s(m.Rejected), TimedOut: s(m.TimedOut), Waiting: s(m.Waiting), ShuttingDown: s(m.ShuttingDown),
+	}
 }
 
 // setOperators records which upstreams' actions wait for an operator
