@@ -134,6 +134,7 @@ func ScanTool(in ScanInput) []core.Flag {
 		}
 	}
 	out = append(out, w.flags...)
+	out = append(out, slowPatternFlags(in)...)
 	sortFlags(out)
 	return out
 }
