@@ -147,7 +147,8 @@ func TestSlowPatternPlaces(t *testing.T) {
 		InputSchema: json.RawMessage(`{
 			"type": "object",
 			"properties": {
-				"list": {"type": "array", "items": {"properties": {"v": {"type": "string", "pattern": "\\s+$"}}}},
+				"list": {"type": "array", "items": {"properties": {"v": {"type": "string", "pattern": "\\s+$"}},
+					"propertyNames": {"pattern": "^\\d+\\d+$", "maxLength": 64}}},
 				"pattern": {"type": "string", "description": "a property called pattern"},
 				"either": {"anyOf": [{"pattern": "^[a-z]+$"}, {"pattern": "^.*.*.*=$"}]},
 				"ref": {"$ref": "#/$defs/slow"}
