@@ -19,7 +19,10 @@ import (
 // c_d was measured in V8 (Node 20, RegExp.prototype.test with the "u" flag
 // ajv uses), on a shared two-core machine under load, timing each pattern
 // on its attack string (a pumped input that fails at the end) at lengths
-// growing by half until one test took 0.2 s, and dividing by n^d. Degree 2,
+// growing by half until one test took 0.2 s, and dividing by n^d
+// (testdata/schemas/slow-patterns.mjs). Runs vary by a factor of two to
+// four with the machine's load and V8's tier-up from its regexp
+// interpreter to native code. Degree 2,
 // nine patterns (`\s+$`, `[a-z]+$`, `^.*a.*b$`, `^\d+\d+$`, the common float
 // `^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$`, `^[^@\s]+@[^@\s]+\.[^@\s]+$`,
 // ms's duration pattern, moment's `\([^)]*\)`, ua-parser-js's POCO rule):
