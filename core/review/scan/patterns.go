@@ -22,11 +22,13 @@ import (
 // growing by half until one test took 0.2 s, and dividing by n^d
 // (testdata/schemas/slow-patterns.mjs). Runs vary by a factor of two to
 // four with the machine's load and V8's tier-up from its regexp
-// interpreter to native code. Degree 2,
-// nine patterns (`\s+$`, `[a-z]+$`, `^.*a.*b$`, `^\d+\d+$`, the common float
-// `^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$`, `^[^@\s]+@[^@\s]+\.[^@\s]+$`,
-// ms's duration pattern, moment's `\([^)]*\)`, ua-parser-js's POCO rule):
-// 1.0e-9 to 2.2e-8, a second at 6,700 to 32,000 characters. Degree 3, eight
+// interpreter to native code.
+//
+// Degree 2, nine patterns (`\s+$`, `[a-z]+$`, `^.*a.*b$`, `^\d+\d+$`, the
+// common float `^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$`,
+// `^[^@\s]+@[^@\s]+\.[^@\s]+$`, ms's duration pattern, moment's
+// `\([^)]*\)`, ua-parser-js's POCO rule): 1.0e-9 to 2.2e-8, a second at
+// 6,700 to 32,000 characters. Degree 3, eight
 // patterns (`\d+\d+x`, `^.*.*.*=$`, `\s+\s+$`, `^\d+\d+\d+$`,
 // `^\S+@\S+\.\S+$`, `\s*(?:[\w\s]*\/)?\s*([\w.]+)\s*$`, …): 3.1e-10 to
 // 3.9e-9, a second at 630 to 1,650 characters; ajv-formats' url, whose
@@ -201,14 +203,12 @@ func (w *patternWalk) check(pattern, ptr string, limit float64, subject string) 
 	if limit >= 0 && slowSeconds(b.Degree, limit) < slowBound {
 		return
 	}
-	what := "a value"
-	bound := "no maxLength bounds it"
+	what, keyword, bound := "a value", "its maxLength", "no maxLength bounds it"
 	if subject != "" {
-		what = "a " + subject
-		bound = "no propertyNames maxLength bounds the names"
+		what, keyword, bound = "a "+subject, "propertyNames' maxLength", "no propertyNames maxLength bounds the names"
 	}
 	if limit >= 0 {
-		bound = fmt.Sprintf("its maxLength of %.0f lets one take %s", limit, aboutSeconds(slowSeconds(b.Degree, limit)))
+		bound = fmt.Sprintf("%s of %.0f lets one take %s", keyword, limit, aboutSeconds(slowSeconds(b.Degree, limit)))
 	}
 	where := ptr
 	if w.prefix != "" {

@@ -163,7 +163,8 @@ func TestSlowPatternPlaces(t *testing.T) {
 			"type": "object",
 			"properties": {"line": {"type": "string", "pattern": "\\s+$"}},
 			"propertyNames": {"maxLength": 40},
-			"patternProperties": {"\\s+$": {}}
+			"patternProperties": {"\\s+$": {}},
+			"$defs": {"long": {"propertyNames": {"maxLength": 20000}, "patternProperties": {"^.*.*.*=$": {}}}}
 		}`),
 	}
 	flags := ScanTool(in)
@@ -184,10 +185,14 @@ func TestSlowPatternPlaces(t *testing.T) {
 		"/patternProperties/[a-z]+~1\\s+$",
 		"/properties/either/anyOf/1/pattern",
 		"/properties/list/items/properties/v/pattern",
+		"outputSchema/$defs/long/patternProperties/^.*.*.*=$",
 		"outputSchema/properties/line/pattern",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("slow-pattern places (-want +got):\n%s", diff)
+	}
+	if f := slowFlags(flags); len(f) == len(want) && !strings.Contains(f[4].Reason, "propertyNames' maxLength of 20000 lets one take hours") {
+		t.Errorf("reason %q does not name propertyNames' maxLength", f[4].Reason)
 	}
 	if text, _ := in.Text("/patternProperties/[a-z]+~1\\s+$"); text != `[a-z]+/\s+$` {
 		t.Errorf("the patternProperties flag resolves to %q", text)
