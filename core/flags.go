@@ -50,6 +50,13 @@ const (
 	// FlagScript: active content — a data: URI of HTML or JavaScript, an SVG
 	// or other payload carrying script, a javascript: link.
 	FlagScript FlagKind = "script"
+	// FlagSlowPattern: a schema pattern (or patternProperties key) that
+	// the pattern screen lets through but that backtracks polynomially,
+	// degree 2 or 3 (`\s+$`, `^.*.*.*=$`): a client validating with a
+	// backtracking engine takes a second on a few thousand characters
+	// (degree 2) or a few hundred (degree 3), and no maxLength keeps inputs
+	// that long out (IM-19). The tool is still served.
+	FlagSlowPattern FlagKind = "slow-pattern"
 )
 
 // Severities, from least to most alarming.

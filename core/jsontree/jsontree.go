@@ -12,7 +12,8 @@ import (
 type JsonNode struct {
 	Kind  byte // 'o' object, 'a' array, 's' string, '-' anything else
 	Str   string
-	Keys  []string // object member names; arrays leave this empty
+	Num   json.Number // a number's text (Kind '-'), for keywords such as maxLength
+	Keys  []string    // object member names; arrays leave this empty
 	Elems []*JsonNode
 }
 
@@ -66,6 +67,8 @@ func decodeJSONNode(dec *json.Decoder, depth int) (*JsonNode, error) {
 		return n, nil
 	case string:
 		return &JsonNode{Kind: 's', Str: t}, nil
+	case json.Number:
+		return &JsonNode{Kind: '-', Num: t}, nil
 	default:
 		return &JsonNode{Kind: '-'}, nil
 	}

@@ -108,7 +108,8 @@ func (in ScanInput) field(name string) json.RawMessage {
 // references and patterns are not read. Each schema string has its own
 // too-long limit, MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
 // read (the importer refuses such a schema anyway), and neither is anything
-// the fingerprint does not cover.
+// the fingerprint does not cover. Patterns are read for their cost instead
+// (slowPatternFlags).
 func ScanTool(in ScanInput) []core.Flag {
 	names := shadowNames(in)
 	var out []core.Flag
@@ -134,6 +135,7 @@ func ScanTool(in ScanInput) []core.Flag {
 		}
 	}
 	out = append(out, w.flags...)
+	out = append(out, slowPatternFlags(in)...)
 	sortFlags(out)
 	return out
 }

@@ -15,6 +15,37 @@ import (
 // is everywhere.
 var MinPolynomialDegree = 4
 
+// Backtracking is what the screen finds in one pattern: whether it refuses
+// the pattern, and for one it passes the degree of polynomial backtracking
+// that is left.
+type Backtracking struct {
+	// Refused: ScreenPattern refuses the pattern (Reason says why); Degree
+	// and Chain are then not set.
+	Refused bool
+	Reason  string
+	// Degree is the longest chain of quantifiers that can share one input
+	// (MinPolynomialDegree's measure): a backtracking engine may take about
+	// n^Degree steps on n characters. 1 is linear, 0 a pattern without an
+	// unbounded repetition or one the screen cannot parse. A pattern
+	// passed has a degree below MinPolynomialDegree.
+	Degree int
+	// Chain names the quantifiers of that chain, "x then y", outermost
+	// first; "[^]* (an unanchored start)" is the retry at every offset of
+	// a pattern without ^.
+	Chain string
+}
+
+// PatternBacktracking screens an ECMA-262 pattern like ScreenPattern and
+// reports the degree of what the screen lets through, so a reviewer can be
+// shown the slow patterns the gateway still serves (RV-2, IM-19).
+func PatternBacktracking(pattern string) Backtracking {
+	reason, refused, degree, chain := screen(pattern)
+	if refused {
+		return Backtracking{Refused: true, Reason: reason}
+	}
+	return Backtracking{Degree: degree, Chain: chain}
+}
+
 // Bounded repeats have no loop to pump, but nesting them multiplies the
 // ways to read one input: `^(a{1,10}){1,10}$` reads 34 a's in tens of
 // millions of ways. The screen counts the ways, along the most ambiguous

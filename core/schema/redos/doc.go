@@ -54,7 +54,9 @@
 //     degree 100. Degree 3 passes, because it needs kilobytes to cost a
 //     second and published schemas carry it: ajv-formats' url (0.2 s on
 //     3,200 characters), `^\S+@\S+\.\S+$` (1.4 s on 2,000). Degree 2
-//     (`^\d+\d+$`, `^.*a.*b$`, `\s+$`) is everywhere.
+//     (`^\d+\d+$`, `^.*a.*b$`, `\s+$`) is everywhere. PatternBacktracking
+//     reports the degree of what passes, and the scanner shows a reviewer
+//     those of degree 2 and 3 (core.FlagSlowPattern).
 //  6. Nested counted repeats have no loop to pump, yet multiply the ways to
 //     read an input: `^(a{1,10}){1,10}$` reads 34 a's in hundreds of
 //     millions. The screen follows the most ambiguous input it can build,

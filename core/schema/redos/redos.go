@@ -29,21 +29,33 @@ const (
 // ScreenPattern reports whether an ECMA-262 pattern can backtrack
 // catastrophically, and why. Patterns it cannot parse are not flagged.
 func ScreenPattern(pattern string) (reason string, dangerous bool) {
+	reason, dangerous, _, _ = screen(pattern)
+	return reason, dangerous
+}
+
+// screen is ScreenPattern, also returning, for a pattern it passes, the
+// degree of polynomial backtracking (the largest over the pattern and its
+// lookarounds) and the quantifiers of that chain.
+func screen(pattern string) (reason string, dangerous bool, degree int, chain string) {
 	tr, ok := translateForScreen(pattern)
 	if !ok {
-		return "", false
+		return "", false, 0, ""
 	}
 	work := 0 // shared by the main pattern and its lookarounds
 	for i, re := range tr {
 		// A lookaround is tried where it stands, not at every start.
-		if reason, bad := screenTree(re, i > 0, &work); bad {
+		reason, bad, deg, ch := screenTree(re, i > 0, &work)
+		if bad {
 			if i > 0 {
 				reason += " (inside a lookaround)"
 			}
-			return reason, true
+			return reason, true, 0, ""
+		}
+		if deg > degree {
+			degree, chain = deg, ch
 		}
 	}
-	return "", false
+	return "", false, degree, chain
 }
 
 // translateForScreen returns the parsed main pattern followed by the parsed
@@ -153,39 +165,42 @@ func newAutomaton(re *syntax.Regexp, anchored bool, work *int) (*automaton, foll
 	return a, a.walk(root)
 }
 
-func screenTree(re *syntax.Regexp, anchored bool, work *int) (string, bool) {
+// screenTree screens one parsed tree. For a tree it passes it also returns
+// the degree of polynomial backtracking and that chain of quantifiers.
+func screenTree(re *syntax.Regexp, anchored bool, work *int) (reason string, bad bool, degree int, chain string) {
 	a, f := newAutomaton(re, anchored, work)
 	for _, l := range a.loops {
 		if a.tooBig {
-			return reasonTooComplex + " in " + a.render(l), true
+			return reasonTooComplex + " in " + a.render(l), true, 0, ""
 		}
 		amb, exhausted := a.ambiguous(l)
 		if exhausted {
-			return reasonTooComplex + " in " + a.render(l), true
+			return reasonTooComplex + " in " + a.render(l), true, 0, ""
 		}
 		if amb {
-			return a.classify(l) + " in " + a.render(l), true
+			return a.classify(l) + " in " + a.render(l), true, 0, ""
 		}
 	}
 	if a.tooBig {
-		return "", false
+		return "", false, 0, ""
 	}
 	ended := endAnchored(re)
-	deg, chain, exhausted := a.degree(f.last, ended)
+	deg, loops, exhausted := a.degree(f.last, ended)
 	if exhausted {
-		return reasonTooComplex + " in " + renderRegexp(re), true
+		return reasonTooComplex + " in " + renderRegexp(re), true, 0, ""
 	}
+	parts := make([]string, len(loops))
+	for i, l := range loops {
+		parts[i] = a.render(l)
+	}
+	chain = truncate(strings.Join(parts, " then "))
 	if deg >= MinPolynomialDegree {
-		parts := make([]string, len(chain))
-		for i, l := range chain {
-			parts[i] = a.render(l)
-		}
-		return fmt.Sprintf("%s (degree %d) in %s", reasonPolynomial, deg, truncate(strings.Join(parts, " then "))), true
+		return fmt.Sprintf("%s (degree %d) in %s", reasonPolynomial, deg, chain), true, 0, ""
 	}
 	if ways, at := a.boundedWays(f, ended); ways > MaxBoundedWays {
-		return fmt.Sprintf("%s (over %.0e ways to read %d characters) in %s", reasonBounded, MaxBoundedWays, BoundedInputLength, renderRegexp(at)), true
+		return fmt.Sprintf("%s (over %.0e ways to read %d characters) in %s", reasonBounded, MaxBoundedWays, BoundedInputLength, renderRegexp(at)), true, 0, ""
 	}
-	return "", false
+	return "", false, deg, chain
 }
 
 // render names a loop for a reason: the virtual one an unanchored search
