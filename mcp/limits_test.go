@@ -194,6 +194,22 @@ func TestSessionCaps(t *testing.T) {
 	initialize(t, testClient(s.url, "c", "MEMBER"))
 }
 
+// SV-2: an initialize carrying a live session's id opens another session
+// (mcp-go mints one for it), and is held to the caps as any other: it used
+// to pass them.
+func TestInitializeOnASessionIsCapped(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{Limits: mcp.NewSessionLimits(0, 1)})
+	a := testClient(s.url, "a", "MEMBER")
+	initialize(t, a)
+	resp := post(t, a, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if id := resp.Header.Get("Mcp-Session-Id"); resp.Status != http.StatusTooManyRequests || id != "" {
+		t.Fatalf("initialize on a session at the actor's cap: HTTP %d, session %q: %s", resp.Status, id, resp.Body)
+	}
+	if n := len(s.sessions.List()); n != 1 {
+		t.Fatalf("%d sessions, want 1", n)
+	}
+}
+
 // SV-2: a session has at most MaxStreamsPerSession GET streams open; the
 // next is refused with 429 and a text saying why, and a closed stream
 // frees its place (issue 16: 1,000 were accepted).

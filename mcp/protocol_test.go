@@ -2,9 +2,11 @@ package mcp_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/mcptest"
@@ -54,6 +56,60 @@ func TestFailedInitializeMintsNoSessionSV2(t *testing.T) {
 		t.Errorf("sessions after a failed initialize: %+v", s.sessions.List())
 	}
 	initialize(t, c)
+}
+
+// SV-2: no kind of failed initialize keeps anything: no id is handed out,
+// the endpoint's session maps, the caps and the sessions listed are as
+// before it, and SessionStarted and SessionEnded are told of nothing.
+func TestFailedInitializesKeepNothing(t *testing.T) {
+	var told atomic.Int32
+	limits := mcp.NewSessionLimits(0, 0)
+	s := serve(t, mcp.EndpointOptions{Limits: limits,
+		SessionStarted: func(context.Context, string) { told.Add(1) },
+		SessionEnded:   func(string) { told.Add(1) }})
+	held := testClient(s.url, "alice", "MEMBER")
+	initialize(t, held)
+	known, open := s.ep.KnownSessionsForTest(), limits.Open()
+	told.Store(0)
+	good := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	c := testClient(s.url, "alice", "MEMBER")
+	for _, tc := range []struct {
+		name, body string
+		onHeld     bool
+	}{
+		{"params a string", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`, false},
+		{"params an array", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":[1]}`, false},
+		{"JSON-RPC 1.0", strings.Replace(good, `"2.0"`, `"1.0"`, 1), false},
+		{"no id", strings.Replace(good, `"id":1,`, ``, 1), false},
+		{"a result besides", strings.Replace(good, `"params"`, `"result":{},"params"`, 1), false},
+		{"not JSON", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{`, false},
+		{"in a batch", "[" + good + "]", false},
+		{"on a live session", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`, true},
+	} {
+		c.SetSession("", "")
+		if tc.onHeld {
+			c.SetSession(held.Session(), "")
+		}
+		resp := post(t, c, tc.body)
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" || resp.Status == http.StatusOK && !strings.Contains(string(resp.Body), `"error"`) {
+			t.Errorf("%s: HTTP %d, session %q handed out: %s", tc.name, resp.Status, id, resp.Body)
+		}
+		if n := s.ep.KnownSessionsForTest(); n != known {
+			t.Errorf("%s: the endpoint keeps %d session entries, %d before", tc.name, n, known)
+		}
+		if n := limits.Open(); n != open {
+			t.Errorf("%s: %d places taken under the caps, %d before", tc.name, n, open)
+		}
+		if n := len(s.sessions.List()); n != 1 {
+			t.Errorf("%s: %d sessions listed, want the one held", tc.name, n)
+		}
+		if n := told.Load(); n != 0 {
+			t.Errorf("%s: SessionStarted and SessionEnded were told %d times", tc.name, n)
+		}
+	}
+	if _, err := held.ListTools(t.Context()); err != nil {
+		t.Errorf("the held session after them: %v", err)
+	}
 }
 
 // SV-1: one header rule for every method: what mcp-go refuses for ping (a body

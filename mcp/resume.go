@@ -141,6 +141,9 @@ func (r idResolver) ResolveSessionIdManager(req *http.Request) server.SessionIdM
 		if parkingFrom(ctx) {
 			return parkingIDs{r.ids}
 		}
+		if discardingFrom(ctx) {
+			return discardingIDs{r.ids}
+		}
 		if id, ok := ctx.Value(mintKey{}).(string); ok {
 			return mintingIDs{r.ids, id}
 		}

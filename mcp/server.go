@@ -219,8 +219,13 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(e.sessionStarted)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
-		if parkingFrom(ctx) {
+		switch {
+		case parkingFrom(ctx):
 			// Only mcp-go's state goes: the session lives on, parked.
+			return
+		case discardingFrom(ctx) && e.ids.session(s.SessionID()) == nil:
+			// Its initialize failed: it never started, and nothing
+			// was told of it.
 			return
 		}
 		e.sessionGone(s.SessionID())
@@ -717,6 +722,12 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 		e.ids.woke(s.SessionID(), s)
 		return
 	}
+	if cs := callStreamFrom(ctx); cs != nil && cs.heldError() {
+		// mcp-go registers the session of a failed initialize too, once
+		// it has answered: that answer hands out no id, and the request
+		// discards the session. It is not counted, listed or bound.
+		return
+	}
 	actor, _ := e.opts.Actor(ctx)
 	e.ids.bind(s.SessionID(), actor.ID, s)
 	if slot := slotFrom(ctx); slot != nil && slot.claim() {
@@ -816,7 +827,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if id == "" && !e.opts.Stateless && opensSession(r, body) {
+	// minted is the id a request opening a session is to get; handedOut,
+	// that an initialize's answer carried it.
+	var minted string
+	var handedOut bool
+	// An initialize opens a new session even when it carries an id: mcp-go
+	// mints one for it all the same, which is held to the caps as any other.
+	if !e.opts.Stateless && (id == "" || r.Method == http.MethodPost) && opensSession(r, body) {
 		actor, _ := e.opts.Actor(r.Context())
 		slot, err := e.opts.Limits.acquire(actor.ID)
 		if err != nil {
@@ -825,12 +842,23 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer slot.requestDone()
 		ctx := context.WithValue(r.Context(), slotKey{}, slot)
+		minted = randomID()
 		if e.seal != nil {
 			var init []byte
 			if r.Method == http.MethodPost {
 				init = body
 			}
-			ctx = context.WithValue(ctx, mintKey{}, e.sealedFor(actor, init))
+			minted = e.sealedFor(actor, init)
+		}
+		ctx = context.WithValue(ctx, mintKey{}, minted)
+		if r.Method == http.MethodPost {
+			// An initialize whose answer hands out no id leaves nothing
+			// (SV-2), whatever answered it.
+			defer func() {
+				if !handedOut {
+					e.discard(minted)
+				}
+			}()
 		}
 		if r.Method == http.MethodGet {
 			ctx = context.WithValue(ctx, getKey{}, true)
@@ -938,12 +966,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case isCall:
 			cs.rewrite = unknownToolRewrite
 		case bytes.Contains(body, []byte(`"initialize"`)):
-			cs.rewrite = e.initializeRewrite
+			cs.rewrite = initializeRewrite
 		}
 		e.cancelFast(body, id)
 		e.http.ServeHTTP(cs, r)
 	}
 	cs.finish()
+	handedOut = minted != "" && cs.Header().Get(server.HeaderKeySessionID) == minted
 }
 
 // allowList is the endpoint's allow-list in force.
@@ -1013,6 +1042,31 @@ func (e *Endpoint) endSession(id string) error {
 	}
 	return nil
 }
+
+// discard lets go of session id, minted by an initialize whose answer did
+// not hand it out (SV-2): mcp-go registers the session of a failed
+// initialize too, after answering it, and only its own DELETE lets go of
+// all it keeps of one. Never handed out, the id is not ended for good: no
+// tombstone, and no other replica is told.
+func (e *Endpoint) discard(id string) {
+	req := httptest.NewRequestWithContext(context.WithValue(context.Background(), discardKey{}, true), http.MethodDelete, e.opts.Path, nil)
+	req.Header.Set(server.HeaderKeySessionID, id)
+	e.http.ServeHTTP(httptest.NewRecorder(), req)
+	e.ids.forget(id)
+}
+
+// discardKey marks the DELETE of discard.
+type discardKey struct{}
+
+func discardingFrom(ctx context.Context) bool {
+	_, ok := ctx.Value(discardKey{}).(bool)
+	return ok
+}
+
+// discardingIDs terminates nothing: discard forgets the id itself.
+type discardingIDs struct{ *sessionIDs }
+
+func (discardingIDs) Terminate(string) (bool, error) { return false, nil }
 
 // Close stops the sweeper and following the registry, and ends every
 // session (SV-9).

@@ -432,23 +432,20 @@ func unknownToolRewrite(_ http.Header, answer []byte) []byte {
 	return unknownToolAnswer(msg.ID, name)
 }
 
-// initializeRewrite makes a failed initialize create nothing (SV-2): mcp-go
-// mints the session id before it reads the request, so when the answer is
-// an error the id is forgotten and not handed out.
-func (e *Endpoint) initializeRewrite(h http.Header, answer []byte) []byte {
+// initializeRewrite hands out no session id with an error (SV-2): mcp-go
+// mints the id before it reads the request, and sends it with whatever it
+// answers. The request lets go of an id it did not hand out (discard).
+func initializeRewrite(h http.Header, answer []byte) []byte {
+	if isErrorAnswer(answer) {
+		h.Del(server.HeaderKeySessionID)
+	}
+	return answer
+}
+
+// isErrorAnswer reports whether a JSON-RPC answer is an error.
+func isErrorAnswer(answer []byte) bool {
 	var msg struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(answer, &msg) == nil && len(msg.Error) > 0 && string(msg.Error) != "null" {
-		if id := h.Get(server.HeaderKeySessionID); id != "" {
-			// mcp-go registered the session before it read the params.
-			e.mcp.UnregisterSession(context.Background(), id)
-			e.ids.forget(id)
-			if e.opts.Sessions != nil {
-				e.opts.Sessions.Remove(id)
-			}
-			h.Del(server.HeaderKeySessionID)
-		}
-	}
-	return answer
+	return json.Unmarshal(answer, &msg) == nil && len(msg.Error) > 0 && string(msg.Error) != "null"
 }

@@ -75,6 +75,14 @@ func (c *callStream) WriteHeader(code int) {
 	c.writeHeaderLocked(code)
 }
 
+// heldError reports whether the answer held back for rewrite is a
+// JSON-RPC error.
+func (c *callStream) heldError() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deferred && isErrorAnswer(c.body.Bytes())
+}
+
 // answered marks the call's answer as written: later writes are dropped.
 func (c *callStream) answered() {
 	c.mu.Lock()
