@@ -48,7 +48,7 @@ func (g *Gateway) mountEndpoint(mux *http.ServeMux, ep *mcp.Endpoint, epAuth aut
 		g.switches = map[string]*endpointSwitch{}
 	}
 	g.switches[s.path] = s
-	mux.Handle(s.path, s)
+	mux.Handle(s.path, mcp.RejectRebinding(s))
 	mux.HandleFunc(auth.MetadataPath(s.path), s.metadata)
 }
 
