@@ -59,9 +59,10 @@ const (
 	RouteRefreshAll          = "POST /v1/refresh/all"                // → []core.Diff (applied at once)
 	RoutePing                = "POST /v1/upstreams/{name}/ping"      // → PingResult
 	RouteReviews             = "GET /v1/reviews"                     // → map[string]core.ReviewState
-	RouteToolFlags           = "GET /v1/tools/{name}/flags"          // → []core.Flag
-	RouteApproveTool         = "POST /v1/tools/{name}/approve"       // → 204
-	RouteRejectTool          = "POST /v1/tools/{name}/reject"        // → 204
+	RouteReviewEntries       = "GET /v1/review/entries"              // → []core.ReviewEntry
+	RouteToolFlags           = "GET /v1/tools/{name}/flags"          // → []core.Flag; {name} also a prompt's or resource's core.ReviewRef
+	RouteApproveTool         = "POST /v1/tools/{name}/approve"       // → 204; {name} as for RouteToolFlags
+	RouteRejectTool          = "POST /v1/tools/{name}/reject"        // → 204; {name} as for RouteToolFlags
 	RouteConfirmations       = "GET /v1/confirmations"               // → []core.PendingConfirmation
 	RouteApproveConfirmation = "POST /v1/confirmations/{id}/approve" // → 204
 	RouteRejectConfirmation  = "POST /v1/confirmations/{id}/reject"  // RejectRequest → 204

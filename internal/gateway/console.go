@@ -90,41 +90,83 @@ func (c *LocalConsole) tool(name string) (core.ToolInfo, error) {
 	return t.Info(), nil
 }
 
-func (c *LocalConsole) ApproveTool(ctx context.Context, name, by string) error {
-	if c.Reviewer == nil {
-		return errNoReview
+// entry finds the prompt or resource a ref (core.ReviewRef) names.
+func (c *LocalConsole) entry(kind core.EntryKind, name string) (review.Entry, error) {
+	for _, e := range review.EntriesOf(c.Importer.Catalog()) {
+		if e.Kind == kind && e.Name == name {
+			return e, nil
+		}
 	}
-	t, err := c.tool(name)
-	if err != nil {
-		return err
+	if kind == core.EntryPrompt {
+		return review.Entry{}, fmt.Errorf("%w: %q", core.ErrUnknownPrompt, name)
 	}
-	return c.Reviewer.Approve(ctx, t, by)
+	return review.Entry{}, fmt.Errorf("%w: %q", core.ErrUnknownResource, name)
 }
 
+// ApproveTool approves a tool by name, or a prompt or resource by its ref
+// (core.ReviewRef).
+func (c *LocalConsole) ApproveTool(ctx context.Context, name, by string) error {
+	return c.decide(ctx, name, by, c.Reviewer.Approve, c.Reviewer.ApproveEntry)
+}
+
+// RejectTool rejects what ApproveTool approves.
 func (c *LocalConsole) RejectTool(ctx context.Context, name, by string) error {
+	return c.decide(ctx, name, by, c.Reviewer.Reject, c.Reviewer.RejectEntry)
+}
+
+func (c *LocalConsole) decide(ctx context.Context, ref, by string,
+	tool func(context.Context, core.ToolInfo, string) error, entry func(context.Context, review.Entry, string) error) error {
 	if c.Reviewer == nil {
 		return errNoReview
 	}
-	t, err := c.tool(name)
+	if kind, name := core.ParseReviewRef(ref); kind != core.EntryTool {
+		e, err := c.entry(kind, name)
+		if err != nil {
+			return err
+		}
+		return entry(ctx, e, by)
+	}
+	t, err := c.tool(ref)
 	if err != nil {
 		return err
 	}
-	return c.Reviewer.Reject(ctx, t, by)
+	return tool(ctx, t, by)
 }
 
 func (c *LocalConsole) ToolFlags(_ context.Context, name string) ([]core.Flag, error) {
+	tools := c.Registry.Bus().Snapshot().Tools
+	if kind, n := core.ParseReviewRef(name); kind != core.EntryTool {
+		e, err := c.entry(kind, n)
+		if err != nil {
+			return nil, err
+		}
+		return review.EntryFlags(e.Source, e.Raw, tools), nil
+	}
 	t, err := c.tool(name)
 	if err != nil {
 		return nil, err
 	}
-	return review.ReviewFlags(t, c.Registry.Bus().Snapshot().Tools), nil
+	return review.ReviewFlags(t, tools), nil
 }
 
+// ReviewStates holds the tools' states by name and the prompts' and
+// resources' by ref.
 func (c *LocalConsole) ReviewStates(context.Context) (map[string]core.ReviewState, error) {
 	if c.Reviewer == nil {
 		return nil, nil
 	}
-	return c.Reviewer.States(c.Registry.Bus().Snapshot().Tools), nil
+	states := c.Reviewer.States(c.Registry.Bus().Snapshot().Tools)
+	for _, e := range review.EntriesOf(c.Importer.Catalog()) {
+		states[e.Ref()] = c.Reviewer.EntryState(e)
+	}
+	return states, nil
+}
+
+func (c *LocalConsole) ReviewEntries(context.Context) ([]core.ReviewEntry, error) {
+	if c.Reviewer == nil {
+		return []core.ReviewEntry{}, nil
+	}
+	return reviewEntries(c.Reviewer, c.Importer, c.Registry.Bus().Snapshot().Tools), nil
 }
 
 func (c *LocalConsole) ApproveConfirmation(ctx context.Context, id, by string) error {
