@@ -90,21 +90,32 @@ func (c *LocalConsole) tool(name string) (core.ToolInfo, error) {
 	return t.Info(), nil
 }
 
-// entry finds the prompt or resource a ref (core.ReviewRef) names.
-func (c *LocalConsole) entry(kind core.EntryKind, name string) (review.Entry, error) {
-	for _, e := range review.EntriesOf(c.Importer.Catalog()) {
-		if e.Kind == kind && e.Name == name {
-			return e, nil
+// target resolves what a review command names (as report.Targets does): a
+// tool's name; else a prompt's served name; else a resource's URI or URI
+// template; or a ref (core.ReviewRef) saying which. entry is nil for a
+// tool.
+func (c *LocalConsole) target(ref string) (core.ToolInfo, *review.Entry, error) {
+	kind, name := core.ParseReviewRef(ref)
+	if kind == core.EntryTool {
+		if t, err := c.tool(ref); err == nil {
+			return t, nil, nil
 		}
 	}
-	if kind == core.EntryPrompt {
-		return review.Entry{}, fmt.Errorf("%w: %q", core.ErrUnknownPrompt, name)
+	for _, e := range review.EntriesOf(c.Importer.Catalog()) {
+		if e.Name == name && (kind == core.EntryTool || e.Kind == kind) {
+			return core.ToolInfo{}, &e, nil
+		}
 	}
-	return review.Entry{}, fmt.Errorf("%w: %q", core.ErrUnknownResource, name)
+	switch kind {
+	case core.EntryPrompt:
+		return core.ToolInfo{}, nil, fmt.Errorf("%w: %q", core.ErrUnknownPrompt, name)
+	case core.EntryResource:
+		return core.ToolInfo{}, nil, fmt.Errorf("%w: %q", core.ErrUnknownResource, name)
+	}
+	return core.ToolInfo{}, nil, fmt.Errorf("%w: %q", core.ErrUnknownTool, ref)
 }
 
-// ApproveTool approves a tool by name, or a prompt or resource by its ref
-// (core.ReviewRef).
+// ApproveTool approves a tool, a prompt or a resource (see target).
 func (c *LocalConsole) ApproveTool(ctx context.Context, name, by string) error {
 	return c.decide(ctx, name, by, c.Reviewer.Approve, c.Reviewer.ApproveEntry)
 }
@@ -119,32 +130,24 @@ func (c *LocalConsole) decide(ctx context.Context, ref, by string,
 	if c.Reviewer == nil {
 		return errNoReview
 	}
-	if kind, name := core.ParseReviewRef(ref); kind != core.EntryTool {
-		e, err := c.entry(kind, name)
-		if err != nil {
-			return err
-		}
-		return entry(ctx, e, by)
-	}
-	t, err := c.tool(ref)
-	if err != nil {
+	t, e, err := c.target(ref)
+	switch {
+	case err != nil:
 		return err
+	case e != nil:
+		return entry(ctx, *e, by)
 	}
 	return tool(ctx, t, by)
 }
 
 func (c *LocalConsole) ToolFlags(_ context.Context, name string) ([]core.Flag, error) {
 	tools := c.Registry.Bus().Snapshot().Tools
-	if kind, n := core.ParseReviewRef(name); kind != core.EntryTool {
-		e, err := c.entry(kind, n)
-		if err != nil {
-			return nil, err
-		}
-		return review.EntryFlags(e.Source, e.Raw, tools), nil
-	}
-	t, err := c.tool(name)
-	if err != nil {
+	t, e, err := c.target(name)
+	switch {
+	case err != nil:
 		return nil, err
+	case e != nil:
+		return review.EntryFlags(e.Source, e.Raw, tools), nil
 	}
 	return review.ReviewFlags(t, tools), nil
 }
