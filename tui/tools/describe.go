@@ -323,6 +323,10 @@ func DescribeEntry(th *theme.Theme, e core.ReviewEntry, state core.ReviewState, 
 		pretty.Reset()
 		pretty.Write(e.Raw)
 	}
-	b.WriteString(scan.VisibleText(pretty.String()))
+	// Go's encoder escapes <, > and & in what the gateway re-encodes; the
+	// operator reads them as the upstream wrote them.
+	b.WriteString(scan.VisibleText(htmlUnescaper.Replace(pretty.String())))
 	return b.String()
 }
+
+var htmlUnescaper = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
