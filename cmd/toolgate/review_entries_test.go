@@ -239,6 +239,10 @@ func TestReviewPromptsResourcesServedRV3(t *testing.T) {
 	// The rug pull: the upstream changes the resource and says so.
 	up.about(aboutRugPulled)
 	waitEntries(t, g, "pin, the resource changed", []string{"catalog_brief"}, nil)
+	rc := serveOpen(t, g.base+"/mcp", attachClientKey)
+	if _, rpcErr, err := rc.Call(t.Context(), "resources/read", map[string]any{"uri": catalogAboutURI}); err != nil || rpcErr == nil {
+		t.Errorf("resources/read of the withheld resource: %v %v, want an error", rpcErr, err)
+	}
 	pulled := entryByRef(t, ac, "resource:"+catalogAboutURI)
 	kinds := []string{}
 	for _, f := range pulled.Flags {
@@ -256,6 +260,9 @@ func TestReviewPromptsResourcesServedRV3(t *testing.T) {
 	waitEntries(t, g, "re-approved", []string{"catalog_brief"}, []string{catalogAboutURI})
 	if e := entryByRef(t, ac, "resource:"+catalogAboutURI); e.State != core.ReviewApproved {
 		t.Errorf("after re-approval: %+v", e)
+	}
+	if res, rpcErr, err := rc.Call(t.Context(), "resources/read", map[string]any{"uri": catalogAboutURI}); err != nil || rpcErr != nil || !strings.Contains(string(res), "sections: 3") {
+		t.Errorf("resources/read after re-approval: %s %v %v", res, rpcErr, err)
 	}
 }
 
