@@ -247,6 +247,8 @@ const (
 	CodeMethodNotAllowed    = "method_not_allowed"   // 405
 	CodeUnknownTool         = "unknown_tool"         // 404
 	CodeUnknownUpstream     = "unknown_upstream"     // 404
+	CodeUnknownPrompt       = "unknown_prompt"       // 404: a review ref names no listed prompt
+	CodeUnknownResource     = "unknown_resource"     // 404: a review ref names no listed resource
 	CodeUnknownPlan         = "unknown_plan"         // 404: never made, applied, cancelled or expired
 	CodeUnknownConfirmation = "unknown_confirmation" // 404
 	CodeUnknownSession      = "unknown_session"      // 404
@@ -271,6 +273,8 @@ var codes = []struct {
 }{
 	{core.ErrUnknownTool, CodeUnknownTool, http.StatusNotFound},
 	{core.ErrUnknownUpstream, CodeUnknownUpstream, http.StatusNotFound},
+	{core.ErrUnknownPrompt, CodeUnknownPrompt, http.StatusNotFound},
+	{core.ErrUnknownResource, CodeUnknownResource, http.StatusNotFound},
 	{core.ErrUnknownPlan, CodeUnknownPlan, http.StatusNotFound},
 	{confirm.ErrUnknownConfirmation, CodeUnknownConfirmation, http.StatusNotFound},
 	{core.ErrUnknownSession, CodeUnknownSession, http.StatusNotFound},
