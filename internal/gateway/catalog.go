@@ -142,9 +142,3 @@ func reviewEntries(rev *review.Reviewer, im *importer.Importer, tools []core.Too
 	}
 	return out
 }
-
-// ReviewEntries lists the prompts and resources of the upstreams with their
-// review (RV-1…RV-3).
-func (g *Gateway) ReviewEntries() []core.ReviewEntry {
-	return reviewEntries(g.review, g.importer, g.reg.Bus().Snapshot().Tools)
-}
