@@ -34,6 +34,10 @@ type Console interface {
 	// definition changed may change state (a rug pull becomes "changed")
 	// without a review event, so the console asks after tool events.
 	ReviewStates(ctx context.Context) (map[string]ReviewState, error)
+	// ReviewEntries is every prompt and resource the upstreams list now,
+	// with its review state and flags. ApproveTool, RejectTool and
+	// ToolFlags take an entry's Ref in place of a tool name.
+	ReviewEntries(ctx context.Context) ([]ReviewEntry, error)
 
 	ApproveConfirmation(ctx context.Context, id, by string) error
 	RejectConfirmation(ctx context.Context, id, by, reason string) error

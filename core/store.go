@@ -63,7 +63,12 @@ const (
 
 // Approval is a review decision about one imported tool at one fingerprint
 // (RV-1). Its JSON form is the one approval files use (RV-4).
+//
+// Kind is empty for a tool; for a prompt or resource RemoteName is its key
+// (ReviewEntry.RemoteName). A store keeps no kind: review folds it into
+// Source before a decision is stored.
 type Approval struct {
+	Kind        EntryKind      `json:"kind,omitempty"`
 	Source      string         `json:"source"`
 	RemoteName  string         `json:"remoteName"`
 	Fingerprint string         `json:"fingerprint"`
@@ -225,6 +230,8 @@ func (a Approval) Validate() error {
 		return errors.New("approval: remoteName is required")
 	case a.Fingerprint == "":
 		return errors.New("approval: fingerprint is required")
+	case !a.Kind.Valid():
+		return fmt.Errorf("approval: kind must be %q, %q or absent (got %q)", EntryPrompt, EntryResource, a.Kind)
 	case !a.Decision.Valid():
 		return fmt.Errorf("approval: decision must be %q or %q (got %q)", DecisionApproved, DecisionRejected, a.Decision)
 	}

@@ -374,7 +374,12 @@ func (e *Endpoint) take(b *burst, ev core.Event) {
 	case core.ToolUnregistered:
 		b.mark(d.Tool.Name, e.dropTool(d.Tool.Name))
 	case core.ToolReviewed:
-		b.notify = true
+		if d.Kind != core.EntryTool {
+			// A prompt's or resource's decision: the catalog's gate (RV-3).
+			b.catalog = true
+		} else {
+			b.notify = true
+		}
 	case core.RefreshApplied:
 		b.catalog = true
 	case core.Resync:
@@ -995,6 +1000,9 @@ func (e *Endpoint) ToolsChanged() {
 	defer e.notifying.Unlock()
 	e.changes.tools++
 	e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
+	// Review gates prompts and resources too: a mode change may show or
+	// withhold some.
+	e.syncCatalog()
 }
 
 // opensSession reports whether r, carrying no session id, would mint one:

@@ -44,6 +44,8 @@ type fakeConsole struct {
 	planSeq int
 	// planGate, when set, holds PlanRefresh until it is closed.
 	planGate chan struct{}
+	// entries are the prompts and resources ReviewEntries lists.
+	entries []core.ReviewEntry
 }
 
 var _ core.Console = (*fakeConsole)(nil)
@@ -76,6 +78,11 @@ func (f *fakeConsole) ReviewStates(context.Context) (map[string]core.ReviewState
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.snap.Reviews, nil
+}
+func (f *fakeConsole) ReviewEntries(context.Context) ([]core.ReviewEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.ReviewEntry{}, f.entries...), nil
 }
 func (f *fakeConsole) PlanRefresh(ctx context.Context, up string) (core.RefreshPlan, error) {
 	f.record("plan " + up)
@@ -134,6 +141,14 @@ func (f *fakeConsole) RejectTool(_ context.Context, name, by string) error {
 }
 func (f *fakeConsole) ToolFlags(_ context.Context, name string) ([]core.Flag, error) {
 	f.record("flags " + name)
+	f.mu.Lock()
+	for _, e := range f.entries {
+		if e.Ref == name {
+			f.mu.Unlock()
+			return review.EntryFlags(e.Source, e.Raw, f.snap.Tools), nil
+		}
+	}
+	f.mu.Unlock()
 	for _, t := range f.snap.Tools {
 		if t.Name == name {
 			return review.ReviewFlags(t, f.snap.Tools), nil

@@ -99,6 +99,13 @@ func (g *linkGuard) ReviewStates(ctx context.Context) (map[string]core.ReviewSta
 	return g.Console.ReviewStates(ctx)
 }
 
+func (g *linkGuard) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	return g.Console.ReviewEntries(ctx)
+}
+
 func (g *linkGuard) ApproveConfirmation(ctx context.Context, id, by string) error {
 	if err := g.check(); err != nil {
 		return err

@@ -87,6 +87,9 @@ type (
 	reviewsMsg        struct {
 		gen     uint64
 		reviews map[string]core.ReviewState
+		// entries are the upstreams' prompts and resources; nil when they
+		// could not be read (the last ones stay).
+		entries []core.ReviewEntry
 	}
 )
 
@@ -272,7 +275,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.info, m.sub = msg.info, msg.sub
 		m.setSnapshot(msg.snap)
 		m.layout()
-		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll))
+		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews())
 	case eventMsg:
 		return m, tea.Batch(m.event(core.Event(msg)), m.nextEvent(core.Event(msg)))
 	case resyncedMsg:
@@ -289,7 +292,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.setSnapshot(msg.snap)
 		m.layout()
-		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub))
+		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews())
 		return m, tea.Batch(cmds...)
 	case resyncFailedMsg:
 		if m.lost == nil {
@@ -327,7 +330,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if err != nil {
 				return nil // the next tool event asks again
 			}
-			return reviewsMsg{gen: gen, reviews: reviews}
+			// Prompts and resources have no events of their own: they
+			// are read with the states.
+			entries, err := console.ReviewEntries(ctx)
+			if err == nil && entries == nil {
+				entries = []core.ReviewEntry{}
+			}
+			return reviewsMsg{gen: gen, reviews: reviews, entries: entries}
 		}
 	case reviewsMsg:
 		if msg.gen != m.revGen {
@@ -335,6 +344,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.state.Reviews = msg.reviews
 		m.tools.SetReviews(msg.reviews)
+		if msg.entries != nil {
+			m.tools.SetEntries(msg.entries)
+		}
 		return m, nil
 	case common.FlashMsg:
 		return m, m.setFlash(msg.Text, msg.Err)
@@ -409,15 +421,24 @@ func (m *Model) event(ev core.Event) tea.Cmd {
 		cmds = append(cmds, m.setFlash("warning: "+common.OneLine(w.Message), true))
 	}
 	p := apply(&m.state, ev)
-	if p&partTools != 0 {
-		// A tool event does not carry its review state: read the states
-		// again once the registry is quiet.
-		m.revGen++
-		gen := m.revGen
-		cmds = append(cmds, tea.Tick(ReviewsDelay, func(time.Time) tea.Msg { return reviewsTickMsg{gen: gen} }))
+	_, refreshed := ev.Data.(core.RefreshApplied)
+	_, reviewed := ev.Data.(core.ToolReviewed)
+	if p&partTools != 0 || refreshed || reviewed {
+		// A tool event does not carry its review state, and prompts and
+		// resources have no events: read them again once the registry is
+		// quiet.
+		cmds = append(cmds, m.askReviews())
 	}
 	cmds = append(cmds, m.setParts(p))
 	return tea.Batch(cmds...)
+}
+
+// askReviews reads the review states and the prompts and resources after
+// ReviewsDelay, unless another ask follows first.
+func (m *Model) askReviews() tea.Cmd {
+	m.revGen++
+	gen := m.revGen
+	return tea.Tick(ReviewsDelay, func(time.Time) tea.Msg { return reviewsTickMsg{gen: gen} })
 }
 
 func (m *Model) setSnapshot(s core.Snapshot) {

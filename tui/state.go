@@ -82,6 +82,9 @@ func apply(s *core.Snapshot, ev core.Event) part {
 			s.Reviews[d.Name] = d.State
 			return partReviews
 		}
+		if d.Kind != core.EntryTool {
+			return 0 // a prompt's or resource's: read with the entries
+		}
 		for _, t := range s.Tools {
 			if t.Source == d.Source && t.RemoteName == d.RemoteName {
 				s.Reviews[t.Name] = d.State

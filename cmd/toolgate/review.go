@@ -33,11 +33,11 @@ type reviewSub struct {
 func reviewSubs() []reviewSub {
 	return []reviewSub{
 		{"list", "[--config F] [--json]",
-			"import the upstreams and print each imported tool's review state, flags and fingerprint", runReviewList},
+			"import the upstreams and print the review state, flags and fingerprint of each imported tool and of each prompt and resource they list", runReviewList},
 		{"approve", "[--config F] [--by WHO] | --attach URL [--admin-key K]  NAME…|--all-new [--json]",
-			"approve tools as they are now (their current fingerprint); with --attach on the running gateway, at once", runReviewDecide(core.DecisionApproved)},
+			"approve tools, prompts or resources as they are now (their current fingerprint); with --attach on the running gateway, at once", runReviewDecide(core.DecisionApproved)},
 		{"reject", "[--config F] [--by WHO] | --attach URL [--admin-key K]  NAME…|--all-new [--json]",
-			"reject tools: they are withheld in every review mode but off; with --attach on the running gateway, at once", runReviewDecide(core.DecisionRejected)},
+			"reject tools, prompts or resources: they are withheld in every review mode but off; with --attach on the running gateway, at once", runReviewDecide(core.DecisionRejected)},
 		{"export", "[--config F] [--out FILE]",
 			"write the stored decisions as an approvals file to commit to a repository (default stdout)", runReviewExport},
 		{"import", "[--config F] FILE",
@@ -72,6 +72,8 @@ func (c *cli) reviewUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", sub.name, sub.args)
 		fmt.Fprintf(w, "  %-8s %s\n", "", sub.summary)
 	}
+	fmt.Fprintln(w, "\nNAME is a tool's name; else a prompt's (prefixed) name; else a resource's URI or URI template.")
+	fmt.Fprintln(w, "prompt:NAME and resource:URI name a prompt or resource that shares its name with a tool.")
 	fmt.Fprintln(w, "\nThe decisions live in gateway.store; gateway.review.mode decides what they gate. approve and reject")
 	fmt.Fprintf(w, "with --attach URL (default $%s when --config is not given) decide on the running gateway through its\nadmin API, so the decision applies at once; the operator its admin key names is recorded.\n", admin.EnvAttach)
 }
@@ -163,17 +165,17 @@ func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	if !ok {
 		return 1
 	}
-	rows := report.Reviews(e.rev, e.g.Registry().Bus().Snapshot().Tools)
+	rows := report.Reviews(e.rev, e.g.Registry().Bus().Snapshot().Tools, review.EntriesOf(e.g.Importer().Catalog()))
 	if *asJSON {
 		return c.printJSON(rows)
 	}
 	fmt.Fprintf(c.stdout, "review mode: %s\n", e.rev.Mode())
 	if len(rows) == 0 {
-		fmt.Fprintln(c.stdout, "(no imported tools)")
+		fmt.Fprintln(c.stdout, "(no imported tools, prompts or resources)")
 		return 0
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tSTATE\tSERVED\tFLAGS\tFINGERPRINT")
+	fmt.Fprintln(tw, "NAME\tTYPE\tSOURCE\tSTATE\tSERVED\tFLAGS\tFINGERPRINT")
 	for _, r := range rows {
 		served := "yes"
 		if !r.Served {
@@ -183,7 +185,7 @@ func runReviewList(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		if flags == "" {
 			flags = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Source, r.ReviewState, served, flags, shortFingerprint(r.Fingerprint))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Type, r.Source, r.ReviewState, served, flags, shortFingerprint(r.Fingerprint))
 	}
 	_ = tw.Flush()
 	for _, r := range rows {
@@ -245,7 +247,7 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 		if !ok {
 			return 1
 		}
-		targets, bad := report.Targets(e.rev, e.g.Registry().Bus().Snapshot().Tools, names, *allNew)
+		targets, bad := report.Targets(e.rev, e.g.Registry().Bus().Snapshot().Tools, review.EntriesOf(e.g.Importer().Catalog()), names, *allNew)
 		for _, b := range bad {
 			fmt.Fprintf(c.stderr, "toolgate review %s: %s\n", verb, b)
 		}
@@ -261,22 +263,16 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 		}
 		done := []reviewDecided{}
 		for _, t := range targets {
-			var err error
-			if d == core.DecisionApproved {
-				err = e.rev.Approve(ctx, t, *by)
-			} else {
-				err = e.rev.Reject(ctx, t, *by)
-			}
+			row, err := decideTarget(ctx, e.rev, t, d, *by)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "toolgate review %s: %v\n", verb, err)
 				return 1
 			}
-			fp := review.ToolFingerprint(t)
 			if *asJSON {
-				done = append(done, reviewDecided{Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Decision: d, Fingerprint: fp})
+				done = append(done, row)
 				continue
 			}
-			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, t.Name, t.Source, t.RemoteName, fp)
+			fmt.Fprintf(c.stdout, "%s %s (%s/%s) %s\n", d, row.Name, row.Source, row.RemoteName, row.Fingerprint)
 		}
 		if *asJSON {
 			return c.printJSON(done)
@@ -285,9 +281,33 @@ func runReviewDecide(d core.ReviewDecision) func(ctx context.Context, c *cli, fs
 	}
 }
 
+// decideTarget records d for t, as it is now.
+func decideTarget(ctx context.Context, rev *review.Reviewer, t report.Target, d core.ReviewDecision, by string) (reviewDecided, error) {
+	if t.Entry != nil {
+		var err error
+		if d == core.DecisionApproved {
+			err = rev.ApproveEntry(ctx, *t.Entry, by)
+		} else {
+			err = rev.RejectEntry(ctx, *t.Entry, by)
+		}
+		return reviewDecided{Type: string(t.Entry.Kind), Name: t.Name(), Source: t.Entry.Source, RemoteName: t.Entry.Key,
+			Decision: d, Fingerprint: t.Entry.Fingerprint()}, err
+	}
+	var err error
+	if d == core.DecisionApproved {
+		err = rev.Approve(ctx, t.Tool, by)
+	} else {
+		err = rev.Reject(ctx, t.Tool, by)
+	}
+	return reviewDecided{Type: report.TypeTool, Name: t.Tool.Name, Source: t.Tool.Source, RemoteName: t.Tool.RemoteName,
+		Decision: d, Fingerprint: review.ToolFingerprint(t.Tool)}, err
+}
+
 // reviewDecided is one decision as review approve|reject --json prints it;
 // the fingerprint is known only when the command imported the tool itself.
+// Name is a prompt's or resource's ref (core.ReviewRef).
 type reviewDecided struct {
+	Type        string              `json:"type,omitempty"`
 	Name        string              `json:"name"`
 	Source      string              `json:"source,omitempty"`
 	RemoteName  string              `json:"remoteName,omitempty"`
@@ -334,7 +354,11 @@ func (c *cli) reviewDecideAttached(ctx context.Context, verb string, d core.Revi
 		if err != nil {
 			return a.fail(err)
 		}
-		done = append(done, reviewDecided{Name: name, Decision: d})
+		row := reviewDecided{Name: name, Decision: d}
+		if kind, _ := core.ParseReviewRef(name); kind != core.EntryTool {
+			row.Type = string(kind)
+		}
+		done = append(done, row)
 		if !*f.asJSON {
 			fmt.Fprintf(c.stdout, "%s %s on %s\n", d, name, a.client.URL())
 		}

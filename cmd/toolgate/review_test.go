@@ -132,8 +132,9 @@ func TestReviewListDemoRV2(t *testing.T) {
 func TestReviewApproveExportImportRV4(t *testing.T) {
 	dir := t.TempDir()
 	cfg := reviewConfig(t, filepath.Join(dir, "a.db"), "require", "notes", "sneaky")
+	// Five tools, the notes prompt and resource, sneaky's prompt.
 	code, out, errOut := reviewCLI(t, "approve", "--all-new", "--by", "alice", "--config", cfg)
-	if code != 0 || strings.Count(out, "approved ") != 5 {
+	if code != 0 || strings.Count(out, "approved ") != 8 || !strings.Contains(out, "approved prompt:sneaky_code_review (sneaky/code_review) ") {
 		t.Fatalf("approve --all-new: %d\n%s\n%s", code, out, errOut)
 	}
 	// A new process over the same file: the decisions were persisted.
@@ -171,7 +172,7 @@ func TestReviewApproveExportImportRV4(t *testing.T) {
 		t.Fatalf("the fresh store is not fresh: %+v", rows["notes_search"])
 	}
 	code, out, errOut = reviewCLI(t, "import", file, "--config", fresh)
-	if code != 0 || out != fmt.Sprintf("imported 5 decision(s) from %s\n", file) {
+	if code != 0 || out != fmt.Sprintf("imported 8 decision(s) from %s\n", file) {
 		t.Fatalf("import: %d %q %s", code, out, errOut)
 	}
 	after := reviewList(t, fresh)
@@ -248,7 +249,7 @@ func TestReviewCLIErrorsRV4(t *testing.T) {
 	emptyExport()
 
 	// One unknown name among good ones: nothing is approved.
-	if code, _, errOut := reviewCLI(t, "approve", "--config", cfg, "echo_echo", "nope"); code != 1 || !strings.Contains(errOut, `no tool "nope"`) {
+	if code, _, errOut := reviewCLI(t, "approve", "--config", cfg, "echo_echo", "nope"); code != 1 || !strings.Contains(errOut, `no tool, prompt or resource "nope"`) {
 		t.Errorf("approve with an unknown name: %d %q", code, errOut)
 	}
 	emptyExport()

@@ -56,10 +56,10 @@ type firstClaims[T any] struct {
 
 var templateVar = regexp.MustCompile(`\{[^{}]*\}`)
 
-// templateMatches is RFC 6570 matching as far as routing needs it: a
+// TemplateMatches is RFC 6570 matching as far as routing needs it: a
 // {var} matches one path segment, {+var}, {#var} and {/var*}-style
 // expressions match anything.
-func templateMatches(tpl, uri string) bool {
+func TemplateMatches(tpl, uri string) bool {
 	var b strings.Builder
 	b.WriteString("^")
 	last := 0
@@ -300,7 +300,7 @@ func (im *Importer) resourceOwner(c core.Catalog, uri string) (*upstream, error)
 	}
 	if source == "" {
 		for _, t := range c.Templates {
-			if templateMatches(t.URI, uri) {
+			if TemplateMatches(t.URI, uri) {
 				source = t.Source
 				break
 			}

@@ -139,8 +139,8 @@ func TestTemplateMatches(t *testing.T) {
 		{"weird://(.*)/{id}", "weird://abc/1", false},
 	}
 	for _, tc := range cases {
-		if got := templateMatches(tc.tpl, tc.uri); got != tc.want {
-			t.Errorf("templateMatches(%q, %q) = %v", tc.tpl, tc.uri, got)
+		if got := TemplateMatches(tc.tpl, tc.uri); got != tc.want {
+			t.Errorf("TemplateMatches(%q, %q) = %v", tc.tpl, tc.uri, got)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,8 +91,9 @@ type Reviewer struct {
 	mu        sync.RWMutex
 	decisions map[approvalKey]core.Approval
 
-	fpMu sync.Mutex
-	fps  map[approvalKey]fpEntry
+	fpMu     sync.Mutex
+	fps      map[approvalKey]fpEntry
+	entryFps map[approvalKey]entryFp
 }
 
 // fpEntry caches the fingerprint of what a tool showed last; a refresh
@@ -116,7 +118,7 @@ func NewReviewer(ctx context.Context, mode core.ReviewMode, store core.Store, bu
 	if bus == nil {
 		bus = core.NewBus()
 	}
-	r := &Reviewer{store: store, bus: bus, now: time.Now, fps: map[approvalKey]fpEntry{}}
+	r := &Reviewer{store: store, bus: bus, now: time.Now, fps: map[approvalKey]fpEntry{}, entryFps: map[approvalKey]entryFp{}}
 	r.mode.Store(&mode)
 	all, err := store.Approvals(ctx)
 	if err != nil {
@@ -129,7 +131,8 @@ func NewReviewer(ctx context.Context, mode core.ReviewMode, store core.Store, bu
 func indexApprovals(all []core.Approval) map[approvalKey]core.Approval {
 	m := make(map[approvalKey]core.Approval, len(all))
 	for _, a := range all {
-		m[approvalKey{a.Source, a.RemoteName}] = a
+		a = fromStored(a)
+		m[keyOf(a)] = a
 	}
 	return m
 }
@@ -193,12 +196,15 @@ func ParseApprovals(data []byte) ([]core.Approval, error) {
 		if err := a.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: approvals[%d]: %v", ErrApprovalFile, i, err)
 		}
+		if strings.Contains(a.Source, ":") {
+			return nil, fmt.Errorf("%w: approvals[%d]: source %q is not an upstream name (a prompt's or resource's decision names its kind in \"kind\")", ErrApprovalFile, i, a.Source)
+		}
 		if !fingerprintRE.MatchString(a.Fingerprint) {
 			return nil, fmt.Errorf("%w: approvals[%d] (%s/%s): fingerprint %q is not sha256:<64 hex digits> (the older format) or sha256v2:<64 hex digits>", ErrApprovalFile, i, a.Source, a.RemoteName, a.Fingerprint)
 		}
-		k := approvalKey{a.Source, a.RemoteName}
+		k := keyOf(a)
 		if j, dup := seen[k]; dup {
-			return nil, fmt.Errorf("%w: approvals[%d] and approvals[%d] are both for %s/%s", ErrApprovalFile, j, i, a.Source, a.RemoteName)
+			return nil, fmt.Errorf("%w: approvals[%d] and approvals[%d] are both for %s", ErrApprovalFile, j, i, k)
 		}
 		seen[k] = i
 	}
@@ -222,6 +228,27 @@ func (r *Reviewer) SetMode(mode core.ReviewMode) error {
 // State returns t's review state; "" for a native tool.
 func (r *Reviewer) State(t core.ToolInfo) core.ReviewState {
 	return r.state(t.Source, t.RemoteName, t.Fingerprint, func() Definition { return DefinitionOf(t) })
+}
+
+// stateOf decides a state from the decisions; fp gives the fingerprint of
+// what is shown now, asked only when an approval must be compared with it.
+func (r *Reviewer) stateOf(key approvalKey, fp func() string) core.ReviewState {
+	r.mu.RLock()
+	d, ok := r.decisions[key]
+	r.mu.RUnlock()
+	switch {
+	case !ok:
+		return core.ReviewNew
+	case d.Decision == core.DecisionRejected:
+		return core.ReviewRejected
+	case LegacyFingerprint(d.Fingerprint):
+		// It approved less than the tool shows now: never trusted.
+		return core.ReviewChanged
+	case d.Fingerprint == fp():
+		return core.ReviewApproved
+	default:
+		return core.ReviewChanged
+	}
 }
 
 // StateNote says why t's state is what it is, where the state alone does
@@ -249,28 +276,13 @@ func (r *Reviewer) state(source, remote, fp string, def func() Definition) core.
 	if source == "" {
 		return ""
 	}
-	key := approvalKey{source, remote}
-	r.mu.RLock()
-	d, ok := r.decisions[key]
-	r.mu.RUnlock()
-	switch {
-	case !ok:
-		return core.ReviewNew
-	case d.Decision == core.DecisionRejected:
-		return core.ReviewRejected
-	case LegacyFingerprint(d.Fingerprint):
-		// It approved less than the tool shows now: never trusted.
-		return core.ReviewChanged
-	case fp == "":
-		if d.Fingerprint == r.fingerprint(key, def()) {
-			return core.ReviewApproved
+	key := approvalKey{core.EntryTool, source, remote}
+	return r.stateOf(key, func() string {
+		if fp == "" {
+			return r.fingerprint(key, def())
 		}
-		return core.ReviewChanged
-	case d.Fingerprint == fp:
-		return core.ReviewApproved
-	default:
-		return core.ReviewChanged
-	}
+		return fp
+	})
 }
 
 func (r *Reviewer) fingerprint(key approvalKey, def Definition) string {
@@ -298,7 +310,12 @@ func (r *Reviewer) allows(source, remote, fp string, def func() Definition) bool
 	if source == "" || mode == core.ReviewOff {
 		return true
 	}
-	st := r.state(source, remote, fp, def)
+	return modeAllows(mode, r.state(source, remote, fp, def))
+}
+
+// modeAllows is RV-3's table: whether a reviewed item in state st is served
+// under mode (not off).
+func modeAllows(mode core.ReviewMode, st core.ReviewState) bool {
 	switch mode {
 	case core.ReviewWarn:
 		return st != core.ReviewRejected
@@ -331,7 +348,7 @@ func (r *Reviewer) States(tools []core.ToolInfo) map[string]core.ReviewState {
 func (r *Reviewer) Decision(source, remoteName string) (core.Approval, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	a, ok := r.decisions[approvalKey{source, remoteName}]
+	a, ok := r.decisions[approvalKey{core.EntryTool, source, remoteName}]
 	return a, ok
 }
 
@@ -354,16 +371,24 @@ func (r *Reviewer) decide(ctx context.Context, t core.ToolInfo, d core.ReviewDec
 		Source: t.Source, RemoteName: t.RemoteName, Fingerprint: ToolFingerprint(t),
 		Decision: d, By: by, At: r.now().UTC().Round(0),
 	}
+	return r.record(ctx, a, func() core.EventData {
+		return core.ToolReviewed{Source: a.Source, RemoteName: a.RemoteName, Name: t.Name, State: r.State(t), By: by}
+	})
+}
+
+// record stores a and publishes the event ev makes once a is in force.
+func (r *Reviewer) record(ctx context.Context, a core.Approval, ev func() core.EventData) error {
+	k := keyOf(a)
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	if err := r.store.PutApproval(ctx, a); err != nil {
-		return fmt.Errorf("record %s decision for %q: %w", d, t.Name, err)
+	if err := r.store.PutApproval(ctx, toStored(a)); err != nil {
+		return fmt.Errorf("record %s decision for %s: %w", a.Decision, k, err)
 	}
 	r.bus.Commit(func() []core.EventData {
 		r.mu.Lock()
-		r.decisions[approvalKey{a.Source, a.RemoteName}] = a
+		r.decisions[k] = a
 		r.mu.Unlock()
-		return []core.EventData{core.ToolReviewed{Source: a.Source, RemoteName: a.RemoteName, Name: t.Name, State: r.State(t), By: by}}
+		return []core.EventData{ev()}
 	})
 	r.broadcast(ctx)
 	return nil
@@ -401,35 +426,41 @@ func (r *Reviewer) replace(next map[approvalKey]core.Approval) {
 		var evs []core.EventData
 		for k, a := range next {
 			if old, ok := r.decisions[k]; !ok || !sameApproval(old, a) {
-				evs = append(evs, core.ToolReviewed{Source: a.Source, RemoteName: a.RemoteName, State: decisionState(a.Decision), By: a.By})
+				evs = append(evs, core.ToolReviewed{Kind: a.Kind, Source: a.Source, RemoteName: a.RemoteName, State: decisionState(a.Decision), By: a.By})
 			}
 		}
 		for k := range r.decisions {
 			if _, ok := next[k]; !ok {
-				evs = append(evs, core.ToolReviewed{Source: k.source, RemoteName: k.remoteName, State: core.ReviewNew})
+				evs = append(evs, core.ToolReviewed{Kind: k.kind, Source: k.source, RemoteName: k.remoteName, State: core.ReviewNew})
 			}
 		}
 		r.decisions = next
 		slices.SortFunc(evs, func(x, y core.EventData) int {
 			a, b := x.(core.ToolReviewed), y.(core.ToolReviewed)
-			return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.RemoteName, b.RemoteName))
+			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Source, b.Source), cmp.Compare(a.RemoteName, b.RemoteName))
 		})
 		return evs
 	})
 }
 
 // Export returns every decision in the store as an approvals file: indented
-// JSON, {"version": 1, "approvals": [{source, remoteName, fingerprint,
-// decision, by, at}, …]}. It holds no secrets; by and at are kept as the
-// audit trail of each decision.
+// JSON, {"version": 1, "approvals": [{kind, source, remoteName,
+// fingerprint, decision, by, at}, …]}, tools first. kind is "prompt" or
+// "resource" for those (remoteName then being the upstream's prompt name,
+// or the URI or URI template) and absent for a tool, so a file written
+// before prompts and resources were reviewed reads the same. It holds no
+// secrets; by and at are kept as the audit trail of each decision.
 func (r *Reviewer) Export(ctx context.Context) ([]byte, error) {
 	all, err := r.store.Approvals(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("export review decisions: %w", err)
 	}
 	for i := range all {
+		all[i] = fromStored(all[i])
 		all[i].At = all[i].At.UTC()
 	}
+	// Tools first, as files without prompts and resources always were.
+	slices.SortStableFunc(all, func(a, b core.Approval) int { return cmp.Compare(a.Kind, b.Kind) })
 	f := approvalFile{Version: ApprovalFileVersion, Approvals: all}
 	if f.Approvals == nil {
 		f.Approvals = []core.Approval{}
@@ -477,14 +508,27 @@ func (r *Reviewer) Import(ctx context.Context, data []byte) (n int, err error) {
 		if a.At.IsZero() {
 			a.At = now
 		}
-		if err := r.store.PutApproval(ctx, a); err != nil {
-			return n, fmt.Errorf("import %s/%s: %w", a.Source, a.RemoteName, err)
+		if err := r.store.PutApproval(ctx, toStored(a)); err != nil {
+			return n, fmt.Errorf("import %s: %w", keyOf(a), err)
 		}
-		next[approvalKey{a.Source, a.RemoteName}] = a
+		next[keyOf(a)] = a
 		n++
 	}
 	return n, nil
 }
 
-// approvalKey identifies a third-party tool across refreshes and renames.
-type approvalKey struct{ source, remoteName string }
+// approvalKey identifies a third-party tool, prompt or resource across
+// refreshes and renames.
+type approvalKey struct {
+	kind               core.EntryKind
+	source, remoteName string
+}
+
+func keyOf(a core.Approval) approvalKey { return approvalKey{a.Kind, a.Source, a.RemoteName} }
+
+func (k approvalKey) String() string {
+	if k.kind == core.EntryTool {
+		return k.source + "/" + k.remoteName
+	}
+	return fmt.Sprintf("%s %s/%s", k.kind, k.source, k.remoteName)
+}

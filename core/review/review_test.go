@@ -468,6 +468,9 @@ func TestReviewImportRefusesRV4(t *testing.T) {
 		{"duplicate", entry(good + `,` + strings.Replace(good, `"b"`, `"a"`, 1)), "approvals[0] and approvals[2] are both for up/a", false},
 		{"bad time", entry(`{"source":"up","remoteName":"b","fingerprint":"` + fp + `","decision":"approved","at":"yesterday"}`), "invalid approvals file", false},
 		{"trailing data", `{"version":1,"approvals":[]} {}`, "after top-level value", false},
+		{"unknown kind", entry(`{"kind":"widget","source":"up","remoteName":"b","fingerprint":"` + fp + `","decision":"approved"}`), `kind must be "prompt", "resource" or absent`, false},
+		{"kind in the source", entry(`{"source":"prompt:up","remoteName":"b","fingerprint":"` + fp + `","decision":"approved"}`), `source "prompt:up" is not an upstream name`, false},
+		{"duplicate prompt", entry(`{"kind":"prompt",` + good[1:] + `,{"kind":"prompt",` + good[1:]), "are both for prompt up/b", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -59,9 +59,10 @@ const (
 	RouteRefreshAll          = "POST /v1/refresh/all"                // → []core.Diff (applied at once)
 	RoutePing                = "POST /v1/upstreams/{name}/ping"      // → PingResult
 	RouteReviews             = "GET /v1/reviews"                     // → map[string]core.ReviewState
-	RouteToolFlags           = "GET /v1/tools/{name}/flags"          // → []core.Flag
-	RouteApproveTool         = "POST /v1/tools/{name}/approve"       // → 204
-	RouteRejectTool          = "POST /v1/tools/{name}/reject"        // → 204
+	RouteReviewEntries       = "GET /v1/review/entries"              // → []core.ReviewEntry
+	RouteToolFlags           = "GET /v1/tools/{name}/flags"          // → []core.Flag; {name} also a prompt's or resource's core.ReviewRef
+	RouteApproveTool         = "POST /v1/tools/{name}/approve"       // → 204; {name} as for RouteToolFlags
+	RouteRejectTool          = "POST /v1/tools/{name}/reject"        // → 204; {name} as for RouteToolFlags
 	RouteConfirmations       = "GET /v1/confirmations"               // → []core.PendingConfirmation
 	RouteApproveConfirmation = "POST /v1/confirmations/{id}/approve" // → 204
 	RouteRejectConfirmation  = "POST /v1/confirmations/{id}/reject"  // RejectRequest → 204
@@ -239,6 +240,8 @@ const (
 	CodeMethodNotAllowed    = "method_not_allowed"   // 405
 	CodeUnknownTool         = "unknown_tool"         // 404
 	CodeUnknownUpstream     = "unknown_upstream"     // 404
+	CodeUnknownPrompt       = "unknown_prompt"       // 404: a review ref names no listed prompt
+	CodeUnknownResource     = "unknown_resource"     // 404: a review ref names no listed resource
 	CodeUnknownPlan         = "unknown_plan"         // 404: never made, applied, cancelled or expired
 	CodeUnknownConfirmation = "unknown_confirmation" // 404
 	CodeUnknownSession      = "unknown_session"      // 404
@@ -263,6 +266,8 @@ var codes = []struct {
 }{
 	{core.ErrUnknownTool, CodeUnknownTool, http.StatusNotFound},
 	{core.ErrUnknownUpstream, CodeUnknownUpstream, http.StatusNotFound},
+	{core.ErrUnknownPrompt, CodeUnknownPrompt, http.StatusNotFound},
+	{core.ErrUnknownResource, CodeUnknownResource, http.StatusNotFound},
 	{core.ErrUnknownPlan, CodeUnknownPlan, http.StatusNotFound},
 	{confirm.ErrUnknownConfirmation, CodeUnknownConfirmation, http.StatusNotFound},
 	{core.ErrUnknownSession, CodeUnknownSession, http.StatusNotFound},

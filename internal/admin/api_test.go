@@ -82,6 +82,8 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 		sentinel error
 	}{
 		{core.ErrUnknownTool, http.StatusNotFound, core.ErrUnknownTool},
+		{core.ErrUnknownPrompt, http.StatusNotFound, core.ErrUnknownPrompt},
+		{core.ErrUnknownResource, http.StatusNotFound, core.ErrUnknownResource},
 		{confirm.ErrUnknownConfirmation, http.StatusNotFound, confirm.ErrUnknownConfirmation},
 		{core.ErrUnknownSession, http.StatusNotFound, core.ErrUnknownSession},
 		{core.ErrUnknownPlan, http.StatusNotFound, core.ErrUnknownPlan},

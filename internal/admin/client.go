@@ -355,6 +355,12 @@ func (c *Client) Reviews(ctx context.Context) (map[string]core.ReviewState, erro
 	return v, c.do(ctx, http.MethodGet, "/v1/reviews", nil, nil, &v)
 }
 
+// ReviewEntries is GET /v1/review/entries.
+func (c *Client) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, error) {
+	var v []core.ReviewEntry
+	return v, c.do(ctx, http.MethodGet, "/v1/review/entries", nil, nil, &v)
+}
+
 // ToolFlags is GET /v1/tools/{name}/flags.
 func (c *Client) ToolFlags(ctx context.Context, name string) ([]core.Flag, error) {
 	var v []core.Flag

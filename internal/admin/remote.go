@@ -121,6 +121,10 @@ func (r *RemoteConsole) ReviewStates(ctx context.Context) (map[string]core.Revie
 	return r.c.Reviews(ctx)
 }
 
+func (r *RemoteConsole) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, error) {
+	return r.c.ReviewEntries(ctx)
+}
+
 func (r *RemoteConsole) ApproveConfirmation(ctx context.Context, id, _ string) error {
 	return r.c.ApproveConfirmation(ctx, id)
 }

@@ -172,6 +172,7 @@ func (s *Server) routes() {
 	handle(RouteRefreshAll, s.refreshAll)
 	handle(RoutePing, s.ping)
 	handle(RouteReviews, s.reviews)
+	handle(RouteReviewEntries, s.reviewEntries)
 	handle(RouteToolFlags, s.toolFlags)
 	handle(RouteApproveTool, s.approveTool)
 	handle(RouteRejectTool, s.rejectTool)
@@ -439,6 +440,15 @@ func (s *Server) reviews(w http.ResponseWriter, r *http.Request, op string) {
 		states = map[string]core.ReviewState{}
 	}
 	s.reply(w, http.StatusOK, states)
+}
+
+func (s *Server) reviewEntries(w http.ResponseWriter, r *http.Request, op string) {
+	entries, err := s.backend.ConsoleAs(op).ReviewEntries(r.Context())
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	s.reply(w, http.StatusOK, nonNil(entries))
 }
 
 func (s *Server) toolFlags(w http.ResponseWriter, r *http.Request, op string) {

@@ -33,7 +33,8 @@ func (g *Gateway) ConsoleAs(operator string) core.Console {
 }
 
 // accountedConsole wraps the local console with the accounting of its
-// actions. Reads (Subscribe, Info, ToolFlags, ReviewStates) pass through.
+// actions. Reads (Subscribe, Info, ToolFlags, ReviewStates,
+// ReviewEntries) pass through.
 type accountedConsole struct {
 	g     *Gateway
 	local *LocalConsole
@@ -163,6 +164,10 @@ func (c *accountedConsole) ToolFlags(ctx context.Context, name string) ([]core.F
 
 func (c *accountedConsole) ReviewStates(ctx context.Context) (map[string]core.ReviewState, error) {
 	return c.local.ReviewStates(ctx)
+}
+
+func (c *accountedConsole) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, error) {
+	return c.local.ReviewEntries(ctx)
 }
 
 // pendingTool names the tool a pending confirmation would call, for the

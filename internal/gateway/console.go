@@ -90,41 +90,86 @@ func (c *LocalConsole) tool(name string) (core.ToolInfo, error) {
 	return t.Info(), nil
 }
 
-func (c *LocalConsole) ApproveTool(ctx context.Context, name, by string) error {
-	if c.Reviewer == nil {
-		return errNoReview
+// target resolves what a review command names (as report.Targets does): a
+// tool's name; else a prompt's served name; else a resource's URI or URI
+// template; or a ref (core.ReviewRef) saying which. entry is nil for a
+// tool.
+func (c *LocalConsole) target(ref string) (core.ToolInfo, *review.Entry, error) {
+	kind, name := core.ParseReviewRef(ref)
+	if kind == core.EntryTool {
+		if t, err := c.tool(ref); err == nil {
+			return t, nil, nil
+		}
 	}
-	t, err := c.tool(name)
-	if err != nil {
-		return err
+	for _, e := range review.EntriesOf(c.Importer.Catalog()) {
+		if e.Name == name && (kind == core.EntryTool || e.Kind == kind) {
+			return core.ToolInfo{}, &e, nil
+		}
 	}
-	return c.Reviewer.Approve(ctx, t, by)
+	switch kind {
+	case core.EntryPrompt:
+		return core.ToolInfo{}, nil, fmt.Errorf("%w: %q", core.ErrUnknownPrompt, name)
+	case core.EntryResource:
+		return core.ToolInfo{}, nil, fmt.Errorf("%w: %q", core.ErrUnknownResource, name)
+	}
+	return core.ToolInfo{}, nil, fmt.Errorf("%w: %q", core.ErrUnknownTool, ref)
 }
 
+// ApproveTool approves a tool, a prompt or a resource (see target).
+func (c *LocalConsole) ApproveTool(ctx context.Context, name, by string) error {
+	return c.decide(ctx, name, by, c.Reviewer.Approve, c.Reviewer.ApproveEntry)
+}
+
+// RejectTool rejects what ApproveTool approves.
 func (c *LocalConsole) RejectTool(ctx context.Context, name, by string) error {
+	return c.decide(ctx, name, by, c.Reviewer.Reject, c.Reviewer.RejectEntry)
+}
+
+func (c *LocalConsole) decide(ctx context.Context, ref, by string,
+	tool func(context.Context, core.ToolInfo, string) error, entry func(context.Context, review.Entry, string) error) error {
 	if c.Reviewer == nil {
 		return errNoReview
 	}
-	t, err := c.tool(name)
-	if err != nil {
+	t, e, err := c.target(ref)
+	switch {
+	case err != nil:
 		return err
+	case e != nil:
+		return entry(ctx, *e, by)
 	}
-	return c.Reviewer.Reject(ctx, t, by)
+	return tool(ctx, t, by)
 }
 
 func (c *LocalConsole) ToolFlags(_ context.Context, name string) ([]core.Flag, error) {
-	t, err := c.tool(name)
-	if err != nil {
+	tools := c.Registry.Bus().Snapshot().Tools
+	t, e, err := c.target(name)
+	switch {
+	case err != nil:
 		return nil, err
+	case e != nil:
+		return review.EntryFlags(e.Source, e.Raw, tools), nil
 	}
-	return review.ReviewFlags(t, c.Registry.Bus().Snapshot().Tools), nil
+	return review.ReviewFlags(t, tools), nil
 }
 
+// ReviewStates holds the tools' states by name and the prompts' and
+// resources' by ref.
 func (c *LocalConsole) ReviewStates(context.Context) (map[string]core.ReviewState, error) {
 	if c.Reviewer == nil {
 		return nil, nil
 	}
-	return c.Reviewer.States(c.Registry.Bus().Snapshot().Tools), nil
+	states := c.Reviewer.States(c.Registry.Bus().Snapshot().Tools)
+	for _, e := range review.EntriesOf(c.Importer.Catalog()) {
+		states[e.Ref()] = c.Reviewer.EntryState(e)
+	}
+	return states, nil
+}
+
+func (c *LocalConsole) ReviewEntries(context.Context) ([]core.ReviewEntry, error) {
+	if c.Reviewer == nil {
+		return []core.ReviewEntry{}, nil
+	}
+	return reviewEntries(c.Reviewer, c.Importer, c.Registry.Bus().Snapshot().Tools), nil
 }
 
 func (c *LocalConsole) ApproveConfirmation(ctx context.Context, id, by string) error {

@@ -35,7 +35,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: g.log,
-			Catalog: g.importer, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
+			Catalog: reviewedCatalog{g.importer, g.review}, Audit: g.store, AuditKey: auditKey(cfg), ElicitConfirm: true, Hub: g.hub,
 			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, SessionParkAfter: cfg.Gateway.SessionParkAfter, Limits: limits,
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,

@@ -163,6 +163,13 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	for _, a := range auths {
 		a.sw.set(a.ea, a.end)
 	}
+	// The mode first: the endpoints told below re-read what it gates
+	// (their prompts and resources at once).
+	if d.reviewMode {
+		if err := g.review.SetMode(core.ReviewMode(eff.Gateway.Review.Mode)); err == nil {
+			rep.ReviewMode = eff.Gateway.Review.Mode
+		}
+	}
 	notify := map[string]bool{}
 	for _, e := range eff.Endpoints {
 		sw := g.switches[e.Path]
@@ -183,11 +190,6 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	for _, e := range eff.Endpoints {
 		if notify[e.Path] && !slices.Contains(d.closed, e.Path) {
 			rep.EndpointsChanged = append(rep.EndpointsChanged, e.Path)
-		}
-	}
-	if d.reviewMode {
-		if err := g.review.SetMode(core.ReviewMode(eff.Gateway.Review.Mode)); err == nil {
-			rep.ReviewMode = eff.Gateway.Review.Mode
 		}
 	}
 	g.setOperators(eff)

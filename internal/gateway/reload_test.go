@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -243,5 +244,56 @@ func TestReloadRefusedOP8(t *testing.T) {
 	var invalid config.Config
 	if _, err := g.Reload(ctx, &invalid); err == nil {
 		t.Error("Reload of an invalid config accepted")
+	}
+}
+
+// OP-8, RV-3: a reload that changes the review mode changes the prompts and
+// resources served at once, as it does the tools: under require the
+// undecided ones are withheld, and pin serves them again.
+func TestReloadReviewModeCatalogOP8(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	base := reloadYAML(store, []string{"alice"}, upstreamYAML("notes", notes, true))
+	g, url := startReloadable(t, base, &logBuffer{})
+	prompts := func() []string {
+		t.Helper()
+		c := mcptest.New(url, &mcptest.Options{Authorization: "Bearer " + testKey})
+		if _, err := c.Initialize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, rpcErr, err := c.Call(ctx, "prompts/list", map[string]any{})
+		if err != nil || rpcErr != nil {
+			t.Fatalf("prompts/list: %v %v", rpcErr, err)
+		}
+		var pl struct {
+			Prompts []struct {
+				Name string `json:"name"`
+			} `json:"prompts"`
+		}
+		if err := json.Unmarshal(res, &pl); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pl.Prompts {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	if got := prompts(); !slices.Equal(got, []string{"notes_summarize"}) {
+		t.Fatalf("prompts under pin: %q", got)
+	}
+	require := strings.Replace(base, "  confirm:\n", "  review: {mode: require}\n  confirm:\n", 1)
+	if _, err := g.Reload(ctx, loadConfig(t, require)); err != nil {
+		t.Fatal(err)
+	}
+	if got := prompts(); len(got) != 0 {
+		t.Errorf("prompts under require, none approved: %q", got)
+	}
+	if _, err := g.Reload(ctx, loadConfig(t, base)); err != nil {
+		t.Fatal(err)
+	}
+	if got := prompts(); !slices.Equal(got, []string{"notes_summarize"}) {
+		t.Errorf("prompts back under pin: %q", got)
 	}
 }

@@ -88,11 +88,15 @@ const maxFlagText = 200
 
 // flagsOf renders t's flags.
 func flagsOf(t core.ToolInfo, flags []core.Flag) []Flag {
-	in := scan.ToolInput(t, nil)
+	return renderFlags(scan.ToolInput(t, nil).Text, flags)
+}
+
+// renderFlags renders flags, with resolve finding each one's text.
+func renderFlags(resolve func(where string) (string, bool), flags []core.Flag) []Flag {
 	out := make([]Flag, 0, len(flags))
 	for _, f := range flags {
 		var text string
-		if s, ok := in.Text(f.Where); ok && 0 <= f.Start && f.Start <= f.End && f.End <= len(s) {
+		if s, ok := resolve(f.Where); ok && 0 <= f.Start && f.Start <= f.End && f.End <= len(s) {
 			text = s[f.Start:f.End]
 			if r := []rune(text); len(r) > maxFlagText {
 				text = string(r[:maxFlagText]) + "…"
@@ -148,10 +152,28 @@ func Tools(rev *review.Reviewer, snap core.Snapshot) []Tool {
 	return out
 }
 
-// Review is one imported tool as `review list` prints it.
+// Review types: what a Review row is about.
+const (
+	TypeTool     = "tool"
+	TypePrompt   = "prompt"
+	TypeResource = "resource"
+)
+
+// Review is one imported tool, or one prompt or resource an upstream
+// lists, as `review list` prints it.
 type Review struct {
-	Name        string           `json:"name"`
-	Source      string           `json:"source"`
+	// Type is tool, prompt or resource (a resource template included).
+	Type string `json:"type"`
+	// Name is the served name: a tool's or prompt's prefixed name, a
+	// resource's URI or URI template.
+	Name string `json:"name"`
+	// Ref is what review approve and reject take for a prompt or resource
+	// (core.ReviewRef): "prompt:NAME", "resource:URI".
+	Ref    string `json:"ref,omitempty"`
+	Source string `json:"source"`
+	// RemoteName is the upstream's own name of a tool or prompt, or a
+	// resource's URI or URI template: with Source, what a decision is
+	// recorded under.
 	RemoteName  string           `json:"remoteName"`
 	Kind        string           `json:"kind"`
 	ReviewState core.ReviewState `json:"reviewState"`
@@ -168,8 +190,9 @@ type Review struct {
 	ReviewNote string `json:"reviewNote,omitempty"`
 }
 
-// Reviews lists the imported tools among tools with their review.
-func Reviews(rev *review.Reviewer, tools []core.ToolInfo) []Review {
+// Reviews lists the imported tools among tools, then entries (the
+// upstreams' prompts and resources, review.EntriesOf), with their review.
+func Reviews(rev *review.Reviewer, tools []core.ToolInfo, entries []review.Entry) []Review {
 	out := []Review{}
 	for _, t := range tools {
 		if t.Source == "" {
@@ -177,11 +200,24 @@ func Reviews(rev *review.Reviewer, tools []core.ToolInfo) []Review {
 		}
 		state, flags := reviewInfo(rev, t, tools)
 		row := Review{
-			Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
+			Type: TypeTool, Name: t.Name, Source: t.Source, RemoteName: t.RemoteName, Kind: string(t.Kind),
 			ReviewState: state, Served: rev.Allows(t), Flags: flags, Fingerprint: review.ToolFingerprint(t),
 			ReviewNote: rev.StateNote(t),
 		}
 		if d, ok := rev.Decision(t.Source, t.RemoteName); ok {
+			row.DecidedBy = d.By
+		}
+		out = append(out, row)
+	}
+	for _, e := range entries {
+		in := scan.EntryInput{Raw: e.Raw}
+		row := Review{
+			Type: string(e.Kind), Name: e.Name, Ref: e.Ref(), Source: e.Source, RemoteName: e.Key,
+			ReviewState: rev.EntryState(e), Served: rev.AllowsEntry(e),
+			Flags:       renderFlags(in.Text, review.EntryFlags(e.Source, e.Raw, tools)),
+			Fingerprint: e.Fingerprint(), ReviewNote: rev.EntryStateNote(e),
+		}
+		if d, ok := rev.EntryDecision(e); ok {
 			row.DecidedBy = d.By
 		}
 		out = append(out, row)
@@ -208,28 +244,63 @@ func FlagKinds(flags []core.Flag) []string {
 	return slices.Compact(kinds)
 }
 
-// Targets picks the tools a review decision applies to: the named ones, or
-// with allNew every imported tool without a decision yet. Every name is
-// checked before anything is decided; problems lists each bad name.
-func Targets(rev *review.Reviewer, tools []core.ToolInfo, names []string, allNew bool) (targets []core.ToolInfo, problems []string) {
+// Target is what one review decision applies to: a tool, or (Entry set) a
+// prompt or resource.
+type Target struct {
+	Tool  core.ToolInfo
+	Entry *review.Entry
+}
+
+// Name is the target as review commands print it: a tool's name, an
+// entry's ref.
+func (t Target) Name() string {
+	if t.Entry != nil {
+		return t.Entry.Ref()
+	}
+	return t.Tool.Name
+}
+
+// Targets picks what a review decision applies to: the named tools,
+// prompts and resources, or with allNew every imported tool and every entry
+// without a decision yet. A name is a tool's; else a prompt's served name;
+// else a resource's URI or URI template; "prompt:NAME" and "resource:URI"
+// (core.ReviewRef) say which when a prompt shares a tool's name. Every name
+// is checked before anything is decided; problems lists each bad name.
+func Targets(rev *review.Reviewer, tools []core.ToolInfo, entries []review.Entry, names []string, allNew bool) (targets []Target, problems []string) {
 	if allNew {
 		for _, t := range tools {
 			if t.Source != "" && rev.State(t) == core.ReviewNew {
-				targets = append(targets, t)
+				targets = append(targets, Target{Tool: t})
+			}
+		}
+		for i := range entries {
+			if rev.EntryState(entries[i]) == core.ReviewNew {
+				targets = append(targets, Target{Entry: &entries[i]})
 			}
 		}
 		return targets, nil
 	}
 	for _, name := range names {
-		i := slices.IndexFunc(tools, func(t core.ToolInfo) bool { return t.Name == name })
-		switch {
-		case i < 0:
-			problems = append(problems, fmt.Sprintf("no tool %q (is its upstream connected? see toolgate review list)", name))
-		case tools[i].Source == "":
-			problems = append(problems, fmt.Sprintf("%q is a native tool; only imported tools are reviewed", name))
-		default:
-			targets = append(targets, tools[i])
+		kind, bare := core.ParseReviewRef(name)
+		if kind == core.EntryTool {
+			i := slices.IndexFunc(tools, func(t core.ToolInfo) bool { return t.Name == name })
+			switch {
+			case i >= 0 && tools[i].Source == "":
+				problems = append(problems, fmt.Sprintf("%q is a native tool; only imported tools are reviewed", name))
+				continue
+			case i >= 0:
+				targets = append(targets, Target{Tool: tools[i]})
+				continue
+			}
 		}
+		i := slices.IndexFunc(entries, func(e review.Entry) bool {
+			return e.Name == bare && (kind == core.EntryTool || e.Kind == kind)
+		})
+		if i < 0 {
+			problems = append(problems, fmt.Sprintf("no tool, prompt or resource %q (is its upstream connected? see toolgate review list)", name))
+			continue
+		}
+		targets = append(targets, Target{Entry: &entries[i]})
 	}
 	return targets, problems
 }

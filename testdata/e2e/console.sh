@@ -83,12 +83,18 @@ wait_for "[2 Tools"
 keys /
 text sneaky
 wait_for "/sneaky"
-wait_for "1 of "
+wait_for "2 of "
 keys Enter
 keys Enter
 wait_for "hidden-instruction at description"
 wait_for "⟦ZWSP⟧"
 wait_for "Input schema"
+keys Escape
+# sneaky's prompt is reviewed like its tool (RV-2, CO-2).
+keys Down
+keys Enter
+wait_for "kind     prompt"
+wait_for "hidden-instruction at /description"
 keys Escape
 keys Escape
 wait_for "create_note"

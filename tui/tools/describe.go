@@ -229,3 +229,104 @@ func ScanAll(tools []core.ToolInfo) map[string][]core.FlagKind {
 	}
 	return out
 }
+
+// flagKinds are the distinct kinds among flags, most severe first.
+func flagKinds(flags []core.Flag) []core.FlagKind {
+	var kinds []core.FlagKind
+	for _, f := range flags {
+		if !slices.Contains(kinds, f.Kind) {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	slices.SortStableFunc(kinds, func(a, b core.FlagKind) int {
+		return cmp.Compare(severityRank(b.Severity()), severityRank(a.Severity()))
+	})
+	return kinds
+}
+
+// DescribeEntry renders the review view of a prompt or resource (CO-2), as
+// Describe does a tool's: the description with flagged spans highlighted
+// and invisible characters made visible, the text hidden in tag
+// characters, every flag with its reason and text, and the entry as the
+// upstream listed it. flags nil means the scan has not answered.
+func DescribeEntry(th *theme.Theme, e core.ReviewEntry, state core.ReviewState, flags []core.Flag, width int) string {
+	wrap := lipgloss.NewStyle().Width(max(width-2, 10))
+	var b strings.Builder
+	section := func(title string) {
+		b.WriteString("\n")
+		b.WriteString(th.Section.Render(title))
+		b.WriteString("\n")
+	}
+	label := func(l, v string) {
+		b.WriteString(th.Label.Render(common.Pad(l, 8)))
+		b.WriteString(" ")
+		b.WriteString(v)
+		b.WriteString("\n")
+	}
+	b.WriteString(th.Title.Render(scan.VisibleText(e.Name)))
+	b.WriteString("\n")
+	src := common.Source(e.Source)
+	if e.RemoteName != "" && e.RemoteName != e.Name {
+		src += " (remote name " + scan.VisibleText(e.RemoteName) + ")"
+	}
+	label("source", src)
+	label("kind", string(e.Kind))
+	label("review", th.Review(state).Render(string(state)))
+
+	const descWhere = "/description"
+	var descFlags []core.Flag
+	for _, f := range flags {
+		if f.Where == descWhere {
+			descFlags = append(descFlags, f)
+		}
+	}
+	section("Description")
+	if e.Description == "" {
+		b.WriteString(th.Muted.Render("(none)"))
+	} else {
+		b.WriteString(wrap.Render(Highlight(th, e.Description, descFlags)))
+	}
+	b.WriteString("\n")
+	if hidden := scan.HiddenTagText(e.Description); hidden != "" {
+		section("Hidden text (Unicode tag characters, invisible to people)")
+		b.WriteString(th.Hidden.Render(wrap.Render(hidden)))
+		b.WriteString("\n")
+	}
+
+	section("Flags")
+	switch {
+	case flags == nil:
+		b.WriteString(th.Muted.Render("scanning…"))
+		b.WriteString("\n")
+	case len(flags) == 0:
+		b.WriteString(th.OK.Render("none: the scanner found nothing to look at"))
+		b.WriteString("\n")
+	}
+	in := scan.EntryInput{Raw: e.Raw}
+	for _, f := range flags {
+		sev := f.Kind.Severity()
+		head := th.Severity(sev).Render(fmt.Sprintf("[%s] %s", sev, f.Kind))
+		b.WriteString(wrap.Render(fmt.Sprintf("%s at %s: %s", head, f.Where, f.Reason)))
+		b.WriteString("\n")
+		if f.Where != descWhere {
+			if text, ok := in.Text(f.Where); ok {
+				b.WriteString("    ")
+				b.WriteString(wrap.Render(Highlight(th, text, []core.Flag{f})))
+				b.WriteString("\n")
+			}
+		}
+	}
+
+	section("As listed")
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, e.Raw, "", "  "); err != nil {
+		pretty.Reset()
+		pretty.Write(e.Raw)
+	}
+	// Go's encoder escapes <, > and & in what the gateway re-encodes; the
+	// operator reads them as the upstream wrote them.
+	b.WriteString(scan.VisibleText(htmlUnescaper.Replace(pretty.String())))
+	return b.String()
+}
+
+var htmlUnescaper = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")

@@ -1,6 +1,8 @@
 // Package tools is the Tools pane (CO-2): every registry tool with its
-// source, kind, review state and scanner flags; `/` filters live; enter
-// opens the review view of one tool; a approves, x rejects.
+// source, kind, review state and scanner flags, then every prompt and
+// resource the upstreams list (kind "prompt" or "resource"), reviewed alike;
+// `/` filters live; enter opens the review view of one; a approves, x
+// rejects.
 package tools
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/review/scan"
 	"github.com/toolgate/toolgate/tui/common"
 	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
@@ -45,6 +48,7 @@ type Model struct {
 	vp    viewport.Model
 
 	tools   []core.ToolInfo
+	entries []core.ReviewEntry // keyed by Ref in the table
 	reviews map[string]core.ReviewState
 	kinds   map[string][]core.FlagKind
 	loaded  bool
@@ -78,7 +82,7 @@ func (m *Model) Init() tea.Cmd { return nil }
 
 func (m *Model) Title() string { return "Tools" }
 
-func (m *Model) Count() int { return len(m.tools) }
+func (m *Model) Count() int { return len(m.tools) + len(m.entries) }
 
 func (m *Model) Capturing() bool { return m.detail == "" && m.table.Filtering() }
 
@@ -120,6 +124,16 @@ func (m *Model) SetReviews(reviews map[string]core.ReviewState) {
 	}
 }
 
+// SetEntries replaces the prompts and resources. Their flags come with
+// them: the gateway scanned them.
+func (m *Model) SetEntries(entries []core.ReviewEntry) {
+	m.entries = entries
+	m.rebuild()
+	if m.detail != "" {
+		m.renderDetail()
+	}
+}
+
 // SetFlagKinds sets the flag kinds of every tool (tests set them directly).
 func (m *Model) SetFlagKinds(kinds map[string][]core.FlagKind) {
 	m.kinds = kinds
@@ -128,7 +142,7 @@ func (m *Model) SetFlagKinds(kinds map[string][]core.FlagKind) {
 
 func (m *Model) rebuild() {
 	th := m.c.Theme
-	rows := make([]table.Row, len(m.tools))
+	rows := make([]table.Row, len(m.tools), len(m.tools)+len(m.entries))
 	for i, t := range m.tools {
 		state := m.reviews[t.Name]
 		review := string(state)
@@ -159,7 +173,48 @@ func (m *Model) rebuild() {
 			{Text: flagText, Style: fs},
 		}}
 	}
+	for _, e := range m.entries {
+		state := m.entryState(e)
+		rs := th.Review(state)
+		var flagText string
+		var fs *lipgloss.Style
+		if ks := flagKinds(e.Flags); len(ks) > 0 {
+			parts := make([]string, len(ks))
+			for j, k := range ks {
+				parts[j] = string(k)
+			}
+			flagText = strings.Join(parts, ",")
+			s := th.Severity(ks[0].Severity())
+			fs = &s
+		}
+		rows = append(rows, table.Row{Key: e.Ref, Cells: []table.Cell{
+			{Text: scan.VisibleText(e.Name)},
+			{Text: common.Source(e.Source)},
+			{Text: string(e.Kind)},
+			{Text: string(state), Style: &rs},
+			{Text: flagText, Style: fs},
+		}})
+	}
 	m.table.SetRows(rows)
+}
+
+// entryState is e's state: the one a review event reported last, else the
+// one e was read with.
+func (m *Model) entryState(e core.ReviewEntry) core.ReviewState {
+	if st, ok := m.reviews[e.Ref]; ok {
+		return st
+	}
+	return e.State
+}
+
+// entry finds a prompt or resource by its ref.
+func (m *Model) entry(ref string) (core.ReviewEntry, bool) {
+	for _, e := range m.entries {
+		if e.Ref == ref {
+			return e, true
+		}
+	}
+	return core.ReviewEntry{}, false
 }
 
 func (m *Model) tool(name string) (core.ToolInfo, bool) {
@@ -278,6 +333,12 @@ func (m *Model) open(name string) tea.Cmd {
 
 // reviewable says why name cannot be reviewed, or "".
 func (m *Model) reviewable(name string) string {
+	if kind, _ := core.ParseReviewRef(name); kind != core.EntryTool {
+		if _, ok := m.entry(name); !ok {
+			return fmt.Sprintf("%s is no longer listed", name)
+		}
+		return ""
+	}
 	t, ok := m.tool(name)
 	if !ok {
 		return fmt.Sprintf("%s is no longer registered", name)
@@ -298,7 +359,13 @@ func (m *Model) approve(name string) tea.Cmd {
 }
 
 func (m *Model) reject(name string) tea.Cmd {
-	t, _ := m.tool(name)
+	what, source := "tool", ""
+	if e, ok := m.entry(name); ok {
+		what, source = string(e.Kind), e.Source
+	} else {
+		t, _ := m.tool(name)
+		source = t.Source
+	}
 	ctx, con, by := m.c.Ctx, m.c.Console, m.c.Operator
 	id := m.id()
 	run := common.Call(common.PaneTools, id, "rejecting "+name, func() (any, error) {
@@ -306,8 +373,8 @@ func (m *Model) reject(name string) tea.Cmd {
 		defer cancel()
 		return reviewResult{Name: name, State: core.ReviewRejected}, con.RejectTool(ctx, name, by)
 	})
-	return common.Ask("Reject tool?",
-		fmt.Sprintf("Reject %s from %s? Clients stop seeing it until an operator approves it again.", name, t.Source),
+	return common.Ask("Reject "+what+"?",
+		fmt.Sprintf("Reject %s from %s? Clients stop seeing it until an operator approves it again.", name, source),
 		"Reject "+name, run)
 }
 
@@ -350,6 +417,10 @@ func (m *Model) result(r common.ResultMsg) tea.Cmd {
 
 func (m *Model) renderDetail() {
 	if m.detail == "" {
+		return
+	}
+	if e, ok := m.entry(m.detail); ok {
+		m.vp.SetContent(DescribeEntry(m.c.Theme, e, m.entryState(e), m.flags, m.width))
 		return
 	}
 	t, ok := m.tool(m.detail)
