@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/toolgate/toolgate/core/jsontree"
@@ -81,30 +79,8 @@ func screenDocument(raw json.RawMessage) ([]*DangerousPatternError, map[string]s
 	if err != nil {
 		return nil, verdict
 	}
-	w := &schemaWalker{
-		root:    root,
-		walked:  map[*jsontree.JsonNode]bool{},
-		verdict: verdict,
-	}
-	w.schema(root, "")
-	// A local reference can turn any part of the document into a schema,
-	// including data under const or enum; screen what they point at too.
-	for i := 0; i < len(w.refs); i++ {
-		ref := w.refs[i]
-		frag, ok := strings.CutPrefix(ref, "#")
-		if !ok {
-			continue
-		}
-		if f, err := url.PathUnescape(frag); err == nil {
-			frag = f
-		}
-		if frag != "" && !strings.HasPrefix(frag, "/") {
-			continue // an anchor names a schema the walk has already seen
-		}
-		if target := root.Lookup(frag); target != nil {
-			w.schema(target, frag)
-		}
-	}
+	w := &schemaWalker{verdict: verdict}
+	jsontree.WalkSchemaPatterns(root, func(site jsontree.PatternSite) { w.check(site.Pattern, site.Pointer) })
 	return w.found, verdict
 }
 

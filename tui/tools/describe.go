@@ -22,19 +22,8 @@ import (
 // reason, and the input and output schemas. flags nil means the scan has
 // not answered.
 func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []core.Flag, width int) string {
-	wrap := lipgloss.NewStyle().Width(max(width-2, 10))
-	var b strings.Builder
-	section := func(title string) {
-		b.WriteString("\n")
-		b.WriteString(th.Section.Render(title))
-		b.WriteString("\n")
-	}
-	label := func(l, v string) {
-		b.WriteString(th.Label.Render(common.Pad(l, 8)))
-		b.WriteString(" ")
-		b.WriteString(v)
-		b.WriteString("\n")
-	}
+	d := newDescriber(th, width)
+	b, section, label := &d.b, d.section, d.label
 	b.WriteString(th.Title.Render(t.Name))
 	b.WriteString("\n")
 	src := common.Source(t.Source)
@@ -52,48 +41,7 @@ func Describe(th *theme.Theme, t core.ToolInfo, state core.ReviewState, flags []
 		label("status", th.Err.Render("disabled"))
 	}
 
-	var descFlags []core.Flag
-	for _, f := range flags {
-		if f.Where == scan.DescriptionWhere {
-			descFlags = append(descFlags, f)
-		}
-	}
-	section("Description")
-	if t.Description == "" {
-		b.WriteString(th.Muted.Render("(none)"))
-	} else {
-		b.WriteString(wrap.Render(Highlight(th, t.Description, descFlags)))
-	}
-	b.WriteString("\n")
-	if hidden := scan.HiddenTagText(t.Description); hidden != "" {
-		section("Hidden text (Unicode tag characters, invisible to people)")
-		b.WriteString(th.Hidden.Render(wrap.Render(hidden)))
-		b.WriteString("\n")
-	}
-
-	section("Flags")
-	switch {
-	case flags == nil:
-		b.WriteString(th.Muted.Render("scanning…"))
-		b.WriteString("\n")
-	case len(flags) == 0:
-		b.WriteString(th.OK.Render("none: the scanner found nothing to look at"))
-		b.WriteString("\n")
-	}
-	in := scan.ToolInput(t, nil)
-	for _, f := range flags {
-		sev := f.Kind.Severity()
-		head := th.Severity(sev).Render(fmt.Sprintf("[%s] %s", sev, f.Kind))
-		b.WriteString(wrap.Render(fmt.Sprintf("%s at %s: %s", head, f.Where, f.Reason)))
-		b.WriteString("\n")
-		if f.Where != scan.DescriptionWhere {
-			if text, ok := in.Text(f.Where); ok {
-				b.WriteString("    ")
-				b.WriteString(wrap.Render(Highlight(th, text, []core.Flag{f})))
-				b.WriteString("\n")
-			}
-		}
-	}
+	d.textAndFlags(t.Description, scan.DescriptionWhere, flags, scan.ToolInput(t, nil).Text)
 
 	section("Input schema")
 	schema := t.InputSchema
@@ -250,19 +198,8 @@ func flagKinds(flags []core.Flag) []core.FlagKind {
 // characters, every flag with its reason and text, and the entry as the
 // upstream listed it. flags nil means the scan has not answered.
 func DescribeEntry(th *theme.Theme, e core.ReviewEntry, state core.ReviewState, flags []core.Flag, width int) string {
-	wrap := lipgloss.NewStyle().Width(max(width-2, 10))
-	var b strings.Builder
-	section := func(title string) {
-		b.WriteString("\n")
-		b.WriteString(th.Section.Render(title))
-		b.WriteString("\n")
-	}
-	label := func(l, v string) {
-		b.WriteString(th.Label.Render(common.Pad(l, 8)))
-		b.WriteString(" ")
-		b.WriteString(v)
-		b.WriteString("\n")
-	}
+	d := newDescriber(th, width)
+	b, section, label := &d.b, d.section, d.label
 	b.WriteString(th.Title.Render(scan.VisibleText(e.Name)))
 	b.WriteString("\n")
 	src := common.Source(e.Source)
@@ -273,49 +210,7 @@ func DescribeEntry(th *theme.Theme, e core.ReviewEntry, state core.ReviewState, 
 	label("kind", string(e.Kind))
 	label("review", th.Review(state).Render(string(state)))
 
-	const descWhere = "/description"
-	var descFlags []core.Flag
-	for _, f := range flags {
-		if f.Where == descWhere {
-			descFlags = append(descFlags, f)
-		}
-	}
-	section("Description")
-	if e.Description == "" {
-		b.WriteString(th.Muted.Render("(none)"))
-	} else {
-		b.WriteString(wrap.Render(Highlight(th, e.Description, descFlags)))
-	}
-	b.WriteString("\n")
-	if hidden := scan.HiddenTagText(e.Description); hidden != "" {
-		section("Hidden text (Unicode tag characters, invisible to people)")
-		b.WriteString(th.Hidden.Render(wrap.Render(hidden)))
-		b.WriteString("\n")
-	}
-
-	section("Flags")
-	switch {
-	case flags == nil:
-		b.WriteString(th.Muted.Render("scanning…"))
-		b.WriteString("\n")
-	case len(flags) == 0:
-		b.WriteString(th.OK.Render("none: the scanner found nothing to look at"))
-		b.WriteString("\n")
-	}
-	in := scan.EntryInput{Raw: e.Raw}
-	for _, f := range flags {
-		sev := f.Kind.Severity()
-		head := th.Severity(sev).Render(fmt.Sprintf("[%s] %s", sev, f.Kind))
-		b.WriteString(wrap.Render(fmt.Sprintf("%s at %s: %s", head, f.Where, f.Reason)))
-		b.WriteString("\n")
-		if f.Where != descWhere {
-			if text, ok := in.Text(f.Where); ok {
-				b.WriteString("    ")
-				b.WriteString(wrap.Render(Highlight(th, text, []core.Flag{f})))
-				b.WriteString("\n")
-			}
-		}
-	}
+	d.textAndFlags(e.Description, "/description", flags, scan.EntryInput{Raw: e.Raw}.Text)
 
 	section("As listed")
 	var pretty bytes.Buffer
@@ -330,3 +225,77 @@ func DescribeEntry(th *theme.Theme, e core.ReviewEntry, state core.ReviewState, 
 }
 
 var htmlUnescaper = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
+
+// describer builds a review view: sections, labelled lines, and the
+// description with its flags, alike for tools, prompts and resources.
+type describer struct {
+	th   *theme.Theme
+	wrap lipgloss.Style
+	b    strings.Builder
+}
+
+func newDescriber(th *theme.Theme, width int) *describer {
+	return &describer{th: th, wrap: lipgloss.NewStyle().Width(max(width-2, 10))}
+}
+
+func (d *describer) section(title string) {
+	d.b.WriteString("\n")
+	d.b.WriteString(d.th.Section.Render(title))
+	d.b.WriteString("\n")
+}
+
+func (d *describer) label(l, v string) {
+	d.b.WriteString(d.th.Label.Render(common.Pad(l, 8)))
+	d.b.WriteString(" ")
+	d.b.WriteString(v)
+	d.b.WriteString("\n")
+}
+
+// textAndFlags renders the description (found at descWhere) with its
+// flagged spans highlighted, the text hidden in its tag characters, then
+// every flag with its reason and, for a flag elsewhere, the text it points
+// at (resolved by text). flags nil means the scan has not answered.
+func (d *describer) textAndFlags(description, descWhere string, flags []core.Flag, text func(where string) (string, bool)) {
+	th, wrap, b := d.th, d.wrap, &d.b
+	var descFlags []core.Flag
+	for _, f := range flags {
+		if f.Where == descWhere {
+			descFlags = append(descFlags, f)
+		}
+	}
+	d.section("Description")
+	if description == "" {
+		b.WriteString(th.Muted.Render("(none)"))
+	} else {
+		b.WriteString(wrap.Render(Highlight(th, description, descFlags)))
+	}
+	b.WriteString("\n")
+	if hidden := scan.HiddenTagText(description); hidden != "" {
+		d.section("Hidden text (Unicode tag characters, invisible to people)")
+		b.WriteString(th.Hidden.Render(wrap.Render(hidden)))
+		b.WriteString("\n")
+	}
+
+	d.section("Flags")
+	switch {
+	case flags == nil:
+		b.WriteString(th.Muted.Render("scanning…"))
+		b.WriteString("\n")
+	case len(flags) == 0:
+		b.WriteString(th.OK.Render("none: the scanner found nothing to look at"))
+		b.WriteString("\n")
+	}
+	for _, f := range flags {
+		sev := f.Kind.Severity()
+		head := th.Severity(sev).Render(fmt.Sprintf("[%s] %s", sev, f.Kind))
+		b.WriteString(wrap.Render(fmt.Sprintf("%s at %s: %s", head, f.Where, f.Reason)))
+		b.WriteString("\n")
+		if f.Where != descWhere {
+			if t, ok := text(f.Where); ok {
+				b.WriteString("    ")
+				b.WriteString(wrap.Render(Highlight(th, t, []core.Flag{f})))
+				b.WriteString("\n")
+			}
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/toolgate/toolgate/core"
@@ -88,79 +87,26 @@ func slowPatternFlags(in ScanInput) []core.Flag {
 		if err != nil {
 			continue
 		}
-		w := &patternWalk{root: root, prefix: s.where, walked: map[*jsontree.JsonNode]bool{}}
-		w.schema(root, "")
-		for i := 0; i < len(w.refs); i++ {
-			frag, ok := strings.CutPrefix(w.refs[i], "#")
-			if !ok || frag != "" && !strings.HasPrefix(frag, "/") {
-				continue // another document, or an anchor of a schema already walked
+		w := &patternWalk{prefix: s.where}
+		jsontree.WalkSchemaPatterns(root, func(site jsontree.PatternSite) {
+			switch {
+			case !site.Key:
+				w.check(site.Pattern, site.Pointer, maxLength(site.Schema, "maxLength"), "")
+			case site.Value.Kind != 's':
+				// A pointer to a string would mean that string, not the key;
+				// a string is no schema, and the importer refuses it.
+				w.check(site.Pattern, site.Pointer, propertyNamesMaxLength(site.Schema), "property name")
 			}
-			if target := root.Lookup(frag); target != nil {
-				w.schema(target, frag)
-			}
-		}
+		})
 		out = append(out, w.flags...)
 	}
 	return out
 }
 
+// patternWalk collects the flags of one schema's patterns.
 type patternWalk struct {
-	root   *jsontree.JsonNode
 	prefix string // "" for the input schema, OutputSchemaWhere for the output one
-	walked map[*jsontree.JsonNode]bool
-	refs   []string
 	flags  []core.Flag
-}
-
-func (w *patternWalk) schema(n *jsontree.JsonNode, ptr string) {
-	if n.Kind == 'a' {
-		for i, e := range n.Elems {
-			w.schema(e, jsontree.PointerAppend(ptr, strconv.Itoa(i)))
-		}
-		return
-	}
-	if n.Kind != 'o' || w.walked[n] {
-		return
-	}
-	w.walked[n] = true
-	for i, k := range n.Keys {
-		v, p := n.Elems[i], jsontree.PointerAppend(ptr, k)
-		switch k {
-		case "pattern":
-			if v.Kind == 's' {
-				w.check(v.Str, p, maxLength(n, "maxLength"), "")
-			} else {
-				w.schema(v, p)
-			}
-		case "patternProperties":
-			if v.Kind != 'o' {
-				continue
-			}
-			for j, key := range v.Keys {
-				pp := jsontree.PointerAppend(p, key)
-				// A pointer to a string would mean that string, not the key;
-				// a string is no schema, and the importer refuses it.
-				if v.Elems[j].Kind != 's' {
-					w.check(key, pp, propertyNamesMaxLength(n), "property name")
-				}
-				w.schema(v.Elems[j], pp)
-			}
-		case "properties", "$defs", "definitions", "dependentSchemas", "dependencies":
-			if v.Kind == 'o' {
-				for j, name := range v.Keys {
-					w.schema(v.Elems[j], jsontree.PointerAppend(p, name))
-				}
-			}
-		case "$ref", "$dynamicRef", "$recursiveRef":
-			if v.Kind == 's' {
-				w.refs = append(w.refs, v.Str)
-			}
-		case "const", "enum", "default", "examples":
-			// Data, not schemas.
-		default:
-			w.schema(v, p)
-		}
-	}
 }
 
 // maxLength returns the largest numeric value of key among n's members
