@@ -363,7 +363,7 @@ type benignServer struct {
 	Allow map[string][]core.FlagKind `json:"allow"`
 }
 
-func readCorpus[T any](t *testing.T, dir string) map[string]T {
+func readCorpus[T any](t testing.TB, dir string) map[string]T {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(scanCorpus, dir, "*.json"))
 	if err != nil {
