@@ -111,15 +111,20 @@ func (in ScanInput) field(name string) json.RawMessage {
 // the fingerprint does not cover.
 func ScanTool(in ScanInput) []core.Flag {
 	names := shadowNames(in)
+	var input *jsontree.JsonNode
+	if len(in.InputSchema) > 0 {
+		if root, err := jsontree.DecodeJSONTree(in.InputSchema); err == nil {
+			input = root
+			names = withoutParams(names, root)
+		}
+	}
 	var out []core.Flag
 	out = append(out, nameFlags(cmp.Or(in.RemoteName, in.Name))...)
 	out = append(out, scanText(in.Description, DescriptionWhere, MaxDescriptionLen, names)...)
 	out = append(out, scanText(in.Title, TitleWhere, MaxSchemaTextLen, names)...)
 	w := schemaScan{names: names}
-	if len(in.InputSchema) > 0 {
-		if root, err := jsontree.DecodeJSONTree(in.InputSchema); err == nil {
-			w.schema(root, "")
-		}
+	if input != nil {
+		w.schema(input, "")
 	}
 	if len(in.OutputSchema) > 0 {
 		if root, err := jsontree.DecodeJSONTree(in.OutputSchema); err == nil {
@@ -640,6 +645,31 @@ func shadowNames(in ScanInput) []shadowName {
 	return out
 }
 
+// withoutParams drops the names that are also property names of the
+// tool's own input schema: "provide `query` as natural language" names the
+// tool's argument, not another server's query tool.
+func withoutParams(names []shadowName, schema *jsontree.JsonNode) []shadowName {
+	params := map[string]bool{}
+	var walk func(n *jsontree.JsonNode)
+	walk = func(n *jsontree.JsonNode) {
+		for i, k := range n.Keys {
+			if k == "properties" && n.Elems[i].Kind == 'o' {
+				for _, p := range n.Elems[i].Keys {
+					params[asciiLower(p)] = true
+				}
+			}
+		}
+		for _, e := range n.Elems {
+			walk(e)
+		}
+	}
+	walk(schema)
+	if len(params) == 0 {
+		return names
+	}
+	return slices.DeleteFunc(names, func(n shadowName) bool { return params[n.lower] })
+}
+
 // isPlainWord: letters only, with no capital after the first letter.
 func isPlainWord(s string) bool {
 	for i, r := range s {
@@ -989,6 +1019,13 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 					w.name(name, mp)
 					w.schema(v.Elems[j], mp)
 				}
+			case k == "required" && v.Kind == 'a':
+				// a model reads a required name as words too
+				for j, e := range v.Elems {
+					if e.Kind == 's' {
+						w.flags = append(w.flags, identWords(e.Str, p+"/"+strconv.Itoa(j))...)
+					}
+				}
 			case structuralKeys[k]:
 			case v.Kind == 's' || v.Kind == 'a' && allStrings(v):
 				// An unknown keyword's text (enumDescriptions,
@@ -1024,13 +1061,12 @@ func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 }
 
 func (w *schemaScan) name(name, ptr string) {
-	flags := scanText(name, ptr, MaxSchemaTextLen, w.names)
+	flags := append(scanText(name, ptr, MaxSchemaTextLen, w.names), identWords(name, ptr)...)
 	if utf8.RuneCountInString(name) > maxPlainNameLen || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
 		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
 			Reason: "a property name that reads like prose; models read property names as instructions too"})
-		flags = mergeFlags(flags)
 	}
-	w.flags = append(w.flags, flags...)
+	w.flags = append(w.flags, mergeFlags(flags)...)
 }
 
 // mayContain reports whether the text contains one of needles, or needles
@@ -1091,6 +1127,7 @@ func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
+	out = append(out, t.intents()...)
 	if !t.mayContain([]string{"<"}) {
 		return out
 	}

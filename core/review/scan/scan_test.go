@@ -471,10 +471,13 @@ func TestRV2ScanBenignCorpus(t *testing.T) {
 	}
 	total, entries, warned := 0, 0, 0
 	for server, s := range corpus {
+		// A tool's siblings are left out, as ScanInput asks, even where
+		// another server has a tool of the same name (Sentry's and
+		// GitHub's search_issues).
 		var others []string
 		for o, n := range names {
 			if o != server {
-				others = append(others, n...)
+				others = append(others, slices.DeleteFunc(slices.Clone(n), func(x string) bool { return slices.Contains(names[server], x) })...)
 			}
 		}
 		known := slices.Clone(names[server])
