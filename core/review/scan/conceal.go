@@ -27,7 +27,7 @@ var concealRules = []intentRule{
 		"utilisat", "client"),
 	// German
 	conceal(`\b(?:Benutzer|Nutzer|Anwender|Kunde)\w*`,
-		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b|\bmerkt\b`,
+		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
 		"benutzer", "nutzer", "anwender", "kunde"),
 	{re: ire(`\bbehalte? (?:das|es|dies) für dich\b`), reason: reasonConceal, needles: []string{"für dich"}},
 	// Italian

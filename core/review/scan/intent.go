@@ -26,6 +26,8 @@ type intentRule struct {
 	with    []*regexp.Regexp
 	reason  string
 	needles []string
+	// also: the text must hold one of these too, beside one of needles.
+	also []string
 }
 
 const (
@@ -58,13 +60,20 @@ const (
 
 func ire(p string) *regexp.Regexp { return phrase(p) }
 
+// Compiled once, shared by rules, so allMatch asks each text once.
+var (
+	destRe  = ire(destLiteral)
+	moneyRe = ire(moneyWord)
+)
+
 var intentRules = []intentRule{
 	// a copy to a party of the tool's choosing
 	{re: ire(`\b(?:b?cc|blind[- ]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[- ]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
-		with:   []*regexp.Regexp{ire(destLiteral), ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
-		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also"}},
+		with:   []*regexp.Regexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
+		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also"},
+		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: ire(destLiteral), with: []*regexp.Regexp{ire(moneyWord), ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b`)},
+	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
@@ -73,8 +82,8 @@ var intentRules = []intentRule{
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding)\b`),
 		with: []*regexp.Regexp{
-			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?)\b`),
-			ire(`\d+(?:[.,]\d+)? ?(?:%|percent|per cent|times)|\bby \d|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b|\b(?:every|each) (?:amount|price|total|charge|split|order|invoice|payment)\b`)},
+			ire(`\d+(?:[.,]\d+)? ?(?:%|percent|per cent|times)|\bby \d|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
+			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add"}},
 	// extras added to every purchase
 	{re: ire(`\b(?:always )?add\b[^.\n]{0,80}\bto (?:every|each|all|any) (?:\w+ )?(?:bookings?|orders?|purchases?|carts?|invoices?|tickets?|reservations?|subscriptions?|payments?|transactions?|splits?)\b`),
@@ -88,25 +97,45 @@ var intentRules = []intentRule{
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
 
 	// orders that outlast this call
-	{re: ire(`\b(?:from here on(?:ward|wards)?|from this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)|going forward|hereafter|henceforth|for the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)|until the (?:end of the )?(?:session|conversation|chat)(?: ends| is over)?|(?:in|on|for|during) (?:all )?(?:later|future|upcoming) (?:turns|messages|replies|answers|responses|requests|questions)|later in (?:the|this) (?:conversation|chat|session)|(?:for|in|on|with|after|before) (?:every|each|all|any) (?:later|future|subsequent|following|upcoming) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?)|(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)|next time (?:you|the user)|persists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)|(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b)`),
-		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth", "remainder", "rest of", "until the", "later", "future", "upcoming", "subsequent", "following", "next time", "persist", "this call", "this tool", "has run"}},
+	{re: ire(`\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
+		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth"}},
+	{re: ire(`\bfor the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
+		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
+	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?)\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
+		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"}},
+	{re: ire(`\bnext time (?:you|the user)\b|\b(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b`),
+		reason: reasonOthers, needles: []string{"next time", "after this", "once this"}},
 	// orders about tools in general
 	{re: ire(`\b(?:whenever|when|if|every time|each time|any time|anytime)\b[^.\n]{0,40}?\b(?:any|another|other|a|some) (?:[\w-]+ ){0,2}tools?\b`),
 		with:   []*regexp.Regexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
-		reason: reasonOthers, needles: []string{"tool"}},
+		reason: reasonOthers, needles: []string{"tool"}, also: []string{"when", "if", "time"}},
 	{re: ire(`\bwith any (?:[\w-]+ ){0,2}tool\b|\bany (?:[\w-]+ ){0,2}tools? (?:that |which )?you (?:call|use|run|invoke)\b|\b(?:pass|send|forward|route|give)\b[^.\n]{0,60}\b(?:to|through|via) this tool (?:too|as well|also|first)\b|\b(?:output|result|response)s? of (?:every|each|any|all|other) (?:[\w-]+ )?tools?\b`),
-		reason: reasonOthers, needles: []string{"tool"}},
+		reason: reasonOthers, needles: []string{"tool"}, also: []string{"any", "this tool", "output", "result", "response"}},
 	// replies shaped by the tool
-	{re: ire(`\b(?:end|close|finish|conclude|sign|start|begin|open|prefix|prepend|append|suffix|follow)\b[^.\n]{0,40}\b(?:every|each|all|any|your)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b|\b(?:every|each|all)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)(?: you (?:give|write|send|produce|make))? (?:should|must|will|needs? to|has to)\b|\b(?:recommend|promote|mention|advertise|include|add|insert|append)\b[^.\n]{0,60}\b(?:in|to|into|at the end of) (?:all|every|each|any) (?:of )?your (?:future |subsequent )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b|\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b`),
-		reason: reasonOthers, needles: []string{"answer", "repl", "respons", "message", "comes up", "mentioned", "discussed"}},
+	{re: ire(`\b(?:end|close|finish|conclude|sign|start|begin|open|prefix|prepend|append|suffix|follow)\b[^.\n]{0,40}\b(?:every|each|all|any|your)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
+		reason: reasonOthers, needles: []string{"end", "close", "finish", "conclude", "sign", "start", "begin", "open", "prefix", "prepend", "append", "suffix", "follow"},
+		also: []string{"answer", "repl", "respons", "message"}},
+	{re: ire(`\b(?:every|each|all)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)(?: you (?:give|write|send|produce|make))? (?:should|must|will|needs? to|has to)\b`),
+		reason: reasonOthers, needles: []string{"should", "must", "will", "need", "has to"}},
+	{re: ire(`\b(?:recommend|promote|mention|advertise|include|add|insert|append)\b[^.\n]{0,60}\b(?:in|to|into|at the end of) (?:all|every|each|any) (?:of )?your (?:future |subsequent )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
+		reason: reasonOthers, needles: []string{"your"}},
+	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b`),
+		reason: reasonOthers, needles: []string{"whenever"}},
 
 	// results that carry orders
 	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|the [\w'"\x60-]+(?: field| key)?) (?:contains|says)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
 		reason: reasonExecute, needles: []string{"what", "everything"}},
 	{re: ire(`\b(?:execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|evaluate|make)\b (?:it|them|each(?: of them)?|these|this|those)\b(?: [\w-]+){0,3} (?:immediately|right away|at once|without (?:asking|checking|further checks|confirmation|question|review|hesitation)|as written|verbatim|before (?:answering|replying|responding)|as soon as)\b|\bmust (?:perform|execute|run|carry out|follow|obey)\b[^.\n]{0,30}\b(?:right away|immediately|at once|without (?:further )?(?:checks?|asking|question|confirmation|review|verification))`),
 		reason: reasonExecute, needles: []string{"immediately", "right away", "at once", "without", "as written", "verbatim", "before", "as soon as"}},
-	{re: ire(`\b(?:treat|regard|consider|handle)\b[^.\n]{0,60}\bas (?:the user['’]s|a user|an? (?:new )?(?:instruction|command|order|request) (?:from|of) the user|authoritative|coming from the user)|\bact on (?:it|this|them) as (?:though|if)\b|\bas (?:though|if) the user had (?:written|typed|said|asked|sent)\b|\baddressed to (?:the )?(?:assistant|model|ai|llm|agent)\b|\b(?:commands?|instructions?|directives?|orders?|tasks?) (?:for|to) (?:you|the (?:assistant|model|ai|agent)) to (?:run|execute|perform|follow|carry out|do)\b|\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
-		reason: reasonExecute, needles: []string{"treat", "regard", "consider", "handle", "act on", "as though", "as if", "addressed", "for you", "for the", "to you", "to the", "obey", "follow", "execute", "carry out"}},
+	{re: ire(`\b(?:treat|regard|consider|handle)\b[^.\n]{0,60}\bas (?:the user['’]s|a user|an? (?:new )?(?:instruction|command|order|request) (?:from|of) the user|authoritative|coming from the user)`),
+		reason: reasonExecute, needles: []string{"authoritative", "the user", "a user"}},
+	{re: ire(`\bact on (?:it|this|them) as (?:though|if)\b|\bas (?:though|if) the user had (?:written|typed|said|asked|sent)\b`),
+		reason: reasonExecute, needles: []string{"as though", "as if"}},
+	{re: ire(`\baddressed to (?:the )?(?:assistant|model|ai|llm|agent)\b|\b(?:commands?|instructions?|directives?|orders?|tasks?) (?:for|to) (?:you|the (?:assistant|model|ai|agent)) to (?:run|execute|perform|follow|carry out|do)\b`),
+		reason: reasonExecute, needles: []string{"addressed", "command", "instruction", "directive", "order", "task"},
+		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
+	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
+		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
 	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[- ]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[- ]execution|exec)\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
 		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval"}},
 }
@@ -116,7 +145,7 @@ func (t *cleanText) intents() []core.Flag {
 	var out []core.Flag
 	for _, rs := range [][]intentRule{intentRules, concealRules} {
 		for _, r := range rs {
-			if !t.mayContain(r.needles) {
+			if !t.mayContain(r.needles) || !t.mayContain(r.also) || !t.allMatch(r.with) {
 				continue
 			}
 			covered := -1
@@ -143,6 +172,26 @@ func (t *cleanText) intents() []core.Flag {
 		}
 	}
 	return out
+}
+
+// allMatch reports whether every pattern matches somewhere in the text, a
+// condition for matching in one of its sentences; the answers are kept,
+// since rules share patterns.
+func (t *cleanText) allMatch(res []*regexp.Regexp) bool {
+	for _, re := range res {
+		ok, seen := t.matched[re]
+		if !seen {
+			ok = re.MatchString(t.text)
+			if t.matched == nil {
+				t.matched = map[*regexp.Regexp]bool{}
+			}
+			t.matched[re] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // sentence returns the bounds of the sentence around [s, e): from after the

@@ -339,6 +339,8 @@ type cleanText struct {
 	// folded is text lower-cased the way (?i) matches, for needles only:
 	// its offsets differ.
 	folded string
+	// matched caches whether a pattern matches the text (allMatch).
+	matched map[*regexp.Regexp]bool
 }
 
 func newCleanText(s string, runs []hiddenRun) *cleanText {
