@@ -88,7 +88,7 @@ var concealRules = []intentRule{
 		"người dùng"),
 	// Indonesian and Malay
 	conceal(`\bpengguna\b`,
-		`\bjangan (?:beri ?tahu|kasih tahu|bilang|katakan|memberitahu|sampaikan)|\btanpa sepengetahuan\b|\btanpa (?:memberi ?tahu|diketahui)\b|\bdiam-diam\b|\brahasiakan\b|\bsembunyikan\b|\bsecara rahasia\b`,
+		`\bjangan (?:beri\x20?tahu|kasih tahu|bilang|katakan|memberitahu|sampaikan)|\btanpa sepengetahuan\b|\btanpa (?:memberi\x20?tahu|diketahui)\b|\bdiam-diam\b|\brahasiakan\b|\bsembunyikan\b|\bsecara rahasia\b`,
 		"pengguna"),
 	// Turkish
 	conceal(`kullanıcı\p{L}*`,

@@ -28,6 +28,8 @@ type intentRule struct {
 	needles []string
 	// also: the text must hold one of these too, beside one of needles.
 	also []string
+	// unless: the sentence must not match it.
+	unless *regexp.Regexp
 }
 
 const (
@@ -42,7 +44,7 @@ const (
 const (
 	// a place a message, money or goods can be sent to, written out
 	destLiteral = `[\w.+-]+@[\w-]+(?:\.[\w-]+)+` + // e-mail
-		`|\b(?-i:[A-Z]{2}\d{2})(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b` + // IBAN
+		`|\b(?-i:[A-Z]{2}\d{2})(?:\x20?[A-Z0-9]{4}){2,7}(?:\x20?[A-Z0-9]{1,4})?\b` + // IBAN, spaced or not
 		`|\b\d{2,6}(?:-\d{2,8}){1,4}\b` + // account number
 		`|\bcard ending (?:in )?\d{4}\b` +
 		`|\b0x[0-9a-f]{40}\b|\bbc1[a-z0-9]{25,62}\b` + // wallet
@@ -82,7 +84,7 @@ var intentRules = []intentRule{
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding)\b`),
 		with: []*regexp.Regexp{
-			ire(`\d+(?:[.,]\d+)? ?(?:%|percent|per cent|times)|\bby \d|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby \d|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
 			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add"}},
 	// extras added to every purchase
@@ -107,7 +109,9 @@ var intentRules = []intentRule{
 		reason: reasonOthers, needles: []string{"next time", "after this", "once this"}},
 	// orders about tools in general
 	{re: ire(`\b(?:whenever|when|if|every time|each time|any time|anytime)\b[^.\n]{0,40}?\b(?:any|another|other|a|some) (?:[\w-]+ ){0,2}tools?\b`),
-		with:   []*regexp.Regexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
+		with: []*regexp.Regexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
+		// naming other tools as the fallback is how honest tools do it
+		unless: ire(`\b(?:unable|fails?|failed|cannot|can['’]t|could not|couldn['’]t|not (?:able|enough|sufficient)|insufficient|no other)\b`),
 		reason: reasonOthers, needles: []string{"tool"}, also: []string{"when", "if", "time"}},
 	{re: ire(`\bwith any (?:[\w-]+ ){0,2}tool\b|\bany (?:[\w-]+ ){0,2}tools? (?:that |which )?you (?:call|use|run|invoke)\b|\b(?:pass|send|forward|route|give)\b[^.\n]{0,60}\b(?:to|through|via) this tool (?:too|as well|also|first)\b|\b(?:output|result|response)s? of (?:every|each|any|all|other) (?:[\w-]+ )?tools?\b`),
 		reason: reasonOthers, needles: []string{"tool"}, also: []string{"any", "this tool", "output", "result", "response"}},
@@ -162,7 +166,7 @@ func (t *cleanText) intents() []core.Flag {
 						break
 					}
 				}
-				if !ok {
+				if !ok || r.unless != nil && r.unless.MatchString(s) {
 					continue
 				}
 				covered = z
