@@ -338,7 +338,8 @@ type cleanText struct {
 	pos   []int  // pos[i]: offset in orig of text[i]
 	// folded is text lower-cased the way (?i) matches, for needles only:
 	// its offsets differ.
-	folded string
+	folded                 string
+	foldedSet, foldedASCII bool
 	// matched caches whether a pattern matches the text (allMatch).
 	matched map[*regexp.Regexp]bool
 }
@@ -1077,7 +1078,7 @@ func (t *cleanText) mayContain(needles []string) bool {
 	if len(needles) == 0 {
 		return true
 	}
-	if t.folded == "" {
+	if !t.foldedSet {
 		t.folded = strings.Map(func(r rune) rune {
 			switch r {
 			case 0x017F: // ſ, which (?i) matches as s
@@ -1087,8 +1088,14 @@ func (t *cleanText) mayContain(needles []string) bool {
 			}
 			return unicode.ToLower(r)
 		}, t.text)
+		t.foldedASCII = !strings.ContainsFunc(t.folded, func(r rune) bool { return r >= utf8.RuneSelf })
+		t.foldedSet = true
 	}
-	return slices.ContainsFunc(needles, func(n string) bool { return strings.Contains(t.folded, n) })
+	// Most text is ASCII, and the needles of the rules for other scripts
+	// are not: those need no search.
+	return slices.ContainsFunc(needles, func(n string) bool {
+		return (!t.foldedASCII || n == "" || n[0] < utf8.RuneSelf) && strings.Contains(t.folded, n)
+	})
 }
 
 // span maps a span of the clean text back to the original.
