@@ -11,15 +11,15 @@ import "regexp"
 var concealRules = []intentRule{
 	// English, beyond the fixed phrases of instructionRules
 	conceal(`\b(?:user|customer|human|operator|client)s?\b`,
-		`\bout of the loop\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:know|be told|hear|find out)\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
+		`\bout of the loop\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:be told|find out|(?:know|hear) (?:about )?(?:it|this|that|anything))\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
 		"user", "customer", "human", "operator", "client"),
 	// Portuguese
 	conceal(`\busu[aá]rios?\b|\butilizador(?:es)?\b|\bclientes?\b`,
-		`\bdiscretamente\b|\bn[aã]o precisa (?:ficar )?saber\b|\bficar sabendo\b|\bsem (?:que|o conhecimento|o (?:usu[aá]rio|utilizador|cliente) saber)\b|\bn[aã]o (?:informe|conte|diga|avise|mencione|mostre|saiba)\b|\bescond|\bsegredo\b|\boculte\b|\bem sil[eê]ncio\b`,
+		`\bdiscretamente\b|\bn[aã]o precisa (?:ficar sabendo|saber (?:disso|nada|de nada|sobre isso))\b|\bficar sabendo\b|\bsem (?:que|o conhecimento|o (?:usu[aá]rio|utilizador|cliente) saber)\b|\bn[aã]o (?:informe|conte|diga|avise|mencione|mostre|saiba)\b|\bescond|\bsegredo\b|\boculte\b|\bem sil[eê]ncio\b`,
 		"usuário", "usuario", "utilizador", "cliente"),
 	// Spanish
 	conceal(`\busuarios?\b|\bclientes?\b`,
-		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:necesita|tiene que|debe) saber\w*`,
+		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,
@@ -118,6 +118,35 @@ var concealRules = []intentRule{
 	conceal(`사용자|유저|이용자`,
 		`몰래|알리지|말하지|숨기|모르게|(?:말할|알릴|보고할) 필요(?:는|가)? 없|비밀로`,
 		"사용자", "유저", "이용자"),
+	// the user is not to know, notice or find out: a word for the user, a
+	// negation and a verb of knowing in one sentence. English is left out:
+	// "if the user does not know the id, call list_ids" is how honest
+	// descriptions speak.
+	conceal3(`\busu[aá]rios?\b|\butilizador(?:es)?\b`, `\bse\b|\bcaso\b`, `\bn[aã]o\b|\bnunca\b|\bsem\b|\bnem\b`,
+		`\b(?:saiba|saber|sabendo)\b (?:disso|nada|de nada|sobre isso)|\bficar sabendo\b|\bperceb\w*|\bdescobr\w*|\bdesconfi\w*`, "usuário", "usuario", "utilizador"),
+	conceal3(`\busuarios?\b`, `\bsi\b|\ben caso\b`, `\bno\b|\bnunca\b|\bsin\b|\bni\b`,
+		`\blo (?:sepa|sabe|sepan|note|descubra)\b|\bse (?:entere|enteren|d[eé] cuenta|percate)\b|\bsaber (?:nada|esto|eso)\b`, "usuario"),
+	conceal3(`\butilisat(?:eur|rice)s?\b`, `\bsi\b|\bs['’]il\b`, `\bne\b|\bn['’]|\bjamais\b|\bsans\b`,
+		`\ble (?:sache|savoir|sachent|remarque|découvre)\b|\bs['’]en (?:aperçoive|rende compte|rendre compte|apercevoir)\b|\b(?:rien|le|en) savoir\b`, "utilisat"),
+	conceal3(`\b(?:Benutzer|Nutzer|Anwender)\w*`, `\bwenn\b|\bfalls\b|\bsofern\b`, `\bnicht\w*|\bnie\b|\bniemals\b|\bkein\w*|\bohne\b`,
+		`\b(?:davon|das|es|dies)\b[^.\n]{0,20}\b(?:wiss\w*|weiß|merk\w*|erfahr\w*|bemerk\w*|mitbekomm\w*|mitkrieg\w*)|\bnichts (?:wissen|erfahren|merken|mitbekommen)\b`, "benutzer", "nutzer", "anwender"),
+	conceal3(`\butent[ei]\b`, `\bse\b|\bqualora\b`, `\bnon\b|\bmai\b|\bsenza\b`, `\bsaperlo\b|\blo (?:sappia|sa|scopra|noti)\b|\baccorgersene\b|\bse ne accorga\b`, "utent"),
+	conceal3(`пользовател\p{L}*`, `если`, `(?:^|\s)(?:не|ни|без)\s`, `(?:об этом|ничего)[^.\n]{0,20}зна\p{L}*|узна\p{L}*|замет\p{L}*|догада\p{L}*|обнаруж\p{L}*`, "пользовател"),
+	conceal(`kullanıcı\p{L}*`, `(?:öğren|bil|fark et|haberdar ol|duy)(?:memeli|mamalı|mesin|masın|meden|madan|meyecek|mayacak|mez|maz)`, "kullanıcı"),
+	conceal3(`المستخدم|للمستخدم`, `إذا|إن لم`, `(?:^|\s)(?:لا|لن|دون|بدون|ألا|ما)\s`, `يعلم|يعرف|يدري|يلاحظ|يكتشف|تذكر|تخبر|تعلم|تبلغ|تقول|تُعلم|تُخبر`, "المستخدم", "للمستخدم"),
+	conceal3(`उपयोगकर्ता|यूज़र|यूजर`, `अगर|यदि`, `(?:^|\s)(?:न|नहीं|मत|ना|बिना)(?:\s|$|।)`, `पता|भनक|जान|मालूम|खबर|बता`, "उपयोगकर्ता", "यूज़र", "यूजर"),
+	conceal3(`वापरकर्त\p{M}*\p{L}*`, `(?:^|\s)जर\s`, `नका|नये|नाही|(?:^|\s)न(?:\s|$)`, `कळ|समज|माहीत|सांग`, "वापरकर्त"),
+	conceal3(`صارف|یوزر`, `اگر`, `(?:^|\s)(?:نہ|نہیں|مت|بغیر)(?:\s|$|۔)`, `خبر|پتہ|پتا|معلوم|علم|بتا`, "صارف", "یوزر"),
+	conceal3(`ব্যবহারকারী`, `যদি`, `(?:^|\s)(?:না|নয়|ছাড়া)(?:\s|$|।)`, `টের|জান|বুঝ|খবর|বল`, "ব্যবহারকারী"),
+	conceal3(`\bpengguna\b`, `\b(?:jika|kalau|apabila|bila)\b`, `\b(?:tidak|tak|jangan|tanpa|bukan)\b`, `\b(?:tahu|mengetahui)\b (?:soal|tentang|mengenai|hal) (?:ini|itu)|\b(?:menyadari|sadar)\b`, "pengguna"),
+	conceal3(`người dùng`, `\bnếu\b`, `\b(?:không|chẳng|đừng|chưa)\b`, `\bbiết (?:chuyện|điều|việc|về) (?:này|đó)|\bnhận ra\b|\bphát hiện\b|\bđể ý\b|\bhay biết\b`, "người dùng"),
+	conceal3(`사용자|유저|이용자`, `면|경우`, `못|않|말고|말아|없이`, `알|눈치|깨닫|인지`, "사용자", "유저", "이용자"),
+	conceal(`用户|用戶|使用者`, `(?:不要|别|別|勿|不能|不可|无需|無需|不必|不用)[^。，,]{0,8}(?:知道|发现|發現|察觉|察覺|注意到|知情)`, "用户", "用戶", "使用者"),
+	conceal(`ユーザー|ユーザ|利用者`, `(?:知られ|バレ|悟られ|気づか|気付か)(?:ない|ず)`, "ユーザ", "利用者"),
+	conceal(`వినియోగదారు`, `తెలియ(?:కూడదు|నివ్వ|కుండా|చేయవద్దు)`, "వినియోగదారు"),
+	conceal(`பயனர`, `தெரிய(?:க் கூடாது|ாமல்|வேண்டாம்)`, "பயனர"),
+	// Egyptian Arabic: "ما تقولش", "من غير ما … يعرف"
+	conceal(`المستخدم|للمستخدم|اليوزر`, `ما\s?ت\p{L}+ش|من غير ما`, "المستخدم", "للمستخدم", "اليوزر"),
 	// adverbs that mean behind someone's back, whoever it is
 	{re: ire(`\bdiscretamente\b|\bdiscrètement\b|चुपचाप|गुपचूप|خاموشی سے|\bdiam-diam\b|âm thầm|lặng lẽ|몰래|暗中|悄悄|سرًا|خفية|مخفیانه|پنهانی|\bgizlice\b|\bçaktırmadan\b|\bkwa siri\b|แอบ|গোপনে|ரகசியமாக|రహస్యంగా|ਚੁੱਪ-ਚਾਪ|\bpalihim\b|\ba asirce\b|тайком|втайне`),
 		reason:  "asks for something to be done out of the user's sight",
@@ -128,4 +157,15 @@ var concealRules = []intentRule{
 // a word for keeping something from them.
 func conceal(user, cue string, needles ...string) intentRule {
 	return intentRule{re: ire(user), with: []*regexp.Regexp{ire(cue)}, reason: reasonConceal, needles: needles}
+}
+
+// conceal3 is a rule that flags a sentence holding a word for the user, a
+// negation and a verb of knowing or telling.
+//
+// A sentence with "if" (cond) is left alone, and the verb of knowing needs
+// "it" or "about this" where the language allows: "if the user does not
+// know the id, call list_ids" and "the user need not know SQL" are how
+// honest descriptions speak.
+func conceal3(user, cond, neg, know string, needles ...string) intentRule {
+	return intentRule{re: ire(user), with: []*regexp.Regexp{ire(neg), ire(know)}, unless: ire(cond), reason: reasonConceal, needles: needles}
 }

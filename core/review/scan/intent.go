@@ -75,18 +75,18 @@ var intentRules = []intentRule{
 		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also"},
 		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b`)},
+	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
 		with:   []*regexp.Regexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
 		reason: reasonRedirect, needles: []string{"whatever", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
 	// amounts changed
-	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding)\b`),
+	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*regexp.Regexp{
-			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby \d|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
-			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?)\b`)},
-		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add"}},
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
+			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
+		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
 	// extras added to every purchase
 	{re: ire(`\b(?:always )?add\b[^.\n]{0,80}\bto (?:every|each|all|any) (?:\w+ )?(?:bookings?|orders?|purchases?|carts?|invoices?|tickets?|reservations?|subscriptions?|payments?|transactions?|splits?)\b`),
 		reason: reasonAmount, needles: []string{"add"}},
@@ -95,7 +95,7 @@ var intentRules = []intentRule{
 		with:   []*regexp.Regexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
 		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori"}},
 	// rights handed to a party of the tool's choosing
-	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}\b(?:every|each|all|any)\b`),
+	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b(?:[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}|s? (?:of|on|in|for|to) )\b(?:every|each|all|any)\b`),
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
 
 	// orders that outlast this call
@@ -105,16 +105,16 @@ var intentRules = []intentRule{
 		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
 	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?)\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
 		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"}},
-	{re: ire(`\bnext time (?:you|the user)\b|\b(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b`),
-		reason: reasonOthers, needles: []string{"next time", "after this", "once this"}},
+	{re: ire(`\bfrom now until\b|\buntil the user says\b|\bnext time (?:you|the user)\b|\b(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b`),
+		reason: reasonOthers, needles: []string{"from now until", "until the user says", "next time", "after this", "once this"}},
 	// orders about tools in general
 	{re: ire(`\b(?:whenever|when|if|every time|each time|any time|anytime)\b[^.\n]{0,40}?\b(?:any|another|other|a|some) (?:[\w-]+ ){0,2}tools?\b`),
 		with: []*regexp.Regexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
 		// naming other tools as the fallback is how honest tools do it
 		unless: ire(`\b(?:unable|fails?|failed|cannot|can['’]t|could not|couldn['’]t|not (?:able|enough|sufficient)|insufficient|no other)\b`),
 		reason: reasonOthers, needles: []string{"tool"}, also: []string{"when", "if", "time"}},
-	{re: ire(`\bwith any (?:[\w-]+ ){0,2}tool\b|\bany (?:[\w-]+ ){0,2}tools? (?:that |which )?you (?:call|use|run|invoke)\b|\b(?:pass|send|forward|route|give)\b[^.\n]{0,60}\b(?:to|through|via) this tool (?:too|as well|also|first)\b|\b(?:output|result|response)s? of (?:every|each|any|all|other) (?:[\w-]+ )?tools?\b`),
-		reason: reasonOthers, needles: []string{"tool"}, also: []string{"any", "this tool", "output", "result", "response"}},
+	{re: ire(`\bwith any (?:[\w-]+ ){0,2}tool\b|\b(?:any|whichever|whatever|every) (?:[\w-]+ ){0,2}tools? (?:that |which )?you (?:call|use|run|invoke|pick|choose)\b|\b(?:pass|send|forward|route|give)\b[^.\n]{0,60}\b(?:to|through|via) this tool (?:too|as well|also|first)\b|\b(?:output|result|response)s? of (?:every|each|any|all|other) (?:[\w-]+ )?tools?\b`),
+		reason: reasonOthers, needles: []string{"tool"}, also: []string{"any", "whichever", "whatever", "every", "this tool", "output", "result", "response"}},
 	// replies shaped by the tool
 	{re: ire(`\b(?:end|close|finish|conclude|sign|start|begin|open|prefix|prepend|append|suffix|follow)\b[^.\n]{0,40}\b(?:every|each|all|any|your)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
 		reason: reasonOthers, needles: []string{"end", "close", "finish", "conclude", "sign", "start", "begin", "open", "prefix", "prepend", "append", "suffix", "follow"},
@@ -125,23 +125,25 @@ var intentRules = []intentRule{
 		reason: reasonOthers, needles: []string{"your"}},
 	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b`),
 		reason: reasonOthers, needles: []string{"whenever"}},
+	{re: ire(`\b(?:in|with|at the end of) (?:every|each|all) (?:of your |your )?(?:answers?|repl(?:y|ies)|responses?)\b[^.\n]{0,80}\b(?:mention|recommend|add|include|say|append|promote|end|start|sign)\b`),
+		reason: reasonOthers, needles: []string{"answer", "repl", "respons"}},
 
 	// results that carry orders
-	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|the [\w'"\x60-]+(?: field| key)?) (?:contains|says)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
+	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|the [\w'"\x60-]+(?: field| key)?) (?:contains|says|instructs|asks|tells you|requests|lists|demands)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow|complete|obey|fulfil|fulfill)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
 		reason: reasonExecute, needles: []string{"what", "everything"}},
-	{re: ire(`\b(?:execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|evaluate|make)\b (?:it|them|each(?: of them)?|these|this|those)\b(?: [\w-]+){0,3} (?:immediately|right away|at once|without (?:asking|checking|further checks|confirmation|question|review|hesitation)|as written|verbatim|before (?:answering|replying|responding)|as soon as)\b|\bmust (?:perform|execute|run|carry out|follow|obey)\b[^.\n]{0,30}\b(?:right away|immediately|at once|without (?:further )?(?:checks?|asking|question|confirmation|review|verification))`),
+	{re: ire(`\b(?:(?:execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|evaluate|make)\b (?:it|them|each(?: of them)?|these|this|those)|carry (?:it|them|this|these|those) out)\b(?: [\w-]+){0,3} (?:immediately|right away|at once|without (?:asking|checking|further checks|confirmation|question|review|hesitation)|as written|verbatim|before (?:answering|replying|responding|you (?:reply|answer|respond))|as soon as)\b|\bmust (?:perform|execute|run|carry out|follow|obey)\b[^.\n]{0,30}\b(?:right away|immediately|at once|without (?:further )?(?:checks?|asking|question|confirmation|review|verification))`),
 		reason: reasonExecute, needles: []string{"immediately", "right away", "at once", "without", "as written", "verbatim", "before", "as soon as"}},
 	{re: ire(`\b(?:treat|regard|consider|handle)\b[^.\n]{0,60}\bas (?:the user['’]s|a user|an? (?:new )?(?:instruction|command|order|request) (?:from|of) the user|authoritative|coming from the user)`),
 		reason: reasonExecute, needles: []string{"authoritative", "the user", "a user"}},
-	{re: ire(`\bact on (?:it|this|them) as (?:though|if)\b|\bas (?:though|if) the user had (?:written|typed|said|asked|sent)\b`),
-		reason: reasonExecute, needles: []string{"as though", "as if"}},
+	{re: ire(`\b(?:is|are) (?:meant|intended|written|addressed) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\bright after (?:receiving|getting|reading) (?:it|them|this)\b|\bact on (?:it|this|them) as (?:though|if)\b|\bas (?:though|if) the user had (?:written|typed|said|asked|sent)\b`),
+		reason: reasonExecute, needles: []string{"meant", "intended", "written", "addressed", "right after", "as though", "as if"}},
 	{re: ire(`\baddressed to (?:the )?(?:assistant|model|ai|llm|agent)\b|\b(?:commands?|instructions?|directives?|orders?|tasks?) (?:for|to) (?:you|the (?:assistant|model|ai|agent)) to (?:run|execute|perform|follow|carry out|do)\b`),
 		reason: reasonExecute, needles: []string{"addressed", "command", "instruction", "directive", "order", "task"},
 		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
 	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
 		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
-	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[- ]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[- ]execution|exec)\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
-		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval"}},
+	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[- ]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[- ]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[- ]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
+		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"}},
 }
 
 // intents applies intentRules and concealRules.
