@@ -104,8 +104,10 @@ func (in ScanInput) field(name string) json.RawMessage {
 // "$comment", "markdownDescription", "default", "const", "examples" and
 // "enum" anywhere in the document, those of keywords no standard defines
 // (enumDescriptions, x-…), a "type" that names no JSON type, and the names
-// of "properties", "$defs" and "definitions" members; identifiers,
-// references and patterns are not read. Each schema string has its own
+// of "properties", "$defs" and "definitions" members; property names and
+// "required" entries are also read as the words they are made of, by the
+// instruction rules; other identifiers, references and patterns are not
+// read. Each schema string has its own
 // too-long limit, MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
 // read (the importer refuses such a schema anyway), and neither is anything
 // the fingerprint does not cover.
