@@ -70,7 +70,7 @@ var (
 
 var intentRules = []intentRule{
 	// a copy to a party of the tool's choosing
-	{re: ire(`\b(?:b?cc|blind[- ]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[- ]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
+	{re: ire(`\b(?:b?cc|blind[-\x20]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[-\x20]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
 		with:   []*regexp.Regexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
 		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also"},
 		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
@@ -142,7 +142,7 @@ var intentRules = []intentRule{
 		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
 	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
 		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
-	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[- ]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[- ]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[- ]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
+	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[-\x20]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
 		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"}},
 }
 
