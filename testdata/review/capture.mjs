@@ -10,7 +10,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 const [cmd, ...args] = process.argv.slice(2);
-const env = { PATH: process.env.PATH, HOME: process.env.CAPTURE_HOME || "/tmp", MEMORY_FILE_PATH: "/tmp/capture-memory.jsonl", GITHUB_PERSONAL_ACCESS_TOKEN: "x", NOTION_TOKEN: "x" };
+const env = { PATH: process.env.PATH, HOME: process.env.CAPTURE_HOME || "/tmp", MEMORY_FILE_PATH: "/tmp/capture-memory.jsonl", GITHUB_PERSONAL_ACCESS_TOKEN: "x", NOTION_TOKEN: "x", GOOGLE_MAPS_API_KEY: "x", EVERART_API_KEY: "x", GITLAB_PERSONAL_ACCESS_TOKEN: "x", FIRECRAWL_API_KEY: "fc-x", EXA_API_KEY: "x", TAVILY_API_KEY: "tvly-x", AWS_ACCESS_KEY_ID: "x", AWS_SECRET_ACCESS_KEY: "x", AWS_REGION: "us-east-1", SENTRY_ACCESS_TOKEN: "x", STRIPE_SECRET_KEY: "sk_test_x", REDIS_URL: "redis://127.0.0.1:1", CLOUDFLARE_API_TOKEN: "x", CLOUDFLARE_ACCOUNT_ID: "x", HEROKU_API_KEY: "x", PRIVATE_APP_ACCESS_TOKEN: "x", LINEAR_API_TOKEN: "x" };
 const t = new StdioClientTransport({ command: cmd, args, env, stderr: "ignore" });
 const c = new Client({ name: "dump", version: "0" });
 await c.connect(t);

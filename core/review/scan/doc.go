@@ -23,4 +23,12 @@
 // are caught where they are written to look like something else. Decoded
 // payloads — Unicode tag characters, base64, hex and escapes, data: URIs —
 // go through the rules too, and their flags cover the encoded span.
+//
+// Instructions without a trigger word are caught by what they do (intent.go):
+// a sentence that sends a copy, money or goods to an address or account it
+// writes out, changes an amount, switches off the user's confirmation,
+// reaches past this tool to other tools or later turns, or tells the model
+// to carry out what a result says; and, in the languages most people speak
+// (conceal.go), a word for the user beside a word for keeping something
+// from them. Property names and required entries are read as words as well.
 package scan

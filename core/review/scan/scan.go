@@ -104,23 +104,30 @@ func (in ScanInput) field(name string) json.RawMessage {
 // "$comment", "markdownDescription", "default", "const", "examples" and
 // "enum" anywhere in the document, those of keywords no standard defines
 // (enumDescriptions, x-…), a "type" that names no JSON type, and the names
-// of "properties", "$defs" and "definitions" members; identifiers,
-// references and patterns are not read. Each schema string has its own
+// of "properties", "$defs" and "definitions" members; property names and
+// "required" entries are also read as the words they are made of, by the
+// instruction rules; other identifiers, references and patterns are not
+// read. Each schema string has its own
 // too-long limit, MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
 // read (the importer refuses such a schema anyway), and neither is anything
 // the fingerprint does not cover. Patterns are read for their cost instead
 // (slowPatternFlags).
 func ScanTool(in ScanInput) []core.Flag {
 	names := shadowNames(in)
+	var input *jsontree.JsonNode
+	if len(in.InputSchema) > 0 {
+		if root, err := jsontree.DecodeJSONTree(in.InputSchema); err == nil {
+			input = root
+			names = withoutParams(names, root)
+		}
+	}
 	var out []core.Flag
 	out = append(out, nameFlags(cmp.Or(in.RemoteName, in.Name))...)
 	out = append(out, scanText(in.Description, DescriptionWhere, MaxDescriptionLen, names)...)
 	out = append(out, scanText(in.Title, TitleWhere, MaxSchemaTextLen, names)...)
 	w := schemaScan{names: names}
-	if len(in.InputSchema) > 0 {
-		if root, err := jsontree.DecodeJSONTree(in.InputSchema); err == nil {
-			w.schema(root, "")
-		}
+	if input != nil {
+		w.schema(input, "")
 	}
 	if len(in.OutputSchema) > 0 {
 		if root, err := jsontree.DecodeJSONTree(in.OutputSchema); err == nil {
@@ -335,7 +342,10 @@ type cleanText struct {
 	pos   []int  // pos[i]: offset in orig of text[i]
 	// folded is text lower-cased the way (?i) matches, for needles only:
 	// its offsets differ.
-	folded string
+	folded                 string
+	foldedSet, foldedASCII bool
+	// matched caches whether a pattern matches the text (allMatch).
+	matched map[*regexp.Regexp]bool
 }
 
 func newCleanText(s string, runs []hiddenRun) *cleanText {
@@ -455,7 +465,7 @@ var instructionRules = []textRule{
 	{re: phrase(`\bfailure to (?:include|call|use|run|pass|send|provide|attach)\b[^.\n]{0,60}\bwill\b`), reason: reasonPressure, needles: []string{"failure to"}},
 	{re: phrase(`\b(?:secretly|covertly|surreptitiously|stealthily)\b`), reason: "asks for something to be done out of the user's sight", needles: []string{"secretly", "covertly", "surreptitiously", "stealthily"}},
 	{re: phrase(`\bbehind (?:the )?user['’]?s? back\b`), reason: reasonConceal, needles: []string{"behind"}},
-	{re: phrase(`\b(?:the )?(?:user|human)s? (?:must|should|need|needs to|is|are) (?:not|never) (?:to )?(?:know|see|be told|find out|notice|be informed|be aware)\b`), reason: reasonConceal, needles: []string{"user", "human"}},
+	{re: phrase(`\b(?:the )?(?:user|human)s? (?:must|should|needs to|is|are) (?:not|never) (?:to )?(?:know|see|be told|find out|notice|be informed|be aware)\b|\b(?:the )?(?:user|human)s? need (?:not|never) (?:be told|find out|notice|be informed|be aware|(?:know|see|hear) (?:about )?(?:it|this|that|anything))\b`), reason: reasonConceal, needles: []string{"user", "human"}},
 	{re: phrase(`\b(?:the )?users? (?:does not|doesn['’]t|do not|don['’]t) need to (?:know|see|be told|be informed|be notified|hear)\b`), reason: reasonConceal, needles: []string{"need"}},
 	{re: phrase(`\b(?:no need|not necessary|unnecessary|not worth) (?:to )?(?:tell|telling|inform|informing|notify|notifying|alert|alerting) (?:the )?(?:user|human|operator)s?\b|\b(?:no need|not necessary|unnecessary|not worth) (?:to )?(?:mention|mentioning|report|reporting|show|showing|bring up|bringing up)(?: (?:it|this|that|anything))? (?:to|with|for) (?:the )?(?:user|human|operator)s?\b|\bno need to bring (?:it|this|that) up\b|\bkeep (?:this|it|that)(?: step)? to yourself\b`), reason: reasonConceal, needles: []string{"need", "necessary", "worth", "yourself"}},
 
@@ -640,6 +650,31 @@ func shadowNames(in ScanInput) []shadowName {
 		return cmp.Or(cmp.Compare(len(b.lower), len(a.lower)), strings.Compare(a.lower, b.lower))
 	})
 	return out
+}
+
+// withoutParams drops the names that are also property names of the
+// tool's own input schema: "provide `query` as natural language" names the
+// tool's argument, not another server's query tool.
+func withoutParams(names []shadowName, schema *jsontree.JsonNode) []shadowName {
+	params := map[string]bool{}
+	var walk func(n *jsontree.JsonNode)
+	walk = func(n *jsontree.JsonNode) {
+		for i, k := range n.Keys {
+			if k == "properties" && n.Elems[i].Kind == 'o' {
+				for _, p := range n.Elems[i].Keys {
+					params[asciiLower(p)] = true
+				}
+			}
+		}
+		for _, e := range n.Elems {
+			walk(e)
+		}
+	}
+	walk(schema)
+	if len(params) == 0 {
+		return names
+	}
+	return slices.DeleteFunc(names, func(n shadowName) bool { return params[n.lower] })
 }
 
 // isPlainWord: letters only, with no capital after the first letter.
@@ -991,6 +1026,13 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 					w.name(name, mp)
 					w.schema(v.Elems[j], mp)
 				}
+			case k == "required" && v.Kind == 'a':
+				// a model reads a required name as words too
+				for j, e := range v.Elems {
+					if e.Kind == 's' {
+						w.flags = append(w.flags, identWords(e.Str, p+"/"+strconv.Itoa(j))...)
+					}
+				}
 			case structuralKeys[k]:
 			case v.Kind == 's' || v.Kind == 'a' && allStrings(v):
 				// An unknown keyword's text (enumDescriptions,
@@ -1026,13 +1068,12 @@ func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 }
 
 func (w *schemaScan) name(name, ptr string) {
-	flags := scanText(name, ptr, MaxSchemaTextLen, w.names)
+	flags := append(scanText(name, ptr, MaxSchemaTextLen, w.names), identWords(name, ptr)...)
 	if utf8.RuneCountInString(name) > maxPlainNameLen || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
 		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
 			Reason: "a property name that reads like prose; models read property names as instructions too"})
-		flags = mergeFlags(flags)
 	}
-	w.flags = append(w.flags, flags...)
+	w.flags = append(w.flags, mergeFlags(flags)...)
 }
 
 // mayContain reports whether the text contains one of needles, or needles
@@ -1041,7 +1082,7 @@ func (t *cleanText) mayContain(needles []string) bool {
 	if len(needles) == 0 {
 		return true
 	}
-	if t.folded == "" {
+	if !t.foldedSet {
 		t.folded = strings.Map(func(r rune) rune {
 			switch r {
 			case 0x017F: // ſ, which (?i) matches as s
@@ -1051,8 +1092,14 @@ func (t *cleanText) mayContain(needles []string) bool {
 			}
 			return unicode.ToLower(r)
 		}, t.text)
+		t.foldedASCII = !strings.ContainsFunc(t.folded, func(r rune) bool { return r >= utf8.RuneSelf })
+		t.foldedSet = true
 	}
-	return slices.ContainsFunc(needles, func(n string) bool { return strings.Contains(t.folded, n) })
+	// Most text is ASCII, and the needles of the rules for other scripts
+	// are not: those need no search.
+	return slices.ContainsFunc(needles, func(n string) bool {
+		return (!t.foldedASCII || n == "" || n[0] < utf8.RuneSelf) && strings.Contains(t.folded, n)
+	})
 }
 
 // span maps a span of the clean text back to the original.
@@ -1093,6 +1140,7 @@ func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
+	out = append(out, t.intents()...)
 	if !t.mayContain([]string{"<"}) {
 		return out
 	}

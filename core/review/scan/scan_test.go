@@ -363,7 +363,7 @@ type benignServer struct {
 	Allow map[string][]core.FlagKind `json:"allow"`
 }
 
-func readCorpus[T any](t *testing.T, dir string) map[string]T {
+func readCorpus[T any](t testing.TB, dir string) map[string]T {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(scanCorpus, dir, "*.json"))
 	if err != nil {
@@ -471,10 +471,13 @@ func TestRV2ScanBenignCorpus(t *testing.T) {
 	}
 	total, entries, warned := 0, 0, 0
 	for server, s := range corpus {
+		// A tool's siblings are left out, as ScanInput asks, even where
+		// another server has a tool of the same name (Sentry's and
+		// GitHub's search_issues).
 		var others []string
 		for o, n := range names {
 			if o != server {
-				others = append(others, n...)
+				others = append(others, slices.DeleteFunc(slices.Clone(n), func(x string) bool { return slices.Contains(names[server], x) })...)
 			}
 		}
 		known := slices.Clone(names[server])

@@ -1,0 +1,251 @@
+package scan
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// The rules in this file catch instructions by what they do rather than by
+// the words that give them away: an order that changes who receives a
+// message, where money or goods go or how much is charged; one that
+// switches off the user's confirmation; one that reaches past this tool to
+// other tools or to later turns; one that tells the model to carry out what
+// a result says; and concealment in the languages most people speak. Each
+// is a sentence that holds two or three things at once (an address or an
+// account, a word for money, a word that overrides the user's choice), so
+// honest text that says one of them ("sends an email to the recipients",
+// "transfers funds to the destination account", "returns a cursor; call
+// list again") passes.
+
+// intentRule flags the sentence around a match of re when every pattern of
+// with matches somewhere in that sentence too.
+type intentRule struct {
+	re      *regexp.Regexp
+	with    []*regexp.Regexp
+	reason  string
+	needles []string
+	// also: the text must hold one of these too, beside one of needles.
+	also []string
+	// unless: the sentence must not match it.
+	unless *regexp.Regexp
+}
+
+const (
+	reasonRedirect = "tells the model to change who receives a message, or where money or goods go"
+	reasonAmount   = "tells the model to change an amount or add charges the user did not ask for"
+	reasonConfirm  = "tells the model to act without the user's confirmation"
+	reasonOthers   = "gives orders about other tools or later turns, beyond what this tool does"
+	reasonExecute  = "tells the model to carry out what a result or a field says"
+)
+
+// Pieces the rules are built from.
+const (
+	// a place a message, money or goods can be sent to, written out
+	destLiteral = `[\w.+-]+@[\w-]+(?:\.[\w-]+)+` + // e-mail
+		`|\b(?-i:[A-Z]{2}\d{2})(?:\x20?[A-Z0-9]{4}){2,7}(?:\x20?[A-Z0-9]{1,4})?\b` + // IBAN, spaced or not
+		`|\b\d{2,6}(?:-\d{2,8}){1,4}\b` + // account number
+		`|\bcard ending (?:in )?\d{4}\b` +
+		`|\b0x[0-9a-f]{40}\b|\bbc1[a-z0-9]{25,62}\b` + // wallet
+		`|\+\d[\d\x20()-]{6,}\d` + // phone
+		`|(?:^|\s)[#@][a-z][\w-]{2,}` + // channel, handle
+		`|\b\d{1,5} [a-z]+(?: [a-z]+)? (?:rd|road|st|street|ave|avenue|blvd|boulevard|lane|ln|dr|drive|way|court|ct|place|pl|quay|dock)\b` +
+		`|\b(?:s3|gs)://[\w.-]+` +
+		`|\b[\w.+-]+ (?:at|\[at\]|\(at\)) [\w-]+(?: [\w-]+){0,2}? (?:dot )?(?:com|net|org|io|example|co|biz|info)\b` + // e-mail spelt out
+		`|\b(?-i:[A-Z][\w&]+(?: [A-Z][\w&]+)*) (?:ltd|llc|inc|gmbh|holdings|corp|limited)\b`
+	// words that make an order out of a statement: it applies always, to
+	// everything, or over what the user chose
+	overrideCue = `\b(?:always|every|each|all|any|whatever|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
+	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b`
+)
+
+func ire(p string) *regexp.Regexp { return phrase(p) }
+
+// Compiled once, shared by rules, so allMatch asks each text once.
+var (
+	destRe  = ire(destLiteral)
+	moneyRe = ire(moneyWord)
+)
+
+var intentRules = []intentRule{
+	// a copy to a party of the tool's choosing
+	{re: ire(`\b(?:b?cc|blind[-\x20]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[-\x20]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
+		with:   []*regexp.Regexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
+		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also"},
+		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+	// money or goods sent to a place of the tool's choosing
+	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
+		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
+	// the user's choice of where, overridden
+	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
+		with:   []*regexp.Regexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
+		reason: reasonRedirect, needles: []string{"whatever", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
+	// amounts changed
+	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
+		with: []*regexp.Regexp{
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
+			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
+		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
+	// extras added to every purchase
+	{re: ire(`\b(?:always )?add\b[^.\n]{0,80}\bto (?:every|each|all|any) (?:\w+ )?(?:bookings?|orders?|purchases?|carts?|invoices?|tickets?|reservations?|subscriptions?|payments?|transactions?|splits?)\b`),
+		reason: reasonAmount, needles: []string{"add"}},
+	// confirmation switched off
+	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*)\b`),
+		with:   []*regexp.Regexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
+		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori"}},
+	// rights handed to a party of the tool's choosing
+	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b(?:[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}|s? (?:of|on|in|for|to) )\b(?:every|each|all|any)\b`),
+		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
+
+	// orders that outlast this call
+	{re: ire(`\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
+		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth"}},
+	{re: ire(`\bfor the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
+		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
+	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?)\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
+		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"}},
+	{re: ire(`\bfrom now until\b|\buntil the user says\b|\bnext time (?:you|the user)\b|\b(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b`),
+		reason: reasonOthers, needles: []string{"from now until", "until the user says", "next time", "after this", "once this"}},
+	// orders about tools in general
+	{re: ire(`\b(?:whenever|when|if|every time|each time|any time|anytime)\b[^.\n]{0,40}?\b(?:any|another|other|a|some) (?:[\w-]+ ){0,2}tools?\b`),
+		with: []*regexp.Regexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
+		// naming other tools as the fallback is how honest tools do it
+		unless: ire(`\b(?:unable|fails?|failed|cannot|can['’]t|could not|couldn['’]t|not (?:able|enough|sufficient)|insufficient|no other)\b`),
+		reason: reasonOthers, needles: []string{"tool"}, also: []string{"when", "if", "time"}},
+	{re: ire(`\bwith any (?:[\w-]+ ){0,2}tool\b|\b(?:any|whichever|whatever|every) (?:[\w-]+ ){0,2}tools? (?:that |which )?you (?:call|use|run|invoke|pick|choose)\b|\b(?:pass|send|forward|route|give)\b[^.\n]{0,60}\b(?:to|through|via) this tool (?:too|as well|also|first)\b|\b(?:output|result|response)s? of (?:every|each|any|all|other) (?:[\w-]+ )?tools?\b`),
+		reason: reasonOthers, needles: []string{"tool"}, also: []string{"any", "whichever", "whatever", "every", "this tool", "output", "result", "response"}},
+	// replies shaped by the tool
+	{re: ire(`\b(?:end|close|finish|conclude|sign|start|begin|open|prefix|prepend|append|suffix|follow)\b[^.\n]{0,40}\b(?:every|each|all|any|your)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
+		reason: reasonOthers, needles: []string{"end", "close", "finish", "conclude", "sign", "start", "begin", "open", "prefix", "prepend", "append", "suffix", "follow"},
+		also: []string{"answer", "repl", "respons", "message"}},
+	{re: ire(`\b(?:every|each|all)(?: of your| your)? (?:future |subsequent |later |following )?(?:answers?|repl(?:y|ies)|responses?|messages?)(?: you (?:give|write|send|produce|make))? (?:should|must|will|needs? to|has to)\b`),
+		reason: reasonOthers, needles: []string{"should", "must", "will", "need", "has to"}},
+	{re: ire(`\b(?:recommend|promote|mention|advertise|include|add|insert|append)\b[^.\n]{0,60}\b(?:in|to|into|at the end of) (?:all|every|each|any) (?:of )?your (?:future |subsequent )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
+		reason: reasonOthers, needles: []string{"your"}},
+	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b`),
+		reason: reasonOthers, needles: []string{"whenever"}},
+	{re: ire(`\b(?:in|with|at the end of) (?:every|each|all) (?:of your |your )?(?:answers?|repl(?:y|ies)|responses?)\b[^.\n]{0,80}\b(?:mention|recommend|add|include|say|append|promote|end|start|sign)\b`),
+		reason: reasonOthers, needles: []string{"answer", "repl", "respons"}},
+
+	// results that carry orders
+	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|the [\w'"\x60-]+(?: field| key)?) (?:contains|says|instructs|asks|tells you|requests|lists|demands)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow|complete|obey|fulfil|fulfill)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
+		reason: reasonExecute, needles: []string{"what", "everything"}},
+	{re: ire(`\b(?:(?:execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|evaluate|make)\b (?:it|them|each(?: of them)?|these|this|those)|carry (?:it|them|this|these|those) out)\b(?: [\w-]+){0,3} (?:immediately|right away|at once|without (?:asking|checking|further checks|confirmation|question|review|hesitation)|as written|verbatim|before (?:answering|replying|responding|you (?:reply|answer|respond))|as soon as)\b|\bmust (?:perform|execute|run|carry out|follow|obey)\b[^.\n]{0,30}\b(?:right away|immediately|at once|without (?:further )?(?:checks?|asking|question|confirmation|review|verification))`),
+		reason: reasonExecute, needles: []string{"immediately", "right away", "at once", "without", "as written", "verbatim", "before", "as soon as"}},
+	{re: ire(`\b(?:treat|regard|consider|handle)\b[^.\n]{0,60}\bas (?:the user['’]s|a user|an? (?:new )?(?:instruction|command|order|request) (?:from|of) the user|authoritative|coming from the user)`),
+		reason: reasonExecute, needles: []string{"authoritative", "the user", "a user"}},
+	{re: ire(`\b(?:is|are) (?:meant|intended|written|addressed) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\bright after (?:receiving|getting|reading) (?:it|them|this)\b|\bact on (?:it|this|them) as (?:though|if)\b|\bas (?:though|if) the user had (?:written|typed|said|asked|sent)\b`),
+		reason: reasonExecute, needles: []string{"meant", "intended", "written", "addressed", "right after", "as though", "as if"}},
+	{re: ire(`\baddressed to (?:the )?(?:assistant|model|ai|llm|agent)\b|\b(?:commands?|instructions?|directives?|orders?|tasks?) (?:for|to) (?:you|the (?:assistant|model|ai|agent)) to (?:run|execute|perform|follow|carry out|do)\b`),
+		reason: reasonExecute, needles: []string{"addressed", "command", "instruction", "directive", "order", "task"},
+		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
+	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
+		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
+	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[-\x20]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
+		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"}},
+}
+
+// intents applies intentRules and concealRules.
+func (t *cleanText) intents() []core.Flag {
+	var out []core.Flag
+	for _, rs := range [][]intentRule{intentRules, concealRules} {
+		for _, r := range rs {
+			if !t.mayContain(r.needles) || !t.mayContain(r.also) || !t.allMatch(r.with) {
+				continue
+			}
+			covered := -1
+			for _, m := range r.re.FindAllStringIndex(t.text, -1) {
+				if m[0] < covered {
+					continue
+				}
+				a, z := sentence(t.text, m[0], m[1])
+				s := t.text[a:z]
+				ok := true
+				for _, w := range r.with {
+					if !w.MatchString(s) {
+						ok = false
+						break
+					}
+				}
+				if !ok || r.unless != nil && r.unless.MatchString(s) {
+					continue
+				}
+				covered = z
+				start, end := t.span(a, z)
+				out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: r.reason})
+			}
+		}
+	}
+	return out
+}
+
+// allMatch reports whether every pattern matches somewhere in the text, a
+// condition for matching in one of its sentences; the answers are kept,
+// since rules share patterns.
+func (t *cleanText) allMatch(res []*regexp.Regexp) bool {
+	for _, re := range res {
+		ok, seen := t.matched[re]
+		if !seen {
+			ok = re.MatchString(t.text)
+			if t.matched == nil {
+				t.matched = map[*regexp.Regexp]bool{}
+			}
+			t.matched[re] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sentence returns the bounds of the sentence around [s, e): from after the
+// last full stop, question or exclamation mark followed by a space (or a
+// line break, or a CJK full stop) before s to the next one after e,
+// without the white space at either end.
+func sentence(text string, s, e int) (int, int) {
+	a := 0
+	for i := s - 1; i >= 0; i-- {
+		if c := text[i]; c == '\n' || (c == '.' || c == '!' || c == '?') && i+1 < len(text) && (text[i+1] == ' ' || text[i+1] == '\n') {
+			a = i + 1
+			break
+		}
+		if strings.HasPrefix(text[i:], "。") || strings.HasPrefix(text[i:], "।") || strings.HasPrefix(text[i:], "۔") {
+			a = i + len(string([]rune(text[i:])[0]))
+			break
+		}
+	}
+	z := len(text)
+	for i := e; i < len(text); i++ {
+		if c := text[i]; c == '\n' || (c == '.' || c == '!' || c == '?') && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n') {
+			z = i
+			break
+		}
+		if strings.HasPrefix(text[i:], "。") || strings.HasPrefix(text[i:], "।") || strings.HasPrefix(text[i:], "۔") {
+			z = i
+			break
+		}
+	}
+	for a < s && (text[a] == ' ' || text[a] == '\t') {
+		a++
+	}
+	if z < e {
+		z = e
+	}
+	return a, z
+}
+
+// identWords reads an identifier (a property name, a required entry) as
+// the words it is made of, for the instruction rules: a model reads
+// "route_every_payout_to_iban_…" as a sentence.
+func identWords(s, where string) []core.Flag {
+	if !strings.ContainsAny(s, "_-.") {
+		return nil
+	}
+	flags := nameFlags(s)
+	for i := range flags {
+		flags[i].Where = where
+	}
+	return flags
+}
