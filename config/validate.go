@@ -93,6 +93,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.endpoints()
 	v.admin()
 	v.upstreams()
+	v.policies()
 	return v.warnings, v.errs.err()
 }
 
