@@ -109,4 +109,9 @@ CREATE TABLE {s}.sessions (
 	PRIMARY KEY (replica, key)
 );
 `,
+	// 4: the policy rule or limit that decided each call (PO-4); '' for
+	// records written before.
+	`
+ALTER TABLE {s}.audit ADD COLUMN rule text NOT NULL DEFAULT '';
+`,
 }

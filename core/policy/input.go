@@ -69,7 +69,8 @@ func (v *vars) ResolveName(name string) (any, bool) {
 			if roles == nil {
 				roles = []string{}
 			}
-			v.actor = adapt.NativeToValue(&ActorVars{ID: a.ID, Roles: roles, Tenant: a.Tenant, Claims: DynMap{cm}})
+			rl, _ := adapt.NativeToValue(roles).(traits.Lister)
+			v.actor = adapt.NativeToValue(&ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}})
 		}
 		return v.actor, true
 	case "tool":

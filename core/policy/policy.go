@@ -136,10 +136,10 @@ func (r *rule) eval(prg cel.Program, act cel.Activation) (ref.Val, error) {
 // The variables' types, as CEL sees them (field names from the cel tags).
 type (
 	ActorVars struct {
-		ID     string   `cel:"id"`
-		Roles  []string `cel:"roles"`
-		Tenant string   `cel:"tenant"`
-		Claims DynMap   `cel:"claims"`
+		ID     string     `cel:"id"`
+		Roles  StringList `cel:"roles"`
+		Tenant string     `cel:"tenant"`
+		Claims DynMap     `cel:"claims"`
 	}
 	ToolVars struct {
 		Name        string `cel:"name"`
@@ -166,6 +166,15 @@ type (
 type DynMap struct{ traits.Mapper }
 
 var mapStringDyn = types.NewMapType(types.StringType, types.DynType)
+
+// StringList is a list(string) converted for CEL once per decision, not
+// on every read of the field.
+type StringList struct{ traits.Lister }
+
+var listString = types.NewListType(types.StringType)
+
+// Type implements ref.Val; it is asked of the zero value as well.
+func (StringList) Type() ref.Type { return listString }
 
 // Type implements ref.Val; it is asked of the zero value as well.
 func (DynMap) Type() ref.Type { return mapStringDyn }
@@ -294,10 +303,12 @@ func New(layers ...Layer) (*Policy, error) {
 				errs = append(errs, &Error{Path: path + ".when", Message: err.Error()})
 				continue
 			}
-			opts := []cel.ProgramOption{cel.CostLimit(CostLimit)}
+			// Without a loop a rule's work is linear in its inputs, which
+			// the request size bounds: only loops pay for cost tracking.
+			var opts []cel.ProgramOption
 			loops := hasLoop(ast)
 			if loops {
-				opts = append(opts, cel.InterruptCheckFrequency(100))
+				opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
 			}
 			prg, err := e.Program(ast, opts...)
 			if err != nil {

@@ -67,4 +67,9 @@ CREATE TABLE confirm_secret (
 	recorded_by TEXT NOT NULL
 );
 `,
+	// 4: the policy rule or limit that decided each call (PO-4); "" for
+	// records written before.
+	`
+ALTER TABLE audit ADD COLUMN rule TEXT NOT NULL DEFAULT '';
+`,
 }

@@ -402,6 +402,7 @@ func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
 		Latency:        1234567 * time.Nanosecond,
 		ConfirmTokenID: "tok-9",
 		CallID:         callID,
+		Rule:           "big-refunds",
 	}
 }
 

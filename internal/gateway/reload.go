@@ -129,6 +129,12 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		ea.OnRefusal = g.authRefused(e.Path)
 		auths = append(auths, builtAuth{sw: sw, ea: ea, end: end})
 	}
+	// Compiled before anything is applied: Validate checked every rule,
+	// so this fails only if it disagrees with itself.
+	policies, err := endpointPolicies(eff)
+	if err != nil {
+		return fail(err)
+	}
 	specs := make([]importer.UpstreamSpec, 0, len(eff.Upstreams))
 	for _, u := range eff.Upstreams {
 		if !slices.Contains(d.upAdded, u.Name) && !slices.Contains(d.upChanged, u.Name) {
@@ -158,9 +164,15 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		if sw == nil {
 			continue
 		}
+		policyChanged := slices.Contains(d.policyChanged, e.Path)
+		if policyChanged {
+			// Swapped whole: a call reads the old set or the new one.
+			sw.ep.SetPolicy(policies[e.Path]) // notifies
+		}
 		switch {
 		case slices.Contains(d.toolsChanged, e.Path):
 			sw.ep.SetTools(e.Tools) // notifies
+		case policyChanged:
 		case slices.Contains(d.authChanged, e.Path), d.reviewMode:
 			// Roles or review decide what an actor sees.
 			sw.ep.ToolsChanged()

@@ -20,7 +20,10 @@ type configDiff struct {
 	// endpoints whose auth (keys, strategies, open-mode actor) or
 	// allow-list change; closed are the ones the new config no longer has.
 	authChanged, toolsChanged, closed []string
-	reviewMode                        bool
+	// policyChanged are the endpoints whose rules (their own or the
+	// top-level ones) change (PO-1).
+	policyChanged []string
+	reviewMode    bool
 	// operators: an upstream's approval changed, which needs no reconnect.
 	operators bool
 	// restart lists the keys whose change takes effect at the next restart.
@@ -32,7 +35,7 @@ type configDiff struct {
 
 // changed reports whether the reload changes anything live.
 func (d *configDiff) changed() bool {
-	return len(d.upAdded)+len(d.upRemoved)+len(d.upChanged)+len(d.authChanged)+len(d.toolsChanged)+len(d.closed) > 0 ||
+	return len(d.upAdded)+len(d.upRemoved)+len(d.upChanged)+len(d.authChanged)+len(d.toolsChanged)+len(d.closed)+len(d.policyChanged) > 0 ||
 		d.reviewMode || d.operators
 }
 
@@ -88,7 +91,11 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 		n := next.Endpoints[i]
 		merged := e
 		merged.Auth, merged.Actor, merged.Tools = n.Auth, n.Actor, n.Tools
+		merged.Policies = n.Policies
 		eff.Endpoints = append(eff.Endpoints, merged)
+		if !reflect.DeepEqual(cur.Policies, next.Policies) || !reflect.DeepEqual(e.Policies, n.Policies) {
+			d.policyChanged = append(d.policyChanged, e.Path)
+		}
 		if publicURL || !reflect.DeepEqual(e.Auth, n.Auth) || !reflect.DeepEqual(e.Actor, n.Actor) {
 			d.authChanged = append(d.authChanged, e.Path)
 		}
