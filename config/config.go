@@ -24,6 +24,8 @@ type Config struct {
 	UpstreamsFrom string `koanf:"upstreamsFrom" json:"upstreamsFrom,omitempty" yaml:"upstreamsFrom,omitempty"`
 	// Policies are the rules every endpoint applies (PO-1); nil: none.
 	Policies *Policies `koanf:"policies" json:"policies,omitempty" yaml:"policies,omitempty"`
+	// Limits are rates and quotas on calls (PO-3).
+	Limits []Limit `koanf:"limits" json:"limits,omitempty" yaml:"limits,omitempty"`
 }
 
 // Gateway holds the process-wide settings.

@@ -146,6 +146,7 @@ func allKeys() []string {
 		"url", "transport", "headers", "authorization", "signing", "hmacSha256", "header", "roots", "upstreamsFrom",
 		"metrics", "admin", "keys", "operator",
 		"policies", "default", "rules", "when", "effect", "reason",
+		"limits", "per", "match", "rate", "burst", "quota",
 	}
 }
 

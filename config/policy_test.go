@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -90,5 +91,50 @@ func TestPoliciesValidate(t *testing.T) {
 	c.Endpoints[0].Policies = &Policies{Rules: []PolicyRule{{ID: "ok2", When: `tool.kind == "action"`, Effect: "approve"}}}
 	if _, err := c.Validate(); err != nil {
 		t.Fatalf("valid policies refused: %v", err)
+	}
+}
+
+func TestLimitsValidate(t *testing.T) {
+	tests := []struct {
+		name     string
+		limit    Limit
+		path     string
+		contains string
+	}{
+		{"no id", Limit{Per: "actor", Rate: "1/s"}, "limits[0].id", "required"},
+		{"a bad per", Limit{ID: "a", Per: "tenant", Rate: "1/s"}, "limits[0].per", `"tenant"`},
+		{"neither rate nor quota", Limit{ID: "a", Per: "actor"}, "limits[0]", "needs a rate"},
+		{"a bad rate", Limit{ID: "a", Per: "actor", Rate: "10 per second"}, "limits[0].rate", "N/UNIT"},
+		{"a bad unit", Limit{ID: "a", Per: "actor", Quota: "10/fortnight"}, "limits[0].quota", "unit"},
+		{"a fractional quota", Limit{ID: "a", Per: "actor", Quota: "2.5/day"}, "limits[0].quota", "whole"},
+		{"a burst without a rate", Limit{ID: "a", Per: "actor", Quota: "2/day", Burst: 3}, "limits[0].burst", "only a rate"},
+		{"a bad match", Limit{ID: "a", Per: "actor", Rate: "1/s", Match: `tool.kind = "action"`}, "limits[0].match", "line 1, column"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base()
+			c.Limits = []Limit{tt.limit}
+			_, err := c.Validate()
+			var ve *ValidationErrors
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate = %v, want errors", err)
+			}
+			for _, fe := range ve.Errors {
+				if fe.Path == tt.path && strings.Contains(fe.Message, tt.contains) {
+					return
+				}
+			}
+			t.Fatalf("no error at %s containing %q in:\n%v", tt.path, tt.contains, err)
+		})
+	}
+	c := base()
+	c.Limits = []Limit{{ID: "per-person", Per: "actor", Rate: "10/s", Burst: 20},
+		{ID: "daily-writes", Per: "actor", Match: `tool.kind == "action"`, Quota: "200/day"}}
+	if _, err := c.Validate(); err != nil {
+		t.Fatalf("the spec's limits refused: %v", err)
+	}
+	specs := c.LimitSpecs()
+	if specs[0].Rate != 10 || specs[0].Burst != 20 || specs[1].Quota != 200 || specs[1].Window != 24*time.Hour || specs[1].Path != "limits[1]" {
+		t.Fatalf("LimitSpecs = %+v", specs)
 	}
 }

@@ -94,6 +94,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.admin()
 	v.upstreams()
 	v.policies()
+	v.limits()
 	return v.warnings, v.errs.err()
 }
 

@@ -117,6 +117,9 @@ type EndpointOptions struct {
 	// Policy decides calls and hides tools by rules (PO-1, PO-2); nil
 	// applies none. SetPolicy replaces it.
 	Policy *policy.Policy
+	// Limits are rates and quotas, shared by the gateway's endpoints
+	// (PO-3); nil applies none. SetLimits replaces them.
+	CallLimits *policy.Limits
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is
@@ -172,6 +175,9 @@ type Endpoint struct {
 	// policy is the rule set in force: opts.Policy until a reload sets
 	// another (PO-1, OP-8); nil applies none.
 	policy atomic.Pointer[policy.Policy]
+	// limits are the gateway's rates and quotas in force (PO-3); nil
+	// applies none.
+	limits atomic.Pointer[policy.Limits]
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -223,6 +229,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
 	e.policy.Store(opts.Policy)
+	e.limits.Store(opts.CallLimits)
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(e.sessionStarted)
@@ -660,9 +667,12 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	start := time.Now()
 	var res core.Result
 	reason, err := e.decide(ctx, actor, c)
+	if err == nil {
+		err = e.limit(ctx, actor, c)
+	}
 	switch {
 	case err != nil:
-		// Denied by policy: nothing runs (PO-1).
+		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
 	case c.Tool.Kind == core.KindAction:
 		intent := e.intent(call, actor, c)
 		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
@@ -715,11 +725,16 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 	var ve *schema.ValidationError
 	var refused *confirm.RefusedError
 	var denied *policy.DeniedError
+	var limited *policy.LimitedError
 	switch {
 	case errors.As(err, &refused):
 		return mcpgo.NewToolResultError(refused.Text)
 	case errors.As(err, &denied):
 		return mcpgo.NewToolResultError(denied.Reason)
+	case errors.As(err, &limited):
+		res := mcpgo.NewToolResultError(limited.Error())
+		res.Meta = mcpgo.NewMetaFromMap(map[string]any{RetryAfterMetaKey: limited.RetrySeconds()})
+		return res
 	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
 		return mcpgo.NewToolResultError(unknownToolText(name))
 	case errors.As(err, &ve):

@@ -140,6 +140,9 @@ func errOutcome(err error) string {
 	if _, ok := errors.AsType[*policy.DeniedError](err); ok {
 		return "denied"
 	}
+	if _, ok := errors.AsType[*policy.LimitedError](err); ok {
+		return "limited"
+	}
 	switch {
 	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
 		return "not-found"

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -108,4 +109,32 @@ func (e *Endpoint) waitOperator(ctx context.Context, actor core.Actor, c *core.T
 			Text: "Not run: this call needs an operator's approval, and this gateway has no confirm gate configured (gateway.confirm.secret)"}
 	}
 	return e.opts.Gate.WaitOperator(ctx, actor, c, reason)
+}
+
+// RetryAfterMetaKey carries, in a refused call's result _meta, the seconds
+// after which the limit that refused it lets a call through (PO-3).
+const RetryAfterMetaKey = "dev.toolgate/retryAfterSeconds"
+
+// SetLimits replaces the rates and quotas (a reload, OP-8).
+func (e *Endpoint) SetLimits(l *policy.Limits) { e.limits.Store(l) }
+
+// limit counts a call that is about to run against the limits (PO-3): an
+// action's preview runs nothing and is not counted. A refusal names the
+// limit in the audit.
+func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall) error {
+	l := e.limits.Load()
+	if l.Empty() || c.Tool.Kind == core.KindAction && !c.Confirm || c.ArgsErr != nil || c.Validate() != nil {
+		return nil
+	}
+	err := l.Take(ctx, &policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
+		Client: e.clientVars(ctx, server.ClientSessionFromContext(ctx))})
+	var le *policy.LimitedError
+	switch {
+	case errors.As(err, &le):
+		c.Rule = le.ID
+	case err != nil:
+		e.opts.Logger.Error("a quota could not be counted; the call is refused", "tool", c.Tool.Name, "endpoint", e.opts.Path, "err", err)
+		return &confirm.RefusedError{Err: err, Text: "Not run: the gateway could not count this call against its quota; try again shortly"}
+	}
+	return err
 }

@@ -60,6 +60,9 @@ type Store struct {
 
 	closed    atomic.Bool
 	firstUses atomic.Int64
+	// quotaTakes counts counted quota calls, to prune old windows now
+	// and then (PO-3).
+	quotaTakes atomic.Int64
 
 	// audit is the queue the flusher goroutine writes the audit log from,
 	// through aw, on w.

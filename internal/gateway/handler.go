@@ -28,6 +28,10 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	callLimits, err := g.callLimits(cfg)
+	if err != nil {
+		return err
+	}
 	var ends []*mcp.Endpoint
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
@@ -45,7 +49,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica,
-			Policy: policies[e.Path],
+			Policy: policies[e.Path], CallLimits: callLimits,
 		})
 		if err != nil {
 			return err

@@ -137,3 +137,13 @@ func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, 
 	}
 	return trial, nil
 }
+
+// callLimits compiles cfg's rates and quotas over the gateway's store
+// (PO-3); nil when there are none.
+func (g *Gateway) callLimits(cfg *config.Config) (*policy.Limits, error) {
+	if len(cfg.Limits) == 0 {
+		return nil, nil
+	}
+	counter, _ := g.store.(core.QuotaCounter)
+	return policy.NewLimits(cfg.LimitSpecs(), counter)
+}

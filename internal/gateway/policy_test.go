@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
@@ -231,5 +233,56 @@ func TestPolicyReloadRefused(t *testing.T) {
 	waitServed(t, ctx, s, []string{"notes_search"}, []string{"notes_side_effects"})
 	if res := call(t, ctx, s, "notes_search", map[string]any{"query": "secret"}); !res.IsError || resultText(res) != "searching for secrets is not allowed" {
 		t.Errorf("the running rules after a refused reload: %+v", res)
+	}
+}
+
+// PO-1, PO-2, SV-2: on a stateless endpoint, where mcp-go dispatches the
+// calls, an argument-based deny answers with the rule's reason and a
+// hidden tool is not listed.
+func TestPolicyStateless(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	yaml := strings.Replace(policyYAML(store, notes, firstPolicies), "gateway:\n", "gateway:\n  stateless: true\n", 1)
+	g := newGateway(t, loadConfig(t, yaml), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	st, err := transport.NewStreamableHTTP("http://"+g.Addr()+"/mcp",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(st, client.WithProtocolVersion(testProtocol))
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = testProtocol
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "stateless-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "notes_search") || slices.Contains(names, "notes_side_effects") {
+		t.Errorf("tools/list = %q", names)
+	}
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "notes_search", map[string]any{"query": "secret"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || !res.IsError || resultText(res) != "searching for secrets is not allowed" {
+		t.Errorf("a denied search: %+v %v", res, err)
+	}
+	req.Params.Arguments = map[string]any{"query": "welcome"}
+	if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+		t.Errorf("an allowed search: %+v %v", res, err)
 	}
 }

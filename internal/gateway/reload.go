@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/policy"
 )
 
 // ReloadReport is what a reload applied (OP-8). It names upstreams,
@@ -135,6 +136,14 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	if err != nil {
 		return fail(err)
 	}
+	// A limits change starts every bucket afresh; quotas keep their
+	// counts in the store.
+	var limits *policy.Limits
+	if d.limits {
+		if limits, err = g.callLimits(eff); err != nil {
+			return fail(err)
+		}
+	}
 	specs := make([]importer.UpstreamSpec, 0, len(eff.Upstreams))
 	for _, u := range eff.Upstreams {
 		if !slices.Contains(d.upAdded, u.Name) && !slices.Contains(d.upChanged, u.Name) {
@@ -163,6 +172,9 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		sw := g.switches[e.Path]
 		if sw == nil {
 			continue
+		}
+		if d.limits {
+			sw.ep.SetLimits(limits)
 		}
 		policyChanged := slices.Contains(d.policyChanged, e.Path)
 		if policyChanged {

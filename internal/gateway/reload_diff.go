@@ -23,7 +23,9 @@ type configDiff struct {
 	// policyChanged are the endpoints whose rules (their own or the
 	// top-level ones) change (PO-1).
 	policyChanged []string
-	reviewMode    bool
+	// limits: the rates and quotas change (PO-3).
+	limits     bool
+	reviewMode bool
 	// operators: an upstream's approval changed, which needs no reconnect.
 	operators bool
 	// restart lists the keys whose change takes effect at the next restart.
@@ -36,7 +38,7 @@ type configDiff struct {
 // changed reports whether the reload changes anything live.
 func (d *configDiff) changed() bool {
 	return len(d.upAdded)+len(d.upRemoved)+len(d.upChanged)+len(d.authChanged)+len(d.toolsChanged)+len(d.closed)+len(d.policyChanged) > 0 ||
-		d.reviewMode || d.operators
+		d.reviewMode || d.operators || d.limits
 }
 
 // liveGateway are the gateway keys a reload applies in place; every other
@@ -65,6 +67,7 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 		}
 	}
 	d.reviewMode = cur.Gateway.Review.Mode != next.Gateway.Review.Mode
+	d.limits = !reflect.DeepEqual(cur.Limits, next.Limits)
 	publicURL := cur.Gateway.PublicURL != next.Gateway.PublicURL
 
 	// endpoints, matched by path: auth and allow-list live, the others
