@@ -187,11 +187,23 @@ func (lim *limit) applies(in *Input) bool {
 	return err != nil || matched
 }
 
-func (lim *limit) bucket(key string) *rate.Limiter {
+// sweepBuckets is the bucket count above which a new key first drops the
+// buckets that are full again: a full bucket is the same as a new one, so
+// idle actors cost no memory for long.
+const sweepBuckets = 4096
+
+func (lim *limit) bucket(key string, now time.Time) *rate.Limiter {
 	lim.mu.Lock()
 	defer lim.mu.Unlock()
 	b, ok := lim.buckets[key]
 	if !ok {
+		if len(lim.buckets) >= sweepBuckets {
+			for k, old := range lim.buckets {
+				if old.TokensAt(now) >= float64(old.Burst()) {
+					delete(lim.buckets, k)
+				}
+			}
+		}
 		burst := lim.Burst
 		if burst <= 0 {
 			burst = max(1, int(math.Ceil(lim.Rate)))
@@ -230,7 +242,7 @@ func (l *Limits) Take(ctx context.Context, in *Input) error {
 		if lim.Rate <= 0 {
 			continue
 		}
-		r := lim.bucket(lim.key(in)).ReserveN(now, 1)
+		r := lim.bucket(lim.key(in), now).ReserveN(now, 1)
 		if d := r.DelayFrom(now); !r.OK() || d > 0 {
 			r.CancelAt(now)
 			giveBack()

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,39 @@ func TestNewLimitsRefuses(t *testing.T) {
 	}
 	if _, err := NewLimits([]LimitSpec{{ID: "q", Per: PerActor, Quota: 1, Window: time.Hour}}, nil); err == nil {
 		t.Error("a quota without a counter was accepted")
+	}
+}
+
+// Buckets of idle keys are dropped once there are many; one still
+// refilling keeps its state.
+func TestLimitsSweepIdleBuckets(t *testing.T) {
+	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimits(t, c, LimitSpec{ID: "r", Per: PerActor, Rate: 1, Burst: 1})
+	ctx := context.Background()
+	busy := core.Actor{ID: "busy"}
+	if err := l.Take(ctx, &Input{Actor: busy, Tool: refund}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sweepBuckets {
+		if err := l.Take(ctx, &Input{Actor: core.Actor{ID: fmt.Sprint("a", i)}, Tool: refund}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.t = c.t.Add(900 * time.Millisecond) // the idle buckets are not full yet
+	if err := l.Take(ctx, &Input{Actor: core.Actor{ID: "new"}, Tool: refund}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.limits[0].buckets); n != sweepBuckets+2 {
+		t.Fatalf("%d buckets before any is full again", n)
+	}
+	c.t = c.t.Add(200 * time.Millisecond)
+	if err := l.Take(ctx, &Input{Actor: core.Actor{ID: "newer"}, Tool: refund}); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := l.limits[0].buckets["\x00new"]; !kept || len(l.limits[0].buckets) != 2 {
+		t.Fatalf("%d buckets after the sweep, want the refilling one and the newest", len(l.limits[0].buckets))
+	}
+	if err := l.Take(ctx, &Input{Actor: core.Actor{ID: "new"}, Tool: refund}); err == nil {
+		t.Fatal("the kept bucket forgot its last call")
 	}
 }
