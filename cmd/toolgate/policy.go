@@ -11,6 +11,8 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/policy"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 )
 
@@ -22,8 +24,9 @@ const (
 
 func policySubs() []reviewSub {
 	return []reviewSub{
-		{"test", "[--config F] --actor ID [--roles a,b] [--tenant T] --tool NAME [--args JSON] [--endpoint PATH] [--json]",
-			"import the upstreams and print the rule that decides the call, its effect and reason; nothing is called", runPolicyTest},
+		{"test", "[--config F | --attach URL [--admin-key K]] --actor ID [--roles a,b] [--tenant T] --tool NAME [--args JSON] [--endpoint PATH] [--json]",
+			"print the rule that decides the call, its effect and reason; nothing is called. With --config the upstreams are imported\n" +
+				"        to find the tool; with --attach the running gateway answers over its admin API, with the rules it runs", runPolicyTest},
 		{"list", "[--config F] [--json]",
 			"print each endpoint's rules in evaluation order and its default", runPolicyList},
 	}
@@ -67,9 +70,13 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON object")
 	endpoint := fs.String("endpoint", "", "the endpoint's path (default: the first)")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
+	attach := fs.String("attach", "", "ask a running gateway's admin API instead: http://host:port or unix:/path")
+	key := fs.String("admin-key", "", "the admin key for --attach (default $"+admin.EnvAdminKey+")")
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case fs.NArg() > 0:
 		fmt.Fprintf(c.stderr, "toolgate policy test: unexpected argument %q\n", fs.Arg(0))
@@ -81,6 +88,35 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		fmt.Fprintln(c.stderr, "toolgate policy test: --args must be a JSON object")
 		return 2
 	}
+	var rolesList []string
+	for r := range strings.SplitSeq(*roles, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			rolesList = append(rolesList, r)
+		}
+	}
+	if *attach != "" {
+		if set["config"] {
+			fmt.Fprintln(c.stderr, "toolgate policy test: --attach and --config exclude each other: with --attach the running gateway's rules decide")
+			return 2
+		}
+		req := admin.PolicyTestRequest{Endpoint: *endpoint, Actor: *actorID, Tool: *tool, Args: json.RawMessage(*argsJSON)}
+		if set["roles"] {
+			req.Roles = &rolesList
+		}
+		if set["tenant"] {
+			req.Tenant = tenant
+		}
+		a, ok := c.connect("policy test", &adminFlags{attach: attach, key: key, asJSON: asJSON})
+		if !ok {
+			return 1
+		}
+		defer a.close()
+		trial, err := a.client.TryPolicy(ctx, req)
+		if err != nil {
+			return a.fail(err)
+		}
+		return c.printTrial(trial, *asJSON)
+	}
 	cfg, ok := c.loadConfig("policy test", *path)
 	if !ok {
 		return 1
@@ -89,19 +125,12 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	if !found {
 		actor = core.Actor{ID: *actorID}
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "roles":
-			actor.Roles = nil
-			for r := range strings.SplitSeq(*roles, ",") {
-				if r = strings.TrimSpace(r); r != "" {
-					actor.Roles = append(actor.Roles, r)
-				}
-			}
-		case "tenant":
-			actor.Tenant = *tenant
-		}
-	})
+	if set["roles"] {
+		actor.Roles = rolesList
+	}
+	if set["tenant"] {
+		actor.Tenant = *tenant
+	}
 	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
@@ -117,7 +146,12 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
 		return 1
 	}
-	if *asJSON {
+	return c.printTrial(trial, *asJSON)
+}
+
+// printTrial prints policy test's answer.
+func (c *cli) printTrial(trial policy.Trial, asJSON bool) int {
+	if asJSON {
 		return c.printJSON(trial)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -30,6 +31,13 @@ func policyCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // and the rules of the spec's example.
 func policyConfig(t *testing.T) string {
 	t.Helper()
+	return policyConfigWith(t, "")
+}
+
+// policyConfigWith is policyConfig with extra gateway keys (indented
+// under gateway:).
+func policyConfigWith(t *testing.T, gatewayExtra string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +52,11 @@ func policyConfig(t *testing.T) string {
 		}
 	})
 	yaml := fmt.Sprintf(`gateway:
-  listen: 127.0.0.1:7331
+  listen: 127.0.0.1:0
   store: %q
   confirm:
     secret: policy-test-confirm-secret-0123456789abcdef
-endpoints:
+%sendpoints:
   - path: /mcp
     auth:
       apiKeys:
@@ -78,7 +86,7 @@ policies:
     - id: no-counters
       when: '"contractor" in actor.roles && tool.name == "notes_side_effects"'
       effect: deny
-`, filepath.Join(t.TempDir(), "toolgate.db"), ln.Addr())
+`, filepath.Join(t.TempDir(), "toolgate.db"), gatewayExtra, ln.Addr())
 	path := filepath.Join(t.TempDir(), "toolgate.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -176,5 +184,46 @@ func TestPolicyList(t *testing.T) {
 	}
 	if code, _, errOut := policyCLI(t, "frob"); code != 2 || !strings.Contains(errOut, `unknown subcommand "frob"`) {
 		t.Fatalf("unknown subcommand: %d %q", code, errOut)
+	}
+}
+
+// PO-4, CO-9: policy test --attach asks the running gateway, over its
+// admin API, with the rules it runs and the roles its config gives.
+func TestPolicyTestAttached(t *testing.T) {
+	const adminKey = "policy-test-admin-key-0123456789abcdef"
+	path := policyConfigWith(t, "  admin:\n    listen: 127.0.0.1:0\n    keys:\n      - {key: "+adminKey+", operator: olivia}\n")
+	cfg, _, err := config.Load(path, config.LoadOptions{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := faultCtx(t, 90*time.Second)
+	g, err := gateway.New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close(context.Background()) })
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + g.AdminAddr()
+	code, out, errOut := policyCLI(t, "test", "--attach", url, "--admin-key", adminKey, "--actor", "carl", "--tool", "notes_search", "--args", `{"query":"payroll"}`)
+	if code != 0 || !strings.Contains(out, "rule:      contractors-search-docs-only") || !strings.Contains(out, "roles=contractor tenant=acme") {
+		t.Fatalf("attached: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = policyCLI(t, "test", "--attach", url, "--admin-key", adminKey, "--json", "--actor", "carl", "--roles", "MEMBER", "--tool", "notes_search", "--args", `{"query":"payroll"}`)
+	var trial gateway.PolicyTrial
+	if code != 0 || json.Unmarshal([]byte(out), &trial) != nil || trial.Rule != "default" || len(trial.Actor.Roles) != 1 {
+		t.Fatalf("attached with --roles: %d %s", code, out)
+	}
+	code, _, errOut = policyCLI(t, "test", "--attach", url, "--admin-key", adminKey, "--actor", "carl", "--tool", "nope")
+	if code != 1 || !strings.Contains(errOut, "unknown tool") {
+		t.Fatalf("an unknown tool attached: %d %q", code, errOut)
+	}
+	code, _, errOut = policyCLI(t, "test", "--attach", url, "--admin-key", "wrong-key-0123456789abcdef", "--actor", "carl", "--tool", "notes_search")
+	if code != 1 || strings.Contains(errOut, "wrong-key") {
+		t.Fatalf("a wrong key: %d %q", code, errOut)
+	}
+	if code, _, errOut := policyCLI(t, "test", "--attach", url, "--config", path, "--actor", "carl", "--tool", "notes_search"); code != 2 || !strings.Contains(errOut, "exclude each other") {
+		t.Fatalf("--attach with --config: %d %q", code, errOut)
 	}
 }

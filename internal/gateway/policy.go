@@ -80,22 +80,8 @@ func ConfigActor(cfg *config.Config, id string) (core.Actor, bool) {
 	return core.Actor{}, false
 }
 
-// PolicyTrial is which rule decides a call, found without making it
-// (`toolgate policy test`, PO-4).
-type PolicyTrial struct {
-	Endpoint string     `json:"endpoint"`
-	Actor    core.Actor `json:"actor"`
-	Tool     string     `json:"tool"`
-	// Rule is the deciding rule's id, or "default".
-	Rule   string `json:"rule"`
-	Effect string `json:"effect"`
-	Reason string `json:"reason,omitempty"`
-	// Error is the evaluation error that denied the call. The arguments
-	// are the caller's own, so it is shown whole.
-	Error string `json:"error,omitempty"`
-	// Listed: tools/list shows the tool to the actor (PO-2).
-	Listed bool `json:"listed"`
-}
+// PolicyTrial is which rule decides a call, found without making it.
+type PolicyTrial = policy.Trial
 
 // ErrNoEndpoint: the config has no endpoint at the path asked for.
 var ErrNoEndpoint = errors.New("no such endpoint")
