@@ -133,6 +133,16 @@ func TestPolicyEndToEnd(t *testing.T) {
 		t.Errorf("the approved read: %+v", res)
 	}
 
+	// Rejected: nothing runs, and the client reads why.
+	listed = callAsync(ctx, s, "notes_list_notes", map[string]any{})
+	p = waitPending(t, ctx, sub, "notes_list_notes")
+	if err := g.Approvals().Reject(p.ID, "olivia", "not today"); err != nil {
+		t.Fatalf("Reject: %v", err)
+	}
+	if res := result(t, ctx, listed); !res.IsError || !strings.Contains(resultText(res), "rejected") || strings.Contains(resultText(res), "Welcome") {
+		t.Errorf("the rejected read: %+v", res)
+	}
+
 	// An action the rule matches: previewed, then confirmed, and the
 	// confirmation waits for the operator as approval: operator would.
 	args := map[string]any{"text": "big plans"}
@@ -168,7 +178,7 @@ func TestPolicyEndToEnd(t *testing.T) {
 	}
 	for _, want := range []string{
 		"notes_search denied no-secret-search", "notes_search ok default", "notes_side_effects denied no-counters",
-		"notes_list_notes ok ask-to-list", "notes_create_note preview ask-big-notes", "notes_create_note ok ask-big-notes",
+		"notes_list_notes ok ask-to-list", "notes_list_notes refused ask-to-list", "notes_create_note preview ask-big-notes", "notes_create_note ok ask-big-notes",
 		"notes_create_note ok default",
 	} {
 		if !slices.Contains(got, want) {
