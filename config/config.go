@@ -22,6 +22,10 @@ type Config struct {
 	// UpstreamsFrom names an mcpServers JSON file (Claude Desktop, Cursor,
 	// VS Code) whose servers are appended to Upstreams at load time (OP-2).
 	UpstreamsFrom string `koanf:"upstreamsFrom" json:"upstreamsFrom,omitempty" yaml:"upstreamsFrom,omitempty"`
+	// Policies are the rules every endpoint applies (PO-1); nil: none.
+	Policies *Policies `koanf:"policies" json:"policies,omitempty" yaml:"policies,omitempty"`
+	// Limits are rates and quotas on calls (PO-3).
+	Limits []Limit `koanf:"limits" json:"limits,omitempty" yaml:"limits,omitempty"`
 }
 
 // Gateway holds the process-wide settings.
@@ -147,6 +151,8 @@ type Endpoint struct {
 	// (AU-7); neither fails closed (AU-8).
 	Auth  *Auth  `koanf:"auth" json:"auth,omitempty" yaml:"auth,omitempty"`
 	Actor *Actor `koanf:"actor" json:"actor,omitempty" yaml:"actor,omitempty"`
+	// Policies run after the top-level ones (PO-1); nil: none.
+	Policies *Policies `koanf:"policies" json:"policies,omitempty" yaml:"policies,omitempty"`
 }
 
 // Open reports whether the endpoint runs in open mode (AU-7).

@@ -146,6 +146,8 @@ func allKeys() []string {
 		"health", "enabled", "interval", "reconnect", "initialDelay", "maxDelay",
 		"url", "transport", "headers", "authorization", "signing", "hmacSha256", "header", "roots", "upstreamsFrom",
 		"metrics", "admin", "keys", "operator",
+		"policies", "default", "rules", "when", "effect", "reason",
+		"limits", "per", "match", "rate", "burst", "quota",
 	}
 }
 

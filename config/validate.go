@@ -94,6 +94,8 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.endpoints()
 	v.admin()
 	v.upstreams()
+	v.policies()
+	v.limits()
 	return v.warnings, v.errs.err()
 }
 

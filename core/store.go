@@ -102,6 +102,9 @@ type AuditRecord struct {
 	Latency        time.Duration `json:"latency"`
 	ConfirmTokenID string        `json:"confirmTokenId,omitempty"`
 	CallID         string        `json:"callId,omitempty"`
+	// Rule is the policy rule or limit that decided the call, "default"
+	// when no rule matched; empty where no policy applies (PO-4).
+	Rule string `json:"rule,omitempty"`
 }
 
 // AuditIntent is the outcome of the record a confirmed action's call gets

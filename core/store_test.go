@@ -17,7 +17,9 @@ func TestAuditRecordHasNoArgumentValuesOP6(t *testing.T) {
 		got = append(got, rt.Field(i).Name)
 	}
 	want := []string{"Time", "Endpoint", "ActorID", "Tenant", "Session", "Tool", "Source", "RemoteName",
-		"ArgsHash", "Outcome", "Latency", "ConfirmTokenID", "CallID"}
+		"ArgsHash", "Outcome", "Latency", "ConfirmTokenID", "CallID",
+		// A rule's id from the config, never the rule's inputs (PO-4).
+		"Rule"}
 	if !slices.Equal(got, want) {
 		t.Errorf("AuditRecord fields = %v\nwant %v", got, want)
 	}

@@ -38,6 +38,12 @@ type ToolCall struct {
 	// RequestID is the JSON-RPC id of the request that carried the call, as
 	// written (SV-7).
 	RequestID string
+	// Rule is the id of the policy rule that decided the call ("default"
+	// when none matched; empty without a policy), for the audit (PO-4).
+	Rule string
+	// NeedsOperator: a policy rule sends the call to an operator before it
+	// runs, as `approval: operator` does (PO-1, CF-5).
+	NeedsOperator bool
 
 	schema *schema.Schema
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
 )
 
@@ -113,6 +114,12 @@ type EndpointOptions struct {
 	// Replica names this gateway process in the sessions it records.
 	Replica string
 	Logger  *slog.Logger
+	// Policy decides calls and hides tools by rules (PO-1, PO-2); nil
+	// applies none. SetPolicy replaces it.
+	Policy *policy.Policy
+	// Limits are rates and quotas, shared by the gateway's endpoints
+	// (PO-3); nil applies none. SetLimits replaces them.
+	CallLimits *policy.Limits
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is
@@ -165,6 +172,12 @@ type Endpoint struct {
 	// changes counts the list changes told to all sessions, by kind; a
 	// woken session is told of those since it was parked.
 	changes listChanges
+	// policy is the rule set in force: opts.Policy until a reload sets
+	// another (PO-1, OP-8); nil applies none.
+	policy atomic.Pointer[policy.Policy]
+	// limits are the gateway's rates and quotas in force (PO-3); nil
+	// applies none.
+	limits atomic.Pointer[policy.Limits]
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -215,6 +228,8 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
+	e.policy.Store(opts.Policy)
+	e.limits.Store(opts.CallLimits)
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(e.sessionStarted)
@@ -545,9 +560,9 @@ func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.
 		return nil
 	}
 	out := tools[:0:0]
-	allow := e.allowList()
+	listable := e.listable(ctx, actor, server.ClientSessionFromContext(ctx))
 	for _, t := range tools {
-		if e.opts.Registry.Allowed(ctx, actor, allow, t.Name) == nil {
+		if listable(t.Name) {
 			out = append(out, t)
 		}
 	}
@@ -661,8 +676,14 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	ctx = withDownstream(ctx, down)
 	start := time.Now()
 	var res core.Result
-	var err error
-	if c.Tool.Kind == core.KindAction {
+	reason, err := e.decide(ctx, actor, c)
+	if err == nil {
+		err = e.limit(ctx, actor, c)
+	}
+	switch {
+	case err != nil:
+		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
+	case c.Tool.Kind == core.KindAction:
 		intent := e.intent(call, actor, c)
 		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
 		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
@@ -673,8 +694,13 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 			// needs the path and what happened to it.
 			e.opts.Logger.Error("the store is lost: action calls are refused until a restart", "tool", c.Tool.Name, "err", err)
 		}
-	} else {
-		res, err = e.opts.Registry.Run(ctx, actor, c)
+	default:
+		if c.NeedsOperator {
+			err = e.waitOperator(ctx, actor, c, reason)
+		}
+		if err == nil {
+			res, err = e.opts.Registry.Run(ctx, actor, c)
+		}
 	}
 	e.audit(ctx, call, actor, c, res, err, time.Since(start))
 	if err != nil {
@@ -710,9 +736,17 @@ func operatorWaitProgress(down *downstream, gate *confirm.Gate, tool core.Tool) 
 func toolError(name string, err error) *mcpgo.CallToolResult {
 	var ve *schema.ValidationError
 	var refused *confirm.RefusedError
+	var denied *policy.DeniedError
+	var limited *policy.LimitedError
 	switch {
 	case errors.As(err, &refused):
 		return mcpgo.NewToolResultError(refused.Text)
+	case errors.As(err, &denied):
+		return mcpgo.NewToolResultError(denied.Reason)
+	case errors.As(err, &limited):
+		res := mcpgo.NewToolResultError(limited.Error())
+		res.Meta = mcpgo.NewMetaFromMap(map[string]any{RetryAfterMetaKey: limited.RetrySeconds()})
+		return res
 	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
 		return mcpgo.NewToolResultError(unknownToolText(name))
 	case errors.As(err, &ve):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
 )
 
@@ -53,7 +54,7 @@ func (e *Endpoint) auditRecord(call core.Call, actor core.Actor, c *core.ToolCal
 	return core.AuditRecord{
 		Time: time.Now(), Endpoint: e.opts.Path, ActorID: actor.ID, Tenant: actor.Tenant, Session: call.Session,
 		Tool: c.Tool.Name, Source: c.Tool.Source, RemoteName: c.Tool.RemoteName,
-		ArgsHash: e.argsHash(c), CallID: call.CallID,
+		ArgsHash: e.argsHash(c), CallID: call.CallID, Rule: c.Rule,
 	}
 }
 
@@ -135,6 +136,12 @@ func errOutcome(err error) string {
 	}
 	if _, ok := errors.AsType[*schema.ValidationError](err); ok {
 		return "invalid"
+	}
+	if _, ok := errors.AsType[*policy.DeniedError](err); ok {
+		return "denied"
+	}
+	if _, ok := errors.AsType[*policy.LimitedError](err); ok {
+		return "limited"
 	}
 	switch {
 	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):

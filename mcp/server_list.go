@@ -96,14 +96,14 @@ func (e *Endpoint) serveList(w *callStream, r *http.Request, body []byte, sessio
 	if json.Unmarshal(req.params, &params) != nil || params.Cursor != nil {
 		return false
 	}
-	actor, allow := req.actor, e.allowList()
+	listable := e.listable(r.Context(), req.actor, e.ids.session(session))
 	var buf bytes.Buffer
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(req.rawID)
 	buf.WriteString(`,"result":{"tools":[`)
 	first := true
 	e.listed.each(func(name string, raw []byte) {
-		if e.opts.Registry.Allowed(r.Context(), actor, allow, name) != nil {
+		if !listable(name) {
 			return
 		}
 		if !first {

@@ -47,6 +47,7 @@ func commands() []command {
 		{"bench", "[--json] [--quick] [--soak]", "gateway overhead against a direct call, same run", runBench},
 		{"review", reviewSynopsis, reviewSummary, runReview},
 		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json]", "print the audit log of served calls", runAudit},
+		{"policy", policySynopsis, policySummary, runPolicy},
 	}, append(adminCommands(),
 		command{"version", "", "print version, commit and Go version", runVersion},
 		command{"_supervise", "-- CMD ARGS…", "(internal) run CMD in this process group and stop the group when toolgate dies", runSupervise},

@@ -432,6 +432,57 @@ func (e *RefusedError) Error() string { return e.Err.Error() }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
 
+// wait queues p for an operator (CF-5); a gate built without a queue
+// refuses, since nobody could approve.
+func (g *Gate) wait(ctx context.Context, p core.PendingConfirmation) error {
+	if g.approvals == nil {
+		return ErrNoOperator
+	}
+	return g.approvals.Wait(ctx, p, g.approvalWait, progressFrom(ctx))
+}
+
+// ErrNoOperator: a call needs an operator's approval and this gate has no
+// approval queue.
+var ErrNoOperator = errors.New("this call needs an operator's approval, and no operator can be asked here")
+
+// WaitOperator holds a read call that a policy sends to an operator
+// (PO-1): it waits as a confirmed action does under `approval: operator`
+// (CF-5), bounded by approvalWait, and answers nil once approved. reason
+// is the rule's, shown to the operator. Refusals are *RefusedError.
+func (g *Gate) WaitOperator(ctx context.Context, actor core.Actor, c *core.ToolCall, reason string) error {
+	canon, err := c.Canonical()
+	if err != nil {
+		return err
+	}
+	preview := fmt.Sprintf("Run %s on %s", c.Tool.Name, sourceText(c.Tool.Source))
+	if reason != "" {
+		preview += ": " + reason
+	}
+	err = g.wait(ctx, core.PendingConfirmation{
+		ID: randomApprovalID(), Tool: c.Tool.Name, Source: c.Tool.Source, RemoteName: c.Tool.RemoteName,
+		Actor: actor, Arguments: canon, Preview: preview,
+	})
+	if err != nil {
+		return &RefusedError{Err: err, Text: g.RefusalText(err)}
+	}
+	return nil
+}
+
+func sourceText(source string) string {
+	if source == "" {
+		return "this gateway"
+	}
+	return "upstream " + source
+}
+
+// randomApprovalID names a read call's approval; an action's is its
+// token's id.
+func randomApprovalID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // Invoke resolves name and runs Call; for callers that hold no parsed call.
 func (g *Gate) Invoke(ctx context.Context, reg *core.Registry, actor core.Actor, name string, args json.RawMessage) (core.Result, error) {
 	c, err := reg.Resolve(ctx, actor, nil, name, args)
@@ -492,11 +543,11 @@ func (g *Gate) Call(ctx context.Context, reg *core.Registry, actor core.Actor, c
 	if err == nil {
 		err = g.Spend(ctx, token, expires)
 	}
-	if err == nil && g.needsOperator != nil && g.needsOperator(tool) {
-		err = g.approvals.Wait(ctx, core.PendingConfirmation{
+	if err == nil && (c.NeedsOperator || g.needsOperator != nil && g.needsOperator(tool)) {
+		err = g.wait(ctx, core.PendingConfirmation{
 			ID: TokenID(token), Tool: name, Source: tool.Source, RemoteName: tool.RemoteName,
 			Actor: actor, Arguments: canon, Preview: g.PreviewText(name, tool.Source, expires),
-		}, g.approvalWait, progressFrom(ctx))
+		})
 	}
 	if err == nil && intent != nil {
 		// After the spend: a replay is refused before it leaves a trace

@@ -28,6 +28,7 @@ type MemStore struct {
 	firstUses int
 	audit     []core.AuditRecord // sorted by Time; equal times in append order
 	verifier  string             // the confirm secret's, once checked
+	quotas    map[quotaKey]int64 // calls per quota window (PO-3)
 }
 
 type approvalKey struct{ source, remoteName string }

@@ -71,7 +71,7 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 	defer cancel()
 	n := len(recs)
 	times, lat := make([]int64, n), make([]int64, n)
-	cols := make([][]string, 11)
+	cols := make([][]string, 12)
 	for i := range cols {
 		cols[i] = make([]string, n)
 	}
@@ -79,12 +79,12 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 		times[i], _ = unixNano(r.Time)
 		lat[i] = int64(r.Latency)
 		for j, v := range []string{r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID} {
+			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule} {
 			cols[j][i] = text(v)
 		}
 	}
 	_, err := s.pool.Exec(ctx, s.sql.insertAudit, times, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
-		cols[7], cols[8], lat, cols[9], cols[10])
+		cols[7], cols[8], lat, cols[9], cols[10], cols[11])
 	if err != nil {
 		return s.wrap(context.Background(), "append audit", err)
 	}

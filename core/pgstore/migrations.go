@@ -109,4 +109,20 @@ CREATE TABLE {s}.sessions (
 	PRIMARY KEY (replica, key)
 );
 `,
+	// 4: the policy rule or limit that decided each call (PO-4); '' for
+	// records written before.
+	`
+ALTER TABLE {s}.audit ADD COLUMN rule text NOT NULL DEFAULT '';
+`,
+	// 5: calls counted per quota and window (PO-3); start is the
+	// window's start in Unix nanoseconds.
+	`
+CREATE TABLE {s}.quota_counts (
+	key    text NOT NULL,
+	start  bigint NOT NULL,
+	count  bigint NOT NULL,
+	PRIMARY KEY (key, start)
+);
+CREATE INDEX quota_counts_window ON {s}.quota_counts (start);
+`,
 }

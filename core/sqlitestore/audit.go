@@ -85,18 +85,18 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 var auditRows = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
 
 // auditColumns is the number of parameters per row of insertAuditSQL.
-const auditColumns = 13
+const auditColumns = 14
 
 // insertAuditSQL is the insert of rows records.
 func insertAuditSQL(rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-		args_hash, outcome, latency, confirm_token_id, call_id) VALUES `)
+		args_hash, outcome, latency, confirm_token_id, call_id, rule) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	return b.String()
 }
@@ -167,6 +167,7 @@ func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord
 			w.arg(int64(r.Latency))
 			w.arg(r.ConfirmTokenID)
 			w.arg(r.CallID)
+			w.arg(r.Rule)
 		}
 		if w.insert[i] == nil {
 			if err := w.prepare(ctx, &w.insert[i], insertAuditSQL(n)); err != nil {

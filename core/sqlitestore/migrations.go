@@ -67,4 +67,20 @@ CREATE TABLE confirm_secret (
 	recorded_by TEXT NOT NULL
 );
 `,
+	// 4: the policy rule or limit that decided each call (PO-4); "" for
+	// records written before.
+	`
+ALTER TABLE audit ADD COLUMN rule TEXT NOT NULL DEFAULT '';
+`,
+	// 5: calls counted per quota and window (PO-3); start is the
+	// window's start in Unix nanoseconds.
+	`
+CREATE TABLE quota_counts (
+	key    TEXT NOT NULL,
+	start  INTEGER NOT NULL,
+	count  INTEGER NOT NULL,
+	PRIMARY KEY (key, start)
+) WITHOUT ROWID;
+CREATE INDEX quota_counts_window ON quota_counts (start);
+`,
 }

@@ -60,6 +60,9 @@ type Store struct {
 
 	closed    atomic.Bool
 	firstUses atomic.Int64
+	// quotaTakes counts counted quota calls, to prune old windows now
+	// and then (PO-3).
+	quotaTakes atomic.Int64
 
 	// audit is the queue the flusher goroutine writes the audit log from,
 	// through aw, on w.
@@ -533,7 +536,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 	}
 	rows, err := s.r.QueryContext(ctx, `
 		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id
+			args_hash, outcome, latency, confirm_token_id, call_id, rule
 		FROM audit WHERE time >= ? ORDER BY time, seq LIMIT ?`, since, limit)
 	if err != nil {
 		return nil, s.wrap("read audit", err)
@@ -544,7 +547,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 		var r core.AuditRecord
 		var at, latency int64
 		if err := rows.Scan(&at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID); err != nil {
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule); err != nil {
 			return nil, s.wrap("read audit", err)
 		}
 		r.Time = time.Unix(0, at).UTC()

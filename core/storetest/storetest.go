@@ -100,6 +100,15 @@ func SharedConformance(t *testing.T, open func(t *testing.T) (core.Store, core.S
 		}
 		wantAudit(t, b, core.AuditQuery{}, r) // AppendAudit returned: committed
 	})
+	t.Run("PO-3/QuotaAcrossHandles", func(t *testing.T) {
+		a, b := fresh(t)
+		qa, okA := a.(core.QuotaCounter)
+		qb, okB := b.(core.QuotaCounter)
+		if !okA || !okB {
+			t.Skip("the store is no core.QuotaCounter")
+		}
+		QuotaConformance(t, qa, qb)
+	})
 	t.Run("CO-5/SessionsListedAcrossHandles", func(t *testing.T) {
 		a, b := fresh(t)
 		sa, ok := a.(core.SharedSessions)
@@ -402,6 +411,7 @@ func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
 		Latency:        1234567 * time.Nanosecond,
 		ConfirmTokenID: "tok-9",
 		CallID:         callID,
+		Rule:           "big-refunds",
 	}
 }
 

@@ -69,6 +69,7 @@ const (
 	RouteSessions            = "GET /v1/sessions"                    // → []core.Session: this replica's, then the others' (Elsewhere, ID a core.SessionKey)
 	RouteEndSession          = "DELETE /v1/sessions/{id}"            // {id}: a session id or a core.SessionKey, of any replica → 204
 	RouteAudit               = "GET /v1/audit"                       // ?since=RFC3339|duration&limit=N → []core.AuditRecord
+	RoutePolicyTest          = "POST /v1/policy/test"                // PolicyTestRequest → policy.Trial
 )
 
 const (
@@ -95,6 +96,19 @@ const (
 // PlanRequest asks for a refresh plan of one upstream.
 type PlanRequest struct {
 	Upstream string `json:"upstream"`
+}
+
+// PolicyTestRequest asks which policy rule decides a call, without making
+// it (PO-4). The actor's roles and tenant are those of the gateway's config
+// for Actor, unless Roles or Tenant is given.
+type PolicyTestRequest struct {
+	// Endpoint is the endpoint's path; empty: the first.
+	Endpoint string          `json:"endpoint,omitempty"`
+	Actor    string          `json:"actor"`
+	Roles    *[]string       `json:"roles,omitempty"`
+	Tenant   *string         `json:"tenant,omitempty"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args,omitempty"`
 }
 
 // RejectRequest carries a rejection's reason; the body may be empty.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/policy"
 )
 
 // DefaultTimeout bounds one command of the Client. A refresh plan lists an
@@ -402,6 +403,14 @@ func (c *Client) Sessions(ctx context.Context) ([]core.Session, error) {
 // EndSession is DELETE /v1/sessions/{id}.
 func (c *Client) EndSession(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/sessions/"+seg(id), nil, nil, nil)
+}
+
+// TryPolicy is POST /v1/policy/test: which policy rule decides a call,
+// without making it (PO-4).
+func (c *Client) TryPolicy(ctx context.Context, req PolicyTestRequest) (policy.Trial, error) {
+	var out policy.Trial
+	err := c.do(ctx, http.MethodPost, "/v1/policy/test", nil, req, &out)
+	return out, err
 }
 
 // Audit is GET /v1/audit; a zero since and limit ≤ 0 leave them out.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/policy"
 )
 
 // Backend is what the server needs of a gateway. Its methods are called
@@ -35,6 +36,12 @@ type Backend interface {
 	Sessions() []core.Session
 	// Audit queries the audit log (OP-6).
 	Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecord, error)
+}
+
+// PolicyTester is a Backend that can say which policy rule decides a call
+// without making it (PO-4); found by type assertion.
+type PolicyTester interface {
+	TryPolicy(ctx context.Context, req PolicyTestRequest) (policy.Trial, error)
 }
 
 // Key is one accepted admin key and the operator it names.
@@ -186,6 +193,7 @@ func (s *Server) routes() {
 	})
 	handle(RouteEndSession, s.endSession)
 	handle(RouteAudit, s.audit)
+	handle(RoutePolicyTest, s.policyTest)
 }
 
 // opHandler carries the operator the middleware found into a route.
@@ -503,6 +511,29 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	s.noContent(w)
+}
+
+func (s *Server) policyTest(w http.ResponseWriter, r *http.Request, op string) {
+	pt, ok := s.backend.(PolicyTester)
+	if !ok {
+		s.fail(w, r, op, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "this gateway cannot test policies"})
+		return
+	}
+	var req PolicyTestRequest
+	if err := decode(w, r, &req, false); err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	if req.Actor == "" || req.Tool == "" {
+		s.fail(w, r, op, badRequest("actor and tool are required"))
+		return
+	}
+	trial, err := pt.TryPolicy(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	s.reply(w, http.StatusOK, trial)
 }
 
 func (s *Server) audit(w http.ResponseWriter, r *http.Request, op string) {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/internal/admin"
 )
 
@@ -192,4 +194,30 @@ func (b adminBackend) Sessions() []core.Session { return b.g.allSessions() }
 
 func (b adminBackend) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecord, error) {
 	return b.g.store.Audit(ctx, q)
+}
+
+var _ admin.PolicyTester = adminBackend{}
+
+// TryPolicy implements admin.PolicyTester over the running config and
+// registry (PO-4). What the asker got wrong is a 400.
+func (b adminBackend) TryPolicy(ctx context.Context, req admin.PolicyTestRequest) (policy.Trial, error) {
+	actor, ok := ConfigActor(b.g.Config(), req.Actor)
+	if !ok {
+		actor = core.Actor{ID: req.Actor}
+	}
+	if req.Roles != nil {
+		actor.Roles = *req.Roles
+	}
+	if req.Tenant != nil {
+		actor.Tenant = *req.Tenant
+	}
+	args := req.Args
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	trial, err := b.g.TryPolicy(ctx, req.Endpoint, actor, req.Tool, args)
+	if err != nil {
+		return trial, &admin.Error{Status: http.StatusBadRequest, Code: admin.CodeBadRequest, Message: err.Error()}
+	}
+	return trial, nil
 }

@@ -24,6 +24,14 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		return err
 	}
 	ended := g.broadcastSessionEnded()
+	policies, err := endpointPolicies(cfg)
+	if err != nil {
+		return err
+	}
+	callLimits, err := g.callLimits(cfg)
+	if err != nil {
+		return err
+	}
 	var ends []*mcp.Endpoint
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
@@ -41,6 +49,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica,
+			Policy: policies[e.Path], CallLimits: callLimits,
 		})
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/policy"
 )
 
 // ReloadReport is what a reload applied (OP-8). It names upstreams,
@@ -133,6 +134,20 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		ea.OnRefusal = g.authRefused(e.Path)
 		auths = append(auths, builtAuth{sw: sw, ea: ea, end: end})
 	}
+	// Compiled before anything is applied: Validate checked every rule,
+	// so this fails only if it disagrees with itself.
+	policies, err := endpointPolicies(eff)
+	if err != nil {
+		return fail(err)
+	}
+	// A limits change starts every bucket afresh; quotas keep their
+	// counts in the store.
+	var limits *policy.Limits
+	if d.limits {
+		if limits, err = g.callLimits(eff); err != nil {
+			return fail(err)
+		}
+	}
 	specs := make([]importer.UpstreamSpec, 0, len(eff.Upstreams))
 	for _, u := range eff.Upstreams {
 		if !slices.Contains(d.upAdded, u.Name) && !slices.Contains(d.upChanged, u.Name) {
@@ -176,9 +191,18 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		if sw == nil {
 			continue
 		}
+		if d.limits {
+			sw.ep.SetLimits(limits)
+		}
+		policyChanged := slices.Contains(d.policyChanged, e.Path)
+		if policyChanged {
+			// Swapped whole: a call reads the old set or the new one.
+			sw.ep.SetPolicy(policies[e.Path]) // notifies
+		}
 		switch {
 		case slices.Contains(d.toolsChanged, e.Path):
 			sw.ep.SetTools(e.Tools) // notifies
+		case policyChanged:
 		case slices.Contains(d.authChanged, e.Path), d.reviewMode:
 			// Roles or review decide what an actor sees.
 			sw.ep.ToolsChanged()

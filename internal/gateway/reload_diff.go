@@ -20,7 +20,12 @@ type configDiff struct {
 	// endpoints whose auth (keys, strategies, open-mode actor) or
 	// allow-list change; closed are the ones the new config no longer has.
 	authChanged, toolsChanged, closed []string
-	reviewMode                        bool
+	// policyChanged are the endpoints whose rules (their own or the
+	// top-level ones) change (PO-1).
+	policyChanged []string
+	// limits: the rates and quotas change (PO-3).
+	limits     bool
+	reviewMode bool
 	// operators: an upstream's approval changed, which needs no reconnect.
 	operators bool
 	// messages names the confirm gate's texts that change (CF-7).
@@ -34,8 +39,8 @@ type configDiff struct {
 
 // changed reports whether the reload changes anything live.
 func (d *configDiff) changed() bool {
-	return len(d.upAdded)+len(d.upRemoved)+len(d.upChanged)+len(d.authChanged)+len(d.toolsChanged)+len(d.closed) > 0 ||
-		d.reviewMode || d.operators || len(d.messages) > 0
+	return len(d.upAdded)+len(d.upRemoved)+len(d.upChanged)+len(d.authChanged)+len(d.toolsChanged)+len(d.closed)+len(d.policyChanged) > 0 ||
+		d.reviewMode || d.operators || d.limits || len(d.messages) > 0
 }
 
 // liveGateway are the gateway keys a reload applies in place; every other
@@ -73,6 +78,7 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 		}
 	}
 	d.reviewMode = cur.Gateway.Review.Mode != next.Gateway.Review.Mode
+	d.limits = !reflect.DeepEqual(cur.Limits, next.Limits)
 	publicURL := cur.Gateway.PublicURL != next.Gateway.PublicURL
 
 	// endpoints, matched by path: auth and allow-list live, the others
@@ -99,7 +105,11 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 		n := next.Endpoints[i]
 		merged := e
 		merged.Auth, merged.Actor, merged.Tools = n.Auth, n.Actor, n.Tools
+		merged.Policies = n.Policies
 		eff.Endpoints = append(eff.Endpoints, merged)
+		if !reflect.DeepEqual(cur.Policies, next.Policies) || !reflect.DeepEqual(e.Policies, n.Policies) {
+			d.policyChanged = append(d.policyChanged, e.Path)
+		}
 		if publicURL || !reflect.DeepEqual(e.Auth, n.Auth) || !reflect.DeepEqual(e.Actor, n.Actor) {
 			d.authChanged = append(d.authChanged, e.Path)
 		}

@@ -85,6 +85,7 @@ type Metrics struct {
 	refreshTools   *prometheus.CounterVec
 	transitions    *prometheus.CounterVec
 	authRefusals   *prometheus.CounterVec
+	refusals       *prometheus.CounterVec
 	eventsLost     prometheus.Counter
 
 	// seen is the Seq of the last event the run goroutine handled.
@@ -127,6 +128,7 @@ func New(opts Options) *Metrics {
 	m.refreshSize = f.histogram("toolgate_refresh_diff_tools", "Tools added, removed or changed by one applied refresh, by upstream.",
 		[]float64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}, "upstream")
 	m.refreshTools = f.counter("toolgate_refresh_tools_total", "Tools added, removed or changed by refreshes, by upstream and change.", "upstream", "change")
+	m.refusals = f.counter("toolgate_policy_refusals_total", "Calls refused by a policy rule (denied) or a limit (limited), by the rule or limit id (PO-3, PO-4).", "rule", "outcome")
 	m.transitions = f.counter("toolgate_upstream_transitions_total", "Upstream connection state changes, by upstream and the state entered.", "upstream", "state")
 	m.authRefusals = f.counter("toolgate_auth_refusals_total", "Requests refused by authentication, by endpoint and reason.", "endpoint", "reason")
 	m.eventsLost = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_metrics_events_lost_total",
@@ -278,6 +280,10 @@ func (m *Metrics) handle(ev core.Event) {
 		labels := []string{m.toolLabel(r.Tool), m.upstreamLabel(r.Source), r.Outcome}
 		m.calls.WithLabelValues(labels...).Inc()
 		m.callDuration.WithLabelValues(labels...).Observe(r.Latency.Seconds())
+		if (r.Outcome == "denied" || r.Outcome == "limited") && r.Rule != "" {
+			// Rule ids come from the config: a bounded label set.
+			m.refusals.WithLabelValues(r.Rule, r.Outcome).Inc()
+		}
 	case core.UpstreamChanged:
 		st := d.Status
 		if st.Removed {

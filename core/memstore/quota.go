@@ -1,0 +1,39 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+var _ core.QuotaCounter = (*MemStore)(nil)
+
+type quotaKey struct {
+	key    string
+	window int64
+}
+
+// TakeQuota implements core.QuotaCounter.
+func (m *MemStore) TakeQuota(ctx context.Context, key string, window time.Time, max int64, prune time.Time) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	if m.quotas == nil {
+		m.quotas = map[quotaKey]int64{}
+	}
+	k := quotaKey{key, window.UnixNano()}
+	if m.quotas[k] >= max {
+		return false, nil
+	}
+	if _, ok := m.quotas[k]; !ok {
+		for old := range m.quotas {
+			if old.window < prune.UnixNano() {
+				delete(m.quotas, old)
+			}
+		}
+	}
+	m.quotas[k]++
+	return true, nil
+}

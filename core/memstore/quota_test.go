@@ -1,0 +1,12 @@
+package memstore
+
+import (
+	"testing"
+
+	"github.com/toolgate/toolgate/core/storetest"
+)
+
+func TestQuotaConformance(t *testing.T) {
+	m := NewMemStore()
+	storetest.QuotaConformance(t, m, m)
+}

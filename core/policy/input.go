@@ -1,0 +1,180 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// Input is what one decision reads. Build it once per call (or per listed
+// tool); it is not safe for concurrent use, since it converts its values
+// for CEL on first use and keeps them.
+type Input struct {
+	Actor core.Actor
+	// Claims are the credential's claims, when the actor came from a
+	// token; nil reads as an empty map.
+	Claims   map[string]any
+	Tool     *core.Tool
+	Endpoint EndpointVars
+	Client   ClientVars
+	// Args is the validated arguments object as JSON.
+	Args json.RawMessage
+	// Now is the decision's time; zero is time.Now().
+	Now time.Time
+
+	vars *vars
+}
+
+// vars is Input as CEL values, each converted on its first use.
+type vars struct {
+	in                            *Input
+	actor, tool, endpoint, client any
+	args                          any
+	now                           any
+	argsDone                      bool
+}
+
+var _ interpreter.Activation = (*vars)(nil)
+
+func (in *Input) activation() *vars {
+	if in.vars == nil {
+		in.vars = &vars{in: in}
+	}
+	return in.vars
+}
+
+// ResolveName implements interpreter.Activation.
+func (v *vars) ResolveName(name string) (any, bool) {
+	e, _ := env()
+	adapt := e.CELTypeAdapter()
+	switch name {
+	case "actor":
+		if v.actor == nil {
+			a := v.in.Actor
+			claims := v.in.Claims
+			if claims == nil {
+				claims = map[string]any{}
+			}
+			cm, _ := adapt.NativeToValue(claims).(traits.Mapper)
+			roles := a.Roles
+			if roles == nil {
+				roles = []string{}
+			}
+			rl, _ := adapt.NativeToValue(roles).(traits.Lister)
+			v.actor = adapt.NativeToValue(&ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}})
+		}
+		return v.actor, true
+	case "tool":
+		if v.tool == nil {
+			annotations := map[string]any{}
+			tv := &ToolVars{}
+			if t := v.in.Tool; t != nil {
+				tv.Name, tv.Source, tv.RemoteName, tv.Kind = t.Name, t.Source, t.RemoteName, string(t.Kind)
+				if len(t.Annotations) > 0 {
+					if m, err := decodeJSON(t.Annotations); err == nil {
+						if mm, ok := m.(map[string]any); ok {
+							annotations = mm
+						}
+					}
+				}
+			}
+			am, _ := adapt.NativeToValue(annotations).(traits.Mapper)
+			tv.Annotations = DynMap{am}
+			v.tool = adapt.NativeToValue(tv)
+		}
+		return v.tool, true
+	case "endpoint":
+		if v.endpoint == nil {
+			ep := v.in.Endpoint
+			v.endpoint = adapt.NativeToValue(&ep)
+		}
+		return v.endpoint, true
+	case "client":
+		if v.client == nil {
+			c := v.in.Client
+			v.client = adapt.NativeToValue(&c)
+		}
+		return v.client, true
+	case "args":
+		if !v.argsDone {
+			v.argsDone = true
+			raw := v.in.Args
+			if len(bytes.TrimSpace(raw)) == 0 {
+				raw = json.RawMessage(`{}`)
+			}
+			a, err := decodeJSON(raw)
+			if _, ok := a.(map[string]any); err == nil && !ok {
+				err = fmt.Errorf("the arguments are not an object")
+			}
+			if err != nil {
+				// An error value: every rule reading args fails, and so
+				// denies.
+				v.args = types.NewErr("reading the arguments: %v", err)
+			} else {
+				v.args = adapt.NativeToValue(a)
+			}
+		}
+		return v.args, true
+	case "now":
+		if v.now == nil {
+			t := v.in.Now
+			if t.IsZero() {
+				t = time.Now()
+			}
+			v.now = types.Timestamp{Time: t}
+		}
+		return v.now, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (v *vars) Parent() interpreter.Activation { return nil }
+
+// decodeJSON decodes one JSON value with integers as int64 (CEL int) and
+// other numbers as float64 (CEL double), so `args.count == 3` and
+// `args.amount > 99.5` both read as written.
+func decodeJSON(raw []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return numbers(v), nil
+}
+
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		s := x.String()
+		if !strings.ContainsAny(s, ".eE") {
+			if i, err := x.Int64(); err == nil {
+				return i
+			}
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}

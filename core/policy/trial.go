@@ -1,0 +1,20 @@
+package policy
+
+import "github.com/toolgate/toolgate/core"
+
+// Trial is which rule decides a call, found without making it (`toolgate
+// policy test`, PO-4).
+type Trial struct {
+	Endpoint string     `json:"endpoint"`
+	Actor    core.Actor `json:"actor"`
+	Tool     string     `json:"tool"`
+	// Rule is the deciding rule's id, or DefaultRule.
+	Rule   string `json:"rule"`
+	Effect string `json:"effect"`
+	Reason string `json:"reason,omitempty"`
+	// Error is the evaluation error that denied the call. The arguments
+	// are the asker's own, so it is shown whole.
+	Error string `json:"error,omitempty"`
+	// Listed: tools/list shows the tool to the actor (PO-2).
+	Listed bool `json:"listed"`
+}

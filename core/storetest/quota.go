@@ -1,0 +1,65 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// QuotaConformance checks core.QuotaCounter on two handles of one store
+// (the same handle twice for a store that cannot be shared): a quota is
+// counted per key and window, never past its max, and of racing takes
+// across the handles exactly max succeed (PO-3).
+func QuotaConformance(t *testing.T, a, b core.QuotaCounter) {
+	ctx := context.Background()
+	w1 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	w2 := w1.Add(24 * time.Hour)
+	prune := w1.Add(-time.Hour)
+	take := func(q core.QuotaCounter, key string, w time.Time, max int64) bool {
+		t.Helper()
+		ok, err := q.TakeQuota(ctx, key, w, max, prune)
+		if err != nil {
+			t.Fatalf("TakeQuota(%s): %v", key, err)
+		}
+		return ok
+	}
+	for i := range 3 {
+		if !take(a, "k", w1, 3) {
+			t.Fatalf("take %d of 3 refused", i+1)
+		}
+	}
+	if take(b, "k", w1, 3) {
+		t.Fatal("a fourth take of 3 counted")
+	}
+	if !take(b, "other", w1, 3) || !take(a, "k", w2, 3) {
+		t.Fatal("another key or window shares the count")
+	}
+	if !take(a, "k", w1, 4) {
+		t.Fatal("a raised max refused the next take")
+	}
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		q := a
+		if i%2 == 1 {
+			q = b
+		}
+		wg.Go(func() {
+			ok, err := q.TakeQuota(ctx, "race", w1, 7, prune)
+			if err != nil {
+				t.Errorf("TakeQuota: %v", err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := wins.Load(); n != 7 {
+		t.Fatalf("%d of 40 racing takes counted, want 7", n)
+	}
+}

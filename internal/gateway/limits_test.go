@@ -1,0 +1,107 @@
+package gateway_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+const limitsYAML = `limits:
+  - {id: search-rate, per: actor+tool, match: tool.name == "notes_search", rate: 1/h, burst: 2}
+  - {id: daily-lists, per: actor, match: tool.name == "notes_list_notes", quota: 2/day}
+`
+
+// refusedBy checks res is a limit's refusal naming id, with the wait in
+// its text and _meta.
+func refusedBy(t *testing.T, res *mcpgo.CallToolResult, id string) {
+	t.Helper()
+	text := resultText(res)
+	m := regexp.MustCompile(`^rate limit reached for (\S+); retry after (\d+)s$`).FindStringSubmatch(text)
+	if !res.IsError || m == nil || m[1] != id {
+		t.Fatalf("want a refusal by %s, got %+v", id, res)
+	}
+	if res.Meta == nil || fmt.Sprint(res.Meta.AdditionalFields[mcp.RetryAfterMetaKey]) != m[2] {
+		t.Fatalf("_meta %+v lacks %s = %s", res.Meta, mcp.RetryAfterMetaKey, m[2])
+	}
+}
+
+// PO-3, PO-4, OP-5: a rate per actor and tool refuses the call past its
+// burst and says when to retry; a daily quota is counted in the store, so
+// a second gateway on the same store file refuses the call past it. The
+// audit and the metrics name the limit.
+func TestLimitsEndToEnd(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	yaml := gatewayYAML(store, upstreamYAML("notes", notes, true)) + limitsYAML
+	a := newGateway(t, loadConfig(t, yaml), nil)
+	b := newGateway(t, loadConfig(t, yaml), nil)
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sa := connect(t, ctx, "http://"+a.Addr()+"/mcp", testKey)
+	sb := connect(t, ctx, "http://"+b.Addr()+"/mcp", testKey)
+	waitServed(t, ctx, sa, []string{"notes_search", "notes_list_notes"}, nil)
+	waitServed(t, ctx, sb, []string{"notes_search", "notes_list_notes"}, nil)
+
+	for range 2 {
+		if res := call(t, ctx, sa, "notes_search", map[string]any{"query": "welcome"}); res.IsError {
+			t.Fatalf("a search within the burst: %+v", res)
+		}
+	}
+	refusedBy(t, call(t, ctx, sa, "notes_search", map[string]any{"query": "welcome"}), "search-rate")
+	// Another tool is another bucket; the rate is per replica.
+	if res := call(t, ctx, sb, "notes_search", map[string]any{"query": "welcome"}); res.IsError {
+		t.Fatalf("a search on the other replica: %+v", res)
+	}
+
+	if res := call(t, ctx, sa, "notes_list_notes", map[string]any{}); res.IsError {
+		t.Fatalf("first list: %+v", res)
+	}
+	if res := call(t, ctx, sb, "notes_list_notes", map[string]any{}); res.IsError {
+		t.Fatalf("second list, on the other replica: %+v", res)
+	}
+	refusedBy(t, call(t, ctx, sa, "notes_list_notes", map[string]any{}), "daily-lists")
+	refusedBy(t, call(t, ctx, sb, "notes_list_notes", map[string]any{}), "daily-lists")
+
+	// A reload that changes the limits starts the buckets afresh under
+	// the open session; the quota's count stays in the store.
+	if _, err := a.Reload(ctx, loadConfig(t, yaml+"  - {id: extra, per: endpoint, rate: 100/s}\n")); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if res := call(t, ctx, sa, "notes_search", map[string]any{"query": "welcome"}); res.IsError {
+		t.Fatalf("a search after the reload: %+v", res)
+	}
+	refusedBy(t, call(t, ctx, sa, "notes_list_notes", map[string]any{}), "daily-lists")
+
+	recs, err := a.Store().Audit(ctx, core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := map[string]int{}
+	for _, r := range recs {
+		if r.Outcome == "limited" {
+			limited[r.Rule]++
+		}
+	}
+	if limited["search-rate"] != 1 || limited["daily-lists"] != 3 {
+		t.Errorf("limited calls in the audit by limit: %v", limited)
+	}
+	_, body := httpGet(t, "http://"+a.Addr()+"/metrics")
+	for _, want := range []string{`toolgate_policy_refusals_total{outcome="limited",rule="search-rate"} 1`,
+		`toolgate_policy_refusals_total{outcome="limited",rule="daily-lists"} 2`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
