@@ -437,7 +437,21 @@ func TestTransparencyLogging(t *testing.T) {
 		t.Logf("run %d: %d of 3 log messages before the result", attempt, len(before))
 	}
 	if !complete {
-		t.Errorf("no run out of %d delivered all 3 log messages", trAttempts)
+		// The fixture sometimes sends its last message after the result,
+		// and on a loaded machine it may do so run after run: the gateway
+		// is at fault only if the fixture delivers all three directly.
+		d := trConnect(t, ctx, direct, false)
+		directly := false
+		for attempt := 1; attempt <= trAttempts && !directly; attempt++ {
+			seen := len(d.logs())
+			d.call(t, ctx, "test_tool_with_logging", nil, nil)
+			directly = len(d.logs()[seen:]) == len(trLogWant)
+		}
+		if directly {
+			t.Errorf("no run out of %d delivered all 3 log messages through toolgate; directly, one did", trAttempts)
+		} else {
+			t.Logf("no run out of %d delivered all 3 log messages, directly either: the fixture's order, not the gateway's", trAttempts)
+		}
 	}
 	time.Sleep(trSettle)
 	aCount := len(a.logs())
