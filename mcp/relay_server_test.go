@@ -109,8 +109,8 @@ func addRelayTools(s *server.MCPServer) {
 const rawServerArg = "toolgate-test-raw-server"
 
 // runRawServer offers the tool withdraw: it asks the client for a sampling
-// (id "srv-1"), withdraws the request with notifications/cancelled 300 ms
-// later, and then answers the call. It also offers the resource test://raw
+// (id "srv-1"); the tool withdraw_now then withdraws the request with
+// notifications/cancelled and answers the withdraw call. It also offers the resource test://raw
 // and keeps count of subscriptions to it, which the tool subs reports.
 func runRawServer() {
 	in := bufio.NewScanner(os.Stdin)
@@ -128,7 +128,8 @@ func runRawServer() {
 	text := func(s string) any {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
 	}
-	subscribed := 0 // test://raw subscribes minus unsubscribes
+	subscribed := 0                 // test://raw subscribes minus unsubscribes
+	var withdrawing json.RawMessage // the withdraw call withdraw_now answers
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -151,6 +152,7 @@ func runRawServer() {
 			reply(m.ID, map[string]any{"tools": []any{
 				map[string]any{"name": "withdraw", "inputSchema": map[string]any{"type": "object"}},
 				map[string]any{"name": "subs", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "withdraw_now", "inputSchema": map[string]any{"type": "object"}},
 			}})
 		case "resources/list":
 			reply(m.ID, map[string]any{"resources": []any{map[string]any{"uri": "test://raw", "name": "raw"}}})
@@ -165,14 +167,17 @@ func runRawServer() {
 				reply(m.ID, text(fmt.Sprint(subscribed)))
 				continue
 			}
+			if m.Params.Name == "withdraw_now" {
+				// The withdrawal, then the withdrawn call's answer: the
+				// gateway reads them in this order.
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
+				reply(withdrawing, text("withdrawn"))
+				reply(m.ID, text("done"))
+				continue
+			}
+			withdrawing = m.ID
 			send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
 				"params": map[string]any{"maxTokens": 5, "messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "never mind"}}}}})
-			go func(id json.RawMessage) {
-				time.Sleep(300 * time.Millisecond)
-				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
-				time.Sleep(100 * time.Millisecond)
-				reply(id, text("withdrawn"))
-			}(m.ID)
 		default:
 			if len(m.ID) > 0 && m.Method != "" {
 				send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
