@@ -559,13 +559,12 @@ func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 	if resp.Status != http.StatusOK {
 		t.Fatalf("DELETE of bob's session: HTTP %d", resp.Status)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for upstreamSubs() != "0" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the last subscriber's session ended; upstream subscriptions = %s, want 0", upstreamSubs())
+	waittest.Succeeds(t, 10*time.Second, "the upstream to be unsubscribed", func() error {
+		if n := upstreamSubs(); n != "0" {
+			return fmt.Errorf("the last subscriber's session ended; upstream subscriptions = %s, want 0", n)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // An elicitation a person takes longer than 30 seconds to answer still gets

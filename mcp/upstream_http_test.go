@@ -372,15 +372,16 @@ func TestToolsChangedIM25(t *testing.T) {
 			defer u.Close()
 			// The GET stream opens asynchronously; a notification sent
 			// before it is lost, so keep changing the list until one lands.
-			deadline := time.Now().Add(5 * time.Second)
-			for i := 0; fired.Load() == 0; i++ {
-				if time.Now().After(deadline) {
-					t.Fatal("list_changed never reached the callback")
+			i := 0
+			waittest.Eventually(t, 5*time.Second, "list_changed to reach the callback", func() bool {
+				if fired.Load() != 0 {
+					return true
 				}
 				srv.AddTool(mcpgo.NewTool(fmt.Sprintf("added%d", i)),
 					func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) { return nil, nil })
-				time.Sleep(50 * time.Millisecond)
-			}
+				i++
+				return false
+			})
 			tools, err := u.ListTools(ctxT(t, 5*time.Second))
 			if err != nil || len(tools) < 6 {
 				t.Errorf("after list_changed: %d tools, %v", len(tools), err)
