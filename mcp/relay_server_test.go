@@ -2,15 +2,20 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // addRelayTools gives the test stdio server tools that use everything a
@@ -25,19 +30,22 @@ func addRelayTools(s *server.MCPServer) {
 				token = req.Params.Meta.ProgressToken
 			}
 			// mcp-go's stdio server writes notifications from a goroutine
-			// of their own, so one sent just before returning can follow the
-			// response; the pauses keep this server's order deterministic.
+			// of their own, so one sent just before returning could follow
+			// the response: the call returns once they are written.
+			before, sent := notesWritten.Load(), int64(0)
 			for i, level := range []mcpgo.LoggingLevel{mcpgo.LoggingLevelDebug, mcpgo.LoggingLevelInfo, mcpgo.LoggingLevelError} {
 				_ = s.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationMessage), map[string]any{
 					"level": level, "logger": "chatty", "data": "message " + string(level),
 				})
+				sent++
 				if token != nil {
 					_ = s.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress), map[string]any{
 						"progressToken": token, "progress": i + 1, "total": 3,
 					})
+					sent++
 				}
-				time.Sleep(20 * time.Millisecond)
 			}
+			waittest.Poll(10*time.Second, func() bool { return notesWritten.Load() >= before+sent })
 			return text("chatted"), nil
 		})
 	s.AddResource(mcpgo.NewResource("test://doc", "doc", mcpgo.WithMIMEType("text/plain")),
@@ -102,6 +110,21 @@ func addRelayTools(s *server.MCPServer) {
 				return text("finished"), nil
 			}
 		})
+}
+
+// notesWritten counts the notifications the test stdio server has written.
+var notesWritten atomic.Int64
+
+// notesCounter passes the stdio server's output on, counting notifications.
+// mcp-go writes each message with one Write.
+type notesCounter struct{ w io.Writer }
+
+func (c notesCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if bytes.Contains(b, []byte(`"method":"notifications/`)) {
+		notesWritten.Add(1)
+	}
+	return n, err
 }
 
 // rawServerArg makes the test binary a stdio MCP server written by hand, for

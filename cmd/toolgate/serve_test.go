@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/auth/authtest"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // Distinctive secrets: none of them may ever appear in serve's logs.
@@ -707,16 +708,12 @@ func TestServeGracefulShutdownSV9(t *testing.T) {
 	t.Logf("exited 0 %v after SIGTERM", took.Round(time.Millisecond))
 
 	// Its upstreams, supervisors and servers alike, are gone.
-	deadline := time.Now().Add(serveProcsWait)
-	for {
-		left := serveProcs(func(ppid, pgid int) bool { return ppid == pid || slices.Contains(g.upstreamGroups, pgid) })
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v after exit, processes %v of the gateway's upstreams (groups %v) still run", serveProcsWait, left, g.upstreamGroups)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []int
+	if !waittest.Poll(serveProcsWait, func() bool {
+		left = serveProcs(func(ppid, pgid int) bool { return ppid == pid || slices.Contains(g.upstreamGroups, pgid) })
+		return len(left) == 0
+	}) {
+		t.Fatalf("%v after exit, processes %v of the gateway's upstreams (groups %v) still run", serveProcsWait, left, g.upstreamGroups)
 	}
 
 	// JSON logs on stderr, telling the shutdown.
