@@ -133,7 +133,7 @@ const rawServerArg = "toolgate-test-raw-server"
 
 // runRawServer offers the tool withdraw: it asks the client for a sampling
 // (id "srv-1"); the tool withdraw_now then withdraws the request with
-// notifications/cancelled and answers the withdraw call. It also offers the resource test://raw
+// notifications/cancelled, and withdraw_answer answers the withdraw call. It also offers the resource test://raw
 // and keeps count of subscriptions to it, which the tool subs reports.
 func runRawServer() {
 	in := bufio.NewScanner(os.Stdin)
@@ -152,7 +152,7 @@ func runRawServer() {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
 	}
 	subscribed := 0                 // test://raw subscribes minus unsubscribes
-	var withdrawing json.RawMessage // the withdraw call withdraw_now answers
+	var withdrawing json.RawMessage // the withdraw call withdraw_answer answers
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -176,6 +176,7 @@ func runRawServer() {
 				map[string]any{"name": "withdraw", "inputSchema": map[string]any{"type": "object"}},
 				map[string]any{"name": "subs", "inputSchema": map[string]any{"type": "object"}},
 				map[string]any{"name": "withdraw_now", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "withdraw_answer", "inputSchema": map[string]any{"type": "object"}},
 			}})
 		case "resources/list":
 			reply(m.ID, map[string]any{"resources": []any{map[string]any{"uri": "test://raw", "name": "raw"}}})
@@ -190,10 +191,12 @@ func runRawServer() {
 				reply(m.ID, text(fmt.Sprint(subscribed)))
 				continue
 			}
-			if m.Params.Name == "withdraw_now" {
-				// The withdrawal, then the withdrawn call's answer: the
-				// gateway reads them in this order.
+			switch m.Params.Name {
+			case "withdraw_now":
 				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
+				reply(m.ID, text("done"))
+				continue
+			case "withdraw_answer":
 				reply(withdrawing, text("withdrawn"))
 				reply(m.ID, text("done"))
 				continue

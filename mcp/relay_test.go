@@ -485,10 +485,14 @@ func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
 		res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "withdraw"}})
 		done <- outcome{res, err}
 	}()
-	// The upstream withdraws its request once the client has it, not after
-	// a pause that a loaded machine may outlast.
+	// The upstream withdraws its request once the client has it, and
+	// answers the call once the withdrawal has reached the client: each
+	// step waits for the event before it, not a pause a loaded machine
+	// may outlast.
 	waittest.Recv(t, 20*time.Second, "the sampling request to reach the client", asked)
 	callTool(t, a, "withdraw_now", nil, nil)
+	waitNotes(t, aNotes, "notifications/cancelled", 1)
+	callTool(t, a, "withdraw_answer", nil, nil)
 	o := waittest.Recv(t, 20*time.Second, "the withdraw call to end", done)
 	if o.err != nil {
 		t.Fatalf("withdraw: %v", o.err)
@@ -496,7 +500,6 @@ func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
 	if got := resultTexts(o.res); got != "withdrawn" {
 		t.Fatalf("result = %q", got)
 	}
-	waitNotes(t, aNotes, "notifications/cancelled", 1)
 	cancels := aNotes.of("notifications/cancelled")
 	if len(cancels) != 1 {
 		t.Fatalf("client got %d cancellations, want 1: %v", len(cancels), aNotes.list)
