@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/core"
@@ -119,21 +118,6 @@ func expect(t *testing.T, got answer, status int, challenge string) {
 		if err := json.Unmarshal([]byte(got.body), &body); err != nil || body.Error == "" {
 			t.Errorf("refusal body %q is not {error, error_description}: %v", got.body, err)
 		}
-	}
-}
-
-// eventually polls cond every 50 ms until it holds or the bound passes.
-func eventually(t *testing.T, bound time.Duration, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/auth/authtest"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // introspectionFixture is an OAuth strategy whose opaque tokens are checked
@@ -122,7 +123,7 @@ func TestIntrospectionRevocation(t *testing.T) {
 	expect(t, f.gw.call(t, "/mcp", tok), http.StatusOK, "")
 	f.in.Revoke(tok)
 	var last answer
-	if !eventually(t, 10*time.Second, func() bool {
+	if !waittest.Poll(10*time.Second, func() bool {
 		last = f.gw.call(t, "/mcp", tok)
 		return last.status != http.StatusOK
 	}) {

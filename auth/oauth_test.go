@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/auth/authtest"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // oauthFixture is a real OpenID provider and a gateway with endpoints /a and
@@ -215,7 +216,7 @@ func TestOAuthNegativeMatrix(t *testing.T) {
 		expect(t, rf.gw.call(t, "/a", old), http.StatusOK, "")
 		rf.idp.Rotate(t)
 		var last answer
-		if !eventually(t, 10*time.Second, func() bool {
+		if !waittest.Poll(10*time.Second, func() bool {
 			last = rf.gw.call(t, "/a", old)
 			return last.status != http.StatusOK
 		}) {
@@ -227,7 +228,7 @@ func TestOAuthNegativeMatrix(t *testing.T) {
 		tok := f.token(t, "/a", jwt.MapClaims{"exp": time.Now().Add(3 * time.Second).Unix()})
 		expect(t, gw.call(t, "/a", tok), http.StatusOK, "")
 		var last answer
-		if !eventually(t, 15*time.Second, func() bool {
+		if !waittest.Poll(15*time.Second, func() bool {
 			last = gw.call(t, "/a", tok)
 			return last.status != http.StatusOK
 		}) {
@@ -405,7 +406,7 @@ func TestOAuthStopsWithContext(t *testing.T) {
 		t.Fatal("no refresh goroutine found: the check below would prove nothing")
 	}
 	cancel()
-	if !eventually(t, 5*time.Second, func() bool { return !strings.Contains(allStacks(), refresher) }) {
+	if !waittest.Poll(5*time.Second, func() bool { return !strings.Contains(allStacks(), refresher) }) {
 		t.Fatal("the JWKS refresh goroutine outlived its context")
 	}
 }

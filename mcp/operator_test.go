@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/core/eventbustest"
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -92,30 +93,25 @@ func (s *operatorServed) checkNothingRan(t *testing.T, when string) {
 // waitPending polls the queue (bounded) until it holds exactly one entry.
 func (s *operatorServed) waitPending(t *testing.T) core.PendingConfirmation {
 	t.Helper()
-	deadline := time.Now().Add(operatorWait)
-	for {
-		if p := s.queue.Pending(); len(p) == 1 {
-			return p[0]
-		} else if len(p) > 1 {
+	var p []core.PendingConfirmation
+	waittest.Eventually(t, operatorWait, "a pending confirmation", func() bool {
+		if p = s.queue.Pending(); len(p) > 1 {
 			t.Fatalf("pending: %+v, want one", p)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending confirmation within %v", operatorWait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(p) == 1
+	})
+	return p[0]
 }
 
 // waitQueueEmpty polls the queue (bounded) until it is empty.
 func (s *operatorServed) waitQueueEmpty(t *testing.T, when string) {
 	t.Helper()
-	deadline := time.Now().Add(operatorWait)
-	for len(s.queue.Pending()) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still pending after %v: %+v", when, operatorWait, s.queue.Pending())
+	waittest.Succeeds(t, operatorWait, when+": the queue to empty", func() error {
+		if p := s.queue.Pending(); len(p) != 0 {
+			return fmt.Errorf("still pending: %+v", p)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // nextDecision returns the next confirmation.decided event of the queue's

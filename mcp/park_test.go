@@ -13,20 +13,9 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 )
-
-// waitFor polls cond until it holds or the test's minute is up.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // SV-2 (issue 18): an idle session is parked — mcp-go's state of it let
 // go — and its next request makes it again: it keeps its id, owner,
@@ -74,7 +63,7 @@ func TestIdleSessionsParkAndWakeSV2(t *testing.T) {
 		return c
 	}
 	a, b, d := client(), client(), client()
-	waitFor(t, "three sessions are parked", func() bool { return ep.ParkedSessionsForTest() == 3 })
+	waittest.Eventually(t, time.Minute, "three sessions are parked", func() bool { return ep.ParkedSessionsForTest() == 3 })
 	if got := limits.Open(); got != 3 {
 		t.Errorf("places held under the caps while parked: %d, want 3", got)
 	}
@@ -127,7 +116,7 @@ func TestIdleSessionsParkAndWakeSV2(t *testing.T) {
 	_ = stream.Close()
 	cancel()
 
-	waitFor(t, "a is parked again", func() bool { return ep.ParkedSessionsForTest() == 3 })
+	waittest.Eventually(t, time.Minute, "a is parked again", func() bool { return ep.ParkedSessionsForTest() == 3 })
 	if resp, err := a.Delete(t.Context()); err != nil || resp.Status != http.StatusOK {
 		t.Fatalf("DELETE of a parked session: %v %v", resp.Status, err)
 	}
@@ -185,7 +174,7 @@ func TestParkedSessionWokenByAPostIsToldOnItSV2(t *testing.T) {
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pong0","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"ping"}`,
 	} {
-		waitFor(t, "both sessions are parked", func() bool { return ep.ParkedSessionsForTest() == 2 })
+		waittest.Eventually(t, time.Minute, "both sessions are parked", func() bool { return ep.ParkedSessionsForTest() == 2 })
 		name := "pong" + strconv.Itoa(i)
 		if err := reg.Register(core.Tool{Name: name, Kind: core.KindRead, Description: "Pongs.", Handler: pong}); err != nil {
 			t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/peers"
 )
@@ -233,14 +234,10 @@ func imported(reg *core.Registry, source string) map[string]core.ToolInfo {
 func checkVerbatim(t *testing.T, reg *core.Registry, source, prefix string, raw map[string]rawTool, names []string) {
 	t.Helper()
 	var got map[string]core.ToolInfo
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waittest.Poll(15*time.Second, func() bool {
 		got = imported(reg, source)
-		if len(got) == len(raw) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(got) == len(raw)
+	})
 	var gotNames []string
 	for n := range got {
 		gotNames = append(gotNames, n)
@@ -331,21 +328,16 @@ func checkChildrenGone(t *testing.T, im *importer.Importer, dir string) {
 // the count is awaited, bounded.
 func checkStatus(t *testing.T, im *importer.Importer, server string, tools int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waittest.Succeeds(t, 5*time.Second, "the upstream's status", func() error {
 		st := im.Statuses()
 		if len(st) != 1 {
 			t.Fatalf("statuses = %+v", st)
 		}
-		s := st[0]
-		if s.State == core.StateConnected && s.Server.Name == server && s.Server.Protocol == mcp.ProtocolVersion && s.Tools == tools {
-			return
+		if s := st[0]; s.State != core.StateConnected || s.Server.Name != server || s.Server.Protocol != mcp.ProtocolVersion || s.Tools != tools {
+			return fmt.Errorf("status = %+v, want connected to %s at %s with %d tools", s, server, mcp.ProtocolVersion, tools)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status = %+v, want connected to %s at %s with %d tools", s, server, mcp.ProtocolVersion, tools)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // checkEverythingCalls runs server-everything's echo (a read) and its error
@@ -439,14 +431,15 @@ func startEverythingHTTP(t *testing.T, js string) string {
 // waitListening waits, at most d, for 127.0.0.1:port to accept; false if the
 // process exited first or time ran out.
 func waitListening(port int, d time.Duration, p *peers.Process) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && !p.Exited() {
-		if peers.Listening(port) {
+	listening := false
+	waittest.Poll(d, func() bool {
+		if p.Exited() {
 			return true
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
+		listening = peers.Listening(port)
+		return listening
+	})
+	return listening
 }
 
 // TestPeerFilesystemStdio imports @modelcontextprotocol/server-filesystem on

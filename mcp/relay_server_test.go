@@ -2,15 +2,20 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // addRelayTools gives the test stdio server tools that use everything a
@@ -25,19 +30,22 @@ func addRelayTools(s *server.MCPServer) {
 				token = req.Params.Meta.ProgressToken
 			}
 			// mcp-go's stdio server writes notifications from a goroutine
-			// of their own, so one sent just before returning can follow the
-			// response; the pauses keep this server's order deterministic.
+			// of their own, so one sent just before returning could follow
+			// the response: the call returns once they are written.
+			before, sent := notesWritten.Load(), int64(0)
 			for i, level := range []mcpgo.LoggingLevel{mcpgo.LoggingLevelDebug, mcpgo.LoggingLevelInfo, mcpgo.LoggingLevelError} {
 				_ = s.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationMessage), map[string]any{
 					"level": level, "logger": "chatty", "data": "message " + string(level),
 				})
+				sent++
 				if token != nil {
 					_ = s.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress), map[string]any{
 						"progressToken": token, "progress": i + 1, "total": 3,
 					})
+					sent++
 				}
-				time.Sleep(20 * time.Millisecond)
 			}
+			waittest.Poll(10*time.Second, func() bool { return notesWritten.Load() >= before+sent })
 			return text("chatted"), nil
 		})
 	s.AddResource(mcpgo.NewResource("test://doc", "doc", mcpgo.WithMIMEType("text/plain")),
@@ -104,13 +112,28 @@ func addRelayTools(s *server.MCPServer) {
 		})
 }
 
+// notesWritten counts the notifications the test stdio server has written.
+var notesWritten atomic.Int64
+
+// notesCounter passes the stdio server's output on, counting notifications.
+// mcp-go writes each message with one Write.
+type notesCounter struct{ w io.Writer }
+
+func (c notesCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if bytes.Contains(b, []byte(`"method":"notifications/`)) {
+		notesWritten.Add(1)
+	}
+	return n, err
+}
+
 // rawServerArg makes the test binary a stdio MCP server written by hand, for
 // what mcp-go's server never does: withdrawing a request it made.
 const rawServerArg = "toolgate-test-raw-server"
 
 // runRawServer offers the tool withdraw: it asks the client for a sampling
-// (id "srv-1"), withdraws the request with notifications/cancelled 300 ms
-// later, and then answers the call. It also offers the resource test://raw
+// (id "srv-1"); the tool withdraw_now then withdraws the request with
+// notifications/cancelled, and withdraw_answer answers the withdraw call. It also offers the resource test://raw
 // and keeps count of subscriptions to it, which the tool subs reports.
 func runRawServer() {
 	in := bufio.NewScanner(os.Stdin)
@@ -128,7 +151,8 @@ func runRawServer() {
 	text := func(s string) any {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
 	}
-	subscribed := 0 // test://raw subscribes minus unsubscribes
+	subscribed := 0                 // test://raw subscribes minus unsubscribes
+	var withdrawing json.RawMessage // the withdraw call withdraw_answer answers
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -151,6 +175,8 @@ func runRawServer() {
 			reply(m.ID, map[string]any{"tools": []any{
 				map[string]any{"name": "withdraw", "inputSchema": map[string]any{"type": "object"}},
 				map[string]any{"name": "subs", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "withdraw_now", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "withdraw_answer", "inputSchema": map[string]any{"type": "object"}},
 			}})
 		case "resources/list":
 			reply(m.ID, map[string]any{"resources": []any{map[string]any{"uri": "test://raw", "name": "raw"}}})
@@ -165,14 +191,19 @@ func runRawServer() {
 				reply(m.ID, text(fmt.Sprint(subscribed)))
 				continue
 			}
+			switch m.Params.Name {
+			case "withdraw_now":
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
+				reply(m.ID, text("done"))
+				continue
+			case "withdraw_answer":
+				reply(withdrawing, text("withdrawn"))
+				reply(m.ID, text("done"))
+				continue
+			}
+			withdrawing = m.ID
 			send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
 				"params": map[string]any{"maxTokens": 5, "messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "never mind"}}}}})
-			go func(id json.RawMessage) {
-				time.Sleep(300 * time.Millisecond)
-				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": "srv-1", "reason": "changed my mind"}})
-				time.Sleep(100 * time.Millisecond)
-				reply(id, text("withdrawn"))
-			}(m.ID)
 		default:
 			if len(m.ID) > 0 && m.Method != "" {
 				send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})

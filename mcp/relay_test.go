@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -149,6 +150,11 @@ func callTool(t *testing.T, c *client.Client, name string, args map[string]any, 
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	return resultTexts(res)
+}
+
+// resultTexts joins a result's text blocks.
+func resultTexts(res *mcpgo.CallToolResult) string {
 	var texts []string
 	for _, block := range res.Content {
 		if tc, ok := block.(mcpgo.TextContent); ok {
@@ -301,16 +307,10 @@ func TestRelaySamplingRefusedWhenNotAttributableStdio(t *testing.T) {
 // waitFile waits (bounded) for a file the test server writes.
 func waitFile(t *testing.T, path, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Eventually(t, 10*time.Second, what, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 // Covers issue 5: roots/list from config.
@@ -423,13 +423,12 @@ func TestRelayResourceUpdatesGoToSubscribersStdio(t *testing.T) {
 
 func waitNotes(t *testing.T, n *notes, method string, count int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(n.of(method)) < count {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d %s within 10s, want %d", len(n.of(method)), method, count)
+	waittest.Succeeds(t, 10*time.Second, method, func() error {
+		if have := len(n.of(method)); have < count {
+			return fmt.Errorf("%d, want %d", have, count)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // An upstream's prompts/list_changed and resources/list_changed make the
@@ -475,13 +474,31 @@ func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
 	defer close(release)
 	asked := make(chan struct{}, 1)
 	a, aNotes := relayClientStream(t, url, "alice", false, client.WithSamplingHandler(blockingSampler{asked, release}))
-	if got := callTool(t, a, "withdraw", nil, nil); got != "withdrawn" {
-		t.Fatalf("result = %q", got)
+	type outcome struct {
+		res *mcpgo.CallToolResult
+		err error
 	}
-	select {
-	case <-asked:
-	default:
-		t.Fatal("the sampling request never reached the client")
+	done := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "withdraw"}})
+		done <- outcome{res, err}
+	}()
+	// The upstream withdraws its request once the client has it, and
+	// answers the call once the withdrawal has reached the client: each
+	// step waits for the event before it, not a pause a loaded machine
+	// may outlast.
+	waittest.Recv(t, 20*time.Second, "the sampling request to reach the client", asked)
+	callTool(t, a, "withdraw_now", nil, nil)
+	waitNotes(t, aNotes, "notifications/cancelled", 1)
+	callTool(t, a, "withdraw_answer", nil, nil)
+	o := waittest.Recv(t, 20*time.Second, "the withdraw call to end", done)
+	if o.err != nil {
+		t.Fatalf("withdraw: %v", o.err)
+	}
+	if got := resultTexts(o.res); got != "withdrawn" {
+		t.Fatalf("result = %q", got)
 	}
 	cancels := aNotes.of("notifications/cancelled")
 	if len(cancels) != 1 {
@@ -545,13 +562,12 @@ func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 	if resp.Status != http.StatusOK {
 		t.Fatalf("DELETE of bob's session: HTTP %d", resp.Status)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for upstreamSubs() != "0" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the last subscriber's session ended; upstream subscriptions = %s, want 0", upstreamSubs())
+	waittest.Succeeds(t, 10*time.Second, "the upstream to be unsubscribed", func() error {
+		if n := upstreamSubs(); n != "0" {
+			return fmt.Errorf("the last subscriber's session ended; upstream subscriptions = %s, want 0", n)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // An elicitation a person takes longer than 30 seconds to answer still gets

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -172,17 +174,12 @@ func TestEndpointListMatchesMcpGo(t *testing.T) {
 		Annotations: json.RawMessage(`{"readOnlyHint":true,"x-vendor":{"tier":2}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		raw, _ := json.Marshal(list("/fast"))
-		if strings.Contains(string(raw), `"x-vendor":{"tier":2}`) {
-			break
+	waittest.Succeeds(t, 5*time.Second, "the annotations' every key", func() error {
+		if raw, _ := json.Marshal(list("/fast")); !strings.Contains(string(raw), `"x-vendor":{"tier":2}`) {
+			return fmt.Errorf("annotations lost a key: %s", raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("annotations lost a key: %s", raw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // IM-32 on every session mode: a stateless endpoint answers tools/call with
@@ -223,17 +220,12 @@ func TestStatelessEndpointResultBytesPassThrough(t *testing.T) {
 		return resp.StatusCode, string(bytes.TrimSpace(b))
 	}
 	// The endpoint learns of the new tool from the bus: wait until it lists it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, b := post("2025-06-18", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-		if strings.Contains(b, `"kinds"`) {
-			break
+	waittest.Succeeds(t, 10*time.Second, "the stateless endpoint to list the tool", func() error {
+		if _, b := post("2025-06-18", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(b, `"kinds"`) {
+			return fmt.Errorf("listed %s", b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stateless endpoint never listed the tool: %s", b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	code, got := post("2025-06-18", `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"kinds","arguments":{}}}`)
 	if want := `{"jsonrpc":"2.0","id":"call-1","result":` + result + `}`; code != http.StatusOK || got != want {

@@ -19,6 +19,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // streamServer answers tools/call by the tool's name: "json" as one JSON
@@ -289,7 +290,10 @@ func TestRawToolsCallConnections(t *testing.T) {
 	}
 
 	ts.CloseClientConnections()
-	time.Sleep(50 * time.Millisecond) // the FIN reaches the idle connection
+	// The pool's own check sees the server's close before the next call.
+	waittest.Eventually(t, 10*time.Second, "the pooled connections to read as closed", func() bool {
+		return idleAllClosed(t, u)
+	})
 	call("json")
 
 	call("hinted")
@@ -345,4 +349,23 @@ func TestRawToolsCallURLCredentials(t *testing.T) {
 	if user, pw, ok := req.BasicAuth(); !ok || user != "user" || pw != "pa ss" {
 		t.Errorf("tools/call Authorization %q, want Basic user:pa ss", srv.headers[0].Get("Authorization"))
 	}
+}
+
+// idleAllClosed reports whether every idle connection in u's call pool reads
+// as closed by the server, as the pool checks before it uses one.
+func idleAllClosed(t *testing.T, u core.Upstream) bool {
+	t.Helper()
+	s, err := u.(*httpUpstream).current()
+	if err != nil || s.post == nil || s.post.pool == nil {
+		t.Fatalf("no call pool: %v", err)
+	}
+	p := s.post.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pc := range p.idle {
+		if idleOpen(pc.c) {
+			return false
+		}
+	}
+	return true
 }

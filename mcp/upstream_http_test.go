@@ -23,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // trickySchema has what mcp-go's typed client loses: $schema, $defs, anyOf,
@@ -172,17 +173,6 @@ func connect(t *testing.T, opts UpstreamOptions) core.Upstream {
 	return u
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // IM-4, IM-17, IM-36 over Streamable HTTP against mcp-go's server: raw
 // listing across pages, calls, and credentials on every request including the
 // GET stream and the DELETE sent by Close.
@@ -249,7 +239,7 @@ func TestStreamableHTTPIM4IM17(t *testing.T) {
 	if err := u.Ping(ctxT(t, 5*time.Second)); err != nil {
 		t.Errorf("Ping: %v", err)
 	}
-	waitFor(t, "the GET stream", func() bool { return capt.kinds()["GET"] > 0 })
+	waittest.Eventually(t, 5*time.Second, "the GET stream", func() bool { return capt.kinds()["GET"] > 0 })
 	if err := u.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -382,15 +372,16 @@ func TestToolsChangedIM25(t *testing.T) {
 			defer u.Close()
 			// The GET stream opens asynchronously; a notification sent
 			// before it is lost, so keep changing the list until one lands.
-			deadline := time.Now().Add(5 * time.Second)
-			for i := 0; fired.Load() == 0; i++ {
-				if time.Now().After(deadline) {
-					t.Fatal("list_changed never reached the callback")
+			i := 0
+			waittest.Eventually(t, 5*time.Second, "list_changed to reach the callback", func() bool {
+				if fired.Load() != 0 {
+					return true
 				}
 				srv.AddTool(mcpgo.NewTool(fmt.Sprintf("added%d", i)),
 					func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) { return nil, nil })
-				time.Sleep(50 * time.Millisecond)
-			}
+				i++
+				return false
+			})
 			tools, err := u.ListTools(ctxT(t, 5*time.Second))
 			if err != nil || len(tools) < 6 {
 				t.Errorf("after list_changed: %d tools, %v", len(tools), err)
@@ -622,7 +613,7 @@ func TestSSEStreamLostIM27(t *testing.T) {
 	}
 	ts.CloseClientConnections()
 	var err error
-	waitFor(t, "the lost stream to show", func() bool {
+	waittest.Eventually(t, 5*time.Second, "the lost stream to show", func() bool {
 		_, err = u.CallTool(ctxT(t, 5*time.Second), "t0", nil)
 		return err != nil
 	})

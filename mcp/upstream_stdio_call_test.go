@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // wireServerArg, as the first argument, makes the test binary a stdio MCP
@@ -43,6 +45,7 @@ func runWireServer() {
 		b, _ := json.Marshal(s)
 		return `{"content":[{"type":"text","text":` + string(b) + `}]}`
 	}
+	hung := 0 // calls of hang read
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -70,7 +73,10 @@ func runWireServer() {
 			case "huge":
 				reply(m.ID, text(strings.Repeat("x", wireHugeBytes)))
 			case "hang":
-				// Never answered.
+				// Never answered; counted, for hung to tell.
+				hung++
+			case "hung":
+				reply(m.ID, text(strconv.Itoa(hung)))
 			case "die":
 				os.Exit(3)
 			default:
@@ -156,7 +162,10 @@ func TestStdioPipeDeathWithCallsInFlightIM27(t *testing.T) {
 			errs <- err
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // the hanging calls are written
+	// The child has read every hanging call before it dies.
+	waittest.Eventually(t, 10*time.Second, "the child to read the hanging calls", func() bool {
+		return call(t, u, "hung", `{}`) == strconv.Itoa(n)
+	})
 	if _, err := u.CallTool(ctxT(t, 10*time.Second), "die", nil); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("die: %v", err)
 	}

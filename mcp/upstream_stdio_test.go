@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 func stdioOptions(t *testing.T) UpstreamOptions {
@@ -244,13 +246,12 @@ func TestStdioStderrBounded(t *testing.T) {
 	u := connectStdio(t, opts)
 	call(t, u, "stderr", `{"n":5000}`)
 	sr := u.(StderrReporter)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasSuffix(sr.Stderr(), "END-OF-STDERR\n") {
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr tail missing: %q", sr.Stderr())
+	waittest.Succeeds(t, 5*time.Second, "the stderr tail", func() error {
+		if out := sr.Stderr(); !strings.HasSuffix(out, "END-OF-STDERR\n") {
+			return fmt.Errorf("stderr tail missing: %q", out)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := len(sr.Stderr()); n != 1024 {
 		t.Errorf("kept %d bytes of stderr, want the limit 1024", n)
 	}
@@ -325,17 +326,12 @@ func descent(t *testing.T, grandchild int) tree {
 // waitGroupGone waits (bounded) until no live process is left in group pgid.
 func waitGroupGone(t *testing.T, pgid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		left := groupMembers(pgid, 0)
-		if len(left) == 0 {
-			return
+	waittest.Succeeds(t, within, fmt.Sprintf("group %d to end", pgid), func() error {
+		if left := groupMembers(pgid, 0); len(left) != 0 {
+			return fmt.Errorf("processes %v still run", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes %v of group %d still run after %v", left, pgid, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // killGroupOnCleanup kills what is left of group pgid, led by a process

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,7 +91,10 @@ func runStdioServer() {
 			os.Stderr.WriteString("END-OF-STDERR\n")
 			return text("ok"), nil
 		})
-	if err := server.ServeStdio(s); err != nil {
+	// As server.ServeStdio, with stdout counted for chatty.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := server.NewStdioServer(s).Listen(ctx, os.Stdin, notesCounter{os.Stdout}); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		os.Exit(1)
 	}

@@ -26,6 +26,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/peers"
 )
 
@@ -300,41 +301,31 @@ func (x *tmuxTerm) screen(name string) string {
 // waitFor polls the screen (bounded) until it shows every one of wants.
 func (x *tmuxTerm) waitFor(name string, d time.Duration, wants ...string) string {
 	x.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s := x.screen(name)
-		missing := ""
+	var s, missing string
+	if !waittest.Poll(d, func() bool {
+		s, missing = x.screen(name), ""
 		for _, w := range wants {
 			if !strings.Contains(s, w) {
 				missing = w
 				break
 			}
 		}
-		if missing == "" {
-			return s
-		}
-		if time.Now().After(deadline) {
-			stderr, _ := os.ReadFile(x.stderrPath(name))
-			x.t.Fatalf("console %s never showed %q within %v\n---- screen ----\n%s\n---- stderr ----\n%s", name, missing, d, s, stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return missing == ""
+	}) {
+		stderr, _ := os.ReadFile(x.stderrPath(name))
+		x.t.Fatalf("console %s never showed %q within %v\n---- screen ----\n%s\n---- stderr ----\n%s", name, missing, d, s, stderr)
 	}
+	return s
 }
 
 // waitGone polls the screen (bounded) until it no longer shows text.
 func (x *tmuxTerm) waitGone(name string, d time.Duration, text string) string {
 	x.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s := x.screen(name)
-		if !strings.Contains(s, text) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			x.t.Fatalf("console %s still shows %q after %v\n---- screen ----\n%s", name, text, d, s)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s string
+	if !waittest.Poll(d, func() bool { s = x.screen(name); return !strings.Contains(s, text) }) {
+		x.t.Fatalf("console %s still shows %q after %v\n---- screen ----\n%s", name, text, d, s)
 	}
+	return s
 }
 
 // keys sends keys to the session (tmux key names: Enter, Right, …, or
@@ -358,20 +349,19 @@ func (x *tmuxTerm) text(name, s string) {
 // its exit status.
 func (x *tmuxTerm) waitExit(name string, d time.Duration) int {
 	x.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if b, err := os.ReadFile(x.statusPath(name)); err == nil && len(bytes.TrimSpace(b)) > 0 {
-			code, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-			if err != nil {
-				x.t.Fatalf("status %q", b)
-			}
-			return code
-		}
-		if time.Now().After(deadline) {
-			x.t.Fatalf("console %s did not exit within %v\n%s", name, d, x.screen(name))
-		}
-		time.Sleep(50 * time.Millisecond)
+	var b []byte
+	if !waittest.Poll(d, func() bool {
+		var err error
+		b, err = os.ReadFile(x.statusPath(name))
+		return err == nil && len(bytes.TrimSpace(b)) > 0
+	}) {
+		x.t.Fatalf("console %s did not exit within %v\n%s", name, d, x.screen(name))
 	}
+	code, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil {
+		x.t.Fatalf("status %q", b)
+	}
+	return code
 }
 
 // runTool runs the built binary with args and env added (bounded), and

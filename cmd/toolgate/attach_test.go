@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 const (
@@ -279,16 +281,14 @@ func pendingIDs(t *testing.T, url string) []string {
 // waitPending polls (bounded) until n confirmations wait, and returns them.
 func waitPending(t *testing.T, url string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(screenWait)
-	for {
-		if ids := pendingIDs(t, url); len(ids) == n {
-			return ids
+	var ids []string
+	waittest.Succeeds(t, screenWait, fmt.Sprintf("%d confirmations waiting", n), func() error {
+		if ids = pendingIDs(t, url); len(ids) != n {
+			return fmt.Errorf("%d confirmations waiting, want %d", len(ids), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d confirmations waiting, want %d", len(pendingIDs(t, url)), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return ids
 }
 
 func readFile(t *testing.T, path string) string {

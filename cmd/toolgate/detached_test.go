@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -239,14 +240,7 @@ exec sleep 300`)
 		t.Fatalf("the daemon %d has parent %d, not the supervisor %d", pid, info.ppid, s.cmd.Process.Pid)
 	}
 	// Its exit wakes the supervisor (SIGCHLD), which reaps it at once.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := readProc(pid); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon %d is still a zombie 5s after it exited", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waittest.Poll(5*time.Second, func() bool { _, ok := readProc(pid); return !ok }) {
+		t.Fatalf("the daemon %d is still a zombie 5s after it exited", pid)
 	}
 }

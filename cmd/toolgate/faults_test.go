@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -319,18 +320,14 @@ func TestFaultRefreshWhileDownIM23(t *testing.T) {
 	if err := proc.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waittest.Eventually(t, 10*time.Second, "the killed demo upstream to stop accepting connections", func() bool {
 		c, err := net.DialTimeout("tcp", strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://"), time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the demo upstream still accepts connections 10s after SIGKILL")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	if _, err := im.Refresh(faultCtx(t, 60*time.Second), "notes"); err == nil {
 		t.Fatal("Refresh of a dead upstream succeeded")
 	}
@@ -401,18 +398,14 @@ func TestFaultListChangedIM25(t *testing.T) {
 	if _, err := reg.Invoke(faultCtx(t, 30*time.Second), faultActor, "flaky_grow", nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if tl, ok := reg.Get("flaky_grown_1"); ok {
-			if tl.Source != "flaky" || tl.RemoteName != "grown_1" {
-				t.Errorf("grown tool = %+v", tl)
-			}
-			break
+	waittest.Succeeds(t, 10*time.Second, "flaky_grown_1", func() error {
+		if _, ok := reg.Get("flaky_grown_1"); !ok {
+			return fmt.Errorf("registry: %q", reg.Names("flaky"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no flaky_grown_1 within 10s; registry: %q", reg.Names("flaky"))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if tl, _ := reg.Get("flaky_grown_1"); tl.Source != "flaky" || tl.RemoteName != "grown_1" {
+		t.Errorf("grown tool = %+v", tl)
 	}
 	res, err := reg.Invoke(faultCtx(t, 30*time.Second), faultActor, "flaky_grown_1", nil)
 	if err != nil || text(t, res) != "grown_1" {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -80,16 +81,9 @@ func alive(pid int) bool {
 // is gone.
 func assertGroupGone(t *testing.T, pgid, pid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		left := groupProcs(pgid)
-		if len(left) == 0 && !alive(pid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v, group %d still has %v; process %d alive: %v", within, pgid, left, pid, alive(pid))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []int
+	if !waittest.Poll(within, func() bool { left = groupProcs(pgid); return len(left) == 0 && !alive(pid) }) {
+		t.Fatalf("after %v, group %d still has %v; process %d alive: %v", within, pgid, left, pid, alive(pid))
 	}
 }
 
@@ -106,25 +100,26 @@ func reapGroup(t *testing.T, pgid int) {
 func waitPIDFile(t *testing.T, dir string, exited <-chan struct{}) int {
 	t.Helper()
 	path := filepath.Join(dir, "grandchild.pid")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatalf("%s: %q", path, b)
-			}
-			return pid
+	var b []byte
+	if !waittest.Poll(20*time.Second, func() bool {
+		var err error
+		if b, err = os.ReadFile(path); err == nil && len(b) > 0 {
+			return true
 		}
 		select {
 		case <-exited:
 			t.Fatal("exited before the upstream started its grandchild")
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 20s", path)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no %s within 20s", path)
 	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %q", path, b)
+	}
+	return pid
 }
 
 // started is a process the test started, with its end observable.

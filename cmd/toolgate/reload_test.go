@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // Distinctive API keys of the reload tests: never in serve's logs.
@@ -82,17 +83,15 @@ func (g *servedGateway) waitReloads(t *testing.T, n int) {
 // exits meanwhile.
 func (g *servedGateway) waitLog(t *testing.T, ok func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(reloadWait)
-	for !ok(g.stderr.String()) {
+	if !waittest.Poll(reloadWait, func() bool {
 		select {
 		case <-g.exited:
 			t.Fatalf("toolgate serve exited (%v)\n%s", g.cmd.ProcessState, g.stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the awaited log record did not come within %v\n%s", reloadWait, g.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok(g.stderr.String())
+	}) {
+		t.Fatalf("the awaited log record did not come within %v\n%s", reloadWait, g.stderr)
 	}
 }
 

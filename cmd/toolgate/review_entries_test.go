@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/report"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // entriesWait bounds waiting for a decision or a change to reach the
@@ -137,19 +138,15 @@ func servedEntries(t *testing.T, g *servedGateway) (prompts, resources []string)
 // prompts and resources given.
 func waitEntries(t *testing.T, g *servedGateway, what string, prompts, resources []string) {
 	t.Helper()
-	deadline := time.Now().Add(entriesWait)
-	for {
+	waittest.Succeeds(t, entriesWait, what, func() error {
 		p, r := servedEntries(t, g)
 		slices.Sort(p)
 		slices.Sort(r)
-		if slices.Equal(p, prompts) && slices.Equal(r, resources) {
-			return
+		if !slices.Equal(p, prompts) || !slices.Equal(r, resources) {
+			return fmt.Errorf("served prompts %q and resources %q, want %q and %q", p, r, prompts, resources)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: served prompts %q and resources %q, want %q and %q", what, p, r, prompts, resources)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // getPrompt answers prompts/get of name on a new session: the error

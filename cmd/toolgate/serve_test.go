@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/auth/authtest"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // Distinctive secrets: none of them may ever appear in serve's logs.
@@ -193,8 +194,7 @@ func (g *servedGateway) killGroups() {
 // gateway's address from it.
 func (g *servedGateway) waitServing(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(serveBootWait)
-	for {
+	if !waittest.Poll(serveBootWait, func() bool {
 		for _, line := range strings.Split(g.stderr.String(), "\n") {
 			var rec struct {
 				Msg    string `json:"msg"`
@@ -208,16 +208,16 @@ func (g *servedGateway) waitServing(t *testing.T) {
 				t.Fatalf("serving on %q: %v", rec.Listen, err)
 			}
 			g.base, g.port = "http://"+rec.Listen, addr.Port
-			return
+			return true
 		}
 		select {
 		case <-g.exited:
 			t.Fatalf("toolgate serve exited (%v) before serving\n%s", g.cmd.ProcessState, g.stderr)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no \"serving\" log record within %v\n%s", serveBootWait, g.stderr)
-		}
+		return false
+	}) {
+		t.Fatalf("no \"serving\" log record within %v\n%s", serveBootWait, g.stderr)
 	}
 }
 
@@ -229,16 +229,17 @@ func (g *servedGateway) waitReady(t *testing.T) {
 	deadline := time.Now().Add(serveBootWait)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		for {
-			resp, err := client.Get(g.base + path)
-			if err == nil {
+		var err error
+		if !waittest.Poll(time.Until(deadline), func() bool {
+			var resp *http.Response
+			if resp, err = client.Get(g.base + path); err == nil {
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					if path == "/readyz" && !strings.Contains(string(body), `"ready":true`) {
 						t.Fatalf("/readyz 200 with %s", body)
 					}
-					break
+					return true
 				}
 			}
 			select {
@@ -246,22 +247,23 @@ func (g *servedGateway) waitReady(t *testing.T) {
 				t.Fatalf("toolgate serve exited (%v) before %s answered 200\n%s", g.cmd.ProcessState, path, g.stderr)
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not 200 within %v (last: %v)\n%s", path, serveBootWait, err, g.stderr)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("%s not 200 within %v (last: %v)\n%s", path, serveBootWait, err, g.stderr)
 		}
 	}
-	for !strings.Contains(g.stderr.String(), `"msg":"ready"`) {
+	if !waittest.Poll(time.Until(deadline), func() bool {
+		if strings.Contains(g.stderr.String(), `"msg":"ready"`) {
+			return true
+		}
 		select {
 		case <-g.exited:
 			t.Fatalf("toolgate serve exited (%v) before it was ready\n%s", g.cmd.ProcessState, g.stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no \"ready\" log record within %v\n%s", serveBootWait, g.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no \"ready\" log record within %v\n%s", serveBootWait, g.stderr)
 	}
 }
 
@@ -707,16 +709,12 @@ func TestServeGracefulShutdownSV9(t *testing.T) {
 	t.Logf("exited 0 %v after SIGTERM", took.Round(time.Millisecond))
 
 	// Its upstreams, supervisors and servers alike, are gone.
-	deadline := time.Now().Add(serveProcsWait)
-	for {
-		left := serveProcs(func(ppid, pgid int) bool { return ppid == pid || slices.Contains(g.upstreamGroups, pgid) })
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v after exit, processes %v of the gateway's upstreams (groups %v) still run", serveProcsWait, left, g.upstreamGroups)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []int
+	if !waittest.Poll(serveProcsWait, func() bool {
+		left = serveProcs(func(ppid, pgid int) bool { return ppid == pid || slices.Contains(g.upstreamGroups, pgid) })
+		return len(left) == 0
+	}) {
+		t.Fatalf("%v after exit, processes %v of the gateway's upstreams (groups %v) still run", serveProcsWait, left, g.upstreamGroups)
 	}
 
 	// JSON logs on stderr, telling the shutdown.

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -191,16 +192,9 @@ func signalDuringStartUp(t *testing.T, bin, cfg string, sig syscall.Signal, roun
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("round %d (%v after %v): exit %d, want 0 after a clean shutdown\n%s", round, sig, after, code, log)
 	}
-	deadline := time.Now().Add(serveProcsWait)
-	for {
-		left := treeProcs(marker)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round %d (%v after %v): processes of serve's tree still run %v after it exited: %v\n%s", round, sig, after, serveProcsWait, left, log)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []int
+	if !waittest.Poll(serveProcsWait, func() bool { left = treeProcs(marker); return len(left) == 0 }) {
+		t.Fatalf("round %d (%v after %v): processes of serve's tree still run %v after it exited: %v\n%s", round, sig, after, serveProcsWait, left, log)
 	}
 	t.Logf("round %d: %v after %v, exited in %v", round, sig, after.Round(time.Millisecond), took.Round(time.Millisecond))
 }
@@ -209,15 +203,14 @@ func signalDuringStartUp(t *testing.T, bin, cfg string, sig syscall.Signal, roun
 func waitLogRecord(t *testing.T, s *started, out *serveLog, msg string, within time.Duration) {
 	t.Helper()
 	want := `"msg":"` + msg + `"`
-	deadline := time.Now().Add(within)
-	for !strings.Contains(out.String(), want) {
+	if !waittest.Poll(within, func() bool {
 		select {
 		case <-s.exited:
 			t.Fatalf("exited before logging %q\n%s", msg, out.String())
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q record within %v\n%s", msg, within, out.String())
-		}
+		return strings.Contains(out.String(), want)
+	}) {
+		t.Fatalf("no %q record within %v\n%s", msg, within, out.String())
 	}
 }

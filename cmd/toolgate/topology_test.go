@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/rrproxy"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // TestThreeReplicaTopologyOP5SV2: every request of the client goes to the
@@ -312,32 +313,32 @@ func sum(m map[string]int) int {
 func waitTopoPending(t *testing.T, adminURL string) string {
 	t.Helper()
 	c := adminClient(t, adminURL, topoAdminKey)
-	for deadline := time.Now().Add(screenWait); ; {
+	var id string
+	waittest.Succeeds(t, screenWait, "one confirmation waiting at "+adminURL, func() error {
 		list, err := c.Confirmations(t.Context())
-		if err == nil && len(list) == 1 {
-			return list[0].ID
+		if err != nil || len(list) != 1 {
+			return fmt.Errorf("%d confirmations waiting (%v), want 1", len(list), err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d confirmations waiting at %s (%v), want 1", len(list), adminURL, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		id = list[0].ID
+		return nil
+	})
+	return id
 }
 
 // waitAuditCalls polls the store (bounded) until it holds n records of MCP
 // calls.
 func waitAuditCalls(t *testing.T, adminURL string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(serveHTTPWait); ; {
+	waittest.Succeeds(t, serveHTTPWait, fmt.Sprintf("%d MCP calls in the audit log", n), func() error {
 		have := auditCalls(t, adminURL)
-		if have == n {
-			return
-		}
-		if have > n || time.Now().After(deadline) {
+		if have > n {
 			t.Fatalf("the audit log holds %d MCP calls, want %d", have, n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if have != n {
+			return fmt.Errorf("the audit log holds %d MCP calls", have)
+		}
+		return nil
+	})
 }
 
 // auditCalls counts the records of MCP calls (intents aside) in the store,

@@ -43,6 +43,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/peers"
 )
 
@@ -96,24 +97,21 @@ func trServers(t *testing.T) (direct, via string) {
 	out := &serveLog{}
 	cmd.Stdout, cmd.Stderr = out, out
 	fixture := peers.Start(t, cmd)
-	deadline := time.Now().Add(serveBootWait)
 	hc := &http.Client{Timeout: 2 * time.Second}
-	for {
+	waittest.Succeeds(t, serveBootWait, "the conformance fixture to answer /health", func() error {
 		resp, err := hc.Get("http://" + addr + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return nil
 			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
 		}
 		if fixture.Exited() {
 			t.Fatalf("the conformance fixture exited: %v\n%s", fixture.Err(), out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the conformance fixture did not answer /health within %v (%v)\n%s", serveBootWait, err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%v\n%s", err, out)
+	})
 	direct = "http://" + addr + "/mcp"
 	cfg := writeServeConfig(t, fmt.Sprintf(`endpoints:
   - path: /mcp

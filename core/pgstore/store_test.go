@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 func mustOpen(t *testing.T, dsn string) *Store {
@@ -412,13 +413,7 @@ func TestQueuedAuditReachesOtherHandleOP6(t *testing.T) {
 	if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "queued")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !ids(b)["queued"] {
-		if time.Now().After(deadline) {
-			t.Fatal("a queued record never reached the database")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Eventually(t, 5*time.Second, "the queued record to reach the database", func() bool { return ids(b)["queued"] })
 	for i := range 20 {
 		if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("q", i))); err != nil {
 			t.Fatal(err)

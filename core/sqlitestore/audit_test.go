@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/auditqueue"
 	"github.com/toolgate/toolgate/core/storetest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 func auditIDs(t *testing.T, s *Store) map[string]int {
@@ -89,7 +90,18 @@ func TestCloseDuringQueueingOP6(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Close once every writer is queueing, not after a pause a loaded
+	// machine may spend before any of them ran.
+	waittest.Eventually(t, time.Minute, "every writer to have a record accepted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for w := range 4 {
+			if !accepted[fmt.Sprintf("w%d-0", w)] {
+				return false
+			}
+		}
+		return true
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +133,7 @@ func TestAppendCommitsQueueFollowsOP6(t *testing.T) {
 	if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "queued")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for auditIDs(t, b)["queued"] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("a queued record never reached the file")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Eventually(t, 5*time.Second, "the queued record to reach the file", func() bool { return auditIDs(t, b)["queued"] == 1 })
 	// The handle that queued sees its own records at once.
 	for i := range 20 {
 		if err := a.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("q", i))); err != nil {
@@ -173,16 +179,7 @@ func TestFullQueueWaitsOP6(t *testing.T) {
 	if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), "first")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if s.audit.Writing() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the flusher never took the first record")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Eventually(t, 5*time.Second, "the flusher to take the first record", s.audit.Writing)
 	for i := range auditqueue.Max {
 		if err := s.QueueAudit(ctx, storetest.FullAuditRecord(time.Now(), fmt.Sprint("fill-", i))); err != nil {
 			t.Fatal(err)

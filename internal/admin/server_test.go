@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // TestMain fails the run if a goroutine outlives the package's tests: an
@@ -411,7 +412,8 @@ func openStream(t *testing.T, ctx context.Context, ts *testServer) (*frameReader
 func TestServerEventStream(t *testing.T) {
 	ctx := testCtx(t)
 	ts := serve(t, Options{HeartbeatInterval: 20 * time.Millisecond})
-	ch := make(chan core.Event, 8)
+	// Unbuffered: a send returns once the handler has taken the event.
+	ch := make(chan core.Event)
 	ts.b.sub = &chanSub{ch: ch, resync: func() core.Snapshot { return core.Snapshot{Seq: 99} }}
 	fr, resp := openStream(t, ctx, ts)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
@@ -462,9 +464,10 @@ func TestServerEventStream(t *testing.T) {
 		i++
 	}
 	// Close: the events delivered before are sent, then the stream ends.
-	ch <- core.Event{Seq: 101, Time: at, Data: core.Warning{Message: "last"}}
-	for len(ch) > 0 {
-		time.Sleep(time.Millisecond) // the handler takes it off the channel
+	select {
+	case ch <- core.Event{Seq: 101, Time: at, Data: core.Warning{Message: "last"}}: // the handler has it
+	case <-ctx.Done():
+		t.Fatal("the handler never took the last event")
 	}
 	ts.Close()
 	for {
@@ -515,7 +518,7 @@ func TestServerStreamCap(t *testing.T) {
 	}
 	// A client that leaves ends its stream with no log line: poll the slot.
 	cancel()
-	for i := 0; ; i++ {
+	waittest.Succeeds(t, 10*time.Second, "the slot of an ended stream to be freed", func() error {
 		req, _ := http.NewRequestWithContext(ctx, "GET", ts.base+"/v1/events", nil)
 		req.Header.Set("Authorization", "Bearer "+testKeyAlice)
 		tr := &http.Transport{}
@@ -526,14 +529,11 @@ func TestServerStreamCap(t *testing.T) {
 		code := resp.StatusCode
 		resp.Body.Close()
 		tr.CloseIdleConnections()
-		if code == 200 {
-			break
+		if code != 200 {
+			return fmt.Errorf("GET /v1/events: %d", code)
 		}
-		if i == 200 {
-			t.Fatalf("the slot of an ended stream was not freed: %d", code)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // CO-9: A client that never reads does not block the bus or the server: the bus

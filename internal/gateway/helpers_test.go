@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -417,19 +418,13 @@ func goroutineBaseline() int {
 // not to whatever last used them, and would otherwise idle for 90 s.
 func assertGoroutinesSettle(t *testing.T, baseline int) {
 	t.Helper()
-	deadline := time.Now().Add(leakWait)
-	for {
+	if !waittest.Poll(leakWait, func() bool {
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-		n := runtime.NumGoroutine()
-		if n <= baseline {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines %v after Close, %d before:\n%s", n, leakWait, baseline, buf)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return runtime.NumGoroutine() <= baseline
+	}) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("%d goroutines %v after Close, %d before:\n%s", runtime.NumGoroutine(), leakWait, baseline, buf)
 	}
 }
 

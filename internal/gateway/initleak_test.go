@@ -7,7 +7,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // rawPost is one POST to an endpoint as a client sends it: status, the
@@ -168,22 +171,16 @@ func TestFailedInitializesLeaveNothing(t *testing.T) {
 	// Only the sessions that were opened are counted: alice's held one,
 	// carol's two, and the warm-up's and baseline's.
 	opened := float64(3 + 2*len(shapes) + n)
-	deadline := time.Now().Add(stepWait)
-	for {
-		fams, _ := metricsText(t, base)
-		if got, _ := sample(fams, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client"); got >= opened-3 {
-			wantSample(t, fams, opened-3, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client")
-			wantSample(t, fams, opened, "toolgate_sessions_started_total", "endpoint", "/mcp")
-			wantSample(t, fams, 3, "toolgate_sessions", "endpoint", "/mcp")
-			break
+	var fams map[string]*dto.MetricFamily
+	waittest.Eventually(t, stepWait, "the deleted sessions to be counted as ended", func() bool {
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted sessions were not counted as ended within %v", stepWait)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		fams, _ = metricsText(t, base)
+		got, _ := sample(fams, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client")
+		return got >= opened-3
+	})
+	wantSample(t, fams, opened-3, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client")
+	wantSample(t, fams, opened, "toolgate_sessions_started_total", "endpoint", "/mcp")
+	wantSample(t, fams, 3, "toolgate_sessions", "endpoint", "/mcp")
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // SV-2, OP-7 (issue 18): through a real gateway over loopback, an mcp-go
@@ -62,28 +65,23 @@ func TestIdleSessionParksAndWakesSV2(t *testing.T) {
 	}
 	callQuiet("before parking")
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		fams, _ := metricsText(t, base)
-		if n, _ := sample(fams, "toolgate_sessions_parked", "endpoint", "/mcp"); n >= 1 {
-			// The listening session was idle longer: it would have been
-			// parked in the same sweep or before.
-			wantSample(t, fams, 1, "toolgate_sessions_parked", "endpoint", "/mcp")
-			wantSample(t, fams, 2, "toolgate_sessions", "endpoint", "/mcp")
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the quiet session was not parked within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var fams map[string]*dto.MetricFamily
+	waittest.Eventually(t, 30*time.Second, "the quiet session to be parked", func() bool {
+		fams, _ = metricsText(t, base)
+		n, _ := sample(fams, "toolgate_sessions_parked", "endpoint", "/mcp")
+		return n >= 1
+	})
+	// The listening session was idle longer: it would have been parked in
+	// the same sweep or before.
+	wantSample(t, fams, 1, "toolgate_sessions_parked", "endpoint", "/mcp")
+	wantSample(t, fams, 2, "toolgate_sessions", "endpoint", "/mcp")
 
 	callQuiet("after parking")
 	if got := st.GetSessionId(); got != id {
 		t.Fatalf("the woken session's id changed: %s, then %s", id, got)
 	}
 	call(t, ctx, listening, "notes_search", map[string]any{"query": "listening"})
-	fams, _ := metricsText(t, base)
+	fams, _ = metricsText(t, base)
 	wantSample(t, fams, 2, "toolgate_sessions", "endpoint", "/mcp")
 	wantSample(t, fams, 2, "toolgate_sessions_started_total", "endpoint", "/mcp")
 	if n, ok := sample(fams, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client"); ok && n != 0 {
@@ -109,16 +107,10 @@ func TestIdleSessionParksAndWakesSV2(t *testing.T) {
 		t.Fatalf("DELETE of the session: %d", resp.StatusCode)
 	}
 	_ = quiet.Close()
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		fams, _ := metricsText(t, base)
-		if n, _ := sample(fams, "toolgate_sessions", "endpoint", "/mcp"); n == 1 {
-			wantSample(t, fams, 1, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client")
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the deleted session is still counted after 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.Eventually(t, 30*time.Second, "the deleted session to leave the count", func() bool {
+		fams, _ = metricsText(t, base)
+		n, _ := sample(fams, "toolgate_sessions", "endpoint", "/mcp")
+		return n == 1
+	})
+	wantSample(t, fams, 1, "toolgate_sessions_ended_total", "endpoint", "/mcp", "by", "client")
 }

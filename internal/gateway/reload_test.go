@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // Second key of the reload tests' configs: bob's.
@@ -280,9 +282,14 @@ func TestReloadReviewModeCatalogOP8(t *testing.T) {
 		}
 		return names
 	}
-	if got := prompts(); !slices.Equal(got, []string{"notes_summarize"}) {
-		t.Fatalf("prompts under pin: %q", got)
-	}
+	// The endpoint learns of the first import's prompts from the bus: await
+	// them; each reload's effect below is checked at once.
+	waittest.Succeeds(t, 10*time.Second, "the first import's prompts", func() error {
+		if got := prompts(); !slices.Equal(got, []string{"notes_summarize"}) {
+			return fmt.Errorf("prompts under pin: %q", got)
+		}
+		return nil
+	})
 	require := strings.Replace(base, "  confirm:\n", "  review: {mode: require}\n  confirm:\n", 1)
 	if _, err := g.Reload(ctx, loadConfig(t, require)); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/metrics/metricstest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // TestMain fails the run if any goroutine outlives the package's tests.
@@ -359,11 +360,7 @@ func TestApprovalsOP7(t *testing.T) {
 	go func() {
 		decided <- q.Wait(ctx, core.PendingConfirmation{ID: "c2", Tool: "notes_create"}, time.Minute, nil)
 	}()
-	for deadline := time.Now().Add(30 * time.Second); len(q.Pending()) < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the confirmations never became pending")
-		}
-	}
+	waittest.Eventually(t, 30*time.Second, "the confirmations to become pending", func() bool { return len(q.Pending()) >= 2 })
 	fams, _ := scrape(t, m)
 	wantValue(t, fams, 2, "toolgate_confirmations_pending")
 	coretest.Must(t, q.Approve("c1", "operator"))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m).Run()) }
@@ -98,11 +99,5 @@ func TestClusterStoppedWhenProcessDies(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for query(t, dsn) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster at %s still answers 30s after its process died", dsn)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waittest.Eventually(t, 30*time.Second, "the cluster at "+dsn+" to stop answering after its process died", func() bool { return query(t, dsn) != nil })
 }
