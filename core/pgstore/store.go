@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
@@ -56,6 +57,7 @@ type Store struct {
 	lost atomic.Pointer[error]
 
 	audit *auditqueue.Queue
+	chain *auditchain.Writer // used by the flusher only, but for its setters
 	notes *notifier
 	pq    pendingQueries
 	sq    sessionQueries
@@ -66,12 +68,14 @@ var (
 	_ core.Store         = (*Store)(nil)
 	_ core.AuditQueuer   = (*Store)(nil)
 	_ core.SecretChecker = (*Store)(nil)
+	_ auditchain.Store   = (*Store)(nil)
 )
 
 // queries are the statements with the schema filled in.
 type queries struct {
 	useToken, prune, putApproval, approvals, deleteApproval, audit, insertAudit string
 	identity, recordSecret, readSecret                                          string
+	auditEntries, checkpoints, insertCheckpoint                                 string
 }
 
 func newQueries(ident string) queries {
@@ -100,15 +104,21 @@ func newQueries(ident string) queries {
 			FROM {s}.audit WHERE time >= $1 ORDER BY time, seq LIMIT $2`),
 		// One statement per batch, rows in queue order: seq follows it.
 		insertAudit: q(`INSERT INTO {s}.audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id)
-			SELECT t, e, a, te, se, to_, so, r, h, o, l, c, ca FROM unnest(
+				args_hash, outcome, latency, confirm_token_id, call_id, chain_id, chain_seq, chain_hash)
+			SELECT t, e, a, te, se, to_, so, r, h, o, l, c, ca, ci, cs, ch FROM unnest(
 				$1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-				$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[])
-				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, n)
+				$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[],
+				$14::text[], $15::bigint[], $16::text[])
+				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, ci, cs, ch, n)
 			ORDER BY n`),
-		identity:     q(`SELECT id FROM {s}.store_identity WHERE one = 1`),
-		recordSecret: q(`INSERT INTO {s}.confirm_secret (one, verifier, recorded_by) VALUES (1, $1, $2) ON CONFLICT (one) DO NOTHING`),
-		readSecret:   q(`SELECT verifier, recorded_at, recorded_by FROM {s}.confirm_secret WHERE one = 1`),
+		auditEntries: q(`SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+				args_hash, outcome, latency, confirm_token_id, call_id, chain_id, chain_seq, chain_hash
+			FROM {s}.audit ORDER BY seq`),
+		checkpoints:      q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
+		identity:         q(`SELECT id FROM {s}.store_identity WHERE one = 1`),
+		recordSecret:     q(`INSERT INTO {s}.confirm_secret (one, verifier, recorded_by) VALUES (1, $1, $2) ON CONFLICT (one) DO NOTHING`),
+		readSecret:       q(`SELECT verifier, recorded_at, recorded_by FROM {s}.confirm_secret WHERE one = 1`),
 	}
 }
 
@@ -168,6 +178,7 @@ func open(ctx context.Context, spec string, existing bool) (*Store, error) {
 		return fail(err)
 	}
 	s.audit = auditqueue.New()
+	s.chain = auditchain.NewWriter()
 	go s.audit.Run(s.insertAudit)
 	return s, nil
 }
@@ -563,6 +574,7 @@ func (s *Store) Close() error {
 	}
 	s.notes.close()
 	s.audit.Close()
+	err := s.closeChain()
 	s.pool.Close()
-	return nil
+	return err
 }
