@@ -22,6 +22,8 @@ type Config struct {
 	// UpstreamsFrom names an mcpServers JSON file (Claude Desktop, Cursor,
 	// VS Code) whose servers are appended to Upstreams at load time (OP-2).
 	UpstreamsFrom string `koanf:"upstreamsFrom" json:"upstreamsFrom,omitempty" yaml:"upstreamsFrom,omitempty"`
+	// Audit is the tamper-evident audit's checkpoint key and export (OP-10).
+	Audit Audit `koanf:"audit" json:"audit,omitzero" yaml:"audit,omitempty"`
 }
 
 // Gateway holds the process-wide settings.

@@ -94,6 +94,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.endpoints()
 	v.admin()
 	v.upstreams()
+	v.audit()
 	return v.warnings, v.errs.err()
 }
 
