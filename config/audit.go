@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 )
 
@@ -21,8 +22,9 @@ type Audit struct {
 
 // AuditExport is audit.export: a file that log shippers tail.
 type AuditExport struct {
-	// Path is the file records are appended to, reopened on SIGHUP so
-	// logrotate can move it; "-" is stdout. Empty: no export.
+	// Path is the file records are appended to (relative to the config
+	// file), reopened on SIGHUP so logrotate can move it; "-" is stdout.
+	// Empty: no export.
 	Path string `koanf:"path" json:"path,omitempty" yaml:"path,omitempty"`
 }
 
@@ -32,7 +34,9 @@ func (v *validator) audit() {
 	if k := a.CheckpointKey.Reveal(); k != "" && len(k) < MinCheckpointKeyBytes {
 		v.fail("audit.checkpointKey", "must be at least %d bytes long: use a long random key, e.g. checkpointKey: ${TOOLGATE_AUDIT_KEY}", MinCheckpointKeyBytes)
 	}
-	if p := a.Export.Path; p != "" && p != "-" && !filepath.IsAbs(p) {
-		v.fail("audit.export.path", "must be an absolute file path, or - for stdout")
+	if p := a.Export.Path; p != "" && p != "-" {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			v.fail("audit.export.path", "is a directory; name a file in it, such as %s", filepath.Join(p, "audit.jsonl"))
+		}
 	}
 }

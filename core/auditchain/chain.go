@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -62,14 +63,9 @@ type Checkpoint struct {
 	MAC    string    `json:"-"`      // hex HMAC-SHA256 of the rest under the key
 }
 
-// hashInput is what a record's hash covers: the whole record, as its JSON
-// form, so a field added to core.AuditRecord is covered without a change here.
-type hashInput struct {
-	Chain  string           `json:"chain"`
-	Seq    int64            `json:"seq"`
-	Prev   string           `json:"prev"`
-	Record core.AuditRecord `json:"record"`
-}
+// hashPrefix starts every hashed record: the chain, sequence number and
+// previous hash follow, NUL-separated (none holds a NUL), then the record.
+const hashPrefix = "toolgate audit chain v1\x00"
 
 // Normalize puts r in the form the stores keep and return: its time in UTC
 // at nanosecond precision, without a monotonic reading. Records are hashed
@@ -79,9 +75,11 @@ func Normalize(r *core.AuditRecord) {
 }
 
 // Hash is the chain hash of r at seq in chain after prev ("" for the first
-// record). r is hashed as given: Normalize it first.
+// record): hex SHA-256 over the chain, seq and prev and the canonical JSON of
+// the whole record, so a field added to core.AuditRecord is covered without
+// a change here. r is hashed as given: Normalize it first.
 func Hash(chain string, seq int64, prev string, r core.AuditRecord) (string, error) {
-	raw, err := json.Marshal(hashInput{Chain: chain, Seq: seq, Prev: prev, Record: r})
+	raw, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("audit chain: %w", err)
 	}
@@ -89,8 +87,18 @@ func Hash(chain string, seq int64, prev string, r core.AuditRecord) (string, err
 	if err != nil {
 		return "", fmt.Errorf("audit chain: %w", err)
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:]), nil
+	h := sha256.New()
+	var num [20]byte
+	_, _ = io.WriteString(h, hashPrefix)
+	_, _ = io.WriteString(h, chain)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(strconv.AppendInt(num[:0], seq, 10))
+	_, _ = h.Write([]byte{0})
+	_, _ = io.WriteString(h, prev)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(canon)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])), nil
 }
 
 // keyLabel is the HKDF info the checkpoint key is derived under from the
