@@ -65,4 +65,3 @@ func TestAuditConfigErrors(t *testing.T) {
 		})
 	}
 }
-
