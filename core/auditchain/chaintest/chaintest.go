@@ -285,6 +285,20 @@ func Run(t *testing.T, h Harness) {
 			t.Fatalf("a record with every field set does not verify: %+v", rep.Findings)
 		}
 	})
+	t.Run("odd text", func(t *testing.T) {
+		// Text a store must adjust to keep (PostgreSQL takes no NUL and
+		// no invalid UTF-8) is hashed as kept.
+		open, _ := h.New(t)
+		st := open()
+		r := Record(1)
+		r.Tool, r.ActorID, r.Session = "a\x00b", "bad\xffutf8", "\u00e9\U0001F600<&>"
+		if err := st.AppendAudit(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if rep := verify(t, open); !rep.Intact() || len(rep.Chains) != 1 {
+			t.Fatalf("report = %+v; want one intact chain", rep)
+		}
+	})
 	t.Run("no key", func(t *testing.T) {
 		open, exec := h.New(t)
 		id := write(t, open, 0, 5)
