@@ -70,7 +70,7 @@ func TestServeAuditExportAndVerifyOP10(t *testing.T) {
 	dir := t.TempDir()
 	export := filepath.Join(dir, "log", "audit.jsonl")
 	db := filepath.Join(dir, "toolgate.db")
-	yaml := reloadConfig("  store: "+db+"\n", []string{"alice"}, "echo") + "audit:\n  export: {path: " + export + "}\n"
+	yaml := reloadConfig("  store: "+db+"\n", []string{"alice"}, "echo", "notes") + "audit:\n  export: {path: " + export + "}\n"
 	path := writeServeConfig(t, yaml)
 	env := reloadEnv()
 	env["TOOLGATE_GATEWAY_STORE"] = db
@@ -87,8 +87,12 @@ func TestServeAuditExportAndVerifyOP10(t *testing.T) {
 			t.Fatalf("echo_echo: %+v %v %v", res, rpcErr, err)
 		}
 	}
-	for range 3 {
-		call()
+	call()
+	call()
+	// An action called without a token is refused with a preview: audited
+	// as alice's, like every refusal, and exported too.
+	if _, rpcErr, err := c.CallTool(ctx, "notes_create_note", map[string]any{"text": exportArg}); err != nil || rpcErr != nil {
+		t.Fatalf("notes_create_note: %v %v", rpcErr, err)
 	}
 	waitLines(t, g, export, 3)
 
@@ -114,8 +118,12 @@ func TestServeAuditExportAndVerifyOP10(t *testing.T) {
 	}
 	all := append(old, cur...)
 	for i, l := range all {
-		if l.Chain != all[0].Chain || l.Seq != int64(i+1) || len(l.Hash) != 64 || l.Tool != "echo_echo" || l.ActorID != "alice" || l.ArgsHash == "" {
-			t.Errorf("line %d = %+v; want echo_echo by alice at seq %d of one chain, with its hash and argument hash", i, l, i+1)
+		tool, outcome := "echo_echo", "ok"
+		if i == 2 {
+			tool, outcome = "notes_create_note", "preview"
+		}
+		if l.Chain != all[0].Chain || l.Seq != int64(i+1) || len(l.Hash) != 64 || l.Tool != tool || l.Outcome != outcome || l.ActorID != "alice" || l.ArgsHash == "" {
+			t.Errorf("line %d = %+v; want %s (%s) by alice at seq %d of one chain, with its hash and argument hash", i, l, tool, outcome, i+1)
 		}
 	}
 	// The lines are the store's records: the same hashes, in order.
