@@ -283,22 +283,34 @@ func (w *Writer) Final() *Checkpoint {
 type Store interface {
 	// AuditChain is the handle's writer, to set its key and sink on.
 	AuditChain() *Writer
-	// AuditEntries returns every audit record with its link, in append
-	// order, after committing what the handle has queued.
-	AuditEntries(ctx context.Context) ([]Entry, error)
+	// ScanAuditEntries calls fn with every audit record and its link, in
+	// append order, after committing what the handle has queued; an error
+	// from fn ends the scan with it.
+	ScanAuditEntries(ctx context.Context, fn func(Entry) error) error
 	// AuditCheckpoints returns every checkpoint stored.
 	AuditCheckpoints(ctx context.Context) ([]Checkpoint, error)
 }
 
-// VerifyStore verifies every chain in st (OP-10).
+// Entries is every audit record of st with its link, in append order.
+func Entries(ctx context.Context, st Store) ([]Entry, error) {
+	out := []Entry{}
+	err := st.ScanAuditEntries(ctx, func(e Entry) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// VerifyStore verifies every chain in st (OP-10), reading the log once,
+// record by record.
 func VerifyStore(ctx context.Context, st Store, key []byte) (Report, error) {
-	es, err := st.AuditEntries(ctx)
-	if err != nil {
-		return Report{}, err
-	}
 	cps, err := st.AuditCheckpoints(ctx)
 	if err != nil {
 		return Report{}, err
 	}
-	return Verify(es, cps, key)
+	v := NewVerifier(cps, key)
+	if err := st.ScanAuditEntries(ctx, v.Add); err != nil {
+		return Report{}, err
+	}
+	return v.Report()
 }

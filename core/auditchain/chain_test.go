@@ -74,6 +74,8 @@ func TestVerifyFindsEachAlteration(t *testing.T) {
 	edit := func(f func([]Entry) []Entry) []Entry { return f(append([]Entry(nil), es...)) }
 
 	wantFinding(t, verifyOne(t, edit(func(e []Entry) []Entry { e[2].Record.ActorID = "mallory"; return e }), cps), Edited, 3)
+	wantFinding(t, verifyOne(t, edit(func(e []Entry) []Entry { e[7].Record.Outcome = "error"; return e }), cps), Edited, 8)
+	wantFinding(t, verifyOne(t, edit(func(e []Entry) []Entry { e[7].Hash = e[6].Hash; return e }), cps), Edited, 8)
 	wantFinding(t, verifyOne(t, edit(func(e []Entry) []Entry { return append(e[:4], e[5:]...) }), cps), Deleted, 5)
 	wantFinding(t, verifyOne(t, edit(func(e []Entry) []Entry { return e[1:] }), cps), Deleted, 1)
 	wantFinding(t, verifyOne(t, edit(func(e []Entry) []Entry { e[3], e[4] = e[4], e[3]; return e }), cps), Reordered, 4)

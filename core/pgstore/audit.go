@@ -131,39 +131,36 @@ func checkpointArgs(cp *auditchain.Checkpoint) []any {
 // AuditChain implements auditchain.Store: this handle's chain.
 func (s *Store) AuditChain() *auditchain.Writer { return s.chain }
 
-// AuditEntries implements auditchain.Store: every audit record with its
-// place in its chain, in append order.
-func (s *Store) AuditEntries(ctx context.Context) ([]auditchain.Entry, error) {
+// ScanAuditEntries implements auditchain.Store. The scan is not retried
+// (fn has seen part of it): a connection lost on the way fails it.
+func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) error) error {
 	if err := s.usable(); err != nil {
-		return nil, err
+		return err
 	}
 	s.audit.Flush()
-	var out []auditchain.Entry
-	err := s.do(ctx, "read audit", func(ctx context.Context) error {
-		out = []auditchain.Entry{}
-		rows, err := s.pool.Query(ctx, s.sql.auditEntries)
-		if err != nil {
+	rows, err := s.pool.Query(ctx, s.sql.auditEntries)
+	if err != nil {
+		return s.wrap(ctx, "read audit", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e auditchain.Entry
+		r := &e.Record
+		var at, latency int64
+		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &e.Chain, &e.Seq, &e.Hash); err != nil {
+			return s.wrap(ctx, "read audit", err)
+		}
+		r.Time = time.Unix(0, at).UTC()
+		r.Latency = time.Duration(latency)
+		if err := fn(e); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e auditchain.Entry
-			r := &e.Record
-			var at, latency int64
-			if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-				&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &e.Chain, &e.Seq, &e.Hash); err != nil {
-				return err
-			}
-			r.Time = time.Unix(0, at).UTC()
-			r.Latency = time.Duration(latency)
-			out = append(out, e)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return s.wrap(ctx, "read audit", err)
+	}
+	return nil
 }
 
 // AuditCheckpoints implements auditchain.Store.

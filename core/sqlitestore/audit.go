@@ -100,11 +100,10 @@ func checkpointArgs(cp *auditchain.Checkpoint) []any {
 	return []any{cp.Chain, cp.Seq, cp.Hash, cp.Time.UnixNano(), cp.Writer, cp.MAC}
 }
 
-// AuditEntries implements auditchain.Store: every audit record with its
-// place in its chain, in append order.
-func (s *Store) AuditEntries(ctx context.Context) ([]auditchain.Entry, error) {
+// ScanAuditEntries implements auditchain.Store.
+func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) error) error {
 	if err := s.live(); err != nil {
-		return nil, err
+		return err
 	}
 	s.audit.Flush()
 	rows, err := s.r.QueryContext(ctx, `
@@ -112,26 +111,27 @@ func (s *Store) AuditEntries(ctx context.Context) ([]auditchain.Entry, error) {
 			args_hash, outcome, latency, confirm_token_id, call_id, chain_id, chain_seq, chain_hash
 		FROM audit ORDER BY seq`)
 	if err != nil {
-		return nil, s.wrap("read audit", err)
+		return s.wrap("read audit", err)
 	}
 	defer rows.Close()
-	out := []auditchain.Entry{}
 	for rows.Next() {
 		var e auditchain.Entry
 		r := &e.Record
 		var at, latency int64
 		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
 			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &e.Chain, &e.Seq, &e.Hash); err != nil {
-			return nil, s.wrap("read audit", err)
+			return s.wrap("read audit", err)
 		}
 		r.Time = time.Unix(0, at).UTC()
 		r.Latency = time.Duration(latency)
-		out = append(out, e)
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.wrap("read audit", err)
+		return s.wrap("read audit", err)
 	}
-	return out, nil
+	return nil
 }
 
 // AuditCheckpoints implements auditchain.Store.

@@ -85,7 +85,7 @@ func entries(t *testing.T, open func() Store, chain string) map[int64]auditchain
 	t.Helper()
 	st := open()
 	defer st.Close()
-	es, err := st.AuditEntries(context.Background())
+	es, err := auditchain.Entries(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
