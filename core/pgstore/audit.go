@@ -107,7 +107,7 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 	if cp != nil {
 		// Apart from the batch: a checkpoint that fails is only late, the
 		// next batch or Close signs the head.
-		if _, err := s.pool.Exec(ctx, s.sql.insertCheckpoint, checkpointArgs(cp)...); err != nil {
+		if _, err := s.pool.Exec(ctx, s.cq.insertCheckpoint, checkpointArgs(cp)...); err != nil {
 			cp = nil
 		}
 	}
@@ -121,6 +121,21 @@ func storable(r *core.AuditRecord) {
 	for _, p := range []*string{&r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
 		&r.ArgsHash, &r.Outcome, &r.ConfirmTokenID, &r.CallID} {
 		*p = text(*p)
+	}
+}
+
+// chainQueries are the audit chain's statements (OP-10), with the schema
+// filled in.
+type chainQueries struct{ entries, checkpoints, insertCheckpoint string }
+
+func newChainQueries(ident string) chainQueries {
+	q := func(s string) string { return strings.ReplaceAll(s, "{s}", ident) }
+	return chainQueries{
+		entries: q(`SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+				args_hash, outcome, latency, confirm_token_id, call_id, chain_id, chain_seq, chain_hash
+			FROM {s}.audit ORDER BY seq`),
+		checkpoints:      q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
 	}
 }
 
@@ -138,7 +153,7 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 		return err
 	}
 	s.audit.Flush()
-	rows, err := s.pool.Query(ctx, s.sql.auditEntries)
+	rows, err := s.pool.Query(ctx, s.cq.entries)
 	if err != nil {
 		return s.wrap(ctx, "read audit", err)
 	}
@@ -172,7 +187,7 @@ func (s *Store) AuditCheckpoints(ctx context.Context) ([]auditchain.Checkpoint, 
 	var out []auditchain.Checkpoint
 	err := s.do(ctx, "read audit checkpoints", func(ctx context.Context) error {
 		out = []auditchain.Checkpoint{}
-		rows, err := s.pool.Query(ctx, s.sql.checkpoints)
+		rows, err := s.pool.Query(ctx, s.cq.checkpoints)
 		if err != nil {
 			return err
 		}
@@ -202,7 +217,7 @@ func (s *Store) closeChain() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, s.sql.insertCheckpoint, checkpointArgs(cp)...); err != nil {
+	if _, err := s.pool.Exec(ctx, s.cq.insertCheckpoint, checkpointArgs(cp)...); err != nil {
 		return s.wrap(ctx, "sign the audit chain", err)
 	}
 	s.chain.CheckpointWritten(cp)

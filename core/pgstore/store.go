@@ -58,6 +58,7 @@ type Store struct {
 
 	audit *auditqueue.Queue
 	chain *auditchain.Writer // used by the flusher only, but for its setters
+	cq    chainQueries
 	notes *notifier
 	pq    pendingQueries
 	sq    sessionQueries
@@ -75,7 +76,6 @@ var (
 type queries struct {
 	useToken, prune, putApproval, approvals, deleteApproval, audit, insertAudit string
 	identity, recordSecret, readSecret                                          string
-	auditEntries, checkpoints, insertCheckpoint                                 string
 }
 
 func newQueries(ident string) queries {
@@ -111,14 +111,9 @@ func newQueries(ident string) queries {
 				$14::text[], $15::bigint[], $16::text[])
 				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, ci, cs, ch, n)
 			ORDER BY n`),
-		auditEntries: q(`SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, chain_id, chain_seq, chain_hash
-			FROM {s}.audit ORDER BY seq`),
-		checkpoints:      q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
-		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
-		identity:         q(`SELECT id FROM {s}.store_identity WHERE one = 1`),
-		recordSecret:     q(`INSERT INTO {s}.confirm_secret (one, verifier, recorded_by) VALUES (1, $1, $2) ON CONFLICT (one) DO NOTHING`),
-		readSecret:       q(`SELECT verifier, recorded_at, recorded_by FROM {s}.confirm_secret WHERE one = 1`),
+		identity:     q(`SELECT id FROM {s}.store_identity WHERE one = 1`),
+		recordSecret: q(`INSERT INTO {s}.confirm_secret (one, verifier, recorded_by) VALUES (1, $1, $2) ON CONFLICT (one) DO NOTHING`),
+		readSecret:   q(`SELECT verifier, recorded_at, recorded_by FROM {s}.confirm_secret WHERE one = 1`),
 	}
 }
 
@@ -179,6 +174,7 @@ func open(ctx context.Context, spec string, existing bool) (*Store, error) {
 	}
 	s.audit = auditqueue.New()
 	s.chain = auditchain.NewWriter()
+	s.cq = newChainQueries(pgx.Identifier{d.schema}.Sanitize())
 	go s.audit.Run(s.insertAudit)
 	return s, nil
 }
