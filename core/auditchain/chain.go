@@ -183,7 +183,8 @@ func (w *Writer) newChain() {
 	w.lastCP = w.now()
 }
 
-// ID is the writer's current chain.
+// ID is the writer's current chain. It is the flusher's: read it while no
+// batch is being written (after AppendAudit returns, or Close).
 func (w *Writer) ID() string { return w.id }
 
 // SetKey sets the checkpoint key; nil (the default) writes no checkpoints.
