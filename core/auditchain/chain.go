@@ -23,7 +23,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -79,26 +78,29 @@ func Normalize(r *core.AuditRecord) {
 // the whole record, so a field added to core.AuditRecord is covered without
 // a change here. r is hashed as given: Normalize it first.
 func Hash(chain string, seq int64, prev string, r core.AuditRecord) (string, error) {
+	h, _, err := hashWith(nil, chain, seq, prev, r)
+	return h, err
+}
+
+// hashWith is Hash building its input in buf, returned for reuse.
+func hashWith(buf []byte, chain string, seq int64, prev string, r core.AuditRecord) (string, []byte, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
-		return "", fmt.Errorf("audit chain: %w", err)
+		return "", buf, fmt.Errorf("audit chain: %w", err)
 	}
 	canon, err := canonjson.CanonicalJSON(raw)
 	if err != nil {
-		return "", fmt.Errorf("audit chain: %w", err)
+		return "", buf, fmt.Errorf("audit chain: %w", err)
 	}
-	h := sha256.New()
-	var num [20]byte
-	_, _ = io.WriteString(h, hashPrefix)
-	_, _ = io.WriteString(h, chain)
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write(strconv.AppendInt(num[:0], seq, 10))
-	_, _ = h.Write([]byte{0})
-	_, _ = io.WriteString(h, prev)
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write(canon)
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])), nil
+	buf = append(buf[:0], hashPrefix...)
+	buf = append(append(buf, chain...), 0)
+	buf = append(strconv.AppendInt(buf, seq, 10), 0)
+	buf = append(append(buf, prev...), 0)
+	buf = append(buf, canon...)
+	sum := sha256.Sum256(buf)
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
+	return string(hx[:]), buf, nil
 }
 
 // keyLabel is the HKDF info the checkpoint key is derived under from the
@@ -162,6 +164,7 @@ type Writer struct {
 	lastCP  time.Time
 	now     func() time.Time
 	links   []Link // the batch being written, reused
+	buf     []byte // hash input, reused
 	pending bool   // Link ran and neither Committed nor Failed yet
 }
 
@@ -211,7 +214,9 @@ func (w *Writer) Link(recs []core.AuditRecord) ([]Link, *Checkpoint, error) {
 	for i := range recs {
 		Normalize(&recs[i])
 		seq++
-		h, err := Hash(w.id, seq, prev, recs[i])
+		var h string
+		var err error
+		h, w.buf, err = hashWith(w.buf, w.id, seq, prev, recs[i])
 		if err != nil {
 			return nil, nil, err
 		}

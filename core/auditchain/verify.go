@@ -83,7 +83,8 @@ type Verifier struct {
 	chains  map[string]*chainState
 	order   []string
 	rep     Report
-	chained bool // a chained record was seen
+	chained bool   // a chained record was seen
+	buf     []byte // hash input, reused
 }
 
 // chainState is one chain's walk so far.
@@ -177,7 +178,9 @@ func (v *Verifier) Add(e Entry) error {
 	case cs.done:
 		return nil
 	case e.Seq == cs.want:
-		h, err := Hash(e.Chain, e.Seq, cs.prev, e.Record)
+		var h string
+		var err error
+		h, v.buf, err = hashWith(v.buf, e.Chain, e.Seq, cs.prev, e.Record)
 		if err != nil {
 			return err
 		}
