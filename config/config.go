@@ -26,6 +26,8 @@ type Config struct {
 	Policies *Policies `koanf:"policies" json:"policies,omitempty" yaml:"policies,omitempty"`
 	// Limits are rates and quotas on calls (PO-3).
 	Limits []Limit `koanf:"limits" json:"limits,omitempty" yaml:"limits,omitempty"`
+	// Audit is the tamper-evident audit's checkpoint key and export (OP-10).
+	Audit Audit `koanf:"audit" json:"audit,omitzero" yaml:"audit,omitempty"`
 }
 
 // Gateway holds the process-wide settings.

@@ -197,6 +197,9 @@ func (c *Config) resolvePaths(baseDir, home string) {
 	for i := range c.Upstreams {
 		c.Upstreams[i].Cwd = abs(c.Upstreams[i].Cwd)
 	}
+	if c.Audit.Export.Path != "-" {
+		c.Audit.Export.Path = abs(c.Audit.Export.Path)
+	}
 }
 
 // loadUpstreamsFrom reads an mcpServers file and expands its references.

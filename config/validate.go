@@ -96,6 +96,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.upstreams()
 	v.policies()
 	v.limits()
+	v.audit()
 	return v.warnings, v.errs.err()
 }
 

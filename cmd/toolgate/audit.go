@@ -12,6 +12,9 @@ import (
 )
 
 func runAudit(ctx context.Context, c *cli, args []string) int {
+	if len(args) > 0 && args[0] == "verify" {
+		return runAuditVerify(ctx, c, args[1:])
+	}
 	fs := c.commandFlags("audit")
 	path := fs.String("config", "", "config file (its gateway.store is read)")
 	since := fs.String("since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")

@@ -120,3 +120,45 @@ func TestAuditCommandFoldsIntentsCF3(t *testing.T) {
 		t.Fatalf("audit --json: %d %s", code, out)
 	}
 }
+
+// OP-10: the console refuses audit.export to stdout, which it draws on.
+func TestConsoleRefusesStdoutExport(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(cfg, []byte("audit:\n  export: {path: \"-\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "console", "--config", cfg); code != 1 || !strings.Contains(errOut, "audit.export.path") {
+		t.Fatalf("console with audit.export to stdout: %d %q", code, errOut)
+	}
+}
+
+// OP-10: verify's usage errors and a store it cannot open exit 2, not 1
+// (which says the audit was altered).
+func TestAuditVerifyErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	if err := os.WriteFile(cfg, []byte("gateway:\n  store: "+filepath.Join(dir, "toolgate.db")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "audit", "verify", "--config", cfg, "extra"); code != 2 || !strings.Contains(errOut, "extra") {
+		t.Fatalf("an extra argument: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "audit", "verify", "--bogus"); code != 2 || !strings.Contains(errOut, "bogus") {
+		t.Fatalf("a bad flag: %d %q", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "toolgate.db"), []byte("not a database, just some text long enough to be read as one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "audit", "verify", "--config", cfg); code != 2 || errOut == "" {
+		t.Fatalf("a store that is not one: %d %q", code, errOut)
+	}
+	// An empty store without a key: intact, and the report says the
+	// checkpoints were not checked.
+	if err := os.Remove(filepath.Join(dir, "toolgate.db")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "audit", "verify", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "audit intact: 0 chain(s)") || !strings.Contains(out, "checkpoints were not checked") {
+		t.Fatalf("an empty store: %d\n%s", code, out)
+	}
+}

@@ -46,7 +46,7 @@ func commands() []command {
 		{"demo-upstream", "NAME [--http ADDR] [--state DIR]", "run a built-in MCP server over stdio or Streamable HTTP", runDemoUpstream},
 		{"bench", "[--json] [--quick] [--soak]", "gateway overhead against a direct call, same run", runBench},
 		{"review", reviewSynopsis, reviewSummary, runReview},
-		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json]", "print the audit log of served calls", runAudit},
+		{"audit", "[--config F] [--since 24h|TIME] [--limit N] [--json] | verify [--config F] [--json]", "print the audit log of served calls, or verify its chains", runAudit},
 		{"policy", policySynopsis, policySummary, runPolicy},
 	}, append(adminCommands(),
 		command{"version", "", "print version, commit and Go version", runVersion},

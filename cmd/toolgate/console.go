@@ -52,7 +52,8 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintln(c.stdout, "Run toolgate in a terminal, or try: toolgate check --config testdata/demo.yaml")
 			return 0
 		}
-		if _, ok := c.loadConfig("console", *path); !ok {
+		cfg, ok := c.loadConfig("console", *path)
+		if !ok || !consoleExportOK(c, cfg) {
 			return 1
 		}
 		fmt.Fprintln(c.stderr, "toolgate console: the console needs a terminal; for a headless gateway run toolgate serve")
@@ -91,6 +92,9 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 		}
 		if open := cfg.OpenEndpoints(); len(open) > 0 && !cfg.ListenIsLoopback() {
 			fmt.Fprintf(c.stderr, "toolgate console: refusing open-mode endpoints %v on the non-loopback address %s (AU-7); use toolgate serve --insecure-open to force\n", open, cfg.Gateway.Listen)
+			return 1
+		}
+		if !consoleExportOK(c, cfg) {
 			return 1
 		}
 	}
@@ -221,4 +225,14 @@ func operatorName() string {
 		return "console:" + u.Username
 	}
 	return "console"
+}
+
+// consoleExportOK refuses audit.export to stdout, where its lines would be
+// drawn over the console (OP-10).
+func consoleExportOK(c *cli, cfg *config.Config) bool {
+	if cfg.Audit.Export.Path != "-" {
+		return true
+	}
+	fmt.Fprintln(c.stderr, "toolgate console: audit.export.path: - (stdout) is for toolgate serve; the console draws on the terminal: export to a file")
+	return false
 }

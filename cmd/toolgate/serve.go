@@ -96,6 +96,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 		for {
 			select {
 			case <-hup:
+				g.ReopenAuditExport() // after logrotate moved it (OP-10)
 				g.RequestReload("SIGHUP")
 			case <-ctx.Done():
 				return

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
@@ -65,28 +67,159 @@ func text(s string) string {
 }
 
 // insertAudit writes one batch in one statement. It is not retried: the
-// statement may have committed before its answer was lost.
+// statement may have committed before its answer was lost, so a failed
+// batch ends the handle's chain and the next starts a new one (OP-10).
+// The records are chained here, in commit order, off the callers' path, as
+// they are stored (text made storable first); a checkpoint that is due is
+// written once the batch is in.
 func (s *Store) insertAudit(recs []core.AuditRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	n := len(recs)
-	times, lat := make([]int64, n), make([]int64, n)
-	cols := make([][]string, 12)
+	for i := range recs {
+		storable(&recs[i])
+	}
+	links, cp, err := s.chain.Link(recs)
+	if err != nil {
+		s.chain.Failed()
+		return err
+	}
+	times, lat, seqs := make([]int64, n), make([]int64, n), make([]int64, n)
+	cols := make([][]string, 14)
 	for i := range cols {
 		cols[i] = make([]string, n)
 	}
 	for i, r := range recs {
 		times[i], _ = unixNano(r.Time)
 		lat[i] = int64(r.Latency)
+		seqs[i] = links[i].Seq
 		for j, v := range []string{r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule} {
-			cols[j][i] = text(v)
+			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule, links[i].Chain, links[i].Hash} {
+			cols[j][i] = v
 		}
 	}
-	_, err := s.pool.Exec(ctx, s.sql.insertAudit, times, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
-		cols[7], cols[8], lat, cols[9], cols[10], cols[11])
+	_, err = s.pool.Exec(ctx, s.sql.insertAudit, times, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
+		cols[7], cols[8], lat, cols[9], cols[10], cols[11], cols[12], seqs, cols[13])
 	if err != nil {
+		s.chain.Failed()
 		return s.wrap(context.Background(), "append audit", err)
 	}
+	if cp != nil {
+		// Apart from the batch: a checkpoint that fails is only late, the
+		// next batch or Close signs the head.
+		if _, err := s.pool.Exec(ctx, s.cq.insertCheckpoint, checkpointArgs(cp)...); err != nil {
+			cp = nil
+		}
+	}
+	s.chain.Committed(recs, cp)
+	return nil
+}
+
+// storable makes r's text storable in place (text), so the chain hashes what
+// is stored.
+func storable(r *core.AuditRecord) {
+	for _, p := range []*string{&r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
+		&r.ArgsHash, &r.Outcome, &r.ConfirmTokenID, &r.CallID, &r.Rule} {
+		*p = text(*p)
+	}
+}
+
+// chainQueries are the audit chain's statements (OP-10), with the schema
+// filled in.
+type chainQueries struct{ entries, checkpoints, insertCheckpoint string }
+
+func newChainQueries(ident string) chainQueries {
+	q := func(s string) string { return strings.ReplaceAll(s, "{s}", ident) }
+	return chainQueries{
+		entries: q(`SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash
+			FROM {s}.audit ORDER BY seq`),
+		checkpoints:      q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
+	}
+}
+
+func checkpointArgs(cp *auditchain.Checkpoint) []any {
+	return []any{cp.Chain, cp.Seq, cp.Hash, cp.Time.UnixNano(), cp.Writer, cp.MAC}
+}
+
+// AuditChain implements auditchain.Store: this handle's chain.
+func (s *Store) AuditChain() *auditchain.Writer { return s.chain }
+
+// ScanAuditEntries implements auditchain.Store. The scan is not retried
+// (fn has seen part of it): a connection lost on the way fails it.
+func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.audit.Flush()
+	rows, err := s.pool.Query(ctx, s.cq.entries)
+	if err != nil {
+		return s.wrap(ctx, "read audit", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e auditchain.Entry
+		r := &e.Record
+		var at, latency int64
+		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &e.Chain, &e.Seq, &e.Hash); err != nil {
+			return s.wrap(ctx, "read audit", err)
+		}
+		r.Time = time.Unix(0, at).UTC()
+		r.Latency = time.Duration(latency)
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap(ctx, "read audit", err)
+	}
+	return nil
+}
+
+// AuditCheckpoints implements auditchain.Store.
+func (s *Store) AuditCheckpoints(ctx context.Context) ([]auditchain.Checkpoint, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	s.audit.Flush()
+	var out []auditchain.Checkpoint
+	err := s.do(ctx, "read audit checkpoints", func(ctx context.Context) error {
+		out = []auditchain.Checkpoint{}
+		rows, err := s.pool.Query(ctx, s.cq.checkpoints)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c auditchain.Checkpoint
+			var at int64
+			if err := rows.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.Writer, &c.MAC); err != nil {
+				return err
+			}
+			c.Time = time.Unix(0, at).UTC()
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// closeChain signs the chain's head on Close, once the flusher has stopped.
+func (s *Store) closeChain() error {
+	cp := s.chain.Final()
+	if cp == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, s.cq.insertCheckpoint, checkpointArgs(cp)...); err != nil {
+		return s.wrap(ctx, "sign the audit chain", err)
+	}
+	s.chain.CheckpointWritten(cp)
 	return nil
 }

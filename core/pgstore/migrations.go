@@ -125,4 +125,22 @@ CREATE TABLE {s}.quota_counts (
 );
 CREATE INDEX quota_counts_window ON {s}.quota_counts (start);
 `,
+	// 6: the audit chains (OP-10): each record's place in its writer's
+	// chain, and the writers' signed checkpoints. Records written before
+	// keep an empty chain_id: they read as unchained, not as altered.
+	`
+ALTER TABLE {s}.audit
+	ADD COLUMN chain_id text NOT NULL DEFAULT '',
+	ADD COLUMN chain_seq bigint NOT NULL DEFAULT 0,
+	ADD COLUMN chain_hash text NOT NULL DEFAULT '';
+CREATE TABLE {s}.audit_checkpoints (
+	chain_id text NOT NULL,
+	seq      bigint NOT NULL,
+	hash     text NOT NULL,
+	time     bigint NOT NULL,
+	writer   text NOT NULL,
+	mac      text NOT NULL,
+	PRIMARY KEY (chain_id, seq)
+);
+`,
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
@@ -59,6 +60,8 @@ type Store struct {
 	lost atomic.Pointer[error]
 
 	audit *auditqueue.Queue
+	chain *auditchain.Writer // used by the flusher only, but for its setters
+	cq    chainQueries
 	notes *notifier
 	pq    pendingQueries
 	sq    sessionQueries
@@ -69,6 +72,7 @@ var (
 	_ core.Store         = (*Store)(nil)
 	_ core.AuditQueuer   = (*Store)(nil)
 	_ core.SecretChecker = (*Store)(nil)
+	_ auditchain.Store   = (*Store)(nil)
 )
 
 // queries are the statements with the schema filled in.
@@ -103,11 +107,12 @@ func newQueries(ident string) queries {
 			FROM {s}.audit WHERE time >= $1 ORDER BY time, seq LIMIT $2`),
 		// One statement per batch, rows in queue order: seq follows it.
 		insertAudit: q(`INSERT INTO {s}.audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule)
-			SELECT t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru FROM unnest(
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash)
+			SELECT t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, ci, cs, ch FROM unnest(
 				$1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-				$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[])
-				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, n)
+				$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[],
+				$15::text[], $16::bigint[], $17::text[])
+				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, ci, cs, ch, n)
 			ORDER BY n`),
 		identity:     q(`SELECT id FROM {s}.store_identity WHERE one = 1`),
 		recordSecret: q(`INSERT INTO {s}.confirm_secret (one, verifier, recorded_by) VALUES (1, $1, $2) ON CONFLICT (one) DO NOTHING`),
@@ -171,6 +176,8 @@ func open(ctx context.Context, spec string, existing bool) (*Store, error) {
 		return fail(err)
 	}
 	s.audit = auditqueue.New()
+	s.chain = auditchain.NewWriter()
+	s.cq = newChainQueries(pgx.Identifier{d.schema}.Sanitize())
 	go s.audit.Run(s.insertAudit)
 	return s, nil
 }
@@ -566,6 +573,7 @@ func (s *Store) Close() error {
 	}
 	s.notes.close()
 	s.audit.Close()
+	err := s.closeChain()
 	s.pool.Close()
-	return nil
+	return err
 }

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
@@ -60,21 +62,115 @@ func (s *Store) queueAudit(ctx context.Context, r core.AuditRecord, wait bool) (
 }
 
 // insertAudit writes one batch in one transaction, through the flusher's
-// auditWriter on the write connection.
+// auditWriter on the write connection. The batch is chained here, in commit
+// order, off the callers' path (OP-10); a checkpoint that is due goes into
+// the same transaction.
 func (s *Store) insertAudit(recs []core.AuditRecord) error {
 	// Records written to a lost file would read as kept and be gone.
 	if err := s.present(); err != nil {
 		return err
 	}
+	links, cp, err := s.chain.Link(recs)
+	if err != nil {
+		s.chain.Failed()
+		return err
+	}
 	ctx := context.Background()
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
+		s.chain.Failed()
 		return s.wrap("append audit", err)
 	}
 	defer conn.Close()
-	if err := conn.Raw(func(dc any) error { return s.aw.write(ctx, dc, recs) }); err != nil {
+	if err := conn.Raw(func(dc any) error { return s.aw.write(ctx, dc, recs, links, cp) }); err != nil {
+		s.chain.Failed()
 		return s.wrap("append audit", err)
 	}
+	s.chain.Committed(recs, cp)
+	return nil
+}
+
+// AuditChain implements auditchain.Store: this handle's chain.
+func (s *Store) AuditChain() *auditchain.Writer { return s.chain }
+
+// insertCheckpointSQL stores a checkpoint of a chain's head.
+const insertCheckpointSQL = `INSERT INTO audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES (?, ?, ?, ?, ?, ?)`
+
+func checkpointArgs(cp *auditchain.Checkpoint) []any {
+	return []any{cp.Chain, cp.Seq, cp.Hash, cp.Time.UnixNano(), cp.Writer, cp.MAC}
+}
+
+// ScanAuditEntries implements auditchain.Store.
+func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) error) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	s.audit.Flush()
+	rows, err := s.r.QueryContext(ctx, `
+		SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+			args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash
+		FROM audit ORDER BY seq`)
+	if err != nil {
+		return s.wrap("read audit", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e auditchain.Entry
+		r := &e.Record
+		var at, latency int64
+		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &e.Chain, &e.Seq, &e.Hash); err != nil {
+			return s.wrap("read audit", err)
+		}
+		r.Time = time.Unix(0, at).UTC()
+		r.Latency = time.Duration(latency)
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap("read audit", err)
+	}
+	return nil
+}
+
+// AuditCheckpoints implements auditchain.Store.
+func (s *Store) AuditCheckpoints(ctx context.Context) ([]auditchain.Checkpoint, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
+	s.audit.Flush()
+	rows, err := s.r.QueryContext(ctx, `SELECT chain_id, seq, hash, time, writer, mac FROM audit_checkpoints ORDER BY chain_id, seq`)
+	if err != nil {
+		return nil, s.wrap("read audit checkpoints", err)
+	}
+	defer rows.Close()
+	out := []auditchain.Checkpoint{}
+	for rows.Next() {
+		var c auditchain.Checkpoint
+		var at int64
+		if err := rows.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.Writer, &c.MAC); err != nil {
+			return nil, s.wrap("read audit checkpoints", err)
+		}
+		c.Time = time.Unix(0, at).UTC()
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("read audit checkpoints", err)
+	}
+	return out, nil
+}
+
+// closeChain signs the chain's head on Close, once the flusher has stopped.
+func (s *Store) closeChain() error {
+	cp := s.chain.Final()
+	if cp == nil {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), insertCheckpointSQL, checkpointArgs(cp)...); err != nil {
+		return s.wrap("sign the audit chain", err)
+	}
+	s.chain.CheckpointWritten(cp)
 	return nil
 }
 
@@ -85,18 +181,18 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 var auditRows = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
 
 // auditColumns is the number of parameters per row of insertAuditSQL.
-const auditColumns = 14
+const auditColumns = 17
 
 // insertAuditSQL is the insert of rows records.
 func insertAuditSQL(rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-		args_hash, outcome, latency, confirm_token_id, call_id, rule) VALUES `)
+		args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	return b.String()
 }
@@ -114,13 +210,15 @@ func insertAuditSQL(rows int) string {
 type auditWriter struct {
 	conn                    driver.Conn // the statements belong to it
 	begin, commit, rollback driver.Stmt
+	checkpoint              driver.Stmt
 	insert                  [len(auditRows)]driver.Stmt
 	args                    []driver.NamedValue // one statement's, reused
 }
 
-// write commits recs in one transaction on dc. It leaves dc outside any
-// transaction, or fails with driver.ErrBadConn so database/sql closes it.
-func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord) (err error) {
+// write commits recs, linked by links, and cp if not nil, in one transaction
+// on dc. It leaves dc outside any transaction, or fails with
+// driver.ErrBadConn so database/sql closes it.
+func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord, links []auditchain.Link, cp *auditchain.Checkpoint) (err error) {
 	c, ok := dc.(driver.Conn)
 	if !ok {
 		return fmt.Errorf("driver connection %T: %w", dc, driver.ErrBadConn)
@@ -152,7 +250,7 @@ func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord
 		}
 		n := auditRows[i]
 		w.args = slices.Grow(w.args[:0], n*auditColumns)
-		for _, r := range recs[:n] {
+		for j, r := range recs[:n] {
 			at, _ := unixNano(r.Time)
 			w.arg(at)
 			w.arg(r.Endpoint)
@@ -168,6 +266,9 @@ func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord
 			w.arg(r.ConfirmTokenID)
 			w.arg(r.CallID)
 			w.arg(r.Rule)
+			w.arg(links[j].Chain)
+			w.arg(links[j].Seq)
+			w.arg(links[j].Hash)
 		}
 		if w.insert[i] == nil {
 			if err := w.prepare(ctx, &w.insert[i], insertAuditSQL(n)); err != nil {
@@ -179,7 +280,18 @@ func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord
 		if err != nil {
 			return err
 		}
-		recs = recs[n:]
+		recs, links = recs[n:], links[n:]
+	}
+	if cp != nil {
+		w.args = w.args[:0]
+		for _, v := range checkpointArgs(cp) {
+			w.arg(v)
+		}
+		err := w.exec(ctx, &w.checkpoint, insertCheckpointSQL, w.args)
+		clear(w.args)
+		if err != nil {
+			return err
+		}
 	}
 	return w.exec(ctx, &w.commit, "COMMIT", nil)
 }
@@ -220,7 +332,7 @@ func (w *auditWriter) exec(ctx context.Context, st *driver.Stmt, query string, a
 // close closes the prepared statements; the connection stays open.
 func (w *auditWriter) close() error {
 	var errs []error
-	for _, st := range append([]driver.Stmt{w.begin, w.commit, w.rollback}, w.insert[:]...) {
+	for _, st := range append([]driver.Stmt{w.begin, w.commit, w.rollback, w.checkpoint}, w.insert[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

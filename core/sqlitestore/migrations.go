@@ -83,4 +83,21 @@ CREATE TABLE quota_counts (
 ) WITHOUT ROWID;
 CREATE INDEX quota_counts_window ON quota_counts (start);
 `,
+	// 6: the audit chains (OP-10): each record's place in its writer's
+	// chain, and the writers' signed checkpoints. Records written before
+	// keep an empty chain_id: they read as unchained, not as altered.
+	`
+ALTER TABLE audit ADD COLUMN chain_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit ADD COLUMN chain_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit ADD COLUMN chain_hash TEXT NOT NULL DEFAULT '';
+CREATE TABLE audit_checkpoints (
+	chain_id TEXT NOT NULL,
+	seq      INTEGER NOT NULL,
+	hash     TEXT NOT NULL,
+	time     INTEGER NOT NULL,
+	writer   TEXT NOT NULL,
+	mac      TEXT NOT NULL,
+	PRIMARY KEY (chain_id, seq)
+) WITHOUT ROWID;
+`,
 }

@@ -26,6 +26,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
 )
 
@@ -68,12 +69,14 @@ type Store struct {
 	// through aw, on w.
 	audit *auditqueue.Queue
 	aw    auditWriter
+	chain *auditchain.Writer // used by the flusher only, but for its setters
 }
 
 var (
 	_ core.Store         = (*Store)(nil)
 	_ core.AuditQueuer   = (*Store)(nil)
 	_ core.SecretChecker = (*Store)(nil)
+	_ auditchain.Store   = (*Store)(nil)
 )
 
 // Open opens the store at path, creating it (and its directory, 0700) if it
@@ -113,6 +116,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(maxReaders)
 	s.audit = auditqueue.New()
+	s.chain = auditchain.NewWriter()
 	go s.audit.Run(s.insertAudit)
 	return s, nil
 }
@@ -580,5 +584,5 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.audit.Close()
-	return errors.Join(s.closeAuditWriter(), s.r.Close(), s.w.Close())
+	return errors.Join(s.closeChain(), s.closeAuditWriter(), s.r.Close(), s.w.Close())
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/memstore"
@@ -68,6 +69,7 @@ type Gateway struct {
 	opts      Options
 	store     core.Store
 	ownStore  bool
+	export    *auditchain.Exporter // audit.export; nil: none
 	reg       *core.Registry
 	importer  *importer.Importer
 	review    *review.Reviewer
@@ -171,6 +173,9 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	}
 	if g.opts.ImportOnly {
 		return g, nil
+	}
+	if err = g.startAudit(); err != nil {
+		return nil, err
 	}
 	bus := g.reg.Bus()
 	g.sessions = core.NewSessions(bus)
@@ -400,6 +405,7 @@ func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error
 	if g.ownStore && g.store != nil {
 		_ = g.store.Close()
 	}
+	g.closeAudit() // after the store: its Close commits the last records
 	enter("")
 	return err
 }

@@ -77,6 +77,10 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 			d.restart = append(d.restart, k)
 		}
 	}
+	// audit: the key and the export's path at restart; SIGHUP reopens
+	// the export file (OP-10).
+	eff.Audit = cur.Audit
+	d.restart = append(d.restart, fieldDiffs("audit", reflect.ValueOf(cur.Audit), reflect.ValueOf(next.Audit))...)
 	d.reviewMode = cur.Gateway.Review.Mode != next.Gateway.Review.Mode
 	d.limits = !reflect.DeepEqual(cur.Limits, next.Limits)
 	publicURL := cur.Gateway.PublicURL != next.Gateway.PublicURL
