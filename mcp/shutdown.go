@@ -76,7 +76,7 @@ func (e *Endpoint) CutCalls() int {
 func (c *callStream) cut(id json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done {
+	if c.done || c.ended {
 		return
 	}
 	c.dl.extend()

@@ -44,6 +44,11 @@ type callStream struct {
 	// writes after it is its own rendering of the same answer and is
 	// dropped.
 	done bool
+	// ended: finish ran and the handler is returning; the ResponseWriter
+	// is no longer ours. A late write (an upstream withdrawing its
+	// request after the call was answered) is refused rather than put
+	// into a response the server may already be reusing.
+	ended bool
 	// rewrite, when set, is applied to mcp-go's JSON answer before it goes
 	// out (held in body with its status until finish).
 	rewrite  func(h http.Header, body []byte) []byte
@@ -69,7 +74,7 @@ func (c *callStream) Header() http.Header { return c.hdr }
 func (c *callStream) WriteHeader(code int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done {
+	if c.done || c.ended {
 		return
 	}
 	c.writeHeaderLocked(code)
@@ -114,6 +119,9 @@ func (c *callStream) writeHeaderLocked(code int) {
 func (c *callStream) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ended {
+		return 0, errStreamEnded
+	}
 	if c.done {
 		return len(p), nil
 	}
@@ -146,7 +154,7 @@ func (c *callStream) flushLocked() {
 func (c *callStream) ping() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.upgraded || c.done {
+	if !c.upgraded || c.done || c.ended {
 		return
 	}
 	c.dl.extend()
@@ -157,6 +165,8 @@ func (c *callStream) ping() {
 
 var errStreamTaken = errors.New("the response was already sent as JSON")
 
+var errStreamEnded = errors.New("the call's response has ended")
+
 // send writes one JSON-RPC message as an SSE event, switching the response
 // to an event stream if nothing was sent yet.
 func (c *callStream) send(msg any) error {
@@ -166,6 +176,9 @@ func (c *callStream) send(msg any) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ended {
+		return errStreamEnded
+	}
 	if !c.upgraded {
 		if c.libHeader {
 			return errStreamTaken
@@ -191,6 +204,7 @@ func (c *callStream) send(msg any) error {
 func (c *callStream) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() { c.ended = true }()
 	c.dl.extend()
 	if c.deferred {
 		out := c.rewrite(c.hdr, c.body.Bytes())
