@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/waittest"
+	"github.com/toolgate/toolgate/mcp/demo"
 )
 
 // Distinctive secrets: none of them may ever appear in serve's logs.
@@ -645,7 +646,10 @@ upstreams:
 // accepting connections, lets the call finish with its result, exits 0, and
 // leaves none of its upstream processes behind.
 func TestServeGracefulShutdownSV9(t *testing.T) {
-	g := startServe(t, writeServeConfig(t, serveFlakyConfig), map[string]string{"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret})
+	state := t.TempDir() // the flaky upstream marks a stall there
+	cfg := strings.Replace(serveFlakyConfig, "    args: [demo-upstream, flaky]\n",
+		fmt.Sprintf("    args: [demo-upstream, flaky]\n    env: {%s: %q}\n", demo.StateEnv, state), 1)
+	g := startServe(t, writeServeConfig(t, cfg), map[string]string{"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret})
 	pid := g.cmd.Process.Pid
 	if len(g.upstreamGroups) != 2 {
 		t.Fatalf("gateway %d has upstream process groups %v, want 2 (flaky, echo)", pid, g.upstreamGroups)
@@ -664,8 +668,11 @@ func TestServeGracefulShutdownSV9(t *testing.T) {
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"flaky_stall","arguments":{"seconds":%g}}}`, stall.Seconds()), nil)
 		done <- answer{x: x, err: err}
 	}()
-	// Let the call reach the upstream, well inside its stall.
-	time.Sleep(stall / 3)
+	// The call has reached the upstream once it marks its stall.
+	waittest.Eventually(t, serveHTTPWait, "the call reaching the upstream", func() bool {
+		_, err := os.Stat(filepath.Join(state, "stalling"))
+		return err == nil
+	})
 	sent := time.Now()
 	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

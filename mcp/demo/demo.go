@@ -408,6 +408,10 @@ func buildFlaky(s *server.MCPServer, st *state) {
 		`{"type":"object","properties":{"seconds":{"type":"number","minimum":0}}}`, readOnly("Stall")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			d := time.Duration(req.GetFloat("seconds", 3600) * float64(time.Second))
+			if st.dir != "" {
+				// A test waits for this to know the call reached the server.
+				_ = os.WriteFile(filepath.Join(st.dir, "stalling"), nil, 0o600)
+			}
 			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
