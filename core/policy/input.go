@@ -64,12 +64,8 @@ func (v *vars) ResolveName(name string) (any, bool) {
 			if claims == nil {
 				claims = map[string]any{}
 			}
-			cm, _ := adapt.NativeToValue(claims).(traits.Mapper)
-			roles := a.Roles
-			if roles == nil {
-				roles = []string{}
-			}
-			rl, _ := adapt.NativeToValue(roles).(traits.Lister)
+			cm, _ := celValue(adapt, claims).(traits.Mapper)
+			rl, _ := stringList(adapt, a.Roles).(traits.Lister)
 			v.actor = adapt.NativeToValue(&ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}})
 		}
 		return v.actor, true
@@ -87,7 +83,7 @@ func (v *vars) ResolveName(name string) (any, bool) {
 					}
 				}
 			}
-			am, _ := adapt.NativeToValue(annotations).(traits.Mapper)
+			am, _ := celValue(adapt, annotations).(traits.Mapper)
 			tv.Annotations = DynMap{am}
 			v.tool = adapt.NativeToValue(tv)
 		}
@@ -95,12 +91,14 @@ func (v *vars) ResolveName(name string) (any, bool) {
 	case "endpoint":
 		if v.endpoint == nil {
 			ep := v.in.Endpoint
+			ep.cache = fieldCache{}
 			v.endpoint = adapt.NativeToValue(&ep)
 		}
 		return v.endpoint, true
 	case "client":
 		if v.client == nil {
 			c := v.in.Client
+			c.cache = fieldCache{}
 			v.client = adapt.NativeToValue(&c)
 		}
 		return v.client, true
@@ -120,7 +118,7 @@ func (v *vars) ResolveName(name string) (any, bool) {
 				// denies.
 				v.args = types.NewErr("reading the arguments: %v", err)
 			} else {
-				v.args = adapt.NativeToValue(a)
+				v.args = celValue(adapt, a)
 			}
 		}
 		return v.args, true

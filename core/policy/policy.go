@@ -140,6 +140,7 @@ type (
 		Roles  StringList `cel:"roles"`
 		Tenant string     `cel:"tenant"`
 		Claims DynMap     `cel:"claims"`
+		cache  fieldCache
 	}
 	ToolVars struct {
 		Name        string `cel:"name"`
@@ -147,16 +148,19 @@ type (
 		RemoteName  string `cel:"remoteName"`
 		Kind        string `cel:"kind"`
 		Annotations DynMap `cel:"annotations"`
+		cache       fieldCache
 	}
 	EndpointVars struct {
-		Path string `cel:"path"`
-		Name string `cel:"name"`
+		Path  string `cel:"path"`
+		Name  string `cel:"name"`
+		cache fieldCache
 	}
 	ClientVars struct {
 		Name    string `cel:"name"`
 		Version string `cel:"version"`
 		// Era is "legacy" or "modern" (the 2026-07-28 revision).
-		Era string `cel:"era"`
+		Era   string `cel:"era"`
+		cache fieldCache
 	}
 )
 
@@ -198,6 +202,7 @@ func env() (*cel.Env, error) {
 			cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 			cel.Variable("now", cel.TimestampType),
 			ext.Strings(),
+			cacheFields("policy.ActorVars", "policy.ToolVars", "policy.EndpointVars", "policy.ClientVars"),
 		)
 	})
 	return celEnv, envErr
