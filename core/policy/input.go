@@ -54,6 +54,22 @@ func (in *Input) activation() *vars {
 
 // ResolveName implements interpreter.Activation.
 func (v *vars) ResolveName(name string) (any, bool) {
+	// Every rule resolves its variables again: a converted one is
+	// answered before anything else is looked at.
+	switch name {
+	case "actor":
+		if v.actor != nil {
+			return v.actor, true
+		}
+	case "tool":
+		if v.tool != nil {
+			return v.tool, true
+		}
+	case "args":
+		if v.argsDone {
+			return v.args, true
+		}
+	}
 	e, _ := env()
 	adapt := e.CELTypeAdapter()
 	switch name {
