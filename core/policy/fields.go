@@ -16,13 +16,16 @@ const maxFields = 8
 // which allocates, and 50 rules read tool.name 50 times a call.
 type fieldCache struct{ vals [maxFields]ref.Val }
 
-// cached is a variable whose fields are kept in its fieldCache.
+// cached is a variable whose fields are kept in its fieldCache, when it
+// has one: a variable gets its cache where a call's inputs are converted
+// (Input.activation), so the Input itself stays small; nil reads every
+// field afresh.
 type cached interface{ fields() *fieldCache }
 
-func (a *ActorVars) fields() *fieldCache    { return &a.cache }
-func (t *ToolVars) fields() *fieldCache     { return &t.cache }
-func (e *EndpointVars) fields() *fieldCache { return &e.cache }
-func (c *ClientVars) fields() *fieldCache   { return &c.cache }
+func (a *ActorVars) fields() *fieldCache    { return a.cache }
+func (t *ToolVars) fields() *fieldCache     { return t.cache }
+func (e *EndpointVars) fields() *fieldCache { return e.cache }
+func (c *ClientVars) fields() *fieldCache   { return c.cache }
 
 // cacheFields wraps the environment's type provider so the fields of the
 // variables' types are read through their caches. It comes after
@@ -70,6 +73,9 @@ func (p *cachingProvider) FindStructFieldType(structType, fieldName string) (*ty
 			return get(obj)
 		}
 		fc := c.fields()
+		if fc == nil {
+			return get(obj)
+		}
 		if v := fc.vals[slot]; v != nil {
 			return v, nil
 		}

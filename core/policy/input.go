@@ -82,13 +82,23 @@ func (v *vars) ResolveName(name string) (any, bool) {
 			}
 			cm, _ := celValue(adapt, claims).(traits.Mapper)
 			rl, _ := stringList(adapt, a.Roles).(traits.Lister)
-			v.actor = adapt.NativeToValue(&ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}})
+			o := &struct {
+				v ActorVars
+				c fieldCache
+			}{v: ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}}}
+			o.v.cache = &o.c
+			v.actor = adapt.NativeToValue(&o.v)
 		}
 		return v.actor, true
 	case "tool":
 		if v.tool == nil {
 			annotations := map[string]any{}
-			tv := &ToolVars{}
+			o := &struct {
+				v ToolVars
+				c fieldCache
+			}{}
+			tv := &o.v
+			tv.cache = &o.c
 			if t := v.in.Tool; t != nil {
 				tv.Name, tv.Source, tv.RemoteName, tv.Kind = t.Name, t.Source, t.RemoteName, string(t.Kind)
 				if len(t.Annotations) > 0 {
@@ -106,16 +116,22 @@ func (v *vars) ResolveName(name string) (any, bool) {
 		return v.tool, true
 	case "endpoint":
 		if v.endpoint == nil {
-			ep := v.in.Endpoint
-			ep.cache = fieldCache{}
-			v.endpoint = adapt.NativeToValue(&ep)
+			o := &struct {
+				v EndpointVars
+				c fieldCache
+			}{v: v.in.Endpoint}
+			o.v.cache = &o.c
+			v.endpoint = adapt.NativeToValue(&o.v)
 		}
 		return v.endpoint, true
 	case "client":
 		if v.client == nil {
-			c := v.in.Client
-			c.cache = fieldCache{}
-			v.client = adapt.NativeToValue(&c)
+			o := &struct {
+				v ClientVars
+				c fieldCache
+			}{v: v.in.Client}
+			o.v.cache = &o.c
+			v.client = adapt.NativeToValue(&o.v)
 		}
 		return v.client, true
 	case "args":

@@ -165,7 +165,7 @@ type (
 		Roles  StringList `cel:"roles"`
 		Tenant string     `cel:"tenant"`
 		Claims DynMap     `cel:"claims"`
-		cache  fieldCache
+		cache  *fieldCache
 	}
 	ToolVars struct {
 		Name        string `cel:"name"`
@@ -173,19 +173,19 @@ type (
 		RemoteName  string `cel:"remoteName"`
 		Kind        string `cel:"kind"`
 		Annotations DynMap `cel:"annotations"`
-		cache       fieldCache
+		cache       *fieldCache
 	}
 	EndpointVars struct {
 		Path  string `cel:"path"`
 		Name  string `cel:"name"`
-		cache fieldCache
+		cache *fieldCache
 	}
 	ClientVars struct {
 		Name    string `cel:"name"`
 		Version string `cel:"version"`
 		// Era is "legacy" or "modern" (the 2026-07-28 revision).
 		Era   string `cel:"era"`
-		cache fieldCache
+		cache *fieldCache
 	}
 )
 
