@@ -25,10 +25,15 @@ func TestCachedFields(t *testing.T) {
 			Args:     json.RawMessage(`{"items":[{"sku":"y","qty":1},{"sku":"x","qty":2}],"tags":["t","u"]}`),
 			Endpoint: EndpointVars{Path: "/mcp"}, Client: ClientVars{Name: "cli", Era: "modern"}}
 	}
-	for _, r := range rules {
-		p := mustNew(t, global(Allow, r))
-		if d := p.Decide(in()); d.Effect != Approve || d.Err != nil {
-			t.Errorf("rule %s: %+v", r.ID, d)
+	// One Input for all, both ways round: each rule after the first reads
+	// fields others have cached.
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}} {
+		shared := in()
+		for _, i := range order {
+			p := mustNew(t, global(Allow, rules[i]))
+			if d := p.Decide(shared); d.Effect != Approve || d.Err != nil {
+				t.Errorf("rule %s: %+v", rules[i].ID, d)
+			}
 		}
 	}
 	// All at once, in one Input: every rule after the first reads cached
