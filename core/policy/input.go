@@ -54,6 +54,22 @@ func (in *Input) activation() *vars {
 
 // ResolveName implements interpreter.Activation.
 func (v *vars) ResolveName(name string) (any, bool) {
+	// Every rule resolves its variables again: a converted one is
+	// answered before anything else is looked at.
+	switch name {
+	case "actor":
+		if v.actor != nil {
+			return v.actor, true
+		}
+	case "tool":
+		if v.tool != nil {
+			return v.tool, true
+		}
+	case "args":
+		if v.argsDone {
+			return v.args, true
+		}
+	}
 	e, _ := env()
 	adapt := e.CELTypeAdapter()
 	switch name {
@@ -64,19 +80,25 @@ func (v *vars) ResolveName(name string) (any, bool) {
 			if claims == nil {
 				claims = map[string]any{}
 			}
-			cm, _ := adapt.NativeToValue(claims).(traits.Mapper)
-			roles := a.Roles
-			if roles == nil {
-				roles = []string{}
-			}
-			rl, _ := adapt.NativeToValue(roles).(traits.Lister)
-			v.actor = adapt.NativeToValue(&ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}})
+			cm, _ := celValue(adapt, claims).(traits.Mapper)
+			rl, _ := stringList(adapt, a.Roles).(traits.Lister)
+			o := &struct {
+				v ActorVars
+				c fieldCache
+			}{v: ActorVars{ID: a.ID, Roles: StringList{rl}, Tenant: a.Tenant, Claims: DynMap{cm}}}
+			o.v.cache = &o.c
+			v.actor = adapt.NativeToValue(&o.v)
 		}
 		return v.actor, true
 	case "tool":
 		if v.tool == nil {
 			annotations := map[string]any{}
-			tv := &ToolVars{}
+			o := &struct {
+				v ToolVars
+				c fieldCache
+			}{}
+			tv := &o.v
+			tv.cache = &o.c
 			if t := v.in.Tool; t != nil {
 				tv.Name, tv.Source, tv.RemoteName, tv.Kind = t.Name, t.Source, t.RemoteName, string(t.Kind)
 				if len(t.Annotations) > 0 {
@@ -87,21 +109,29 @@ func (v *vars) ResolveName(name string) (any, bool) {
 					}
 				}
 			}
-			am, _ := adapt.NativeToValue(annotations).(traits.Mapper)
+			am, _ := celValue(adapt, annotations).(traits.Mapper)
 			tv.Annotations = DynMap{am}
 			v.tool = adapt.NativeToValue(tv)
 		}
 		return v.tool, true
 	case "endpoint":
 		if v.endpoint == nil {
-			ep := v.in.Endpoint
-			v.endpoint = adapt.NativeToValue(&ep)
+			o := &struct {
+				v EndpointVars
+				c fieldCache
+			}{v: v.in.Endpoint}
+			o.v.cache = &o.c
+			v.endpoint = adapt.NativeToValue(&o.v)
 		}
 		return v.endpoint, true
 	case "client":
 		if v.client == nil {
-			c := v.in.Client
-			v.client = adapt.NativeToValue(&c)
+			o := &struct {
+				v ClientVars
+				c fieldCache
+			}{v: v.in.Client}
+			o.v.cache = &o.c
+			v.client = adapt.NativeToValue(&o.v)
 		}
 		return v.client, true
 	case "args":
@@ -120,7 +150,7 @@ func (v *vars) ResolveName(name string) (any, bool) {
 				// denies.
 				v.args = types.NewErr("reading the arguments: %v", err)
 			} else {
-				v.args = adapt.NativeToValue(a)
+				v.args = celValue(adapt, a)
 			}
 		}
 		return v.args, true

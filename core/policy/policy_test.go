@@ -286,24 +286,36 @@ func TestNowDefaultsToTheClock(t *testing.T) {
 }
 
 // BenchmarkPolicy is the cost one call pays for 50 rules that do not
-// match (all are evaluated), against none.
+// match (all are evaluated), against none. The sets: mixed names a tool in
+// one disjunct and reads actor and args in the other; othertool requires
+// another tool's name in every rule; generic reads only actor and args.
 func BenchmarkPolicy(b *testing.B) {
-	var rules []Rule
-	for i := range 50 {
-		rules = append(rules, Rule{ID: fmt.Sprintf("r%d", i), Effect: Deny,
-			When: fmt.Sprintf(`tool.name == "tool_%d" && args.amount > %d || "role%d" in actor.roles && !args.path.startsWith("/srv/")`, i, i, i)})
+	sets := []struct {
+		name string
+		when string
+	}{
+		{"mixed", `tool.name == "tool_%[1]d" && args.amount > %[1]d || "role%[1]d" in actor.roles && !args.path.startsWith("/srv/")`},
+		{"othertool", `tool.name == "tool_%[1]d" && args.amount > %[1]d`},
+		{"generic", `"role%[1]d" in actor.roles && !args.path.startsWith("/srv/") || actor.tenant == "t%[1]d" && args.amount > 1000`},
 	}
 	args := json.RawMessage(`{"amount":150,"path":"/srv/docs/a.md","note":"some text"}`)
-	for _, n := range []int{0, 50} {
-		p := mustNew(b, global(Allow, rules[:n]...))
-		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				d := p.Decide(&Input{Actor: alice, Tool: refund, Args: args, Endpoint: EndpointVars{Path: "/mcp"}})
-				if d.Effect != Allow {
-					b.Fatalf("%+v", d)
-				}
-			}
-		})
+	b.Run("rules=0", func(b *testing.B) { benchDecide(b, mustNew(b, global(Allow)), args) })
+	for _, set := range sets {
+		var rules []Rule
+		for i := range 50 {
+			rules = append(rules, Rule{ID: fmt.Sprintf("r%d", i), Effect: Deny, When: fmt.Sprintf(set.when, i)})
+		}
+		p := mustNew(b, global(Allow, rules...))
+		b.Run("rules=50/"+set.name, func(b *testing.B) { benchDecide(b, p, args) })
+	}
+}
+
+func benchDecide(b *testing.B, p *Policy, args json.RawMessage) {
+	b.ReportAllocs()
+	for b.Loop() {
+		d := p.Decide(&Input{Actor: alice, Tool: refund, Args: args, Endpoint: EndpointVars{Path: "/mcp"}})
+		if d.Effect != Allow {
+			b.Fatalf("%+v", d)
+		}
 	}
 }
