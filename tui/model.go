@@ -281,7 +281,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.info, m.sub = msg.info, msg.sub
 		m.setSnapshot(msg.snap)
 		m.layout()
-		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews())
+		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews(), m.reloadPolicies())
 	case eventMsg:
 		return m, tea.Batch(m.event(core.Event(msg)), m.nextEvent(core.Event(msg)))
 	case resyncedMsg:
@@ -298,7 +298,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.setSnapshot(msg.snap)
 		m.layout()
-		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews())
+		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews(), m.reloadPolicies())
 		return m, tea.Batch(cmds...)
 	case resyncFailedMsg:
 		if m.lost == nil {
@@ -574,6 +574,16 @@ func (m *Model) show(i int) tea.Cmd {
 		return m.policies.Load()
 	}
 	return nil
+}
+
+// reloadPolicies reads the rules again when the Policies pane is shown: a
+// fresh view of the gateway (after a lost link, perhaps another config)
+// must not keep the old ones.
+func (m *Model) reloadPolicies() tea.Cmd {
+	if m.active != common.PanePolicies {
+		return nil
+	}
+	return m.policies.Load()
 }
 
 // globalKeys is the root's bindings in the current state. An open dialog

@@ -38,6 +38,13 @@ func TestPoliciesPaneListsRulesWithHits(t *testing.T) {
 	if !strings.Contains(m.View(), "12") {
 		t.Errorf("r did not read the hits again:\n%s", m.View())
 	}
+	// A fresh view of the gateway (a Resync) reads them again too.
+	f.policies.Rules[0].Hits = 41
+	_, cmd := m.Update(resyncedMsg{snap: f.snap})
+	drive(t, m, cmd)
+	if !strings.Contains(m.View(), "41") {
+		t.Errorf("a resync did not read the hits again:\n%s", m.View())
+	}
 }
 
 func TestPoliciesPaneEmpty(t *testing.T) {
