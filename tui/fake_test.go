@@ -47,8 +47,9 @@ type fakeConsole struct {
 	planGate chan struct{}
 	// entries are the prompts and resources ReviewEntries lists.
 	entries []core.ReviewEntry
-	// policies is what Policies reports.
-	policies core.PolicyReport
+	// policies is what Policies reports, unless policiesErr is set.
+	policies    core.PolicyReport
+	policiesErr error
 }
 
 var _ core.Console = (*fakeConsole)(nil)
@@ -185,6 +186,9 @@ var elsewhere = eventMsg(core.Event{Seq: 100, Time: t0, Data: core.SessionsElsew
 
 func (f *fakeConsole) Policies(context.Context) (core.PolicyReport, error) {
 	f.record("policies")
+	if f.policiesErr != nil {
+		return core.PolicyReport{}, f.policiesErr
+	}
 	return f.policies, nil
 }
 

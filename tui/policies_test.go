@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -143,5 +144,41 @@ func TestPolicyDryRunBadInput(t *testing.T) {
 				t.Error("bad input closed the form")
 			}
 		})
+	}
+}
+
+// A gateway that cannot say what its rules are: the pane says so, and r
+// tries again.
+func TestPoliciesPaneReadError(t *testing.T) {
+	f := newFake()
+	f.policiesErr = errors.New("admin API: 503 store unavailable")
+	m := ready(t, f, 80, 24)
+	press(t, m, "7")
+	if v := m.View(); !strings.Contains(v, "Cannot read the policy rules: admin API: 503 store unavailable") || !strings.Contains(m.Flash(), "store unavailable") {
+		t.Errorf("the read error is not shown:\n%s", v)
+	}
+	f.policiesErr = nil
+	press(t, m, "r")
+	if !strings.Contains(m.View(), "no-secret-notes") {
+		t.Errorf("r did not read again:\n%s", m.View())
+	}
+}
+
+// Of two dry runs in flight, the answer to the earlier one arriving last is
+// dropped: the form shows the answer to what it says.
+func TestPolicyDryRunStaleAnswerDropped(t *testing.T) {
+	f := newFake()
+	m := ready(t, f, 80, 24)
+	press(t, m, "7", "t", "alice", "tab", "create_note", "tab", `{"text":"secret"}`)
+	_, first := m.Update(keyMsg("enter"))
+	press(t, m, "ctrl+u", `{"text":"milk"}`)
+	_, second := m.Update(keyMsg("enter"))
+	drive(t, m, second)
+	drive(t, m, first)
+	if v := m.View(); !strings.Contains(v, "rule     default") || strings.Contains(v, "rule     no-secret-notes") {
+		t.Errorf("a stale answer replaced the current one:\n%s", v)
+	}
+	if len(tries(f)) != 2 {
+		t.Errorf("asked %v", tries(f))
 	}
 }
