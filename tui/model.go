@@ -716,16 +716,21 @@ func joinRight(left, right string, width int) string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-var shortTitles = [common.NumPanes]string{"Ups", "Tools", "Coll", "Sess", "Appr", "Act", "Pol"}
+// Tab titles when the panes' own do not fit: first only the longest are
+// cut, so 100 columns still read as words; then all are.
+var (
+	mediumTitles = [common.NumPanes]string{"Upstreams", "Tools", "Coll", "Sessions", "Appr", "Activity", "Policies"}
+	shortTitles  = [common.NumPanes]string{"Ups", "Tools", "Coll", "Sess", "Appr", "Act", "Pol"}
+)
 
 func (m *Model) tabs() string {
 	th := m.c.Theme
-	render := func(short bool) string {
+	render := func(titles *[common.NumPanes]string) string {
 		parts := make([]string, common.NumPanes)
 		for i, p := range m.panes {
 			title := p.Title()
-			if short {
-				title = shortTitles[i]
+			if titles != nil {
+				title = titles[i]
 			}
 			label := fmt.Sprintf("%d %s %d", i+1, title, p.Count())
 			if c, ok := p.(interface{ Counted() bool }); ok && !c.Counted() {
@@ -739,9 +744,12 @@ func (m *Model) tabs() string {
 		}
 		return strings.Join(parts, th.TabSep.Render("│"))
 	}
-	s := render(false)
+	s := render(nil)
 	if lipgloss.Width(s) > m.width {
-		s = render(true)
+		s = render(&mediumTitles)
+	}
+	if lipgloss.Width(s) > m.width {
+		s = render(&shortTitles)
 	}
 	return common.Truncate(s, m.width)
 }
