@@ -719,7 +719,7 @@ func joinRight(left, right string, width int) string {
 // Tab titles when the panes' own do not fit: first only the longest are
 // cut, so 100 columns still read as words; then all are.
 var (
-	mediumTitles = [common.NumPanes]string{"Upstreams", "Tools", "Coll", "Sessions", "Appr", "Activity", "Policies"}
+	mediumTitles = [common.NumPanes]string{"Upstreams", "Tools", "Coll", "Sessions", "Approvals", "Activity", "Pol"}
 	shortTitles  = [common.NumPanes]string{"Ups", "Tools", "Coll", "Sess", "Appr", "Act", "Pol"}
 )
 

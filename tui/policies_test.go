@@ -28,7 +28,7 @@ func TestPoliciesPaneListsRulesWithHits(t *testing.T) {
 		t.Fatalf("showing the pane did not read the rules: pane %d, calls %v", m.Active(), f.Calls())
 	}
 	view := m.View()
-	for _, want := range []string{"[7 Policies 2]", "no-secret-notes", "deny", `tool.name == "create_note"`, "3       4m ago", "ask-before-weather", "approve", "/mcp"} {
+	for _, want := range []string{"[7 Pol 2]", "no-secret-notes", "deny", `tool.name == "create_note"`, "3       4m ago", "ask-before-weather", "approve", "/mcp"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the pane lacks %q:\n%s", want, view)
 		}
