@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -43,6 +44,12 @@ type Console interface {
 	RejectConfirmation(ctx context.Context, id, by, reason string) error
 
 	EndSession(ctx context.Context, id string) error
+
+	// Policies is every endpoint's policy rules and the limits, each with
+	// the calls it decided in the last hour by the audit log (PO-4, CO-8).
+	Policies(ctx context.Context) (PolicyReport, error)
+	// TryPolicy says which rule decides a call, without making it (PO-4).
+	TryPolicy(ctx context.Context, q PolicyQuestion) (PolicyTrial, error)
 }
 
 // Subscription is a console's ordered view of a gateway's events. When the
@@ -67,4 +74,56 @@ type ConsoleInfo struct {
 	Notice string `json:"notice,omitempty"`
 	// ReviewMode is the review mode in force (RV-3).
 	ReviewMode ReviewMode `json:"reviewMode"`
+}
+
+// PolicyHitWindow is how far back PolicyReport counts hits.
+const PolicyHitWindow = time.Hour
+
+// PolicyReport is the policy rules and limits in force and how often each
+// decided a call lately (PO-4, CO-8).
+type PolicyReport struct {
+	// Since is the start of the window the hits are counted in.
+	Since time.Time         `json:"since"`
+	Rules []PolicyRuleStats `json:"rules"`
+}
+
+// PolicyRuleStats is one rule or limit and its hits: the audit records
+// since PolicyReport.Since whose Rule is its ID (on its endpoint, for an
+// endpoint's own rule).
+type PolicyRuleStats struct {
+	// Endpoint is the path of the endpoint whose rule it is; empty for a
+	// top-level rule (every endpoint) or a limit.
+	Endpoint string `json:"endpoint,omitempty"`
+	ID       string `json:"id"`
+	// Effect is deny, approve or allow; "limit" for a rate or quota.
+	Effect string `json:"effect"`
+	// When is the rule's CEL expression (a limit's match).
+	When    string    `json:"when,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Hits    int       `json:"hits"`
+	LastHit time.Time `json:"lastHit,omitzero"`
+}
+
+// PolicyQuestion asks which rule decides a call of Tool with Args by the
+// actor with ID Actor (its roles and tenant as configured) on the endpoint
+// at Endpoint ("" the first).
+type PolicyQuestion struct {
+	Endpoint string          `json:"endpoint,omitempty"`
+	Actor    string          `json:"actor"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args,omitempty"`
+}
+
+// PolicyTrial is the answer to a PolicyQuestion: the deciding rule's id (or
+// "default"), its effect and reason, the evaluation error that denied the
+// call if any, and whether tools/list shows the tool to the actor (PO-2).
+type PolicyTrial struct {
+	Endpoint string `json:"endpoint"`
+	Actor    Actor  `json:"actor"`
+	Tool     string `json:"tool"`
+	Rule     string `json:"rule"`
+	Effect   string `json:"effect"`
+	Reason   string `json:"reason,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Listed   bool   `json:"listed"`
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,9 @@ type fakeConsole struct {
 	planGate chan struct{}
 	// entries are the prompts and resources ReviewEntries lists.
 	entries []core.ReviewEntry
+	// policies is what Policies reports, unless policiesErr is set.
+	policies    core.PolicyReport
+	policiesErr error
 }
 
 var _ core.Console = (*fakeConsole)(nil)
@@ -180,10 +184,38 @@ var elsewhere = eventMsg(core.Event{Seq: 100, Time: t0, Data: core.SessionsElsew
 		Started: t0.Add(-2 * time.Hour), LastActivity: t0.Add(-30 * time.Second), Calls: 11, Replica: "gw-b:202", Elsewhere: true},
 }}})
 
+func (f *fakeConsole) Policies(context.Context) (core.PolicyReport, error) {
+	f.record("policies")
+	if f.policiesErr != nil {
+		return core.PolicyReport{}, f.policiesErr
+	}
+	return f.policies, nil
+}
+
+// TryPolicy decides as a gateway with one rule would: notes with "secret"
+// in them are denied; the weather's tools are hidden from everyone but ops.
+func (f *fakeConsole) TryPolicy(_ context.Context, q core.PolicyQuestion) (core.PolicyTrial, error) {
+	f.record(fmt.Sprintf("try %s %s %s %s", q.Endpoint, q.Actor, q.Tool, q.Args))
+	if !slices.ContainsFunc(f.snap.Tools, func(t core.ToolInfo) bool { return t.Name == q.Tool }) {
+		return core.PolicyTrial{}, fmt.Errorf("%w: %q", core.ErrUnknownTool, q.Tool)
+	}
+	t := core.PolicyTrial{Endpoint: "/mcp", Actor: core.Actor{ID: q.Actor, Roles: []string{"MEMBER"}}, Tool: q.Tool,
+		Rule: "default", Effect: "allow", Listed: q.Tool != "forecast" || q.Actor == "ops"}
+	if q.Tool == "create_note" && strings.Contains(string(q.Args), "secret") {
+		t.Rule, t.Effect, t.Reason = "no-secret-notes", "deny", "notes about secrets are not allowed"
+	}
+	return t, nil
+}
+
 func newFake() *fakeConsole {
 	obj := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
 	return &fakeConsole{
 		bus: core.NewBus(),
+		policies: core.PolicyReport{Since: t0.Add(-time.Hour), Rules: []core.PolicyRuleStats{
+			{ID: "no-secret-notes", Effect: "deny", When: `tool.name == "create_note" && args.text.contains("secret")`,
+				Reason: "notes about secrets are not allowed", Hits: 3, LastHit: t0.Add(-4 * time.Minute)},
+			{Endpoint: "/mcp", ID: "ask-before-weather", Effect: "approve", When: `tool.source == "weather" && !("ops" in actor.roles)`},
+		}},
 		info: core.ConsoleInfo{
 			Endpoints:     []string{"http://127.0.0.1:7331/mcp"},
 			OpenEndpoints: []string{"http://127.0.0.1:7331/mcp"},
@@ -309,6 +341,14 @@ func keyMsg(s string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyUp}
 	case "ctrl+c":
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case "ctrl+n":
+		return tea.KeyMsg{Type: tea.KeyCtrlN}
+	case "ctrl+p":
+		return tea.KeyMsg{Type: tea.KeyCtrlP}
+	case "ctrl+u":
+		return tea.KeyMsg{Type: tea.KeyCtrlU}
+	case "end":
+		return tea.KeyMsg{Type: tea.KeyEnd}
 	case "backspace":
 		return tea.KeyMsg{Type: tea.KeyBackspace}
 	case "space":

@@ -68,6 +68,10 @@ func TestGolden(t *testing.T) {
 		{"approvals_100x30", 100, 30, false, []step{{keys: []string{"5"}, want: "buy milk"}}},
 		{"approvals_80x24", 80, 24, false, []step{{keys: []string{"5"}, want: "buy milk"}}},
 		{"activity_100x30", 100, 30, false, []step{{keys: []string{"6"}, want: "following"}, {msg: tea.BatchMsg(nil), want: "refused"}}},
+		{"policies_100x30", 100, 30, false, []step{{keys: []string{"7"}, want: "ask-before-weather"}}},
+		{"policies_80x24", 80, 24, false, []step{{keys: []string{"7"}, want: "ask-before-weat"}}},
+		{"policy_dry_run_80x24", 80, 24, false, []step{{keys: []string{"7"}, want: "ask-before-weat"},
+			{keys: []string{"t", "alice", "tab", "create_note", "tab", `{"text":"secret plan"}`, "enter"}, want: "tools/list shows"}}},
 		{"help_100x30", 100, 30, false, []step{{keys: []string{"?"}, want: "go to pane"}}},
 		// CO-9: attached to a gateway in another process.
 		{"attached_100x30", 100, 30, true, nil},

@@ -65,6 +65,10 @@ func TestNoSharedKeys(t *testing.T) {
 		{name: "activity", keys: []string{"6"}, want: []string{" =pause"}},
 		{name: "activity/paused", keys: []string{"6", "space"}, want: []string{" =follow"}},
 		{name: "activity/filtering", keys: []string{"6", "/"}, off: []string{" "}},
+		{name: "policies", keys: []string{"7"}, want: []string{"t=dry run", "r=reload", "k=up", "7=policies", "tab=next pane"}, off: []string{"enter", "esc"}},
+		{name: "policies/filtering", keys: []string{"7", "/"}, want: []string{"enter=keep filter"}, off: []string{"t", "r", "q"}},
+		{name: "policies/dry run", keys: []string{"7", "t"}, want: []string{"enter=try", "tab=next field", "down=next field", "shift+tab=previous field", "ctrl+n=next tool", "esc=back", "ctrl+c=quit"},
+			off: []string{"q", "1", "7", "r", "t", "?", "k", "/"}},
 		{name: "help", keys: []string{"?"}, want: []string{"esc=close help", "?=close help", "q=quit"}, off: []string{"tab", "1", "r", "enter"}},
 		{name: "quit dialog", keys: []string{"q"}, want: []string{"enter=select", "ctrl+c=quit"}, off: []string{"q"}},
 	}

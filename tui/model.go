@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/tui/common"
 	"github.com/toolgate/toolgate/tui/dialog"
 	"github.com/toolgate/toolgate/tui/keys"
+	"github.com/toolgate/toolgate/tui/policies"
 	"github.com/toolgate/toolgate/tui/sessions"
 	"github.com/toolgate/toolgate/tui/theme"
 	"github.com/toolgate/toolgate/tui/tools"
@@ -117,6 +118,7 @@ type Model struct {
 	sessions  *sessions.Model
 	approvals *approvals.Model
 	activity  *activity.Model
+	policies  *policies.Model
 	active    int
 
 	dialog   *dialog.Model
@@ -165,7 +167,8 @@ func New(o Options) *Model {
 	m.sessions = sessions.New(c)
 	m.approvals = approvals.New(c)
 	m.activity = activity.New(c)
-	m.panes = [common.NumPanes]common.Pane{m.upstreams, m.tools, m.colls, m.sessions, m.approvals, m.activity}
+	m.policies = policies.New(c)
+	m.panes = [common.NumPanes]common.Pane{m.upstreams, m.tools, m.colls, m.sessions, m.approvals, m.activity, m.policies}
 	m.width, m.height = 80, 24
 	m.layout()
 	return m
@@ -193,6 +196,9 @@ func (m *Model) Tools() *tools.Model { return m.tools }
 
 // Activity is the Activity pane.
 func (m *Model) Activity() *activity.Model { return m.activity }
+
+// Policies is the Policies pane.
+func (m *Model) Policies() *policies.Model { return m.policies }
 
 // Flash is the status message shown now.
 func (m *Model) Flash() string { return m.flash }
@@ -275,7 +281,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.info, m.sub = msg.info, msg.sub
 		m.setSnapshot(msg.snap)
 		m.layout()
-		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews())
+		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews(), m.reloadPolicies())
 	case eventMsg:
 		return m, tea.Batch(m.event(core.Event(msg)), m.nextEvent(core.Event(msg)))
 	case resyncedMsg:
@@ -292,7 +298,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.setSnapshot(msg.snap)
 		m.layout()
-		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews())
+		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews(), m.reloadPolicies())
 		return m, tea.Batch(cmds...)
 	case resyncFailedMsg:
 		if m.lost == nil {
@@ -318,6 +324,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.approvals.Tick()
 		m.sessions.Tick()
 		m.upstreams.Tick()
+		m.policies.Tick()
 		return m, m.ensureTick()
 	case reviewsTickMsg:
 		if msg.gen != m.revGen || m.sub == nil {
@@ -457,6 +464,7 @@ func (m *Model) setParts(p part) tea.Cmd {
 		m.upstreams.SetUpstreams(s.Upstreams)
 	}
 	if p&partTools != 0 {
+		m.policies.SetTools(s.Tools)
 		cmd = m.tools.SetTools(s.Tools, s.Reviews)
 	} else if p&partReviews != 0 {
 		m.tools.SetReviews(s.Reviews)
@@ -545,20 +553,37 @@ func (m *Model) key1(msg tea.KeyMsg) tea.Cmd {
 		m.showHelp = true
 		return nil
 	case key.Matches(msg, g.NextTab):
-		m.active = (m.active + 1) % common.NumPanes
-		return nil
+		return m.show((m.active + 1) % common.NumPanes)
 	case key.Matches(msg, g.PrevTab):
-		m.active = (m.active + common.NumPanes - 1) % common.NumPanes
-		return nil
+		return m.show((m.active + common.NumPanes - 1) % common.NumPanes)
 	}
 	for i, b := range g.Tabs {
 		if key.Matches(msg, b) {
-			m.active = i
-			return nil
+			return m.show(i)
 		}
 	}
 	_, cmd := pane.Update(msg)
 	return cmd
+}
+
+// show makes pane i the active one. The Policies pane has no events to
+// keep it current: its rules and hits are read each time it is shown.
+func (m *Model) show(i int) tea.Cmd {
+	m.active = i
+	if i == common.PanePolicies && m.sub != nil {
+		return m.policies.Load()
+	}
+	return nil
+}
+
+// reloadPolicies reads the rules again when the Policies pane is shown: a
+// fresh view of the gateway (after a lost link, perhaps another config)
+// must not keep the old ones.
+func (m *Model) reloadPolicies() tea.Cmd {
+	if m.active != common.PanePolicies {
+		return nil
+	}
+	return m.policies.Load()
 }
 
 // globalKeys is the root's bindings in the current state. An open dialog
@@ -691,18 +716,26 @@ func joinRight(left, right string, width int) string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-var shortTitles = [common.NumPanes]string{"Ups", "Tools", "Coll", "Sess", "Appr", "Act"}
+// Tab titles when the panes' own do not fit: first only the longest are
+// cut, so 100 columns still read as words; then all are.
+var (
+	mediumTitles = [common.NumPanes]string{"Upstreams", "Tools", "Coll", "Sessions", "Approvals", "Activity", "Pol"}
+	shortTitles  = [common.NumPanes]string{"Ups", "Tools", "Coll", "Sess", "Appr", "Act", "Pol"}
+)
 
 func (m *Model) tabs() string {
 	th := m.c.Theme
-	render := func(short bool) string {
+	render := func(titles *[common.NumPanes]string) string {
 		parts := make([]string, common.NumPanes)
 		for i, p := range m.panes {
 			title := p.Title()
-			if short {
-				title = shortTitles[i]
+			if titles != nil {
+				title = titles[i]
 			}
 			label := fmt.Sprintf("%d %s %d", i+1, title, p.Count())
+			if c, ok := p.(interface{ Counted() bool }); ok && !c.Counted() {
+				label = fmt.Sprintf("%d %s", i+1, title) // not read yet: no count rather than a wrong one
+			}
 			if i == m.active {
 				parts[i] = th.TabActive.Render("[" + label + "]")
 			} else {
@@ -711,9 +744,12 @@ func (m *Model) tabs() string {
 		}
 		return strings.Join(parts, th.TabSep.Render("│"))
 	}
-	s := render(false)
+	s := render(nil)
 	if lipgloss.Width(s) > m.width {
-		s = render(true)
+		s = render(&mediumTitles)
+	}
+	if lipgloss.Width(s) > m.width {
+		s = render(&shortTitles)
 	}
 	return common.Truncate(s, m.width)
 }
@@ -778,7 +814,7 @@ func (m *Model) fullHelp() string {
 	g := m.c.Keys.Global
 	pane := m.panes[m.active]
 	tabs := g.Tabs[0]
-	tabs.SetHelp("1–6", "go to pane")
+	tabs.SetHelp("1–7", "go to pane")
 	groups := append(pane.FullHelp(), []key.Binding{g.NextTab, g.PrevTab, tabs, g.Help, g.Quit, g.ForceQuit})
 	th := m.c.Theme
 	return th.Section.Render("Keys: "+pane.Title()) + "\n\n" + m.help.FullHelpView(groups)

@@ -23,7 +23,7 @@ func TestPaneKeys(t *testing.T) {
 		key  string
 		want int
 	}{
-		{"tab", 1}, {"tab", 2}, {"shift+tab", 1}, {"6", 5}, {"tab", 0}, {"shift+tab", 5}, {"4", 3}, {"1", 0},
+		{"tab", 1}, {"tab", 2}, {"shift+tab", 1}, {"6", 5}, {"tab", 6}, {"tab", 0}, {"shift+tab", 6}, {"7", 6}, {"4", 3}, {"1", 0},
 	}
 	for _, s := range steps {
 		press(t, m, s.key)

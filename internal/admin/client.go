@@ -413,6 +413,13 @@ func (c *Client) TryPolicy(ctx context.Context, req PolicyTestRequest) (policy.T
 	return out, err
 }
 
+// Policies is GET /v1/policy: the rules and limits in force with their
+// hits in the last hour (PO-4).
+func (c *Client) Policies(ctx context.Context) (core.PolicyReport, error) {
+	var v core.PolicyReport
+	return v, c.do(ctx, http.MethodGet, "/v1/policy", nil, nil, &v)
+}
+
 // Audit is GET /v1/audit; a zero since and limit ≤ 0 leave them out.
 func (c *Client) Audit(ctx context.Context, since time.Time, limit int) ([]core.AuditRecord, error) {
 	q := url.Values{}

@@ -125,6 +125,20 @@ func (r *RemoteConsole) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, 
 	return r.c.ReviewEntries(ctx)
 }
 
+func (r *RemoteConsole) Policies(ctx context.Context) (core.PolicyReport, error) {
+	return r.c.Policies(ctx)
+}
+
+// TryPolicy asks POST /v1/policy/test; the actor's roles and tenant are
+// those the gateway's config gives its id.
+func (r *RemoteConsole) TryPolicy(ctx context.Context, q core.PolicyQuestion) (core.PolicyTrial, error) {
+	t, err := r.c.TryPolicy(ctx, PolicyTestRequest{Endpoint: q.Endpoint, Actor: q.Actor, Tool: q.Tool, Args: q.Args})
+	if err != nil {
+		return core.PolicyTrial{}, err
+	}
+	return core.PolicyTrial(t), nil
+}
+
 func (r *RemoteConsole) ApproveConfirmation(ctx context.Context, id, _ string) error {
 	return r.c.ApproveConfirmation(ctx, id)
 }

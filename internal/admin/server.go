@@ -194,6 +194,7 @@ func (s *Server) routes() {
 	handle(RouteEndSession, s.endSession)
 	handle(RouteAudit, s.audit)
 	handle(RoutePolicyTest, s.policyTest)
+	handle(RoutePolicies, s.policies)
 }
 
 // opHandler carries the operator the middleware found into a route.
@@ -534,6 +535,18 @@ func (s *Server) policyTest(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	s.reply(w, http.StatusOK, trial)
+}
+
+func (s *Server) policies(w http.ResponseWriter, r *http.Request, op string) {
+	rep, err := s.backend.ConsoleAs(op).Policies(r.Context())
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	if rep.Rules == nil {
+		rep.Rules = []core.PolicyRuleStats{}
+	}
+	s.reply(w, http.StatusOK, rep)
 }
 
 func (s *Server) audit(w http.ResponseWriter, r *http.Request, op string) {

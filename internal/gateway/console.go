@@ -28,6 +28,8 @@ type LocalConsole struct {
 	// EndElsewhere, when other replicas' sessions are listed, ends one of
 	// them by its SessionKey (CO-5).
 	EndElsewhere func(ctx context.Context, key string) error
+	// Policy reads the policy in force (PO-4); nil: those reads fail.
+	Policy PolicyDesk
 }
 
 var _ core.Console = (*LocalConsole)(nil)

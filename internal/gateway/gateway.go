@@ -468,6 +468,7 @@ func (g *Gateway) localConsole() *LocalConsole {
 	c := &LocalConsole{
 		Registry: g.reg, Importer: g.importer, Reviewer: g.review,
 		Approvals: g.approvals, Sessions: g.sessions, Details: info,
+		Policy: gatewayPolicy{g},
 	}
 	if g.sessionShare != nil {
 		c.EndElsewhere = g.sessionShare.endElsewhere

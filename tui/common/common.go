@@ -25,6 +25,7 @@ const (
 	PaneSessions
 	PaneApprovals
 	PaneActivity
+	PanePolicies
 	NumPanes
 )
 
@@ -57,7 +58,7 @@ type Pane interface {
 	// Count is the number shown in the tab title.
 	Count() int
 	// Capturing is true while the pane reads text (a filter): keys that
-	// are global elsewhere (q, 1–6, ?) are typed into it instead.
+	// are global elsewhere (q, 1–7, ?) are typed into it instead.
 	Capturing() bool
 }
 

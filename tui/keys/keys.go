@@ -27,6 +27,7 @@ type KeyMap struct {
 	Sessions  SessionKeys
 	Approvals ApprovalKeys
 	Activity  ActivityKeys
+	Policies  PolicyKeys
 	Dialog    DialogKeys
 }
 
@@ -41,6 +42,7 @@ func Default() *KeyMap {
 		Sessions:  DefaultSessions(),
 		Approvals: DefaultApprovals(),
 		Activity:  DefaultActivity(),
+		Policies:  DefaultPolicies(),
 		Dialog:    DefaultDialog(),
 	}
 }
@@ -50,7 +52,7 @@ type GlobalKeys struct {
 	Quit, ForceQuit  key.Binding
 	Help, CloseHelp  key.Binding
 	NextTab, PrevTab key.Binding
-	Tabs             [6]key.Binding
+	Tabs             [7]key.Binding
 }
 
 // DefaultGlobal returns the global bindings.
@@ -64,7 +66,7 @@ func DefaultGlobal() GlobalKeys {
 		NextTab:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		PrevTab:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
 	}
-	names := []string{"upstreams", "tools", "collisions", "sessions", "approvals", "activity"}
+	names := []string{"upstreams", "tools", "collisions", "sessions", "approvals", "activity", "policies"}
 	for i := range g.Tabs {
 		n := string(rune('1' + i))
 		g.Tabs[i] = key.NewBinding(key.WithKeys(n), key.WithHelp(n, names[i]))

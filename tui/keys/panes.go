@@ -81,6 +81,33 @@ func DefaultActivity() ActivityKeys {
 	}
 }
 
+// PolicyKeys are the Policies pane's (PO-4, CO-8). In the list, Reload
+// reads the rules and hits again and Try opens the dry run; the dry run's
+// form reads text, so it has every key: its own are the ones below.
+type PolicyKeys struct {
+	Reload, Try key.Binding
+	// NextField and PrevField move between the form's fields; NextTool
+	// and PrevTool fill the tool field with the registry's tools.
+	NextField, PrevField key.Binding
+	NextTool, PrevTool   key.Binding
+	// Run asks which rule decides; Back leaves the form.
+	Run, Back key.Binding
+}
+
+// DefaultPolicies returns the Policies bindings.
+func DefaultPolicies() PolicyKeys {
+	return PolicyKeys{
+		Reload:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		Try:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "dry run")),
+		NextField: key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
+		PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
+		NextTool:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next tool")),
+		PrevTool:  key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "previous tool")),
+		Run:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "try")),
+		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+	}
+}
+
 // DialogKeys are the confirm dialog's: it has every key while it is open.
 type DialogKeys struct {
 	Left, Right key.Binding

@@ -1,0 +1,134 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
+)
+
+// ruleStats finds the report's row of rule id.
+func ruleStats(t *testing.T, rep core.PolicyReport, id string) core.PolicyRuleStats {
+	t.Helper()
+	for _, r := range rep.Rules {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no rule %q in %+v", id, rep.Rules)
+	return core.PolicyRuleStats{}
+}
+
+// The in-process console lists the config's rules with the calls each
+// decided in the last hour, counted from the real store's audit records:
+// two denied searches count on their rule, an allowed one on none of the
+// listed rules, and a record older than the window not at all.
+func TestConsolePoliciesCountsAuditHits(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	g := newGateway(t, loadConfig(t, policyYAML(store, serveDemo(t, "notes"), firstPolicies)), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s := connect(t, ctx, "http://"+g.Addr()+"/mcp", testKey)
+	for range 2 {
+		if res := call(t, ctx, s, "notes_search", map[string]any{"query": "secret"}); !res.IsError {
+			t.Fatalf("a search for secrets was not denied: %+v", res)
+		}
+	}
+	call(t, ctx, s, "notes_search", map[string]any{"query": "welcome"})
+	old := core.AuditRecord{Time: time.Now().Add(-2 * time.Hour), Endpoint: "/mcp", ActorID: "alice", Tool: "notes_side_effects",
+		Outcome: "refused", Rule: "no-counters"}
+	if err := g.Store().AppendAudit(ctx, old); err != nil {
+		t.Fatalf("AppendAudit: %v", err)
+	}
+
+	rep, err := g.Console().Policies(ctx)
+	if err != nil {
+		t.Fatalf("Policies: %v", err)
+	}
+	if len(rep.Rules) != 4 {
+		t.Errorf("want the 4 configured rules, got %+v", rep.Rules)
+	}
+	deny := ruleStats(t, rep, "no-secret-search")
+	if deny.Hits != 2 || deny.LastHit.IsZero() || deny.Effect != "deny" || deny.When == "" || deny.Reason != "searching for secrets is not allowed" {
+		t.Errorf("no-secret-search: %+v", deny)
+	}
+	if c := ruleStats(t, rep, "no-counters"); c.Hits != 0 || !c.LastHit.IsZero() {
+		t.Errorf("a hit older than the window counted: %+v", c)
+	}
+	if time.Since(rep.Since) < core.PolicyHitWindow-time.Minute {
+		t.Errorf("window starts at %v", rep.Since)
+	}
+
+	// The dry run decides without calling: nothing new is audited.
+	trial, err := g.Console().TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "notes_search", Args: json.RawMessage(`{"query":"secret"}`)})
+	if err != nil {
+		t.Fatalf("TryPolicy: %v", err)
+	}
+	if trial.Rule != "no-secret-search" || trial.Effect != "deny" || !trial.Listed || trial.Actor.ID != "alice" {
+		t.Errorf("trial: %+v", trial)
+	}
+	hidden, err := g.Console().TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "notes_side_effects"})
+	if err != nil || hidden.Listed || hidden.Rule != "no-counters" {
+		t.Errorf("a hidden tool's trial: %+v, %v", hidden, err)
+	}
+	if _, err := g.Console().TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "notes_search", Args: json.RawMessage(`{"query":`)}); err == nil {
+		t.Error("broken JSON arguments were tried")
+	}
+	if _, err := g.Console().TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "no_such_tool"}); err == nil {
+		t.Error("an unknown tool was tried")
+	}
+	again, err := g.Console().Policies(ctx)
+	if err != nil || ruleStats(t, again, "no-secret-search").Hits != 2 {
+		t.Errorf("a dry run counted as a hit: %+v, %v", again, err)
+	}
+}
+
+// GET /v1/policy over loopback from a real gateway, read by the attached
+// console (CO-9): the rules with their hits; the dry run goes through
+// POST /v1/policy/test.
+func TestAdminPoliciesRoute(t *testing.T) {
+	ctx := testCtx(t)
+	env := startAdminGateway(t, nil, "", func(y string) string { return y + firstPolicies })
+	s := connect(t, ctx, env.mcpURL(), testKey)
+	if res := call(t, ctx, s, "notes_search", map[string]any{"query": "secret"}); !res.IsError {
+		t.Fatalf("a search for secrets was not denied: %+v", res)
+	}
+	c, err := admin.NewClient("http://"+env.g.AdminAddr(), adminAliceKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := admin.NewRemoteConsole(c, nil)
+	rep, err := rc.Policies(ctx)
+	if err != nil {
+		t.Fatalf("Policies: %v", err)
+	}
+	if r := ruleStats(t, rep, "no-secret-search"); r.Hits != 1 || r.LastHit.IsZero() || r.Effect != "deny" {
+		t.Errorf("no-secret-search over the admin API: %+v", r)
+	}
+	if r := ruleStats(t, rep, "ask-to-list"); r.Hits != 0 || r.Effect != "approve" {
+		t.Errorf("ask-to-list over the admin API: %+v", r)
+	}
+	trial, err := rc.TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "notes_list_notes"})
+	if err != nil {
+		t.Fatalf("TryPolicy: %v", err)
+	}
+	if trial.Rule != "ask-to-list" || trial.Effect != "approve" || trial.Reason != "listing every note needs an operator" || !trial.Listed {
+		t.Errorf("trial over the admin API: %+v", trial)
+	}
+	if _, err := rc.TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "notes_search", Args: json.RawMessage(`[1]`)}); err == nil {
+		t.Error("arguments that are not an object were tried")
+	}
+	// Without a key the route is refused like every other.
+	bad, err := admin.NewClient("http://"+env.g.AdminAddr(), "wrong-key-0000000000000000", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Policies(ctx); err == nil {
+		t.Error("GET /v1/policy answered a wrong key")
+	}
+}
