@@ -34,31 +34,11 @@ func policySubs() []reviewSub {
 
 // runPolicy is `toolgate policy SUBCOMMAND` (PO-4).
 func runPolicy(ctx context.Context, c *cli, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(c.stderr, "toolgate policy: name a subcommand")
-		c.policyUsage(c.stderr)
-		return 2
-	}
-	if isHelp(args[0]) || args[0] == "help" {
-		c.policyUsage(c.stdout)
-		return 0
-	}
-	for _, sub := range policySubs() {
-		if sub.name == args[0] {
-			return sub.run(ctx, c, c.flags("policy "+sub.name, sub.args, sub.summary), args[1:])
-		}
-	}
-	fmt.Fprintf(c.stderr, "toolgate policy: unknown subcommand %q\n", args[0])
-	c.policyUsage(c.stderr)
-	return 2
+	return c.runSubcommand(ctx, "policy", policySubs(), c.policyUsage, args)
 }
 
 func (c *cli) policyUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: toolgate policy %s\n\n%s\n\nSubcommands:\n", policySynopsis, policySummary)
-	for _, sub := range policySubs() {
-		fmt.Fprintf(w, "  %-5s %s\n", sub.name, sub.args)
-		fmt.Fprintf(w, "  %-5s %s\n", "", sub.summary)
-	}
+	subcommandUsage(w, "policy", policySynopsis, policySummary, policySubs(), 5)
 }
 
 func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) int {

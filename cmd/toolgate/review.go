@@ -47,31 +47,44 @@ func reviewSubs() []reviewSub {
 
 // runReview is `toolgate review SUBCOMMAND` (RV-1…RV-4).
 func runReview(ctx context.Context, c *cli, args []string) int {
+	return c.runSubcommand(ctx, "review", reviewSubs(), c.reviewUsage, args)
+}
+
+// runSubcommand runs the subcommand of command named by args[0], or prints
+// usage: to stdout for help, to stderr (exit 2) when none or an unknown
+// one is named.
+func (c *cli) runSubcommand(ctx context.Context, command string, subs []reviewSub, usage func(io.Writer), args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(c.stderr, "toolgate review: name a subcommand")
-		c.reviewUsage(c.stderr)
+		fmt.Fprintf(c.stderr, "toolgate %s: name a subcommand\n", command)
+		usage(c.stderr)
 		return 2
 	}
 	if isHelp(args[0]) || args[0] == "help" {
-		c.reviewUsage(c.stdout)
+		usage(c.stdout)
 		return 0
 	}
-	for _, sub := range reviewSubs() {
+	for _, sub := range subs {
 		if sub.name == args[0] {
-			return sub.run(ctx, c, c.flags("review "+sub.name, sub.args, sub.summary), args[1:])
+			return sub.run(ctx, c, c.flags(command+" "+sub.name, sub.args, sub.summary), args[1:])
 		}
 	}
-	fmt.Fprintf(c.stderr, "toolgate review: unknown subcommand %q\n", args[0])
-	c.reviewUsage(c.stderr)
+	fmt.Fprintf(c.stderr, "toolgate %s: unknown subcommand %q\n", command, args[0])
+	usage(c.stderr)
 	return 2
 }
 
-func (c *cli) reviewUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: toolgate review %s\n\n%s\n\nSubcommands:\n", reviewSynopsis, reviewSummary)
-	for _, sub := range reviewSubs() {
-		fmt.Fprintf(w, "  %-8s %s\n", sub.name, sub.args)
-		fmt.Fprintf(w, "  %-8s %s\n", "", sub.summary)
+// subcommandUsage prints a command's synopsis, summary and subcommands,
+// their names in a column of width.
+func subcommandUsage(w io.Writer, command, synopsis, summary string, subs []reviewSub, width int) {
+	fmt.Fprintf(w, "Usage: toolgate %s %s\n\n%s\n\nSubcommands:\n", command, synopsis, summary)
+	for _, sub := range subs {
+		fmt.Fprintf(w, "  %-*s %s\n", width, sub.name, sub.args)
+		fmt.Fprintf(w, "  %-*s %s\n", width, "", sub.summary)
 	}
+}
+
+func (c *cli) reviewUsage(w io.Writer) {
+	subcommandUsage(w, "review", reviewSynopsis, reviewSummary, reviewSubs(), 8)
 	fmt.Fprintln(w, "\nNAME is a tool's name; else a prompt's (prefixed) name; else a resource's URI or URI template.")
 	fmt.Fprintln(w, "prompt:NAME and resource:URI name a prompt or resource that shares its name with a tool.")
 	fmt.Fprintln(w, "\nThe decisions live in gateway.store; gateway.review.mode decides what they gate. approve and reject")
