@@ -26,6 +26,7 @@ upstreams:
 `
 }
 
+// Covers CF-7.
 func TestConfirmMessagesLoad(t *testing.T) {
 	cfg, _ := mustLoad(t, writeConfig(t, messagesYAML(`      preview: "Nothing has run yet. To {tool} on {upstream}, call again with confirm: true and the token before {expires} ({minutes} minutes)."
       used: "This confirmation was already used; preview again."
@@ -48,6 +49,7 @@ func TestConfirmMessagesLoad(t *testing.T) {
 	}
 }
 
+// Covers CF-7.
 func TestConfirmMessagesRefused(t *testing.T) {
 	tests := []struct {
 		name, body string
@@ -90,6 +92,8 @@ func TestConfirmMessagesRefused(t *testing.T) {
 
 // A reload validates the next config with Validate, as Load does: the same
 // refusal with the same key path, whoever built the config.
+//
+// Covers CF-7.
 func TestConfirmMessagesValidate(t *testing.T) {
 	c := base()
 	c.Gateway.Confirm.Messages.Used = ptr("spent {expires}")
@@ -109,6 +113,8 @@ func TestConfirmMessagesValidate(t *testing.T) {
 }
 
 // The config's message keys are the gate's.
+//
+// Covers CF-7.
 func TestConfirmMessageKeysMatchTheGate(t *testing.T) {
 	var m ConfirmMessages
 	var keys []string

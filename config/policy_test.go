@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// Covers PO-1.
 func TestPoliciesLoad(t *testing.T) {
 	path := writeConfig(t, `
 gateway: {confirm: {secret: ${TOOLGATE_CONFIRM_SECRET}}}
@@ -41,6 +42,7 @@ policies:
 	}
 }
 
+// Covers PO-1.
 func TestPoliciesValidate(t *testing.T) {
 	rule := func(id, when, effect string) PolicyRule { return PolicyRule{ID: id, When: when, Effect: effect} }
 	tests := []struct {
@@ -94,6 +96,7 @@ func TestPoliciesValidate(t *testing.T) {
 	}
 }
 
+// Covers PO-3.
 func TestLimitsValidate(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -8,7 +8,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
-// Once a call's response has ended, nothing more is written to it: an
+// SV-1, SV-9: once a call's response has ended, nothing more is written to it: an
 // upstream that withdraws its request to the client after the call was
 // answered gets an error instead of writing into a response the server
 // may already reuse for another request.

@@ -17,6 +17,8 @@ func tries(f *fakeConsole) []string {
 
 // The Policies pane reads the rules when shown, and lists each with its
 // effect, its clipped expression, its hits in the last hour and the last.
+//
+// Covers PO-4, CO-8.
 func TestPoliciesPaneListsRulesWithHits(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 100, 30)
@@ -48,6 +50,7 @@ func TestPoliciesPaneListsRulesWithHits(t *testing.T) {
 	}
 }
 
+// Covers PO-4, CO-8.
 func TestPoliciesPaneEmpty(t *testing.T) {
 	f := newFake()
 	f.policies = core.PolicyReport{}
@@ -61,6 +64,8 @@ func TestPoliciesPaneEmpty(t *testing.T) {
 // The dry run: actor, tool and arguments are typed (keys that are global
 // elsewhere are text here), enter starts a command, not a call, and its
 // answer shows the deciding rule, its effect and reason, and the listing.
+//
+// Covers PO-4, CO-8.
 func TestPolicyDryRun(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 80, 24)
@@ -114,6 +119,8 @@ func TestPolicyDryRun(t *testing.T) {
 
 // What is wrong with the question is said in the form; what can be checked
 // here (an actor, a tool, a JSON object) never reaches the gateway.
+//
+// Covers PO-4, CO-8.
 func TestPolicyDryRunBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -149,6 +156,8 @@ func TestPolicyDryRunBadInput(t *testing.T) {
 
 // A gateway that cannot say what its rules are: the pane says so, and r
 // tries again.
+//
+// Covers PO-4, CO-8.
 func TestPoliciesPaneReadError(t *testing.T) {
 	f := newFake()
 	f.policiesErr = errors.New("admin API: 503 store unavailable")
@@ -166,6 +175,8 @@ func TestPoliciesPaneReadError(t *testing.T) {
 
 // Of two dry runs in flight, the answer to the earlier one arriving last is
 // dropped: the form shows the answer to what it says.
+//
+// Covers PO-4, CO-8.
 func TestPolicyDryRunStaleAnswerDropped(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 80, 24)

@@ -140,6 +140,8 @@ func TestPolicyTest(t *testing.T) {
 }
 
 // Bad input to policy test: a clear error and status 1 or 2, each kind.
+//
+// Covers PO-4.
 func TestPolicyTestRefuses(t *testing.T) {
 	cfg := policyConfig(t)
 	tests := []struct {
@@ -165,6 +167,7 @@ func TestPolicyTestRefuses(t *testing.T) {
 	}
 }
 
+// Covers PO-4.
 func TestPolicyList(t *testing.T) {
 	cfg := policyConfig(t)
 	code, out, errOut := policyCLI(t, "list", "--config", cfg)

@@ -126,6 +126,8 @@ upstreams:
 	return path
 }
 
+// SV-9, IM-10: SIGTERM and, separately, SIGINT at random moments of
+// start-up end serve cleanly within its deadline, its process tree gone.
 func TestServeSignalDuringStartUp(t *testing.T) {
 	bin := toolgateRaceBinary(t)
 	cfg := startSignalConfig(t)

@@ -138,6 +138,8 @@ func TestFailedBatchStartsNewChain(t *testing.T) {
 }
 
 // The derived key is stable, not the secret, and differs per secret.
+//
+// Covers OP-10.
 func TestDeriveKey(t *testing.T) {
 	a, b := DeriveKey([]byte("secret-one-0123456789abcdef012345")), DeriveKey([]byte("secret-two-0123456789abcdef012345"))
 	if len(a) != 32 || bytes.Equal(a, b) || !bytes.Equal(a, DeriveKey([]byte("secret-one-0123456789abcdef012345"))) ||
@@ -152,6 +154,8 @@ func TestDeriveKey(t *testing.T) {
 }
 
 // audit.export: lines in order, and after Reopen in a new file at the path.
+//
+// Covers OP-10.
 func TestExporterReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "audit.jsonl")
 	e, err := OpenExporter(path, nil)

@@ -18,6 +18,8 @@ var notesTool = core.Tool{Name: "notes_create", Source: "notes"}
 
 // The built-in texts, as clients read them before they became
 // configurable: a gate given no messages answers exactly these.
+//
+// Covers CF-7.
 func TestDefaultMessages(t *testing.T) {
 	g, err := NewGate(GateOptions{Secret: testSecret, Ledger: &mapLedger{}})
 	coretest.Must(t, err)
@@ -163,6 +165,7 @@ func TestReasonAppendedWhenNotPlaced(t *testing.T) {
 	}
 }
 
+// Covers CF-7.
 func TestCheckMessage(t *testing.T) {
 	tests := []struct {
 		key, text string
@@ -220,6 +223,8 @@ func TestSetMessages(t *testing.T) {
 
 // The preview a gate answers with after SetMessages is the new one: the
 // texts are read per call, not fixed at construction.
+//
+// Covers CF-7.
 func TestSetMessagesReachesTheNextPreview(t *testing.T) {
 	f := newGateFixture(t)
 	coretest.Must(t, f.gate.SetMessages(ConfirmMessages{Preview: "P {tool}"}))

@@ -10,6 +10,8 @@ import (
 // Fields read through the per-call cache give what the inputs hold, for
 // every rule that reads them, nested arguments included; a struct a rule
 // builds itself has no cache and reads the same way.
+//
+// Covers PO-1.
 func TestCachedFields(t *testing.T) {
 	rules := []Rule{
 		{ID: "a", Effect: Approve, When: `tool.name == "billing_refund" && actor.id == "alice" && "MEMBER" in actor.roles && actor.claims.tier == "gold"`},

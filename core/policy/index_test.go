@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
+// Covers PO-1, PO-2.
 func TestRequiredTool(t *testing.T) {
 	tests := []struct {
 		when string
@@ -43,6 +44,8 @@ func TestRequiredTool(t *testing.T) {
 // Skipping the rules a call's tool excludes never changes a decision or a
 // listing: random rule sets over random calls decide the same with every
 // rule evaluated.
+//
+// Covers PO-1, PO-2.
 func TestSkippingKeepsDecisions(t *testing.T) {
 	names := []string{"billing_refund", "fs_read", "fs_write", "other"}
 	sources := []string{"billing", "fs", "web"}

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/core/memstore"
 )
 
+// Covers PO-3.
 func TestParseRate(t *testing.T) {
 	for in, want := range map[string]float64{"10/s": 10, "100/min": 100.0 / 60, "200/day": 200.0 / 86400, "0.5/h": 0.5 / 3600, " 3 / sec ": 3} {
 		n, per, err := ParseRate(in)
@@ -50,6 +51,7 @@ func limited(t *testing.T, err error) *LimitedError {
 	return le
 }
 
+// Covers PO-3.
 func TestLimitsRate(t *testing.T) {
 	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	l := newLimits(t, c, LimitSpec{ID: "per-person", Per: PerActor, Rate: 2, Burst: 3})
@@ -74,6 +76,7 @@ func TestLimitsRate(t *testing.T) {
 	}
 }
 
+// Covers PO-3.
 func TestLimitsQuotaAndMatch(t *testing.T) {
 	c := &clock{time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)}
 	l := newLimits(t, c,
@@ -101,6 +104,8 @@ func TestLimitsQuotaAndMatch(t *testing.T) {
 }
 
 // A quota that refuses gives the rate it took back.
+//
+// Covers PO-3.
 func TestLimitsRateGivenBack(t *testing.T) {
 	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	l := newLimits(t, c,
@@ -124,6 +129,7 @@ func TestLimitsRateGivenBack(t *testing.T) {
 	}
 }
 
+// Covers PO-3.
 func TestNewLimitsRefuses(t *testing.T) {
 	tests := []struct {
 		spec LimitSpec
@@ -145,6 +151,8 @@ func TestNewLimitsRefuses(t *testing.T) {
 
 // Buckets of idle keys are dropped once there are many; one still
 // refilling keeps its state.
+//
+// Covers PO-3.
 func TestLimitsSweepIdleBuckets(t *testing.T) {
 	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	l := newLimits(t, c, LimitSpec{ID: "r", Per: PerActor, Rate: 1, Burst: 1})

@@ -39,6 +39,7 @@ var exampleRules = []Rule{
 		Effect: Deny, Reason: "contractors read /srv/docs only"},
 }
 
+// Covers PO-1.
 func TestDecide(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -110,6 +111,8 @@ func TestDecide(t *testing.T) {
 }
 
 // Every JSON type an argument can have, read by a rule.
+//
+// Covers PO-1.
 func TestDecideArgumentTypes(t *testing.T) {
 	args := `{"s":"text","i":42,"big":9007199254740993,"f":2.5,"e":1e3,"b":true,"n":null,"l":[1,"two",{"three":3}],"o":{"k":{"deep":"v"}}}`
 	rules := []string{
@@ -136,6 +139,8 @@ func TestDecideArgumentTypes(t *testing.T) {
 
 // A rule that fails at evaluation denies, names the rule, and says nothing
 // of the rule's text or the arguments.
+//
+// Covers PO-1.
 func TestDecideErrorsDeny(t *testing.T) {
 	tests := []struct{ name, when, args string }{
 		{"an absent argument", `args.amount > 100`, `{"other":"secret-value"}`},
@@ -166,6 +171,7 @@ func TestDecideErrorsDeny(t *testing.T) {
 	}
 }
 
+// Covers PO-2.
 func TestHides(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -207,6 +213,8 @@ func TestHides(t *testing.T) {
 
 // Bad rules are refused at load, each with its key path and the position
 // in the expression.
+//
+// Covers PO-1.
 func TestNewRefuses(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -255,6 +263,8 @@ func TestNewRefuses(t *testing.T) {
 }
 
 // A loop over an argument too large for the limit is stopped, and denies.
+//
+// Covers PO-1.
 func TestCostLimitAtRuntime(t *testing.T) {
 	// One loop: the estimate at the assumed size passes; a far larger
 	// input does not.
@@ -274,6 +284,7 @@ func TestCostLimitAtRuntime(t *testing.T) {
 	}
 }
 
+// Covers PO-1.
 func TestNowDefaultsToTheClock(t *testing.T) {
 	p := mustNew(t, global(Allow, Rule{ID: "recent", When: `now > timestamp("2020-01-01T00:00:00Z")`, Effect: Deny}))
 	if got := p.Decide(&Input{Actor: alice, Tool: refund}); got.Rule != "recent" {

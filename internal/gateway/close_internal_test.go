@@ -43,7 +43,7 @@ func TestCloseWithinNamesWhatDidNotStop(t *testing.T) {
 	})
 }
 
-// A Close that finishes in time answers with its own error, whatever the
+// SV-9: a Close that finishes in time answers with its own error, whatever the
 // overrun; without a deadline it is waited for.
 func TestCloseWithinReturnsWorksError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

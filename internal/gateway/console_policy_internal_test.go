@@ -12,6 +12,8 @@ import (
 // its endpoint (two endpoints may each have a rule of the same id), a limit
 // everywhere; a confirmed call's intent record and operators' actions are
 // not hits, and the last hit is the latest.
+//
+// Covers PO-4.
 func TestPolicyReportScopesHits(t *testing.T) {
 	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	cfg := &config.Config{

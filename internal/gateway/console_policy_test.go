@@ -26,6 +26,8 @@ func ruleStats(t *testing.T, rep core.PolicyReport, id string) core.PolicyRuleSt
 // decided in the last hour, counted from the real store's audit records:
 // two denied searches count on their rule, an allowed one on none of the
 // listed rules, and a record older than the window not at all.
+//
+// Covers PO-4.
 func TestConsolePoliciesCountsAuditHits(t *testing.T) {
 	ctx := testCtx(t)
 	store := filepath.Join(t.TempDir(), "toolgate.db")

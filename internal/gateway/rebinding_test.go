@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// DNS rebinding: on a loopback listener every request whose Host is not a
+// SV-1 (DNS rebinding): on a loopback listener every request whose Host is not a
 // loopback name is refused before it is read — initialize, and also the
 // listings and calls of a session the gateway answers itself — while
 // localhost and loopback addresses are served.

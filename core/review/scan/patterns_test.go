@@ -249,6 +249,8 @@ func TestSlowPatternBenignCorpus(t *testing.T) {
 }
 
 // The lengths in the reasons are estimates and say so in their rounding.
+//
+// Covers IM-19, RV-2.
 func TestSlowPatternRounding(t *testing.T) {
 	for n, want := range map[float64]string{6324.6: "6,300", 629.96: "630", 736.8: "740", 99.4: "99", 1_234_567: "1,200,000", 1000: "1,000"} {
 		if got := roundLength(n); got != want {
