@@ -114,7 +114,7 @@ func TestCheckExample(t *testing.T) {
 	assertNoSecrets(t, out, errOut)
 }
 
-// CO-9 (issue 15): without gateway.admin there is no admin API, and check
+// CO-9: without gateway.admin there is no admin API, and check
 // says so, in --json too.
 func TestCheckWithoutAdmin(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "toolgate.yaml")

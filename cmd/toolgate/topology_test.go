@@ -2,7 +2,7 @@
 
 package main
 
-// OP-5, SV-2, CF-4, CF-5, CO-9 (issue 17): the topology replicas are run
+// OP-5, SV-2, CF-4, CF-5, CO-9: the topology replicas are run
 // in — one PostgreSQL, three `toolgate serve` processes on one config and
 // confirm secret, a round-robin proxy in front of their MCP listeners —
 // driven by the official TypeScript SDK client on one session.

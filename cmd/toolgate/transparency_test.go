@@ -2,7 +2,7 @@
 
 package main
 
-// Transparency (issue 5): everything an upstream MCP server offers passes
+// Transparency: everything an upstream MCP server offers passes
 // through `toolgate serve` — progress, logging, sampling, elicitation,
 // every content kind, resources (subscriptions included), prompts and
 // completion. Black-box: mcp-go's own conformance fixture server
@@ -306,13 +306,13 @@ func (c *trClient) progress() []trProgress {
 	return out
 }
 
-// Issue 5: progress. Two sessions call test_tool_with_progress at once, one
+// Transparency, progress. Two sessions call test_tool_with_progress at once, one
 // with a string progress token, one with an integer one; each receives the
 // fixture's notifications 0, 50, 100 (of 100) with its own token, type
 // included, in order, before the tool's result, and nothing with another
 // session's token. Every run is held to that (a prefix of the three, none
 // after the result); at least one run per session delivers all three.
-// Covers issue 5: progress.
+// Covers transparency: progress.
 func TestTransparencyProgress(t *testing.T) {
 	ctx := trCtx(t)
 	_, via := trServers(t)
@@ -400,14 +400,14 @@ func (c *trClient) logs() []string {
 
 var trLogWant = []string{"info:Tool execution started", "info:Tool processing data", "info:Tool execution completed"}
 
-// Issue 5: logging. The caller of test_tool_with_logging receives the
+// Transparency, logging. The caller of test_tool_with_logging receives the
 // fixture's three notifications/message (level info) in order before the
 // result; a second session that set logging/setLevel to error calls the same
 // tool and receives none of them (the gateway honours setLevel per session;
 // the fixture itself ignores it, so the gateway has to filter); a third,
 // idle session with its standalone stream open receives nothing at all, and
 // the first receives nothing from the second's call.
-// Covers issue 5: logging/setLevel.
+// Covers transparency: logging/setLevel.
 func TestTransparencyLogging(t *testing.T) {
 	ctx := trCtx(t)
 	direct, via := trServers(t)
@@ -499,7 +499,7 @@ func (s *trSampler) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequ
 	}, nil
 }
 
-// Issue 5: sampling. A client that declared sampling calls test_sampling
+// Transparency, sampling. A client that declared sampling calls test_sampling
 // through the gateway; the fixture's sampling/createMessage reaches this
 // client's handler, and only it, with the prompt and the fixture's
 // maxTokens, and the handler's answer comes back in the tool's result, as it
@@ -507,11 +507,11 @@ func (s *trSampler) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequ
 // streams open: the fixture sends sampling requests only there (unlike
 // elicitation, which it sends on the POST's stream), and the gateway may
 // choose either.
-// Covers issue 5: sampling.
+// Covers transparency: sampling.
 func TestTransparencySampling(t *testing.T) {
 	ctx := trCtx(t)
 	direct, via := trServers(t)
-	prompt := "What is the capital of Transparency? (issue 5)"
+	prompt := "What is the capital of Transparency?"
 	other := &trSampler{answer: "not this session's answer"}
 	trConnect(t, ctx, via, true, client.WithSamplingHandler(other))
 	for _, x := range []struct{ where, url string }{{"directly", direct}, {"via toolgate", via}} {
@@ -594,19 +594,19 @@ var trElicitSchemas = map[string]string{
 		"titledMulti":{"type":"array","items":{"anyOf":[{"const":"value1","title":"Value One"},{"const":"value2","title":"Value Two"}]}}}}`,
 }
 
-// Issue 5: elicitation. Through the gateway, the fixture's
+// Transparency, elicitation. Through the gateway, the fixture's
 // elicitation/create reaches the client's handler with its message and its
 // requestedSchema unchanged (defaults, enum, enumNames, oneOf, anyOf — SEP-1034
 // and SEP-1330), and the tool's result, which echoes the handler's answer,
 // equals the one the same handler gets calling the fixture directly.
-// Covers issue 5: elicitation.
+// Covers transparency: elicitation.
 func TestTransparencyElicitation(t *testing.T) {
 	ctx := trCtx(t)
 	direct, via := trServers(t)
 	ev, ed := &trElicitor{}, &trElicitor{}
 	cv := trConnect(t, ctx, via, false, client.WithElicitationHandler(ev))
 	cd := trConnect(t, ctx, direct, false, client.WithElicitationHandler(ed))
-	message := "Who is calling through toolgate? (issue 5)"
+	message := "Who is calling through toolgate?"
 	for _, name := range []string{"test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums"} {
 		t.Run(name, func(t *testing.T) {
 			var args map[string]any
@@ -645,17 +645,17 @@ func TestTransparencyElicitation(t *testing.T) {
 	}
 }
 
-// Issue 5: an elicitation goes to the session whose call caused it. Two
+// Transparency, an elicitation goes to the session whose call caused it. Two
 // sessions with elicitation handlers, both with their standalone streams
 // open; A calls test_elicitation; only A's handler is asked.
-// Covers issue 5: routing to the calling session.
+// Covers transparency: routing to the calling session.
 func TestTransparencyElicitationRoutedToCaller(t *testing.T) {
 	ctx := trCtx(t)
 	_, via := trServers(t)
 	ea, eb := &trElicitor{}, &trElicitor{}
 	a := trConnect(t, ctx, via, true, client.WithElicitationHandler(ea))
 	b := trConnect(t, ctx, via, true, client.WithElicitationHandler(eb))
-	message := "Only session A should see this (issue 5)"
+	message := "Only session A should see this"
 	got := a.call(t, ctx, "test_elicitation", map[string]any{"message": message}, nil)
 	if want := "User response: action=accept, content=map[email:tg-user@example.com username:tg-user]"; got != want {
 		t.Errorf("test_elicitation: %q, want %q", got, want)
@@ -755,7 +755,7 @@ func trDropMeta(v any) any {
 	return out
 }
 
-// Issue 5, IM-32: results pass through unchanged. Image, audio, embedded
+// IM-32: results pass through unchanged. Image, audio, embedded
 // resource, mixed content and an isError result answer the same via the
 // gateway as directly.
 func TestTransparencyContentKinds(t *testing.T) {
@@ -787,7 +787,7 @@ func TestTransparencyContentKinds(t *testing.T) {
 	}
 }
 
-// Issue 5, IM-34: resources. resources/subscribe and resources/unsubscribe
+// IM-34: resources. resources/subscribe and resources/unsubscribe
 // of test://static-text succeed through the gateway (as they do directly);
 // resources/list, resources/templates/list and resources/read of the text,
 // the binary and a templated resource answer the same as directly.
@@ -819,7 +819,7 @@ func TestTransparencyResourcesSubscribe(t *testing.T) {
 	}
 }
 
-// Issue 5, IM-34: prompts and completion. prompts/list and prompts/get
+// IM-34: prompts and completion. prompts/list and prompts/get
 // (with and without arguments, embedded resource, image) answer the same
 // via the gateway as directly, and so does completion/complete for an
 // argument of test_prompt_with_arguments.
@@ -921,7 +921,7 @@ func trResourceURIs(t *testing.T, ctx context.Context, c *trClient) []string {
 	return uris
 }
 
-// Issue 5, IM-25, IM-34: an upstream that changes its lists. mcp-go's
+// IM-25, IM-34: an upstream that changes its lists. mcp-go's
 // conformance fixture never does, so other real upstreams stand behind a
 // real `toolgate serve`, and two mcp-go client sessions with their
 // standalone streams open (where a notification outside any call arrives)
