@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // modernStdioServerArg, as the first argument, makes the test binary a
@@ -101,6 +103,20 @@ func addModernTools(s *server.MCPServer, counted *atomic.Int32) {
 			return server.NewInputRequestBuilder("st-1").Elicit("confirm", mcpgo.ElicitationParams{
 				Message:         "go ahead?",
 				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+			}).ToolResult(), nil
+		})
+	s.AddTool(mcpgo.NewTool("sample"),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			if r := server.SamplingResponse(req.Params.InputResponses, "llm"); r != nil {
+				var text struct{ Text string }
+				raw, _ := json.Marshal(r.Content)
+				_ = json.Unmarshal(raw, &text)
+				return mcpgo.NewToolResultText("sampled: " + text.Text), nil
+			}
+			return server.NewInputRequestBuilder("st-2").Sample("llm", mcpgo.CreateMessageParams{
+				Messages: []mcpgo.SamplingMessage{{Role: mcpgo.RoleUser,
+					Content: mcpgo.TextContent{Type: "text", Text: "what is 2+2"}}},
+				MaxTokens: 10,
 			}).ToolResult(), nil
 		})
 	var grown atomic.Int32
@@ -329,6 +345,12 @@ func checkModernUpstream(t *testing.T, u core.Upstream, changed <-chan struct{})
 	if !found {
 		t.Error("grown1 not listed after list_changed")
 	}
+	// The revision answers a method the server lacks with HTTP 404 and
+	// -32601: that is an answer, not an ended session.
+	var rpc *core.RPCError
+	if _, err := u.(core.CatalogUpstream).ListPrompts(ctxT(t, 5*time.Second)); !errors.As(err, &rpc) || rpc.Code != -32601 || core.Transient(err) {
+		t.Errorf("prompts/list of a server without prompts: %v", err)
+	}
 	// A tool the server does not have is the server's definite answer.
 	if _, err := u.CallTool(ctxT(t, 5*time.Second), "nope", nil); err == nil || core.Transient(err) {
 		t.Errorf("unknown tool: %v", err)
@@ -380,9 +402,21 @@ func TestModernOnlyUpstreamHTTPNeverTwiceAndReconnect(t *testing.T) {
 	if n := m2.counted.Load(); n != 1 {
 		t.Errorf("counted ran %d times on the restarted server", n)
 	}
-	_, bad := m2.seen()
+	// The new connection listens again: a change on the restarted server
+	// is imported.
+	if _, err := reg.Invoke(ctxT(t, 10*time.Second), actor, "m_grow", nil); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Eventually(t, 10*time.Second, "m_grown1 imported after list_changed", func() bool {
+		_, ok := reg.Get("m_grown1")
+		return ok
+	})
+	methods, bad := m2.seen()
 	for _, p := range bad {
 		t.Error(p)
+	}
+	if !slices.Contains(methods, "subscriptions/listen") {
+		t.Errorf("no subscriptions/listen on the restarted server: %q", methods)
 	}
 }
 
