@@ -125,7 +125,31 @@ func (m *modernEra) params(params any) (json.RawMessage, error) {
 		}
 	}
 	fields["_meta"] = append(meta, '}')
-	return json.Marshal(fields)
+	return writeObject(fields), nil
+}
+
+// writeObject writes fields as a JSON object, each value as the bytes it
+// holds: encoding/json would compact and re-escape them, and a call's
+// arguments go as the client wrote them.
+func writeObject(fields map[string]json.RawMessage) []byte {
+	keys := make([]string, 0, len(fields))
+	n := 2
+	for k, v := range fields {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = append(b, fields[k]...)
+	}
+	return append(b, '}')
 }
 
 // header is the revision's Mcp-Method and Mcp-Name headers of a request
@@ -491,5 +515,5 @@ func retryParams(params []byte, answers map[string]json.RawMessage, state string
 		s, _ := json.Marshal(state)
 		fields["requestState"] = s
 	}
-	return json.Marshal(fields)
+	return writeObject(fields), nil
 }

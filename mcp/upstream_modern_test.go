@@ -257,7 +257,12 @@ func TestModernOnlyUpstreamHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := make(chan struct{}, 16)
-	u.(core.ToolsChangedNotifier).OnToolsChanged(func() { changed <- struct{}{} })
+	u.(core.ToolsChangedNotifier).OnToolsChanged(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
 	info, err := u.Connect(ctxT(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
@@ -434,7 +439,12 @@ func TestModernOnlyUpstreamStdio(t *testing.T) {
 	}
 	defer u.Close()
 	changed := make(chan struct{}, 16)
-	u.(core.ToolsChangedNotifier).OnToolsChanged(func() { changed <- struct{}{} })
+	u.(core.ToolsChangedNotifier).OnToolsChanged(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
 	info, err := u.Connect(ctxT(t, 20*time.Second))
 	if err != nil {
 		t.Fatalf("Connect: %v (stderr: %s)", err, u.(StderrReporter).Stderr())
