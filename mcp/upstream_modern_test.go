@@ -557,3 +557,32 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// IM-2: with transport auto, a modern-only server is reached over
+// Streamable HTTP after its refusal of initialize, before any SSE attempt.
+func TestModernOnlyUpstreamAuto(t *testing.T) {
+	leakCheck(t)
+	m := newModernHTTP()
+	addr, _ := serveOn(t, "127.0.0.1:0", m)
+	o := modernOptions(addr)
+	o.Transport = "auto"
+	u := connect(t, o)
+	if got := u.(core.TransportReporter).Transport(); got != "http" {
+		t.Errorf("transport = %q", got)
+	}
+	if r, err := u.CallTool(ctxT(t, 5*time.Second), "echo", json.RawMessage(`{"text":"auto"}`)); err != nil || resultText(t, r) != "auto" {
+		t.Errorf("echo: %s %v", r.JSON, err)
+	}
+	if err := u.Close(); err != nil {
+		t.Error(err)
+	}
+	methods, bad := m.seen()
+	for _, p := range bad {
+		t.Error(p)
+	}
+	for _, m := range methods {
+		if strings.HasPrefix(m, "legacy GET") {
+			t.Errorf("an SSE attempt: %q", methods)
+		}
+	}
+}
