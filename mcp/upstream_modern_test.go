@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -489,6 +490,15 @@ func runModernStdioServer() {
 		return mcpgo.NewToolResultText(strings.Join(seen, "; ")), nil
 	})
 	s.AddTool(mcpgo.NewTool("crash"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		// Each run is marked where the test can count it, beyond this
+		// process's life.
+		if dir := os.Getenv("MODERN_MARKS"); dir != "" {
+			f, err := os.OpenFile(filepath.Join(dir, "crash"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				_, _ = f.WriteString("ran\n")
+				_ = f.Close()
+			}
+		}
 		os.Exit(3)
 		return nil, nil
 	})
@@ -584,5 +594,43 @@ func TestModernOnlyUpstreamAuto(t *testing.T) {
 		if strings.HasPrefix(m, "legacy GET") {
 			t.Errorf("an SSE attempt: %q", methods)
 		}
+	}
+}
+
+// IM-27, IM-29, IM-37: imported through the importer, a modern stdio
+// upstream's action whose child died before answering is not sent again,
+// and the next call starts a new child and runs.
+func TestModernOnlyUpstreamStdioNeverTwiceAndReconnect(t *testing.T) {
+	leakCheck(t)
+	marks := t.TempDir()
+	opts := stdioOptions(t)
+	opts.Args = []string{modernStdioServerArg}
+	opts.Env = map[string]string{"MODERN_MARKS": marks}
+	up, err := NewUpstream(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := core.NewRegistry(nil)
+	im := importer.NewImporter(reg, []importer.UpstreamSpec{{
+		Name: "modern", Prefix: "m", Actions: []string{"crash", "counted"}, Timeout: 10 * time.Second, Upstream: up,
+	}}, &importer.ImporterOptions{Attempts: 3, Backoff: func(int) time.Duration { return time.Millisecond }})
+	defer im.Close()
+	if err := im.Start(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := im.Statuses()[0]; st.State != core.StateConnected || st.Server.Protocol != ModernProtocolVersion {
+		t.Fatalf("status = %+v", st)
+	}
+	actor := core.Actor{ID: "x"}
+	if _, err := reg.Invoke(ctxT(t, 20*time.Second), actor, "m_crash", nil); !errors.Is(err, core.ErrOutcomeUnknown) {
+		t.Errorf("action whose child died: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(marks, "crash"))
+	if err != nil || string(b) != "ran\n" {
+		t.Errorf("crash ran %q times (%v), want once", b, err)
+	}
+	r, err := reg.Invoke(ctxT(t, 20*time.Second), actor, "m_counted", nil)
+	if err != nil || resultText(t, r) != "1" {
+		t.Errorf("call on the new child: %s %v", r.JSON, err)
 	}
 }
