@@ -395,6 +395,9 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 		defer b.fl.end(f)
 		meta.ProgressToken = f.token
 		defer lingerIfStreamed(ctx, d)
+		if s.modern != nil {
+			meta.LogLevel = modernLogLevel(d)
+		}
 	}
 	// The params are written once, as bytes: the arguments go as the client
 	// sent them, and over Streamable HTTP the request is sent as it is.
@@ -436,6 +439,9 @@ func lingerIfStreamed(ctx context.Context, d *downstream) {
 type callMeta struct {
 	ProgressToken  string `json:"progressToken,omitempty"`
 	IdempotencyKey string `json:"dev.toolgate/idempotencyKey,omitempty"`
+	// LogLevel is the level a modern upstream logs the call at; "" for a
+	// legacy one, whose level is the session's (see modernLogLevel).
+	LogLevel string `json:"io.modelcontextprotocol/logLevel,omitempty"`
 }
 
 // IdempotencyMetaKey names the per-call key the gateway sends upstream in a

@@ -396,6 +396,20 @@ func ackHolds(n mcpgo.JSONRPCNotification) bool {
 	return json.Unmarshal(raw, &p) == nil && !p.Notifications.IsEmpty()
 }
 
+// modernLogLevel is the level a modern upstream is asked to log a call of
+// d's at: the stateless revision sends no log messages for a request that
+// names no level. It is the level the session set, or debug when it set
+// none, so that the session gets what it would from a legacy upstream; the
+// relay filters by the session's level either way.
+func modernLogLevel(d *downstream) string {
+	if d.logLevel != nil {
+		if level, ok := d.logLevel(); ok && level != "" {
+			return string(level)
+		}
+	}
+	return string(mcpgo.LoggingLevelDebug)
+}
+
 // inputRequired is the part of a modern result that asks for input.
 type inputRequired struct {
 	ResultType    string                     `json:"resultType"`

@@ -503,6 +503,35 @@ func runModernStdioServer() {
 		return nil, nil
 	})
 	out := &lineWriter{w: os.Stdout}
+	// chatty logs at three levels and reports progress; the stateless
+	// revision logs only at the level a request names. It returns once its
+	// notifications are written, as mcp-go's stdio server writes them from
+	// a goroutine of their own.
+	s.AddTool(mcpgo.NewTool("chatty"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		var token mcpgo.ProgressToken
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+		var min mcpgo.LoggingLevel
+		if info := server.RequestProtocolInfoFromContext(ctx); info != nil {
+			min = info.LogLevel
+		}
+		before, sent := out.notes.Load(), int64(0)
+		for i, level := range []mcpgo.LoggingLevel{mcpgo.LoggingLevelDebug, mcpgo.LoggingLevelInfo, mcpgo.LoggingLevelError} {
+			_ = s.SendLogMessageToClient(ctx, mcpgo.NewLoggingMessageNotification(level, "chatty", "message "+string(level)))
+			if min != "" && level.ShouldSendTo(min) {
+				sent++
+			}
+			if token != nil {
+				_ = s.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress), map[string]any{
+					"progressToken": token, "progress": i + 1, "total": 3,
+				})
+				sent++
+			}
+		}
+		waittest.Poll(10*time.Second, func() bool { return out.notes.Load() >= before+sent })
+		return mcpgo.NewToolResultText("chatted"), nil
+	})
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReader(os.Stdin)
@@ -553,6 +582,8 @@ type lineWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
 	buf []byte
+	// notes counts the notifications written.
+	notes atomic.Int64
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -563,6 +594,7 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 		if _, err := l.w.Write(l.buf[:i+1]); err != nil {
 			return 0, err
 		}
+		l.notes.Add(int64(bytes.Count(l.buf[:i+1], []byte(`"method":"notifications/`))))
 		l.buf = append(l.buf[:0], l.buf[i+1:]...)
 	}
 	return len(p), nil
