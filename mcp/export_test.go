@@ -4,6 +4,10 @@ package mcp
 // external tests that build a whole gateway around it.
 const StdioServerArgForTest = stdioServerArg
 
+// ModernStdioServerArgForTest makes the test binary a stdio server of the
+// stateless revision only.
+const ModernStdioServerArgForTest = modernStdioServerArg
+
 // RawServerArgForTest makes the test binary the hand-written stdio server.
 const RawServerArgForTest = rawServerArg
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -211,6 +212,12 @@ type session struct {
 	// pipe, when set, sends tools/call to a stdio child instead of the
 	// client.
 	pipe *stdioPipe
+	// modern is set when the upstream speaks the stateless revision: every
+	// request carries its _meta and headers (see upstream_modern.go).
+	modern *modernEra
+	// listening is closed when the connection's subscriptions/listen has
+	// ended; nil without one.
+	listening <-chan struct{}
 }
 
 var errConnectionLost = errors.New("connection to upstream lost")
@@ -277,8 +284,13 @@ func (b *base) Ping(ctx context.Context) error {
 		return err
 	}
 	// Sent raw rather than through client.Ping, which sends nothing when the
-	// server negotiated a stateless revision.
-	if _, err := s.request(ctx, string(mcpgo.MethodPing), nil); err != nil {
+	// server negotiated a stateless revision. That revision has no ping:
+	// server/discover is its cheapest request.
+	method := string(mcpgo.MethodPing)
+	if s.modern != nil {
+		method = string(mcpgo.MethodServerDiscover)
+	}
+	if _, err := s.request(ctx, method, nil); err != nil {
 		return b.scrub(fmt.Errorf("ping: %w", err))
 	}
 	return nil
@@ -383,10 +395,17 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 		defer b.fl.end(f)
 		meta.ProgressToken = f.token
 		defer lingerIfStreamed(ctx, d)
+		if s.modern != nil {
+			meta.LogLevel = modernLogLevel(d)
+		}
 	}
 	// The params are written once, as bytes: the arguments go as the client
 	// sent them, and over Streamable HTTP the request is sent as it is.
-	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(callParamsJSON(remoteName, args, &meta)))
+	params := callParamsJSON(remoteName, args, &meta)
+	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(params))
+	if err == nil && s.modern != nil {
+		raw, err = b.completeInput(ctx, s, params, raw)
+	}
 	if err != nil {
 		return core.Result{}, b.scrub(fmt.Errorf("tools/call %s: %w", remoteName, err))
 	}
@@ -420,6 +439,9 @@ func lingerIfStreamed(ctx context.Context, d *downstream) {
 type callMeta struct {
 	ProgressToken  string `json:"progressToken,omitempty"`
 	IdempotencyKey string `json:"dev.toolgate/idempotencyKey,omitempty"`
+	// LogLevel is the level a modern upstream logs the call at; "" for a
+	// legacy one, whose level is the session's (see modernLogLevel).
+	LogLevel string `json:"io.modelcontextprotocol/logLevel,omitempty"`
 }
 
 // IdempotencyMetaKey names the per-call key the gateway sends upstream in a
@@ -555,6 +577,14 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	if s.lost.Err() != nil {
 		return nil, fmt.Errorf("%w: %w: %w", core.ErrNotSent, io.ErrUnexpectedEOF, errConnectionLost)
 	}
+	var header http.Header
+	if s.modern != nil {
+		p, err := s.modern.params(params)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", method, core.ErrNotSent, err)
+		}
+		params, header = p, s.modern.header(method, p)
+	}
 	if raw, ok := params.(json.RawMessage); ok && s.pipe != nil && method == string(mcpgo.MethodToolsCall) {
 		return s.pipeCall(ctx, raw)
 	}
@@ -570,6 +600,7 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		ID:      mcpgo.NewRequestId(id),
 		Method:  method,
 		Params:  params,
+		Header:  header,
 	}
 	var a *rpcAnswer
 	var err error
@@ -583,11 +614,19 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		// mcp-go's transport reports an error status through rec; the
 		// poster returns it.
 		var resp *transport.JSONRPCResponse
-		if resp, err = s.tr.SendRequest(context.WithValue(ctx, statusKey{}, rec), req); resp != nil {
+		sctx := context.WithValue(ctx, statusKey{}, rec)
+		var eb *errorBody
+		if s.modern != nil && s.pipe == nil {
+			eb = &errorBody{}
+			sctx = context.WithValue(sctx, errorBodyKey{}, eb)
+		}
+		if resp, err = s.tr.SendRequest(sctx, req); resp != nil {
 			a = &rpcAnswer{Result: aliasRaw(resp.Result)}
 			if resp.Error != nil {
 				a.Error = &rpcErrorDetails{Code: resp.Error.Code, Message: resp.Error.Message}
 			}
+		} else if e := eb.rpcErrorOn(err); e != nil {
+			a, err = &rpcAnswer{Error: e}, nil
 		}
 	}
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errConnectionLost) {
@@ -640,6 +679,11 @@ func (s *session) pipeCall(ctx context.Context, params json.RawMessage) (json.Ra
 // client cancelled, or its call's deadline passed), so the server can stop
 // the work instead of finishing it for nobody.
 func (s *session) cancelled(id mcpgo.RequestId) {
+	if s.modern != nil && s.pipe == nil {
+		// Over HTTP the stateless revision cancels by closing the
+		// request's stream, which the call's context did.
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.tr.SendNotification(ctx, mcpgo.JSONRPCNotification{

@@ -178,7 +178,8 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	lost, markLost := context.WithCancel(context.Background())
 	c := client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
-	c.OnNotification(onNote)
+	note, acks := ackWatcher(onNote)
+	c.OnNotification(note)
 	c.OnConnectionLost(func(error) { markLost() })
 
 	// Calls over plain HTTP without a proxy keep connections of their own.
@@ -198,6 +199,30 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 		return stopErr
 	}
 	info, err := handshake(ctx, connCtx, c, tr, u.handleRequest)
+	var era *modernEra
+	if err != nil && !sse && refusesLegacy(err) {
+		// A server of the stateless revision only (IM-2): the same URL and
+		// client, a transport without the legacy GET stream.
+		_ = tr.Close()
+		mhc := *hc
+		mhc.Transport = keepErrorBody{hc.Transport}
+		mt, merr := transport.NewStreamableHTTP(u.opts.URL,
+			transport.WithHTTPBasicClient(&mhc),
+			transport.WithHTTPLogger(u.libLog))
+		if merr == nil {
+			tr = mt
+			merr = startModern(ctx, connCtx, tr, note, u.handleRequest)
+		}
+		var minfo core.ServerInfo
+		if merr == nil {
+			era, minfo, merr = discoverModern(ctx, tr)
+		}
+		if merr == nil {
+			info, err = minfo, nil
+		} else {
+			u.log.Debug("server/discover failed too", "err", u.scrub(merr))
+		}
+	}
 	if err != nil {
 		_ = stop()
 		name := "streamable HTTP"
@@ -206,12 +231,17 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 		}
 		return nil, core.ServerInfo{}, fmt.Errorf("%s: %w", name, err)
 	}
-	s := &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop}
-	if st, ok := tr.(*transport.StreamableHTTP); ok {
+	s := &session{client: c, tr: tr, lost: lost, markLost: markLost, stop: stop, modern: era}
+	if st, ok := tr.(*transport.StreamableHTTP); ok && era == nil {
 		s.reply = u.replier(hc, st, info.Protocol)
 		s.post = newPoster(hc, u.opts.URL, st, info.Protocol, onNote, u.handleRequest, s.reply)
 		if s.post != nil && pool != nil {
 			s.post.pool, s.post.auth = pool, hc.Transport.(*authTransport)
+		}
+	}
+	if era != nil {
+		if err := s.listen(ctx, acks, onNote, u.log); err != nil {
+			return nil, core.ServerInfo{}, fmt.Errorf("streamable HTTP: %w", err)
 		}
 	}
 	return s, info, nil

@@ -95,18 +95,26 @@ func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 	b = appendJSONString(b, name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
-	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "") {
+	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "" || meta.LogLevel != "") {
 		b = append(b, `,"_meta":{`...)
+		n := len(b)
 		if meta.ProgressToken != "" {
 			b = append(b, `"progressToken":`...)
 			b = appendJSONString(b, meta.ProgressToken)
-			if meta.IdempotencyKey != "" {
-				b = append(b, ',')
-			}
 		}
 		if meta.IdempotencyKey != "" {
+			if len(b) > n {
+				b = append(b, ',')
+			}
 			b = append(b, `"`+IdempotencyMetaKey+`":`...)
 			b = appendJSONString(b, meta.IdempotencyKey)
+		}
+		if meta.LogLevel != "" {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = append(b, `"`+mcpgo.MetaKeyLogLevel+`":`...)
+			b = appendJSONString(b, meta.LogLevel)
 		}
 		b = append(b, '}')
 	}

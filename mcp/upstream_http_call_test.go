@@ -175,6 +175,8 @@ func TestCallParamsJSON(t *testing.T) {
 		{"t", `{}`, callMeta{}, `{"name":"t","arguments":{}}`},
 		{"t", `{"x":1}`, callMeta{IdempotencyKey: "k"}, `{"name":"t","arguments":{"x":1},"_meta":{"dev.toolgate/idempotencyKey":"k"}}`},
 		{"t", `{}`, callMeta{ProgressToken: "p", IdempotencyKey: "k"}, `{"name":"t","arguments":{},"_meta":{"progressToken":"p","dev.toolgate/idempotencyKey":"k"}}`},
+		{"t", `{}`, callMeta{LogLevel: "info"}, `{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/logLevel":"info"}}`},
+		{"t", `{}`, callMeta{ProgressToken: "p", IdempotencyKey: "k", LogLevel: "debug"}, `{"name":"t","arguments":{},"_meta":{"progressToken":"p","dev.toolgate/idempotencyKey":"k","io.modelcontextprotocol/logLevel":"debug"}}`},
 		{"a\"b<é\n", `[]`, callMeta{ProgressToken: "p"}, `{"name":"a\"b\u003cé\n","arguments":[],"_meta":{"progressToken":"p"}}`},
 	}
 	for _, c := range cases {

@@ -125,8 +125,19 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 	go watchExit(pipe.cmd.Process.Pid, &exited, lost)
 
 	c := client.NewClient(pipe, client.WithProtocolVersion(ProtocolVersion))
-	c.OnNotification(onNote)
+	note, acks := ackWatcher(onNote)
+	c.OnNotification(note)
 	info, err := handshake(ctx, connCtx, c, pipe, u.handleRequest)
+	var era *modernEra
+	if err != nil && refusesLegacy(err) && !exited.Load() {
+		// A server of the stateless revision only (IM-2).
+		m, minfo, merr := discoverModern(ctx, pipe)
+		if merr == nil {
+			era, info, err = m, minfo, nil
+		} else {
+			u.log.Debug("server/discover failed too", "err", u.rd.scrub(merr))
+		}
+	}
 	if err != nil {
 		// The child's stderr is not quoted here: it may print its
 		// environment, and errors reach logs (IM-5). Stderr() has it.
@@ -135,7 +146,12 @@ func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotif
 	}
 	s := &session{
 		client: c, tr: pipe, lost: lost, markLost: markLost, stop: stop,
-		exited: exited.Load, pipe: pipe,
+		exited: exited.Load, pipe: pipe, modern: era,
+	}
+	if era != nil {
+		if err := s.listen(ctx, acks, onNote, u.log); err != nil {
+			return nil, core.ServerInfo{}, err
+		}
 	}
 	return s, info, nil
 }

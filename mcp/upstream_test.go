@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 		runWireServer()
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == modernStdioServerArg {
+		runModernStdioServer()
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == rawServerArg {
 		runRawServer()
 		return
