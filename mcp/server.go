@@ -93,6 +93,10 @@ type EndpointOptions struct {
 	// answering as SSE) gets an SSE comment; 0 is
 	// DefaultHeartbeatInterval, negative none.
 	HeartbeatInterval time.Duration
+	// ListTTL is the ttlMs of the lists a client of a revision without
+	// sessions (2026-07-28) gets; they depend on the actor, so their
+	// cacheScope is always private. 0: revalidate every time.
+	ListTTL time.Duration
 	// Actor returns the caller the authentication middleware derived for
 	// this request (AU-3). Requests without one are refused.
 	Actor func(ctx context.Context) (core.Actor, bool)
@@ -258,6 +262,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		// Upstreams' log messages are passed on, filtered by each
 		// session's logging/setLevel.
 		server.WithLogging(),
+		// Every list is the actor's own (SV-4): never shared between
+		// principals by a cache.
+		server.WithCacheHints(opts.ListTTL.Milliseconds(), mcpgo.CacheScopePrivate),
 	}
 	if opts.Instructions != "" {
 		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
@@ -285,12 +292,10 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	if opts.Stateless {
 		httpOpts = append(httpOpts, server.WithStateLess(true))
 	} else {
-		// Sessions are a product feature (the console lists and ends them,
-		// a session is bound to its actor), and protocol 2026-07-28 has
-		// none, so a stateful endpoint offers the revisions that do.
-		httpOpts = append(httpOpts,
-			server.WithSessionIdManagerResolver(idResolver{e.ids}),
-			server.WithStreamableHTTPProtocolVersions(mcpgo.LegacyProtocolVersions()...))
+		// Both eras on one endpoint: an initialize opens a legacy session,
+		// a request whose _meta names 2026-07-28 is served on its own,
+		// without one (modern.go).
+		httpOpts = append(httpOpts, server.WithSessionIdManagerResolver(idResolver{e.ids}))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
 	if opts.Sessions != nil && !opts.Stateless {
