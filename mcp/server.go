@@ -182,6 +182,9 @@ type Endpoint struct {
 	// limits are the gateway's rates and quotas in force (PO-3); nil
 	// applies none.
 	limits atomic.Pointer[policy.Limits]
+	// states seals the requestState of confirmations asked as input
+	// requests (CF-6, revision 2026-07-28).
+	states *requestStates
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -229,6 +232,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 		e.seal = seal
 	}
+	e.states = newRequestStates(opts.SessionKey)
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
@@ -807,6 +811,12 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 // the request to mcp-go.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
+	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
+		// No session, no GET stream, nothing to DELETE: mcp-go answers
+		// 405 (SV-2).
+		e.http.ServeHTTP(w, r)
+		return
+	}
 	if r.Body != nil && r.Method == http.MethodPost {
 		// Read at most one byte past the limit: a larger body is refused
 		// without being read whole (SV-8).
@@ -837,7 +847,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	modern, isModern, refused := readModern(r, body)
+	if refused != nil {
+		writeModernError(w, modern.rawID, refused)
+		return
+	}
 	id := r.Header.Get(server.HeaderKeySessionID)
+	if isModern {
+		// The revision has no sessions: mcp-go ignores the header, and
+		// so does the gateway.
+		id = ""
+	}
 	// owed are the list changes a woken session missed while parked.
 	var owed []string
 	if id != "" && !e.opts.Stateless {
@@ -877,7 +897,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var handedOut bool
 	// An initialize opens a new session even when it carries an id: mcp-go
 	// mints one for it all the same, which is held to the caps as any other.
-	if !e.opts.Stateless && (id == "" || r.Method == http.MethodPost) && opensSession(r, body) {
+	if !e.opts.Stateless && !isModern && (id == "" || r.Method == http.MethodPost) && opensSession(r, body) {
 		actor, _ := e.opts.Actor(r.Context())
 		slot, err := e.opts.Limits.acquire(actor.ID)
 		if err != nil {
@@ -997,7 +1017,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is in its listing.
 		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
 	}
-	served, r := e.serveCall(cs, r, body, id, cancel)
+	var served bool
+	if modern != nil {
+		if served = e.serveModern(cs, r, modern); !served {
+			r = withRawCall(r, body)
+		}
+	} else {
+		served, r = e.serveCall(cs, r, body, id, cancel)
+	}
 	if !served && isCall {
 		// mcp-go dispatches this call from its own table: bring it up to
 		// date first, as serveCall reads the registry itself.

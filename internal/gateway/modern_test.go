@@ -363,3 +363,114 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// elicitFunc answers a confirmation as a user would.
+type elicitFunc func(context.Context, mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error)
+
+func (f elicitFunc) Elicit(ctx context.Context, r mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	return f(ctx, r)
+}
+
+// CF-6 on revision 2026-07-28: a modern client that declared elicitation
+// is asked to confirm an action as an input request (InputRequiredResult)
+// and its retry runs it; a user who declines runs nothing. The
+// requestState handed out is the gateway's own, bound and single use:
+// forged, oversized, replayed, or brought for other arguments, it is
+// refused with a clear error and nothing runs.
+func TestModernConfirmByInputRequest(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	g := newGateway(t, loadConfig(t, gatewayYAML(store, upstreamYAML("notes", notes, true))), &gateway.Options{})
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	url := "http://" + g.Addr() + "/mcp"
+	var asked []string
+	var mu sync.Mutex
+	answer := "accept"
+	m := connectModern(t, ctx, url, client.WithElicitationHandler(elicitFunc(func(_ context.Context, r mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r.Params.Message)
+		return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+			Action: mcpgo.ElicitationResponseAction(answer), Content: map[string]any{"confirm": answer == "accept"}}}, nil
+	})))
+	if res := m.call(t, ctx, "notes_create_note", map[string]any{"text": "asked once"}, nil); res.IsError || !strings.Contains(resultText(res), "note created") {
+		t.Fatalf("a confirmed action: %+v", res)
+	}
+	mu.Lock()
+	if len(asked) != 1 || !strings.Contains(asked[0], "notes_create_note") {
+		t.Errorf("asked %q, want one confirmation naming the tool", asked)
+	}
+	answer = "decline"
+	mu.Unlock()
+	if res := m.call(t, ctx, "notes_create_note", map[string]any{"text": "declined"}, nil); !res.IsError || !strings.Contains(resultText(res), "declined") {
+		t.Errorf("a declined action: %+v", res)
+	}
+
+	// By hand: the state of one preview, then every way to misuse it.
+	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "notes_create_note"}
+	meta := strings.Replace(modernMeta, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`, 1)
+	callWith := func(text, extra string) (int, map[string]json.RawMessage) {
+		return rawModern(t, url, hdr, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"notes_create_note","arguments":{"text":"`+text+`"},`+meta+extra+`}}`)
+	}
+	code, ans := callWith("by hand", "")
+	var ask struct {
+		ResultType    string                     `json:"resultType"`
+		RequestState  string                     `json:"requestState"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	}
+	_ = json.Unmarshal(ans["result"], &ask)
+	if code != http.StatusOK || ask.ResultType != "input_required" || ask.RequestState == "" || len(ask.InputRequests) != 1 {
+		t.Fatalf("the input request: HTTP %d %s", code, ans["result"])
+	}
+	yes := `,"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}}`
+	state := func(s string) string { return `,"requestState":` + mustJSON(s) + yes }
+	forged := ask.RequestState[:len(ask.RequestState)-2] + "AA"
+	if forged == ask.RequestState {
+		forged = ask.RequestState[:len(ask.RequestState)-2] + "BB"
+	}
+	for _, bad := range []struct{ name, text, extra, want string }{
+		{"forged", "by hand", state(forged), "not one this gateway handed out"},
+		{"oversized", "by hand", state(strings.Repeat("A", 5000)), "at most"},
+		{"other arguments", "something else", state(ask.RequestState), "another caller, tool or arguments"},
+	} {
+		code, ans = callWith(bad.text, bad.extra)
+		var e struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(ans["error"], &e)
+		if code != http.StatusBadRequest || e.Code != -32602 || !strings.Contains(e.Message, bad.want) || !strings.Contains(e.Message, "nothing ran") {
+			t.Errorf("%s requestState: HTTP %d %s", bad.name, code, ans["error"])
+		}
+	}
+	code, ans = callWith("by hand", state(ask.RequestState))
+	var done struct {
+		ResultType string `json:"resultType"`
+		IsError    bool   `json:"isError"`
+	}
+	_ = json.Unmarshal(ans["result"], &done)
+	if code != http.StatusOK || done.ResultType != "complete" || done.IsError {
+		t.Fatalf("the genuine retry: HTTP %d %s", code, mustJSON(ans))
+	}
+	code, ans = callWith("by hand", state(ask.RequestState))
+	if code != http.StatusBadRequest || !strings.Contains(string(ans["error"]), "already used") {
+		t.Errorf("a replayed requestState: HTTP %d %s", code, mustJSON(ans))
+	}
+
+	recs, err := g.Store().Audit(ctx, core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, r := range recs {
+		if r.Tool == "notes_create_note" && r.Outcome == "ok" {
+			ran++
+		}
+	}
+	if ran != 2 {
+		t.Errorf("%d actions ran, want 2 (the confirmed one and the genuine retry)", ran)
+	}
+}
