@@ -185,6 +185,8 @@ type Endpoint struct {
 	// states seals the requestState of confirmations asked as input
 	// requests (CF-6, revision 2026-07-28).
 	states *requestStates
+	// clients are the 2026-07-28 clients served, for the console (CO-5).
+	clients *modernClients
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -233,6 +235,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		e.seal = seal
 	}
 	e.states = newRequestStates(opts.SessionKey)
+	e.clients = newModernClients(opts)
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
@@ -302,7 +305,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		httpOpts = append(httpOpts, server.WithSessionIdManagerResolver(idResolver{e.ids}))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
-	if opts.Sessions != nil && !opts.Stateless {
+	if opts.Sessions != nil {
+		// Stateless endpoints list 2026-07-28 clients, whose listen
+		// streams an operator can end.
 		opts.Sessions.SetEnder(opts.Path, e.EndSession)
 	}
 
@@ -1009,6 +1014,15 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
+	if modern != nil {
+		if actor, ok := e.opts.Actor(r.Context()); ok {
+			var listen context.CancelCauseFunc
+			if modern.method == string(mcpgo.MethodSubscriptionsListen) {
+				listen = cancel
+			}
+			defer e.clients.request(actor, modern, listen)()
+		}
+	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	isList := bytes.Contains(body, []byte(`"tools/list"`))
 	isCall := !isList && bytes.Contains(body, []byte(`"tools/call"`))
@@ -1097,6 +1111,9 @@ type getKey struct{}
 // EndSession ends a session from the gateway side, exactly as the client's
 // DELETE would; its next request gets 404.
 func (e *Endpoint) EndSession(id string) error {
+	if known, err := e.clients.end(id); known {
+		return err
+	}
 	if !e.ids.live(id) {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
@@ -1157,6 +1174,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 		}
 	})
 	e.swept.Wait()
+	e.clients.close()
 	// The sessions a shutdown ends are not ended for good: another
 	// replica, or this gateway restarted, may continue them.
 	e.ids.closing.Store(true)

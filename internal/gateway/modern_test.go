@@ -474,3 +474,78 @@ func TestModernConfirmByInputRequest(t *testing.T) {
 		t.Errorf("%d actions ran, want 2 (the confirmed one and the genuine retry)", ran)
 	}
 }
+
+// CO-5: a 2026-07-28 client is listed beside sessions — actor, client name
+// and version from its _meta, protocol, calls, open listen streams — and
+// an operator's end ends its listen streams; with none open, nothing can
+// be ended and the answer says to revoke its key. A legacy session on the
+// same endpoint at the same time is listed and served as before.
+func TestModernClientListedAndEnded(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	g := newGateway(t, loadConfig(t, gatewayYAML(store, upstreamYAML("notes", notes, true))), &gateway.Options{})
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	url := "http://" + g.Addr() + "/mcp"
+	legacy := connect(t, ctx, url, testKey)
+	m := connectModern(t, ctx, url)
+	m.call(t, ctx, "notes_search", map[string]any{"query": "welcome"}, nil)
+	call(t, ctx, legacy, "notes_search", map[string]any{"query": "welcome"})
+
+	stateless := func() (core.Session, bool) {
+		for _, s := range g.Sessions().List() {
+			if s.Stateless {
+				return s, true
+			}
+		}
+		return core.Session{}, false
+	}
+	s, ok := stateless()
+	if !ok || s.Actor.ID != "alice" || s.ClientName != "modern-test" || s.ClientVersion != "7.28" || s.Protocol != "2026-07-28" || s.Calls != 1 || s.Listening != 0 {
+		t.Fatalf("the modern client listed as %+v (found %v)", s, ok)
+	}
+	if len(g.Sessions().List()) != 2 {
+		t.Errorf("listed %+v, want the legacy session and the modern client", g.Sessions().List())
+	}
+	if err := g.Sessions().End(s.ID); err == nil || !strings.Contains(err.Error(), "revoke its key") {
+		t.Errorf("ending a client with nothing open: %v", err)
+	}
+
+	ended := make(chan error, 1)
+	acked := make(chan struct{})
+	var once sync.Once
+	m.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		if n.Method == string(mcpgo.MethodNotificationSubscriptionsAcknowledged) {
+			once.Do(func() { close(acked) })
+		}
+	})
+	go func() { ended <- m.Listen(ctx, mcpgo.SubscriptionFilter{ToolsListChanged: true}) }()
+	select {
+	case <-acked:
+	case <-ctx.Done():
+		t.Fatal("subscriptions/listen was not acknowledged")
+	}
+	if s, _ = stateless(); s.Listening != 1 {
+		t.Errorf("listening %d, want 1", s.Listening)
+	}
+	if err := g.Sessions().End(s.ID); err != nil {
+		t.Fatalf("ending the client's listen stream: %v", err)
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("the listen stream stayed open after the operator ended it")
+	}
+	if _, ok := stateless(); ok {
+		t.Errorf("the ended client is still listed")
+	}
+	// The legacy session is untouched, and the modern client can still call.
+	if res := call(t, ctx, legacy, "notes_search", map[string]any{"query": "welcome"}); res.IsError {
+		t.Errorf("the legacy session after: %+v", res)
+	}
+	if res := m.call(t, ctx, "notes_search", map[string]any{"query": "welcome"}, nil); res.IsError {
+		t.Errorf("the modern client after: %+v", res)
+	}
+}
