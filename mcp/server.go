@@ -187,6 +187,9 @@ type Endpoint struct {
 	states *requestStates
 	// clients are the 2026-07-28 clients served, for the console (CO-5).
 	clients *modernClients
+	// infoMeta is the _meta naming this server that every 2026-07-28
+	// result carries.
+	infoMeta []byte
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -236,6 +239,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	}
 	e.states = newRequestStates(opts.SessionKey)
 	e.clients = newModernClients(opts)
+	e.infoMeta = e.serverInfoMeta()
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)

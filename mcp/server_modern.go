@@ -35,6 +35,10 @@ type modernRequest struct {
 	elicits bool
 	// progressToken is _meta's, nil when none.
 	progressToken any
+	// call holds a tools/call's params as read in the same pass; ok is
+	// false when the scan could not say what encoding/json would.
+	call   modernCallParams
+	callOK bool
 }
 
 // modernError is a refusal of a 2026-07-28 request: its JSON-RPC code and
@@ -77,13 +81,36 @@ func readModern(r *http.Request, body []byte) (req *modernRequest, modern bool, 
 		req.params = json.RawMessage(`{}`)
 	}
 	var metaRaw json.RawMessage
-	if !scanMembers(req.params, func(key, v []byte) bool {
-		if string(key) == "_meta" {
+	plain := true
+	var name []byte
+	scanned := scanMembers(req.params, func(key, v []byte) bool {
+		switch string(key) {
+		case "_meta":
 			metaRaw = v
+		case "name":
+			name = v
+		case "arguments":
+			req.call.Arguments = v
+		case "requestState":
+			plain = false // rare: decoded below
+		default:
+			if bytes.IndexByte(key, '\\') >= 0 || len(key) <= len("requestState") && foldsToCallKey(key) {
+				plain = false
+			}
 		}
 		return true
-	}) && !mcpgo.IsModernProtocol(headerVersion) {
+	})
+	if !scanned && !mcpgo.IsModernProtocol(headerVersion) {
 		return nil, false, nil
+	}
+	if method == string(mcpgo.MethodToolsCall) && scanned {
+		if plain {
+			if n, ok := readID(name); ok {
+				req.call.Name, req.callOK = n.(string)
+			}
+		} else if json.Unmarshal(req.params, &req.call) == nil {
+			req.callOK = true
+		}
 	}
 	info, progress, elicits, metaErr := readModernMeta(metaRaw)
 	if info == nil && !mcpgo.IsModernProtocol(headerVersion) {
@@ -110,11 +137,57 @@ func readModern(r *http.Request, body []byte) (req *modernRequest, modern bool, 
 	case metaErr != nil:
 		return req, true, metaErr
 	}
-	if err := mcpgo.ValidateStandardHeaders(r.Header.Get, headerVersion, mcpgo.MCPMethod(method), req.params); err != nil {
+	if err := validateModernHeaders(r.Header, headerVersion, req); err != nil {
 		return req, true, &modernError{code: mcpgo.HEADER_MISMATCH, message: err.Error()}
 	}
 	req.info, req.progressToken, req.elicits = info, progress, elicits
 	return req, true, nil
+}
+
+// foldsToCallKey reports whether key names a tools/call member in other
+// case, which encoding/json would take for it.
+func foldsToCallKey(key []byte) bool {
+	for _, k := range []string{"name", "arguments", "_meta", "requestState", "inputResponses"} {
+		if bytes.EqualFold(key, []byte(k)) && string(key) != k {
+			return true
+		}
+	}
+	return false
+}
+
+// validateModernHeaders checks Mcp-Method and Mcp-Name against the body
+// (SEP-2243), as mcp-go does; a tools/call's name is the one already read.
+func validateModernHeaders(h http.Header, version string, req *modernRequest) error {
+	if req.method != string(mcpgo.MethodToolsCall) || !req.callOK {
+		return mcpgo.ValidateStandardHeaders(h.Get, version, mcpgo.MCPMethod(req.method), req.params)
+	}
+	switch m := h.Get(mcpgo.HeaderMethod); {
+	case m == "":
+		return mcpgo.HeaderMismatchError{Header: mcpgo.HeaderMethod, Reason: "missing required header"}
+	case m != req.method:
+		return mcpgo.HeaderMismatchError{Header: mcpgo.HeaderMethod, Reason: fmt.Sprintf("header value %q does not match body value %q", m, req.method)}
+	}
+	raw := h.Get(mcpgo.HeaderName)
+	if raw == "" {
+		return mcpgo.HeaderMismatchError{Header: mcpgo.HeaderName, Reason: fmt.Sprintf("missing required header for method %q", req.method)}
+	}
+	name, ok := mcpgo.DecodeHeaderValue(raw)
+	if !ok {
+		return mcpgo.HeaderMismatchError{Header: mcpgo.HeaderName, Reason: "invalid Base64 encoding"}
+	}
+	if name != req.call.Name {
+		return mcpgo.HeaderMismatchError{Header: mcpgo.HeaderName, Reason: fmt.Sprintf("header value %q does not match body value %q", name, req.call.Name)}
+	}
+	return nil
+}
+
+// readString reads a JSON string value: a plain one without the decoder.
+func readString(raw []byte) (string, bool) {
+	if n, ok := readID(raw); ok {
+		s, isString := n.(string)
+		return s, isString
+	}
+	return "", false
 }
 
 // readModernMeta reads a request's _meta strictly: each key the revision
@@ -142,41 +215,50 @@ func readModernMeta(raw json.RawMessage) (info *server.RequestProtocolInfo, prog
 	}) {
 		return nil, nil, false, invalidMeta("params._meta must be an object")
 	}
-	var v string
-	if len(version) == 0 || json.Unmarshal(version, &v) != nil || !mcpgo.IsModernProtocol(v) {
-		if len(version) > 0 && json.Unmarshal(version, &v) != nil {
-			return nil, nil, false, invalidMeta("_meta field %s must be a string", mcpgo.MetaKeyProtocolVersion)
-		}
+	if len(version) == 0 {
+		return nil, nil, false, nil
+	}
+	v, ok := readString(version)
+	if !ok {
+		return nil, nil, false, invalidMeta("_meta field %s must be a string", mcpgo.MetaKeyProtocolVersion)
+	}
+	if !mcpgo.IsModernProtocol(v) {
 		return nil, nil, false, nil
 	}
 	info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: v}
 	if len(clientInfo) > 0 {
-		var ci struct {
-			Name    *string `json:"name"`
-			Version *string `json:"version"`
-		}
-		if clientInfo[0] != '{' || json.Unmarshal(clientInfo, &ci) != nil || ci.Name == nil {
+		impl := mcpgo.Implementation{}
+		named := false
+		if !scanMembers(clientInfo, func(key, v []byte) bool {
+			var ok bool
+			switch string(key) {
+			case "name":
+				impl.Name, ok = readString(v)
+				named = ok
+				return ok
+			case "version":
+				impl.Version, ok = readString(v)
+				return ok
+			}
+			return true
+		}) || !named {
 			return info, nil, false, invalidMeta("_meta field %s must be an object with a string name (and version)", mcpgo.MetaKeyClientInfo)
-		}
-		impl := mcpgo.Implementation{Name: *ci.Name}
-		if ci.Version != nil {
-			impl.Version = *ci.Version
 		}
 		info.ClientInfo = &impl
 	}
 	if len(caps) == 0 || caps[0] != '{' {
 		return info, nil, false, invalidMeta("missing or invalid _meta field %s: an object is required (an empty one declares no optional capability)", mcpgo.MetaKeyClientCapabilities)
 	}
-	var cc mcpgo.ClientCapabilities
+	cc := &mcpgo.ClientCapabilities{}
 	if string(caps) != "{}" {
-		if json.Unmarshal(caps, &cc) != nil {
+		if json.Unmarshal(caps, cc) != nil {
 			return info, nil, false, invalidMeta("_meta field %s is not a capabilities object", mcpgo.MetaKeyClientCapabilities)
 		}
 	}
-	info.ClientCapabilities = &cc
+	info.ClientCapabilities = cc
 	if len(level) > 0 {
-		var l string
-		if json.Unmarshal(level, &l) != nil {
+		l, ok := readString(level)
+		if !ok {
 			return info, nil, false, invalidMeta("_meta field %s must be a string", mcpgo.MetaKeyLogLevel)
 		}
 		info.LogLevel = mcpgo.LoggingLevel(l)
@@ -252,7 +334,7 @@ func (e *Endpoint) serveModernList(ctx context.Context, cs *callStream, actor co
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(req.rawID)
 	buf.WriteString(`,"result":{"resultType":"complete","_meta":`)
-	buf.Write(e.serverInfoMeta())
+	buf.Write(e.infoMeta)
 	// The list is this actor's (SV-4): a cache may keep it for this
 	// principal only.
 	buf.WriteString(`,"ttlMs":`)
@@ -284,10 +366,10 @@ func (e *Endpoint) serverInfoMeta() []byte {
 }
 
 func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor core.Actor, req *modernRequest) bool {
-	var params modernCallParams
-	if json.Unmarshal(req.params, &params) != nil {
+	if !req.callOK {
 		return false // mcp-go refuses params it cannot read
 	}
+	params := &req.call
 	e.applied.wait(ctx, e.opts.Registry.Bus().Seq())
 	if t, ok := e.opts.Registry.Get(params.Name); ok && bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
 		// Arguments bound to headers: mcp-go checks the two agree.
