@@ -328,7 +328,7 @@ func (e *Endpoint) serveModernList(ctx context.Context, cs *callStream, actor co
 	if json.Unmarshal(req.params, &params) != nil || params.Cursor != nil {
 		return false
 	}
-	e.applied.wait(ctx, e.opts.Registry.Bus().Seq())
+	// ServeHTTP waited for the registry's last change (SV-1).
 	listable := e.listable(ctx, actor, nil)
 	var buf bytes.Buffer
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
@@ -370,7 +370,8 @@ func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor co
 		return false // mcp-go refuses params it cannot read
 	}
 	params := &req.call
-	e.applied.wait(ctx, e.opts.Registry.Bus().Seq())
+	// No wait for the tool table: resolve reads the registry itself, as a
+	// session's call does.
 	if t, ok := e.opts.Registry.Get(params.Name); ok && bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
 		// Arguments bound to headers: mcp-go checks the two agree.
 		return false
