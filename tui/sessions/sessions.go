@@ -93,9 +93,12 @@ func (m *Model) SetSessions(list []core.Session) {
 		if client == "" {
 			client = "—"
 		}
-		if s.Stateless {
+		switch {
+		case s.Stateless && s.Listening > 0:
 			// A 2026-07-28 client: no session, only listen streams.
-			client += fmt.Sprintf(" · stateless, %d listening", s.Listening)
+			client += fmt.Sprintf(" · %d listening", s.Listening)
+		case s.Stateless:
+			client += " · stateless"
 		}
 		cells := []table.Cell{{Text: s.Key()}}
 		if replicas {
