@@ -683,7 +683,15 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		e.opts.Sessions.Touch(call.Session, true)
 	}
 	ctx = core.WithCall(ctx, call)
-	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session),
+	logLevel := e.levels.getter(call.Session)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		// 2026-07-28: the level is the request's own _meta's, and a
+		// request that names none is sent no log message ("" is below
+		// none).
+		level := info.LogLevel
+		logLevel = func() (mcpgo.LoggingLevel, bool) { return level, true }
+	}
+	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
 		listening: e.ids.listening, asks: asks}
 	if token != nil {
 		down.progressToken = token

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -190,6 +191,10 @@ func readString(raw []byte) (string, bool) {
 	return "", false
 }
 
+// metaLogLevels are the levels a request's _meta may ask for.
+var metaLogLevels = []mcpgo.LoggingLevel{mcpgo.LoggingLevelDebug, mcpgo.LoggingLevelInfo, mcpgo.LoggingLevelNotice, mcpgo.LoggingLevelWarning,
+	mcpgo.LoggingLevelError, mcpgo.LoggingLevelCritical, mcpgo.LoggingLevelAlert, mcpgo.LoggingLevelEmergency}
+
 // readModernMeta reads a request's _meta strictly: each key the revision
 // defines must hold what it says (mcp-go lets a malformed one pass as
 // absent). info is nil when _meta names no modern revision.
@@ -258,8 +263,8 @@ func readModernMeta(raw json.RawMessage) (info *server.RequestProtocolInfo, prog
 	info.ClientCapabilities = cc
 	if len(level) > 0 {
 		l, ok := readString(level)
-		if !ok {
-			return info, nil, false, invalidMeta("_meta field %s must be a string", mcpgo.MetaKeyLogLevel)
+		if !ok || !slices.Contains(metaLogLevels, mcpgo.LoggingLevel(l)) {
+			return info, nil, false, invalidMeta("_meta field %s must be one of %v", mcpgo.MetaKeyLogLevel, metaLogLevels)
 		}
 		info.LogLevel = mcpgo.LoggingLevel(l)
 	}

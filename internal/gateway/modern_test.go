@@ -312,6 +312,9 @@ func TestModernWireRulesOnDefaultEndpoint(t *testing.T) {
 		{"no capabilities", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
 		{"capabilities a string", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}`},
 		{"client info a number", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":7,"io.modelcontextprotocol/clientCapabilities":{}}`},
+		{"protocol version a number", `"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}`},
+		{"log level unknown", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"loud","io.modelcontextprotocol/clientCapabilities":{}}`},
+		{"_meta a string", `"_meta":"2026-07-28"`},
 	} {
 		body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"notes_create_note","arguments":{"text":"x"},` + bad.meta + `}}`
 		code, ans = rawModern(t, url, hdr("tools/call", "notes_create_note"), body)
