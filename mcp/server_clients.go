@@ -139,6 +139,21 @@ func (m *modernClients) sweepLocked(now time.Time) (idle []string) {
 	return idle
 }
 
+// sweep unlists the clients idle for the idle timeout; requests sweep
+// too, so a stateless endpoint, which has no sweeper, still lets go of
+// them.
+func (m *modernClients) sweep(now time.Time) {
+	if m.sessions == nil {
+		return
+	}
+	m.mu.Lock()
+	idle := m.sweepLocked(now)
+	m.mu.Unlock()
+	for _, id := range idle {
+		m.sessions.Remove(id)
+	}
+}
+
 // end ends a client's open listen streams (an operator's end of it). A
 // client with none has nothing the gateway can end: its requests stand
 // alone, and revoking its key is what stops them.

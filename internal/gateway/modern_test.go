@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 // modernClient is an MCP client of revision 2026-07-28 only: mcp-go's
@@ -551,4 +553,26 @@ func TestModernClientListedAndEnded(t *testing.T) {
 	if res := m.call(t, ctx, "notes_search", map[string]any{"query": "welcome"}, nil); res.IsError {
 		t.Errorf("the modern client after: %+v", res)
 	}
+}
+
+// CO-5, SV-2: a stateless client that sends nothing for the session idle
+// timeout, with no listen stream open, is no longer listed.
+func TestModernClientUnlistedWhenIdle(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	yaml := strings.Replace(gatewayYAML(store, upstreamYAML("notes", notes, true)), "gateway:\n", "gateway:\n  sessionIdleTimeout: 1s\n", 1)
+	g := newGateway(t, loadConfig(t, yaml), &gateway.Options{})
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	m := connectModern(t, ctx, "http://"+g.Addr()+"/mcp")
+	m.call(t, ctx, "notes_search", map[string]any{"query": "welcome"}, nil)
+	listed := func() bool {
+		return slices.ContainsFunc(g.Sessions().List(), func(s core.Session) bool { return s.Stateless })
+	}
+	if !listed() {
+		t.Fatal("the client was not listed")
+	}
+	waittest.Eventually(t, stepWait, "the idle stateless client to be unlisted", func() bool { return !listed() })
 }
