@@ -576,3 +576,36 @@ func TestModernClientUnlistedWhenIdle(t *testing.T) {
 	}
 	waittest.Eventually(t, stepWait, "the idle stateless client to be unlisted", func() bool { return !listed() })
 }
+
+// SV-1, SV-2, PO-1: with gateway.stateless a 2026-07-28 client is governed
+// as on a stateful endpoint — its list is its own, a rule denies its call —
+// and listed for the console.
+func TestModernClientOnStatelessEndpoint(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	yaml := strings.Replace(policyYAML(store, notes, firstPolicies), "gateway:\n", "gateway:\n  stateless: true\n", 1)
+	g := newGateway(t, loadConfig(t, yaml), &gateway.Options{})
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	m := connectModern(t, ctx, "http://"+g.Addr()+"/mcp")
+	list, err := m.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "notes_side_effects" {
+			t.Errorf("listed a tool the policy hides")
+		}
+	}
+	if res := m.call(t, ctx, "notes_search", map[string]any{"query": "secret"}, nil); !res.IsError || resultText(res) != "searching for secrets is not allowed" {
+		t.Errorf("a call the policy denies: %+v", res)
+	}
+	if res := m.call(t, ctx, "notes_search", map[string]any{"query": "welcome"}, nil); res.IsError {
+		t.Errorf("an allowed call: %+v", res)
+	}
+	if !slices.ContainsFunc(g.Sessions().List(), func(s core.Session) bool { return s.Stateless && s.Calls == 2 }) {
+		t.Errorf("the client is not listed with its calls: %+v", g.Sessions().List())
+	}
+}
