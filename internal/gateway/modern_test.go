@@ -609,3 +609,55 @@ func TestModernClientOnStatelessEndpoint(t *testing.T) {
 		t.Errorf("the client is not listed with its calls: %+v", g.Sessions().List())
 	}
 }
+
+// CF-5, SV-1: a 2026-07-28 client cancels a call by ending its request:
+// one waiting for an operator is withdrawn (decided "gone"), and nothing
+// runs.
+func TestModernClientCancelsByEndingItsRequest(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	g := newGateway(t, loadConfig(t, policyYAML(store, notes, firstPolicies)), &gateway.Options{})
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	m := connectModern(t, ctx, "http://"+g.Addr()+"/mcp")
+	_, sub := g.Registry().Bus().Subscribe(256)
+	defer sub.Close()
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "notes_list_notes", map[string]any{}
+		_, err := m.CallTool(callCtx, req)
+		done <- err
+	}()
+	p := waitPending(t, ctx, sub, "notes_list_notes")
+	cancel()
+	for {
+		select {
+		case ev := <-sub.C():
+			if d, ok := ev.Data.(core.ConfirmationDecided); ok && d.ID == p.ID {
+				if d.Decision != core.DecisionGone {
+					t.Errorf("the abandoned call was decided %q, want gone", d.Decision)
+				}
+				if err := <-done; err == nil {
+					t.Error("the cancelled call answered")
+				}
+				recs, err := g.Store().Audit(ctx, core.AuditQuery{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					if r.Tool == "notes_list_notes" && r.Outcome == "ok" {
+						t.Errorf("the abandoned call ran: %+v", r)
+					}
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the waiting call was not withdrawn when its client ended the request")
+		}
+	}
+}
