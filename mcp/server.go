@@ -305,7 +305,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	} else {
 		// Both eras on one endpoint: an initialize opens a legacy session,
 		// a request whose _meta names 2026-07-28 is served on its own,
-		// without one (modern.go).
+		// without one (server_modern.go).
 		httpOpts = append(httpOpts, server.WithSessionIdManagerResolver(idResolver{e.ids}))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
