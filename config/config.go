@@ -60,6 +60,9 @@ type Gateway struct {
 	WriteTimeout      time.Duration `koanf:"writeTimeout" json:"writeTimeout" yaml:"writeTimeout"`
 	IdleTimeout       time.Duration `koanf:"idleTimeout" json:"idleTimeout" yaml:"idleTimeout"`
 	HeartbeatInterval time.Duration `koanf:"heartbeatInterval" json:"heartbeatInterval" yaml:"heartbeatInterval"`
+	// ListTTL is the ttlMs a 2026-07-28 client is told it may reuse a list
+	// for (lists are per actor: cacheScope private). 0: revalidate always.
+	ListTTL time.Duration `koanf:"listTtl" json:"listTtl,omitempty" yaml:"listTtl,omitempty"`
 	// WatchConfig reloads the config when its file changes; SIGHUP always
 	// reloads (OP-8).
 	WatchConfig bool    `koanf:"watchConfig" json:"watchConfig" yaml:"watchConfig"`

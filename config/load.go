@@ -349,6 +349,7 @@ var overrideKeys = map[string]struct {
 	"TOOLGATE_GATEWAY_WRITETIMEOUT":         {"gateway.writeTimeout", ovDuration},
 	"TOOLGATE_GATEWAY_IDLETIMEOUT":          {"gateway.idleTimeout", ovDuration},
 	"TOOLGATE_GATEWAY_HEARTBEATINTERVAL":    {"gateway.heartbeatInterval", ovDuration},
+	"TOOLGATE_GATEWAY_LISTTTL":              {"gateway.listTtl", ovDuration},
 	"TOOLGATE_GATEWAY_WATCHCONFIG":          {"gateway.watchConfig", ovBool},
 	"TOOLGATE_GATEWAY_CONFIRM_SECRET":       {"gateway.confirm.secret", ovString},
 	"TOOLGATE_GATEWAY_CONFIRM_TTL":          {"gateway.confirm.ttl", ovDuration},

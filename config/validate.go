@@ -144,6 +144,9 @@ func (v *validator) gateway() {
 			v.fail(d.path, "must be greater than 0")
 		}
 	}
+	if g.ListTTL < 0 {
+		v.fail("gateway.listTtl", "must not be negative")
+	}
 	if g.HeartbeatInterval > 0 && g.WriteTimeout > 0 && g.HeartbeatInterval >= g.WriteTimeout {
 		// An event stream idle between heartbeats would hit the deadline.
 		v.fail("gateway.heartbeatInterval", "must be shorter than gateway.writeTimeout (%s)", g.WriteTimeout)

@@ -29,6 +29,11 @@ type Session struct {
 	// Parked: idle, its protocol state let go until its next request
 	// (SV-2, gateway.sessionParkAfter).
 	Parked bool `json:"parked,omitempty"`
+	// Stateless: a client of a revision without sessions (2026-07-28),
+	// listed by actor and client; ending it ends only its open listen
+	// streams (Listening), and only revoking its key stops it (CO-5).
+	Stateless bool `json:"stateless,omitempty"`
+	Listening int  `json:"listening,omitempty"`
 }
 
 // Key names the session to operators (consoles, commands, the audit): its
@@ -156,6 +161,16 @@ func (s *Sessions) Touch(id string, call bool) {
 		if call {
 			sess.Calls++
 		}
+	}
+}
+
+// SetListening records how many listen streams a stateless client has
+// open; not published, like Touch.
+func (s *Sessions) SetListening(id string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.byID[id]; ok {
+		sess.Listening = n
 	}
 }
 

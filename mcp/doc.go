@@ -31,6 +31,16 @@
 // it. Authentication is not done here: the auth package's middleware sits in
 // front and puts the actor in the request context.
 //
+// Every endpoint serves both protocol eras on one path. A request whose
+// _meta (or Mcp-Protocol-Version header) names 2026-07-28 is read once
+// (server_modern.go), checked against that revision's wire rules, and its
+// tools/call and tools/list answered by the same code as a session's
+// (invoke, the kept listing JSON), so the eras are governed alike and cost
+// alike; its other methods (server/discover, subscriptions/listen,
+// resources, prompts) are mcp-go's, which serves them per request without
+// a session. A confirmation it can ask its user for rides an input request
+// whose requestState the gateway seals (server_state.go).
+//
 // # Upstream connections and downstream sessions
 //
 // Upstream connections are shared: one connection per upstream, opened by

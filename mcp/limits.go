@@ -224,6 +224,7 @@ func (e *Endpoint) sweep(stop <-chan struct{}) {
 		case now := <-park:
 			e.parkIdle(now)
 		case <-expire:
+			e.clients.sweep(time.Now())
 			for _, id := range e.ids.takeIdle(time.Now(), timeout) {
 				e.opts.Logger.Info("session expired", "endpoint", e.opts.Path, "session", id, "idle", timeout.String())
 				e.ids.expiring.Store(id, struct{}{})

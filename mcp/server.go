@@ -93,6 +93,10 @@ type EndpointOptions struct {
 	// answering as SSE) gets an SSE comment; 0 is
 	// DefaultHeartbeatInterval, negative none.
 	HeartbeatInterval time.Duration
+	// ListTTL is the ttlMs of the lists a client of a revision without
+	// sessions (2026-07-28) gets; they depend on the actor, so their
+	// cacheScope is always private. 0: revalidate every time.
+	ListTTL time.Duration
 	// Actor returns the caller the authentication middleware derived for
 	// this request (AU-3). Requests without one are refused.
 	Actor func(ctx context.Context) (core.Actor, bool)
@@ -178,6 +182,14 @@ type Endpoint struct {
 	// limits are the gateway's rates and quotas in force (PO-3); nil
 	// applies none.
 	limits atomic.Pointer[policy.Limits]
+	// states seals the requestState of confirmations asked as input
+	// requests (CF-6, revision 2026-07-28).
+	states *requestStates
+	// clients are the 2026-07-28 clients served, for the console (CO-5).
+	clients *modernClients
+	// infoMeta is the _meta naming this server that every 2026-07-28
+	// result carries.
+	infoMeta []byte
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -225,6 +237,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 		e.seal = seal
 	}
+	e.states = newRequestStates(opts.SessionKey)
+	e.clients = newModernClients(opts)
+	e.infoMeta = e.serverInfoMeta()
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
 	e.tools.Store(&opts.Tools)
@@ -258,6 +273,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		// Upstreams' log messages are passed on, filtered by each
 		// session's logging/setLevel.
 		server.WithLogging(),
+		// Every list is the actor's own (SV-4): never shared between
+		// principals by a cache.
+		server.WithCacheHints(opts.ListTTL.Milliseconds(), mcpgo.CacheScopePrivate),
 	}
 	if opts.Instructions != "" {
 		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
@@ -285,15 +303,15 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	if opts.Stateless {
 		httpOpts = append(httpOpts, server.WithStateLess(true))
 	} else {
-		// Sessions are a product feature (the console lists and ends them,
-		// a session is bound to its actor), and protocol 2026-07-28 has
-		// none, so a stateful endpoint offers the revisions that do.
-		httpOpts = append(httpOpts,
-			server.WithSessionIdManagerResolver(idResolver{e.ids}),
-			server.WithStreamableHTTPProtocolVersions(mcpgo.LegacyProtocolVersions()...))
+		// Both eras on one endpoint: an initialize opens a legacy session,
+		// a request whose _meta names 2026-07-28 is served on its own,
+		// without one (server_modern.go).
+		httpOpts = append(httpOpts, server.WithSessionIdManagerResolver(idResolver{e.ids}))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
-	if opts.Sessions != nil && !opts.Stateless {
+	if opts.Sessions != nil {
+		// Stateless endpoints list 2026-07-28 clients, whose listen
+		// streams an operator can end.
 		opts.Sessions.SetEnder(opts.Path, e.EndSession)
 	}
 
@@ -665,7 +683,15 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		e.opts.Sessions.Touch(call.Session, true)
 	}
 	ctx = core.WithCall(ctx, call)
-	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: e.levels.getter(call.Session),
+	logLevel := e.levels.getter(call.Session)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		// 2026-07-28: the level is the request's own _meta's, and a
+		// request that names none is sent no log message ("" is below
+		// none).
+		level := info.LogLevel
+		logLevel = func() (mcpgo.LoggingLevel, bool) { return level, true }
+	}
+	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
 		listening: e.ids.listening, asks: asks}
 	if token != nil {
 		down.progressToken = token
@@ -802,6 +828,12 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 // the request to mcp-go.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
+	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
+		// No session, no GET stream, nothing to DELETE: mcp-go answers
+		// 405 (SV-2).
+		e.http.ServeHTTP(w, r)
+		return
+	}
 	if r.Body != nil && r.Method == http.MethodPost {
 		// Read at most one byte past the limit: a larger body is refused
 		// without being read whole (SV-8).
@@ -832,7 +864,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	modern, isModern, refused := readModern(r, body)
+	if refused != nil {
+		writeModernError(w, modern.rawID, refused)
+		return
+	}
 	id := r.Header.Get(server.HeaderKeySessionID)
+	if isModern {
+		// The revision has no sessions: mcp-go ignores the header, and
+		// so does the gateway.
+		id = ""
+	}
 	// owed are the list changes a woken session missed while parked.
 	var owed []string
 	if id != "" && !e.opts.Stateless {
@@ -872,7 +914,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var handedOut bool
 	// An initialize opens a new session even when it carries an id: mcp-go
 	// mints one for it all the same, which is held to the caps as any other.
-	if !e.opts.Stateless && (id == "" || r.Method == http.MethodPost) && opensSession(r, body) {
+	if !e.opts.Stateless && !isModern && (id == "" || r.Method == http.MethodPost) && opensSession(r, body) {
 		actor, _ := e.opts.Actor(r.Context())
 		slot, err := e.opts.Limits.acquire(actor.ID)
 		if err != nil {
@@ -984,6 +1026,15 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
+	if modern != nil {
+		if actor, ok := e.opts.Actor(r.Context()); ok {
+			var listen context.CancelCauseFunc
+			if modern.method == string(mcpgo.MethodSubscriptionsListen) {
+				listen = cancel
+			}
+			defer e.clients.request(actor, modern, listen)()
+		}
+	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	isList := bytes.Contains(body, []byte(`"tools/list"`))
 	isCall := !isList && bytes.Contains(body, []byte(`"tools/call"`))
@@ -992,7 +1043,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is in its listing.
 		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
 	}
-	served, r := e.serveCall(cs, r, body, id, cancel)
+	var served bool
+	if modern != nil {
+		if served = e.serveModern(cs, r, modern); !served {
+			r = withRawCall(r, body)
+		}
+	} else {
+		served, r = e.serveCall(cs, r, body, id, cancel)
+	}
 	if !served && isCall {
 		// mcp-go dispatches this call from its own table: bring it up to
 		// date first, as serveCall reads the registry itself.
@@ -1065,6 +1123,9 @@ type getKey struct{}
 // EndSession ends a session from the gateway side, exactly as the client's
 // DELETE would; its next request gets 404.
 func (e *Endpoint) EndSession(id string) error {
+	if known, err := e.clients.end(id); known {
+		return err
+	}
 	if !e.ids.live(id) {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
@@ -1125,6 +1186,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 		}
 	})
 	e.swept.Wait()
+	e.clients.close()
 	// The sessions a shutdown ends are not ended for good: another
 	// replica, or this gateway restarted, may continue them.
 	e.ids.closing.Store(true)

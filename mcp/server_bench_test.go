@@ -289,3 +289,80 @@ func BenchmarkUpstreamCallToolStdio(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEndpointToolsCallEras is one tools/call through the endpoint
+// (audit off) by a legacy session and by a client of revision 2026-07-28,
+// which has no session and carries its _meta and the Mcp-Method and
+// Mcp-Name headers on every call: the two should cost alike.
+func BenchmarkEndpointToolsCallEras(b *testing.B) {
+	srv := endpointServer(b, nil)
+	url := srv.URL + "/mcp"
+	b.Run("legacy", func(b *testing.B) {
+		hc := benchClient()
+		defer hc.CloseIdleConnections()
+		s := openBenchSession(b, hc, url, benchKey, "up_echo")
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("2026-07-28", func(b *testing.B) {
+		hc := benchClient()
+		defer hc.CloseIdleConnections()
+		call := modernBenchCall(hc, url)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("legacy/parallel", func(b *testing.B) {
+		hc := benchClient()
+		defer hc.CloseIdleConnections()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			s := openBenchSession(b, hc, url, benchKey, "up_echo")
+			for pb.Next() {
+				if err := s.call(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("2026-07-28/parallel", func(b *testing.B) {
+		hc := benchClient()
+		defer hc.CloseIdleConnections()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			call := modernBenchCall(hc, url)
+			for pb.Next() {
+				if err := call(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// modernBenchCall is a 2026-07-28 client's checked tools/call.
+func modernBenchCall(hc *http.Client, url string) func() error {
+	c := mcptest.New(url, &mcptest.Options{HTTPClient: hc, Authorization: "Bearer " + benchKey})
+	header := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"up_echo"}}
+	meta := `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	return func() error {
+		body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(c.NextID(), 10) + `,"method":"tools/call","params":{"name":"up_echo","arguments":` + benchArguments + meta + `}}`
+		resp, err := c.Post(context.Background(), []byte(body), header)
+		if err != nil {
+			return err
+		}
+		if resp.Status != http.StatusOK || !bytes.Contains(resp.Body, []byte("quick brown fox")) || !bytes.Contains(resp.Body, []byte(`"resultType":"complete"`)) {
+			return fmt.Errorf("HTTP %d: %s", resp.Status, resp.Body)
+		}
+		return nil
+	}
+}

@@ -39,16 +39,7 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c
 		return preview, nil
 	}
 	p := body.StructuredContent
-	params := mcpgo.ElicitationParams{
-		Message: fmt.Sprintf("%s\n\nRun %s with %s?", p.Preview, name, p.Call.Arguments),
-		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"confirm": map[string]any{"type": "boolean", "title": "Run this call", "description": "Runs the call once; nothing runs otherwise."},
-			},
-			"required": []string{"confirm"},
-		},
-	}
+	params := confirmQuestion(name, p)
 	var answer struct {
 		Action  mcpgo.ElicitationResponseAction `json:"action"`
 		Content struct {
@@ -94,4 +85,19 @@ func (e *Endpoint) elicit(ctx context.Context, params mcpgo.ElicitationParams, o
 		return err
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// confirmQuestion is the elicitation that asks the user to confirm the call
+// a preview describes (CF-6), on every era alike.
+func confirmQuestion(name string, p confirm.Preview) mcpgo.ElicitationParams {
+	return mcpgo.ElicitationParams{
+		Message: fmt.Sprintf("%s\n\nRun %s with %s?", p.Preview, name, p.Call.Arguments),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"confirm": map[string]any{"type": "boolean", "title": "Run this call", "description": "Runs the call once; nothing runs otherwise."},
+			},
+			"required": []string{"confirm"},
+		},
+	}
 }

@@ -95,6 +95,23 @@ func writeResult(w *callStream, rawID, result json.RawMessage) {
 // identity in _meta. Every member already there keeps its bytes and its
 // place; a result that is not an object is returned as it is.
 func (e *Endpoint) decorateModern(result json.RawMessage) json.RawMessage {
+	// Nearly every result names neither member: both go in front, the
+	// result's own bytes after them, in one scan and one copy.
+	t := bytes.TrimSpace(result)
+	plain := len(t) > 1 && t[0] == '{' && scanMembers(t, func(key, _ []byte) bool {
+		return bytes.IndexByte(key, '\\') < 0 && !bytes.EqualFold(key, []byte("resultType")) && !bytes.EqualFold(key, []byte("_meta"))
+	})
+	if plain {
+		head := `{"resultType":"` + string(mcpgo.ResultTypeComplete) + `","_meta":`
+		out := make([]byte, 0, len(head)+len(e.infoMeta)+len(t)+1)
+		out = append(out, head...)
+		out = append(out, e.infoMeta...)
+		if rest := bytes.TrimSpace(t[1:]); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+			return append(out, rest...)
+		}
+		return append(out, '}')
+	}
 	dec := json.NewDecoder(bytes.NewReader(result))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return result
@@ -119,7 +136,7 @@ func (e *Endpoint) decorateModern(result json.RawMessage) json.RawMessage {
 		hasMeta = hasMeta || key == "_meta"
 		members = append(members, member{key, val})
 	}
-	info, _ := json.Marshal(map[string]mcpgo.Implementation{mcpgo.MetaKeyServerInfo: {Name: e.opts.Name, Version: e.opts.Version}})
+	info := e.infoMeta
 	var b bytes.Buffer
 	b.Grow(len(result) + len(info) + 48)
 	b.WriteByte('{')

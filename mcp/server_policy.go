@@ -29,6 +29,10 @@ func (e *Endpoint) Policy() *policy.Policy { return e.policy.Load() }
 func (e *Endpoint) clientVars(ctx context.Context, session server.ClientSession) policy.ClientVars {
 	var cv policy.ClientVars
 	proto := server.RequestProtocolVersion(ctx)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil {
+		// A 2026-07-28 request names its client in its own _meta.
+		cv.Name, cv.Version = info.ClientInfo.Name, info.ClientInfo.Version
+	}
 	if session != nil {
 		if ci, ok := session.(server.SessionWithClientInfo); ok {
 			info := ci.GetClientInfo()

@@ -438,3 +438,36 @@ func TestToolsPanePromptEntry(t *testing.T) {
 		t.Errorf("the dialog does not name the prompt:\n%s", v)
 	}
 }
+
+// CO-5: a stateless (2026-07-28) client is listed beside the sessions with
+// its open listen streams; ending one with streams open asks to end those,
+// and one with none says nothing can be ended and points to its key.
+func TestEndStatelessClient(t *testing.T) {
+	f := newFake()
+	m := ready(t, f, 100, 30)
+	for i, s := range []core.Session{
+		{ID: "stateless-aaaa", Endpoint: "/mcp", Actor: core.Actor{ID: "bob"}, ClientName: "modern-app", ClientVersion: "3", Protocol: "2026-07-28",
+			Started: t0, LastActivity: t0, Calls: 4, Stateless: true, Listening: 2},
+		{ID: "stateless-bbbb", Endpoint: "/mcp", Actor: core.Actor{ID: "carol"}, ClientName: "quiet-app", ClientVersion: "1", Protocol: "2026-07-28",
+			Started: t0, LastActivity: t0, Stateless: true},
+	} {
+		_, cmd := m.Update(eventMsg(core.Event{Seq: uint64(100 + i), Time: t0, Data: core.SessionStarted{Session: s}}))
+		drive(t, m, cmd)
+	}
+	press(t, m, "4")
+	if view := m.View(); !strings.Contains(view, "modern-app 3 · 2 listening") || !strings.Contains(view, "quiet-app 1 · stateless") || !strings.Contains(view, "2026-07-28") {
+		t.Fatalf("the stateless clients are not listed with their streams:\n%s", view)
+	}
+	press(t, m, "down", "down", "x")
+	if m.Dialog() != nil || !strings.Contains(m.Flash(), "revoke its key") {
+		t.Fatalf("x on a client with nothing open: dialog %v, flash %q", m.Dialog() != nil, m.Flash())
+	}
+	press(t, m, "up", "x")
+	if m.Dialog() == nil || !strings.Contains(m.View(), "End the 2 listen stream(s) of stateless client") {
+		t.Fatalf("x on a listening client:\n%s", m.View())
+	}
+	press(t, m, "right", "enter")
+	if !slices.Contains(f.Calls(), "end stateless-aaaa") || slices.Contains(f.Calls(), "end stateless-bbbb") {
+		t.Fatalf("calls %v", f.Calls())
+	}
+}

@@ -269,6 +269,10 @@ func runSessions(ctx context.Context, c *cli, args []string) int {
 		if !s.Elsewhere {
 			replica += " (this)"
 		}
+		if s.Stateless {
+			// A 2026-07-28 client: ending it ends its listen streams.
+			client += fmt.Sprintf(" [stateless, %d listening]", s.Listening)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Key(), replica, s.Endpoint, s.Actor.ID, client, orDash(s.Protocol),
 			s.Started.Local().Format(time.DateTime), s.LastActivity.Local().Format(time.DateTime), s.Calls)
 	}

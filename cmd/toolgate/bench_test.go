@@ -44,6 +44,14 @@ func TestBenchQuickJSON(t *testing.T) {
 			SeqP50Ratio float64 `json:"seqP50Ratio"`
 			ConcRatio   float64 `json:"concRatio"`
 		} `json:"httpHopFloor"`
+		Modern *struct {
+			Via struct {
+				Seq  struct{ Calls int } `json:"seq"`
+				Conc struct{ Calls int } `json:"conc"`
+			} `json:"via"`
+			SeqP50Ratio float64 `json:"seqP50RatioToLegacy"`
+			ConcRatio   float64 `json:"concRatioToLegacy"`
+		} `json:"httpModern"`
 		Startup struct {
 			ToolsServed   int `json:"toolsServed"`
 			ToolsExpected int `json:"toolsExpected"`
@@ -75,6 +83,10 @@ func TestBenchQuickJSON(t *testing.T) {
 				t.Errorf("%s.%s: %s", name, path, tr[path])
 			}
 		}
+	}
+	// A 2026-07-28 client's calls are measured beside the legacy session's.
+	if m := res.Modern; m == nil || m.Via.Seq.Calls != 12 || m.Via.Conc.Calls == 0 || m.SeqP50Ratio <= 0 || m.ConcRatio <= 0 {
+		t.Errorf("httpModern missing or empty: %+v", res.Modern)
 	}
 	if res.HopFloor == nil || res.HopFloor.SeqP50Ratio <= 0 || res.HopFloor.ConcRatio <= 0 {
 		t.Errorf("httpHopFloor missing or empty: %+v", res.HopFloor)

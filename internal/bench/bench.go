@@ -165,7 +165,9 @@ type Result struct {
 	IdleSessionErrors     int     `json:"idleSessionErrors"`
 	// HopFloor is a bare reverse proxy on the same loopback hop, measured
 	// like the gateway: what adding the hop costs before any gateway work.
-	HopFloor       hopFloor      `json:"httpHopFloor"`
+	HopFloor hopFloor `json:"httpHopFloor"`
+	// Modern is the HTTP path for a client of revision 2026-07-28 (SV-1).
+	Modern         modernEra     `json:"httpModern"`
 	Startup        startupResult `json:"startup"`
 	StartupRatio   float64       `json:"startupRatio"`
 	Errors         int           `json:"errors"`
@@ -268,6 +270,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		httpHop:    func() (caller, error) { return newHTTPCaller(ctx, hc, hopURL, "", "echo") },
 		httpDirect: func() (caller, error) { return newHTTPCaller(ctx, hc, echoURL, "", "echo") },
 		httpVia:    func() (caller, error) { return newHTTPCaller(ctx, hc, gwURL, key, "http_echo") },
+		httpModern: func() (caller, error) { return newModernCaller(hc, gwURL, key, "http_echo"), nil },
 		stdioDirect: func() (caller, error) {
 			return &upstreamCaller{up: direct, tool: "echo", args: echoArgs}, nil
 		},
@@ -492,6 +495,50 @@ func (c *httpCaller) call(ctx context.Context) error {
 	return checkEcho(result)
 }
 
+// modernCaller is a client of revision 2026-07-28: no session, each
+// tools/call carries its protocol version, client info and capabilities
+// in _meta, and the Mcp-Method and Mcp-Name headers.
+type modernCaller struct {
+	httpCaller
+	header http.Header
+}
+
+func newModernCaller(hc *http.Client, url, key, tool string) caller {
+	c := newMCPClient(url, hc, key)
+	return &modernCaller{
+		httpCaller: httpCaller{
+			c:      c,
+			prefix: `{"jsonrpc":"2.0","id":`,
+			suffix: `,"method":"tools/call","params":{"name":` + strconv.Quote(tool) + `,"arguments":` + string(echoArgs) +
+				`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"toolgate-bench","version":"1"},` +
+				`"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		},
+		header: http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {tool}},
+	}
+}
+
+func (c *modernCaller) call(ctx context.Context) error {
+	body := append(c.body[:0], c.prefix...)
+	body = strconv.AppendInt(body, c.c.NextID(), 10)
+	body = append(body, c.suffix...)
+	c.body = body
+	resp, err := c.c.Post(ctx, body, c.header)
+	if err != nil {
+		return err
+	}
+	if resp.Status != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %.200s", resp.Status, resp.Body)
+	}
+	result, rpcErr, err := resp.Result()
+	if err != nil {
+		return err
+	}
+	if rpcErr != nil {
+		return fmt.Errorf("JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message)
+	}
+	return checkEcho(result)
+}
+
 // upstreamCaller calls through toolgate's own upstream client (mcp-go's
 // stdio transport underneath): the direct stdio path.
 type upstreamCaller struct {
@@ -547,6 +594,24 @@ type benchPaths struct {
 	httpDirect, httpVia, stdioDirect, stdioVia func() (caller, error)
 	// httpHop goes through a bare reverse proxy to the HTTP echo.
 	httpHop func() (caller, error)
+	// httpModern is httpVia for a client of revision 2026-07-28, which has
+	// no session.
+	httpModern func() (caller, error)
+}
+
+// modernEra is a 2026-07-28 client's calls through the gateway beside a
+// legacy session's, in the same rounds: the ratios are modern/legacy, so
+// 1.00 is "costs the same", and the added p50s are each era's p50 minus
+// the direct path's.
+type modernEra struct {
+	Via             pathResult `json:"via"`
+	SeqP50Ratio     float64    `json:"seqP50RatioToLegacy"`
+	ConcRatio       float64    `json:"concRatioToLegacy"`
+	ConcP50Ratio    float64    `json:"concP50RatioToLegacy"`
+	AddedSeqP50     float64    `json:"addedSeqP50Micros"`
+	LegacyAddedP50  float64    `json:"legacyAddedSeqP50Micros"`
+	AddedConcP50    float64    `json:"addedConcP50Micros"`
+	LegacyAddedConc float64    `json:"legacyAddedConcP50Micros"`
 }
 
 // hopFloor is the bare proxy's ratios to the direct path.
@@ -724,6 +789,13 @@ func measureCalls(ctx context.Context, cfg Config, paths benchPaths, echoConns *
 		// hop is the bare proxy, for HTTP only; hr its ratios to direct.
 		hop *pathRun
 		hr  ratios
+		// modern is the 2026-07-28 client via the gateway, for HTTP only;
+		// mr its ratios to the legacy session's (via).
+		modern *pathRun
+		mr     ratios
+		// seqs and concs are the direct, legacy and modern latencies of
+		// each round, for the added p50s.
+		added [][3][]time.Duration
 	}
 	mk := func(name string, direct, via func() (caller, error)) (*transport, error) {
 		d, err := newPathRun(ctx, name+" direct", direct, cfg.Sessions, warm)
@@ -747,6 +819,11 @@ func measureCalls(ctx context.Context, cfg Config, paths benchPaths, echoConns *
 	if h.hop, err = newPathRun(ctx, "http via bare proxy", paths.httpHop, cfg.Sessions, warm); err != nil {
 		return err
 	}
+	if paths.httpModern != nil {
+		if h.modern, err = newPathRun(ctx, "http via gateway, 2026-07-28", paths.httpModern, cfg.Sessions, warm); err != nil {
+			return err
+		}
+	}
 	rss := &rssMax{}
 	if v, ok := processRSS(); ok {
 		res.RSSIdleBytes = v
@@ -768,6 +845,11 @@ func measureCalls(ctx context.Context, cfg Config, paths benchPaths, echoConns *
 			if t.hop != nil {
 				t.hr.addSeq(d, t.hop.runSeq(ctx, n))
 			}
+			if t.modern != nil {
+				m := t.modern.runSeq(ctx, n)
+				t.mr.addSeq(v, m)
+				t.added = append(t.added, [3][]time.Duration{d, v, m})
+			}
 		}
 	}
 	phase := time.Duration(cfg.Seconds / float64(cfg.Rounds) * float64(time.Second))
@@ -782,6 +864,10 @@ func measureCalls(ctx context.Context, cfg Config, paths benchPaths, echoConns *
 			if t.hop != nil {
 				hRate, hl := t.hop.runConc(ctx, phase, echoConns, rss)
 				t.hr.addConc(dRate, hRate, d, hl)
+			}
+			if t.modern != nil {
+				mRate, ml := t.modern.runConc(ctx, phase, echoConns, rss)
+				t.mr.addConc(vRate, mRate, v, ml)
 			}
 		}
 	}
@@ -814,6 +900,23 @@ func measureCalls(ctx context.Context, cfg Config, paths benchPaths, echoConns *
 		res.HopFloor.CPUPerCall = round1(hopRes.Conc.CPUPerCall - d)
 	}
 	res.HTTP.Errors += h.hop.errors
+	if h.modern != nil {
+		res.Modern = modernEra{Via: h.modern.result("client →HTTP (2026-07-28, no session)→ gateway →HTTP→ echo (all in-process)"),
+			SeqP50Ratio: median(h.mr.seq50), ConcRatio: median(h.mr.conc), ConcP50Ratio: median(h.mr.conc50)}
+		var legacy, modern []float64
+		for _, a := range h.added {
+			base := pct(a[0], 50)
+			legacy = append(legacy, pct(a[1], 50)-base)
+			modern = append(modern, pct(a[2], 50)-base)
+		}
+		res.Modern.LegacyAddedP50, res.Modern.AddedSeqP50 = round1(median(legacy)), round1(median(modern))
+		res.Modern.LegacyAddedConc = round1(res.HTTP.Via.Conc.P50 - res.HTTP.Direct.Conc.P50)
+		res.Modern.AddedConcP50 = round1(res.Modern.Via.Conc.P50 - res.HTTP.Direct.Conc.P50)
+		res.HTTP.Errors += h.modern.errors
+		if h.modern.lastErr != nil {
+			res.HTTP.Note = strings.TrimSpace(res.HTTP.Note + fmt.Sprintf(" Last error on %s: %v.", h.modern.name, h.modern.lastErr))
+		}
+	}
 	res.Stdio = summarize(s,
 		"client →stdio→ echo child process",
 		"client →HTTP→ gateway →stdio→ echo child process",
@@ -1308,6 +1411,12 @@ func (r *Result) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, row, "http bare proxy/dir", f2(r.HopFloor.SeqP50Ratio), "", f2(r.HopFloor.SeqP99Ratio), f2(r.HopFloor.ConcRatio), "", "", "+"+fmtUs(r.HopFloor.CPUPerCall))
 	fmt.Fprintln(w, "  (a bare reverse proxy on the same hop, same rounds: what the extra loopback HTTP hop costs before any gateway work)")
+	if m := r.Modern; m.Via.Seq.Calls > 0 {
+		path("http via, 2026-07-28", m.Via)
+		fmt.Fprintf(w, row, "  ratio modern/legacy", f2(m.SeqP50Ratio), "", "", f2(m.ConcRatio), f2(m.ConcP50Ratio), "", "")
+		fmt.Fprintf(w, "  (a 2026-07-28 client, no session, same rounds; added p50 over direct: modern %s, legacy %s sequential; %s and %s concurrent)\n",
+			fmtUs(m.AddedSeqP50), fmtUs(m.LegacyAddedP50), fmtUs(m.AddedConcP50), fmtUs(m.LegacyAddedConc))
+	}
 	fmt.Fprintln(w, "\nratios are medians over rounds; CPU/call is this whole process (client, gateway, in-process upstream)")
 	fmt.Fprintf(w, "paths: http direct   %s\n       http via      %s\n       stdio direct  %s\n       stdio via     %s\n",
 		r.HTTP.Direct.Path, r.HTTP.Via.Path, r.Stdio.Direct.Path, r.Stdio.Via.Path)

@@ -131,6 +131,10 @@ func (r *mcpAnswer) Result() (json.RawMessage, *rpcError, error) {
 }
 
 func (c *mcpClient) do(ctx context.Context, method string, body []byte) (mcpAnswer, error) {
+	return c.doWith(ctx, method, body, nil)
+}
+
+func (c *mcpClient) doWith(ctx context.Context, method string, body []byte, extra http.Header) (mcpAnswer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -150,6 +154,9 @@ func (c *mcpClient) do(ctx context.Context, method string, body []byte) (mcpAnsw
 	if c.id != "" {
 		h.Set("Mcp-Session-Id", c.id)
 		h.Set("Mcp-Protocol-Version", c.proto)
+	}
+	for k, v := range extra {
+		h[k] = v
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -185,13 +192,10 @@ func readAnswer(r io.Reader) ([]byte, error) {
 	}
 }
 
-// Post sends body as it is on the session and reads the whole answer. The
-// header argument is there for the bench's callers' shape; nil adds none.
+// Post sends body as it is on the session and reads the whole answer,
+// with header's values added (nil adds none).
 func (c *mcpClient) Post(ctx context.Context, body []byte, header http.Header) (mcpAnswer, error) {
-	if header != nil {
-		return mcpAnswer{}, errors.New("bench client: extra headers are not supported")
-	}
-	return c.do(ctx, http.MethodPost, body)
+	return c.doWith(ctx, http.MethodPost, body, header)
 }
 
 // Delete ends the session.

@@ -47,6 +47,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			SessionIdleTimeout: cfg.Gateway.SessionIdleTimeout, SessionParkAfter: cfg.Gateway.SessionParkAfter, Limits: limits,
 			MaxStreamsPerSession: cfg.Gateway.MaxStreamsPerSession,
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
+			ListTTL:        cfg.Gateway.ListTTL,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica,
 			Policy: policies[e.Path], CallLimits: callLimits,

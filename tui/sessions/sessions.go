@@ -93,6 +93,13 @@ func (m *Model) SetSessions(list []core.Session) {
 		if client == "" {
 			client = "—"
 		}
+		switch {
+		case s.Stateless && s.Listening > 0:
+			// A 2026-07-28 client: no session, only listen streams.
+			client += fmt.Sprintf(" · %d listening", s.Listening)
+		case s.Stateless:
+			client += " · stateless"
+		}
 		cells := []table.Cell{{Text: s.Key()}}
 		if replicas {
 			replica := orDash(s.Replica)
@@ -154,6 +161,9 @@ func (m *Model) end() tea.Cmd {
 			s = x
 		}
 	}
+	if s.Stateless && s.Listening == 0 {
+		return common.Flash("a stateless (2026-07-28) client has no session and no listen stream open to end; revoke its key to stop it", true)
+	}
 	m.nextID++
 	ctx, con := m.c.Ctx, m.c.Console
 	k := s.Key()
@@ -163,6 +173,12 @@ func (m *Model) end() tea.Cmd {
 	where := ""
 	if s.Elsewhere {
 		where = " (replica " + s.Replica + " ends it)"
+	}
+	if s.Stateless {
+		return common.Ask("End listen streams?",
+			fmt.Sprintf("End the %d listen stream(s) of stateless client %s of %s on %s%s? It has no session: its requests keep working; revoke its key to stop it.",
+				s.Listening, shortID(k), s.Actor.ID, s.Endpoint, where),
+			"End streams", run)
 	}
 	return common.Ask("End session?",
 		fmt.Sprintf("End session %s of %s on %s%s? The client's next request fails and it must reconnect.", shortID(k), s.Actor.ID, s.Endpoint, where),
