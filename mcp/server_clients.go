@@ -65,7 +65,7 @@ func modernClientID(endpoint string, actor core.Actor, info *mcpgo.Implementatio
 
 // request records one request of a client; call counts a tool call, and a
 // listen stream's cancel is kept until the returned function is called.
-func (m *modernClients) request(actor core.Actor, req *modernRequest, listen context.CancelCauseFunc) func() {
+func (m *modernClients) request(actor core.Actor, req *modernInbound, listen context.CancelCauseFunc) func() {
 	if m.sessions == nil {
 		return func() {}
 	}

@@ -25,8 +25,8 @@ import (
 // alike and cost alike. Its other methods go to mcp-go, which serves them
 // per request.
 
-// modernRequest is a 2026-07-28 request as read from its body.
-type modernRequest struct {
+// modernInbound is a 2026-07-28 request as read from its body.
+type modernInbound struct {
 	rawID  json.RawMessage
 	id     any
 	method string
@@ -61,7 +61,7 @@ func invalidMeta(format string, args ...any) *modernError {
 // it is, reads and checks it: err refuses it. A body that is not a single
 // request (a response, a notification) is not read here: mcp-go refuses what
 // the revision does not allow.
-func readModern(r *http.Request, body []byte) (req *modernRequest, modern bool, err *modernError) {
+func readModern(r *http.Request, body []byte) (req *modernInbound, modern bool, err *modernError) {
 	headerVersion := r.Header.Get(mcpgo.HeaderProtocolVersion)
 	if !mcpgo.IsModernProtocol(headerVersion) && !bytes.Contains(body, []byte(mcpgo.MetaKeyProtocolVersion)) {
 		return nil, false, nil
@@ -77,7 +77,7 @@ func readModern(r *http.Request, body []byte) (req *modernRequest, modern bool, 
 	if json.Unmarshal(m.method, &method) != nil {
 		return nil, false, nil
 	}
-	req = &modernRequest{rawID: m.id, method: method, params: m.params}
+	req = &modernInbound{rawID: m.id, method: method, params: m.params}
 	if len(bytes.TrimSpace(req.params)) == 0 || string(bytes.TrimSpace(req.params)) == "null" {
 		req.params = json.RawMessage(`{}`)
 	}
@@ -158,7 +158,7 @@ func foldsToCallKey(key []byte) bool {
 
 // validateModernHeaders checks Mcp-Method and Mcp-Name against the body
 // (SEP-2243), as mcp-go does; a tools/call's name is the one already read.
-func validateModernHeaders(h http.Header, version string, req *modernRequest) error {
+func validateModernHeaders(h http.Header, version string, req *modernInbound) error {
 	if req.method != string(mcpgo.MethodToolsCall) || !req.callOK {
 		return mcpgo.ValidateStandardHeaders(h.Get, version, mcpgo.MCPMethod(req.method), req.params)
 	}
@@ -306,7 +306,7 @@ type modernCallParams struct {
 // the same code as a session's; false leaves the request to mcp-go (its
 // other methods, a page of a listing, a tool that binds arguments to
 // headers, which mcp-go checks).
-func (e *Endpoint) serveModern(cs *callStream, r *http.Request, req *modernRequest) bool {
+func (e *Endpoint) serveModern(cs *callStream, r *http.Request, req *modernInbound) bool {
 	switch req.id.(type) {
 	case string, float64:
 	default:
@@ -326,7 +326,7 @@ func (e *Endpoint) serveModern(cs *callStream, r *http.Request, req *modernReque
 	return false
 }
 
-func (e *Endpoint) serveModernList(ctx context.Context, cs *callStream, actor core.Actor, req *modernRequest) bool {
+func (e *Endpoint) serveModernList(ctx context.Context, cs *callStream, actor core.Actor, req *modernInbound) bool {
 	var params struct {
 		Cursor *string `json:"cursor"`
 	}
@@ -370,7 +370,7 @@ func (e *Endpoint) serverInfoMeta() []byte {
 	return info
 }
 
-func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor core.Actor, req *modernRequest) bool {
+func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor core.Actor, req *modernInbound) bool {
 	if !req.callOK {
 		return false // mcp-go refuses params it cannot read
 	}
