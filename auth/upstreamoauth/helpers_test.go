@@ -112,7 +112,7 @@ func startResource(t *testing.T, issuer string) *resource {
 	ln, base := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	strat, err := auth.OAuth(ctx, auth.OAuthConfig{Issuer: issuer, ScopesSupported: []string{"crm.read", "crm.write"}})
+	strat, err := auth.OAuth(ctx, auth.OAuthConfig{Issuer: issuer, HTTPClient: http.DefaultClient, ScopesSupported: []string{"crm.read", "crm.write"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ type Manager struct {
 	hc        *http.Client
 
 	mu         sync.Mutex
-	metadata   map[string]Metadata      // upstream → discovered
+	metadata   map[string]Metadata       // upstream → discovered
 	registered map[string]clientIdentity // issuer → registered client
 	refreshing map[string]*sync.Mutex    // connection id → its refresh lock
 }
