@@ -80,6 +80,10 @@ type ConnectionStore interface {
 // ErrNoConnection: no connection of that id, or of that upstream and actor.
 var ErrNoConnection = errors.New("no such upstream connection")
 
+// ErrNotConnected: the actor has no working connection to an OAuth
+// upstream; the error wrapping it says how to connect (UI-2).
+var ErrNotConnected = errors.New("not connected to the upstream")
+
 // Validate reports what makes c unfit to store.
 func (c Connection) Validate() error {
 	switch {

@@ -1,21 +1,14 @@
 package upstreamoauth_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,49 +18,21 @@ import (
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/sqlitestore"
-	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/internal/oidctest"
 )
 
-// startAS runs panva's oidc-provider (testdata/peers/oidc-as.mjs) on
-// loopback and returns its issuer. It dies with the test.
-func startAS(t *testing.T, env ...string) string {
+func startAS(t *testing.T, env ...string) string { return oidctest.Start(t, env...) }
+
+func browser(t *testing.T) *http.Client { return oidctest.Browser(t) }
+
+func signIn(t *testing.T, b *http.Client, connectURL, user string) string {
 	t.Helper()
-	dir := peers.Dir(t)
-	cmd := exec.Command(peers.Node(t), filepath.Join(dir, "oidc-as.mjs"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	p := peers.Start(t, cmd)
-	t.Cleanup(func() { _ = stdin.Close() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if l := sc.Text(); strings.HasPrefix(l, "LISTENING ") {
-				lines <- strings.TrimPrefix(l, "LISTENING ")
-			}
-		}
-		close(lines)
-	}()
-	select {
-	case iss, ok := <-lines:
-		if !ok {
-			t.Fatalf("oidc-provider ended before listening: %s", stderr.String())
-		}
-		return iss
-	case <-p.Done():
-		t.Fatalf("oidc-provider exited: %v\n%s", p.Err(), stderr.String())
-	}
-	return ""
+	return oidctest.SignIn(t, b, connectURL, user)
+}
+
+func open(t *testing.T, b *http.Client, u string) (int, string) {
+	t.Helper()
+	return oidctest.Open(t, b, u)
 }
 
 // serve serves h on a loopback listener until the test ends.
@@ -249,90 +214,6 @@ func (g *gateway) eventText() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return fmt.Sprintf("%+v", g.events)
-}
-
-// browser is one person's browser: its own cookies, redirects followed
-// except the one back to the gateway's callback, which tests open
-// themselves.
-func browser(t *testing.T) *http.Client {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Jar: jar, Transport: tr, Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Path == upstreamoauth.Path+"/callback" {
-			return http.ErrUseLastResponse
-		}
-		if len(via) > 20 {
-			return errors.New("too many redirects")
-		}
-		return nil
-	}}
-}
-
-var (
-	formAction = regexp.MustCompile(`<form[^>]*action="([^"]+)"`)
-	hiddenIn   = regexp.MustCompile(`<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"`)
-)
-
-// signIn opens a connect URL in b, signs in at the provider's login form
-// as user and returns the callback URL the provider redirects to, not yet
-// opened.
-func signIn(t *testing.T, b *http.Client, connectURL, user string) string {
-	t.Helper()
-	resp, err := b.Get(connectURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("connect URL answered %d: %s", resp.StatusCode, body)
-	}
-	for range 3 {
-		m := formAction.FindSubmatch(body)
-		if m == nil {
-			t.Fatalf("no form on the provider's page (%s):\n%s", resp.Request.URL, body)
-		}
-		action, _ := resp.Request.URL.Parse(string(m[1]))
-		form := url.Values{"login": {user}, "password": {"any"}}
-		for _, h := range hiddenIn.FindAllSubmatch(body, -1) {
-			form.Set(string(h[1]), string(h[2]))
-		}
-		resp, err = b.PostForm(action.String(), form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusSeeOther || resp.StatusCode == http.StatusFound {
-			loc, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
-			if loc.Path != upstreamoauth.Path+"/callback" {
-				t.Fatalf("provider redirected to %s, not the callback", loc)
-			}
-			return loc.String()
-		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("provider answered %d at %s:\n%s", resp.StatusCode, resp.Request.URL, body)
-		}
-	}
-	t.Fatalf("the provider never redirected to the callback")
-	return ""
-}
-
-// open GETs u in b and returns the status and page.
-func open(t *testing.T, b *http.Client, u string) (int, string) {
-	t.Helper()
-	resp, err := b.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
 
 // connect runs a whole connect for user as actor and fails the test unless

@@ -111,6 +111,29 @@ func (e *NeedsConnect) Error() string {
 	return fmt.Sprintf("upstream %q needs your account connected (%s): open %s to connect, then call again", e.Upstream, e.Reason, e.URL)
 }
 
+// Unwrap makes a NeedsConnect match core.ErrNotConnected.
+func (e *NeedsConnect) Unwrap() error { return core.ErrNotConnected }
+
+// CatalogActor returns the actor whose connection lists a perActor
+// upstream's catalog: the earliest connected that is not broken.
+func (m *Manager) CatalogActor(ctx context.Context, upstream string) (string, bool, error) {
+	cs, err := m.opts.Store.Connections(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	var best *core.Connection
+	for i := range cs {
+		c := &cs[i]
+		if c.Upstream == upstream && c.Broken == "" && (best == nil || c.CreatedAt.Before(best.CreatedAt)) {
+			best = c
+		}
+	}
+	if best == nil {
+		return "", false, nil
+	}
+	return best.ActorID, true, nil
+}
+
 // New makes a manager for the given upstreams.
 func New(opts Options, ups []Upstream) (*Manager, error) {
 	if opts.Store == nil {

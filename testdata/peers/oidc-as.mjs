@@ -60,7 +60,8 @@ const provider = new Provider(issuer, {
     return grant;
   },
 });
-provider.on('server_error', (ctx, err) => console.error('server_error', err));
+provider.on("server_error", (ctx, err) => console.error("server_error", err));
+provider.on("authorization.error", (ctx, err) => console.error("authorization.error", err.message, err.error_description));
 server.on('request', provider.callback());
 console.log(`LISTENING ${issuer}`);
 process.stdin.resume();

@@ -1,0 +1,202 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/mcp/peers"
+)
+
+const (
+	aliceOAuthKey       = "alice-key-0123456789abcdef0123456789"
+	bobOAuthKey         = "bob-key-0123456789abcdef0123456789ab"
+	credentialsKey = "Y3JlZGVudGlhbHMta2V5LTAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
+)
+
+var connectURLRE = regexp.MustCompile(`https?://[^\s]+/upstream-oauth/connect\?t=[A-Za-z0-9_.-]+`)
+
+// upstreamGateway is a second toolgate whose endpoint takes the provider's
+// JWTs with its own URL as their audience, importing the notes demo: an
+// upstream that checks who calls, and audits it.
+func upstreamGateway(t *testing.T, issuer string) *gateway.Gateway {
+	t.Helper()
+	cfg := loadConfig(t, fmt.Sprintf(`gateway:
+  listen: 127.0.0.1:0
+  store: %q
+  review: {mode: "off"}
+  confirm:
+    secret: ${SECRET}
+endpoints:
+  - path: /mcp
+    auth:
+      oauth:
+        issuer: %s
+        scopesSupported: [crm.read, crm.write]
+upstreams:
+%s`, t.TempDir()+"/up.db", issuer, upstreamYAML("notes", serveDemo(t, "notes"), true)))
+	up := newGateway(t, cfg, nil)
+	if err := up.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return up
+}
+
+// frontGateway is the gateway under test: alice and bob by API key, and
+// the upstream gateway as the perActor OAuth upstream crm.
+func frontGateway(t *testing.T, upstreamURL string) (*gateway.Gateway, string) {
+	t.Helper()
+	port := peers.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg := loadConfig(t, fmt.Sprintf(`gateway:
+  listen: 127.0.0.1:%d
+  publicUrl: %s
+  credentialsKey: %s
+  store: %q
+  review: {mode: "off"}
+  confirm:
+    secret: ${SECRET}
+endpoints:
+  - path: /mcp
+    auth:
+      apiKeys:
+        - key: %s
+          actor: {id: alice}
+        - key: %s
+          actor: {id: bob}
+upstreams:
+  - name: crm
+    url: %s
+    transport: http
+    timeout: 20s
+    defaultKind: read
+    oauth:
+      credentials: perActor
+`, port, base, credentialsKey, t.TempDir()+"/front.db", aliceOAuthKey, bobOAuthKey, upstreamURL))
+	g := newGateway(t, cfg, nil)
+	if err := g.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return g, base
+}
+
+// connectAs follows the connect URL an isError result names, signing in
+// at the provider as user.
+func connectAs(t *testing.T, text, user string) {
+	t.Helper()
+	u := connectURLRE.FindString(text)
+	if u == "" {
+		t.Fatalf("no connect URL in %q", text)
+	}
+	b := oidctest.Browser(t)
+	cb := oidctest.SignIn(t, b, u, user)
+	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback answered %d: %s", code, page)
+	}
+}
+
+// auditActors lists the actors of the upstream gateway's audit records of
+// a tool, oldest first.
+func auditActors(t *testing.T, g *gateway.Gateway, tool string) []string {
+	t.Helper()
+	recs, err := g.Store().Audit(context.Background(), core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		if r.Tool == tool {
+			out = append(out, r.ActorID)
+		}
+	}
+	return out
+}
+
+// UI-1, UI-2, UI-3: two people use one perActor upstream through one
+// gateway. Until an account is connected the upstream lists crm_connect,
+// whose call answers a connect URL; after alice connects, the real tools
+// replace it (list_changed) and her calls reach the upstream — a second
+// toolgate checking the provider's JWTs — as alice. bob's call does not
+// ride alice's token: he gets his own connect URL, and after connecting
+// reaches the upstream as bob. A revoked connection prompts a reconnect.
+func TestPerActorUpstreamActsAsEachPerson(t *testing.T) {
+	ctx := testCtx(t)
+	issuer := oidctest.Start(t)
+	up := upstreamGateway(t, issuer)
+	front, base := frontGateway(t, "http://"+up.Addr()+"/mcp")
+	const tool, upTool = "crm_notes_list_notes", "notes_list_notes"
+
+	alice := connect(t, ctx, base+"/mcp", aliceOAuthKey)
+	waitServed(t, ctx, alice, []string{"crm_connect"}, nil)
+	res := call(t, ctx, alice, "crm_connect", nil)
+	if !res.IsError || !strings.Contains(resultText(res), "needs your account connected (not connected yet)") {
+		t.Fatalf("crm_connect answered %v %q", res.IsError, resultText(res))
+	}
+	connectAs(t, resultText(res), "alice")
+	res = call(t, ctx, alice, "crm_connect", nil)
+	if res.IsError {
+		t.Fatalf("crm_connect after connecting: %q", resultText(res))
+	}
+	waitServed(t, ctx, alice, []string{tool}, []string{"crm_connect"})
+	res = call(t, ctx, alice, tool, nil)
+	if res.IsError {
+		t.Fatalf("alice's call: %q", resultText(res))
+	}
+	if got := auditActors(t, up, upTool); len(got) != 1 || got[0] != "alice" {
+		t.Fatalf("the upstream audited %q, want alice", got)
+	}
+
+	bob := connect(t, ctx, base+"/mcp", bobOAuthKey)
+	waitServed(t, ctx, bob, []string{tool}, nil)
+	res = call(t, ctx, bob, tool, nil)
+	if !res.IsError || !strings.Contains(resultText(res), "needs your account connected") {
+		t.Fatalf("bob's call before connecting: %v %q", res.IsError, resultText(res))
+	}
+	if got := auditActors(t, up, upTool); len(got) != 1 {
+		t.Fatalf("bob's call reached the upstream: %q", got)
+	}
+	connectAs(t, resultText(res), "bob")
+	if res = call(t, ctx, bob, tool, nil); res.IsError {
+		t.Fatalf("bob's call: %q", resultText(res))
+	}
+	if res = call(t, ctx, alice, tool, nil); res.IsError {
+		t.Fatalf("alice's second call: %q", resultText(res))
+	}
+	if got := auditActors(t, up, upTool); strings.Join(got, ",") != "alice,bob,alice" {
+		t.Fatalf("the upstream audited %q, want alice, bob, alice", got)
+	}
+
+	m := front.UpstreamOAuth()
+	conns, err := m.Connections(ctx)
+	if err != nil || len(conns) != 2 {
+		t.Fatalf("connections: %+v, %v", conns, err)
+	}
+	for _, c := range conns {
+		if c.ActorID == "alice" {
+			if _, err := m.Revoke(ctx, c.ID, "revoked"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res = call(t, ctx, alice, tool, nil)
+	if !res.IsError || connectURLRE.FindString(resultText(res)) == "" {
+		t.Fatalf("alice's call after revoke: %v %q", res.IsError, resultText(res))
+	}
+	if res = call(t, ctx, bob, tool, nil); res.IsError {
+		t.Fatalf("bob's call after alice's revoke: %q", resultText(res))
+	}
+	if got := auditActors(t, up, upTool); strings.Join(got, ",") != "alice,bob,alice,bob" {
+		t.Fatalf("the upstream audited %q", got)
+	}
+	var nc interface{ Unwrap() error }
+	if _, _, err := m.Token(ctx, "crm", "alice"); !errors.As(err, &nc) || !errors.Is(err, core.ErrNotConnected) {
+		t.Fatalf("alice's token after revoke: %v", err)
+	}
+}
