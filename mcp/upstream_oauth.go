@@ -64,10 +64,10 @@ type OAuthUpstream struct {
 }
 
 type actorConn struct {
-	mu       sync.Mutex // serialises connecting
-	up       core.Upstream
-	connected      bool // connected
-	lastUsed time.Time
+	mu        sync.Mutex // serialises connecting
+	up        core.Upstream
+	connected bool // connected
+	lastUsed  time.Time
 }
 
 var (

@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	aliceOAuthKey       = "alice-key-0123456789abcdef0123456789"
-	bobOAuthKey         = "bob-key-0123456789abcdef0123456789ab"
+	aliceOAuthKey  = "alice-key-0123456789abcdef0123456789"
+	bobOAuthKey    = "bob-key-0123456789abcdef0123456789ab"
 	credentialsKey = "Y3JlZGVudGlhbHMta2V5LTAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
 )
 
