@@ -1,14 +1,17 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -133,4 +136,77 @@ func (g *Gateway) closeOAuth() {
 	if g.oauth != nil {
 		g.oauth.m.Close()
 	}
+}
+
+var _ admin.Connections = adminBackend{}
+
+func (b adminBackend) oauthManager() (*upstreamoauth.Manager, error) {
+	if m := b.g.UpstreamOAuth(); m != nil {
+		return m, nil
+	}
+	return nil, admin.ErrNoOAuth
+}
+
+// Connections implements admin.Connections (UI-3).
+func (b adminBackend) Connections(ctx context.Context) ([]core.Connection, error) {
+	m, err := b.oauthManager()
+	if err != nil {
+		return nil, err
+	}
+	return m.Connections(ctx)
+}
+
+// RevokeConnection implements admin.Connections, audited as the operator's
+// action (UI-3).
+func (b adminBackend) RevokeConnection(ctx context.Context, id, operator string) (core.Connection, error) {
+	m, err := b.oauthManager()
+	if err != nil {
+		return core.Connection{}, err
+	}
+	start := time.Now()
+	c, err := m.Revoke(ctx, id, "revoked")
+	detail := ""
+	if err == nil {
+		detail = fmt.Sprintf("%s on %s", core.ActorLabel(c.ActorID), c.Upstream)
+	}
+	(&accountedConsole{g: b.g, operator: operator}).account(ctx, operator, "revoke_connection", id, detail, start, err)
+	return c, err
+}
+
+// SharedConnectURL implements admin.Connections: a connect URL for a shared
+// upstream's account (UI-2).
+func (b adminBackend) SharedConnectURL(ctx context.Context, upstream, operator string) (string, error) {
+	m, err := b.oauthManager()
+	if err != nil {
+		return "", err
+	}
+	u, ok := m.Upstream(upstream)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%q has no oauth: %w", upstream, core.ErrUnknownUpstream)
+	case u.Credentials != upstreamoauth.Shared:
+		return "", &admin.Error{Status: http.StatusConflict, Code: admin.CodeBadRequest, Message: fmt.Sprintf("upstream %q is perActor: each actor connects through their own link", upstream)}
+	}
+	(&accountedConsole{g: b.g, operator: operator}).account(ctx, operator, "connect_shared", upstream, "", time.Now(), nil)
+	return m.ConnectURL(upstream, core.SharedActor), nil
+}
+
+// RekeyConnections implements admin.Connections: every connection sealed
+// with gateway.credentialsKeyPrevious is re-sealed with credentialsKey
+// (UI-3).
+func (b adminBackend) RekeyConnections(ctx context.Context, operator string) (admin.RekeyResult, error) {
+	m, err := b.oauthManager()
+	if err != nil {
+		return admin.RekeyResult{}, err
+	}
+	start := time.Now()
+	r, err := m.Keyring().Rekey(ctx, b.g.oauthStore())
+	detail := fmt.Sprintf("%d re-sealed, %d current, %d unsealable", r.Resealed, r.Current, len(r.Unsealable))
+	(&accountedConsole{g: b.g, operator: operator}).account(ctx, operator, "rekey_connections", "", detail, start, err)
+	return admin.RekeyResult{Resealed: r.Resealed, Current: r.Current, Unsealable: r.Unsealable}, err
+}
+
+func (g *Gateway) oauthStore() core.ConnectionStore {
+	cs, _ := g.store.(core.ConnectionStore)
+	return cs
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/oidctest"
 	"github.com/toolgate/toolgate/mcp/peers"
@@ -51,11 +53,11 @@ upstreams:
 
 // frontGateway is the gateway under test: alice and bob by API key, and
 // the upstream gateway as the perActor OAuth upstream crm.
-func frontGateway(t *testing.T, upstreamURL string) (*gateway.Gateway, string) {
+func frontGateway(t *testing.T, upstreamURL string, log *transcript) (*gateway.Gateway, string) {
 	t.Helper()
 	port := peers.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cfg := loadConfig(t, fmt.Sprintf(`gateway:
+	cfg := loadConfig(t, withAdmin(fmt.Sprintf(`gateway:
   listen: 127.0.0.1:%d
   publicUrl: %s
   credentialsKey: %s
@@ -79,8 +81,8 @@ upstreams:
     defaultKind: read
     oauth:
       credentials: perActor
-`, port, base, credentialsKey, t.TempDir()+"/front.db", aliceOAuthKey, bobOAuthKey, upstreamURL))
-	g := newGateway(t, cfg, nil)
+`, port, base, credentialsKey, t.TempDir()+"/front.db", aliceOAuthKey, bobOAuthKey, upstreamURL)))
+	g := newGateway(t, cfg, &gateway.Options{Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err := g.Start(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,8 @@ func TestPerActorUpstreamActsAsEachPerson(t *testing.T) {
 	ctx := testCtx(t)
 	issuer := oidctest.Start(t)
 	up := upstreamGateway(t, issuer)
-	front, base := frontGateway(t, "http://"+up.Addr()+"/mcp")
+	log := &transcript{}
+	front, base := frontGateway(t, "http://"+up.Addr()+"/mcp", log)
 	const tool, upTool = "crm_notes_list_notes", "notes_list_notes"
 
 	alice := connect(t, ctx, base+"/mcp", aliceOAuthKey)
@@ -173,17 +176,34 @@ func TestPerActorUpstreamActsAsEachPerson(t *testing.T) {
 		t.Fatalf("the upstream audited %q, want alice, bob, alice", got)
 	}
 
+	// The operator lists and revokes through the admin API; the list
+	// carries no token.
 	m := front.UpstreamOAuth()
-	conns, err := m.Connections(ctx)
-	if err != nil || len(conns) != 2 {
+	var tokens []string
+	for _, actor := range []string{"alice", "bob"} {
+		tok, _, err := m.Token(ctx, "crm", actor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
+	op, err := admin.NewClient("http://"+front.AdminAddr(), adminAliceKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	conns, err := op.Connections(ctx)
+	if err != nil || len(conns) != 2 || conns[0].ActorID != "alice" || conns[1].ActorID != "bob" || conns[0].Sealed != nil {
 		t.Fatalf("connections: %+v, %v", conns, err)
 	}
-	for _, c := range conns {
-		if c.ActorID == "alice" {
-			if _, err := m.Revoke(ctx, c.ID, "revoked"); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if _, err := op.RevokeConnection(ctx, "conn_nope"); err == nil || !strings.Contains(err.Error(), "no such upstream connection") {
+		t.Fatalf("revoking an unknown connection: %v", err)
+	}
+	if c, err := op.RevokeConnection(ctx, conns[0].ID); err != nil || c.ActorID != "alice" {
+		t.Fatalf("revoke: %+v, %v", c, err)
+	}
+	if got := auditActors(t, front, "revoke_connection"); len(got) != 2 || got[1] != "alice" {
+		t.Fatalf("the revokes were audited as %q", got)
 	}
 	res = call(t, ctx, alice, tool, nil)
 	if !res.IsError || connectURLRE.FindString(resultText(res)) == "" {
@@ -195,8 +215,12 @@ func TestPerActorUpstreamActsAsEachPerson(t *testing.T) {
 	if got := auditActors(t, up, upTool); strings.Join(got, ",") != "alice,bob,alice,bob" {
 		t.Fatalf("the upstream audited %q", got)
 	}
-	var nc interface{ Unwrap() error }
-	if _, _, err := m.Token(ctx, "crm", "alice"); !errors.As(err, &nc) || !errors.Is(err, core.ErrNotConnected) {
+	if _, _, err := m.Token(ctx, "crm", "alice"); !errors.Is(err, core.ErrNotConnected) {
 		t.Fatalf("alice's token after revoke: %v", err)
+	}
+	for _, tok := range append(tokens, credentialsKey) {
+		if strings.Contains(log.String(), tok) {
+			t.Fatal("the gateway's log holds a token or the credentials key")
+		}
 	}
 }
