@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -109,4 +110,42 @@ func (ConnectionChanged) EventName() string { return "connection.changed" }
 
 func (e ConnectionChanged) String() string {
 	return fmt.Sprintf("%s %s on %s (%s)", e.Change, ActorLabel(e.Connection.ActorID), e.Connection.Upstream, e.Connection.ID)
+}
+
+type connNoteKey struct{}
+
+// connNote is where a call's upstream notes the connection it went with,
+// for the call's audit record (UI-3). WithCall makes one per served call;
+// contexts derived from it share it.
+type connNote struct {
+	mu sync.Mutex
+	id string
+}
+
+func withConnectionNote(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(connNoteKey{}).(*connNote); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, connNoteKey{}, &connNote{})
+}
+
+// NoteConnection records that the call in ctx went upstream with the
+// connection id (UI-3). Without a call in ctx it does nothing.
+func NoteConnection(ctx context.Context, id string) {
+	if n, ok := ctx.Value(connNoteKey{}).(*connNote); ok {
+		n.mu.Lock()
+		n.id = id
+		n.mu.Unlock()
+	}
+}
+
+// ConnectionUsed is the connection the call in ctx went upstream with; ""
+// when none was noted.
+func ConnectionUsed(ctx context.Context) string {
+	if n, ok := ctx.Value(connNoteKey{}).(*connNote); ok {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.id
+	}
+	return ""
 }

@@ -192,6 +192,11 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 		if l == nil {
 			return core.Result{}, fmt.Errorf("upstream %q: the shared account is not connected: %w", u.name, core.ErrNotConnected)
 		}
+		_, id, err := u.opts.Tokens.Token(ctx, u.name, core.SharedActor)
+		if err != nil {
+			return core.Result{}, err
+		}
+		core.NoteConnection(ctx, id)
 		return l.CallTool(ctx, remote, args)
 	}
 	call, _ := core.CallFromContext(ctx)
@@ -199,7 +204,8 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 	if actor == "" {
 		return core.ErrorResult(fmt.Sprintf("upstream %q acts as each caller, and this call has no actor", u.name)), nil
 	}
-	if _, _, err := u.opts.Tokens.Token(ctx, u.name, actor); errors.Is(err, core.ErrNotConnected) {
+	_, id, err := u.opts.Tokens.Token(ctx, u.name, actor)
+	if errors.Is(err, core.ErrNotConnected) {
 		return core.ErrorResult(err.Error()), nil
 	} else if err != nil {
 		return core.Result{}, err
@@ -217,6 +223,7 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 		}
 		return core.Result{}, err
 	}
+	core.NoteConnection(ctx, id)
 	res, err := up.CallTool(ctx, remote, args)
 	if errors.Is(err, core.ErrNotConnected) {
 		return core.ErrorResult(err.Error()), nil

@@ -162,4 +162,9 @@ CREATE TABLE {s}.upstream_connections (
 	UNIQUE (upstream, actor_id)
 );
 `,
+	// 8: the upstream OAuth connection each call went upstream with
+	// (UI-3); '' for records written before and for other upstreams.
+	`
+ALTER TABLE {s}.audit ADD COLUMN connection text NOT NULL DEFAULT '';
+`,
 }

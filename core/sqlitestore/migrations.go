@@ -119,4 +119,9 @@ CREATE TABLE upstream_connections (
 	UNIQUE (upstream, actor_id)
 ) WITHOUT ROWID;
 `,
+	// 8: the upstream OAuth connection each call went upstream with
+	// (UI-3); "" for records written before and for other upstreams.
+	`
+ALTER TABLE audit ADD COLUMN connection TEXT NOT NULL DEFAULT '';
+`,
 }

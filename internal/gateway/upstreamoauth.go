@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -87,6 +88,14 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 	m, err := g.oauthManager()
 	if err != nil {
 		return nil, err
+	}
+	// The manager is made once, at start: a reload cannot add an oauth
+	// upstream or change its oauth settings.
+	have, ok := m.Upstream(u.Name)
+	want := upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
+		ClientID: u.OAuth.ClientID, ClientSecret: u.OAuth.ClientSecret.Reveal(), Scopes: u.OAuth.Scopes}
+	if !ok || !reflect.DeepEqual(have, want) {
+		return nil, fmt.Errorf("upstream %q: its url or oauth settings changed, which needs a restart", u.Name)
 	}
 	base, err := upstreamOptions(u, hub)
 	if err != nil {

@@ -218,6 +218,21 @@ func TestPerActorUpstreamActsAsEachPerson(t *testing.T) {
 	if _, _, err := m.Token(ctx, "crm", "alice"); !errors.Is(err, core.ErrNotConnected) {
 		t.Fatalf("alice's token after revoke: %v", err)
 	}
+	// The gateway's own audit names the connection each call went with.
+	recs, err := front.Store().Audit(ctx, core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used []string
+	for _, r := range recs {
+		if r.Tool == tool {
+			used = append(used, r.ActorID+"="+r.Connection)
+		}
+	}
+	want := []string{"alice=" + conns[0].ID, "bob=", "bob=" + conns[1].ID, "alice=" + conns[0].ID, "alice=", "bob=" + conns[1].ID}
+	if strings.Join(used, " ") != strings.Join(want, " ") {
+		t.Fatalf("the audit's connections are %q, want %q", used, want)
+	}
 	for _, tok := range append(tokens, credentialsKey) {
 		if strings.Contains(log.String(), tok) {
 			t.Fatal("the gateway's log holds a token or the credentials key")
