@@ -1,6 +1,7 @@
 package upstreamoauth_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/credentials"
+	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 func crm(r *resource) upstreamoauth.Upstream {
@@ -377,5 +380,77 @@ func assertNoLeak(t *testing.T, g *gateway, tokens ...string) {
 				t.Errorf("the %s holds a secret", where)
 			}
 		}
+	}
+}
+
+// UI-3: replicas on one PostgreSQL store share connections: alice connects
+// through one and the other calls as her; a refresh on one is the token the
+// other uses next.
+func TestReplicasShareConnections(t *testing.T) {
+	ctx := context.Background()
+	iss := startAS(t)
+	res := startResource(t, iss)
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a := startGateway(t, []upstreamoauth.Upstream{crm(res)}, gatewayOptions{pg: dsn})
+	b := startGateway(t, []upstreamoauth.Upstream{crm(res)}, gatewayOptions{pg: dsn})
+	connect(t, a, "crm", "alice", "alice")
+
+	tok, _, err := b.M.Token(ctx, "crm", "alice")
+	if err != nil {
+		t.Fatalf("the other replica: %v", err)
+	}
+	if who, _ := res.whoAmI(t, tok); who != "alice" {
+		t.Fatalf("the other replica's token reached the upstream as %q", who)
+	}
+	b.clock.advance(2 * time.Hour)
+	refreshed, _, err := b.M.Token(ctx, "crm", "alice")
+	if err != nil || refreshed == tok {
+		t.Fatalf("refresh on the other replica: %v (same token: %v)", err, refreshed == tok)
+	}
+	a.clock.advance(2 * time.Hour)
+	if got, _, err := a.M.Token(ctx, "crm", "alice"); err != nil || got != refreshed {
+		t.Fatalf("the first replica after the other's refresh: %v (its token: %v)", err, got == refreshed)
+	}
+	if who, _ := res.whoAmI(t, refreshed); who != "alice" {
+		t.Fatalf("the refreshed token reached the upstream as %q", who)
+	}
+}
+
+// UI-3: rotating the credentials key: a gateway with the new key and the
+// old as previous opens the old records and re-seals them on use; then the
+// new key alone opens them; a gateway with neither key refuses clearly,
+// never quoting a key or a token.
+func TestKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	iss := startAS(t)
+	res := startResource(t, iss)
+	oldKey, newKey := bytes.Repeat([]byte("1"), 32), bytes.Repeat([]byte("2"), 32)
+	first := startGateway(t, []upstreamoauth.Upstream{crm(res)}, gatewayOptions{key: oldKey})
+	connect(t, first, "crm", "alice", "alice")
+	_, id, err := first.M.Token(ctx, "crm", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rotating := startGateway(t, []upstreamoauth.Upstream{crm(res)}, gatewayOptions{key: newKey, previous: oldKey, store: first.Path})
+	tok, _, err := rotating.M.Token(ctx, "crm", "alice")
+	if err != nil {
+		t.Fatalf("with the old key as previous: %v", err)
+	}
+	if who, _ := res.whoAmI(t, tok); who != "alice" {
+		t.Fatalf("upstream saw %q", who)
+	}
+	c, _ := rotating.Store.ConnectionByID(ctx, id)
+	if c.KeyID != credentials.KeyID(newKey) {
+		t.Fatal("the record was not re-sealed with the new key on use")
+	}
+	after := startGateway(t, []upstreamoauth.Upstream{crm(res)}, gatewayOptions{key: newKey, store: first.Path})
+	if got, _, err := after.M.Token(ctx, "crm", "alice"); err != nil || got != tok {
+		t.Fatalf("with the new key alone: %v", err)
+	}
+	wrong := startGateway(t, []upstreamoauth.Upstream{crm(res)}, gatewayOptions{key: bytes.Repeat([]byte("3"), 32), store: first.Path})
+	_, _, err = wrong.M.Token(ctx, "crm", "alice")
+	if !errors.Is(err, credentials.ErrUnsealable) || strings.Contains(err.Error(), tok) || strings.Contains(err.Error(), string(newKey)) {
+		t.Fatalf("with another key: %v", err)
 	}
 }

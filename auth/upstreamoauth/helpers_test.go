@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
@@ -115,7 +116,7 @@ func (r *resource) whoAmI(t *testing.T, token string) (string, int) {
 type gateway struct {
 	URL   string
 	M     *upstreamoauth.Manager
-	Store *sqlitestore.Store
+	Store upstreamoauth.Store
 	Path  string
 	Log   *syncBuffer
 	clock *clock
@@ -162,9 +163,10 @@ func (c *clock) advance(d time.Duration) {
 var testKey = bytes.Repeat([]byte("k"), 32)
 
 type gatewayOptions struct {
-	key     []byte
-	timeout time.Duration
-	store   string // a store file to share; "" for a new one
+	key, previous []byte
+	timeout       time.Duration
+	store         string // a store file to share; "" for a new one
+	pg            string // a PostgreSQL store's DSN instead of a file
 }
 
 func startGateway(t *testing.T, ups []upstreamoauth.Upstream, o gatewayOptions) *gateway {
@@ -176,7 +178,16 @@ func startGateway(t *testing.T, ups []upstreamoauth.Upstream, o gatewayOptions) 
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "toolgate.db")
 	}
-	st, err := sqlitestore.Open(context.Background(), path)
+	var st interface {
+		upstreamoauth.Store
+		Close() error
+	}
+	var err error
+	if o.pg != "" {
+		st, err = pgstore.Open(context.Background(), o.pg)
+	} else {
+		st, err = sqlitestore.Open(context.Background(), path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +195,7 @@ func startGateway(t *testing.T, ups []upstreamoauth.Upstream, o gatewayOptions) 
 	ln, base := listen(t)
 	g := &gateway{URL: base, Store: st, Path: path, Log: &syncBuffer{}, clock: &clock{}}
 	m, err := upstreamoauth.New(upstreamoauth.Options{
-		PublicURL: base, Key: o.key, Store: st, Timeout: o.timeout,
+		PublicURL: base, Key: o.key, Previous: o.previous, Store: st, Timeout: o.timeout,
 		Logger: slog.New(slog.NewTextHandler(g.Log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    g.clock.now,
 		Publish: func(e core.EventData) {

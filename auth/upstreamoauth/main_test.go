@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 // TestMain fails the run if any goroutine outlives the package's tests,
 // once the idle keep-alive connections of the default transport (the JWKS
 // fetcher of the test upstream uses it) are closed.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	// pgtest.Main stops the shared PostgreSQL cluster after the tests.
+	code := pgtest.Main(m).Run()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
