@@ -239,3 +239,75 @@ func TestPerActorUpstreamActsAsEachPerson(t *testing.T) {
 		}
 	}
 }
+
+// UI-2: a shared upstream is one account for everyone, connected by an
+// operator through the link `toolgate connect` prints (the admin API's
+// POST /v1/upstreams/NAME/connect): until then it is not connected; after,
+// every actor's call reaches the upstream as that account.
+func TestSharedUpstreamConnectedByOperator(t *testing.T) {
+	ctx := testCtx(t)
+	issuer := oidctest.Start(t)
+	up := upstreamGateway(t, issuer)
+	port := peers.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg := loadConfig(t, withAdmin(fmt.Sprintf(`gateway:
+  listen: 127.0.0.1:%d
+  publicUrl: %s
+  credentialsKey: %s
+  store: %q
+  review: {mode: "off"}
+  confirm:
+    secret: ${SECRET}
+endpoints:
+  - path: /mcp
+    auth:
+      apiKeys:
+        - key: %s
+          actor: {id: alice}
+        - key: %s
+          actor: {id: bob}
+upstreams:
+  - name: crm
+    url: %s
+    transport: http
+    timeout: 20s
+    defaultKind: read
+    reconnect: {initialDelay: 100ms, maxDelay: 500ms}
+    oauth:
+      credentials: shared
+      scopes: [crm.read]
+`, port, base, credentialsKey, t.TempDir()+"/front.db", aliceOAuthKey, bobOAuthKey, "http://"+up.Addr()+"/mcp")))
+	front := newGateway(t, cfg, nil)
+	if err := front.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const tool, upTool = "crm_notes_list_notes", "notes_list_notes"
+	op, err := admin.NewClient("http://"+front.AdminAddr(), adminAliceKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	link, err := op.SharedConnectURL(ctx, "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := oidctest.Browser(t)
+	cb := oidctest.SignIn(t, b, link, "service-account")
+	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback answered %d: %s", code, page)
+	}
+	for _, key := range []string{aliceOAuthKey, bobOAuthKey} {
+		s := connect(t, ctx, base+"/mcp", key)
+		waitServed(t, ctx, s, []string{tool}, nil)
+		if res := call(t, ctx, s, tool, nil); res.IsError {
+			t.Fatalf("call: %q", resultText(res))
+		}
+	}
+	if got := auditActors(t, up, upTool); strings.Join(got, ",") != "service-account,service-account" {
+		t.Fatalf("the upstream audited %q, want the shared account twice", got)
+	}
+	conns, err := op.Connections(ctx)
+	if err != nil || len(conns) != 1 || conns[0].ActorID != core.SharedActor {
+		t.Fatalf("connections: %+v, %v", conns, err)
+	}
+}
