@@ -347,7 +347,7 @@ func TestBadAuthorizationServer(t *testing.T) {
 	for _, n := range []string{"garbage", "hang", "mixup", "wrong-resource"} {
 		ups = append(ups, upstreamoauth.Upstream{Name: n, URL: base + "/" + n, Credentials: upstreamoauth.PerActor})
 	}
-	g := startGateway(t, ups, gatewayOptions{timeout: 300 * time.Millisecond})
+	g := startGateway(t, ups, gatewayOptions{timeout: 2 * time.Second})
 	for _, tc := range []struct{ name, want string }{
 		{"garbage", "answered JSON that is not the expected object"},
 		{"hang", "authorization server metadata of " + base + "/as-hang"},
