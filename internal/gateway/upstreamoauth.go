@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -36,6 +37,10 @@ func (g *Gateway) UpstreamOAuth() *upstreamoauth.Manager {
 func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	if g.oauth != nil {
 		return g.oauth.m, nil
+	}
+	if g.handler != nil {
+		// Past the start: the connection routes are not mounted.
+		return nil, errors.New("the first oauth upstream needs a restart to be added")
 	}
 	cfg := g.cfg
 	key, err := config.DecodeCredentialsKey(cfg.Gateway.CredentialsKey)

@@ -341,3 +341,24 @@ upstreams:
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// UI-1: a reload cannot add the first oauth upstream (its routes are
+// mounted at start); it fails naming what to do, and the gateway keeps
+// serving what it served.
+func TestReloadCannotAddOAuthUpstream(t *testing.T) {
+	ctx := testCtx(t)
+	store := t.TempDir() + "/gw.db"
+	notes := serveDemo(t, "notes")
+	g := newGateway(t, loadConfig(t, gatewayYAML(store, upstreamYAML("notes", notes, true))), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := loadConfig(t, strings.Replace(gatewayYAML(store, upstreamYAML("notes", notes, true)), "gateway:\n", fmt.Sprintf("gateway:\n  publicUrl: https://tools.example.com\n  credentialsKey: %s\n", credentialsKey), 1)+
+		"  - name: crm\n    url: https://crm.example.com/mcp\n    oauth: {credentials: perActor}\n")
+	if _, err := g.Reload(ctx, next); err == nil || !strings.Contains(err.Error(), "the first oauth upstream needs a restart") {
+		t.Fatalf("Reload: %v", err)
+	}
+	if code, _ := readyz(t, "http://"+g.Addr()); code != http.StatusOK {
+		t.Fatalf("/readyz after the refused reload: %d", code)
+	}
+}
