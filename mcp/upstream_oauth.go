@@ -23,6 +23,10 @@ type OAuthTokens interface {
 	// CatalogActor returns the actor whose connection lists the catalog of
 	// a perActor upstream: the first connected. ok is false when none is.
 	CatalogActor(ctx context.Context, upstream string) (actor string, ok bool, err error)
+	// Refused is told that the upstream answered HTTP 401 to the token of
+	// connection connID: it refreshes the token, or fails with an error
+	// wrapping core.ErrNotConnected when the connection cannot go on.
+	Refused(ctx context.Context, upstream, actor, connID string) error
 }
 
 // OAuthUpstreamOptions configure NewOAuthUpstream.
@@ -197,7 +201,7 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 			return core.Result{}, err
 		}
 		core.NoteConnection(ctx, id)
-		return l.CallTool(ctx, remote, args)
+		return u.callRefreshing(ctx, l, core.SharedActor, id, remote, args)
 	}
 	call, _ := core.CallFromContext(ctx)
 	actor := call.Actor.ID
@@ -224,7 +228,7 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 		return core.Result{}, err
 	}
 	core.NoteConnection(ctx, id)
-	res, err := up.CallTool(ctx, remote, args)
+	res, err := u.callRefreshing(ctx, up, actor, id, remote, args)
 	if errors.Is(err, core.ErrNotConnected) {
 		return core.ErrorResult(err.Error()), nil
 	}
@@ -232,6 +236,25 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 		u.drop(actor)
 	}
 	return res, err
+}
+
+// callRefreshing calls through up; an HTTP 401 (the token was refused
+// before the call ran) has the token refreshed and the call sent once
+// more, or answers the actor's connect text when the connection cannot go
+// on.
+func (u *OAuthUpstream) callRefreshing(ctx context.Context, up core.Upstream, actor, connID, remote string, args json.RawMessage) (core.Result, error) {
+	res, err := up.CallTool(ctx, remote, args)
+	var se *core.StatusError
+	if !errors.As(err, &se) || se.Code != 401 {
+		return res, err
+	}
+	if rerr := u.opts.Tokens.Refused(ctx, u.name, actor, connID); rerr != nil {
+		if errors.Is(rerr, core.ErrNotConnected) {
+			return core.ErrorResult(rerr.Error()), nil
+		}
+		return res, err
+	}
+	return up.CallTool(ctx, remote, args)
 }
 
 func (u *OAuthUpstream) toolsChanged() {

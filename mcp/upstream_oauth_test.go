@@ -48,6 +48,19 @@ func (f *fakeTokens) Token(_ context.Context, upstream, actor string) (string, s
 	return "", "", fmt.Errorf("%s: open https://gw.example.com/connect-%s: %w", upstream, actor, core.ErrNotConnected)
 }
 
+// Refused gives a refused actor a new token once; a second refusal ends
+// the connection.
+func (f *fakeTokens) Refused(_ context.Context, upstream, actor, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.tok[actor]; ok && !strings.HasSuffix(t, "-2") {
+		f.tok[actor] = t + "-2"
+		return nil
+	}
+	delete(f.tok, actor)
+	return fmt.Errorf("%s: refused, connect again: %w", upstream, core.ErrNotConnected)
+}
+
 func (f *fakeTokens) CatalogActor(context.Context, string) (string, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -61,6 +74,8 @@ func (f *fakeTokens) CatalogActor(context.Context, string) (string, bool, error)
 type bearerRecorder struct {
 	mu   sync.Mutex
 	seen []string
+	// refuse are tokens answered with HTTP 401.
+	refuse map[string]bool
 }
 
 func (b *bearerRecorder) count(tok string) int {
@@ -79,7 +94,7 @@ func serveRecorded(t *testing.T, target string) (string, *bearerRecorder) {
 	t.Helper()
 	u, _ := url.Parse(target)
 	u.Path = ""
-	rec := &bearerRecorder{}
+	rec := &bearerRecorder{refuse: map[string]bool{}}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.FlushInterval = -1
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -87,9 +102,16 @@ func serveRecorded(t *testing.T, target string) (string, *bearerRecorder) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		rec.mu.Lock()
-		rec.seen = append(rec.seen, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		rec.seen = append(rec.seen, tok)
+		refused := rec.refuse[tok]
 		rec.mu.Unlock()
+		if refused {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
 		proxy.ServeHTTP(w, r)
 	})}
 	done := make(chan struct{})
@@ -171,6 +193,25 @@ func TestOAuthUpstreamPerActor(t *testing.T) {
 	if got := core.ConnectionUsed(cctx); got != "conn-bob" {
 		t.Fatalf("the call noted connection %q", got)
 	}
+
+	// The upstream refuses bob's token: it is refreshed and the call sent
+	// again; refused again, bob is asked to connect.
+	rec.mu.Lock()
+	rec.refuse["tok-bob"] = true
+	rec.mu.Unlock()
+	if res, err := up.CallTool(callAs(ctx, "bob"), "list_notes", nil); err != nil || res.IsError || rec.count("tok-bob-2") == 0 {
+		t.Fatalf("bob's call after a 401: %s, %v", res.JSON, err)
+	}
+	rec.mu.Lock()
+	rec.refuse["tok-bob-2"] = true
+	rec.mu.Unlock()
+	if res, err := up.CallTool(callAs(ctx, "bob"), "list_notes", nil); err != nil || !res.IsError || !strings.Contains(string(res.JSON), "connect again") {
+		t.Fatalf("bob's call after a second 401: %s, %v", res.JSON, err)
+	}
+	tokens.connect("bob")
+	rec.mu.Lock()
+	clear(rec.refuse)
+	rec.mu.Unlock()
 
 	tokens.revoke("alice")
 	up.ConnectionChanged("alice", "revoked")

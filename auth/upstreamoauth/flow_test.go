@@ -134,7 +134,23 @@ func TestRefreshAndBrokenConnection(t *testing.T) {
 	if who, _ := res.whoAmI(t, tok); who != "alice" {
 		t.Fatalf("after reconnecting the upstream saw %q", who)
 	}
-	assertNoLeak(t, g, first, second, tok)
+	// The upstream refusing a fresh token (HTTP 401) has it refreshed at
+	// once.
+	_, id, _ = g.M.Token(ctx, "crm", "alice")
+	if err := g.M.Refused(ctx, "crm", "alice", id); err != nil {
+		t.Fatalf("Refused: %v", err)
+	}
+	forced, _, err := g.M.Token(ctx, "crm", "alice")
+	if err != nil || forced == tok {
+		t.Fatalf("after Refused: %v (same token: %v)", err, forced == tok)
+	}
+	if who, _ := res.whoAmI(t, forced); who != "alice" {
+		t.Fatalf("the token refreshed after a 401 reached the upstream as %q", who)
+	}
+	if err := g.M.Refused(ctx, "crm", "alice", "conn_gone"); !errors.As(err, &nc) {
+		t.Fatalf("Refused for a revoked connection: %v", err)
+	}
+	assertNoLeak(t, g, first, second, tok, forced)
 }
 
 // UI-3: a revoked connection (operator) or a disconnected one (the actor,

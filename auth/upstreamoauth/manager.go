@@ -264,7 +264,7 @@ func (m *Manager) Token(ctx context.Context, upstream, actor string) (token, con
 		return "", "", err
 	}
 	if m.expiring(ts) {
-		if ts, c, err = m.refresh(ctx, u, c); err != nil {
+		if ts, c, err = m.refresh(ctx, u, c, false); err != nil {
 			return "", "", err
 		}
 	}
@@ -335,7 +335,8 @@ func (m *Manager) lockFor(id string) *sync.Mutex {
 // across replicas: the loser reads the winner's tokens. The refresh token
 // is used once and replaced by the one the server returns; invalid_grant
 // marks the connection broken (UI-1, UI-3).
-func (m *Manager) refresh(ctx context.Context, u Upstream, c core.Connection) (tokenSet, core.Connection, error) {
+func (m *Manager) refresh(ctx context.Context, u Upstream, c core.Connection, force bool) (tokenSet, core.Connection, error) {
+	seen := c.Version
 	l := m.lockFor(c.ID)
 	l.Lock()
 	defer l.Unlock()
@@ -350,10 +351,13 @@ func (m *Manager) refresh(ctx context.Context, u Upstream, c core.Connection) (t
 	if err != nil {
 		return ts, c, err
 	}
-	if !m.expiring(ts) {
-		return ts, c, nil // refreshed meanwhile
+	if !m.expiring(ts) && (!force || c.Version != seen) {
+		return ts, c, nil // fresh, or refreshed meanwhile
 	}
 	if ts.RefreshToken == "" {
+		if force {
+			return ts, c, m.markBroken(ctx, u, c, "the upstream refused the token and the server gave no refresh token: connect again")
+		}
 		if m.opts.Now().Before(ts.Expiry) {
 			return ts, c, nil
 		}
@@ -370,7 +374,7 @@ func (m *Manager) refresh(ctx context.Context, u Upstream, c core.Connection) (t
 		return ts, c, m.markBroken(ctx, u, c, "the authorization server refused the refresh token (invalid_grant): connect again")
 	}
 	if err != nil {
-		if m.opts.Now().Before(ts.Expiry) {
+		if !force && m.opts.Now().Before(ts.Expiry) {
 			// The token still works: use it, refresh on a later call.
 			m.opts.Logger.Warn("refreshing an upstream token failed; the current one is used until it expires", "upstream", u.Name, "connection", c.ID, "err", err)
 			return ts, c, nil
@@ -408,6 +412,26 @@ func (m *Manager) refresh(ctx context.Context, u Upstream, c core.Connection) (t
 	}
 	next.Version = c.Version + 1
 	return ts, next, nil
+}
+
+// Refused is told that the upstream answered HTTP 401 to the token of
+// connection connID (revoked, or expired early): the token is refreshed
+// now, and a connection that cannot be refreshed is marked broken, the
+// error then being a *NeedsConnect (UI-1, UI-2).
+func (m *Manager) Refused(ctx context.Context, upstream, actor, connID string) error {
+	u, ok := m.ups[upstream]
+	if !ok {
+		return fmt.Errorf("%q: %w", upstream, ErrUnknownUpstream)
+	}
+	c, err := m.opts.Store.ConnectionByID(ctx, connID)
+	if errors.Is(err, core.ErrNoConnection) {
+		return m.needsConnect(u, actor, "the connection was revoked")
+	}
+	if err != nil {
+		return err
+	}
+	_, _, err = m.refresh(ctx, u, c, true)
+	return err
 }
 
 func (m *Manager) markBroken(ctx context.Context, u Upstream, c core.Connection, reason string) error {
