@@ -72,6 +72,11 @@ type Gateway struct {
 	Metrics Metrics `koanf:"metrics" json:"metrics,omitzero" yaml:"metrics,omitempty"`
 	// Admin is the admin API (CO-9); nil: none.
 	Admin *Admin `koanf:"admin" json:"admin,omitempty" yaml:"admin,omitempty"`
+	// CredentialsKey encrypts stored upstream OAuth tokens (UI-3);
+	// CredentialsKeyPrevious only decrypts, while tokens are rotated to the
+	// new key. 32 bytes, base64 (see upstreamoauth.go).
+	CredentialsKey         Secret `koanf:"credentialsKey" json:"credentialsKey,omitempty" yaml:"credentialsKey,omitempty"`
+	CredentialsKeyPrevious Secret `koanf:"credentialsKeyPrevious" json:"credentialsKeyPrevious,omitempty" yaml:"credentialsKeyPrevious,omitempty"`
 }
 
 // Metrics configures the Prometheus metrics at /metrics (OP-7).
@@ -235,6 +240,9 @@ type Upstream struct {
 	Headers       map[string]Secret `koanf:"headers" json:"headers,omitempty" yaml:"headers,omitempty"`
 	Authorization Secret            `koanf:"authorization" json:"authorization,omitempty" yaml:"authorization,omitempty"`
 	Signing       *Signing          `koanf:"signing" json:"signing,omitempty" yaml:"signing,omitempty"`
+	// OAuth makes toolgate the upstream's OAuth client (UI-1, UI-2); nil:
+	// none.
+	OAuth *UpstreamOAuth `koanf:"oauth" json:"oauth,omitempty" yaml:"oauth,omitempty"`
 
 	// Roots answer the upstream's roots/list: file:// URIs or absolute
 	// paths on the gateway's machine. The downstream client's roots are

@@ -97,6 +97,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.policies()
 	v.limits()
 	v.audit()
+	v.credentials()
 	return v.warnings, v.errs.err()
 }
 
@@ -544,6 +545,9 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 		if u.Signing != nil {
 			v.signing(p+".signing", *u.Signing)
 		}
+	}
+	if u.OAuth != nil {
+		v.upstreamOAuth(p, u)
 	}
 
 	if u.Prefix != nil && *u.Prefix != "" && !prefixRE.MatchString(*u.Prefix) {

@@ -105,6 +105,9 @@ type AuditRecord struct {
 	// Rule is the policy rule or limit that decided the call, "default"
 	// when no rule matched; empty where no policy applies (PO-4).
 	Rule string `json:"rule,omitempty"`
+	// Connection is the upstream OAuth connection the call went upstream
+	// with (UI-3): its id, never a token; empty for other upstreams.
+	Connection string `json:"connection,omitempty"`
 }
 
 // AuditIntent is the outcome of the record a confirmed action's call gets

@@ -19,7 +19,9 @@ func TestAuditRecordHasNoArgumentValuesOP6(t *testing.T) {
 	want := []string{"Time", "Endpoint", "ActorID", "Tenant", "Session", "Tool", "Source", "RemoteName",
 		"ArgsHash", "Outcome", "Latency", "ConfirmTokenID", "CallID",
 		// A rule's id from the config, never the rule's inputs (PO-4).
-		"Rule"}
+		"Rule",
+		// An upstream connection's id, never its token (UI-3).
+		"Connection"}
 	if !slices.Equal(got, want) {
 		t.Errorf("AuditRecord fields = %v\nwant %v", got, want)
 	}

@@ -159,7 +159,7 @@ type callKey struct{}
 
 // WithCall returns ctx carrying c.
 func WithCall(ctx context.Context, c Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
+	return context.WithValue(withConnectionNote(ctx), callKey{}, c)
 }
 
 // CallFromContext returns the call ctx carries, if any.

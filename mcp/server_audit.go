@@ -24,6 +24,7 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	kind := c.Tool.Kind
 	rec := e.auditRecord(call, actor, c)
 	rec.Outcome, rec.Latency = outcome(kind, c, err, res), latency
+	rec.Connection = core.ConnectionUsed(ctx) // UI-3
 	switch {
 	case c.Confirm && c.Token != "":
 		rec.ConfirmTokenID = confirm.TokenID(c.Token)

@@ -57,6 +57,10 @@ type UpstreamOptions struct {
 	Authorization string
 	// Signing is nil for no request signing.
 	Signing *HMACSigning
+	// Token, when set, is asked for the bearer token of every request:
+	// an OAuth upstream's, refreshed as it expires (UI-1). An error fails
+	// the request before it is sent.
+	Token func(ctx context.Context) (string, error)
 
 	// StderrLimit bounds the kept stderr of a stdio child (default 64 KiB).
 	StderrLimit int

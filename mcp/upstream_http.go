@@ -137,6 +137,7 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 			headers: u.opts.Headers,
 			bearer:  u.opts.Authorization,
 			signing: u.opts.Signing,
+			token:   u.opts.Token,
 		},
 		// Credentials ride on every hop, so no hop may leave the origin.
 		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
@@ -255,6 +256,7 @@ type authTransport struct {
 	headers map[string]string
 	bearer  string
 	signing *HMACSigning
+	token   func(ctx context.Context) (string, error)
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -275,7 +277,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // req itself when there is nothing to add, else a copy, as a RoundTripper
 // must not change the request it was given.
 func (t *authTransport) prepare(req *http.Request) (*http.Request, error) {
-	if len(t.headers) == 0 && t.bearer == "" && t.signing == nil {
+	if len(t.headers) == 0 && t.bearer == "" && t.signing == nil && t.token == nil {
 		return req, nil
 	}
 	r := req.Clone(req.Context())
@@ -284,6 +286,13 @@ func (t *authTransport) prepare(req *http.Request) (*http.Request, error) {
 	}
 	if t.bearer != "" {
 		r.Header.Set("Authorization", "Bearer "+t.bearer)
+	}
+	if t.token != nil {
+		tok, err := t.token(req.Context())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", core.ErrNotSent, err)
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
 	}
 	if t.signing != nil {
 		var body []byte

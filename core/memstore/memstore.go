@@ -26,9 +26,10 @@ type MemStore struct {
 	approvals map[approvalKey]core.Approval
 	tokens    map[string]int64 // id → TokenExpiryKey
 	firstUses int
-	audit     []core.AuditRecord // sorted by Time; equal times in append order
-	verifier  string             // the confirm secret's, once checked
-	quotas    map[quotaKey]int64 // calls per quota window (PO-3)
+	audit     []core.AuditRecord         // sorted by Time; equal times in append order
+	verifier  string                     // the confirm secret's, once checked
+	quotas    map[quotaKey]int64         // calls per quota window (PO-3)
+	conns     map[string]core.Connection // upstream connections by id (UI-3)
 }
 
 type approvalKey struct{ source, remoteName string }

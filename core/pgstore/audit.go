@@ -85,7 +85,7 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 		return err
 	}
 	times, lat, seqs := make([]int64, n), make([]int64, n), make([]int64, n)
-	cols := make([][]string, 14)
+	cols := make([][]string, 15)
 	for i := range cols {
 		cols[i] = make([]string, n)
 	}
@@ -94,12 +94,12 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 		lat[i] = int64(r.Latency)
 		seqs[i] = links[i].Seq
 		for j, v := range []string{r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule, links[i].Chain, links[i].Hash} {
+			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule, links[i].Chain, links[i].Hash, r.Connection} {
 			cols[j][i] = v
 		}
 	}
 	_, err = s.pool.Exec(ctx, s.sql.insertAudit, times, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
-		cols[7], cols[8], lat, cols[9], cols[10], cols[11], cols[12], seqs, cols[13])
+		cols[7], cols[8], lat, cols[9], cols[10], cols[11], cols[12], seqs, cols[13], cols[14])
 	if err != nil {
 		s.chain.Failed()
 		return s.wrap(context.Background(), "append audit", err)
@@ -119,7 +119,7 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 // is stored.
 func storable(r *core.AuditRecord) {
 	for _, p := range []*string{&r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-		&r.ArgsHash, &r.Outcome, &r.ConfirmTokenID, &r.CallID, &r.Rule} {
+		&r.ArgsHash, &r.Outcome, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection} {
 		*p = text(*p)
 	}
 }
@@ -132,7 +132,7 @@ func newChainQueries(ident string) chainQueries {
 	q := func(s string) string { return strings.ReplaceAll(s, "{s}", ident) }
 	return chainQueries{
 		entries: q(`SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, chain_id, chain_seq, chain_hash
 			FROM {s}.audit ORDER BY seq`),
 		checkpoints:      q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
 		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
@@ -163,7 +163,7 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 		r := &e.Record
 		var at, latency int64
 		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &e.Chain, &e.Seq, &e.Hash); err != nil {
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &e.Chain, &e.Seq, &e.Hash); err != nil {
 			return s.wrap(ctx, "read audit", err)
 		}
 		r.Time = time.Unix(0, at).UTC()

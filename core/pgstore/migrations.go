@@ -143,4 +143,28 @@ CREATE TABLE {s}.audit_checkpoints (
 	PRIMARY KEY (chain_id, seq)
 );
 `,
+	// 7: upstream OAuth connections (UI-2, UI-3): one per upstream and
+	// actor, the tokens sealed with the credentials key (never in clear);
+	// version guards a refresh against a concurrent one on another replica.
+	`
+CREATE TABLE {s}.upstream_connections (
+	id         text PRIMARY KEY,
+	upstream   text NOT NULL,
+	actor_id   text NOT NULL,
+	scopes     text NOT NULL,
+	expiry     bigint NOT NULL,
+	broken     text NOT NULL,
+	created_at bigint NOT NULL,
+	last_used  bigint NOT NULL,
+	sealed     bytea NOT NULL,
+	key_id     text NOT NULL,
+	version    bigint NOT NULL,
+	UNIQUE (upstream, actor_id)
+);
+`,
+	// 8: the upstream OAuth connection each call went upstream with
+	// (UI-3); '' for records written before and for other upstreams.
+	`
+ALTER TABLE {s}.audit ADD COLUMN connection text NOT NULL DEFAULT '';
+`,
 }

@@ -100,4 +100,28 @@ CREATE TABLE audit_checkpoints (
 	PRIMARY KEY (chain_id, seq)
 ) WITHOUT ROWID;
 `,
+	// 7: upstream OAuth connections (UI-2, UI-3): one per upstream and
+	// actor, the tokens sealed with the credentials key (never in clear);
+	// version guards a refresh against a concurrent one.
+	`
+CREATE TABLE upstream_connections (
+	id         TEXT PRIMARY KEY,
+	upstream   TEXT NOT NULL,
+	actor_id   TEXT NOT NULL,
+	scopes     TEXT NOT NULL, -- space-separated
+	expiry     INTEGER NOT NULL, -- Unix nanoseconds; 0: none
+	broken     TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	last_used  INTEGER NOT NULL,
+	sealed     BLOB NOT NULL,
+	key_id     TEXT NOT NULL,
+	version    INTEGER NOT NULL,
+	UNIQUE (upstream, actor_id)
+) WITHOUT ROWID;
+`,
+	// 8: the upstream OAuth connection each call went upstream with
+	// (UI-3); "" for records written before and for other upstreams.
+	`
+ALTER TABLE audit ADD COLUMN connection TEXT NOT NULL DEFAULT '';
+`,
 }

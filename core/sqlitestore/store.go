@@ -540,7 +540,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 	}
 	rows, err := s.r.QueryContext(ctx, `
 		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id, rule
+			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection
 		FROM audit WHERE time >= ? ORDER BY time, seq LIMIT ?`, since, limit)
 	if err != nil {
 		return nil, s.wrap("read audit", err)
@@ -551,7 +551,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 		var r core.AuditRecord
 		var at, latency int64
 		if err := rows.Scan(&at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule); err != nil {
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection); err != nil {
 			return nil, s.wrap("read audit", err)
 		}
 		r.Time = time.Unix(0, at).UTC()

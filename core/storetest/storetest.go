@@ -412,6 +412,7 @@ func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
 		ConfirmTokenID: "tok-9",
 		CallID:         callID,
 		Rule:           "big-refunds",
+		Connection:     "conn_0123",
 	}
 }
 

@@ -177,6 +177,7 @@ var eventTypes = map[string]eventDecoder{
 	core.Warning{}.EventName():             decoderOf[core.Warning](),
 	core.ToolReviewed{}.EventName():        decoderOf[core.ToolReviewed](),
 	core.OperatorAction{}.EventName():      decoderOf[core.OperatorAction](),
+	core.ConnectionChanged{}.EventName():   decoderOf[core.ConnectionChanged](),
 }
 
 // EncodeEvent is ev's wire form.

@@ -37,6 +37,7 @@ func TestEventRoundTrip(t *testing.T) {
 		core.Warning{Source: "notes", Message: "careful"},
 		core.ToolReviewed{Source: "notes", RemoteName: "add", Name: "notes_add", State: core.ReviewApproved, By: "alice"},
 		core.OperatorAction{Operator: "alice", Action: core.ActionApproveConfirmation, Target: "c1"},
+		core.ConnectionChanged{Connection: core.Connection{ID: "conn_1", Upstream: "crm", ActorID: "alice", Scopes: []string{"crm.read"}, CreatedAt: at}, Change: "connected"},
 	}
 	if len(events) != len(eventTypes) {
 		t.Fatalf("the test covers %d event types, the codec knows %d", len(events), len(eventTypes))

@@ -195,6 +195,7 @@ func (s *Server) routes() {
 	handle(RouteAudit, s.audit)
 	handle(RoutePolicyTest, s.policyTest)
 	handle(RoutePolicies, s.policies)
+	s.connectionRoutes()
 }
 
 // opHandler carries the operator the middleware found into a route.

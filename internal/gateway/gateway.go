@@ -77,6 +77,7 @@ type Gateway struct {
 	gate      *confirm.Gate // nil: no confirm secret, action tools are not served
 	approvals *confirm.ApprovalQueue
 	hub       *mcp.Hub
+	oauth     *oauthState // nil: no upstream has oauth (UI-1)
 	metrics   *metrics.Metrics
 	ops       *opsLog // nil without a logger
 	handler   http.Handler
@@ -216,7 +217,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 	g.hub = mcp.NewHub()
 	specs := make([]importer.UpstreamSpec, 0, len(g.cfg.Upstreams))
 	for _, u := range g.cfg.Upstreams {
-		s, err := specOf(u, g.hub)
+		s, err := g.specOf(u, g.hub)
 		if err != nil {
 			return err
 		}
@@ -395,6 +396,7 @@ func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error
 			g.log.Warn("closing upstreams", "err", cerr)
 		}
 	}
+	g.closeOAuth()
 	enter("operator log")
 	if g.ops != nil {
 		g.ops.close() // after the importer: its last events are logged

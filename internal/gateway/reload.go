@@ -154,7 +154,7 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 			specs = append(specs, importer.UpstreamSpec{Name: u.Name}) // keep it running
 			continue
 		}
-		s, err := specOf(u, g.hub)
+		s, err := g.specOf(u, g.hub)
 		if err != nil {
 			return fail(err)
 		}

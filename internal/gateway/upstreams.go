@@ -14,8 +14,8 @@ import (
 
 // specOf is what the importer needs of one upstream's config, with its
 // connection built.
-func specOf(u config.Upstream, hub *mcp.Hub) (importer.UpstreamSpec, error) {
-	up, err := newUpstreamOn(u, hub)
+func (g *Gateway) specOf(u config.Upstream, hub *mcp.Hub) (importer.UpstreamSpec, error) {
+	up, err := g.upstreamOf(u, hub)
 	if err != nil {
 		return importer.UpstreamSpec{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 	}
@@ -37,6 +37,15 @@ func specOf(u config.Upstream, hub *mcp.Hub) (importer.UpstreamSpec, error) {
 	}, nil
 }
 
+// upstreamOf builds one upstream's connection: through the OAuth manager
+// when it has oauth (UI-1).
+func (g *Gateway) upstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
+	if u.OAuth != nil {
+		return g.oauthUpstreamOf(u, hub)
+	}
+	return newUpstreamOn(u, hub)
+}
+
 // NewUpstream turns one upstream's config into its connection, with no hub
 // for resource updates (the bench calls upstreams directly with it).
 func NewUpstream(u config.Upstream) (core.Upstream, error) { return newUpstreamOn(u, nil) }
@@ -45,6 +54,15 @@ func NewUpstream(u config.Upstream) (core.Upstream, error) { return newUpstreamO
 // its resource updates to hub. This is the one place secrets leave their
 // config.Secret wrapper.
 func newUpstreamOn(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
+	opts, err := upstreamOptions(u, hub)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewUpstream(opts)
+}
+
+// upstreamOptions is one upstream's config as the mcp package takes it.
+func upstreamOptions(u config.Upstream, hub *mcp.Hub) (mcp.UpstreamOptions, error) {
 	opts := mcp.UpstreamOptions{
 		Name:          u.Name,
 		Command:       u.Command,
@@ -74,7 +92,7 @@ func newUpstreamOn(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
 	if u.Signing != nil && u.Signing.HMACSHA256 != nil {
 		opts.Signing = &mcp.HMACSigning{Secret: []byte(u.Signing.HMACSHA256.Secret.Reveal()), Header: u.Signing.HMACSHA256.Header}
 	}
-	return mcp.NewUpstream(opts)
+	return opts, nil
 }
 
 // rootURIs turns configured roots into the file:// URIs roots/list answers

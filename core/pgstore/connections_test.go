@@ -1,0 +1,16 @@
+package pgstore
+
+import (
+	"testing"
+
+	"github.com/toolgate/toolgate/core/storetest"
+	"github.com/toolgate/toolgate/internal/pgtest"
+)
+
+// UI-3: upstream connections on a real server, through two handles on one
+// database as two replicas have: a connection made through one serves on
+// the other.
+func TestConnectionConformance(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	storetest.ConnectionConformance(t, mustOpen(t, dsn), mustOpen(t, dsn))
+}
