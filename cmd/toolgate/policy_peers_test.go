@@ -1,0 +1,145 @@
+//go:build linux
+
+package main
+
+// Policies and limits (PO-1, PO-2, PO-3) of a real `toolgate serve`, driven
+// by the official TypeScript SDK client over real HTTP on loopback, in
+// front of the notes demo upstream as a child process.
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const policyPeerKey = "policy-SECRET-carl-key-5e1c9a7d3b"
+
+// policyPeerConfig: carl is a contractor; rules deny his searches outside
+// docs (an argument-based deny) and side_effects to him outright (so it is
+// hidden from his list); notes_list_notes is rated 1/min per actor and
+// tool, with a burst of 1.
+const policyPeerConfig = `gateway:
+  confirm:
+    secret: ${TOOLGATE_CONFIRM_SECRET}
+endpoints:
+  - path: /mcp
+    auth:
+      apiKeys:
+        - key: ${CARL_KEY}
+          actor: {id: carl, roles: [contractor], tenant: acme}
+upstreams:
+  - name: notes
+    command: ${TOOLGATE_SELF}
+    args: [demo-upstream, notes]
+    timeout: 20s
+    required: true
+policies:
+  default: allow
+  rules:
+    - id: contractors-search-docs-only
+      when: '"contractor" in actor.roles && tool.name == "notes_search" && !args.query.startsWith("docs")'
+      effect: deny
+      reason: contractors search docs only
+    - id: no-counters
+      when: '"contractor" in actor.roles && tool.name == "notes_side_effects"'
+      effect: deny
+      reason: side effects are for staff
+limits:
+  - id: list-rate
+    per: actor+tool
+    match: tool.name == "notes_list_notes"
+    rate: 1/min
+    burst: 1
+`
+
+// sdkPolicyAnswer is one call's line of sdk-driver.mjs with the result's
+// _meta kept.
+type sdkPolicyAnswer struct {
+	Result *struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool           `json:"isError"`
+		Meta    map[string]any `json:"_meta"`
+	} `json:"result"`
+	Error string `json:"error"`
+}
+
+func (d *sdkDriver) policyCall(tool string, args any) sdkPolicyAnswer {
+	d.t.Helper()
+	d.send(tool, args)
+	line := d.next(sdkCallWait)
+	var a sdkPolicyAnswer
+	if err := json.Unmarshal([]byte(line), &a); err != nil {
+		d.t.Fatalf("sdk-driver: %q: %v", line, err)
+	}
+	if a.Error != "" || a.Result == nil {
+		d.t.Fatalf("%s: the SDK client got %q\nstderr: %s", tool, a.Error, d.stderr)
+	}
+	return a
+}
+
+func (a sdkPolicyAnswer) text() string {
+	var parts []string
+	for _, c := range a.Result.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// An argument-based deny answers the rule's reason and never its
+// expression; a tool a rule denies whatever the arguments is absent from
+// the list and refused with the reason if called anyway; an allowed call
+// runs; a rate refusal names the limit and carries retry-after in _meta.
+func TestPolicyServeSDK(t *testing.T) {
+	cfg := writeServeConfig(t, policyPeerConfig)
+	g := startServe(t, cfg, map[string]string{
+		"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret,
+		"CARL_KEY":                policyPeerKey,
+		"TOOLGATE_SELF":           toolgateBinary(t),
+	})
+	d := startSDKDriver(t, g.base+"/mcp", policyPeerKey)
+
+	tools := d.ready.Tools
+	if !slices.Contains(tools, "notes_search") || !slices.Contains(tools, "notes_list_notes") {
+		t.Fatalf("the allowed tools are not listed: %v", tools)
+	}
+	if slices.Contains(tools, "notes_side_effects") {
+		t.Fatalf("notes_side_effects is listed to carl though a rule denies it to him whatever the arguments: %v", tools)
+	}
+
+	denied := d.policyCall("notes_search", map[string]any{"query": "Welcome"})
+	if !denied.Result.IsError || !strings.Contains(denied.text(), "contractors search docs only") {
+		t.Fatalf("a search outside docs: isError %v, %q; want the rule's reason", denied.Result.IsError, denied.text())
+	}
+	if strings.Contains(denied.text(), "startsWith") || strings.Contains(denied.text(), "actor.roles") {
+		t.Fatalf("the refusal quotes the rule's expression: %q", denied.text())
+	}
+
+	allowed := d.policyCall("notes_search", map[string]any{"query": "docs"})
+	if allowed.Result.IsError {
+		t.Fatalf("a search in docs was refused: %q", allowed.text())
+	}
+
+	hidden := d.policyCall("notes_side_effects", map[string]any{})
+	if !hidden.Result.IsError || !strings.Contains(hidden.text(), "side effects are for staff") {
+		t.Fatalf("a call to the hidden tool: isError %v, %q; want the rule's reason", hidden.Result.IsError, hidden.text())
+	}
+
+	first := d.policyCall("notes_list_notes", map[string]any{})
+	if first.Result.IsError || !strings.Contains(first.text(), "Welcome to toolgate.") {
+		t.Fatalf("the first list within the rate: isError %v, %q", first.Result.IsError, first.text())
+	}
+	limited := d.policyCall("notes_list_notes", map[string]any{})
+	if !limited.Result.IsError || !strings.Contains(limited.text(), "rate limit reached for list-rate; retry after") {
+		t.Fatalf("the second list within a minute: isError %v, %q; want the rate refusal", limited.Result.IsError, limited.text())
+	}
+	wait, ok := limited.Result.Meta["dev.toolgate/retryAfterSeconds"].(float64)
+	if !ok || wait < 1 || wait > 60 {
+		t.Fatalf("the refusal's _meta: %v; want dev.toolgate/retryAfterSeconds in 1…60", limited.Result.Meta)
+	}
+	if strings.Contains(g.stderr.String(), policyPeerKey) {
+		t.Fatal("the client's key is in serve's log")
+	}
+}
