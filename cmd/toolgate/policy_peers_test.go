@@ -11,23 +11,34 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolgate/toolgate/auth/authtest"
 )
 
 const policyPeerKey = "policy-SECRET-carl-key-5e1c9a7d3b"
 
-// policyPeerConfig: carl is a contractor; rules deny his searches outside
-// docs (an argument-based deny) and side_effects to him outright (so it is
-// hidden from his list); notes_list_notes is rated 1/min per actor and
-// tool, with a burst of 1.
+// policyPeerConfig: carl is a contractor of finance (claims from his API
+// key's config); JWTs of OIDC_ISSUER are accepted too. Rules deny
+// contractors' searches outside docs (an argument-based deny) and
+// side_effects to them outright (so it is hidden from their list), and
+// budget searches to anyone whose claims do not name finance;
+// notes_list_notes is rated 1/min per actor and tool, with a burst of 1.
 const policyPeerConfig = `gateway:
   confirm:
     secret: ${TOOLGATE_CONFIRM_SECRET}
 endpoints:
   - path: /mcp
     auth:
-      apiKeys:
-        - key: ${CARL_KEY}
-          actor: {id: carl, roles: [contractor], tenant: acme}
+      anyOf:
+        - apiKeys:
+            - key: ${CARL_KEY}
+              actor: {id: carl, roles: [contractor], tenant: acme, claims: {department: finance}}
+        - oauth:
+            issuer: ${OIDC_ISSUER}
+            audience: default
+            rolesFromScopes: {tools: [MEMBER]}
 upstreams:
   - name: notes
     command: ${TOOLGATE_SELF}
@@ -45,6 +56,10 @@ policies:
       when: '"contractor" in actor.roles && tool.name == "notes_side_effects"'
       effect: deny
       reason: side effects are for staff
+    - id: budget-is-finance
+      when: tool.name == "notes_search" && args.query.contains("budget") && !(has(actor.claims.department) && actor.claims.department == "finance")
+      effect: deny
+      reason: budget searches are for finance
 limits:
   - id: list-rate
     per: actor+tool
@@ -94,10 +109,12 @@ func (a sdkPolicyAnswer) text() string {
 // runs; a rate refusal names the limit and carries retry-after in _meta.
 func TestPolicyServeSDK(t *testing.T) {
 	cfg := writeServeConfig(t, policyPeerConfig)
+	idp := authtest.NewProvider(t)
 	g := startServe(t, cfg, map[string]string{
 		"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret,
 		"CARL_KEY":                policyPeerKey,
 		"TOOLGATE_SELF":           toolgateBinary(t),
+		"OIDC_ISSUER":             idp.Issuer(),
 	})
 	d := startSDKDriver(t, g.base+"/mcp", policyPeerKey)
 
@@ -139,7 +156,33 @@ func TestPolicyServeSDK(t *testing.T) {
 	if !ok || wait < 1 || wait > 60 {
 		t.Fatalf("the refusal's _meta: %v; want dev.toolgate/retryAfterSeconds in 1…60", limited.Result.Meta)
 	}
-	if strings.Contains(g.stderr.String(), policyPeerKey) {
-		t.Fatal("the client's key is in serve's log")
+
+	// Claims: carl's come from his key's config, the others' from their
+	// signed tokens; only finance may search the budget.
+	if a := d.policyCall("notes_search", map[string]any{"query": "docs budget"}); a.Result.IsError {
+		t.Fatalf("carl (claims department: finance) was refused a budget search: %q", a.text())
+	}
+	url := g.base + "/mcp"
+	tokens := map[string]string{}
+	for _, dept := range []string{"finance", "sales"} {
+		tokens[dept] = idp.Token(t, jwt.MapClaims{"sub": "jo-" + dept, "aud": url, "scope": "tools", "department": dept})
+		jo := startSDKDriver(t, url, tokens[dept])
+		a := jo.policyCall("notes_search", map[string]any{"query": "budget"})
+		switch {
+		case dept == "finance" && a.Result.IsError:
+			t.Fatalf("a token with department finance was refused a budget search: %q", a.text())
+		case dept == "sales" && (!a.Result.IsError || !strings.Contains(a.text(), "budget searches are for finance")):
+			t.Fatalf("a token with department sales: isError %v, %q; want the rule's reason", a.Result.IsError, a.text())
+		}
+		if a := jo.policyCall("notes_search", map[string]any{"query": "notes"}); a.Result.IsError {
+			t.Fatalf("%s: an unrestricted search was refused: %q", dept, a.text())
+		}
+	}
+
+	log := g.stderr.String()
+	for what, secret := range map[string]string{"carl's key": policyPeerKey, "the finance token": tokens["finance"], "the sales token": tokens["sales"]} {
+		if strings.Contains(log, secret) {
+			t.Fatalf("%s is in serve's log", what)
+		}
 	}
 }

@@ -330,3 +330,37 @@ func benchDecide(b *testing.B, p *Policy, args json.RawMessage) {
 		}
 	}
 }
+
+// Rules read the actor's own claims (a verified token's, or an API key's
+// configured ones); Input.Claims replaces them; absent claims read as an
+// empty map, so has() is false rather than an error (PO-1).
+func TestDecideActorClaims(t *testing.T) {
+	p := mustNew(t, global(Allow, Rule{ID: "finance-only",
+		When:   `tool.name == "billing_refund" && !(has(actor.claims.department) && actor.claims.department == "finance") || has(actor.claims.level) && actor.claims.level > 5`,
+		Effect: Deny, Reason: "refunds are for finance"}))
+	with := func(claims map[string]any) core.Actor {
+		a := alice
+		a.Claims = claims
+		return a
+	}
+	tests := []struct {
+		name     string
+		actor    core.Actor
+		override map[string]any
+		want     Effect
+	}{
+		{"finance in the actor's claims", with(map[string]any{"department": "finance"}), nil, Allow},
+		{"sales in the actor's claims", with(map[string]any{"department": "sales"}), nil, Deny},
+		{"no claims at all", alice, nil, Deny},
+		{"Input.Claims replaces the actor's", with(map[string]any{"department": "sales"}), map[string]any{"department": "finance"}, Allow},
+		{"a JSON number as a token gives it", with(map[string]any{"department": "finance", "level": float64(6)}), nil, Deny},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.Decide(&Input{Actor: tc.actor, Claims: tc.override, Tool: refund, Args: json.RawMessage(`{}`)})
+			if d.Effect != tc.want || d.Err != nil {
+				t.Fatalf("Decide = %+v; want %s", d, tc.want)
+			}
+		})
+	}
+}
