@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -175,6 +176,28 @@ func (lim *limit) key(in *Input) string {
 	return in.Endpoint.Path
 }
 
+// quotaKey is the store's key of in's count: the limit's id, a space
+// (which no id has), and the counted parts as a JSON array, so no actor
+// id can pass for another's and the key is text every store keeps (no
+// NUL, which PostgreSQL's text refuses).
+func (lim *limit) quotaKey(in *Input) string {
+	var parts []string
+	switch lim.Per {
+	case PerActor:
+		parts = []string{in.Actor.Tenant, in.Actor.ID}
+	case PerActorTool:
+		parts = []string{in.Actor.Tenant, in.Actor.ID, in.Tool.Name}
+	case PerUpstream:
+		parts = []string{in.Tool.Source}
+	default:
+		parts = []string{in.Endpoint.Path}
+	}
+	b, _ := json.Marshal(parts)
+	return quotaPrefix(lim.ID) + string(b)
+}
+
+func quotaPrefix(id string) string { return id + " " }
+
 // applies reports whether the limit counts in's call: its match holds. A
 // match that fails to evaluate counts the call: a limit is never slipped
 // by an input its author did not foresee.
@@ -255,7 +278,7 @@ func (l *Limits) Take(ctx context.Context, in *Input) error {
 	}
 	for _, lim := range quotas {
 		start := now.Truncate(lim.Window)
-		ok, err := l.quotas.TakeQuota(ctx, lim.ID+"\x00"+lim.key(in), start, lim.Quota, start.Add(-lim.Window))
+		ok, err := l.quotas.TakeQuota(ctx, lim.quotaKey(in), start, lim.Quota, start.Add(-lim.Window))
 		if err != nil {
 			giveBack()
 			return fmt.Errorf("%w (limit %s): %w", ErrQuotaUncounted, lim.ID, err)
@@ -276,6 +299,50 @@ func (l *Limits) Specs() []LimitSpec {
 	out := make([]LimitSpec, len(l.limits))
 	for i, lim := range l.limits {
 		out[i] = lim.LimitSpec
+	}
+	return out
+}
+
+// UsageTop is how many of a quota's heaviest users Usage reads.
+const UsageTop = 5
+
+// Usage reads the current window's top n counted parties of the limits
+// with a quota, highest first (PO-4): one indexed read per quota.
+func (l *Limits) Usage(ctx context.Context, n int) []core.QuotaUsage {
+	if l.Empty() {
+		return nil
+	}
+	return Usage(ctx, l.Specs(), l.quotas, l.now(), n)
+}
+
+// Usage reads, for every spec with a quota, the window holding now and
+// its top n counted parties from quotas. A store that fails is reported
+// in that quota's Err, not as an error, so the others still show.
+func Usage(ctx context.Context, specs []LimitSpec, quotas core.QuotaCounter, now time.Time, n int) []core.QuotaUsage {
+	if quotas == nil {
+		return nil
+	}
+	var out []core.QuotaUsage
+	for _, s := range specs {
+		if s.Quota <= 0 || s.Window <= 0 {
+			continue
+		}
+		start := now.Truncate(s.Window)
+		u := core.QuotaUsage{Limit: s.ID, Per: string(s.Per), Quota: s.Quota, Start: start.UTC(), End: start.Add(s.Window).UTC(), Top: []core.QuotaUse{}}
+		prefix := quotaPrefix(s.ID)
+		counts, err := quotas.QuotaUsage(ctx, prefix, start, n)
+		if err != nil {
+			u.Err = err.Error()
+		}
+		for _, c := range counts {
+			rest := strings.TrimPrefix(c.Key, prefix)
+			var parts []string
+			if json.Unmarshal([]byte(rest), &parts) != nil {
+				parts = []string{rest}
+			}
+			u.Top = append(u.Top, core.QuotaUse{Parts: parts, Count: c.Count})
+		}
+		out = append(out, u)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,5 +62,48 @@ func QuotaConformance(t *testing.T, a, b core.QuotaCounter) {
 	wg.Wait()
 	if n := wins.Load(); n != 7 {
 		t.Fatalf("%d of 40 racing takes counted, want 7", n)
+	}
+	quotaUsage(t, a, b)
+}
+
+// quotaUsage checks QuotaUsage: one window's keys under a prefix, highest
+// count first, at most n, read on either handle; keys shaped as the
+// limits write them (limit id, NUL, tenant, NUL, actor).
+func quotaUsage(t *testing.T, a, b core.QuotaCounter) {
+	ctx := context.Background()
+	w := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	prune := w.Add(-time.Hour)
+	counts := map[string]int{
+		`daily ["acme","alice"]`: 5, `daily ["acme","bob"]`: 2, `daily ["","carl"]`: 2, `daily ["acme","dé"]`: 1,
+		`daily2 ["acme","alice"]`: 9, `dail ["acme","x"]`: 7, `other ["acme","alice"]`: 4,
+	}
+	for key, n := range counts {
+		for range n {
+			if ok, err := a.TakeQuota(ctx, key, w, 100, prune); err != nil || !ok {
+				t.Fatalf("TakeQuota(%q) = %v, %v", key, ok, err)
+			}
+		}
+	}
+	if ok, err := a.TakeQuota(ctx, `daily ["acme","alice"]`, w.Add(24*time.Hour), 100, prune); err != nil || !ok {
+		t.Fatalf("TakeQuota in the next window = %v, %v", ok, err)
+	}
+	want := []core.QuotaCount{{Key: `daily ["acme","alice"]`, Count: 5}, {Key: `daily ["","carl"]`, Count: 2},
+		{Key: `daily ["acme","bob"]`, Count: 2}, {Key: `daily ["acme","dé"]`, Count: 1}}
+	for _, q := range []core.QuotaCounter{a, b} {
+		got, err := q.QuotaUsage(ctx, "daily ", w, 10)
+		if err != nil {
+			t.Fatalf("QuotaUsage: %v", err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("QuotaUsage(daily) = %+v\nwant %+v", got, want)
+		}
+		top, err := q.QuotaUsage(ctx, "daily ", w, 2)
+		if err != nil || !slices.Equal(top, want[:2]) {
+			t.Fatalf("QuotaUsage(daily, 2) = %+v, %v; want %+v", top, err, want[:2])
+		}
+		none, err := q.QuotaUsage(ctx, "daily ", w.Add(-24*time.Hour), 10)
+		if err != nil || len(none) != 0 {
+			t.Fatalf("QuotaUsage of an empty window = %+v, %v", none, err)
+		}
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -83,6 +85,18 @@ func TestLimitsEndToEnd(t *testing.T) {
 		t.Fatalf("a search after the reload: %+v", res)
 	}
 	refusedBy(t, call(t, ctx, sa, "notes_list_notes", map[string]any{}), "daily-lists")
+
+	// Both replicas read the quota's use from the store they share.
+	for _, g := range []*gateway.Gateway{a, b} {
+		rep, err := g.Console().Policies(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Quotas) != 1 || rep.Quotas[0].Limit != "daily-lists" || rep.Quotas[0].Quota != 2 || rep.Quotas[0].Err != "" ||
+			len(rep.Quotas[0].Top) != 1 || !slices.Equal(rep.Quotas[0].Top[0].Parts, []string{"", "alice"}) || rep.Quotas[0].Top[0].Count != 2 {
+			t.Fatalf("the quotas' use: %+v", rep.Quotas)
+		}
+	}
 
 	recs, err := a.Store().Audit(ctx, core.AuditQuery{})
 	if err != nil {
