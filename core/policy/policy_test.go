@@ -297,9 +297,11 @@ func TestNowDefaultsToTheClock(t *testing.T) {
 }
 
 // BenchmarkPolicy is the cost one call pays for 50 rules that do not
-// match (all are evaluated), against none. The sets: mixed names a tool in
-// one disjunct and reads actor and args in the other; othertool requires
-// another tool's name in every rule; generic reads only actor and args.
+// match, against none. The sets: mixed names a tool in one disjunct and
+// reads actor and args in the other; othertool requires another tool's
+// name in every rule; generic reads only actor (roles, tenant) and args;
+// these three have guards the call fails, so no CEL runs. argsonly reads
+// only args: no guard, every rule is evaluated.
 func BenchmarkPolicy(b *testing.B) {
 	sets := []struct {
 		name string
@@ -308,6 +310,7 @@ func BenchmarkPolicy(b *testing.B) {
 		{"mixed", `tool.name == "tool_%[1]d" && args.amount > %[1]d || "role%[1]d" in actor.roles && !args.path.startsWith("/srv/")`},
 		{"othertool", `tool.name == "tool_%[1]d" && args.amount > %[1]d`},
 		{"generic", `"role%[1]d" in actor.roles && !args.path.startsWith("/srv/") || actor.tenant == "t%[1]d" && args.amount > 1000`},
+		{"argsonly", `args.amount > 2%03[1]d && !args.path.startsWith("/x%[1]d/")`},
 	}
 	args := json.RawMessage(`{"amount":150,"path":"/srv/docs/a.md","note":"some text"}`)
 	b.Run("rules=0", func(b *testing.B) { benchDecide(b, mustNew(b, global(Allow)), args) })
