@@ -24,6 +24,10 @@ type QuotaCounter interface {
 	// only that window's keys under prefix, an index range in the SQL
 	// stores.
 	QuotaUsage(ctx context.Context, prefix string, window time.Time, n int) ([]QuotaCount, error)
+	// GiveBackQuota uncounts one call taken against key in the window
+	// that starts at window, for a call refused after it was counted
+	// (PO-3); a count already at zero, or a window forgotten, stays so.
+	GiveBackQuota(ctx context.Context, key string, window time.Time) error
 }
 
 // QuotaCount is one key's count in one window.

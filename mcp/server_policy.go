@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -120,13 +121,14 @@ func (e *Endpoint) SetLimits(l *policy.Limits) { e.limits.Store(l) }
 
 // limit counts a call that is about to run against the limits (PO-3): an
 // action's preview runs nothing and is not counted. A refusal names the
-// limit in the audit.
-func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall) error {
+// limit in the audit. What it counted in the store is answered, for
+// giveBack.
+func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall) (*policy.Counted, error) {
 	l := e.limits.Load()
 	if l.Empty() || c.Tool.Kind == core.KindAction && !c.Confirm || c.ArgsErr != nil || c.Validate() != nil {
-		return nil
+		return nil, nil
 	}
-	err := l.Take(ctx, &policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
+	counted, err := l.TakeCounted(ctx, &policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
 		Client: e.clientVars(ctx, server.ClientSessionFromContext(ctx))})
 	var le *policy.LimitedError
 	switch {
@@ -134,7 +136,28 @@ func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall
 		c.Rule = le.ID
 	case err != nil:
 		e.opts.Logger.Error("a quota could not be counted; the call is refused", "tool", c.Tool.Name, "endpoint", e.opts.Path, "err", err)
-		return &confirm.RefusedError{Err: err, Text: "Not run: the gateway could not count this call against its quota; try again shortly"}
+		err = &confirm.RefusedError{Err: err, Text: "Not run: the gateway could not count this call against its quota; try again shortly"}
 	}
-	return err
+	return counted, err
+}
+
+// giveBack uncounts the quotas of a call refused before it ran (PO-3): a
+// limit further down the list, a bad confirm token, an operator's
+// rejection, a declined elicitation. A call that reached its upstream
+// stays counted, whatever its outcome; rates are never given back.
+func (e *Endpoint) giveBack(ctx context.Context, counted *policy.Counted, err error) {
+	if counted == nil || err == nil {
+		return
+	}
+	var refused *confirm.RefusedError
+	var limited *policy.LimitedError
+	if !errors.As(err, &refused) && !errors.As(err, &limited) {
+		return
+	}
+	// The call's context may be ending with it; the give-back is short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if gerr := counted.GiveBack(ctx); gerr != nil {
+		e.opts.Logger.Warn("a refused call's quota could not be given back; it stays counted", "endpoint", e.opts.Path, "err", gerr)
+	}
 }

@@ -58,3 +58,15 @@ func (m *MemStore) QuotaUsage(ctx context.Context, prefix string, window time.Ti
 	}
 	return out, nil
 }
+
+// GiveBackQuota implements core.QuotaCounter.
+func (m *MemStore) GiveBackQuota(ctx context.Context, key string, window time.Time) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if k := (quotaKey{key, window.UnixNano()}); m.quotas[k] > 0 {
+		m.quotas[k]--
+	}
+	return nil
+}

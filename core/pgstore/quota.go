@@ -79,3 +79,17 @@ func (s *Store) QuotaUsage(ctx context.Context, prefix string, window time.Time,
 	}
 	return out, nil
 }
+
+// GiveBackQuota implements core.QuotaCounter. Not retried, as TakeQuota:
+// a give-back lost counts a call that did not run, never the reverse.
+func (s *Store) GiveBackQuota(ctx context.Context, key string, window time.Time) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	at, _ := unixNano(window)
+	q := `UPDATE ` + pgx.Identifier{s.d.schema}.Sanitize() + `.quota_counts SET count = count - 1 WHERE key = $1 AND start = $2 AND count > 0`
+	if _, err := s.pool.Exec(ctx, q, key, at); err != nil {
+		return s.wrap(ctx, "give back quota", err)
+	}
+	return nil
+}

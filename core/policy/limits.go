@@ -242,10 +242,47 @@ func (lim *limit) bucket(key string, now time.Time) *rate.Limiter {
 // an error wrapping ErrQuotaUncounted when the store cannot count. Rates
 // are taken first and given back if a quota then refuses, so a refused
 // call costs no rate; a quota counted before a later one refuses stays
-// counted.
+// counted (TakeCounted answers it, to give back).
 func (l *Limits) Take(ctx context.Context, in *Input) error {
-	if l.Empty() {
+	_, err := l.TakeCounted(ctx, in)
+	return err
+}
+
+// Counted is what TakeCounted counted in the store: the quotas, to give
+// back when the call is refused after all.
+type Counted struct {
+	quotas core.QuotaCounter
+	takes  []quotaTake
+}
+
+type quotaTake struct {
+	key    string
+	window time.Time
+}
+
+// GiveBack uncounts the quotas of a call that was refused after it was
+// counted (a bad confirm token, an operator's rejection): a quota
+// budgets the calls that run. Rates are not given back: they bound how
+// often a caller may ask, refused asks included. nil gives back nothing.
+func (c *Counted) GiveBack(ctx context.Context) error {
+	if c == nil {
 		return nil
+	}
+	var errs []error
+	for _, t := range c.takes {
+		if err := c.quotas.GiveBackQuota(ctx, t.key, t.window); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.takes = nil
+	return errors.Join(errs...)
+}
+
+// TakeCounted is Take, and answers what it counted in the store (nil
+// when nothing), to give back should the call be refused later.
+func (l *Limits) TakeCounted(ctx context.Context, in *Input) (*Counted, error) {
+	if l.Empty() {
+		return nil, nil
 	}
 	now := l.now()
 	var taken []*rate.Reservation
@@ -272,23 +309,29 @@ func (l *Limits) Take(ctx context.Context, in *Input) error {
 			if !r.OK() {
 				d = time.Second
 			}
-			return &LimitedError{ID: lim.ID, RetryAfter: d}
+			return nil, &LimitedError{ID: lim.ID, RetryAfter: d}
 		}
 		taken = append(taken, r)
 	}
+	var counted *Counted
 	for _, lim := range quotas {
 		start := now.Truncate(lim.Window)
-		ok, err := l.quotas.TakeQuota(ctx, lim.quotaKey(in), start, lim.Quota, start.Add(-lim.Window))
+		key := lim.quotaKey(in)
+		ok, err := l.quotas.TakeQuota(ctx, key, start, lim.Quota, start.Add(-lim.Window))
 		if err != nil {
 			giveBack()
-			return fmt.Errorf("%w (limit %s): %w", ErrQuotaUncounted, lim.ID, err)
+			return counted, fmt.Errorf("%w (limit %s): %w", ErrQuotaUncounted, lim.ID, err)
 		}
 		if !ok {
 			giveBack()
-			return &LimitedError{ID: lim.ID, RetryAfter: start.Add(lim.Window).Sub(now)}
+			return counted, &LimitedError{ID: lim.ID, RetryAfter: start.Add(lim.Window).Sub(now)}
 		}
+		if counted == nil {
+			counted = &Counted{quotas: l.quotas}
+		}
+		counted.takes = append(counted.takes, quotaTake{key: key, window: start})
 	}
-	return nil
+	return counted, nil
 }
 
 // Specs are the compiled limits' specs, in order.

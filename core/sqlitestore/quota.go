@@ -67,3 +67,15 @@ func (s *Store) QuotaUsage(ctx context.Context, prefix string, window time.Time,
 	}
 	return out, nil
 }
+
+// GiveBackQuota implements core.QuotaCounter.
+func (s *Store) GiveBackQuota(ctx context.Context, key string, window time.Time) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	at, _ := unixNano(window)
+	if _, err := s.w.ExecContext(ctx, `UPDATE quota_counts SET count = count - 1 WHERE key = ? AND start = ? AND count > 0`, key, at); err != nil {
+		return s.wrap("give back quota", err)
+	}
+	return nil
+}

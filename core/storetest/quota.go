@@ -64,6 +64,49 @@ func QuotaConformance(t *testing.T, a, b core.QuotaCounter) {
 		t.Fatalf("%d of 40 racing takes counted, want 7", n)
 	}
 	quotaUsage(t, a, b)
+	quotaGiveBack(t, a, b)
+}
+
+// quotaGiveBack checks GiveBackQuota: a count given back on one handle
+// frees a take on the other; a count at zero, or of another window, is
+// not lowered.
+func quotaGiveBack(t *testing.T, a, b core.QuotaCounter) {
+	ctx := context.Background()
+	w := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)
+	prune := w.Add(-time.Hour)
+	take := func(q core.QuotaCounter) bool {
+		t.Helper()
+		ok, err := q.TakeQuota(ctx, "back", w, 2, prune)
+		if err != nil {
+			t.Fatalf("TakeQuota: %v", err)
+		}
+		return ok
+	}
+	if !take(a) || !take(b) || take(a) {
+		t.Fatal("2 of a quota of 2 were not taken, or a third was")
+	}
+	if err := b.GiveBackQuota(ctx, "back", w); err != nil {
+		t.Fatalf("GiveBackQuota: %v", err)
+	}
+	if !take(a) || take(b) {
+		t.Fatal("a count given back did not free exactly one take")
+	}
+	for _, err := range []error{
+		a.GiveBackQuota(ctx, "back", w.Add(24*time.Hour)), a.GiveBackQuota(ctx, "never-taken", w),
+	} {
+		if err != nil {
+			t.Fatalf("GiveBackQuota of nothing: %v", err)
+		}
+	}
+	if ok, err := a.TakeQuota(ctx, "back", w.Add(24*time.Hour), 1, prune); err != nil || !ok {
+		t.Fatalf("the next window after a give-back there: %v, %v", ok, err)
+	}
+	if ok, err := a.TakeQuota(ctx, "back", w.Add(24*time.Hour), 1, prune); err != nil || ok {
+		t.Fatalf("a give-back of an empty window let a second take of 1 through: %v, %v", ok, err)
+	}
+	if got, err := a.QuotaUsage(ctx, "never-taken", w, 5); err != nil || len(got) > 0 && got[0].Count != 0 {
+		t.Fatalf("a give-back of a key never taken: %+v, %v", got, err)
+	}
 }
 
 // quotaUsage checks QuotaUsage: one window's keys under a prefix, highest

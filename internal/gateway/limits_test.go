@@ -119,3 +119,56 @@ func TestLimitsEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// PO-3, CF-3: a quota budgets the calls that run: a confirmation refused
+// for a bad token is given back, so the actor's one write of the day is
+// still there for a good one; the next is refused by the quota, and its
+// refusal is not counted either.
+func TestQuotaGivenBackWhenTheGateRefuses(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	yaml := gatewayYAML(store, upstreamYAML("notes", notes, true)) + `limits:
+  - {id: one-write, per: actor, match: tool.kind == "action", quota: 1/day}
+`
+	g := newGateway(t, loadConfig(t, yaml), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := connect(t, ctx, "http://"+g.Addr()+"/mcp", testKey)
+	waitServed(t, ctx, s, []string{"notes_create_note"}, nil)
+
+	_, token, _ := previewNote(t, ctx, s)
+	forged := token[:len(token)-4] + "AAAA"
+	if res := confirmNote(t, ctx, s, forged); !res.IsError || strings.Contains(resultText(res), "rate limit") {
+		t.Fatalf("a forged token: %+v", res)
+	}
+	usage := func() int64 {
+		t.Helper()
+		rep, err := g.Console().Policies(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Quotas) != 1 {
+			t.Fatalf("quotas: %+v", rep.Quotas)
+		}
+		if len(rep.Quotas[0].Top) == 0 {
+			return 0
+		}
+		return rep.Quotas[0].Top[0].Count
+	}
+	if n := usage(); n != 0 {
+		t.Fatalf("after a refused confirmation the quota counts %d calls, want 0", n)
+	}
+	if res := confirmNote(t, ctx, s, token); res.IsError {
+		t.Fatalf("the good confirmation after a bad one: %+v", res)
+	}
+	if n := usage(); n != 1 {
+		t.Fatalf("after the write the quota counts %d calls, want 1", n)
+	}
+	_, token2, _ := previewNote(t, ctx, s)
+	refusedBy(t, confirmNote(t, ctx, s, token2), "one-write")
+	if n := usage(); n != 1 {
+		t.Fatalf("at the end the quota counts %d calls, want 1", n)
+	}
+}
