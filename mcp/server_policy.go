@@ -52,11 +52,14 @@ func (e *Endpoint) endpointVars() policy.EndpointVars {
 
 // listable returns the test a listing applies to each tool for actor:
 // every gate of SV-4, then the policy, which hides a tool it denies to
-// the actor whatever the arguments (PO-2). session may be nil.
+// the actor whatever the arguments (PO-2). session may be nil. mcp-go
+// applies the same test to a tools/call it dispatches (a stateless
+// endpoint's): there the policy is left to the call's decision, so a
+// hidden tool is refused with its rule's reason, not as unknown.
 func (e *Endpoint) listable(ctx context.Context, actor core.Actor, session server.ClientSession) func(name string) bool {
 	allow := e.allowList()
 	p := e.policy.Load()
-	if p.Empty() {
+	if p.Empty() || rawCallFrom(ctx) != nil {
 		return func(name string) bool { return e.opts.Registry.Allowed(ctx, actor, allow, name) == nil }
 	}
 	ep, cv := e.endpointVars(), e.clientVars(ctx, session)
