@@ -7,8 +7,6 @@ import (
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
-
-	"github.com/toolgate/toolgate/core"
 )
 
 // A guard is a condition a rule cannot hold without, read from its
@@ -29,9 +27,24 @@ type guard [][]atom
 
 // atom is one comparison: field == lit, or lit in actor.roles.
 type atom struct {
-	field string // "tool.name", …, "actor.roles" for membership
+	field guardField
 	lit   string
 }
+
+// guardField is a field an atom compares.
+type guardField uint8
+
+const (
+	toolName guardField = iota
+	toolSource
+	toolKind
+	actorID
+	actorTenant
+	endpointPath
+	actorRoles // membership: lit in actor.roles
+)
+
+var guardFieldNames = [...]string{"tool.name", "tool.source", "tool.kind", "actor.id", "actor.tenant", "endpoint.path", "actor.roles"}
 
 // maxGuardTerms bounds a guard's disjuncts, and so the work of checking
 // it; a larger one is dropped (the rule is evaluated).
@@ -95,11 +108,11 @@ func cross(a, b guard) guard {
 	return out
 }
 
-// guardFields are the fields an atom may compare: string fields of the
-// variables that every call has, which never err.
-var guardFields = map[string]bool{
-	"tool.name": true, "tool.source": true, "tool.kind": true,
-	"actor.id": true, "actor.tenant": true, "endpoint.path": true,
+// guardFields are the fields an atom may compare with ==: string fields
+// of the variables that every call has, which never err.
+var guardFields = map[string]guardField{
+	"tool.name": toolName, "tool.source": toolSource, "tool.kind": toolKind,
+	"actor.id": actorID, "actor.tenant": actorTenant, "endpoint.path": endpointPath,
 }
 
 // atomOf matches `field == "lit"` (either way round) or `"lit" in
@@ -118,15 +131,15 @@ func atomOf(e celast.Expr) (atom, bool) {
 		for _, pair := range [][2]celast.Expr{{args[0], args[1]}, {args[1], args[0]}} {
 			field, ok := selected(pair[0])
 			lit, isLit := stringLiteral(pair[1])
-			if ok && isLit && guardFields[field] {
-				return atom{field: field, lit: lit}, true
+			if f, known := guardFields[field]; ok && isLit && known {
+				return atom{field: f, lit: lit}, true
 			}
 		}
 	case "@in":
 		field, ok := selected(args[1])
 		lit, isLit := stringLiteral(args[0])
 		if ok && isLit && field == "actor.roles" {
-			return atom{field: field, lit: lit}, true
+			return atom{field: actorRoles, lit: lit}, true
 		}
 	}
 	return atom{}, false
@@ -177,24 +190,25 @@ func (g guard) holds(in *Input) bool {
 // empty fields.
 func (a atom) holds(in *Input) bool {
 	var v string
-	t := in.Tool
-	if t == nil {
-		t = &core.Tool{}
-	}
 	switch a.field {
-	case "tool.name":
-		v = t.Name
-	case "tool.source":
-		v = t.Source
-	case "tool.kind":
-		v = string(t.Kind)
-	case "actor.id":
+	case toolName, toolSource, toolKind:
+		if t := in.Tool; t != nil {
+			switch a.field {
+			case toolName:
+				v = t.Name
+			case toolSource:
+				v = t.Source
+			default:
+				v = string(t.Kind)
+			}
+		}
+	case actorID:
 		v = in.Actor.ID
-	case "actor.tenant":
+	case actorTenant:
 		v = in.Actor.Tenant
-	case "endpoint.path":
+	case endpointPath:
 		v = in.Endpoint.Path
-	case "actor.roles":
+	case actorRoles:
 		return slices.Contains(in.Actor.Roles, a.lit)
 	}
 	return v == a.lit
@@ -209,10 +223,10 @@ func (g guard) String() string {
 	for _, conj := range g {
 		var ands []string
 		for _, a := range conj {
-			if a.field == "actor.roles" {
+			if a.field == actorRoles {
 				ands = append(ands, `"`+a.lit+`" in actor.roles`)
 			} else {
-				ands = append(ands, a.field+` == "`+a.lit+`"`)
+				ands = append(ands, guardFieldNames[a.field]+` == "`+a.lit+`"`)
 			}
 		}
 		ors = append(ors, strings.Join(ands, " && "))
