@@ -78,7 +78,8 @@ type sdkPolicyAnswer struct {
 		IsError bool           `json:"isError"`
 		Meta    map[string]any `json:"_meta"`
 	} `json:"result"`
-	Error string `json:"error"`
+	Error     string `json:"error"`
+	SessionID string `json:"sessionId"`
 }
 
 func (d *sdkDriver) policyCall(tool string, args any) sdkPolicyAnswer {
@@ -106,7 +107,9 @@ func (a sdkPolicyAnswer) text() string {
 // An argument-based deny answers the rule's reason and never its
 // expression; a tool a rule denies whatever the arguments is absent from
 // the list and refused with the reason if called anyway; an allowed call
-// runs; a rate refusal names the limit and carries retry-after in _meta.
+// runs; a rate refusal names the limit and carries retry-after in _meta;
+// rules on actor.claims read a signed token's claims and an API key's
+// configured ones; a reload changes a rule under an open session.
 func TestPolicyServeSDK(t *testing.T) {
 	cfg := writeServeConfig(t, policyPeerConfig)
 	idp := authtest.NewProvider(t)
@@ -177,6 +180,18 @@ func TestPolicyServeSDK(t *testing.T) {
 		if a := jo.policyCall("notes_search", map[string]any{"query": "notes"}); a.Result.IsError {
 			t.Fatalf("%s: an unrestricted search was refused: %q", dept, a.text())
 		}
+	}
+
+	// A reload that drops the docs-only rule while carl's session is open:
+	// the same search on the same session now runs (OP-8).
+	rewrite(t, cfg, strings.Replace(policyPeerConfig, "startsWith(\"docs\")", "startsWith(\"\")", 1))
+	g.hup(t, 1)
+	if !strings.Contains(g.stderr.String(), `"msg":"config reloaded`) {
+		t.Fatalf("the reload was refused:\n%s", g.stderr)
+	}
+	after := d.policyCall("notes_search", map[string]any{"query": "Welcome"})
+	if after.Result.IsError || after.SessionID == "" || after.SessionID != d.ready.SessionID {
+		t.Fatalf("after the reload, the search outside docs: %q on session %q (started on %q)", after.text(), after.SessionID, d.ready.SessionID)
 	}
 
 	log := g.stderr.String()
