@@ -8,6 +8,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,11 @@ const policyPeerKey = "policy-SECRET-carl-key-5e1c9a7d3b"
 const policyPeerConfig = `gateway:
   confirm:
     secret: ${TOOLGATE_CONFIRM_SECRET}
+  admin:
+    listen: ${ADMIN_LISTEN}
+    keys:
+      - key: ${ADMIN_KEY}
+        operator: alice
 endpoints:
   - path: /mcp
     auth:
@@ -56,6 +62,10 @@ policies:
       when: '"contractor" in actor.roles && tool.name == "notes_side_effects"'
       effect: deny
       reason: side effects are for staff
+    - id: ask-about-approvals
+      when: tool.name == "notes_search" && args.query == "docs approval"
+      effect: approve
+      reason: searches about approvals need an operator
     - id: budget-is-finance
       when: tool.name == "notes_search" && args.query.contains("budget") && !(has(actor.claims.department) && actor.claims.department == "finance")
       effect: deny
@@ -107,13 +117,18 @@ func (a sdkPolicyAnswer) text() string {
 // An argument-based deny answers the rule's reason and never its
 // expression; a tool a rule denies whatever the arguments is absent from
 // the list and refused with the reason if called anyway; an allowed call
-// runs; a rate refusal names the limit and carries retry-after in _meta;
+// runs; a read a rule sends to an operator runs once one approves it
+// through the admin API; a rate refusal names the limit and carries
+// retry-after in _meta;
 // rules on actor.claims read a signed token's claims and an API key's
 // configured ones; a reload changes a rule under an open session.
 func TestPolicyServeSDK(t *testing.T) {
 	cfg := writeServeConfig(t, policyPeerConfig)
 	idp := authtest.NewProvider(t)
+	admin := fmt.Sprintf("127.0.0.1:%d", serveFreePort(t))
 	g := startServe(t, cfg, map[string]string{
+		"ADMIN_LISTEN":            admin,
+		"ADMIN_KEY":               topoAdminKey,
 		"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret,
 		"CARL_KEY":                policyPeerKey,
 		"TOOLGATE_SELF":           toolgateBinary(t),
@@ -140,6 +155,17 @@ func TestPolicyServeSDK(t *testing.T) {
 	allowed := d.policyCall("notes_search", map[string]any{"query": "docs"})
 	if allowed.Result.IsError {
 		t.Fatalf("a search in docs was refused: %q", allowed.text())
+	}
+
+	// A read a rule sends to an operator waits until one approves it
+	// through the admin API, then runs.
+	d.send("notes_search", map[string]any{"query": "docs approval"})
+	id := waitTopoPending(t, "http://"+admin)
+	if code, out, errOut := runTool(t, map[string]string{"TOOLGATE_ADMIN_KEY": topoAdminKey}, "", "approve", id, "--attach", "http://"+admin); code != 0 {
+		t.Fatalf("toolgate approve: exit %d\n%s%s", code, out, errOut)
+	}
+	if a := d.answer(); a.Error != "" || a.Result == nil || a.Result.IsError || a.SessionID != d.ready.SessionID {
+		t.Fatalf("the approved search: error %q, result %+v, session %q", a.Error, a.Result, a.SessionID)
 	}
 
 	hidden := d.policyCall("notes_side_effects", map[string]any{})
