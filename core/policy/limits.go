@@ -109,6 +109,7 @@ type limit struct {
 	LimitSpec
 	match cel.Program // nil: every call
 	loops bool
+	guard guard // the match cannot hold for a call that fails it
 
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
@@ -142,7 +143,7 @@ func NewLimits(specs []LimitSpec, quotas core.QuotaCounter) (*Limits, error) {
 				errs = append(errs, &Error{Path: s.Path + ".match", Message: err.Error()})
 				continue
 			}
-			lim.loops = hasLoop(ast)
+			lim.loops, lim.guard = hasLoop(ast), guardOf(ast)
 			var opts []cel.ProgramOption
 			if lim.loops {
 				opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
@@ -204,6 +205,10 @@ func quotaPrefix(id string) string { return id + " " }
 func (lim *limit) applies(in *Input) bool {
 	if lim.match == nil {
 		return true
+	}
+	if !lim.guard.holds(in) {
+		// False, not an error: the match's CEL need not run.
+		return false
 	}
 	r := &rule{loops: lim.loops}
 	matched, err := result(r.eval(lim.match, in.activation()))

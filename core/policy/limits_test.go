@@ -246,3 +246,23 @@ func TestLimitsGiveBack(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A match is skipped on its guard only where CEL would say false: a call
+// the guard lets through and whose match errs is counted, a call the
+// guard excludes is not (PO-3).
+func TestLimitsMatchGuard(t *testing.T) {
+	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimits(t, c, LimitSpec{ID: "one", Per: PerActor, Match: `tool.kind == "action" && args.missing > 1`, Quota: 1, Window: time.Hour})
+	ctx := context.Background()
+	for range 3 {
+		if err := l.Take(ctx, &Input{Actor: alice, Tool: readFile, Args: []byte(`{}`)}); err != nil {
+			t.Fatalf("a read the guard excludes: %v", err)
+		}
+	}
+	if err := l.Take(ctx, &Input{Actor: alice, Tool: refund, Args: []byte(`{}`)}); err != nil {
+		t.Fatalf("the first action: %v", err)
+	}
+	if le := limited(t, l.Take(ctx, &Input{Actor: alice, Tool: refund, Args: []byte(`{}`)})); le.ID != "one" {
+		t.Fatalf("the second action, its match erring: %v", le)
+	}
+}
