@@ -308,7 +308,10 @@ func (s *oauth) actorFrom(r *http.Request, claims map[string]any) (core.Actor, e
 	if id == "" {
 		return core.Actor{}, invalidToken(fmt.Sprintf("the token has no %s claim", s.actorClaim))
 	}
-	actor := core.Actor{ID: id, Roles: s.roles(scopes(claims))}
+	// The claims as verified, for rules on actor.claims (PO-1): a JWT's
+	// payload or an introspection answer holds no token, so neither does
+	// the actor.
+	actor := core.Actor{ID: id, Roles: s.roles(scopes(claims)), Claims: claims}
 	if s.cfg.TenantClaim != "" {
 		actor.Tenant = claimString(claims[s.cfg.TenantClaim])
 	}

@@ -205,6 +205,9 @@ type Actor struct {
 	ID     string   `koanf:"id" json:"id" yaml:"id"`
 	Roles  []string `koanf:"roles" json:"roles,omitempty" yaml:"roles,omitempty"`
 	Tenant string   `koanf:"tenant" json:"tenant,omitempty" yaml:"tenant,omitempty"`
+	// Claims are what policy rules read as actor.claims for this actor
+	// (PO-1): an API key or open endpoint has no token to take them from.
+	Claims map[string]any `koanf:"claims" json:"claims,omitempty" yaml:"claims,omitempty"`
 }
 
 // Upstream is one MCP server tools are imported from (IM-1..IM-16).

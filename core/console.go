@@ -85,6 +85,31 @@ type PolicyReport struct {
 	// Since is the start of the window the hits are counted in.
 	Since time.Time         `json:"since"`
 	Rules []PolicyRuleStats `json:"rules"`
+	// Quotas are the windowed quotas' current use, heaviest users first.
+	Quotas []QuotaUsage `json:"quotas,omitempty"`
+}
+
+// QuotaUsage is one quota's current window and its heaviest users
+// (PO-3, PO-4).
+type QuotaUsage struct {
+	Limit string `json:"limit"`
+	// Per is what the quota counts by: actor, actor+tool, upstream or
+	// endpoint.
+	Per   string     `json:"per"`
+	Quota int64      `json:"quota"`
+	Start time.Time  `json:"start"`
+	End   time.Time  `json:"end"`
+	Top   []QuotaUse `json:"top"`
+	// Err says the store could not be read; Top is then empty.
+	Err string `json:"error,omitempty"`
+}
+
+// QuotaUse is one counted party's calls in a quota's window. Parts are
+// what the quota counts by: tenant and actor id (and tool, for
+// actor+tool), the upstream, or the endpoint's path.
+type QuotaUse struct {
+	Parts []string `json:"parts"`
+	Count int64    `json:"count"`
 }
 
 // PolicyRuleStats is one rule or limit and its hits: the audit records

@@ -27,6 +27,12 @@ type Actor struct {
 	ID     string   `json:"id"`
 	Roles  []string `json:"roles,omitempty"`
 	Tenant string   `json:"tenant,omitempty"`
+	// Claims are the verified credential's claims (a JWT's payload, an
+	// introspection answer) or an API key's configured ones, for policy
+	// rules on actor.claims (PO-1); never the token itself. Read-only: a
+	// strategy may share the map between requests. Not serialised, so
+	// nothing that stores or shows an actor carries them.
+	Claims map[string]any `json:"-"`
 }
 
 // Result is a tool call's answer in MCP's CallToolResult shape. It is kept as

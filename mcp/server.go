@@ -703,8 +703,9 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	start := time.Now()
 	var res core.Result
 	reason, err := e.decide(ctx, actor, c)
+	var counted *policy.Counted
 	if err == nil {
-		err = e.limit(ctx, actor, c)
+		counted, err = e.limit(ctx, actor, c)
 	}
 	switch {
 	case err != nil:
@@ -728,6 +729,7 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 			res, err = e.opts.Registry.Run(ctx, actor, c)
 		}
 	}
+	e.giveBack(ctx, counted, err)
 	e.audit(ctx, call, actor, c, res, err, time.Since(start))
 	if err != nil {
 		raw, _ := json.Marshal(toolError(c.Tool.Name, err))

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -55,11 +56,14 @@ func (e *Endpoint) endpointVars() policy.EndpointVars {
 
 // listable returns the test a listing applies to each tool for actor:
 // every gate of SV-4, then the policy, which hides a tool it denies to
-// the actor whatever the arguments (PO-2). session may be nil.
+// the actor whatever the arguments (PO-2). session may be nil. mcp-go
+// applies the same test to a tools/call it dispatches (a stateless
+// endpoint's): there the policy is left to the call's decision, so a
+// hidden tool is refused with its rule's reason, not as unknown.
 func (e *Endpoint) listable(ctx context.Context, actor core.Actor, session server.ClientSession) func(name string) bool {
 	allow := e.allowList()
 	p := e.policy.Load()
-	if p.Empty() {
+	if p.Empty() || rawCallFrom(ctx) != nil {
 		return func(name string) bool { return e.opts.Registry.Allowed(ctx, actor, allow, name) == nil }
 	}
 	ep, cv := e.endpointVars(), e.clientVars(ctx, session)
@@ -124,13 +128,14 @@ func (e *Endpoint) SetLimits(l *policy.Limits) { e.limits.Store(l) }
 
 // limit counts a call that is about to run against the limits (PO-3): an
 // action's preview runs nothing and is not counted. A refusal names the
-// limit in the audit.
-func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall) error {
+// limit in the audit. What it counted in the store is answered, for
+// giveBack.
+func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall) (*policy.Counted, error) {
 	l := e.limits.Load()
 	if l.Empty() || c.Tool.Kind == core.KindAction && !c.Confirm || c.ArgsErr != nil || c.Validate() != nil {
-		return nil
+		return nil, nil
 	}
-	err := l.Take(ctx, &policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
+	counted, err := l.TakeCounted(ctx, &policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
 		Client: e.clientVars(ctx, server.ClientSessionFromContext(ctx))})
 	var le *policy.LimitedError
 	switch {
@@ -138,7 +143,28 @@ func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall
 		c.Rule = le.ID
 	case err != nil:
 		e.opts.Logger.Error("a quota could not be counted; the call is refused", "tool", c.Tool.Name, "endpoint", e.opts.Path, "err", err)
-		return &confirm.RefusedError{Err: err, Text: "Not run: the gateway could not count this call against its quota; try again shortly"}
+		err = &confirm.RefusedError{Err: err, Text: "Not run: the gateway could not count this call against its quota; try again shortly"}
 	}
-	return err
+	return counted, err
+}
+
+// giveBack uncounts the quotas of a call refused before it ran (PO-3): a
+// limit further down the list, a bad confirm token, an operator's
+// rejection, a declined elicitation. A call that reached its upstream
+// stays counted, whatever its outcome; rates are never given back.
+func (e *Endpoint) giveBack(ctx context.Context, counted *policy.Counted, err error) {
+	if counted == nil || err == nil {
+		return
+	}
+	var refused *confirm.RefusedError
+	var limited *policy.LimitedError
+	if !errors.As(err, &refused) && !errors.As(err, &limited) {
+		return
+	}
+	// The call's context may be ending with it; the give-back is short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if gerr := counted.GiveBack(ctx); gerr != nil {
+		e.opts.Logger.Warn("a refused call's quota could not be given back; it stays counted", "endpoint", e.opts.Path, "err", gerr)
+	}
 }

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/tui/common"
@@ -191,5 +194,79 @@ func TestPolicyDryRunStaleAnswerDropped(t *testing.T) {
 	}
 	if len(tries(f)) != 2 {
 		t.Errorf("asked %v", tries(f))
+	}
+}
+
+// u shows each quota's current window and its heaviest users, used
+// against the quota with a percentage and a bar, readable at 80×24
+// without colour; a store that cannot be read is said on its quota; u or
+// esc goes back to the rules.
+//
+// Covers PO-4, CO-8.
+func TestPoliciesPaneQuotaUsage(t *testing.T) {
+	f := newFake()
+	day := t0.Truncate(24 * time.Hour)
+	f.policies.Quotas = []core.QuotaUsage{
+		{Limit: "daily-writes", Per: "actor", Quota: 200, Start: day, End: day.Add(24 * time.Hour), Top: []core.QuotaUse{
+			{Parts: []string{"acme", "alice"}, Count: 200},
+			{Parts: []string{"", "bob"}, Count: 170},
+			{Parts: []string{"acme", "a-very-long-service-account-name-that-cannot-fit-in-eighty-columns"}, Count: 1},
+		}},
+		{Limit: "tool-hourly", Per: "actor+tool", Quota: 10, Start: t0.Truncate(time.Hour), End: t0.Truncate(time.Hour).Add(time.Hour),
+			Top: []core.QuotaUse{{Parts: []string{"acme", "carl", "notes_search"}, Count: 5}}},
+		{Limit: "per-upstream", Per: "upstream", Quota: 1000, Start: day, End: day.Add(24 * time.Hour), Top: []core.QuotaUse{}},
+		{Limit: "broken", Per: "endpoint", Quota: 5, Start: day, End: day.Add(24 * time.Hour), Top: []core.QuotaUse{}, Err: "store unavailable"},
+	}
+	m := ready(t, f, 80, 24)
+	press(t, m, "7", "u")
+	if !m.Policies().Usage() {
+		t.Fatal("u did not show the quotas' use")
+	}
+	view := m.View()
+	for _, want := range []string{
+		"daily-writes · per actor · 200/day · resets in 14h33m (Mar 15 00:00 UTC)",
+		"acme/alice", "200/200 100% ██████████",
+		"bob", "170/200  85% ████████░░",
+		"1/200   0% █░░░░░░░░░",
+		"tool-hourly · per actor+tool · 10/h · resets in 33m (Mar 14 10:00 UTC)",
+		"acme/carl · notes_search", "5/10  50% █████░░░░░",
+		"per-upstream", "no calls counted in this window",
+		"✗ cannot read the counts: store unavailable",
+	} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the usage lacks %q:\n%s", want, view)
+		}
+	}
+	lines := strings.Split(view, "\n")
+	if len(lines) > 24 {
+		t.Errorf("the view has %d lines for 24:\n%s", len(lines), view)
+	}
+	for _, l := range lines {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Errorf("a line of %d cells at 80 columns: %q", w, l)
+		}
+		if strings.Contains(l, "\x1b[") {
+			t.Errorf("a coloured line without colour: %q", l)
+		}
+	}
+	press(t, m, "u")
+	if m.Policies().Usage() || !strings.Contains(m.View(), "no-secret-notes") {
+		t.Fatalf("u again did not go back to the rules:\n%s", m.View())
+	}
+	press(t, m, "u", "esc")
+	if m.Policies().Usage() || m.Active() != common.PanePolicies {
+		t.Fatal("esc did not go back to the rules")
+	}
+}
+
+// Without a quota the usage says so, and that rates are not counted here.
+//
+// Covers PO-4, CO-8.
+func TestPoliciesPaneNoQuota(t *testing.T) {
+	f := newFake()
+	m := ready(t, f, 80, 24)
+	press(t, m, "7", "u")
+	if v := m.View(); !strings.Contains(v, "No quota is configured") {
+		t.Errorf("no quotas:\n%s", v)
 	}
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -36,4 +37,36 @@ func (m *MemStore) TakeQuota(ctx context.Context, key string, window time.Time, 
 	}
 	m.quotas[k]++
 	return true, nil
+}
+
+// QuotaUsage implements core.QuotaCounter.
+func (m *MemStore) QuotaUsage(ctx context.Context, prefix string, window time.Time, n int) ([]core.QuotaCount, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var out []core.QuotaCount
+	w := window.UnixNano()
+	for k, c := range m.quotas {
+		if k.window == w && strings.HasPrefix(k.key, prefix) {
+			out = append(out, core.QuotaCount{Key: k.key, Count: c})
+		}
+	}
+	core.SortQuotaCounts(out)
+	if len(out) > n {
+		out = out[:max(n, 0)]
+	}
+	return out, nil
+}
+
+// GiveBackQuota implements core.QuotaCounter.
+func (m *MemStore) GiveBackQuota(ctx context.Context, key string, window time.Time) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if k := (quotaKey{key, window.UnixNano()}); m.quotas[k] > 0 {
+		m.quotas[k]--
+	}
+	return nil
 }

@@ -11,32 +11,35 @@ import (
 )
 
 // Covers PO-1, PO-2.
-func TestRequiredTool(t *testing.T) {
-	tests := []struct {
-		when string
-		want toolNeeds
-	}{
-		{`tool.name == "billing_refund" && args.amount > 100`, toolNeeds{name: "billing_refund"}},
-		{`"billing_refund" == tool.name`, toolNeeds{name: "billing_refund"}},
-		{`args.amount > 1 && (tool.source == "fs" && "x" in actor.roles)`, toolNeeds{source: "fs"}},
-		{`tool.name == "a" && tool.source == "s"`, toolNeeds{name: "a", source: "s"}},
-		{`tool.name == "a" && tool.name == "b"`, toolNeeds{name: "a"}},
-		{`tool.name == "a" || args.x == 1`, toolNeeds{}},
-		{`!(tool.name == "a")`, toolNeeds{}},
-		{`tool.name != "a"`, toolNeeds{}},
-		{`tool.name in ["a"]`, toolNeeds{}},
-		{`tool.remoteName == "a"`, toolNeeds{}},
-		{`tool.name == ""`, toolNeeds{}},
-		{`[1].all(tool, tool == 1) && tool.name.startsWith("a")`, toolNeeds{}},
-		{`args.items.exists(i, tool.name == "a" && i == 1)`, toolNeeds{}},
+func TestGuardOf(t *testing.T) {
+	tests := []struct{ when, want string }{
+		{`tool.name == "billing_refund" && args.amount > 100`, `tool.name == "billing_refund"`},
+		{`"billing_refund" == tool.name`, `tool.name == "billing_refund"`},
+		{`args.amount > 1 && (tool.source == "fs" && "x" in actor.roles)`, `tool.source == "fs" && "x" in actor.roles`},
+		{`tool.name == "a" && tool.source == "s"`, `tool.name == "a" && tool.source == "s"`},
+		{`tool.name == "a" || args.x == 1`, `true`},
+		{`tool.name == "a" || "r" in actor.roles && args.x == 1`, `tool.name == "a" || "r" in actor.roles`},
+		{`"r1" in actor.roles && !args.path.startsWith("/srv/") || actor.tenant == "t1" && args.amount > 1000`,
+			`"r1" in actor.roles || actor.tenant == "t1"`},
+		{`(tool.name == "a" || tool.name == "b") && (actor.id == "x" || endpoint.path == "/p")`,
+			`tool.name == "a" && actor.id == "x" || tool.name == "a" && endpoint.path == "/p" || tool.name == "b" && actor.id == "x" || tool.name == "b" && endpoint.path == "/p"`},
+		{`tool.kind == "action" && tool.name == ""`, `tool.kind == "action" && tool.name == ""`},
+		{`!(tool.name == "a")`, `true`},
+		{`tool.name != "a"`, `true`},
+		{`tool.name in ["a"]`, `true`},
+		{`tool.remoteName == "a"`, `true`},
+		{`actor.claims.x == "a"`, `true`},
+		{`"r" in actor.claims.groups`, `true`},
+		{`[1].all(tool, tool == 1) && tool.name.startsWith("a")`, `true`},
+		{`args.items.exists(i, tool.name == "a" && i == 1)`, `true`},
 	}
 	for _, tt := range tests {
 		ast, err := compile(tt.when)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.when, err)
 		}
-		if got := requiredTool(ast); got != tt.want {
-			t.Errorf("%s: needs %+v, want %+v", tt.when, got, tt.want)
+		if got := guardOf(ast).String(); got != tt.want {
+			t.Errorf("%s:\n guard %s\n want  %s", tt.when, got, tt.want)
 		}
 	}
 }
@@ -53,7 +56,8 @@ func TestSkippingKeepsDecisions(t *testing.T) {
 		`tool.name == "{N}"`, `"{N}" == tool.name`, `tool.source == "{S}"`, `tool.name != "{N}"`,
 		`tool.name.startsWith("fs")`, `args.amount > 100`, `args.missing == 1`, `args.path.startsWith("/srv/")`,
 		`"contractor" in actor.roles`, `actor.tenant == "acme"`, `args.items.exists(i, i == "{N}")`,
-		`1 / args.zero == 1`, `tool.kind == "read"`,
+		`1 / args.zero == 1`, `tool.kind == "read"`, `tool.kind == "action"`, `actor.id == "carl"`, `"MEMBER" in actor.roles`,
+		`endpoint.path == "/mcp"`, `endpoint.path == "/ops"`, `actor.tenant == ""`, `!("contractor" in actor.roles)`,
 	}
 	effects := []Effect{Allow, Approve, Deny}
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -75,7 +79,7 @@ func TestSkippingKeepsDecisions(t *testing.T) {
 		return expr(depth-1) + " && " + expr(depth-1)
 	}
 	argSets := []string{`{"amount":150,"path":"/etc/x","items":["fs_read"],"zero":0}`, `{"amount":5,"path":"/srv/a"}`, `{}`, `[1]`}
-	actors := []core.Actor{alice, contractor}
+	actors := []core.Actor{alice, contractor, {ID: "nobody"}}
 	skipped := 0
 	for set := range 300 {
 		var rules []Rule
@@ -87,17 +91,18 @@ func TestSkippingKeepsDecisions(t *testing.T) {
 		all := mustNew(t, global(def, rules...))
 		all.evalAll = true
 		for _, r := range fast.rules {
-			if r.needs != (toolNeeds{}) {
+			if r.guard != nil {
 				skipped++
 			}
 		}
 		for _, name := range names {
 			for _, src := range sources {
-				tool := &core.Tool{Name: name, Source: src, Kind: core.KindRead}
+				tool := &core.Tool{Name: name, Source: src, Kind: []core.Kind{core.KindRead, core.KindAction}[rng.IntN(2)]}
 				for _, actor := range actors {
-					for _, args := range argSets {
+					for i, args := range argSets {
+						path := []string{"/mcp", "/ops"}[i%2]
 						in := func() *Input {
-							return &Input{Actor: actor, Tool: tool, Args: json.RawMessage(args), Endpoint: EndpointVars{Path: "/mcp"}}
+							return &Input{Actor: actor, Tool: tool, Args: json.RawMessage(args), Endpoint: EndpointVars{Path: path}}
 						}
 						got, want := fast.Decide(in()), all.Decide(in())
 						if got.Effect != want.Effect || got.Rule != want.Rule || got.Reason != want.Reason || (got.Err == nil) != (want.Err == nil) {
@@ -111,8 +116,8 @@ func TestSkippingKeepsDecisions(t *testing.T) {
 			}
 		}
 	}
-	if skipped < 100 {
-		t.Fatalf("only %d generated rules require a tool: the comparison tests little", skipped)
+	if skipped < 300 {
+		t.Fatalf("only %d generated rules have a guard: the comparison tests little", skipped)
 	}
 }
 

@@ -20,8 +20,8 @@ import (
 // for CEL on first use and keeps them.
 type Input struct {
 	Actor core.Actor
-	// Claims are the credential's claims, when the actor came from a
-	// token; nil reads as an empty map.
+	// Claims, when set, replace Actor.Claims (the verified credential's
+	// claims); nil for both reads as an empty map.
 	Claims   map[string]any
 	Tool     *core.Tool
 	Endpoint EndpointVars
@@ -77,6 +77,9 @@ func (v *vars) ResolveName(name string) (any, bool) {
 		if v.actor == nil {
 			a := v.in.Actor
 			claims := v.in.Claims
+			if claims == nil {
+				claims = a.Claims
+			}
 			if claims == nil {
 				claims = map[string]any{}
 			}

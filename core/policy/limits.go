@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -108,6 +109,7 @@ type limit struct {
 	LimitSpec
 	match cel.Program // nil: every call
 	loops bool
+	guard guard // the match cannot hold for a call that fails it
 
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
@@ -141,7 +143,7 @@ func NewLimits(specs []LimitSpec, quotas core.QuotaCounter) (*Limits, error) {
 				errs = append(errs, &Error{Path: s.Path + ".match", Message: err.Error()})
 				continue
 			}
-			lim.loops = hasLoop(ast)
+			lim.loops, lim.guard = hasLoop(ast), guardOf(ast)
 			var opts []cel.ProgramOption
 			if lim.loops {
 				opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
@@ -175,12 +177,38 @@ func (lim *limit) key(in *Input) string {
 	return in.Endpoint.Path
 }
 
+// quotaKey is the store's key of in's count: the limit's id, a space
+// (which no id has), and the counted parts as a JSON array, so no actor
+// id can pass for another's and the key is text every store keeps (no
+// NUL, which PostgreSQL's text refuses).
+func (lim *limit) quotaKey(in *Input) string {
+	var parts []string
+	switch lim.Per {
+	case PerActor:
+		parts = []string{in.Actor.Tenant, in.Actor.ID}
+	case PerActorTool:
+		parts = []string{in.Actor.Tenant, in.Actor.ID, in.Tool.Name}
+	case PerUpstream:
+		parts = []string{in.Tool.Source}
+	default:
+		parts = []string{in.Endpoint.Path}
+	}
+	b, _ := json.Marshal(parts)
+	return quotaPrefix(lim.ID) + string(b)
+}
+
+func quotaPrefix(id string) string { return id + " " }
+
 // applies reports whether the limit counts in's call: its match holds. A
 // match that fails to evaluate counts the call: a limit is never slipped
 // by an input its author did not foresee.
 func (lim *limit) applies(in *Input) bool {
 	if lim.match == nil {
 		return true
+	}
+	if !lim.guard.holds(in) {
+		// False, not an error: the match's CEL need not run.
+		return false
 	}
 	r := &rule{loops: lim.loops}
 	matched, err := result(r.eval(lim.match, in.activation()))
@@ -219,10 +247,47 @@ func (lim *limit) bucket(key string, now time.Time) *rate.Limiter {
 // an error wrapping ErrQuotaUncounted when the store cannot count. Rates
 // are taken first and given back if a quota then refuses, so a refused
 // call costs no rate; a quota counted before a later one refuses stays
-// counted.
+// counted (TakeCounted answers it, to give back).
 func (l *Limits) Take(ctx context.Context, in *Input) error {
-	if l.Empty() {
+	_, err := l.TakeCounted(ctx, in)
+	return err
+}
+
+// Counted is what TakeCounted counted in the store: the quotas, to give
+// back when the call is refused after all.
+type Counted struct {
+	quotas core.QuotaCounter
+	takes  []quotaTake
+}
+
+type quotaTake struct {
+	key    string
+	window time.Time
+}
+
+// GiveBack uncounts the quotas of a call that was refused after it was
+// counted (a bad confirm token, an operator's rejection): a quota
+// budgets the calls that run. Rates are not given back: they bound how
+// often a caller may ask, refused asks included. nil gives back nothing.
+func (c *Counted) GiveBack(ctx context.Context) error {
+	if c == nil {
 		return nil
+	}
+	var errs []error
+	for _, t := range c.takes {
+		if err := c.quotas.GiveBackQuota(ctx, t.key, t.window); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.takes = nil
+	return errors.Join(errs...)
+}
+
+// TakeCounted is Take, and answers what it counted in the store (nil
+// when nothing), to give back should the call be refused later.
+func (l *Limits) TakeCounted(ctx context.Context, in *Input) (*Counted, error) {
+	if l.Empty() {
+		return nil, nil
 	}
 	now := l.now()
 	var taken []*rate.Reservation
@@ -249,23 +314,29 @@ func (l *Limits) Take(ctx context.Context, in *Input) error {
 			if !r.OK() {
 				d = time.Second
 			}
-			return &LimitedError{ID: lim.ID, RetryAfter: d}
+			return nil, &LimitedError{ID: lim.ID, RetryAfter: d}
 		}
 		taken = append(taken, r)
 	}
+	var counted *Counted
 	for _, lim := range quotas {
 		start := now.Truncate(lim.Window)
-		ok, err := l.quotas.TakeQuota(ctx, lim.ID+"\x00"+lim.key(in), start, lim.Quota, start.Add(-lim.Window))
+		key := lim.quotaKey(in)
+		ok, err := l.quotas.TakeQuota(ctx, key, start, lim.Quota, start.Add(-lim.Window))
 		if err != nil {
 			giveBack()
-			return fmt.Errorf("%w (limit %s): %w", ErrQuotaUncounted, lim.ID, err)
+			return counted, fmt.Errorf("%w (limit %s): %w", ErrQuotaUncounted, lim.ID, err)
 		}
 		if !ok {
 			giveBack()
-			return &LimitedError{ID: lim.ID, RetryAfter: start.Add(lim.Window).Sub(now)}
+			return counted, &LimitedError{ID: lim.ID, RetryAfter: start.Add(lim.Window).Sub(now)}
 		}
+		if counted == nil {
+			counted = &Counted{quotas: l.quotas}
+		}
+		counted.takes = append(counted.takes, quotaTake{key: key, window: start})
 	}
-	return nil
+	return counted, nil
 }
 
 // Specs are the compiled limits' specs, in order.
@@ -276,6 +347,50 @@ func (l *Limits) Specs() []LimitSpec {
 	out := make([]LimitSpec, len(l.limits))
 	for i, lim := range l.limits {
 		out[i] = lim.LimitSpec
+	}
+	return out
+}
+
+// UsageTop is how many of a quota's heaviest users Usage reads.
+const UsageTop = 5
+
+// Usage reads the current window's top n counted parties of the limits
+// with a quota, highest first (PO-4): one indexed read per quota.
+func (l *Limits) Usage(ctx context.Context, n int) []core.QuotaUsage {
+	if l.Empty() {
+		return nil
+	}
+	return Usage(ctx, l.Specs(), l.quotas, l.now(), n)
+}
+
+// Usage reads, for every spec with a quota, the window holding now and
+// its top n counted parties from quotas. A store that fails is reported
+// in that quota's Err, not as an error, so the others still show.
+func Usage(ctx context.Context, specs []LimitSpec, quotas core.QuotaCounter, now time.Time, n int) []core.QuotaUsage {
+	if quotas == nil {
+		return nil
+	}
+	var out []core.QuotaUsage
+	for _, s := range specs {
+		if s.Quota <= 0 || s.Window <= 0 {
+			continue
+		}
+		start := now.Truncate(s.Window)
+		u := core.QuotaUsage{Limit: s.ID, Per: string(s.Per), Quota: s.Quota, Start: start.UTC(), End: start.Add(s.Window).UTC(), Top: []core.QuotaUse{}}
+		prefix := quotaPrefix(s.ID)
+		counts, err := quotas.QuotaUsage(ctx, prefix, start, n)
+		if err != nil {
+			u.Err = err.Error()
+		}
+		for _, c := range counts {
+			rest := strings.TrimPrefix(c.Key, prefix)
+			var parts []string
+			if json.Unmarshal([]byte(rest), &parts) != nil {
+				parts = []string{rest}
+			}
+			u.Top = append(u.Top, core.QuotaUse{Parts: parts, Count: c.Count})
+		}
+		out = append(out, u)
 	}
 	return out
 }

@@ -184,3 +184,85 @@ func TestLimitsSweepIdleBuckets(t *testing.T) {
 		t.Fatal("the kept bucket forgot its last call")
 	}
 }
+
+// A call refused after it was counted gives its quotas back, and only
+// them: the rate keeps the ask. A quota refusing after another counted
+// answers the first, to give back too (PO-3).
+func TestLimitsGiveBack(t *testing.T) {
+	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimits(t, c,
+		LimitSpec{ID: "asks", Per: PerActor, Rate: 1.0 / 3600, Burst: 3},
+		LimitSpec{ID: "daily", Per: PerActor, Quota: 5, Window: 24 * time.Hour},
+		LimitSpec{ID: "one-refund", Per: PerActor, Match: `tool.name == "billing_refund"`, Quota: 1, Window: 24 * time.Hour},
+	)
+	ctx := context.Background()
+	in := &Input{Actor: core.Actor{ID: "bob"}, Tool: refund}
+	daily := func() int64 {
+		t.Helper()
+		for _, u := range l.Usage(ctx, 5) {
+			if u.Limit == "daily" && len(u.Top) == 1 {
+				return u.Top[0].Count
+			}
+		}
+		return 0
+	}
+	counted, err := l.TakeCounted(ctx, in)
+	if err != nil || counted == nil {
+		t.Fatalf("first: %v, %v", counted, err)
+	}
+	if err := counted.GiveBack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := daily(); n != 0 {
+		t.Fatalf("after a give-back daily counts %d", n)
+	}
+	if _, err := l.TakeCounted(ctx, in); err != nil {
+		t.Fatalf("second: %v", err)
+	}
+	// one-refund is spent: the third is refused by it after daily
+	// counted, which is answered to give back.
+	counted, err = l.TakeCounted(ctx, in)
+	if le := limited(t, err); le.ID != "one-refund" || counted == nil {
+		t.Fatalf("third: %v, counted %v", err, counted)
+	}
+	if n := daily(); n != 2 {
+		t.Fatalf("daily counts %d before the give-back, want 2", n)
+	}
+	if err := counted.GiveBack(ctx); err != nil || daily() != 1 {
+		t.Fatalf("after the give-back daily counts %d (%v), want 1", daily(), err)
+	}
+	// The rate kept the first two asks, the given-back one included (the
+	// third's was returned when a limit refused it): one more passes,
+	// the next is refused by it.
+	other := &Input{Actor: core.Actor{ID: "bob"}, Tool: readFile}
+	if err := l.Take(ctx, other); err != nil {
+		t.Fatalf("fourth: %v", err)
+	}
+	if le := limited(t, l.Take(ctx, other)); le.ID != "asks" {
+		t.Fatalf("fifth: %v", le)
+	}
+	var nilCounted *Counted
+	if err := nilCounted.GiveBack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A match is skipped on its guard only where CEL would say false: a call
+// the guard lets through and whose match errs is counted, a call the
+// guard excludes is not (PO-3).
+func TestLimitsMatchGuard(t *testing.T) {
+	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimits(t, c, LimitSpec{ID: "one", Per: PerActor, Match: `tool.kind == "action" && args.missing > 1`, Quota: 1, Window: time.Hour})
+	ctx := context.Background()
+	for range 3 {
+		if err := l.Take(ctx, &Input{Actor: alice, Tool: readFile, Args: []byte(`{}`)}); err != nil {
+			t.Fatalf("a read the guard excludes: %v", err)
+		}
+	}
+	if err := l.Take(ctx, &Input{Actor: alice, Tool: refund, Args: []byte(`{}`)}); err != nil {
+		t.Fatalf("the first action: %v", err)
+	}
+	if le := limited(t, l.Take(ctx, &Input{Actor: alice, Tool: refund, Args: []byte(`{}`)})); le.ID != "one" {
+		t.Fatalf("the second action, its match erring: %v", le)
+	}
+}

@@ -24,8 +24,6 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
-
-	"github.com/toolgate/toolgate/core"
 )
 
 // Effect is what a matching rule does to a call (PO-1).
@@ -114,8 +112,9 @@ type Policy struct {
 	evalAll bool
 }
 
-// skips reports whether r cannot match a call to t, so is not evaluated.
-func (p *Policy) skips(r *rule, t *core.Tool) bool { return !p.evalAll && r.needs.excludes(t) }
+// skips reports whether r cannot match in's call, its guard failing, so
+// is not evaluated.
+func (p *Policy) skips(r *rule, in *Input) bool { return !p.evalAll && !r.guard.holds(in) }
 
 type rule struct {
 	Rule
@@ -127,23 +126,9 @@ type rule struct {
 	usesArgs bool
 	// loops: the rule has a comprehension (see evalDeadline).
 	loops bool
-	// needs are the tool fields the rule requires to equal a literal
-	// (see requiredTool): another tool cannot match, so is not evaluated.
-	needs toolNeeds
-}
-
-// toolNeeds are the values of tool.name and tool.source a rule holds only
-// for; "" requires nothing.
-type toolNeeds struct{ name, source string }
-
-// excludes reports whether a call to t cannot match a rule with these
-// needs. A nil tool reads as empty fields, as the rule would see it.
-func (n toolNeeds) excludes(t *core.Tool) bool {
-	var name, source string
-	if t != nil {
-		name, source = t.Name, t.Source
-	}
-	return n.name != "" && n.name != name || n.source != "" && n.source != source
+	// guard is what a call must satisfy for the rule to hold (see
+	// guard): a call that does not is not evaluated.
+	guard guard
 }
 
 // eval runs prg on act, under evalDeadline when the rule loops.
@@ -335,7 +320,9 @@ func New(layers ...Layer) (*Policy, error) {
 			}
 			// Without a loop a rule's work is linear in its inputs, which
 			// the request size bounds: only loops pay for cost tracking.
-			var opts []cel.ProgramOption
+			// OptOptimize folds constant operations and makes constant
+			// lists of `in` sets, once at load instead of on every call.
+			opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 			loops := hasLoop(ast)
 			if loops {
 				opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
@@ -351,7 +338,7 @@ func New(layers ...Layer) (*Policy, error) {
 				continue
 			}
 			r.Path = path
-			p.rules = append(p.rules, &rule{Rule: r, prg: prg, partial: partial, usesArgs: readsArgs(ast), loops: loops, needs: requiredTool(ast)})
+			p.rules = append(p.rules, &rule{Rule: r, prg: prg, partial: partial, usesArgs: readsArgs(ast), loops: loops, guard: guardOf(ast)})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -368,77 +355,6 @@ func readsArgs(ast *cel.Ast) bool {
 		}
 	}
 	return false
-}
-
-// requiredTool finds the literals a rule requires of tool.name and
-// tool.source: a top-level conjunct `tool.name == "x"` (either way round)
-// makes the whole rule false for any other tool, since CEL's && is false
-// when one side is, whatever the others give, errors and unknowns
-// included. Anything else (||, !=, in, a conjunct inside a loop) requires
-// nothing: the rule is always evaluated.
-func requiredTool(ast *cel.Ast) toolNeeds {
-	var n toolNeeds
-	var walk func(e celast.Expr)
-	walk = func(e celast.Expr) {
-		if e.Kind() != celast.CallKind {
-			return
-		}
-		call := e.AsCall()
-		if call.IsMemberFunction() {
-			return
-		}
-		args := call.Args()
-		switch call.FunctionName() {
-		case "_&&_":
-			for _, a := range args {
-				walk(a)
-			}
-		case "_==_":
-			if len(args) != 2 {
-				return
-			}
-			field, lit, ok := toolFieldLiteral(args[0], args[1])
-			if !ok {
-				field, lit, ok = toolFieldLiteral(args[1], args[0])
-			}
-			if !ok || lit == "" {
-				return
-			}
-			switch field {
-			case "name":
-				if n.name != "" && n.name != lit {
-					// Two names: the rule never holds; evaluating it
-					// says so as well.
-					return
-				}
-				n.name = lit
-			case "source":
-				if n.source != "" && n.source != lit {
-					return
-				}
-				n.source = lit
-			}
-		}
-	}
-	walk(ast.NativeRep().Expr())
-	return n
-}
-
-// toolFieldLiteral matches sel as tool.name or tool.source and lit as a
-// string literal.
-func toolFieldLiteral(sel, lit celast.Expr) (field, value string, ok bool) {
-	if sel.Kind() != celast.SelectKind || lit.Kind() != celast.LiteralKind {
-		return "", "", false
-	}
-	s := sel.AsSelect()
-	if s.IsTestOnly() || s.Operand().Kind() != celast.IdentKind || s.Operand().AsIdent() != "tool" {
-		return "", "", false
-	}
-	str, isString := lit.AsLiteral().(types.String)
-	if !isString || s.FieldName() != "name" && s.FieldName() != "source" {
-		return "", "", false
-	}
-	return s.FieldName(), string(str), true
 }
 
 // hasLoop reports whether the expression has a comprehension.
@@ -522,7 +438,7 @@ func (p *Policy) Decide(in *Input) Decision {
 	act := in.activation()
 	var best *rule
 	for _, r := range p.rules {
-		if p.skips(r, in.Tool) {
+		if p.skips(r, in) {
 			continue
 		}
 		matched, err := result(r.eval(r.prg, act))
@@ -572,7 +488,7 @@ func (p *Policy) Hides(in *Input) bool {
 	var partial cel.Activation
 	mayPass := p.def != Deny
 	for _, r := range p.rules {
-		if p.skips(r, in.Tool) {
+		if p.skips(r, in) {
 			continue
 		}
 		var out ref.Val

@@ -297,9 +297,11 @@ func TestNowDefaultsToTheClock(t *testing.T) {
 }
 
 // BenchmarkPolicy is the cost one call pays for 50 rules that do not
-// match (all are evaluated), against none. The sets: mixed names a tool in
-// one disjunct and reads actor and args in the other; othertool requires
-// another tool's name in every rule; generic reads only actor and args.
+// match, against none. The sets: mixed names a tool in one disjunct and
+// reads actor and args in the other; othertool requires another tool's
+// name in every rule; generic reads only actor (roles, tenant) and args;
+// these three have guards the call fails, so no CEL runs. argsonly reads
+// only args: no guard, every rule is evaluated.
 func BenchmarkPolicy(b *testing.B) {
 	sets := []struct {
 		name string
@@ -308,6 +310,7 @@ func BenchmarkPolicy(b *testing.B) {
 		{"mixed", `tool.name == "tool_%[1]d" && args.amount > %[1]d || "role%[1]d" in actor.roles && !args.path.startsWith("/srv/")`},
 		{"othertool", `tool.name == "tool_%[1]d" && args.amount > %[1]d`},
 		{"generic", `"role%[1]d" in actor.roles && !args.path.startsWith("/srv/") || actor.tenant == "t%[1]d" && args.amount > 1000`},
+		{"argsonly", `args.amount > 2%03[1]d && !args.path.startsWith("/x%[1]d/")`},
 	}
 	args := json.RawMessage(`{"amount":150,"path":"/srv/docs/a.md","note":"some text"}`)
 	b.Run("rules=0", func(b *testing.B) { benchDecide(b, mustNew(b, global(Allow)), args) })
@@ -328,5 +331,39 @@ func benchDecide(b *testing.B, p *Policy, args json.RawMessage) {
 		if d.Effect != Allow {
 			b.Fatalf("%+v", d)
 		}
+	}
+}
+
+// Rules read the actor's own claims (a verified token's, or an API key's
+// configured ones); Input.Claims replaces them; absent claims read as an
+// empty map, so has() is false rather than an error (PO-1).
+func TestDecideActorClaims(t *testing.T) {
+	p := mustNew(t, global(Allow, Rule{ID: "finance-only",
+		When:   `tool.name == "billing_refund" && !(has(actor.claims.department) && actor.claims.department == "finance") || has(actor.claims.level) && actor.claims.level > 5`,
+		Effect: Deny, Reason: "refunds are for finance"}))
+	with := func(claims map[string]any) core.Actor {
+		a := alice
+		a.Claims = claims
+		return a
+	}
+	tests := []struct {
+		name     string
+		actor    core.Actor
+		override map[string]any
+		want     Effect
+	}{
+		{"finance in the actor's claims", with(map[string]any{"department": "finance"}), nil, Allow},
+		{"sales in the actor's claims", with(map[string]any{"department": "sales"}), nil, Deny},
+		{"no claims at all", alice, nil, Deny},
+		{"Input.Claims replaces the actor's", with(map[string]any{"department": "sales"}), map[string]any{"department": "finance"}, Allow},
+		{"a JSON number as a token gives it", with(map[string]any{"department": "finance", "level": float64(6)}), nil, Deny},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.Decide(&Input{Actor: tc.actor, Claims: tc.override, Tool: refund, Args: json.RawMessage(`{}`)})
+			if d.Effect != tc.want || d.Err != nil {
+				t.Fatalf("Decide = %+v; want %s", d, tc.want)
+			}
+		})
 	}
 }

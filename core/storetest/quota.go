@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,5 +62,91 @@ func QuotaConformance(t *testing.T, a, b core.QuotaCounter) {
 	wg.Wait()
 	if n := wins.Load(); n != 7 {
 		t.Fatalf("%d of 40 racing takes counted, want 7", n)
+	}
+	quotaUsage(t, a, b)
+	quotaGiveBack(t, a, b)
+}
+
+// quotaGiveBack checks GiveBackQuota: a count given back on one handle
+// frees a take on the other; a count at zero, or of another window, is
+// not lowered.
+func quotaGiveBack(t *testing.T, a, b core.QuotaCounter) {
+	ctx := context.Background()
+	w := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)
+	prune := w.Add(-time.Hour)
+	take := func(q core.QuotaCounter) bool {
+		t.Helper()
+		ok, err := q.TakeQuota(ctx, "back", w, 2, prune)
+		if err != nil {
+			t.Fatalf("TakeQuota: %v", err)
+		}
+		return ok
+	}
+	if !take(a) || !take(b) || take(a) {
+		t.Fatal("2 of a quota of 2 were not taken, or a third was")
+	}
+	if err := b.GiveBackQuota(ctx, "back", w); err != nil {
+		t.Fatalf("GiveBackQuota: %v", err)
+	}
+	if !take(a) || take(b) {
+		t.Fatal("a count given back did not free exactly one take")
+	}
+	for _, err := range []error{
+		a.GiveBackQuota(ctx, "back", w.Add(24*time.Hour)), a.GiveBackQuota(ctx, "never-taken", w),
+	} {
+		if err != nil {
+			t.Fatalf("GiveBackQuota of nothing: %v", err)
+		}
+	}
+	if ok, err := a.TakeQuota(ctx, "back", w.Add(24*time.Hour), 1, prune); err != nil || !ok {
+		t.Fatalf("the next window after a give-back there: %v, %v", ok, err)
+	}
+	if ok, err := a.TakeQuota(ctx, "back", w.Add(24*time.Hour), 1, prune); err != nil || ok {
+		t.Fatalf("a give-back of an empty window let a second take of 1 through: %v, %v", ok, err)
+	}
+	if got, err := a.QuotaUsage(ctx, "never-taken", w, 5); err != nil || len(got) > 0 && got[0].Count != 0 {
+		t.Fatalf("a give-back of a key never taken: %+v, %v", got, err)
+	}
+}
+
+// quotaUsage checks QuotaUsage: one window's keys under a prefix, highest
+// count first, at most n, read on either handle; keys shaped as the
+// limits write them (limit id, NUL, tenant, NUL, actor).
+func quotaUsage(t *testing.T, a, b core.QuotaCounter) {
+	ctx := context.Background()
+	w := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	prune := w.Add(-time.Hour)
+	counts := map[string]int{
+		`daily ["acme","alice"]`: 5, `daily ["acme","bob"]`: 2, `daily ["","carl"]`: 2, `daily ["acme","dé"]`: 1,
+		`daily2 ["acme","alice"]`: 9, `dail ["acme","x"]`: 7, `other ["acme","alice"]`: 4,
+	}
+	for key, n := range counts {
+		for range n {
+			if ok, err := a.TakeQuota(ctx, key, w, 100, prune); err != nil || !ok {
+				t.Fatalf("TakeQuota(%q) = %v, %v", key, ok, err)
+			}
+		}
+	}
+	if ok, err := a.TakeQuota(ctx, `daily ["acme","alice"]`, w.Add(24*time.Hour), 100, prune); err != nil || !ok {
+		t.Fatalf("TakeQuota in the next window = %v, %v", ok, err)
+	}
+	want := []core.QuotaCount{{Key: `daily ["acme","alice"]`, Count: 5}, {Key: `daily ["","carl"]`, Count: 2},
+		{Key: `daily ["acme","bob"]`, Count: 2}, {Key: `daily ["acme","dé"]`, Count: 1}}
+	for _, q := range []core.QuotaCounter{a, b} {
+		got, err := q.QuotaUsage(ctx, "daily ", w, 10)
+		if err != nil {
+			t.Fatalf("QuotaUsage: %v", err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("QuotaUsage(daily) = %+v\nwant %+v", got, want)
+		}
+		top, err := q.QuotaUsage(ctx, "daily ", w, 2)
+		if err != nil || !slices.Equal(top, want[:2]) {
+			t.Fatalf("QuotaUsage(daily, 2) = %+v, %v; want %+v", top, err, want[:2])
+		}
+		none, err := q.QuotaUsage(ctx, "daily ", w.Add(-24*time.Hour), 10)
+		if err != nil || len(none) != 0 {
+			t.Fatalf("QuotaUsage of an empty window = %+v, %v", none, err)
+		}
 	}
 }

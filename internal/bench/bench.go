@@ -167,7 +167,9 @@ type Result struct {
 	// like the gateway: what adding the hop costs before any gateway work.
 	HopFloor hopFloor `json:"httpHopFloor"`
 	// Modern is the HTTP path for a client of revision 2026-07-28 (SV-1).
-	Modern         modernEra     `json:"httpModern"`
+	Modern modernEra `json:"httpModern"`
+	// Policy is the gateway with policies and limits against without.
+	Policy         policyResult  `json:"policy"`
 	Startup        startupResult `json:"startup"`
 	StartupRatio   float64       `json:"startupRatio"`
 	Errors         int           `json:"errors"`
@@ -293,13 +295,29 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := measureCalls(ctx, cfg, paths, echoCount, res); err != nil {
 		return nil, err
 	}
+	fmt.Fprintln(progress, "toolgate bench: policies and limits on against off…")
+	var policed [2]func() (caller, error)
+	for i, limits := range []bool{false, true} {
+		pgw, purl, err := startPoliced(ctx, key, tmp, echoURL, limits)
+		if err != nil {
+			return nil, err
+		}
+		defer pgw.Close(context.Background())
+		if err := waitForTools(ctx, hc, purl, key, 1, 10*time.Second); err != nil {
+			return nil, err
+		}
+		policed[i] = func() (caller, error) { return newHTTPCaller(ctx, hc, purl, key, "http_echo") }
+	}
+	if res.Policy, err = measurePolicy(ctx, cfg, paths.httpVia, policed[0], policed[1], echoCount); err != nil {
+		return nil, err
+	}
 	fmt.Fprintln(progress, "toolgate bench: idle sessions…")
 	measureIdleSessions(ctx, hc, gwURL, key, cfg.IdleSessions, res)
 	fmt.Fprintln(progress, "toolgate bench: start-up…")
 	res.Startup = measureStartup(ctx, cfg, hc, tmp)
 	res.StartupRatio = res.Startup.Ratio
 
-	res.Errors = res.HTTP.Errors + res.Stdio.Errors + res.IdleSessionErrors + res.Startup.Errors
+	res.Errors = res.HTTP.Errors + res.Stdio.Errors + res.IdleSessionErrors + res.Startup.Errors + res.Policy.Errors
 	res.ElapsedSeconds = round3(time.Since(started).Seconds())
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -1434,6 +1452,7 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "                       (for comparison, not the ratio's base: a plain client listing all at once %.0f ms)\n", s.ParallelMs)
 	fmt.Fprintf(w, "                       (the upstream of rank i answers tools/list after %g ms·i/%d, simulated, ranks %s along the configuration; %d round(s))\n",
 		s.ListDelayMs, s.Upstreams, c.StartupOrder, len(s.Rounds))
+	r.printPolicy(w)
 	fmt.Fprintf(w, "errors                 %d\n", r.Errors)
 	for _, t := range []transportResult{r.HTTP, r.Stdio} {
 		if t.Errors > 0 {

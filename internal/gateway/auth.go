@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/config"
@@ -67,5 +68,5 @@ func strategy(ctx context.Context, a config.Auth, log *slog.Logger) (auth.Strate
 }
 
 func coreActor(a config.Actor) core.Actor {
-	return core.Actor{ID: a.ID, Roles: a.Roles, Tenant: a.Tenant}
+	return core.Actor{ID: a.ID, Roles: slices.Clone(a.Roles), Tenant: a.Tenant, Claims: a.Claims}
 }

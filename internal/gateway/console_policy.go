@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/policy"
 )
 
 // PolicyDesk is what a console reads of the gateway's policy (PO-4, CO-8):
@@ -49,7 +50,11 @@ func (p gatewayPolicy) Policies(ctx context.Context) (core.PolicyReport, error) 
 	if err != nil {
 		return core.PolicyReport{}, err
 	}
-	return policyReport(cfg, recs, since), nil
+	rep := policyReport(cfg, recs, since)
+	// The windowed quotas' use, read where the calls are counted (PO-4).
+	counter, _ := p.g.store.(core.QuotaCounter)
+	rep.Quotas = policy.Usage(ctx, cfg.LimitSpecs(), counter, time.Now(), policy.UsageTop)
+	return rep, nil
 }
 
 // policyReport builds the report of cfg's rules and limits over recs.

@@ -134,3 +134,35 @@ func TestAdminPoliciesRoute(t *testing.T) {
 		t.Error("GET /v1/policy answered a wrong key")
 	}
 }
+
+// PO-4, CO-8: GET /v1/policy carries each quota's current window and its
+// heaviest users, as an attached console reads them.
+func TestAdminPoliciesRouteQuotaUsage(t *testing.T) {
+	ctx := testCtx(t)
+	env := startAdminGateway(t, nil, "", func(y string) string {
+		return y + "limits:\n  - {id: daily-searches, per: actor, match: tool.name == \"notes_search\", quota: 5/day}\n"
+	})
+	s := connect(t, ctx, env.mcpURL(), testKey)
+	for range 2 {
+		if res := call(t, ctx, s, "notes_search", map[string]any{"query": "welcome"}); res.IsError {
+			t.Fatalf("a search: %+v", res)
+		}
+	}
+	c, err := admin.NewClient("http://"+env.g.AdminAddr(), adminAliceKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := admin.NewRemoteConsole(c, nil).Policies(ctx)
+	if err != nil {
+		t.Fatalf("Policies: %v", err)
+	}
+	if len(rep.Quotas) != 1 {
+		t.Fatalf("quotas over the admin API: %+v", rep.Quotas)
+	}
+	q := rep.Quotas[0]
+	// A window of a day from midnight UTC.
+	if q.Limit != "daily-searches" || q.Per != "actor" || q.Quota != 5 || !q.Start.Equal(q.Start.UTC().Truncate(24*time.Hour)) || q.End.Sub(q.Start) != 24*time.Hour ||
+		len(q.Top) != 1 || q.Top[0].Count != 2 || len(q.Top[0].Parts) != 2 || q.Top[0].Parts[1] != "alice" {
+		t.Fatalf("the quota over the admin API: %+v", q)
+	}
+}

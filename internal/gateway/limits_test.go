@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -84,6 +86,18 @@ func TestLimitsEndToEnd(t *testing.T) {
 	}
 	refusedBy(t, call(t, ctx, sa, "notes_list_notes", map[string]any{}), "daily-lists")
 
+	// Both replicas read the quota's use from the store they share.
+	for _, g := range []*gateway.Gateway{a, b} {
+		rep, err := g.Console().Policies(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Quotas) != 1 || rep.Quotas[0].Limit != "daily-lists" || rep.Quotas[0].Quota != 2 || rep.Quotas[0].Err != "" ||
+			len(rep.Quotas[0].Top) != 1 || !slices.Equal(rep.Quotas[0].Top[0].Parts, []string{"", "alice"}) || rep.Quotas[0].Top[0].Count != 2 {
+			t.Fatalf("the quotas' use: %+v", rep.Quotas)
+		}
+	}
+
 	recs, err := a.Store().Audit(ctx, core.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,5 +117,58 @@ func TestLimitsEndToEnd(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// PO-3, CF-3: a quota budgets the calls that run: a confirmation refused
+// for a bad token is given back, so the actor's one write of the day is
+// still there for a good one; the next is refused by the quota, and its
+// refusal is not counted either.
+func TestQuotaGivenBackWhenTheGateRefuses(t *testing.T) {
+	ctx := testCtx(t)
+	store := filepath.Join(t.TempDir(), "toolgate.db")
+	notes := serveDemo(t, "notes")
+	yaml := gatewayYAML(store, upstreamYAML("notes", notes, true)) + `limits:
+  - {id: one-write, per: actor, match: tool.kind == "action", quota: 1/day}
+`
+	g := newGateway(t, loadConfig(t, yaml), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := connect(t, ctx, "http://"+g.Addr()+"/mcp", testKey)
+	waitServed(t, ctx, s, []string{"notes_create_note"}, nil)
+
+	_, token, _ := previewNote(t, ctx, s)
+	forged := token[:len(token)-4] + "AAAA"
+	if res := confirmNote(t, ctx, s, forged); !res.IsError || strings.Contains(resultText(res), "rate limit") {
+		t.Fatalf("a forged token: %+v", res)
+	}
+	usage := func() int64 {
+		t.Helper()
+		rep, err := g.Console().Policies(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Quotas) != 1 {
+			t.Fatalf("quotas: %+v", rep.Quotas)
+		}
+		if len(rep.Quotas[0].Top) == 0 {
+			return 0
+		}
+		return rep.Quotas[0].Top[0].Count
+	}
+	if n := usage(); n != 0 {
+		t.Fatalf("after a refused confirmation the quota counts %d calls, want 0", n)
+	}
+	if res := confirmNote(t, ctx, s, token); res.IsError {
+		t.Fatalf("the good confirmation after a bad one: %+v", res)
+	}
+	if n := usage(); n != 1 {
+		t.Fatalf("after the write the quota counts %d calls, want 1", n)
+	}
+	_, token2, _ := previewNote(t, ctx, s)
+	refusedBy(t, confirmNote(t, ctx, s, token2), "one-write")
+	if n := usage(); n != 1 {
+		t.Fatalf("at the end the quota counts %d calls, want 1", n)
 	}
 }

@@ -69,11 +69,11 @@ func ConfigActor(cfg *config.Config, id string) (core.Actor, bool) {
 	}
 	for _, e := range cfg.Endpoints {
 		if e.Actor != nil && e.Actor.ID == id {
-			return core.Actor{ID: id, Roles: slices.Clone(e.Actor.Roles), Tenant: e.Actor.Tenant}, true
+			return coreActor(*e.Actor), true
 		}
 		if e.Auth != nil {
 			if act, ok := walk(*e.Auth); ok {
-				return core.Actor{ID: id, Roles: slices.Clone(act.Roles), Tenant: act.Tenant}, true
+				return coreActor(act), true
 			}
 		}
 	}

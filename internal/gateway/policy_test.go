@@ -295,4 +295,14 @@ func TestPolicyStateless(t *testing.T) {
 	if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 		t.Errorf("an allowed search: %+v %v", res, err)
 	}
+	// The hidden tool called anyway is refused with its rule's reason,
+	// as on a session; a tool that does not exist is still unknown.
+	req.Params.Name, req.Params.Arguments = "notes_side_effects", map[string]any{}
+	if res, err := c.CallTool(ctx, req); err != nil || !res.IsError || resultText(res) != "counters are private" {
+		t.Errorf("the hidden tool: %+v %v", res, err)
+	}
+	req.Params.Name = "notes_nothing"
+	if res, err := c.CallTool(ctx, req); err == nil && (!res.IsError || !strings.Contains(resultText(res), "unknown tool")) {
+		t.Errorf("an unknown tool: %+v %v", res, err)
+	}
 }

@@ -82,10 +82,11 @@ func DefaultActivity() ActivityKeys {
 }
 
 // PolicyKeys are the Policies pane's (PO-4, CO-8). In the list, Reload
-// reads the rules and hits again and Try opens the dry run; the dry run's
-// form reads text, so it has every key: its own are the ones below.
+// reads the rules and hits again, Try opens the dry run and Usage shows
+// the quotas' use; the dry run's form reads text, so it has every key:
+// its own are the ones below.
 type PolicyKeys struct {
-	Reload, Try key.Binding
+	Reload, Try, Usage key.Binding
 	// NextField and PrevField move between the form's fields; NextTool
 	// and PrevTool fill the tool field with the registry's tools.
 	NextField, PrevField key.Binding
@@ -99,6 +100,7 @@ func DefaultPolicies() PolicyKeys {
 	return PolicyKeys{
 		Reload:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
 		Try:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "dry run")),
+		Usage:     key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "quotas")),
 		NextField: key.NewBinding(key.WithKeys("tab", "down"), key.WithHelp("tab/↓", "next field")),
 		PrevField: key.NewBinding(key.WithKeys("shift+tab", "up"), key.WithHelp("shift+tab/↑", "previous field")),
 		NextTool:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next tool")),

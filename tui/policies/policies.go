@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -51,6 +52,9 @@ type Model struct {
 	// awaited; answers to others are stale.
 	waitReport, waitTrial uint64
 	nextID                uint64
+
+	// usage shows the quotas' use instead of the rules.
+	usage bool
 
 	// The dry run's form: open while trying.
 	trying bool
@@ -184,7 +188,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case key.Matches(msg, k.Reload):
 			return m, m.Load()
 		case key.Matches(msg, k.Try):
+			m.usage = false
 			return m, m.open()
+		case key.Matches(msg, k.Usage):
+			m.usage = !m.usage
+			return m, nil
+		case m.usage && key.Matches(msg, k.Back):
+			m.usage = false
+			return m, nil
+		}
+		if m.usage {
+			return m, nil
 		}
 	}
 	if m.trying {
@@ -328,15 +342,18 @@ func (m *Model) try() tea.Cmd {
 func (m *Model) keys() keys.PolicyKeys {
 	k := m.c.Keys.Policies
 	if m.trying {
-		keys.Disable(&k.Reload, &k.Try)
+		keys.Disable(&k.Reload, &k.Try, &k.Usage)
 		if len(m.tools) == 0 {
 			keys.Disable(&k.NextTool, &k.PrevTool)
 		}
 		return k
 	}
-	keys.Disable(&k.NextField, &k.PrevField, &k.NextTool, &k.PrevTool, &k.Run, &k.Back)
+	keys.Disable(&k.NextField, &k.PrevField, &k.NextTool, &k.PrevTool, &k.Run)
+	if !m.usage {
+		keys.Disable(&k.Back)
+	}
 	if m.table.Filtering() {
-		keys.Disable(&k.Reload, &k.Try)
+		keys.Disable(&k.Reload, &k.Try, &k.Usage)
 	}
 	return k
 }
@@ -346,7 +363,10 @@ func (m *Model) ShortHelp() []key.Binding {
 	if m.trying {
 		return []key.Binding{k.Run, k.NextField, k.NextTool, k.Back}
 	}
-	return append([]key.Binding{k.Try, k.Reload}, m.table.ShortHelp()...)
+	if m.usage {
+		return []key.Binding{k.Usage, k.Reload, k.Back}
+	}
+	return append([]key.Binding{k.Try, k.Usage, k.Reload}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
@@ -354,10 +374,19 @@ func (m *Model) FullHelp() [][]key.Binding {
 	if m.trying {
 		return [][]key.Binding{{k.Run, k.NextField, k.PrevField, k.NextTool, k.PrevTool, k.Back}}
 	}
-	return [][]key.Binding{{k.Try, k.Reload}, m.table.Bindings()}
+	if m.usage {
+		return [][]key.Binding{{k.Usage, k.Reload, k.Back}}
+	}
+	return [][]key.Binding{{k.Try, k.Usage, k.Reload}, m.table.Bindings()}
 }
 
+// Usage reports whether the quotas' use is shown.
+func (m *Model) Usage() bool { return m.usage }
+
 func (m *Model) View() string {
+	if m.usage && !m.trying {
+		return m.usageView()
+	}
 	if !m.trying {
 		return m.table.View()
 	}
@@ -422,4 +451,102 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// usageBar is the width of a usage bar.
+const usageBar = 10
+
+// usageView lists each quota's current window and its heaviest users,
+// each as used/quota, a percentage and a bar, in as many lines as the
+// pane has.
+func (m *Model) usageView() string {
+	th := m.c.Theme
+	width := max(m.width, 40)
+	lines := []string{th.Section.Render("Quota usage") + th.Muted.Render(" — calls counted in each quota's current window, heaviest first"), ""}
+	switch {
+	case !m.loaded:
+		lines = append(lines, th.Muted.Render("Loading…"))
+	case len(m.report.Quotas) == 0:
+		lines = append(lines, th.Muted.Render("No quota is configured (limits with quota: N/UNIT); rates are per replica and not shown here."))
+	}
+	now := m.c.Now()
+	for _, q := range m.report.Quotas {
+		head := fmt.Sprintf("%s · per %s · %d/%s · resets in %s (%s UTC)", q.Limit, q.Per, q.Quota,
+			windowText(q.End.Sub(q.Start)), leftText(q.End.Sub(now)), q.End.UTC().Format("Jan 2 15:04"))
+		lines = append(lines, th.Label.Render(common.Truncate(head, width)))
+		switch {
+		case q.Err != "":
+			lines = append(lines, "  "+th.Err.Render(common.Truncate("✗ cannot read the counts: "+common.OneLine(q.Err), width-2)))
+		case len(q.Top) == 0:
+			lines = append(lines, "  "+th.Muted.Render("no calls counted in this window"))
+		}
+		name := max(width-2-len(" 0000000/0000000 100% ")-usageBar, 12)
+		for _, u := range q.Top {
+			pct := 0
+			if q.Quota > 0 {
+				pct = int(min(100, u.Count*100/q.Quota))
+			}
+			filled := pct * usageBar / 100
+			if u.Count > 0 && filled == 0 {
+				filled = 1
+			}
+			bar := strings.Repeat("█", filled) + strings.Repeat("░", usageBar-filled)
+			used := fmt.Sprintf("%d/%d", u.Count, q.Quota)
+			style := th.OK
+			switch {
+			case pct >= 100:
+				style = th.Err
+			case pct >= 80:
+				style = th.Warn
+			}
+			lines = append(lines, fmt.Sprintf("  %s %15s %3d%% %s", common.Pad(partsText(q.Per, u.Parts), name), used, pct, style.Render(bar)))
+		}
+		lines = append(lines, "")
+	}
+	if m.height > 0 && len(lines) > m.height {
+		lines = append(lines[:m.height-1], th.Muted.Render(fmt.Sprintf("… %d more lines: a taller terminal shows them", len(lines)-m.height+1)))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// partsText spells who a quota counted: tenant/actor (· tool), the
+// upstream, or the endpoint.
+func partsText(per string, parts []string) string {
+	if (per == "actor" || per == "actor+tool") && len(parts) >= 2 {
+		who := parts[1]
+		if parts[0] != "" {
+			who = parts[0] + "/" + who
+		}
+		if len(parts) == 3 {
+			who += " · " + parts[2]
+		}
+		return who
+	}
+	return strings.Join(parts, " ")
+}
+
+// windowText names a quota's window as its config does.
+func windowText(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	case 24 * time.Hour:
+		return "day"
+	}
+	return d.String()
+}
+
+// leftText is how long a window has left: 5h07m, 12m, under a minute.
+func leftText(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "under a minute"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
