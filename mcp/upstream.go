@@ -406,6 +406,9 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 	// sent them, and over Streamable HTTP the request is sent as it is.
 	params := callParamsJSON(remoteName, args, &meta)
 	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(params))
+	if err != nil && b.bindingsChanged(ctx, s, remoteName, err) {
+		raw, err = s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(params))
+	}
 	if err == nil && s.modern != nil {
 		raw, err = b.completeInput(ctx, s, params, raw)
 	}

@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +65,8 @@ func (b *base) modernTools(s *session, tools []core.RemoteTool) []core.RemoteToo
 				continue
 			}
 			if bs := mcpgo.ExtractParamHeaderBindings(tool); len(bs) > 0 {
+				// In a fixed order, for bindingsChanged.
+				slices.SortFunc(bs, func(x, y mcpgo.ParamHeaderBinding) int { return strings.Compare(x.Header, y.Header) })
 				bindings[t.Name] = bs
 			}
 		}
@@ -177,4 +181,24 @@ func headerValue(raw json.RawMessage) (string, error) {
 		return "", errors.New("the value has no header form")
 	}
 	return s, nil
+}
+
+// bindingsChanged is for a tools/call that a modern HTTP upstream refused
+// with HeaderMismatch (-32020): the tool's schema may have changed since
+// it was listed. It lists the tools again, as the revision advises, and
+// reports whether the tool's bindings changed, so that the call is sent
+// again with the new headers. That is no second call (IM-29): a server
+// checks the headers before it runs anything.
+func (b *base) bindingsChanged(ctx context.Context, s *session, tool string, err error) bool {
+	var rpc *core.RPCError
+	if s.modern == nil || !s.modern.http || !errors.As(err, &rpc) || rpc.Code != mcpgo.HEADER_MISMATCH {
+		return false
+	}
+	before := b.mod.params.of(tool)
+	if _, lerr := b.ListTools(ctx); lerr != nil {
+		return false
+	}
+	return !slices.EqualFunc(before, b.mod.params.of(tool), func(x, y mcpgo.ParamHeaderBinding) bool {
+		return x.Header == y.Header && slices.Equal(x.Path, y.Path)
+	})
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
 )
@@ -102,12 +105,33 @@ func TestModernUpstreamParamHeadersHTTP(t *testing.T) {
 		t.Errorf("after reconnecting: %s %v", r.JSON, err)
 	}
 
-	// The server does check: without the bindings the call is refused
-	// with HeaderMismatch.
+	// The server does check: a call sent without its headers is refused
+	// with HeaderMismatch, and the gateway lists the tools again and sends
+	// it once more with them, as the revision advises.
 	u.(*httpUpstream).mod.params.set(nil)
+	before = calls()
+	r, err = u.CallTool(ctxT(t, 5*time.Second), "route", json.RawMessage(`{"region":"eu"}`))
+	if err != nil || resultText(t, r) != "Region=eu" {
+		t.Errorf("a call with stale bindings: %s %v", r.JSON, err)
+	}
+	if n := calls() - before; n != 2 {
+		t.Errorf("the call was sent %d times, want twice: refused, then with its headers", n)
+	}
+	// A tool whose schema gains an annotation after it was listed.
+	m.srv.AddTool(mcpgo.NewToolWithRawSchema("echo", "", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","x-mcp-header":"Text"}}}`)),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText(req.GetString("text", "") + " " + req.Header.Get("Mcp-Param-Text")), nil
+		})
+	r, err = u.CallTool(ctxT(t, 5*time.Second), "echo", json.RawMessage(`{"text":"hi"}`))
+	if err != nil || resultText(t, r) != "hi hi" {
+		t.Errorf("a tool whose schema changed: %s %v", r.JSON, err)
+	}
+	// A refusal that a new listing does not explain is the answer.
 	var rpc *core.RPCError
-	if _, err := u.CallTool(ctxT(t, 5*time.Second), "route", json.RawMessage(`{"region":"eu"}`)); !errors.As(err, &rpc) || rpc.Code != -32020 {
-		t.Errorf("a call without its headers: %v", err)
+	before = calls()
+	_, err = u.CallTool(ctxT(t, 5*time.Second), "mismatch", nil)
+	if !errors.As(err, &rpc) || rpc.Code != -32020 || core.Transient(err) || calls()-before != 1 {
+		t.Errorf("a refusal no listing explains: %v, sent %d times", err, calls()-before)
 	}
 	_, bad := m.seen()
 	for _, p := range bad {

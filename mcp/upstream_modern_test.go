@@ -136,7 +136,8 @@ func addModernTools(s *server.MCPServer, counted *atomic.Int32) {
 // mcp-go's restricted to 2026-07-28 behind a front that refuses every
 // legacy request with -32022 (mcp-go alone still answers initialize). It
 // checks IM-4's credentials and the revision's _meta and headers on every
-// request, and hangs up on a call of "drop" after reading it.
+// request, hangs up on a call of "drop" after reading it, and refuses a
+// call of "mismatch" with HeaderMismatch.
 //
 // Its tool route has x-mcp-header parameters, which mcp-go checks against
 // the Mcp-Param headers, and answers with those headers; its listing also
@@ -288,6 +289,11 @@ func (m *modernHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write(legacyRefusal(req.ID, req.Params.ProtocolVersion))
+	case req.Method == "tools/call" && req.Params.Name == "mismatch":
+		// A refusal no listing explains.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"Header mismatch"}}`, req.ID)
 	case req.Method == "tools/call" && req.Params.Name == "drop":
 		// The call arrived; its answer never leaves.
 		m.drops.Add(1)
