@@ -26,8 +26,10 @@ import (
 // it probes server/discover and, if the server serves 2026-07-28, speaks that
 // revision to it for the whole connection (IM-2): every request carries its
 // protocol version, client info and capabilities in _meta (and, over HTTP,
-// the Mcp-Method and Mcp-Name headers), list_changed comes through a
-// subscriptions/listen request held open for the connection's life, the
+// the Mcp-Method and Mcp-Name headers, and the Mcp-Param headers of a
+// call, see upstream_modern_params.go), list_changed and the updates of
+// subscribed resources come through a subscriptions/listen request held
+// open for the connection's life (see upstream_modern_listen.go), the
 // health check is server/discover (the revision has no ping), and an
 // elicitation or sampling request arrives as an input_required result of the
 // call, answered and retried here.
