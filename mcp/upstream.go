@@ -189,6 +189,8 @@ type base struct {
 	roots []string
 	hub   *Hub
 	fl    flights
+	// mod is what a modern upstream keeps across its connections.
+	mod modernState
 
 	mu        sync.Mutex
 	sess      *session
@@ -219,9 +221,9 @@ type session struct {
 	// modern is set when the upstream speaks the stateless revision: every
 	// request carries its _meta and headers (see upstream_modern.go).
 	modern *modernEra
-	// listening is closed when the connection's subscriptions/listen has
-	// ended; nil without one.
-	listening <-chan struct{}
+	// listener holds a modern connection's subscriptions/listen; nil
+	// without one.
+	listener *listener
 }
 
 var errConnectionLost = errors.New("connection to upstream lost")
@@ -235,6 +237,7 @@ func (b *base) Connect(ctx context.Context) (core.ServerInfo, error) {
 	b.mu.Lock()
 	b.sess = s
 	b.mu.Unlock()
+	b.modernConnected(ctx, s)
 	b.log.Debug("connected", "server", info.Name, "protocol", info.Protocol)
 	return info, nil
 }
@@ -325,7 +328,7 @@ func (b *base) ListTools(ctx context.Context) ([]core.RemoteTool, error) {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
 		if next == "" {
-			return tools, nil
+			return b.modernTools(s, tools), nil
 		}
 		if seen[next] {
 			return nil, fmt.Errorf("tools/list: cursor %q repeated", next)
@@ -407,6 +410,9 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 	// sent them, and over Streamable HTTP the request is sent as it is.
 	params := callParamsJSON(remoteName, args, &meta)
 	raw, err := s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(params))
+	if err != nil && b.bindingsChanged(ctx, s, remoteName, err) {
+		raw, err = s.request(ctx, string(mcpgo.MethodToolsCall), json.RawMessage(params))
+	}
 	if err == nil && s.modern != nil {
 		raw, err = b.completeInput(ctx, s, params, raw)
 	}
@@ -587,7 +593,11 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", method, core.ErrNotSent, err)
 		}
-		params, header = p, s.modern.header(method, p)
+		h, err := s.modern.header(method, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", method, core.ErrNotSent, err)
+		}
+		params, header = p, h
 	}
 	if raw, ok := params.(json.RawMessage); ok && s.pipe != nil && method == string(mcpgo.MethodToolsCall) {
 		return s.pipeCall(ctx, raw)

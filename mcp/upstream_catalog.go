@@ -94,11 +94,17 @@ func (b *base) listRaw(ctx context.Context, method, key string) ([]json.RawMessa
 var _ core.CatalogRouter = (*base)(nil)
 
 func (b *base) SubscribeResource(ctx context.Context, uri string) error {
+	if s, err := b.current(); err == nil && s.modern != nil {
+		return b.followResources(ctx, s, uri, true)
+	}
 	_, err := b.requestRaw(ctx, string(mcpgo.MethodResourcesSubscribe), map[string]string{"uri": uri})
 	return err
 }
 
 func (b *base) UnsubscribeResource(ctx context.Context, uri string) error {
+	if s, err := b.current(); err == nil && s.modern != nil {
+		return b.followResources(ctx, s, uri, false)
+	}
 	_, err := b.requestRaw(ctx, string(mcpgo.MethodResourcesUnsubscribe), map[string]string{"uri": uri})
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,8 +26,10 @@ import (
 // it probes server/discover and, if the server serves 2026-07-28, speaks that
 // revision to it for the whole connection (IM-2): every request carries its
 // protocol version, client info and capabilities in _meta (and, over HTTP,
-// the Mcp-Method and Mcp-Name headers), list_changed comes through a
-// subscriptions/listen request held open for the connection's life, the
+// the Mcp-Method and Mcp-Name headers, and the Mcp-Param headers of a
+// call, see upstream_modern_params.go), list_changed and the updates of
+// subscribed resources come through a subscriptions/listen request held
+// open for the connection's life (see upstream_modern_listen.go), the
 // health check is server/discover (the revision has no ping), and an
 // elicitation or sampling request arrives as an input_required result of the
 // call, answered and retried here.
@@ -47,6 +48,12 @@ type modernEra struct {
 	// members are the _meta members every request carries, as the bytes
 	// of JSON object members (no braces).
 	members []byte
+	// http is set over Streamable HTTP, where requests carry the
+	// revision's headers.
+	http bool
+	// bindings are the upstream's x-mcp-header bindings, set once the
+	// connection is the upstream's (see base.modernConnected).
+	bindings atomic.Pointer[paramHeaders]
 }
 
 func newModernEra(version string) *modernEra {
@@ -152,18 +159,28 @@ func writeObject(fields map[string]json.RawMessage) []byte {
 	return append(b, '}')
 }
 
-// header is the revision's Mcp-Method and Mcp-Name headers of a request
-// whose params are params.
-func (m *modernEra) header(method string, params json.RawMessage) http.Header {
+// header is the revision's headers of a request whose params are params:
+// Mcp-Method and Mcp-Name, and for tools/call the Mcp-Param headers of
+// the tool's x-mcp-header arguments. Other transports carry none. An error
+// is an argument no header can carry: the request must not be sent.
+func (m *modernEra) header(method string, params json.RawMessage) (http.Header, error) {
+	if !m.http {
+		return nil, nil
+	}
 	std := mcpgo.StandardHeaders(m.version, mcpgo.MCPMethod(method), params)
 	if len(std) == 0 {
-		return nil
+		return nil, nil
 	}
 	h := make(http.Header, len(std))
 	for k, v := range std {
 		h.Set(k, v)
 	}
-	return h
+	if p := m.bindings.Load(); p != nil && method == string(mcpgo.MethodToolsCall) {
+		if err := p.add(h, params); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // refusesLegacy reports whether a failed initialize says the server does
@@ -250,8 +267,13 @@ func discoverModern(ctx context.Context, tr transport.Interface) (*modernEra, co
 	if hc, ok := tr.(transport.HTTPConnection); ok {
 		// The header and _meta must agree.
 		hc.SetProtocolVersion(era.version)
+		era.http = true
 	}
 	params, err := era.params(nil)
+	if err != nil {
+		return nil, core.ServerInfo{}, err
+	}
+	header, err := era.header(string(mcpgo.MethodServerDiscover), params)
 	if err != nil {
 		return nil, core.ServerInfo{}, err
 	}
@@ -261,7 +283,7 @@ func discoverModern(ctx context.Context, tr transport.Interface) (*modernEra, co
 		ID:      mcpgo.NewRequestId("tg-discover"),
 		Method:  string(mcpgo.MethodServerDiscover),
 		Params:  params,
-		Header:  era.header(string(mcpgo.MethodServerDiscover), params),
+		Header:  header,
 	})
 	if err != nil {
 		return nil, core.ServerInfo{}, fmt.Errorf("server/discover: %w", handshakeErr(err, rec))
@@ -309,91 +331,6 @@ func ackWatcher(onNote func(mcpgo.JSONRPCNotification)) (func(mcpgo.JSONRPCNotif
 		}
 		onNote(n)
 	}, acks
-}
-
-// listenFilter is what toolgate listens for: the lists it imports (IM-25).
-var listenFilter = map[string]any{"notifications": mcpgo.SubscriptionFilter{
-	ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true,
-}}
-
-// subscribe opens the connection's subscriptions/listen and waits, bounded
-// by ctx, for the server to acknowledge it, so that a list change after
-// Connect returns is heard. The request stays open until the connection
-// stops; if it ends before that while something was subscribed, the
-// connection is marked lost (the next request reconnects, IM-27) and
-// onNote gets a list_changed, since the server may have changed its lists
-// while nobody listened (IM-25). It returns a channel closed when the
-// request has ended. A server that refuses the request leaves the connection
-// without list_changed, as a legacy server without the capability does.
-func (s *session) subscribe(ctx context.Context, acks <-chan mcpgo.JSONRPCNotification,
-	onNote func(mcpgo.JSONRPCNotification), log *slog.Logger) (<-chan struct{}, error) {
-	ended := make(chan struct{})
-	result := make(chan error, 1)
-	// held is sent once, when it is known whether the server holds the
-	// request open.
-	held := make(chan bool, 1)
-	go func() {
-		defer close(ended)
-		_, err := s.request(context.WithoutCancel(ctx), string(mcpgo.MethodSubscriptionsListen), listenFilter)
-		result <- err
-		if !<-held || s.lost.Err() != nil {
-			return
-		}
-		log.Debug("subscriptions/listen ended; the connection will be made again", "err", err)
-		s.markLost()
-		onNote(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION,
-			Notification: mcpgo.Notification{Method: string(mcpgo.MethodNotificationToolsListChanged)}})
-	}()
-	select {
-	case n := <-acks:
-		held <- ackHolds(n)
-		return ended, nil
-	case err := <-result:
-		held <- false
-		if err != nil {
-			log.Debug("subscriptions/listen refused; no list_changed from this upstream", "err", err)
-		}
-		return ended, nil
-	case <-ctx.Done():
-		held <- false
-		s.markLost()
-		<-ended
-		return nil, fmt.Errorf("subscriptions/listen: %w", ctx.Err())
-	}
-}
-
-// listen subscribes s (see subscribe) and makes its stop wait for the
-// subscription's request to end; if subscribing fails the session is
-// stopped.
-func (s *session) listen(ctx context.Context, acks <-chan mcpgo.JSONRPCNotification,
-	onNote func(mcpgo.JSONRPCNotification), log *slog.Logger) error {
-	ended, err := s.subscribe(ctx, acks, onNote, log)
-	if err != nil {
-		_ = s.stop()
-		return err
-	}
-	stop := s.stop
-	s.listening = ended
-	s.stop = func() error {
-		err := stop()
-		<-ended
-		return err
-	}
-	return nil
-}
-
-// ackHolds reports whether an acknowledgement established anything: a
-// server with nothing to send ends the request at once, and that is no
-// lost connection.
-func ackHolds(n mcpgo.JSONRPCNotification) bool {
-	raw, err := json.Marshal(n.Params)
-	if err != nil {
-		return false
-	}
-	var p struct {
-		Notifications mcpgo.SubscriptionFilter `json:"notifications"`
-	}
-	return json.Unmarshal(raw, &p) == nil && !p.Notifications.IsEmpty()
 }
 
 // modernLogLevel is the level a modern upstream is asked to log a call of

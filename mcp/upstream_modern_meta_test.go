@@ -19,6 +19,7 @@ import (
 // arguments go as they were written. Covers IM-2, IM-17.
 func TestModernParamsCarryTheRevisionsMeta(t *testing.T) {
 	era := newModernEra(ModernProtocolVersion)
+	era.http = true
 	args := `{"n":12345678901234567890, "s":"a\u00e9"}`
 	cases := []struct {
 		name   string
@@ -66,7 +67,10 @@ func TestModernParamsCarryTheRevisionsMeta(t *testing.T) {
 					t.Errorf("member x lost: %s", got["_meta"])
 				}
 			}
-			h := era.header("tools/call", raw)
+			h, err := era.header("tools/call", raw)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.name == "call" && (h.Get(mcpgo.HeaderMethod) != "tools/call" || h.Get(mcpgo.HeaderName) != "echo") {
 				t.Errorf("headers = %v", h)
 			}

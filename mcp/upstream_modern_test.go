@@ -136,7 +136,16 @@ func addModernTools(s *server.MCPServer, counted *atomic.Int32) {
 // mcp-go's restricted to 2026-07-28 behind a front that refuses every
 // legacy request with -32022 (mcp-go alone still answers initialize). It
 // checks IM-4's credentials and the revision's _meta and headers on every
-// request, and hangs up on a call of "drop" after reading it.
+// request, hangs up on a call of "drop" after reading it, and refuses a
+// call of "mismatch" with HeaderMismatch.
+//
+// Its tool route has x-mcp-header parameters, which mcp-go checks against
+// the Mcp-Param headers, and answers with those headers; its listing also
+// carries badheader, a tool whose annotation breaks the revision's rules
+// (mcp-go refuses to serve one, other servers may not). touch sends
+// notifications/resources/updated for its uri on every open
+// subscriptions/listen whose filter names it; the server keeps a log of
+// the listen requests opened and closed.
 type modernHTTP struct {
 	srv     *server.MCPServer
 	next    http.Handler
@@ -146,17 +155,103 @@ type modernHTTP struct {
 	mu      sync.Mutex
 	methods []string // "legacy initialize", "tools/call", …
 	bad     []string
+	listens map[*openListen]bool
+	// listenLog is "open a,b" and "close a,b" (the filter's URIs) in the
+	// order the server saw them.
+	listenLog []string
 }
 
+// openListen is a subscriptions/listen request the test server holds.
+type openListen struct {
+	ch   chan<- mcpgo.JSONRPCNotification
+	uris []string
+}
+
+// routeSchema marks three top-level parameters and a nested one.
+const routeSchema = `{"type":"object","properties":{
+	"region":{"type":"string","x-mcp-header":"Region"},
+	"count":{"type":"integer","x-mcp-header":"Count"},
+	"dry":{"type":"boolean","x-mcp-header":"Dry"},
+	"target":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}},
+	"note":{"type":"string"}}}`
+
 func newModernHTTP() *modernHTTP {
-	m := &modernHTTP{}
-	m.srv = server.NewMCPServer("modern-http", "7.0.0", server.WithToolCapabilities(true))
+	m := &modernHTTP{listens: map[*openListen]bool{}}
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcpgo.ListToolsRequest, r *mcpgo.ListToolsResult) {
+		r.Tools = append(r.Tools, mcpgo.NewToolWithRawSchema("badheader", "an object in a header",
+			json.RawMessage(`{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}`)))
+	})
+	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcpgo.SubscriptionsListenRequest) {
+		s := server.ClientSessionFromContext(ctx)
+		if s == nil {
+			return
+		}
+		l := &openListen{ch: s.NotificationChannel(), uris: req.Params.Notifications.ResourceSubscriptions}
+		m.mu.Lock()
+		m.listens[l] = true
+		m.listenLog = append(m.listenLog, "open "+strings.Join(l.uris, ","))
+		m.mu.Unlock()
+		context.AfterFunc(ctx, func() {
+			m.mu.Lock()
+			delete(m.listens, l)
+			m.listenLog = append(m.listenLog, "close "+strings.Join(l.uris, ","))
+			m.mu.Unlock()
+		})
+	})
+	m.srv = server.NewMCPServer("modern-http", "7.0.0", server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, true), server.WithHooks(hooks))
 	addModernTools(m.srv, &m.counted)
 	m.srv.AddTool(mcpgo.NewTool("drop"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		return mcpgo.NewToolResultText("never seen"), nil
 	})
+	m.srv.AddTool(mcpgo.NewToolWithRawSchema("route", "x-mcp-header parameters", json.RawMessage(routeSchema)),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			var seen []string
+			for k, v := range req.Header {
+				if name, ok := strings.CutPrefix(k, mcpgo.HeaderParamPrefix); ok {
+					seen = append(seen, name+"="+strings.Join(v, "|"))
+				}
+			}
+			slices.Sort(seen)
+			return mcpgo.NewToolResultText(strings.Join(seen, " ")), nil
+		})
+	m.srv.AddResource(mcpgo.NewResource("test://doc", "doc"), func(context.Context, mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: "test://doc", Text: "doc"}}, nil
+	})
+	m.srv.AddTool(mcpgo.NewTool("touch", mcpgo.WithString("uri")), func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		uri := req.GetString("uri", "")
+		n := 0
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for l := range m.listens {
+			if slices.Contains(l.uris, uri) {
+				select {
+				case l.ch <- mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{
+					Method: mcpgo.MethodNotificationResourceUpdated,
+					Params: mcpgo.NotificationParams{AdditionalFields: map[string]any{"uri": uri}},
+				}}:
+					n++
+				default:
+				}
+			}
+		}
+		return mcpgo.NewToolResultText(fmt.Sprintf("touched %d", n)), nil
+	})
 	m.next = server.NewStreamableHTTPServer(m.srv, server.WithStreamableHTTPProtocolVersions(ModernProtocolVersion))
 	return m
+}
+
+// listening returns the log of listen requests and the filters of those
+// open now, sorted.
+func (m *modernHTTP) listening() (log []string, open []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for l := range m.listens {
+		open = append(open, strings.Join(l.uris, ","))
+	}
+	slices.Sort(open)
+	return slices.Clone(m.listenLog), open
 }
 
 func (m *modernHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +289,11 @@ func (m *modernHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write(legacyRefusal(req.ID, req.Params.ProtocolVersion))
+	case req.Method == "tools/call" && req.Params.Name == "mismatch":
+		// A refusal no listing explains.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"Header mismatch"}}`, req.ID)
 	case req.Method == "tools/call" && req.Params.Name == "drop":
 		// The call arrived; its answer never leaves.
 		m.drops.Add(1)
