@@ -97,6 +97,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.policies()
 	v.limits()
 	v.audit()
+	v.telemetry()
 	return v.warnings, v.errs.err()
 }
 

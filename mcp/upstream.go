@@ -21,6 +21,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // UpstreamOptions is one upstream's connection settings (cmd fills it from
@@ -378,6 +379,8 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 		// An upstream that deduplicates can recognise a repeat (SV-7).
 		meta.IdempotencyKey = call.IdempotencyKey
 	}
+	// Stdio has no headers: the trace goes in _meta (OP-9).
+	meta.Traceparent, meta.Tracestate = telemetry.Context(ctx)
 	if d := downstreamFrom(ctx); d != nil {
 		f := b.fl.start(d)
 		defer b.fl.end(f)
@@ -420,6 +423,8 @@ func lingerIfStreamed(ctx context.Context, d *downstream) {
 type callMeta struct {
 	ProgressToken  string `json:"progressToken,omitempty"`
 	IdempotencyKey string `json:"dev.toolgate/idempotencyKey,omitempty"`
+	Traceparent    string `json:"traceparent,omitempty"`
+	Tracestate     string `json:"tracestate,omitempty"`
 }
 
 // IdempotencyMetaKey names the per-call key the gateway sends upstream in a

@@ -95,7 +95,7 @@ func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 	b = appendJSONString(b, name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
-	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "") {
+	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "" || meta.Traceparent != "") {
 		b = append(b, `,"_meta":{`...)
 		if meta.ProgressToken != "" {
 			b = append(b, `"progressToken":`...)
@@ -108,6 +108,7 @@ func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 			b = append(b, `"`+IdempotencyMetaKey+`":`...)
 			b = appendJSONString(b, meta.IdempotencyKey)
 		}
+		b = appendTraceMeta(b, meta)
 		b = append(b, '}')
 	}
 	return append(b, '}')

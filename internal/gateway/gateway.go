@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // Options adjust what New builds. nil means defaults: a serving gateway on
@@ -78,6 +79,7 @@ type Gateway struct {
 	approvals *confirm.ApprovalQueue
 	hub       *mcp.Hub
 	metrics   *metrics.Metrics
+	traces    *telemetry.Provider // nil: tracing off (OP-9)
 	ops       *opsLog // nil without a logger
 	handler   http.Handler
 	endpoints []*mcp.Endpoint
@@ -187,6 +189,9 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	}
 	g.startShared(ctx)
 	g.startMetrics()
+	if err = g.startTracing(ctx, cfg); err != nil {
+		return nil, err
+	}
 	if err = g.buildHandler(g.life); err != nil {
 		return nil, fmt.Errorf("building endpoints: %w", err)
 	}
@@ -406,6 +411,8 @@ func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error
 		_ = g.store.Close()
 	}
 	g.closeAudit() // after the store: its Close commits the last records
+	enter("traces")
+	g.stopTracing() // last: the audit writes' spans end above
 	enter("")
 	return err
 }
