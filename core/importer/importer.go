@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/telemetry"
 	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // UpstreamSpec is one configured upstream as the importer needs it. The

@@ -79,7 +79,6 @@ type Gateway struct {
 	approvals *confirm.ApprovalQueue
 	hub       *mcp.Hub
 	metrics   *metrics.Metrics
-	traces    *telemetry.Provider // nil: tracing off (OP-9)
 	ops       *opsLog // nil without a logger
 	handler   http.Handler
 	endpoints []*mcp.Endpoint
@@ -114,6 +113,9 @@ type Gateway struct {
 	// Start serves nothing once it is.
 	lifeMu  sync.Mutex
 	closing bool
+
+	// traces is the tracer provider; nil: tracing off (OP-9).
+	traces *telemetry.Provider
 
 	endpointsClosed sync.Once
 	closeOnce       sync.Once
