@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/otlptest"
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 )
 
@@ -190,6 +192,16 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 			if res := call(t, ctx, s, "web_change", map[string]any{"secret": argValue}); res.IsError {
 				t.Fatalf("web_change: %q", resultText(res))
 			}
+			// Exemplars: the latency histogram names the calls' trace, in
+			// the OpenMetrics exposition a scraper asks for.
+			var exposition string
+			if !waittest.Poll(stepWait, func() bool {
+				exposition = scrapeOpenMetrics(t, "http://"+g.Addr()+"/metrics")
+				return strings.Contains(exposition, `toolgate_call_duration_seconds_bucket{outcome="ok",tool="local_probe"`) &&
+					strings.Contains(exposition, `# {trace_id="`+callerTrace+`"}`)
+			}) {
+				t.Errorf("/metrics has no exemplar of trace %s:\n%s", callerTrace, exposition)
+			}
 			// Close flushes the exporter: every span is in by its end.
 			closeGateway(t, g)
 			spans := rcv.Spans()
@@ -275,4 +287,30 @@ func only(t *testing.T, spans []otlptest.Span, pred func(otlptest.Span) bool) ot
 		t.Fatalf("%d spans match, want 1; all spans:\n%s", len(found), otlptest.Dump(spans))
 	}
 	return found[0]
+}
+
+// scrapeOpenMetrics fetches url as a Prometheus server does that wants
+// exemplars.
+func scrapeOpenMetrics(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	hc := &http.Client{Timeout: stepWait}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Fatalf("GET %s answered %s, not OpenMetrics", url, ct)
+	}
+	return string(b)
 }
