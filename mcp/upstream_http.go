@@ -247,7 +247,10 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // must not change the request it was given.
 func (t *authTransport) prepare(req *http.Request) (*http.Request, error) {
 	// The call's trace goes on to the upstream (OP-9).
-	traceparent, tracestate := telemetry.Context(req.Context())
+	var traceparent, tracestate string
+	if _, set := req.Header["Traceparent"]; !set {
+		traceparent, tracestate = telemetry.Context(req.Context())
+	}
 	if len(t.headers) == 0 && t.bearer == "" && t.signing == nil && traceparent == "" {
 		return req, nil
 	}

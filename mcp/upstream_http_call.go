@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // poster sends a Streamable HTTP upstream's tools/call as one POST of the
@@ -154,6 +156,7 @@ func (p *poster) exchange(ctx context.Context, body []byte) (resp *rpcAnswer, co
 		return nil, 0, fmt.Errorf("%w: %w", errBuildRequest, err)
 	}
 	req.Header = p.header.Clone()
+	telemetry.Inject(ctx, req.Header)
 	var res *http.Response
 	var release func(reuse bool)
 	if p.pool != nil {

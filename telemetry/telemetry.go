@@ -10,6 +10,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -45,6 +46,9 @@ type Settings struct {
 	SampleRatio float64
 	// ServiceVersion is the service.version resource attribute.
 	ServiceVersion string
+	// OnExportError is told when exports start failing (the error) and
+	// when they succeed again (nil); nil: not told.
+	OnExportError func(error)
 }
 
 // Enabled reports whether s, with the environment, asks for traces.
@@ -92,7 +96,7 @@ func New(ctx context.Context, s Settings) (*Provider, error) {
 		res = resource.NewSchemaless(attrs...)
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithSpanProcessor(newBatcher(exp, s.OnExportError)),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.SampleRatio))),
 	)
@@ -212,9 +216,16 @@ func Context(ctx context.Context) (traceparent, tracestate string) {
 	if !sc.IsValid() {
 		return "", ""
 	}
-	c := propagation.MapCarrier{}
-	Propagator.Inject(ctx, c)
-	return c["traceparent"], c["tracestate"]
+	// What propagation.TraceContext writes, without its map.
+	tid, sid := sc.TraceID(), sc.SpanID()
+	var b [55]byte
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return string(b[:]), sc.TraceState().String()
 }
 
 // SetHeaders puts a trace context on h as the W3C headers; nothing when
@@ -277,4 +288,11 @@ func EndAttempt(span trace.Span, toolError bool, err error) {
 		span.SetAttributes(OutcomeKey.String(outcome))
 	}
 	End(span, err)
+}
+
+// Inject puts ctx's trace context on h as the W3C headers; nothing when
+// ctx holds none.
+func Inject(ctx context.Context, h map[string][]string) {
+	traceparent, tracestate := Context(ctx)
+	SetHeaders(h, traceparent, tracestate)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -29,6 +30,14 @@ func (g *Gateway) startTracing(ctx context.Context, cfg *config.Config) error {
 	}
 	p, err := telemetry.New(ctx, telemetry.Settings{
 		Endpoint: t.Endpoint, Protocol: t.Protocol, Headers: headers, SampleRatio: t.Ratio(),
+		ServiceVersion: config.BuildVersion(),
+		OnExportError: func(err error) {
+			if err != nil {
+				g.log.Warn("exporting traces failing; spans are dropped until the collector answers", "err", err)
+				return
+			}
+			g.log.Info("exporting traces again")
+		},
 	})
 	if err != nil {
 		return err
@@ -57,16 +66,22 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 	if tracer == nil {
 		return h
 	}
+	names := map[string]string{}
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		names[m] = m + " " + path
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		attrs := []trace.SpanStartOption{
-			trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(path)),
-		}
+		attrs := make([]attribute.KeyValue, 0, 3)
+		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(path))
 		if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && len(v) <= 32 {
-			attrs = append(attrs, trace.WithAttributes(semconv.McpProtocolVersion(v)))
+			attrs = append(attrs, semconv.McpProtocolVersion(v))
 		}
-		ctx, span := tracer.Start(ctx, r.Method+" "+path, attrs...)
+		name, ok := names[r.Method]
+		if !ok {
+			name = "HTTP " + path // a method of the client's invention is not a span name
+		}
+		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			status := sw.status

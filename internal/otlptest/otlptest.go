@@ -48,35 +48,66 @@ type Receiver struct {
 	URL  string
 	GRPC string
 
+	// discard: count spans instead of keeping them (a benchmark's
+	// receiver, which would otherwise grow for the whole run).
+	discard bool
+
 	mu      sync.Mutex
+	count   int
 	spans   []Span
 	headers []map[string][]string
 	changed chan struct{}
 }
 
 // Start serves an OTLP/HTTP receiver until the test ends.
-func Start(t *testing.T) *Receiver {
+func Start(t testing.TB) *Receiver {
 	t.Helper()
-	r := &Receiver{changed: make(chan struct{})}
+	return start(t, false)
+}
+
+// StartCounting is Start for a benchmark: every export is decoded as
+// Start's are, but its spans are only counted (Count).
+func StartCounting(t testing.TB) *Receiver {
+	t.Helper()
+	return start(t, true)
+}
+
+// Count is how many spans were received.
+func (r *Receiver) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count
+}
+
+func start(t testing.TB, discard bool) *Receiver {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	r, stop := Serve(ln, discard)
+	t.Cleanup(stop)
+	return r
+}
+
+// Serve serves an OTLP/HTTP receiver on ln until stop is called, for a
+// receiver outside a test (a benchmark's child process); with discard
+// it only counts the spans.
+func Serve(ln net.Listener, discard bool) (r *Receiver, stop func()) {
+	r = &Receiver{changed: make(chan struct{}), discard: discard}
 	srv := &http.Server{Handler: http.HandlerFunc(r.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
+	r.URL = "http://" + ln.Addr().String()
+	return r, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
-	})
-	r.URL = "http://" + ln.Addr().String()
-	return r
+	}
 }
 
 // StartGRPC serves the OTLP gRPC trace service too, until the test ends.
-func (r *Receiver) StartGRPC(t *testing.T) {
+func (r *Receiver) StartGRPC(t testing.TB) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -140,6 +171,18 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Receiver) add(msg *collectorpb.ExportTraceServiceRequest, headers map[string][]string) {
+	if r.discard {
+		n := 0
+		for _, rs := range msg.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				n += len(ss.GetSpans())
+			}
+		}
+		r.mu.Lock()
+		r.count += n
+		r.mu.Unlock()
+		return
+	}
 	var got []Span
 	for _, rs := range msg.GetResourceSpans() {
 		res := attrs(rs.GetResource().GetAttributes())
@@ -156,6 +199,7 @@ func (r *Receiver) add(msg *collectorpb.ExportTraceServiceRequest, headers map[s
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.count += len(got)
 	r.spans = append(r.spans, got...)
 	r.headers = append(r.headers, headers)
 	close(r.changed)
