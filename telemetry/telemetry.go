@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -169,7 +170,26 @@ func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (con
 	if !parent.IsRecording() {
 		return ctx, parent
 	}
-	return parent.TracerProvider().Tracer(ScopeName).Start(ctx, name, opts...)
+	return tracerOf(parent.TracerProvider()).Start(ctx, name, opts...)
+}
+
+// cachedTracer is the tracer of the provider last asked: the SDK's lookup
+// of a tracer by name takes a lock, and every span of a gateway comes from
+// the one provider.
+type cachedTracer struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+}
+
+var lastTracer atomic.Pointer[cachedTracer]
+
+func tracerOf(p trace.TracerProvider) trace.Tracer {
+	if c := lastTracer.Load(); c != nil && c.provider == p {
+		return c.tracer
+	}
+	t := p.Tracer(ScopeName)
+	lastTracer.Store(&cachedTracer{p, t})
+	return t
 }
 
 // End ends span, marking it failed when err is not nil. Only the error's
