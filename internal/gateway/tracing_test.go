@@ -314,3 +314,33 @@ func scrapeOpenMetrics(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// OP-9: tracing is off by default. Without telemetry.traces and the OTLP
+// environment no span is made and nothing is added upstream: the HTTP
+// upstream gets no traceparent header and neither upstream a _meta one,
+// even when the client sent its own traceparent.
+func TestTracingOffAddsNothingUpstream(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	ctx := testCtx(t)
+	cfg := traceConfig(t, "http://127.0.0.1:4318", "http")
+	cfg.Telemetry.Traces = config.Traces{}
+	g := newGateway(t, cfg, nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s := connectWith(t, ctx, "http://"+g.Addr()+"/mcp", map[string]string{
+		"Authorization": "Bearer " + testKey, "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+	})
+	waitServed(t, ctx, s, []string{"web_probe", "local_probe"}, nil)
+	for _, tool := range []string{"web_probe", "local_probe"} {
+		res := call(t, ctx, s, tool, map[string]any{"secret": argValue})
+		var a probeAnswer
+		if res.IsError || json.Unmarshal([]byte(resultText(res)), &a) != nil {
+			t.Fatalf("%s: %q isError=%v", tool, resultText(res), res.IsError)
+		}
+		if a.Header != "" || a.Meta != "" {
+			t.Errorf("%s: with tracing off the upstream saw header %q, _meta %q", tool, a.Header, a.Meta)
+		}
+	}
+}
