@@ -707,9 +707,7 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		}
 	default:
 		if c.NeedsOperator {
-			wctx, span := telemetry.Start(ctx, "operator wait")
-			err = e.waitOperator(wctx, actor, c, reason)
-			telemetry.End(span, err)
+			err = e.waitOperator(ctx, actor, c, reason)
 		}
 		if err == nil {
 			res, err = e.opts.Registry.Run(ctx, actor, c)
