@@ -129,8 +129,10 @@ func traceConfig(t *testing.T, endpoint, protocol string) *config.Config {
 	}
 	yaml := gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"),
 		upstreamYAML("web", serveProbe(t), true),
+		upstreamYAML("ops", serveProbe(t), true),
 		fmt.Sprintf("  - name: local\n    command: %q\n    args: [%s]\n    timeout: 20s\n    required: true\n", exe, probeStdioArg),
-	) + fmt.Sprintf("telemetry:\n  traces:\n    endpoint: %s\n    protocol: %s\n    headers: {authorization: \"Bearer ${OTLP_TOKEN}\"}\n    sampleRatio: 1.0\n", endpoint, protocol)
+	) + "policies:\n  default: allow\n  rules:\n    - {id: ask-ops, when: tool.name == \"ops_probe\", effect: approve}\n" +
+		fmt.Sprintf("telemetry:\n  traces:\n    endpoint: %s\n    protocol: %s\n    headers: {authorization: \"Bearer ${OTLP_TOKEN}\"}\n    sampleRatio: 1.0\n", endpoint, protocol)
 	path := filepath.Join(t.TempDir(), "toolgate.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -157,6 +159,7 @@ type probeAnswer struct {
 // validation, the upstream attempt and the audit write, and an action's
 // call has the confirm gate's. The upstreams received the attempt span's
 // context: the HTTP one as a header and in _meta, the stdio one in _meta.
+// A read a policy sends to an operator has the operator's wait as a child.
 // The collector got its header; no span holds the argument value, the API
 // key or the collector's token, and neither does the log.
 func TestTracesFollowACallAcrossTheHop(t *testing.T) {
@@ -192,6 +195,20 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 			if res := call(t, ctx, s, "web_change", map[string]any{"secret": argValue}); res.IsError {
 				t.Fatalf("web_change: %q", resultText(res))
 			}
+			// A read that waits for an operator.
+			_, sub := g.Registry().Bus().Subscribe(256)
+			waited := callAsync(ctx, s, "ops_probe", map[string]any{"secret": argValue})
+			p := waitPending(t, ctx, sub, "ops_probe")
+			sub.Close()
+			if err := g.Approvals().Approve(p.ID, "olivia"); err != nil {
+				t.Fatalf("Approve: %v", err)
+			}
+			res := result(t, ctx, waited)
+			var a probeAnswer
+			if res.IsError || json.Unmarshal([]byte(resultText(res)), &a) != nil {
+				t.Fatalf("ops_probe: %q", resultText(res))
+			}
+			answers["ops_probe"] = a
 			// Exemplars: the latency histogram names the calls' trace, in
 			// the OpenMetrics exposition a scraper asks for.
 			var exposition string
@@ -206,7 +223,7 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 			closeGateway(t, g)
 			spans := rcv.Spans()
 
-			for _, tool := range []string{"web_probe", "local_probe", "web_change"} {
+			for _, tool := range []string{"web_probe", "local_probe", "web_change", "ops_probe"} {
 				root := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call "+tool })
 				if root.TraceID != callerTrace || root.ParentSpanID != callerSpan || root.Kind != tracepb.Span_SPAN_KIND_SERVER {
 					t.Errorf("%s: span %+v does not continue the caller's trace %s/%s as a server span", tool, root, callerTrace, callerSpan)
@@ -216,8 +233,11 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 					t.Errorf("%s: request span attributes %v", tool, root.Attributes)
 				}
 				want := []string{"authenticate", "policy", "validate", "audit write"}
-				if tool == "web_change" {
+				switch tool {
+				case "web_change":
 					want = append(want, "confirm gate")
+				case "ops_probe":
+					want = append(want, "operator wait")
 				}
 				for _, name := range want {
 					only(t, spans, func(sp otlptest.Span) bool { return sp.Name == name && sp.ParentSpanID == root.SpanID })
@@ -226,8 +246,11 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 					continue // a preview: nothing went upstream
 				}
 				upstream, transport := "web", "http"
-				if tool == "local_probe" {
+				switch tool {
+				case "local_probe":
 					upstream, transport = "local", "stdio"
+				case "ops_probe":
+					upstream = "ops"
 				}
 				attempt := only(t, spans, func(sp otlptest.Span) bool {
 					return sp.Name == "tools/call probe" && sp.ParentSpanID == root.SpanID
