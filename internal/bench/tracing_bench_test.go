@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/internal/otlptest"
 )
 
@@ -88,8 +89,8 @@ func startReceiverProcess(b *testing.B) (url string, stop func() int) {
 
 // BenchmarkTracingOverhead is the cost of OP-9 and OP-10 together: parallel
 // tools/calls of the HTTP echo through two gateways in one process, one
-// with neither (no tracing; no checkpoint key — the chain's record hashes
-// are computed by every store and cannot be turned off), one tracing every
+// with neither (no tracing; no checkpoint signed — the chain's record
+// hashes are computed by every store and cannot be turned off), one tracing every
 // call (sampleRatio 1.0, exported over OTLP/HTTP to a real receiver in a
 // process of its own, as a collector is) with signed checkpoints. Each
 // iteration is one round of calls on each, alternating which goes first.
@@ -97,10 +98,14 @@ func startReceiverProcess(b *testing.B) (url string, stop func() int) {
 // per call (client, gateway and echo together) is reported for each.
 func BenchmarkTracingOverhead(b *testing.B) {
 	url, received := startReceiverProcess(b)
-	off := startEchoGatewayWith(b, time.Minute, func(cfg *config.Config) {
-		cfg.Gateway.Confirm.Secret = ""
-		cfg.Audit.CheckpointKey = ""
-	})
+	off := startEchoGateway(b, time.Minute)
+	// The same gateway but for what is measured: its chain signs no
+	// checkpoints (the key would otherwise come from the confirm secret).
+	cs, ok := off.gw.Store().(auditchain.Store)
+	if !ok {
+		b.Fatalf("the store %T keeps no audit chain", off.gw.Store())
+	}
+	cs.AuditChain().SetKey(nil)
 	on := startEchoGatewayWith(b, time.Minute, func(cfg *config.Config) {
 		ratio := 1.0
 		cfg.Telemetry.Traces = config.Traces{Endpoint: url, SampleRatio: &ratio}
