@@ -12,7 +12,8 @@ import (
 // minutes from the calls the console saw: calls per minute with a
 // sparkline, the error rate and p50/p95 latency. Calls that never reached
 // the upstream (previews, denials) do not count, nor do calls older than
-// the window. Plain characters: readable at 80×24 without colour.
+// the window, and the open detail follows new calls. Plain characters:
+// readable at 80×24 without colour.
 func TestUpstreamTraffic(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 80, 24)
@@ -52,4 +53,9 @@ func TestUpstreamTraffic(t *testing.T) {
 		}
 	}
 	checkSize(t, view, 80, 24)
+	// The open detail follows new calls.
+	finish(t0, "error", time.Millisecond)
+	if view := m.View(); !strings.Contains(view, "errors       6.5% (2 of 31)") {
+		t.Errorf("the open detail did not count a new call:\n%s", view)
+	}
 }

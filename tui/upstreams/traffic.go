@@ -81,6 +81,9 @@ func (m *Model) Observe(ev core.Event) {
 	if len(mi.lat) < samplesPerMinute {
 		mi.lat = append(mi.lat, d.Record.Latency)
 	}
+	if m.mode == modeDetail && m.detail == d.Record.Source {
+		defer m.refreshView()
+	}
 	if cut := t.minutes[len(t.minutes)-1].start.Add(-trafficMinutes * time.Minute); !t.minutes[0].start.After(cut) {
 		t.minutes = slices.DeleteFunc(t.minutes, func(x minute) bool { return !x.start.After(cut) })
 	}
