@@ -28,6 +28,7 @@ var layerRules = []layerRule{
 	{"tui", []string{"mcp", "auth", "config", "internal", "cmd"}, "the console sees the gateway only through core.Console"},
 	{"mcp", []string{"auth", "internal", "tui", "cmd"}, "the endpoint reads the actor the auth middleware put in the context"},
 	{"auth", []string{"mcp", "config", "internal", "tui", "cmd"}, "authentication knows actors, not MCP"},
+	{"telemetry", []string{"core", "mcp", "auth", "config", "internal", "tui", "cmd"}, "tracing is a leaf every layer may open spans with"},
 }
 
 // in reports whether pkg is area or under it.

@@ -28,6 +28,8 @@ type Config struct {
 	Limits []Limit `koanf:"limits" json:"limits,omitempty" yaml:"limits,omitempty"`
 	// Audit is the tamper-evident audit's checkpoint key and export (OP-10).
 	Audit Audit `koanf:"audit" json:"audit,omitzero" yaml:"audit,omitempty"`
+	// Telemetry exports OpenTelemetry traces (OP-9); off by default.
+	Telemetry Telemetry `koanf:"telemetry" json:"telemetry,omitzero" yaml:"telemetry,omitempty"`
 }
 
 // Gateway holds the process-wide settings.

@@ -98,6 +98,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.limits()
 	v.audit()
 	v.credentials()
+	v.telemetry()
 	return v.warnings, v.errs.err()
 }
 

@@ -221,6 +221,8 @@ var ErrAuditLost = errors.New("queued audit records were lost")
 // CallFinished is published for every served call (CO-7's activity feed).
 type CallFinished struct {
 	Record AuditRecord `json:"record"`
+	// TraceID is the call's trace, in hex, when it was traced (OP-9).
+	TraceID string `json:"traceId,omitempty"`
 }
 
 // Valid reports whether d is one of the known decisions.

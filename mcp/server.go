@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // DefaultMaxRequestBytes is the request body limit when none is set (SV-8).
@@ -698,24 +699,34 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
 	}
 	// What the upstream sends during the call comes back to this
-	// session (issue 5).
+	// session.
 	ctx = withDownstream(ctx, down)
 	start := time.Now()
 	var res core.Result
-	reason, err := e.decide(ctx, actor, c)
+	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
+	pctx, span := telemetry.Start(ctx, "policy")
+	reason, err := e.decide(pctx, actor, c)
 	var counted *policy.Counted
 	if err == nil {
-		counted, err = e.limit(ctx, actor, c)
+		counted, err = e.limit(pctx, actor, c)
+	}
+	telemetry.End(span, err)
+	if err == nil && telemetry.Recording(ctx) {
+		// Validated once: the gate and Run reuse the answer.
+		_, span = telemetry.Start(ctx, "validate")
+		telemetry.End(span, c.Validate())
 	}
 	switch {
 	case err != nil:
 		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
 	case c.Tool.Kind == core.KindAction:
 		intent := e.intent(call, actor, c)
-		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
+		gctx, span := telemetry.Start(ctx, "confirm gate")
+		res, err = e.opts.Gate.Call(gctx, e.opts.Registry, actor, c, intent)
 		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
-			res, err = e.confirmByElicitation(ctx, actor, c, res, intent)
+			res, err = e.confirmByElicitation(gctx, actor, c, res, intent)
 		}
+		telemetry.End(span, err)
 		if errors.Is(err, core.ErrStoreLost) {
 			// The client reads that actions are refused; the operator
 			// needs the path and what happened to it.

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // audit records one call (OP-6) and publishes it for the activity feed
@@ -21,6 +22,8 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	if e.opts.Audit == nil {
 		return
 	}
+	ctx, span := telemetry.Start(ctx, "audit write")
+	defer span.End()
 	kind := c.Tool.Kind
 	rec := e.auditRecord(call, actor, c)
 	rec.Outcome, rec.Latency = outcome(kind, c, err, res), latency
@@ -47,7 +50,7 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	} else if aerr := e.opts.Audit.AppendAudit(actx, rec); aerr != nil {
 		e.opts.Logger.Error("audit record lost", "tool", c.Tool.Name, "call", call.CallID, "err", aerr)
 	}
-	e.opts.Registry.Bus().Publish(core.CallFinished{Record: rec})
+	e.opts.Registry.Bus().Publish(core.CallFinished{Record: rec, TraceID: telemetry.TraceID(ctx)})
 }
 
 // auditRecord is the record of one call (OP-6) without its outcome.

@@ -22,6 +22,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // UpstreamOptions is one upstream's connection settings (cmd fills it from
@@ -397,6 +398,8 @@ func (b *base) CallTool(ctx context.Context, remoteName string, args json.RawMes
 		// An upstream that deduplicates can recognise a repeat (SV-7).
 		meta.IdempotencyKey = call.IdempotencyKey
 	}
+	// Stdio has no headers: the trace goes in _meta (OP-9).
+	meta.Traceparent, meta.Tracestate = telemetry.Context(ctx)
 	if d := downstreamFrom(ctx); d != nil {
 		f := b.fl.start(d)
 		defer b.fl.end(f)
@@ -451,7 +454,9 @@ type callMeta struct {
 	IdempotencyKey string `json:"dev.toolgate/idempotencyKey,omitempty"`
 	// LogLevel is the level a modern upstream logs the call at; "" for a
 	// legacy one, whose level is the session's (see modernLogLevel).
-	LogLevel string `json:"io.modelcontextprotocol/logLevel,omitempty"`
+	LogLevel    string `json:"io.modelcontextprotocol/logLevel,omitempty"`
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // IdempotencyMetaKey names the per-call key the gateway sends upstream in a

@@ -28,6 +28,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 type httpUpstream struct {
@@ -277,10 +278,16 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // req itself when there is nothing to add, else a copy, as a RoundTripper
 // must not change the request it was given.
 func (t *authTransport) prepare(req *http.Request) (*http.Request, error) {
-	if len(t.headers) == 0 && t.bearer == "" && t.signing == nil && t.token == nil {
+	// The call's trace goes on to the upstream (OP-9).
+	var traceparent, tracestate string
+	if _, set := req.Header["Traceparent"]; !set {
+		traceparent, tracestate = telemetry.Context(req.Context())
+	}
+	if len(t.headers) == 0 && t.bearer == "" && t.signing == nil && t.token == nil && traceparent == "" {
 		return req, nil
 	}
 	r := req.Clone(req.Context())
+	telemetry.SetHeaders(r.Header, traceparent, tracestate)
 	for k, v := range t.headers {
 		r.Header.Set(k, v)
 	}

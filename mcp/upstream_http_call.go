@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // poster sends a Streamable HTTP upstream's tools/call as one POST of the
@@ -95,7 +97,7 @@ func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 	b = appendJSONString(b, name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
-	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "" || meta.LogLevel != "") {
+	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "" || meta.LogLevel != "" || meta.Traceparent != "") {
 		b = append(b, `,"_meta":{`...)
 		n := len(b)
 		if meta.ProgressToken != "" {
@@ -116,6 +118,7 @@ func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 			b = append(b, `"`+mcpgo.MetaKeyLogLevel+`":`...)
 			b = appendJSONString(b, meta.LogLevel)
 		}
+		b = appendTraceMeta(b, meta)
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -161,6 +164,7 @@ func (p *poster) exchange(ctx context.Context, body []byte) (resp *rpcAnswer, co
 		return nil, 0, fmt.Errorf("%w: %w", errBuildRequest, err)
 	}
 	req.Header = p.header.Clone()
+	telemetry.Inject(ctx, req.Header)
 	var res *http.Response
 	var release func(reuse bool)
 	if p.pool != nil {

@@ -423,6 +423,7 @@ func (m *Model) event(ev core.Event) tea.Cmd {
 		return m.ensureTick()
 	}
 	m.activity.Add(ev)
+	m.upstreams.Observe(ev)
 	var cmds []tea.Cmd
 	if w, ok := ev.Data.(core.Warning); ok {
 		cmds = append(cmds, m.setFlash("warning: "+common.OneLine(w.Message), true))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // MinConfirmSecretBytes is the shortest secret the gate accepts.
@@ -434,10 +435,13 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 
 // wait queues p for an operator (CF-5); a gate built without a queue
 // refuses, since nobody could approve.
-func (g *Gate) wait(ctx context.Context, p core.PendingConfirmation) error {
+func (g *Gate) wait(ctx context.Context, p core.PendingConfirmation) (err error) {
 	if g.approvals == nil {
 		return ErrNoOperator
 	}
+	// The operator's time is the call's to account for (OP-9).
+	ctx, span := telemetry.Start(ctx, "operator wait")
+	defer func() { telemetry.End(span, err) }()
 	return g.approvals.Wait(ctx, p, g.approvalWait, progressFrom(ctx))
 }
 

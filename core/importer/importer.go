@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // UpstreamSpec is one configured upstream as the importer needs it. The
@@ -832,8 +833,12 @@ func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind c
 	// call whose every attempt failed to connect, or failed definitely, did
 	// not run, whatever the connect error was.
 	mayHaveRun := false
+	attempt := 0
 	err := im.do(ctx, u, kind, func(ctx context.Context) (err error) {
+		attempt++
+		ctx, span := telemetry.Attempt(ctx, u.spec.Name, u.spec.Transport, remote, attempt)
 		res, err = u.spec.Upstream.CallTool(ctx, remote, args)
+		telemetry.EndAttempt(span, res.IsError, err)
 		mayHaveRun = mayHaveRun || err != nil && ambiguous(err)
 		return err
 	})

@@ -64,11 +64,18 @@ type echoGateway struct {
 	ctx               context.Context
 	hc                *http.Client
 	echoURL, url, key string
+	gw                *gateway.Gateway
 }
 
 // startEchoGateway starts an echoGateway and waits up to ready for the
 // gateway to serve the echo's tool.
 func startEchoGateway(tb testing.TB, ready time.Duration) echoGateway {
+	tb.Helper()
+	return startEchoGatewayWith(tb, ready, nil)
+}
+
+// startEchoGatewayWith is startEchoGateway with edit applied to the config.
+func startEchoGatewayWith(tb testing.TB, ready time.Duration, edit func(*config.Config)) echoGateway {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -85,6 +92,9 @@ func startEchoGateway(tb testing.TB, ready time.Duration) echoGateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if edit != nil {
+		edit(cfg)
+	}
 	gw, err := gateway.New(ctx, cfg, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -99,5 +109,5 @@ func startEchoGateway(tb testing.TB, ready time.Duration) echoGateway {
 	if err := waitForTools(ctx, hc, gwURL, key, 1, ready); err != nil {
 		tb.Fatal(err)
 	}
-	return echoGateway{ctx: ctx, hc: hc, echoURL: echoURL, url: gwURL, key: key}
+	return echoGateway{ctx: ctx, hc: hc, echoURL: echoURL, url: gwURL, key: key, gw: gw}
 }

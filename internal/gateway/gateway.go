@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // Options adjust what New builds. nil means defaults: a serving gateway on
@@ -114,6 +115,9 @@ type Gateway struct {
 	lifeMu  sync.Mutex
 	closing bool
 
+	// traces is the tracer provider; nil: tracing off (OP-9).
+	traces *telemetry.Provider
+
 	endpointsClosed sync.Once
 	closeOnce       sync.Once
 	closeErr        error
@@ -188,6 +192,9 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	}
 	g.startShared(ctx)
 	g.startMetrics()
+	if err = g.startTracing(ctx, cfg); err != nil {
+		return nil, err
+	}
 	if err = g.buildHandler(g.life); err != nil {
 		return nil, fmt.Errorf("building endpoints: %w", err)
 	}
@@ -408,6 +415,8 @@ func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error
 		_ = g.store.Close()
 	}
 	g.closeAudit() // after the store: its Close commits the last records
+	enter("traces")
+	g.stopTracing() // last: the audit writes' spans end above
 	enter("")
 	return err
 }

@@ -287,12 +287,18 @@ type session struct {
 // it. The session ends at cleanup unless the test ends it first.
 func connect(t *testing.T, ctx context.Context, url, key string) *session {
 	t.Helper()
+	return connectWith(t, ctx, url, map[string]string{"Authorization": "Bearer " + key})
+}
+
+// connectWith is connect with the headers every request carries.
+func connectWith(t *testing.T, ctx context.Context, url string, headers map[string]string) *session {
+	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	streaming := make(chan struct{})
 	signal := sync.OnceFunc(func() { close(streaming) })
 	st, err := transport.NewStreamableHTTP(url,
 		transport.WithHTTPBasicClient(&http.Client{Transport: streamSignal{next: tr, opened: signal}}),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
+		transport.WithHTTPHeaders(headers),
 		transport.WithContinuousListening(),
 		// Ending a session on a gateway the test closed fails by design.
 		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))

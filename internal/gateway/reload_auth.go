@@ -48,7 +48,7 @@ func (g *Gateway) mountEndpoint(mux *http.ServeMux, ep *mcp.Endpoint, epAuth aut
 		g.switches = map[string]*endpointSwitch{}
 	}
 	g.switches[s.path] = s
-	mux.Handle(s.path, mcp.RejectRebinding(s))
+	mux.Handle(s.path, g.traced(s.path, mcp.RejectRebinding(s)))
 	mux.HandleFunc(auth.MetadataPath(s.path), s.metadata)
 }
 
@@ -61,7 +61,7 @@ func (s *endpointSwitch) set(epAuth auth.EndpointAuth, end context.CancelFunc) {
 		gen = prev.gen + 1
 	}
 	epAuth.Revoked = s.revoked
-	st := &authState{gen: gen, handler: auth.Middleware(epAuth)(s.ep), meta: auth.MetadataHandler(epAuth), end: end}
+	st := &authState{gen: gen, handler: authStarts(auth.Middleware(epAuth)(authPassed(s.ep))), meta: auth.MetadataHandler(epAuth), end: end}
 	s.state.Store(st)
 	if prev != nil && prev.end != nil {
 		prev.end()

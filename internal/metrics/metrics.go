@@ -141,6 +141,8 @@ func New(opts Options) *Metrics {
 
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 4, Timeout: 10 * time.Second,
+		// Exemplars (the calls' trace ids) exist only in OpenMetrics.
+		EnableOpenMetrics: true,
 	})
 	buffer := opts.Buffer
 	if buffer <= 0 {
@@ -279,7 +281,13 @@ func (m *Metrics) handle(ev core.Event) {
 		}
 		labels := []string{m.toolLabel(r.Tool), m.upstreamLabel(r.Source), r.Outcome}
 		m.calls.WithLabelValues(labels...).Inc()
-		m.callDuration.WithLabelValues(labels...).Observe(r.Latency.Seconds())
+		obs := m.callDuration.WithLabelValues(labels...)
+		if eo, ok := obs.(prometheus.ExemplarObserver); ok && d.TraceID != "" {
+			// The call's trace, one click from its latency (OP-9).
+			eo.ObserveWithExemplar(r.Latency.Seconds(), prometheus.Labels{"trace_id": d.TraceID})
+		} else {
+			obs.Observe(r.Latency.Seconds())
+		}
 		if (r.Outcome == "denied" || r.Outcome == "limited") && r.Rule != "" {
 			// Rule ids come from the config: a bounded label set.
 			m.refusals.WithLabelValues(r.Rule, r.Outcome).Inc()

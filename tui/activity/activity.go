@@ -87,9 +87,14 @@ func (m *Model) Add(ev core.Event) bool {
 		if r.Source != "" {
 			tool += " (" + r.Source + ")"
 		}
+		detail := r.Endpoint
+		if d.TraceID != "" {
+			// The whole id: what the tracing backend is searched by (OP-9).
+			detail += " trace " + d.TraceID
+		}
 		e = entry{cells: []table.Cell{
 			{Text: t}, {Text: r.ActorID}, {Text: tool}, {Text: r.Outcome, Style: &style},
-			{Text: common.Duration(r.Latency)}, {Text: r.Endpoint},
+			{Text: common.Duration(r.Latency)}, {Text: detail},
 		}}
 	case core.Warning:
 		e = entry{warning: true, style: &th.Warn, cells: []table.Cell{

@@ -58,6 +58,9 @@ type Model struct {
 	plan    *core.RefreshPlan
 	applyID uint64
 
+	// traffic is each upstream's recent calls, from the activity feed.
+	traffic map[string]*traffic
+
 	width, height int
 }
 
@@ -417,6 +420,7 @@ func (m *Model) renderDetail() string {
 	if !u.NextAttempt.IsZero() {
 		lines = append(lines, line("next attempt", "in "+common.Countdown(m.c.Now(), u.NextAttempt)+th.Muted.Render(" · retrying in the background")))
 	}
+	lines = append(lines, m.trafficLines(u.Name, m.c.Now(), line)...)
 	return lipgloss.NewStyle().Width(max(m.width, 10)).Render(strings.Join(lines, "\n"))
 }
 

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/telemetry"
+)
+
+// traceFlush bounds the last export at Close: a collector that is gone
+// must not hold the shutdown.
+const traceFlush = 5 * time.Second
+
+// startTracing builds the tracer provider telemetry.traces asks for (OP-9);
+// none when neither the config nor the environment names a collector.
+func (g *Gateway) startTracing(ctx context.Context, cfg *config.Config) error {
+	t := cfg.Telemetry.Traces
+	headers := make(map[string]string, len(t.Headers))
+	for k, v := range t.Headers {
+		headers[k] = v.Reveal()
+	}
+	p, err := telemetry.New(ctx, telemetry.Settings{
+		Endpoint: t.Endpoint, Protocol: t.Protocol, Headers: headers, SampleRatio: t.Ratio(),
+		ServiceVersion: config.BuildVersion(),
+		OnExportError: func(err error) {
+			if err != nil {
+				g.log.Warn("exporting traces failing; spans are dropped until the collector answers", "err", err)
+				return
+			}
+			g.log.Info("exporting traces again")
+		},
+	})
+	if err != nil {
+		return err
+	}
+	g.traces = p
+	return nil
+}
+
+// stopTracing exports what is still buffered, within traceFlush.
+func (g *Gateway) stopTracing() {
+	if g.traces == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlush)
+	defer cancel()
+	if err := g.traces.Shutdown(ctx); err != nil {
+		g.log.Warn("exporting the last traces", "err", err)
+	}
+}
+
+// traced opens the span of each request h serves (OP-9), continuing the
+// caller's trace when the request carries a W3C traceparent. Without
+// tracing it is h.
+func (g *Gateway) traced(path string, h http.Handler) http.Handler {
+	tracer := g.traces.Tracer()
+	if tracer == nil {
+		return h
+	}
+	names := map[string]string{}
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		names[m] = m + " " + path
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		attrs := make([]attribute.KeyValue, 0, 3)
+		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(path))
+		if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && len(v) <= 32 {
+			attrs = append(attrs, semconv.McpProtocolVersion(v))
+		}
+		name, ok := names[r.Method]
+		if !ok {
+			name = "HTTP " + path // a method of the client's invention is not a span name
+		}
+		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, "")
+			}
+			span.End()
+		}()
+		h.ServeHTTP(sw, r.WithContext(ctx))
+	})
+}
+
+// statusWriter notes the status a handler answered with; Flush and Unwrap
+// keep event streams and response controllers working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// authSpan is the authentication's span: opened before the endpoint's auth
+// middleware, ended when it passes the request on (authPassed) or, if it
+// refuses, when it returns.
+type authSpan struct {
+	parent trace.Span
+	span   trace.Span
+	passed bool
+}
+
+type authSpanKey struct{}
+
+// authStarts opens the authentication span around next, the auth
+// middleware; nothing without a recorded request span.
+func authStarts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !telemetry.Recording(r.Context()) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		parent := trace.SpanFromContext(r.Context())
+		ctx, span := telemetry.Start(r.Context(), "authenticate")
+		a := &authSpan{parent: parent, span: span}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, authSpanKey{}, a)))
+		if !a.passed {
+			span.SetStatus(codes.Error, "")
+			span.SetAttributes(semconv.ErrorTypeKey.String("refused"))
+			span.End()
+		}
+	})
+}
+
+// authPassed ends the authentication span as the request, authenticated,
+// reaches next; what follows is the request span's again.
+func authPassed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, _ := r.Context().Value(authSpanKey{}).(*authSpan)
+		if a == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		a.passed = true
+		a.span.End()
+		next.ServeHTTP(w, r.WithContext(trace.ContextWithSpan(r.Context(), a.parent)))
+	})
+}

@@ -1,0 +1,369 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/otlptest"
+	"github.com/toolgate/toolgate/internal/waittest"
+	"github.com/toolgate/toolgate/mcp"
+)
+
+// probeStdioArg makes the test binary a stdio MCP server with the probe
+// tools (see init), so the gateway runs a real child process.
+const probeStdioArg = "toolgate-test-trace-probe"
+
+func init() {
+	// Stdio upstreams run under this binary's supervisor command, as they
+	// run under toolgate's.
+	if len(os.Args) > 2 && os.Args[1] == "_supervise" && os.Args[2] == "--" {
+		os.Exit(mcp.Supervise(context.Background(), os.Args[3:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == probeStdioArg {
+		if err := server.ServeStdio(probeServer()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+type headerKey struct{}
+
+// probeServer has a read tool that answers with the trace context it
+// received, as a header (HTTP) and in _meta, and an action tool.
+func probeServer() *server.MCPServer {
+	s := server.NewMCPServer("trace-probe", "1.0.0")
+	s.AddTool(mcpgo.NewTool("probe", mcpgo.WithReadOnlyHintAnnotation(true), mcpgo.WithString("secret")),
+		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			header, _ := ctx.Value(headerKey{}).(string)
+			var meta string
+			if m := req.Params.Meta; m != nil {
+				meta, _ = m.AdditionalFields["traceparent"].(string)
+			}
+			out, _ := json.Marshal(map[string]string{"header": header, "meta": meta})
+			return mcpgo.NewToolResultText(string(out)), nil
+		})
+	s.AddTool(mcpgo.NewTool("change", mcpgo.WithReadOnlyHintAnnotation(false), mcpgo.WithDestructiveHintAnnotation(true), mcpgo.WithString("secret")),
+		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText("changed"), nil
+		})
+	return s
+}
+
+// serveProbe serves probeServer over Streamable HTTP on 127.0.0.1 until the
+// test ends.
+func serveProbe(t *testing.T) string {
+	t.Helper()
+	h := server.NewStreamableHTTPServer(probeServer(), server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+		return context.WithValue(ctx, headerKey{}, r.Header.Get("traceparent"))
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		<-done
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// Distinctive values that must reach no span.
+const (
+	otlpToken = "otlp-token-7c1e0b55d4a2"
+	argValue  = "argument-value-91f3a6c2"
+	// The caller's own trace, which the gateway continues.
+	callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpan  = "00f067aa0ba902b7"
+)
+
+// lockedBuffer is a log sink safe for the gateway's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// traceConfig is a gateway config with an HTTP and a stdio probe upstream,
+// exporting traces to endpoint over protocol with the token as a header.
+func traceConfig(t *testing.T, endpoint, protocol string) *config.Config {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"),
+		upstreamYAML("web", serveProbe(t), true),
+		upstreamYAML("ops", serveProbe(t), true),
+		fmt.Sprintf("  - name: local\n    command: %q\n    args: [%s]\n    timeout: 20s\n    required: true\n", exe, probeStdioArg),
+	) + "policies:\n  default: allow\n  rules:\n    - {id: ask-ops, when: tool.name == \"ops_probe\", effect: approve}\n" +
+		fmt.Sprintf("telemetry:\n  traces:\n    endpoint: %s\n    protocol: %s\n    headers: {authorization: \"Bearer ${OTLP_TOKEN}\"}\n    sampleRatio: 1.0\n", endpoint, protocol)
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(path, config.LoadOptions{
+		Environ: func() []string { return append(testEnv[:len(testEnv):len(testEnv)], "OTLP_TOKEN="+otlpToken) }, HomeDir: t.TempDir(), Version: "test",
+	})
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	return cfg
+}
+
+// probeAnswer is what a probe call saw of the trace context.
+type probeAnswer struct {
+	Header string `json:"header"`
+	Meta   string `json:"meta"`
+}
+
+// OP-9: one call's whole path in a real OTLP receiver. A client that sends
+// its own traceparent calls, through a real gateway, a tool of an HTTP
+// upstream and one of a stdio child process; each call is one server span
+// in the caller's trace with children for authentication, policy,
+// validation, the upstream attempt and the audit write, and an action's
+// call has the confirm gate's. The upstreams received the attempt span's
+// context: the HTTP one as a header and in _meta, the stdio one in _meta.
+// A read a policy sends to an operator has the operator's wait as a child.
+// The collector got its header; no span holds the argument value, the API
+// key or the collector's token, and neither does the log.
+func TestTracesFollowACallAcrossTheHop(t *testing.T) {
+	for _, protocol := range []string{"http", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx := testCtx(t)
+			rcv := otlptest.Start(t)
+			endpoint := rcv.URL
+			if protocol == "grpc" {
+				rcv.StartGRPC(t)
+				endpoint = rcv.GRPC
+			}
+			cfg := traceConfig(t, endpoint, protocol)
+			var logs lockedBuffer
+			g := newGateway(t, cfg, &gateway.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			if err := g.Start(ctx); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			s := connectWith(t, ctx, "http://"+g.Addr()+"/mcp", map[string]string{
+				"Authorization": "Bearer " + testKey, "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+			})
+			waitServed(t, ctx, s, []string{"web_probe", "local_probe", "web_change"}, nil)
+
+			answers := map[string]probeAnswer{}
+			for _, tool := range []string{"web_probe", "local_probe"} {
+				res := call(t, ctx, s, tool, map[string]any{"secret": argValue})
+				var a probeAnswer
+				if res.IsError || json.Unmarshal([]byte(resultText(res)), &a) != nil {
+					t.Fatalf("%s: %q isError=%v", tool, resultText(res), res.IsError)
+				}
+				answers[tool] = a
+			}
+			if res := call(t, ctx, s, "web_change", map[string]any{"secret": argValue}); res.IsError {
+				t.Fatalf("web_change: %q", resultText(res))
+			}
+			// A read that waits for an operator.
+			_, sub := g.Registry().Bus().Subscribe(256)
+			waited := callAsync(ctx, s, "ops_probe", map[string]any{"secret": argValue})
+			p := waitPending(t, ctx, sub, "ops_probe")
+			sub.Close()
+			if err := g.Approvals().Approve(p.ID, "olivia"); err != nil {
+				t.Fatalf("Approve: %v", err)
+			}
+			res := result(t, ctx, waited)
+			var a probeAnswer
+			if res.IsError || json.Unmarshal([]byte(resultText(res)), &a) != nil {
+				t.Fatalf("ops_probe: %q", resultText(res))
+			}
+			answers["ops_probe"] = a
+			// Exemplars: the latency histogram names the calls' trace, in
+			// the OpenMetrics exposition a scraper asks for.
+			var exposition string
+			if !waittest.Poll(stepWait, func() bool {
+				exposition = scrapeOpenMetrics(t, "http://"+g.Addr()+"/metrics")
+				return strings.Contains(exposition, `toolgate_call_duration_seconds_bucket{outcome="ok",tool="local_probe"`) &&
+					strings.Contains(exposition, `# {trace_id="`+callerTrace+`"}`)
+			}) {
+				t.Errorf("/metrics has no exemplar of trace %s:\n%s", callerTrace, exposition)
+			}
+			// Close flushes the exporter: every span is in by its end.
+			closeGateway(t, g)
+			spans := rcv.Spans()
+
+			for _, tool := range []string{"web_probe", "local_probe", "web_change", "ops_probe"} {
+				root := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call "+tool })
+				if root.TraceID != callerTrace || root.ParentSpanID != callerSpan || root.Kind != tracepb.Span_SPAN_KIND_SERVER {
+					t.Errorf("%s: span %+v does not continue the caller's trace %s/%s as a server span", tool, root, callerTrace, callerSpan)
+				}
+				if root.Attributes["mcp.method.name"] != "tools/call" || root.Attributes["gen_ai.tool.name"] != tool ||
+					root.Attributes["gen_ai.operation.name"] != "execute_tool" || root.Attributes["http.response.status_code"] != "200" {
+					t.Errorf("%s: request span attributes %v", tool, root.Attributes)
+				}
+				want := []string{"authenticate", "policy", "validate", "audit write"}
+				switch tool {
+				case "web_change":
+					want = append(want, "confirm gate")
+				case "ops_probe":
+					want = append(want, "operator wait")
+				}
+				for _, name := range want {
+					only(t, spans, func(sp otlptest.Span) bool { return sp.Name == name && sp.ParentSpanID == root.SpanID })
+				}
+				if tool == "web_change" {
+					continue // a preview: nothing went upstream
+				}
+				upstream, transport := "web", "http"
+				switch tool {
+				case "local_probe":
+					upstream, transport = "local", "stdio"
+				case "ops_probe":
+					upstream = "ops"
+				}
+				attempt := only(t, spans, func(sp otlptest.Span) bool {
+					return sp.Name == "tools/call probe" && sp.ParentSpanID == root.SpanID
+				})
+				if attempt.Kind != tracepb.Span_SPAN_KIND_CLIENT || attempt.Attributes["toolgate.upstream.name"] != upstream ||
+					attempt.Attributes["toolgate.upstream.transport"] != transport || attempt.Attributes["toolgate.upstream.attempt"] != "1" ||
+					attempt.Attributes["toolgate.upstream.outcome"] != "ok" || attempt.TraceID != callerTrace {
+					t.Errorf("%s: attempt span %+v", tool, attempt)
+				}
+				sent := "00-" + callerTrace + "-" + attempt.SpanID + "-01"
+				a := answers[tool]
+				if a.Meta != sent {
+					t.Errorf("%s: the upstream saw _meta.traceparent %q, want %q", tool, a.Meta, sent)
+				}
+				if transport == "http" && a.Header != sent {
+					t.Errorf("%s: the upstream saw the traceparent header %q, want %q", tool, a.Header, sent)
+				}
+			}
+			for _, sp := range spans {
+				if sp.Resource["service.name"] != "toolgate" || sp.Scope != "github.com/toolgate/toolgate" {
+					t.Errorf("span %q: resource %v, scope %q", sp.Name, sp.Resource, sp.Scope)
+				}
+				text := sp.Name + fmt.Sprint(sp.Attributes) + fmt.Sprint(sp.Resource)
+				for _, secret := range []string{argValue, testKey, otlpToken, testSecret} {
+					if strings.Contains(text, secret) {
+						t.Errorf("span %q holds a secret or an argument value: %s", sp.Name, text)
+					}
+				}
+			}
+			headers := rcv.Headers()
+			if len(headers) == 0 {
+				t.Fatal("no export arrived")
+			}
+			for _, h := range headers {
+				if got := h["authorization"]; len(got) != 1 || got[0] != "Bearer "+otlpToken {
+					t.Errorf("an export came with authorization %q", got)
+				}
+			}
+			if strings.Contains(logs.String(), otlpToken) {
+				t.Errorf("the log holds the collector's token:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// only is the one span pred matches, failing the test unless there is
+// exactly one.
+func only(t *testing.T, spans []otlptest.Span, pred func(otlptest.Span) bool) otlptest.Span {
+	t.Helper()
+	var found []otlptest.Span
+	for _, sp := range spans {
+		if pred(sp) {
+			found = append(found, sp)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d spans match, want 1; all spans:\n%s", len(found), otlptest.Dump(spans))
+	}
+	return found[0]
+}
+
+// scrapeOpenMetrics fetches url as a Prometheus server does that wants
+// exemplars.
+func scrapeOpenMetrics(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	hc := &http.Client{Timeout: stepWait}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Fatalf("GET %s answered %s, not OpenMetrics", url, ct)
+	}
+	return string(b)
+}
+
+// OP-9: tracing is off by default. Without telemetry.traces and the OTLP
+// environment no span is made and nothing is added upstream: the HTTP
+// upstream gets no traceparent header and neither upstream a _meta one,
+// even when the client sent its own traceparent.
+func TestTracingOffAddsNothingUpstream(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	ctx := testCtx(t)
+	cfg := traceConfig(t, "http://127.0.0.1:4318", "http")
+	cfg.Telemetry.Traces = config.Traces{}
+	g := newGateway(t, cfg, nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s := connectWith(t, ctx, "http://"+g.Addr()+"/mcp", map[string]string{
+		"Authorization": "Bearer " + testKey, "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+	})
+	waitServed(t, ctx, s, []string{"web_probe", "local_probe"}, nil)
+	for _, tool := range []string{"web_probe", "local_probe"} {
+		res := call(t, ctx, s, tool, map[string]any{"secret": argValue})
+		var a probeAnswer
+		if res.IsError || json.Unmarshal([]byte(resultText(res)), &a) != nil {
+			t.Fatalf("%s: %q isError=%v", tool, resultText(res), res.IsError)
+		}
+		if a.Header != "" || a.Meta != "" {
+			t.Errorf("%s: with tracing off the upstream saw header %q, _meta %q", tool, a.Header, a.Meta)
+		}
+	}
+}

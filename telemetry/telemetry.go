@@ -1,0 +1,318 @@
+// Package telemetry is toolgate's OpenTelemetry tracing (OP-9): the
+// exporter built from the config, the W3C trace context read from callers
+// and handed to upstreams, and the small helpers the serving code opens its
+// spans with.
+//
+// No span is opened from a global: the request's span carries the provider
+// that made it, and Start asks that one. Without tracing the context holds
+// no span and every helper costs a context lookup.
+package telemetry
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of every toolgate span.
+const ScopeName = "github.com/toolgate/toolgate"
+
+// Settings are telemetry.traces, resolved.
+type Settings struct {
+	// Endpoint is the collector's URL; empty: the OTEL_EXPORTER_OTLP_*
+	// environment's, and with none there, no tracing.
+	Endpoint string
+	// Protocol is "http" or "grpc"; empty: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+	// or OTEL_EXPORTER_OTLP_PROTOCOL, else http.
+	Protocol string
+	// Headers go with every export. Their values are secrets: they are
+	// handed to the exporter and never logged.
+	Headers map[string]string
+	// SampleRatio is the share of new traces recorded; a caller's sampled
+	// flag is followed.
+	SampleRatio float64
+	// ServiceVersion is the service.version resource attribute.
+	ServiceVersion string
+	// OnExportError is told when exports start failing (the error) and
+	// when they succeed again (nil); nil: not told.
+	OnExportError func(error)
+}
+
+// Enabled reports whether s, with the environment, asks for traces.
+func (s Settings) Enabled() bool {
+	return s.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+func (s Settings) protocol() string {
+	p := s.Protocol
+	if p == "" {
+		p = os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	}
+	if p == "" {
+		p = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if p == "grpc" {
+		return "grpc"
+	}
+	return "http"
+}
+
+// Provider is a running tracer provider and its exporter.
+type Provider struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+}
+
+// New builds the provider s describes, or returns nil (no tracing) when
+// s is not Enabled. Nothing is dialled yet: spans are exported in batches
+// from the first one on.
+func New(ctx context.Context, s Settings) (*Provider, error) {
+	if !s.Enabled() {
+		return nil, nil
+	}
+	exp, err := newExporter(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry.traces: %w", err)
+	}
+	attrs := []attribute.KeyValue{semconv.ServiceVersion(s.ServiceVersion)}
+	if os.Getenv("OTEL_SERVICE_NAME") == "" {
+		attrs = append(attrs, semconv.ServiceName("toolgate"))
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
+	if err != nil {
+		res = resource.NewSchemaless(attrs...)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(newBatcher(exp, s.OnExportError)),
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.SampleRatio))),
+	)
+	return &Provider{tp: tp, tracer: tp.Tracer(ScopeName)}, nil
+}
+
+func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error) {
+	if s.protocol() == "grpc" {
+		var opts []otlptracegrpc.Option
+		if s.Endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(s.Endpoint))
+		}
+		if len(s.Headers) > 0 {
+			opts = append(opts, otlptracegrpc.WithHeaders(s.Headers))
+		}
+		return otlptracegrpc.New(ctx, opts...)
+	}
+	var opts []otlptracehttp.Option
+	if s.Endpoint != "" {
+		opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(s.Endpoint)))
+	}
+	if len(s.Headers) > 0 {
+		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
+	}
+	return otlptracehttp.New(ctx, opts...)
+}
+
+// endpointURL is the traces URL of an OTLP/HTTP endpoint given as the
+// collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is: a bare
+// http://host:4318 gets the signal's path.
+func endpointURL(endpoint string) string {
+	rest := endpoint
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	if !strings.Contains(rest, "/") {
+		return strings.TrimSuffix(endpoint, "/") + "/v1/traces"
+	}
+	if strings.HasSuffix(rest, "/") && strings.Count(rest, "/") == 1 {
+		return endpoint + "v1/traces"
+	}
+	return endpoint
+}
+
+// Tracer is the provider's tracer; nil for a nil provider.
+func (p *Provider) Tracer() trace.Tracer {
+	if p == nil {
+		return nil
+	}
+	return p.tracer
+}
+
+// Shutdown flushes what is buffered and stops the exporter, within ctx.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	return p.tp.Shutdown(ctx)
+}
+
+// Propagator reads and writes the W3C traceparent and tracestate.
+var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
+
+// Start opens a child of the span in ctx, with the provider that made that
+// span. Where ctx holds no recording span (tracing off, or this trace not
+// sampled) it opens nothing and returns ctx and that span, on which End and
+// the setters do nothing.
+func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, parent
+	}
+	return tracerOf(parent.TracerProvider()).Start(ctx, name, opts...)
+}
+
+// cachedTracer is the tracer of the provider last asked: the SDK's lookup
+// of a tracer by name takes a lock, and every span of a gateway comes from
+// the one provider.
+type cachedTracer struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+}
+
+var lastTracer atomic.Pointer[cachedTracer]
+
+func tracerOf(p trace.TracerProvider) trace.Tracer {
+	if c := lastTracer.Load(); c != nil && c.provider == p {
+		return c.tracer
+	}
+	t := p.Tracer(ScopeName)
+	lastTracer.Store(&cachedTracer{p, t})
+	return t
+}
+
+// End ends span, marking it failed when err is not nil. Only the error's
+// kind is recorded, never its text: that may quote an argument.
+func End(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, "")
+		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err)))
+	}
+	span.End()
+}
+
+// ErrorType is the error.type of err: a word for a cancelled or timed-out
+// call, else "_OTHER".
+func ErrorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
+}
+
+// Recording reports whether ctx holds a span being recorded.
+func Recording(ctx context.Context) bool {
+	return trace.SpanFromContext(ctx).IsRecording()
+}
+
+// TraceID is the id of the sampled trace ctx belongs to, in hex; empty
+// when there is none.
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// Context is ctx's trace context as W3C traceparent and tracestate values;
+// empty when ctx holds none.
+func Context(ctx context.Context) (traceparent, tracestate string) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return "", ""
+	}
+	// What propagation.TraceContext writes, without its map.
+	tid, sid := sc.TraceID(), sc.SpanID()
+	var b [55]byte
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return string(b[:]), sc.TraceState().String()
+}
+
+// SetHeaders puts a trace context on h as the W3C headers; nothing when
+// traceparent is empty.
+func SetHeaders(h map[string][]string, traceparent, tracestate string) {
+	if traceparent == "" {
+		return
+	}
+	h["Traceparent"] = []string{traceparent}
+	if tracestate != "" {
+		h["Tracestate"] = []string{tracestate}
+	}
+}
+
+// ToolCall names the request span in ctx after the tools/call it serves,
+// as the MCP conventions do ("tools/call {tool}"), with the tool's name
+// and the request's id; never its arguments.
+func ToolCall(ctx context.Context, tool, requestID string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetName(string(mcpToolsCall) + " " + tool)
+	span.SetAttributes(semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(tool), semconv.JSONRPCRequestID(requestID))
+}
+
+const mcpToolsCall = "tools/call"
+
+// Attribute keys of toolgate's own, where the conventions have none.
+const (
+	UpstreamKey  = attribute.Key("toolgate.upstream.name")
+	AttemptKey   = attribute.Key("toolgate.upstream.attempt")
+	OutcomeKey   = attribute.Key("toolgate.upstream.outcome")
+	TransportKey = attribute.Key("toolgate.upstream.transport")
+)
+
+// Attempt opens the span of one attempt of a tools/call on an upstream:
+// which upstream, over which transport, the attempt's number from 1.
+func Attempt(ctx context.Context, upstream, transport, remoteTool string, attempt int) (context.Context, trace.Span) {
+	if !Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return Start(ctx, mcpToolsCall+" "+remoteTool, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		semconv.McpMethodNameToolsCall, semconv.GenAIToolName(remoteTool),
+		UpstreamKey.String(upstream), TransportKey.String(transport), AttemptKey.Int(attempt)))
+}
+
+// EndAttempt ends an attempt's span with its outcome: ok, tool_error (a
+// result with isError) or error.
+func EndAttempt(span trace.Span, toolError bool, err error) {
+	if span.IsRecording() {
+		outcome := "ok"
+		switch {
+		case err != nil:
+			outcome = "error"
+		case toolError:
+			outcome = "tool_error"
+		}
+		span.SetAttributes(OutcomeKey.String(outcome))
+	}
+	End(span, err)
+}
+
+// Inject puts ctx's trace context on h as the W3C headers; nothing when
+// ctx holds none.
+func Inject(ctx context.Context, h map[string][]string) {
+	traceparent, tracestate := Context(ctx)
+	SetHeaders(h, traceparent, tracestate)
+}
