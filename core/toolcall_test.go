@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/core/schema"
 )
 
-// SV-4, SV-5, CF-2, OP-6 (issue 12): a call is parsed once. Resolve looks
+// SV-4, SV-5, CF-2, OP-6: a call is parsed once. Resolve looks
 // the tool up once under the actor's gates; the canonical arguments are
 // computed once (the same bytes for the gate's token and the audit's hash);
 // validation runs once, however many steps ask.

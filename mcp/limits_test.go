@@ -102,7 +102,7 @@ func sessionIDs(s *core.Sessions) []string {
 }
 
 // SV-2: 2,000 sessions opened and abandoned (no DELETE) expire, and the
-// heap returns near where it was before they were opened (issue 16: it
+// heap returns near where it was before they were opened (it
 // grew by ~15 KB a session and stayed).
 func TestAbandonedSessionsReturnHeap(t *testing.T) {
 	const n = 2000
@@ -212,7 +212,7 @@ func TestInitializeOnASessionIsCapped(t *testing.T) {
 
 // SV-2: a session has at most MaxStreamsPerSession GET streams open; the
 // next is refused with 429 and a text saying why, and a closed stream
-// frees its place (issue 16: 1,000 were accepted).
+// frees its place (1,000 were accepted).
 func TestGetStreamsPerSessionCapped(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{MaxStreamsPerSession: 2})
 	c := testClient(s.url, "a", "MEMBER")

@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/mcp"
 )
 
-// SV-2 (issue 18): an idle session is parked — mcp-go's state of it let
+// SV-2: an idle session is parked — mcp-go's state of it let
 // go — and its next request makes it again: it keeps its id, owner,
 // console row and place under the caps, is told once of the tool list
 // change it missed, and ends by DELETE, by the operator and at shutdown as
@@ -149,7 +149,7 @@ func TestIdleSessionsParkAndWakeSV2(t *testing.T) {
 	}
 }
 
-// SV-2 (issue 18): a parked session woken by a POST is told of the change
+// SV-2: a parked session woken by a POST is told of the change
 // it missed on that POST's answer, ahead of the result.
 func TestParkedSessionWokenByAPostIsToldOnItSV2(t *testing.T) {
 	reg := core.NewRegistry(nil)

@@ -27,7 +27,7 @@ import (
 	"github.com/toolgate/toolgate/mcp"
 )
 
-// Issue 5: what an upstream sends during a call reaches the session that
+// Transparency: what an upstream sends during a call reaches the session that
 // made the call, and only that session. The upstream here is a real stdio
 // child (the test binary as an MCP server), so attribution cannot lean on
 // per-call HTTP streams.
@@ -164,7 +164,7 @@ func resultTexts(res *mcpgo.CallToolResult) string {
 	return strings.Join(texts, "\n")
 }
 
-// Covers issue 5: progress and logging/setLevel.
+// Covers transparency: progress and logging/setLevel.
 func TestRelayProgressAndLogsReachTheCallerStdio(t *testing.T) {
 	url := relayGateway(t)
 	a, aNotes := relayClient(t, url, "alice")
@@ -246,7 +246,7 @@ func (s *sampler) prompts() []string {
 	return append([]string(nil), s.asked...)
 }
 
-// Covers issue 5: sampling routed to the calling session.
+// Covers transparency: sampling routed to the calling session.
 func TestRelaySamplingGoesToTheCallingSessionStdio(t *testing.T) {
 	url := relayGateway(t)
 	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
@@ -268,7 +268,7 @@ func TestRelaySamplingGoesToTheCallingSessionStdio(t *testing.T) {
 
 // With calls of two sessions in flight on one stdio upstream, a sampling
 // request names neither: it is refused, never sent to a guess.
-// Covers issue 5: no request is sent to a guessed session.
+// Covers transparency: no request is sent to a guessed session.
 func TestRelaySamplingRefusedWhenNotAttributableStdio(t *testing.T) {
 	url := relayGateway(t)
 	as, bs := &sampler{name: "alice"}, &sampler{name: "bob"}
@@ -313,7 +313,7 @@ func waitFile(t *testing.T, path, what string) {
 	})
 }
 
-// Covers issue 5: roots/list from config.
+// Covers transparency: roots/list from config.
 func TestRelayRootsComeFromConfigStdio(t *testing.T) {
 	url := relayGateway(t, "file:///srv/projects", "file:///srv/shared%20data")
 	asked := make(chan struct{}, 1)
@@ -344,7 +344,7 @@ func (f rootsFunc) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.Li
 
 // notifications/cancelled from the client reaches the upstream, which stops
 // the work (the wait tool writes its marker only when its context ends).
-// Covers issue 5: cancellation, client to upstream.
+// Covers transparency: cancellation, client to upstream.
 func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
 	url := relayGateway(t)
 	c := testClient(url, "alice", "MEMBER")
@@ -376,7 +376,7 @@ func TestRelayCancellationReachesUpstreamStdio(t *testing.T) {
 
 // notifications/resources/updated reaches the sessions subscribed to the URI
 // and no other; after unsubscribing, none.
-// Covers IM-34, issue 5: resource subscriptions.
+// Covers IM-34: resource subscriptions.
 func TestRelayResourceUpdatesGoToSubscribersStdio(t *testing.T) {
 	url := relayGateway(t)
 	a, aNotes := relayClient(t, url, "alice")
@@ -467,7 +467,7 @@ func TestRelayPromptAndResourceListChangedStdio(t *testing.T) {
 // An upstream's notifications/cancelled for a request it made of the
 // gateway reaches the client the request was passed to, as a cancellation
 // of the request the client received.
-// Covers issue 5: cancellation, upstream to client.
+// Covers transparency: cancellation, upstream to client.
 func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
 	url := relayGatewayOf(t, mcp.RawServerArgForTest)
 	release := make(chan struct{})
@@ -526,7 +526,7 @@ func (s blockingSampler) CreateMessage(ctx context.Context, _ mcpgo.CreateMessag
 
 // The upstream is subscribed once however many sessions subscribe, and
 // unsubscribed when the last subscriber unsubscribes or its session ends.
-// Covers IM-34, issue 5: resource subscriptions.
+// Covers IM-34: resource subscriptions.
 func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 	url := relayGatewayOf(t, mcp.RawServerArgForTest)
 	a, _ := relayClient(t, url, "alice")
@@ -574,7 +574,7 @@ func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
 // its answer to an upstream over Streamable HTTP: mcp-go's client bounds
 // the answer to a server's request at 30 seconds, and the gateway sends it
 // itself. (This test takes that long.)
-// Covers issue 5: elicitation routed and answered.
+// Covers transparency: elicitation routed and answered.
 func TestRelaySlowElicitationAnswerReachesHTTPUpstream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits more than 30 s")

@@ -418,7 +418,7 @@ func (t *tombstones) tooOld(issued, now time.Time) bool {
 	return now.Sub(issued) > t.window || !issued.After(t.floor)
 }
 
-// Parked sessions (SV-2, issue 18). mcp-go keeps an object of ≈9.4 KiB
+// Parked sessions (SV-2). mcp-go keeps an object of ≈9.4 KiB
 // per session — a 100-slot notification queue and three 10-slot request
 // queues, made whether or not the session ever uses them — nine tenths of
 // what an idle session costs. A session idle for SessionParkAfter (no

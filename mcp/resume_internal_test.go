@@ -133,7 +133,7 @@ func TestTombstonesLapseBeforeOneIsDroppedSV2(t *testing.T) {
 	}
 }
 
-// SV-2 (issue 18): a woken session has the client's capabilities it was
+// SV-2: a woken session has the client's capabilities it was
 // opened with, so asking the client (elicitation) still works; a session
 // whose capabilities were too large for its id is never parked.
 func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
@@ -175,7 +175,7 @@ func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
 }
 
 // BenchmarkWakeParkedSession is one ping on a session parked before it:
-// what a request pays for the session having been parked (issue 18),
+// what a request pays for the session having been parked,
 // beside BenchmarkPingAwake.
 func BenchmarkWakeParkedSession(b *testing.B) { benchmarkPing(b, true) }
 
@@ -218,7 +218,7 @@ func (t recorderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-// SV-2 (issue 18): a parked session costs the endpoint a small fraction of the
+// SV-2: a parked session costs the endpoint a small fraction of the
 // ≈11 KiB it costs while mcp-go holds it: here at most 4 KiB of heap each
 // (≈1 KiB measured), over 400 sessions.
 func TestParkedSessionHeapSV2(t *testing.T) {
@@ -294,7 +294,7 @@ func TestSessionParkAfterSettingSV2(t *testing.T) {
 }
 
 // BenchmarkTombstoneAddAtCap is one session end with the tombstones full
-// (SV-2, issue 18): what every DELETE or expiry costs once 65,536 ended ids
+// (SV-2): what every DELETE or expiry costs once 65,536 ended ids
 // are kept, as they are after a day of steady churn.
 func BenchmarkTombstoneAddAtCap(b *testing.B) {
 	g, seal, now := newTestTombstones(b)

@@ -18,7 +18,7 @@ import (
 	"github.com/toolgate/toolgate/mcp"
 )
 
-// Issue 5: a tool's result reaches the client as the upstream wrote it —
+// Transparency: a tool's result reaches the client as the upstream wrote it —
 // every content kind, fields mcp-go has no type for, structuredContent and
 // _meta — not parsed and marshalled again.
 // Covers IM-32.

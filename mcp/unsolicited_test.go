@@ -42,7 +42,7 @@ func (b *lockedBuffer) records(t *testing.T) []map[string]any {
 	return out
 }
 
-// Issue 16 item 7 (OP-7 logs): a client posting responses to requests the
+// (OP-7 logs): a client posting responses to requests the
 // gateway never made gets them refused, and the log gets at most one WARN
 // per session per minute and a bounded number in all — not one ERROR line
 // each, as before. The endpoint counts every one.

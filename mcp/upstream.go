@@ -676,7 +676,7 @@ func (s *session) result(ctx context.Context, a *rpcAnswer, rec *statusRecorder)
 
 // pipeCall is request's tools/call to a stdio child, without the context
 // layers the other transports need: the pipe watches the lost connection
-// itself, and nothing on it reports an HTTP status (issue 18: two cancel
+// itself, and nothing on it reports an HTTP status (two cancel
 // contexts, a value context and an AfterFunc per call were a tenth of the
 // stdio client's CPU).
 func (s *session) pipeCall(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {

@@ -2,7 +2,7 @@
 
 package main
 
-// CO-9, issue 15: the console attached to a running `toolgate serve` in a
+// CO-9: the console attached to a running `toolgate serve` in a
 // real terminal (tmux), two of them at once, against real MCP calls of the
 // official TypeScript SDK client that wait on an operator; the gateway
 // killed and restarted under them; and the same actions with the headless

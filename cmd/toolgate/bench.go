@@ -34,7 +34,7 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	listDelay := fs.Duration("list-delay", 0, "start-up: the slowest upstream's simulated list latency")
 	startupRounds := fs.Int("startup-rounds", 0, "start-up rounds")
 	startupOrder := fs.String("startup-order", "", "start-up: list latency along the configuration: ascending, descending or shuffled")
-	soak := fs.Bool("soak", false, "a soak instead: sessions opening, calling, expiring for --soak-duration, memory sampled (issue 16)")
+	soak := fs.Bool("soak", false, "a soak instead: sessions opening, calling, expiring for --soak-duration, memory sampled")
 	soakDuration := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "how long the soak's load runs")
 	soakClients := fs.Int("soak-clients", 0, "soak: concurrent clients")
 	soakIdle := fs.Duration("soak-idle-timeout", 0, "soak: the gateway's sessionIdleTimeout")
@@ -112,7 +112,7 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	return 0
 }
 
-// runSoak runs `bench --soak` and prints its samples (issue 16).
+// runSoak runs `bench --soak` and prints its samples.
 func runSoak(ctx context.Context, c *cli, cfg bench.SoakConfig, asJSON bool) int {
 	if cfg.Duration <= 0 || cfg.Duration > bench.MaxSoakDuration || cfg.Clients < 0 || cfg.IdleTimeout < 0 {
 		fmt.Fprintf(c.stderr, "toolgate bench: --soak-duration must be within (0, %v]; --soak-clients and --soak-idle-timeout must not be negative\n", bench.MaxSoakDuration)

@@ -917,7 +917,7 @@ upstreams:
 
 // SV-9, Appendix B: SIGTERM while a call waits for an operator. The call is
 // rejected at once with isError "the gateway is shutting down", and serve
-// exits 0 without waiting out its grace (issue 16: the call was cut with
+// exits 0 without waiting out its grace (the call was cut with
 // no answer and the process exited 1).
 func TestServeShutdownRejectsPendingApprovalSV9(t *testing.T) {
 	g := startServe(t, writeServeConfig(t, serveOperatorConfig), map[string]string{"TOOLGATE_CONFIRM_SECRET": serveConfirmSecret})

@@ -35,7 +35,7 @@ func decidedErr(t *testing.T, err error, id string, decision core.Decision, by s
 	return de
 }
 
-// CO-9 (issue 15, item 4): a second decision on a confirmation is told who
+// CO-9: a second decision on a confirmation is told who
 // settled it, when and how — an operator, the timeout, the caller leaving
 // — while an id never seen stays unknown.
 func TestSecondDecision(t *testing.T) {

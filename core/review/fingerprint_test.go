@@ -69,7 +69,7 @@ func TestRV1FingerprintFormat(t *testing.T) {
 	}
 }
 
-// RV-1 (issue 14, item 10): every field a client or a model reads is
+// RV-1: every field a client or a model reads is
 // covered — title, output schema, annotations.title, icons, _meta.
 func TestRV1FingerprintCoversEverything(t *testing.T) {
 	base := Definition{RemoteName: "lookup", Description: "Looks up an order.",

@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/core/memstore"
 )
 
-// RV-1, RV-3 (issue 14, item 10): after approval, an output schema that
+// RV-1, RV-3: after approval, an output schema that
 // gains an instruction is a change; pin withholds the tool, through the
 // registry's fingerprint as through Allows, until it is approved again.
 func TestReviewOutputSchemaRugPullRV3(t *testing.T) {
@@ -46,7 +46,7 @@ func TestReviewOutputSchemaRugPullRV3(t *testing.T) {
 	}
 }
 
-// RV-1, RV-3, RV-4 (issue 14, item 10): an approval recorded in the first
+// RV-1, RV-3, RV-4: an approval recorded in the first
 // fingerprint format covered less than a tool shows today, so it is never
 // trusted — even for a definition whose old fingerprint it matches — and
 // never silently dropped: the tool shows as changed, with a note, until it

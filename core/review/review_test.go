@@ -615,7 +615,7 @@ func mustGet(t *testing.T, reg *core.Registry, name string) core.Tool {
 	return tool
 }
 
-// RV-2 (issue 14, item 6): a prompt's description is scanned, with other
+// RV-2: a prompt's description is scanned, with other
 // sources' tools as shadowing targets.
 func TestReviewEntryFlags(t *testing.T) {
 	all := []core.ToolInfo{reviewTool("mail", "send_email", "Sends mail."), reviewTool("notes", "notes_find", "Finds.")}

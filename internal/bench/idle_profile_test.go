@@ -9,7 +9,7 @@ import (
 )
 
 // TestIdleSessionProfile writes heap profiles before and after opening
-// idle sessions (SV-2, issue 18), for `go tool pprof -base`, and fails if
+// idle sessions (SV-2), for `go tool pprof -base`, and fails if
 // any handshake failed. Only with TOOLGATE_IDLE_PROFILE=dir.
 func TestIdleSessionProfile(t *testing.T) {
 	dir := os.Getenv("TOOLGATE_IDLE_PROFILE")

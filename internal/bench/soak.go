@@ -16,7 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 )
 
-// SoakConfig sizes a soak run (issue 16): clients open sessions, call
+// SoakConfig sizes a soak run: clients open sessions, call
 // through them, and then leave them — some with DELETE, most abandoned to
 // expire under a short gateway.sessionIdleTimeout — for Duration, in two
 // halves each followed by the sessions' expiry, while the process's memory

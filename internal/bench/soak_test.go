@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// BenchmarkSoak is the soak of issue 16 (sessions opening, calling, left
+// BenchmarkSoak is the soak (sessions opening, calling, left
 // to expire) as a benchmark: each iteration soaks for TOOLGATE_SOAK (a Go
 // duration, default 3s) and reports the heap's growth over the load and
 // after the sessions expired. Not part of `go test`; run it with

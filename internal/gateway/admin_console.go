@@ -23,7 +23,7 @@ const auditWait = 5 * time.Second
 // ConsoleAs is the gateway's console acting for operator: every action
 // taken through it is done as operator (whatever `by` its caller passes),
 // published as a core.OperatorAction and recorded in the audit log, so
-// every console shows who did what (issue 15, item 5). The admin API serves
+// every console shows who did what. The admin API serves
 // each request through the console of the request key's operator.
 func (g *Gateway) ConsoleAs(operator string) core.Console {
 	if operator == "" {

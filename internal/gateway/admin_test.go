@@ -118,7 +118,7 @@ func TestAdminAuth(t *testing.T) {
 	}
 }
 
-// CO-4, IM-9, RV-3, issue 15 item 5: the refresh, ping and review commands
+// CO-4, IM-9, RV-3: the refresh, ping and review commands
 // over the API, with their unknown targets; each action, failed ones too,
 // is an OperatorAction on another operator's stream and an audit record
 // naming the operator.
@@ -219,7 +219,7 @@ func TestAdminActions(t *testing.T) {
 	}
 }
 
-// CF-5, CO-6, issue 15 item 4: a confirmation approved over the API lets
+// CF-5, CO-6: a confirmation approved over the API lets
 // the waiting MCP call complete; one rejected gives the client isError with
 // the reason; a second decision is 409 naming the first; both operators'
 // streams show each decision and who made it.
@@ -312,7 +312,7 @@ func TestAdminConfirmations(t *testing.T) {
 	call(t, ctx, s, "notes_list_notes", map[string]any{})
 }
 
-// CO-9: issue 15 item 5: the in-process console's actions are accounted too —
+// CO-9: the in-process console's actions are accounted too —
 // to Options.Operator, else to the name its caller passes — and ConsoleAs
 // ignores the caller's name.
 func TestLocalConsoleAccounted(t *testing.T) {
@@ -410,7 +410,7 @@ func TestAdminEndSession(t *testing.T) {
 	env.alice.fails(ctx, "DELETE", "/v1/sessions/"+url.PathEscape(id), nil, http.StatusNotFound, admin.CodeUnknownSession)
 }
 
-// QB-3, issue 15: bad input on the admin API — no key, wrong keys,
+// QB-3: bad input on the admin API — no key, wrong keys,
 // malformed JSON, an oversized body, unknown ids, unknown routes, a client
 // that never reads its event stream while thousands of events pass — each
 // gets a clear error, and the MCP endpoint keeps serving all along. No admin

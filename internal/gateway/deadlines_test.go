@@ -66,7 +66,7 @@ func closedAfter(t *testing.T, c net.Conn, start time.Time) (time.Duration, stri
 }
 
 // SV-9: a body sent slowly, or shorter than its Content-Length, is refused
-// with 408 and its connection closed at the body-read deadline (issue 16:
+// with 408 and its connection closed at the body-read deadline (
 // both held a goroutine and a descriptor indefinitely).
 func TestSlowBodiesAreCutSV9(t *testing.T) {
 	g := deadlineGateway(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/waittest"
 )
 
-// SV-2, OP-7 (issue 18): through a real gateway over loopback, an mcp-go
+// SV-2, OP-7: through a real gateway over loopback, an mcp-go
 // client that keeps no GET stream is parked once idle past
 // gateway.sessionParkAfter — toolgate_sessions_parked counts it — and its
 // next call, on the same session, is answered; a client with its GET

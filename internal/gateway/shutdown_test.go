@@ -23,7 +23,7 @@ import (
 // SV-9: a call waiting for an operator when the gateway shuts down is
 // rejected at once — the client reads isError "the gateway is shutting
 // down" — and Close is clean: it does not wait out its grace, and no call
-// is cut (issue 16: the call was cut after 10 s and the process exited 1).
+// is cut (the call was cut after 10 s and the process exited 1).
 func TestShutdownRejectsPendingApprovals(t *testing.T) {
 	ctx := testCtx(t)
 	yaml := gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"), upstreamYAML("notes", serveDemo(t, "notes"), true)+"    approval: operator\n")
@@ -85,7 +85,7 @@ func TestShutdownRejectsPendingApprovals(t *testing.T) {
 }
 
 // SV-9: a call still running at the shutdown deadline gets a JSON-RPC
-// error saying the gateway shut down, never an empty body (issue 16).
+// error saying the gateway shut down, never an empty body.
 func TestShutdownCutsCallsWithAnError(t *testing.T) {
 	ctx := testCtx(t)
 	// The flaky demo in front of a handler that says when a tools/call

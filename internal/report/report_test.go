@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/core/review"
 )
 
-// RV-2, CO-2 (issue 14, item 8): the reports print each flag as the console
+// RV-2, CO-2: the reports print each flag as the console
 // shows it — kind, severity, where, span, the flagged text with hidden
 // characters made visible, and the reason — not only its kind.
 func TestReportFlagsRV2(t *testing.T) {
@@ -107,7 +107,7 @@ func TestReportFlagTextClipped(t *testing.T) {
 	}
 }
 
-// RV-3 (issue 14, item 10): review list says why a tool approved in the
+// RV-3: review list says why a tool approved in the
 // older fingerprint format is changed.
 func TestReportLegacyApprovalNote(t *testing.T) {
 	ctx := context.Background()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Transparency, measured (issue 5): the official MCP conformance suite's
+# Transparency, measured: the official MCP conformance suite's
 # server scenarios (--suite all), run directly against mcp-go's conformance
 # fixture server and against `toolgate serve` in front of that same fixture.
 # toolgate passes through everything the upstream offers when the run via
@@ -9,7 +9,7 @@
 #   CONFORMANCE_KEEP=1 bash testdata/peers/conformance.sh   # keep logs
 #   CONFORMANCE_ATTEMPTS=N  re-runs per failed scenario, per side (default 3)
 #
-# Both sides are measured alike (issue 12): one full run each, then every
+# Both sides are measured alike: one full run each, then every
 # scenario that failed on a side is re-run on its own on that side, up to N
 # times, alternating sides so both see the same machine at the same time.
 # A scenario counts as passed on a side if any attempt on that side passed;

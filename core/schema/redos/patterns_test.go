@@ -238,7 +238,7 @@ func FuzzScreenPattern(f *testing.F) {
 
 // IM-19: nested counted repeats have no unbounded loop, but multiply the ways
 // to read one input: each of these takes V8 over two seconds on 34 a's and a
-// "!" (issue 14).
+// "!".
 func TestIM19NestedBoundedQuantifiers(t *testing.T) {
 	tests := []struct{ pattern, reason string }{
 		{`^(a{1,10}){1,10}$`, reasonBounded + " (over 1e+07 ways to read 64 characters) in (a{1,10}){1,10}"},
@@ -305,7 +305,7 @@ func TestIM19PolynomialDegree(t *testing.T) {
 
 // IM-19: only the range of a count makes choices. A fixed count reads one
 // number of repetitions, so it is text however large, and what decides is
-// whether the repetitions can split an input more than one way (issue 14:
+// whether the repetitions can split an input more than one way (
 // @truffle/contract-schema's bytes pattern was refused).
 func TestIM19FixedCountsAreText(t *testing.T) {
 	for _, p := range []string{
