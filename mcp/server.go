@@ -1187,6 +1187,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	})
 	e.swept.Wait()
 	e.clients.close()
+	e.states.closeRelays()
 	// The sessions a shutdown ends are not ended for good: another
 	// replica, or this gateway restarted, may continue them.
 	e.ids.closing.Store(true)
