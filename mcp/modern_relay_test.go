@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -365,4 +367,78 @@ func (u *elicitingUpstream) next(t *testing.T) mcpgo.ElicitationResult {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// postModernCtx posts one 2026-07-28 message as actor under ctx, with the
+// headers of method (and tool, for a call), and returns the status.
+func postModernCtx(ctx context.Context, url, actor, method, tool, body string) (int, []byte, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Test-Actor", actor)
+	req.Header.Set("X-Test-Roles", "MEMBER")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if tool != "" {
+		req.Header.Set("Mcp-Name", tool)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// A 2026-07-28 client cancels a call in flight by closing its request
+// (the revision's way over HTTP) or, where it sends one anyway, with
+// notifications/cancelled naming the call's id; either way the upstream's
+// call is cancelled, whether or not the client declared elicitation. A
+// notification from another caller naming the same id cancels nothing.
+func TestModernClientCancelsCallInFlightStdio(t *testing.T) {
+	url := relayGateway(t)
+	for _, tc := range []struct {
+		name, caps string
+		notify     bool
+	}{
+		{"stream closed, elicitation declared", `{"elicitation":{}}`, false},
+		{"notification, elicitation declared", `{"elicitation":{}}`, true},
+		{"notification, nothing declared", `{}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "cancelled")
+			meta := strings.Replace(elicitingMeta, `{"elicitation":{}}`, tc.caps, 1)
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"call-9","method":"tools/call","params":{"name":"wait","arguments":{"marker":%q},%s}}`, marker, meta)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan string, 1)
+			go func() {
+				code, b, err := postModernCtx(ctx, url, "alice", "tools/call", "wait", body)
+				done <- fmt.Sprint(code, " ", string(b), " ", err)
+			}()
+			waitFile(t, marker+".started", "the call reaching the upstream")
+			if !tc.notify {
+				cancel()
+			} else {
+				note := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call-9","reason":"stop",` + meta + `}}`
+				// Another caller naming the same id is no one's to cancel.
+				if _, _, err := postModernCtx(t.Context(), url, "mallory", "notifications/cancelled", "", note); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(marker); err == nil {
+					t.Fatal("another caller's notification cancelled alice's call")
+				}
+				if _, _, err := postModernCtx(t.Context(), url, "alice", "notifications/cancelled", "", note); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFile(t, marker, "the upstream's call being cancelled")
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the cancelled call's request did not end")
+			}
+		})
+	}
 }

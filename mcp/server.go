@@ -1066,6 +1066,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cs.rewrite = initializeRewrite
 		}
 		e.cancelFast(body, id)
+		e.cancelModern(r, body, id)
 		e.http.ServeHTTP(cs, r)
 	}
 	cs.finish()

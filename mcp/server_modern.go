@@ -389,6 +389,8 @@ func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor co
 		return true
 	}
 	c.RequestID = requestIDOf(req.id, req.rawID)
+	ctx, untrack := e.states.inflight.track(ctx, actor, c.RequestID)
+	defer untrack()
 	if params.RequestState != nil {
 		if b, err := e.states.check(*params.RequestState, actor, c); err == nil && b.Relay != "" {
 			// The retry of a call parked for the client's answer to its

@@ -36,6 +36,9 @@ type requestStates struct {
 	// relays are the calls of 2026-07-28 clients waiting for a client's
 	// answer to their upstream's request (modern_relay.go).
 	relays relayTable
+	// inflight are the modern tools/calls in flight, for a
+	// notifications/cancelled to name (modern_cancel.go).
+	inflight modernInflight
 }
 
 // maxRequestState bounds a requestState the gateway reads; its own are
