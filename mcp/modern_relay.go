@@ -132,6 +132,14 @@ func (r *modernRelay) attach(cs *callStream) {
 	r.mu.Unlock()
 }
 
+// orphaned reports whether no request follows the call and none can.
+// A follower about to attach still reads done.
+func (r *modernRelay) orphaned() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cs == nil && r.waiting == nil
+}
+
 // park hands a to the client and waits at most the bound for its answer;
 // expire runs if none comes.
 func (r *modernRelay) park(a *relayAsk, expire func()) {
@@ -263,6 +271,12 @@ func (e *Endpoint) startRelay(ctx context.Context, cs *callStream, actor core.Ac
 		// and cancel (client gone, Close) ends it early.
 		defer cancel(nil)
 		r.done <- e.invoke(callCtx, actor, c, req.progressToken, nil)
+		if r.orphaned() {
+			// Nobody follows the call and no answer is awaited (its
+			// upstream withdrew the request it parked on): no retry can
+			// reach it any more.
+			e.states.relays.remove(r)
+		}
 	}()
 	e.followRelay(ctx, cs, req.rawID, actor, c, r)
 	return true
