@@ -53,7 +53,13 @@ func downstreamFrom(ctx context.Context) *downstream {
 // upstream's object; numbers keep their exact text.
 func (d *downstream) notify(method string, params map[string]any) {
 	d.streamed.Store(true)
-	if cs := callStreamFrom(d.ctx); cs != nil {
+	cs := callStreamFrom(d.ctx)
+	if r := modernRelayFrom(d.ctx); r != nil {
+		// The call outlives the request that made it: what it sends goes
+		// to the request following it now, if any.
+		cs = r.stream()
+	}
+	if cs != nil {
 		msg := mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION,
 			Notification: mcpgo.Notification{Method: method, Params: mcpgo.NotificationParams{AdditionalFields: params}}}
 		if cs.send(msg) == nil {
@@ -84,6 +90,11 @@ func (d *downstream) request(ctx context.Context, method string, params json.Raw
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
+	if r := modernRelayFrom(d.ctx); r != nil {
+		// A 2026-07-28 client: the request reaches it as an input
+		// request (modern_relay.go).
+		return r.ask(rctx, method, params)
+	}
 	if cs := callStreamFrom(d.ctx); d.asks != nil && cs != nil {
 		// The call is the gateway's own: the request goes on its stream,
 		// as the upstream sent it, and the answer comes back untouched.

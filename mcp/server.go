@@ -1079,6 +1079,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cs.rewrite = initializeRewrite
 		}
 		e.cancelFast(body, id)
+		e.cancelModern(r, body, id)
 		e.http.ServeHTTP(cs, r)
 	}
 	cs.finish()
@@ -1200,6 +1201,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	})
 	e.swept.Wait()
 	e.clients.close()
+	e.states.closeRelays()
 	// The sessions a shutdown ends are not ended for good: another
 	// replica, or this gateway restarted, may continue them.
 	e.ids.closing.Store(true)

@@ -319,6 +319,17 @@ func BenchmarkEndpointToolsCallEras(b *testing.B) {
 			}
 		}
 	})
+	b.Run("2026-07-28/elicitation", func(b *testing.B) {
+		hc := benchClient()
+		defer hc.CloseIdleConnections()
+		call := modernBenchCallDeclaring(hc, url, `{"elicitation":{}}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("legacy/parallel", func(b *testing.B) {
 		hc := benchClient()
 		defer hc.CloseIdleConnections()
@@ -351,9 +362,16 @@ func BenchmarkEndpointToolsCallEras(b *testing.B) {
 
 // modernBenchCall is a 2026-07-28 client's checked tools/call.
 func modernBenchCall(hc *http.Client, url string) func() error {
+	return modernBenchCallDeclaring(hc, url, `{}`)
+}
+
+// modernBenchCallDeclaring is modernBenchCall from a client declaring
+// caps: one that declares elicitation has its calls run so that an
+// upstream's question could reach it.
+func modernBenchCallDeclaring(hc *http.Client, url, caps string) func() error {
 	c := mcptest.New(url, &mcptest.Options{HTTPClient: hc, Authorization: "Bearer " + benchKey})
 	header := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"up_echo"}}
-	meta := `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	meta := `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}`
 	return func() error {
 		body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(c.NextID(), 10) + `,"method":"tools/call","params":{"name":"up_echo","arguments":` + benchArguments + meta + `}}`
 		resp, err := c.Post(context.Background(), []byte(body), header)

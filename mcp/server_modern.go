@@ -389,7 +389,15 @@ func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor co
 		return true
 	}
 	c.RequestID = requestIDOf(req.id, req.rawID)
+	ctx, untrack := e.states.inflight.track(ctx, actor, c.RequestID)
+	defer untrack()
 	if params.RequestState != nil {
+		if b, err := e.states.check(*params.RequestState, actor, c); err == nil && b.Relay != "" {
+			// The retry of a call parked for the client's answer to its
+			// upstream's request: the answer goes on to the upstream.
+			e.resumeRelay(ctx, cs, req.rawID, actor, c, b, params.InputResponses)
+			return true
+		}
 		// The retry of a call whose confirmation rode an input request
 		// (CF-6): its state must be the gateway's own, for this actor,
 		// tool and arguments, fresh and unused, or nothing runs.
@@ -404,6 +412,14 @@ func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor co
 			return true
 		}
 		c.Confirm, c.Token = true, token
+	}
+	if elicits, samples := relays(req); (elicits || samples) && (c.Tool.Kind != core.KindAction || c.Confirm) {
+		// The upstream may ask the client something during the call: the
+		// call runs beyond this request, so the question can reach the
+		// client as an input request (modern_relay.go).
+		if e.startRelay(ctx, cs, actor, c, req, elicits, samples) {
+			return true
+		}
 	}
 	result := e.invoke(ctx, actor, c, req.progressToken, nil)
 	if c.Tool.Kind == core.KindAction && !c.Confirm && e.opts.ElicitConfirm && req.elicits {

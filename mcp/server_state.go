@@ -32,6 +32,13 @@ type requestStates struct {
 	mu sync.Mutex
 	// spent are the nonces used, until their state would have expired.
 	spent map[string]time.Time
+
+	// relays are the calls of 2026-07-28 clients waiting for a client's
+	// answer to their upstream's request (modern_relay.go).
+	relays relayTable
+	// inflight are the modern tools/calls in flight, for a
+	// notifications/cancelled to name (modern_cancel.go).
+	inflight modernInflight
 }
 
 // maxRequestState bounds a requestState the gateway reads; its own are
@@ -55,11 +62,15 @@ func newRequestStates(key []byte) *requestStates {
 
 // stateBody is what a requestState binds.
 type stateBody struct {
-	Actor   string `json:"a"`
-	Tenant  string `json:"n,omitempty"`
-	Tool    string `json:"t"`
-	Args    string `json:"h"` // SHA-256 of the canonical arguments
-	Token   string `json:"k"`
+	Actor  string `json:"a"`
+	Tenant string `json:"n,omitempty"`
+	Tool   string `json:"t"`
+	Args   string `json:"h"` // SHA-256 of the canonical arguments
+	Token  string `json:"k,omitempty"`
+	// Relay and Input name a call waiting for the client's answer to an
+	// upstream's request, and that request's key (modern_relay.go).
+	Relay   string `json:"p,omitempty"`
+	Input   string `json:"i,omitempty"`
 	Expires int64  `json:"e"`
 	Nonce   string `json:"r"`
 }
@@ -80,8 +91,12 @@ func (s *requestStates) seal(actor core.Actor, c *core.ToolCall, token string) (
 	if err != nil {
 		return "", err
 	}
-	body, err := json.Marshal(stateBody{Actor: actor.ID, Tenant: actor.Tenant, Tool: c.Tool.Name, Args: digest, Token: token,
+	return s.sealBody(stateBody{Actor: actor.ID, Tenant: actor.Tenant, Tool: c.Tool.Name, Args: digest, Token: token,
 		Expires: time.Now().Add(s.ttl).Unix(), Nonce: randomID()})
+}
+
+func (s *requestStates) sealBody(b stateBody) (string, error) {
+	body, err := json.Marshal(b)
 	if err != nil {
 		return "", err
 	}
@@ -100,27 +115,14 @@ func (s *requestStates) sign(payload string) string {
 // confirmed, and the preview's token. The state is spent whatever the
 // answer.
 func (s *requestStates) open(state string, actor core.Actor, c *core.ToolCall, answers map[string]json.RawMessage) (confirmed bool, token string, err error) {
-	if len(state) > maxRequestState {
-		return false, "", fmt.Errorf("requestState refused: %d bytes, at most %d; nothing ran", len(state), maxRequestState)
+	b, err := s.check(state, actor, c)
+	if err != nil {
+		return false, "", err
 	}
-	payload, sig, ok := strings.Cut(state, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(s.sign(payload))) {
-		return false, "", errors.New("requestState refused: not one this gateway handed out; nothing ran — call the tool again without it")
+	if b.Relay != "" {
+		return false, "", errors.New("requestState refused: it was handed out for an upstream's request, not a confirmation; nothing ran")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload)
-	var b stateBody
-	if err != nil || json.Unmarshal(raw, &b) != nil {
-		return false, "", errors.New("requestState refused: unreadable; nothing ran")
-	}
-	now := time.Now()
-	if now.Unix() > b.Expires {
-		return false, "", errors.New("requestState refused: expired; nothing ran — call the tool again without it")
-	}
-	digest, err := argsDigest(c)
-	if err != nil || b.Actor != actor.ID || b.Tenant != actor.Tenant || b.Tool != c.Tool.Name || b.Args != digest {
-		return false, "", errors.New("requestState refused: it was handed out for another caller, tool or arguments; nothing ran")
-	}
-	if !s.spend(b.Nonce, time.Unix(b.Expires, 0), now) {
+	if !s.spend(b.Nonce, time.Unix(b.Expires, 0), time.Now()) {
 		return false, "", errors.New("requestState refused: already used; nothing ran — call the tool again without it")
 	}
 	answer, ok := answers[confirmInputKey]
@@ -137,6 +139,32 @@ func (s *requestStates) open(state string, actor core.Actor, c *core.ToolCall, a
 		return false, "", fmt.Errorf("inputResponses.%s is not an elicitation result: %v; nothing ran", confirmInputKey, err)
 	}
 	return res.Action == mcpgo.ElicitationResponseActionAccept && res.Content.Confirm, b.Token, nil
+}
+
+// check reads a state the client brought back for call c of actor: it
+// must be one this gateway sealed, unexpired, and bound to the same actor,
+// tool and arguments. It spends nothing.
+func (s *requestStates) check(state string, actor core.Actor, c *core.ToolCall) (stateBody, error) {
+	var b stateBody
+	if len(state) > maxRequestState {
+		return b, fmt.Errorf("requestState refused: %d bytes, at most %d; nothing ran", len(state), maxRequestState)
+	}
+	payload, sig, ok := strings.Cut(state, ".")
+	if !ok || !hmac.Equal([]byte(sig), []byte(s.sign(payload))) {
+		return b, errors.New("requestState refused: not one this gateway handed out; nothing ran — call the tool again without it")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || json.Unmarshal(raw, &b) != nil {
+		return b, errors.New("requestState refused: unreadable; nothing ran")
+	}
+	if time.Now().Unix() > b.Expires {
+		return b, errors.New("requestState refused: expired; nothing ran — call the tool again without it")
+	}
+	digest, err := argsDigest(c)
+	if err != nil || b.Actor != actor.ID || b.Tenant != actor.Tenant || b.Tool != c.Tool.Name || b.Args != digest {
+		return b, errors.New("requestState refused: it was handed out for another caller, tool or arguments; nothing ran")
+	}
+	return b, nil
 }
 
 // spend marks nonce used until expires; false if it was already.
