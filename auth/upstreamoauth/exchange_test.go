@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,15 +174,14 @@ func TestTokenExchange(t *testing.T) {
 // a loopback server of the test's instead: the provider serves discovery,
 // the test what the exchange gets back.
 type tokenEndpointTo struct {
-	target string
+	target atomic.Value // string: host:port
 	base   http.RoundTripper
-	sent   chan string // subject tokens that reached the replacement
 }
 
 func (t *tokenEndpointTo) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Path == "/token" {
 		r = r.Clone(r.Context())
-		r.URL.Host = strings.TrimPrefix(t.target, "http://")
+		r.URL.Host = t.target.Load().(string)
 		r.Host = r.URL.Host
 	}
 	return t.base.RoundTrip(r)
@@ -219,7 +219,9 @@ func TestTokenExchangeFailures(t *testing.T) {
 			}
 		}
 	}))
-	hc := &http.Client{Transport: &tokenEndpointTo{target: base, base: http.DefaultTransport}}
+	to := &tokenEndpointTo{base: http.DefaultTransport}
+	to.target.Store(strings.TrimPrefix(base, "http://"))
+	hc := &http.Client{Transport: to}
 	m, log, _ := exchangeManager(t, upstreamoauth.Upstream{Name: "crm", URL: res.URL, Credentials: upstreamoauth.PerActor,
 		ClientID: oidctest.ExchangeClient, ClientSecret: oidctest.ExchangeClientSecret, TokenExchange: true}, hc, 2*time.Second)
 	front := exchangeFront(t, issuer, m, "crm")
@@ -242,6 +244,14 @@ func TestTokenExchangeFailures(t *testing.T) {
 			}
 		})
 	}
+	// A token endpoint nobody listens on.
+	down, _ := listen(t)
+	to.target.Store(down.Addr().String())
+	_ = down.Close()
+	out := asActor(t, front, aliceIn)
+	if out["token"] != "" || out["notConnected"] != "yes" || !strings.Contains(out["err"], "token exchange, which failed: POST") {
+		t.Fatalf("a server that is down: %+v", out)
+	}
 	if _, ok, _ := m.CatalogActor(context.Background(), "crm"); ok {
 		t.Fatal("a failed exchange was cached")
 	}
@@ -253,7 +263,7 @@ func TestTokenExchangeFailures(t *testing.T) {
 	m2, _, _ := exchangeManager(t, upstreamoauth.Upstream{Name: "elsewhere", URL: otherRes.URL, Credentials: upstreamoauth.PerActor,
 		ClientID: oidctest.ExchangeClient, ClientSecret: oidctest.ExchangeClientSecret, TokenExchange: true}, nil, 0)
 	front2 := exchangeFront(t, issuer, m2, "elsewhere")
-	out := asActor(t, front2, oidctest.AccessToken(t, issuer, "alice", front2))
+	out = asActor(t, front2, oidctest.AccessToken(t, issuer, "alice", front2))
 	if out["token"] != "" || !strings.Contains(out["err"], "not "+issuer+" that issued your token") {
 		t.Fatalf("another issuer: %+v", out)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -195,7 +196,7 @@ upstreams:
 		subs[sub] = tok
 	}
 	if len(subs) != 2 || subs["alice"] == "" || subs["bob"] == "" || subs["alice"] == subs["bob"] {
-		t.Fatalf("the upstream saw tokens of %v, want one each for alice and bob", slices.Collect(mapKeys(subs)))
+		t.Fatalf("the upstream saw tokens of %v, want one each for alice and bob", slices.Collect(maps.Keys(subs)))
 	}
 	// The gateway's audit names the exchange each call went with.
 	recs, err := front.Store().Audit(ctx, core.AuditQuery{})
@@ -216,14 +217,4 @@ upstreams:
 		t.Fatalf("/readyz: %d", code)
 	}
 
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
