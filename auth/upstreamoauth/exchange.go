@@ -83,10 +83,16 @@ func (m *Manager) exchangeToken(ctx context.Context, u Upstream, actor string) (
 	if ok && now.Add(m.opts.RefreshBefore).Before(x.expiry) {
 		return x.token, x.id, nil // exchanged meanwhile
 	}
-	x, err := m.exchange(ctx, u, subject)
+	fresh, err := m.exchange(ctx, u, subject)
 	if err != nil {
+		if ok && now.Before(x.expiry) {
+			// The token still works: use it, exchange on a later call.
+			m.opts.Logger.Warn("exchanging an upstream token failed; the current one is used until it expires", "upstream", u.Name, "actor", core.ActorLabel(actor), "connection", x.id, "err", err)
+			return x.token, x.id, nil
+		}
 		return "", "", err
 	}
+	x = fresh
 	m.mu.Lock()
 	for k, old := range m.exchanges {
 		if !now.Before(old.expiry) {

@@ -35,6 +35,13 @@ func exchangeFront(t *testing.T, issuer string, m *upstreamoauth.Manager, upstre
 	ep := auth.EndpointAuth{Path: "/mcp", Strategy: strat, PublicURL: base}
 	serve(t, ln, auth.Middleware(ep)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, _ := auth.ActorFrom(r.Context())
+		if id := r.URL.Query().Get("refused"); id != "" {
+			// As when the upstream answers 401 to that token.
+			if err := m.Refused(r.Context(), upstream, a.ID, id); err != nil {
+				_ = json.NewEncoder(w).Encode(map[string]string{"err": err.Error()})
+				return
+			}
+		}
 		tok, id, err := m.Token(r.Context(), upstream, a.ID)
 		out := map[string]string{"token": tok, "id": id}
 		if err != nil {
@@ -163,7 +170,15 @@ func TestTokenExchange(t *testing.T) {
 	if who, _ := res.whoAmI(t, a2["token"]); who != "alice" {
 		t.Fatalf("the upstream saw %q, want alice", who)
 	}
-	for _, s := range []string{aliceIn, bobIn, a1["token"], a2["token"], b1["token"], oidctest.ExchangeClientSecret} {
+	// A token the upstream refuses is exchanged again at once.
+	a3 := asActor(t, front+"?refused="+a2["id"], aliceIn)
+	if a3["err"] != "" || a3["token"] == a2["token"] || a3["id"] == a2["id"] {
+		t.Fatalf("a refused token was not exchanged again: %q", a3["err"])
+	}
+	if who, _ := res.whoAmI(t, a3["token"]); who != "alice" {
+		t.Fatalf("the upstream saw %q, want alice", who)
+	}
+	for _, s := range []string{aliceIn, bobIn, a1["token"], a2["token"], a3["token"], b1["token"], oidctest.ExchangeClientSecret} {
 		if strings.Contains(log.String(), s) {
 			t.Fatal("the log holds a token or the client secret")
 		}
@@ -199,10 +214,17 @@ func TestTokenExchangeFailures(t *testing.T) {
 	modes := make(chan string, 1) // what the next token request gets
 	ln, base := listen(t)
 	serve(t, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mode := <-modes
+		var mode string
+		select {
+		case mode = <-modes:
+		case <-r.Context().Done():
+			return
+		}
 		_ = r.ParseForm()
 		w.Header().Set("Content-Type", "application/json")
 		switch mode {
+		case "ok":
+			w.Write([]byte(`{"access_token":"exchanged-by-the-test","token_type":"Bearer","expires_in":3600}`))
 		case "refused":
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write([]byte(`{"error":"invalid_grant","error_description":"subject token revoked"}`))
@@ -222,7 +244,7 @@ func TestTokenExchangeFailures(t *testing.T) {
 	to := &tokenEndpointTo{base: http.DefaultTransport}
 	to.target.Store(strings.TrimPrefix(base, "http://"))
 	hc := &http.Client{Transport: to}
-	m, log, _ := exchangeManager(t, upstreamoauth.Upstream{Name: "crm", URL: res.URL, Credentials: upstreamoauth.PerActor,
+	m, log, clk := exchangeManager(t, upstreamoauth.Upstream{Name: "crm", URL: res.URL, Credentials: upstreamoauth.PerActor,
 		ClientID: oidctest.ExchangeClient, ClientSecret: oidctest.ExchangeClientSecret, TokenExchange: true}, hc, 2*time.Second)
 	front := exchangeFront(t, issuer, m, "crm")
 	aliceIn := oidctest.AccessToken(t, issuer, "alice", front)
@@ -254,6 +276,24 @@ func TestTokenExchangeFailures(t *testing.T) {
 	}
 	if _, ok, _ := m.CatalogActor(context.Background(), "crm"); ok {
 		t.Fatal("a failed exchange was cached")
+	}
+
+	// A failed exchange of a token about to expire keeps the current one
+	// until it expires.
+	to.target.Store(strings.TrimPrefix(base, "http://"))
+	modes <- "ok"
+	if out := asActor(t, front, aliceIn); out["token"] != "exchanged-by-the-test" {
+		t.Fatalf("the exchange: %+v", out)
+	}
+	clk.advance(time.Hour - 30*time.Second)
+	modes <- "refused"
+	if out := asActor(t, front, aliceIn); out["token"] != "exchanged-by-the-test" {
+		t.Fatalf("a failed exchange before expiry: %+v", out)
+	}
+	clk.advance(time.Minute)
+	modes <- "refused"
+	if out := asActor(t, front, aliceIn); out["token"] != "" || !strings.Contains(out["err"], "invalid_grant") {
+		t.Fatalf("a failed exchange after expiry: %+v", out)
 	}
 
 	// An upstream whose authorization server is not the endpoint's issuer
