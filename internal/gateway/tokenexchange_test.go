@@ -26,8 +26,15 @@ const carolAPIKey = "carol-key-0123456789abcdef0123456789"
 // bearerRecorder is a loopback reverse proxy in front of an upstream that
 // keeps every bearer token sent through it.
 type bearerRecorder struct {
-	mu     sync.Mutex
-	tokens []string
+	mu      sync.Mutex
+	tokens  []string
+	headers []string // every header line of every request
+}
+
+func (b *bearerRecorder) headerText() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.headers, "\n")
 }
 
 func (b *bearerRecorder) seen() []string {
@@ -45,11 +52,16 @@ func recordBearers(t *testing.T, target string) (*bearerRecorder, string) {
 	rec := &bearerRecorder{}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.mu.Lock()
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			rec.mu.Lock()
 			rec.tokens = append(rec.tokens, tok)
-			rec.mu.Unlock()
 		}
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				rec.headers = append(rec.headers, k+": "+v)
+			}
+		}
+		rec.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -180,6 +192,9 @@ upstreams:
 
 	// What went upstream: only exchanged tokens, for alice and bob, each
 	// with the upstream as audience; never an incoming token.
+	if h := rec.headerText(); strings.Contains(h, aliceTok) || strings.Contains(h, bobTok) {
+		t.Fatal("an incoming token went upstream in a header")
+	}
 	subs := map[string]string{}
 	for _, tok := range rec.seen() {
 		if tok == aliceTok || tok == bobTok {
