@@ -1,6 +1,10 @@
 package auth
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+)
 
 // SubjectToken is the bearer token an actor authenticated with, verified by
 // the OAuth strategy, and the issuer that verified it: what a token
@@ -17,6 +21,12 @@ func (t SubjectToken) String() string { return "subject token of " + t.Issuer + 
 
 // GoString never prints the token.
 func (t SubjectToken) GoString() string { return t.String() }
+
+// LogValue never logs the token.
+func (t SubjectToken) LogValue() slog.Value { return slog.StringValue(t.String()) }
+
+// MarshalJSON never encodes the token.
+func (t SubjectToken) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
 
 // subjectSlot is put in the request's context before a strategy runs; only
 // the OAuth strategy fills it, and only once a token has been verified.

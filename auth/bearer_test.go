@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,8 +33,11 @@ func TestSubjectTokenOnlyFromOAuth(t *testing.T) {
 		a, _ := auth.ActorFrom(r.Context())
 		st, ok := auth.SubjectTokenFrom(r.Context())
 		actorJSON, _ := json.Marshal(a)
+		stJSON, _ := json.Marshal(st)
+		var logged strings.Builder
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "subject", st)
 		fmt.Fprintf(w, "%s|%v|%s|%s|%v|%+v|%#v", a.ID, ok, st.Token, st.Issuer, st, a, st)
-		w.Write([]byte("|" + string(actorJSON)))
+		w.Write([]byte("|" + string(actorJSON) + "|" + string(stJSON) + "|" + logged.String()))
 	})))
 	get := func(token string) (int, []string) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/mcp", nil)
