@@ -194,6 +194,7 @@ type ctxKey int
 const (
 	actorKey ctxKey = iota
 	resourceKey
+	subjectKey
 )
 
 // WithActor returns ctx carrying actor, as Middleware does for each request.

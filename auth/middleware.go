@@ -121,7 +121,7 @@ func Middleware(ep EndpointAuth) func(http.Handler) http.Handler {
 				return
 			}
 
-			ctx := WithResource(r.Context(), ResourceURL(r, ep.PublicURL, ep.Path))
+			ctx := withSubjectSlot(WithResource(r.Context(), ResourceURL(r, ep.PublicURL, ep.Path)))
 			r = r.WithContext(ctx)
 			actor, err := ep.Strategy.Authenticate(r, token)
 			if err == nil && actor.ID == "" {

@@ -229,6 +229,15 @@ func (s *oauth) Metadata() ProtectedResourceMetadata {
 }
 
 func (s *oauth) Authenticate(r *http.Request, token string) (core.Actor, error) {
+	actor, err := s.authenticate(r, token)
+	if err == nil {
+		// Verified: the token may be exchanged for an upstream's (RFC 8693).
+		setSubject(r.Context(), token, s.cfg.Issuer)
+	}
+	return actor, err
+}
+
+func (s *oauth) authenticate(r *http.Request, token string) (core.Actor, error) {
 	header, claims, ok := splitJWT(token)
 	if !ok {
 		if s.cfg.IntrospectionURL == "" {

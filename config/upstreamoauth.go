@@ -147,4 +147,29 @@ func (v *validator) upstreamOAuth(p string, u Upstream) {
 	if o.TokenExchange && o.Credentials == CredentialsShared {
 		v.fail(p+".tokenExchange", "needs credentials: perActor: an exchange acts as the calling actor")
 	}
+	if o.TokenExchange && o.ClientID == "" {
+		v.fail(p+".tokenExchange", "needs clientId (and usually clientSecret): the exchange is made by a client the authorization server lets exchange tokens")
+	}
+	if o.TokenExchange && !v.anyOAuthEndpoint() {
+		v.fail(p+".tokenExchange", "needs an endpoint whose auth is oauth (alone or in anyOf): only an actor's verified OAuth token can be exchanged")
+	}
+}
+
+// anyOAuthEndpoint: some endpoint authenticates actors with OAuth, whose
+// tokens a token exchange trades (UI-2).
+func (v *validator) anyOAuthEndpoint() bool {
+	for _, e := range v.c.Endpoints {
+		if e.Auth == nil {
+			continue
+		}
+		if e.Auth.OAuth != nil {
+			return true
+		}
+		for _, a := range e.Auth.AnyOf {
+			if a.OAuth != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

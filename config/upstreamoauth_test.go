@@ -25,6 +25,20 @@ func oauthBase() *Config {
 	return c
 }
 
+// exchanging turns the upstream's oauth into a token exchange behind an
+// endpoint taking OAuth tokens (alone, or first in anyOf).
+func exchanging(c *Config, anyOf bool) {
+	c.Upstreams[0].OAuth.ClientID, c.Upstreams[0].OAuth.ClientSecret = "toolgate", "s-SECRET-x"
+	c.Upstreams[0].OAuth.TokenExchange = true
+	oauth := &OAuth{Issuer: "https://as.example.com"}
+	if anyOf {
+		c.Endpoints[0].Auth = &Auth{AnyOf: []Auth{{OAuth: oauth}, {APIKeys: []APIKey{{Key: "k-SECRET-0123456789abcdef", Actor: Actor{ID: "ci"}}}}}}
+	} else {
+		c.Endpoints[0].Auth = &Auth{OAuth: oauth}
+	}
+	c.Endpoints[0].Actor = nil
+}
+
 // UI-1, UI-2, UI-3: what an upstream's oauth block and the gateway's keys
 // must be, each problem named by its key path, no key ever quoted.
 func TestValidateUpstreamOAuth(t *testing.T) {
@@ -74,10 +88,20 @@ func TestValidateUpstreamOAuth(t *testing.T) {
 			c.Upstreams[0].URL = ""
 			c.Upstreams[0].Command = "crm"
 		}, []FieldError{{"upstreams[0].oauth", "only for url (network) upstreams"}}},
+		{"exchange", func(c *Config) { exchanging(c, false) }, nil},
+		{"exchange behind anyOf", func(c *Config) { exchanging(c, true) }, nil},
 		{"exchange on a shared upstream", func(c *Config) {
+			exchanging(c, false)
 			c.Upstreams[0].OAuth.Credentials = CredentialsShared
-			c.Upstreams[0].OAuth.TokenExchange = true
 		}, []FieldError{{"upstreams[0].oauth.tokenExchange", "needs credentials: perActor: an exchange acts as the calling actor"}}},
+		{"exchange without a client", func(c *Config) {
+			exchanging(c, false)
+			c.Upstreams[0].OAuth.ClientID, c.Upstreams[0].OAuth.ClientSecret = "", ""
+		}, []FieldError{{"upstreams[0].oauth.tokenExchange", "needs clientId (and usually clientSecret): the exchange is made by a client the authorization server lets exchange tokens"}}},
+		{"exchange without an oauth endpoint", func(c *Config) {
+			exchanging(c, false)
+			c.Endpoints[0].Auth = nil
+		}, []FieldError{{"upstreams[0].oauth.tokenExchange", "needs an endpoint whose auth is oauth (alone or in anyOf): only an actor's verified OAuth token can be exchanged"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,10 @@ type OAuthUpstreamOptions struct {
 	// PerActor: each actor's calls go through a connection of their own
 	// with their own token; else one shared connection.
 	PerActor bool
+	// Exchange: each actor's token comes from a token exchange of their
+	// own sign-in (RFC 8693), not a browser step; only ConnectTool's text
+	// differs.
+	Exchange bool
 	Tokens   OAuthTokens
 	// IdleAfter closes an actor's connection unused that long (default 10
 	// min); the next call opens it again.
@@ -179,6 +183,9 @@ func (u *OAuthUpstream) ListTools(ctx context.Context) ([]core.RemoteTool, error
 			return nil, fmt.Errorf("upstream %q: the shared account is not connected: %w", u.name, core.ErrNotConnected)
 		}
 		desc := fmt.Sprintf("Connect your account on %s: answers a link to open in your browser. Its tools appear once an account is connected.", u.name)
+		if u.opts.Exchange {
+			desc = fmt.Sprintf("Connect to %s with your own sign-in, exchanged for its access (no browser step). Its tools appear once connected.", u.name)
+		}
 		return []core.RemoteTool{{
 			Name: ConnectTool, Description: &desc, InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 			Annotations: json.RawMessage(`{"readOnlyHint":true}`),

@@ -37,6 +37,9 @@ type Upstream struct {
 	ClientSecret string
 	// Scopes to ask for; nil: the resource's scopes_supported.
 	Scopes []string
+	// TokenExchange (PerActor only): each actor's incoming OAuth token is
+	// exchanged for the upstream's (RFC 8693) instead of a browser step.
+	TokenExchange bool
 }
 
 // Store is what the manager keeps connections and spent single-use ids in.
@@ -89,6 +92,7 @@ type Manager struct {
 	metadata   map[string]Metadata       // upstream → discovered
 	registered map[string]clientIdentity // issuer → registered client
 	refreshing map[string]*sync.Mutex    // connection id → its refresh lock
+	exchanges  map[string]exchanged      // upstream, actor → exchanged token (memory only)
 }
 
 // ErrUnknownUpstream: no OAuth upstream of that name.
@@ -117,6 +121,10 @@ func (e *NeedsConnect) Unwrap() error { return core.ErrNotConnected }
 // CatalogActor returns the actor whose connection lists a perActor
 // upstream's catalog: the earliest connected that is not broken.
 func (m *Manager) CatalogActor(ctx context.Context, upstream string) (string, bool, error) {
+	if u, ok := m.ups[upstream]; ok && u.TokenExchange {
+		a, ok := m.exchangeCatalogActor(upstream)
+		return a, ok, nil
+	}
 	cs, err := m.opts.Store.Connections(ctx)
 	if err != nil {
 		return "", false, err
@@ -179,10 +187,14 @@ func New(opts Options, ups []Upstream) (*Manager, error) {
 		metadata:   map[string]Metadata{},
 		registered: map[string]clientIdentity{},
 		refreshing: map[string]*sync.Mutex{},
+		exchanges:  map[string]exchanged{},
 	}
 	for _, u := range ups {
 		if u.Credentials != Shared && u.Credentials != PerActor {
 			return nil, fmt.Errorf("upstreamoauth: upstream %q: credentials must be %s or %s", u.Name, PerActor, Shared)
+		}
+		if u.TokenExchange && u.Credentials != PerActor {
+			return nil, fmt.Errorf("upstreamoauth: upstream %q: a token exchange acts as each actor: credentials must be %s", u.Name, PerActor)
 		}
 		m.ups[u.Name] = u
 	}
@@ -248,6 +260,9 @@ func (m *Manager) Token(ctx context.Context, upstream, actor string) (token, con
 	}
 	if u.Credentials == Shared {
 		actor = core.SharedActor
+	}
+	if u.TokenExchange {
+		return m.exchangeToken(ctx, u, actor)
 	}
 	c, err := m.opts.Store.ConnectionFor(ctx, upstream, actor)
 	if errors.Is(err, core.ErrNoConnection) {
@@ -422,6 +437,12 @@ func (m *Manager) Refused(ctx context.Context, upstream, actor, connID string) e
 	u, ok := m.ups[upstream]
 	if !ok {
 		return fmt.Errorf("%q: %w", upstream, ErrUnknownUpstream)
+	}
+	if u.TokenExchange {
+		// Exchanged again from the call's own token, or the call fails.
+		m.forgetExchange(u, actor, connID)
+		_, _, err := m.exchangeToken(ctx, u, actor)
+		return err
 	}
 	c, err := m.opts.Store.ConnectionByID(ctx, connID)
 	if errors.Is(err, core.ErrNoConnection) {

@@ -59,11 +59,7 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	}
 	var ups []upstreamoauth.Upstream
 	for _, u := range cfg.OAuthUpstreams() {
-		if u.OAuth.TokenExchange {
-			return nil, fmt.Errorf("upstream %q: oauth.tokenExchange is not supported by this build", u.Name)
-		}
-		ups = append(ups, upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
-			ClientID: u.OAuth.ClientID, ClientSecret: u.OAuth.ClientSecret.Reveal(), Scopes: u.OAuth.Scopes})
+		ups = append(ups, oauthUpstreamConfig(u))
 	}
 	o := &oauthState{ups: map[string]*mcp.OAuthUpstream{}}
 	m, err := upstreamoauth.New(upstreamoauth.Options{
@@ -87,6 +83,13 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	return m, nil
 }
 
+// oauthUpstreamConfig is what the manager knows of an oauth upstream.
+func oauthUpstreamConfig(u config.Upstream) upstreamoauth.Upstream {
+	return upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
+		ClientID: u.OAuth.ClientID, ClientSecret: u.OAuth.ClientSecret.Reveal(), Scopes: u.OAuth.Scopes,
+		TokenExchange: u.OAuth.TokenExchange}
+}
+
 // oauthUpstreamOf builds an OAuth upstream over the network upstream's
 // options.
 func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
@@ -97,8 +100,7 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 	// The manager is made once, at start: a reload cannot add an oauth
 	// upstream or change its oauth settings.
 	have, ok := m.Upstream(u.Name)
-	want := upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
-		ClientID: u.OAuth.ClientID, ClientSecret: u.OAuth.ClientSecret.Reveal(), Scopes: u.OAuth.Scopes}
+	want := oauthUpstreamConfig(u)
 	if !ok || !reflect.DeepEqual(have, want) {
 		return nil, fmt.Errorf("upstream %q: its url or oauth settings changed, which needs a restart", u.Name)
 	}
@@ -106,7 +108,8 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 	if err != nil {
 		return nil, err
 	}
-	up, err := mcp.NewOAuthUpstream(mcp.OAuthUpstreamOptions{Upstream: base, PerActor: u.OAuth.Credentials == config.CredentialsPerActor, Tokens: m})
+	up, err := mcp.NewOAuthUpstream(mcp.OAuthUpstreamOptions{Upstream: base, PerActor: u.OAuth.Credentials == config.CredentialsPerActor,
+		Exchange: u.OAuth.TokenExchange, Tokens: m})
 	if err != nil {
 		return nil, err
 	}

@@ -312,36 +312,6 @@ upstreams:
 	}
 }
 
-// UI-2: token exchange is not in this build: a config asking for it fails
-// the start, naming the upstream, rather than running without it.
-func TestTokenExchangeRefusedAtStart(t *testing.T) {
-	cfg := loadConfig(t, fmt.Sprintf(`gateway:
-  listen: 127.0.0.1:0
-  publicUrl: https://tools.example.com
-  credentialsKey: %s
-  store: %q
-  confirm:
-    secret: ${SECRET}
-endpoints:
-  - path: /mcp
-    actor: {id: dev}
-upstreams:
-  - name: crm
-    url: https://crm.example.com/mcp
-    oauth:
-      credentials: perActor
-      tokenExchange: true
-`, credentialsKey, t.TempDir()+"/front.db"))
-	g, err := gateway.New(testCtx(t), cfg, nil)
-	if err == nil {
-		closeGateway(t, g)
-		t.Fatal("a gateway with tokenExchange started")
-	}
-	if !strings.Contains(err.Error(), `upstream "crm": oauth.tokenExchange is not supported by this build`) {
-		t.Fatalf("New: %v", err)
-	}
-}
-
 // UI-1: a reload cannot add the first oauth upstream (its routes are
 // mounted at start); it fails naming what to do, and the gateway keeps
 // serving what it served.
