@@ -50,6 +50,15 @@ type Console interface {
 	Policies(ctx context.Context) (PolicyReport, error)
 	// TryPolicy says which rule decides a call, without making it (PO-4).
 	TryPolicy(ctx context.Context, q PolicyQuestion) (PolicyTrial, error)
+
+	// Connections is every upstream connection (UI-3), sorted by upstream,
+	// then actor; never a token (Sealed is nil). Empty when the gateway has
+	// no OAuth upstream.
+	Connections(ctx context.Context) ([]Connection, error)
+	// RevokeConnection forgets a connection, as the operator (by), and
+	// returns it as it was: the actor's next call asks to connect again
+	// (UI-3). An unknown id fails wrapping ErrNoConnection.
+	RevokeConnection(ctx context.Context, id, by string) (Connection, error)
 }
 
 // Subscription is a console's ordered view of a gateway's events. When the
@@ -74,6 +83,10 @@ type ConsoleInfo struct {
 	Notice string `json:"notice,omitempty"`
 	// ReviewMode is the review mode in force (RV-3).
 	ReviewMode ReviewMode `json:"reviewMode"`
+	// OAuth is each OAuth upstream's credential scope, "perActor" or
+	// "shared", by upstream name (UI-2); fixed from the start, as a reload
+	// cannot change an upstream's oauth settings.
+	OAuth map[string]string `json:"oauth,omitempty"`
 }
 
 // PolicyHitWindow is how far back PolicyReport counts hits.

@@ -50,6 +50,9 @@ type fakeConsole struct {
 	// policies is what Policies reports, unless policiesErr is set.
 	policies    core.PolicyReport
 	policiesErr error
+	// conns is what Connections lists, unless connsErr is set.
+	conns    []core.Connection
+	connsErr error
 }
 
 var _ core.Console = (*fakeConsole)(nil)

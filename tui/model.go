@@ -281,7 +281,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.info, m.sub = msg.info, msg.sub
 		m.setSnapshot(msg.snap)
 		m.layout()
-		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews(), m.reloadPolicies())
+		return m, tea.Batch(waitEvent(m.sub), m.setParts(partAll), m.askReviews(), m.reloadPolicies(), m.upstreams.SetOAuth(m.info.OAuth))
 	case eventMsg:
 		return m, tea.Batch(m.event(core.Event(msg)), m.nextEvent(core.Event(msg)))
 	case resyncedMsg:
@@ -298,7 +298,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.setSnapshot(msg.snap)
 		m.layout()
-		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews(), m.reloadPolicies())
+		// Connections are not in the snapshot: read again, with the
+		// oauth upstreams of the gateway there now.
+		cmds = append(cmds, m.setParts(partAll), waitEvent(m.sub), m.askReviews(), m.reloadPolicies(), m.upstreams.SetOAuth(m.info.OAuth))
 		return m, tea.Batch(cmds...)
 	case resyncFailedMsg:
 		if m.lost == nil {

@@ -93,6 +93,10 @@ func (s *Server) connectionRoutes() {
 
 func connErr(err error) error {
 	switch {
+	case errors.Is(err, ErrNoOAuth):
+		// A backend that can keep connections, on a gateway with no
+		// oauth upstream: the same answer as a backend that cannot.
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: ErrNoOAuth.Error()}
 	case errors.Is(err, core.ErrNoConnection):
 		return &Error{Status: http.StatusNotFound, Code: CodeUnknownConnection, Message: err.Error()}
 	case errors.Is(err, core.ErrUnknownUpstream):

@@ -139,6 +139,28 @@ func (r *RemoteConsole) TryPolicy(ctx context.Context, q core.PolicyQuestion) (c
 	return core.PolicyTrial(t), nil
 }
 
+// Connections asks GET /v1/connections (UI-3); a gateway with no OAuth
+// upstream has none.
+func (r *RemoteConsole) Connections(ctx context.Context) ([]core.Connection, error) {
+	list, err := r.c.Connections(ctx)
+	var ae *Error
+	if errors.As(err, &ae) && ae.Code == CodeNotFound && ae.Message == ErrNoOAuth.Error() {
+		return []core.Connection{}, nil
+	}
+	return list, err
+}
+
+// RevokeConnection is DELETE /v1/connections/{id}, recorded as the
+// operator the admin key names.
+func (r *RemoteConsole) RevokeConnection(ctx context.Context, id, _ string) (core.Connection, error) {
+	c, err := r.c.RevokeConnection(ctx, id)
+	var ae *Error
+	if errors.As(err, &ae) && ae.Code == CodeUnknownConnection {
+		return c, fmt.Errorf("%q: %w", id, core.ErrNoConnection)
+	}
+	return c, err
+}
+
 func (r *RemoteConsole) ApproveConfirmation(ctx context.Context, id, _ string) error {
 	return r.c.ApproveConfirmation(ctx, id)
 }

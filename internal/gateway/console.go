@@ -30,6 +30,9 @@ type LocalConsole struct {
 	EndElsewhere func(ctx context.Context, key string) error
 	// Policy reads the policy in force (PO-4); nil: those reads fail.
 	Policy PolicyDesk
+	// OAuth lists and revokes upstream connections (UI-3); nil when no
+	// upstream has oauth.
+	OAuth ConnectionDesk
 }
 
 var _ core.Console = (*LocalConsole)(nil)

@@ -467,6 +467,12 @@ func (g *Gateway) Console() core.Console {
 func (g *Gateway) localConsole() *LocalConsole {
 	cfg := g.Config()
 	info := core.ConsoleInfo{Demo: g.opts.Demo, Notice: g.opts.Notice, ReviewMode: core.ReviewMode(cfg.Gateway.Review.Mode)}
+	for _, u := range cfg.OAuthUpstreams() {
+		if info.OAuth == nil {
+			info.OAuth = map[string]string{}
+		}
+		info.OAuth[u.Name] = u.OAuth.Credentials
+	}
 	if addr := g.Addr(); addr != "" {
 		for _, e := range cfg.Endpoints {
 			u := "http://" + addr + e.Path
@@ -485,5 +491,8 @@ func (g *Gateway) localConsole() *LocalConsole {
 		c.EndElsewhere = g.sessionShare.endElsewhere
 	}
 	c.Shared, _ = g.store.(core.Broadcaster)
+	if m := g.UpstreamOAuth(); m != nil {
+		c.OAuth = m
+	}
 	return c
 }

@@ -173,21 +173,14 @@ func (b adminBackend) Connections(ctx context.Context) ([]core.Connection, error
 	return m.Connections(ctx)
 }
 
-// RevokeConnection implements admin.Connections, audited as the operator's
-// action (UI-3).
+// RevokeConnection implements admin.Connections through the operator's
+// console, so a revoke is audited alike from the CLI and the console
+// (UI-3).
 func (b adminBackend) RevokeConnection(ctx context.Context, id, operator string) (core.Connection, error) {
-	m, err := b.oauthManager()
-	if err != nil {
+	if _, err := b.oauthManager(); err != nil {
 		return core.Connection{}, err
 	}
-	start := time.Now()
-	c, err := m.Revoke(ctx, id, "revoked")
-	detail := ""
-	if err == nil {
-		detail = fmt.Sprintf("%s on %s", core.ActorLabel(c.ActorID), c.Upstream)
-	}
-	(&accountedConsole{g: b.g, operator: operator}).account(ctx, operator, "revoke_connection", id, detail, start, err)
-	return c, err
+	return b.g.ConsoleAs(operator).RevokeConnection(ctx, id, operator)
 }
 
 // SharedConnectURL implements admin.Connections: a connect URL for a shared

@@ -23,27 +23,30 @@ type KeyMap struct {
 	List      ListKeys
 	Scroll    ScrollKeys
 	Upstreams UpstreamKeys
-	Tools     ToolKeys
-	Sessions  SessionKeys
-	Approvals ApprovalKeys
-	Activity  ActivityKeys
-	Policies  PolicyKeys
-	Dialog    DialogKeys
+	// Connections are the Upstreams pane's connections view's.
+	Connections ConnectionKeys
+	Tools       ToolKeys
+	Sessions    SessionKeys
+	Approvals   ApprovalKeys
+	Activity    ActivityKeys
+	Policies    PolicyKeys
+	Dialog      DialogKeys
 }
 
 // Default returns the console's bindings.
 func Default() *KeyMap {
 	return &KeyMap{
-		Global:    DefaultGlobal(),
-		List:      DefaultList(),
-		Scroll:    DefaultScroll(),
-		Upstreams: DefaultUpstreams(),
-		Tools:     DefaultTools(),
-		Sessions:  DefaultSessions(),
-		Approvals: DefaultApprovals(),
-		Activity:  DefaultActivity(),
-		Policies:  DefaultPolicies(),
-		Dialog:    DefaultDialog(),
+		Global:      DefaultGlobal(),
+		List:        DefaultList(),
+		Scroll:      DefaultScroll(),
+		Upstreams:   DefaultUpstreams(),
+		Connections: DefaultConnections(),
+		Tools:       DefaultTools(),
+		Sessions:    DefaultSessions(),
+		Approvals:   DefaultApprovals(),
+		Activity:    DefaultActivity(),
+		Policies:    DefaultPolicies(),
+		Dialog:      DefaultDialog(),
 	}
 }
 

@@ -9,6 +9,9 @@ type UpstreamKeys struct {
 	Refresh, RefreshAll, Ping key.Binding
 	Details                   key.Binding
 	Apply                     key.Binding
+	// Connections opens the connections view (UI-3), where the gateway
+	// has an oauth upstream.
+	Connections key.Binding
 	// Back leaves the detail view or cancels the refresh preview.
 	Back key.Binding
 }
@@ -16,12 +19,29 @@ type UpstreamKeys struct {
 // DefaultUpstreams returns the Upstreams bindings.
 func DefaultUpstreams() UpstreamKeys {
 	return UpstreamKeys{
-		Refresh:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
-		RefreshAll: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "refresh all")),
-		Ping:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "ping")),
-		Details:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
-		Apply:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
-		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
+		RefreshAll:  key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "refresh all")),
+		Ping:        key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "ping")),
+		Details:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Apply:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
+		Back:        key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Connections: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "connections")),
+	}
+}
+
+// ConnectionKeys are the connections view's, reached from the Upstreams
+// pane (UI-3). Revoke is x like every negative action of the console;
+// Back returns to the upstreams.
+type ConnectionKeys struct {
+	Revoke, Reload, Back key.Binding
+}
+
+// DefaultConnections returns the connections view's bindings.
+func DefaultConnections() ConnectionKeys {
+	return ConnectionKeys{
+		Revoke: key.NewBinding(key.WithKeys("x", "delete"), key.WithHelp("x", "revoke")),
+		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		Back:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 	}
 }
 

@@ -44,6 +44,10 @@ func reached(outcome string) (counted, failed bool) {
 // Observe counts a finished call towards its upstream's traffic (the
 // call's source); other events are ignored.
 func (m *Model) Observe(ev core.Event) {
+	if m.conns.Observe(ev) {
+		m.SetUpstreams(m.ups) // the OAUTH column and the detail count them
+		return
+	}
 	d, ok := ev.Data.(core.CallFinished)
 	if !ok || d.Record.Source == "" {
 		return

@@ -1,5 +1,7 @@
 // Package upstreams is the Upstreams pane (CO-1) with refresh-with-diff
-// preview and confirm (CO-4).
+// preview and confirm (CO-4), and, where the gateway has oauth upstreams,
+// each one's credential scope and connections, and the connections view
+// (UI-3).
 package upstreams
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/tui/common"
+	"github.com/toolgate/toolgate/tui/connections"
 	"github.com/toolgate/toolgate/tui/keys"
 	"github.com/toolgate/toolgate/tui/table"
 	"github.com/toolgate/toolgate/tui/theme"
@@ -26,6 +29,7 @@ const (
 	modeList mode = iota
 	modeDiff
 	modeDetail
+	modeConnections
 )
 
 // Values carried by common.ResultMsg for this pane.
@@ -61,11 +65,25 @@ type Model struct {
 	// traffic is each upstream's recent calls, from the activity feed.
 	traffic map[string]*traffic
 
+	// oauth is each oauth upstream's credential scope, by name; conns is
+	// the connections view, whose list the list and detail summarise.
+	oauth map[string]string
+	conns *connections.Model
+
 	width, height int
 }
 
 // New returns the pane.
 func New(c *common.Common) *Model {
+	vp := viewport.New(0, 0)
+	vp.KeyMap = c.Keys.Scroll.Viewport()
+	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, columns(false), "Loading upstreams…"), vp: vp,
+		conns: connections.New(c, common.PaneUpstreams)}
+}
+
+// columns are the list's; OAUTH only where the gateway has oauth upstreams,
+// so a gateway without keeps its room for the last error.
+func columns(oauth bool) []table.Column {
 	cols := []table.Column{
 		{Title: "NAME", Width: 12},
 		{Title: "TRANSPORT", Width: 9},
@@ -73,11 +91,60 @@ func New(c *common.Common) *Model {
 		{Title: "TOOLS", Width: 5},
 		{Title: "LATENCY", Width: 7},
 		{Title: "SERVER", Width: 16},
-		{Title: "LAST ERROR", Width: 1, Flex: true},
 	}
-	vp := viewport.New(0, 0)
-	vp.KeyMap = c.Keys.Scroll.Viewport()
-	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, cols, "Loading upstreams…"), vp: vp}
+	if oauth {
+		// SERVER gives up room: below 100 columns its protocol date is
+		// cut, and the detail view shows it whole.
+		cols[5].Width = 11
+		cols = append(cols, table.Column{Title: "OAUTH", Width: 11})
+	}
+	return append(cols, table.Column{Title: "LAST ERROR", Width: 1, Flex: true})
+}
+
+// SetOAuth sets the oauth upstreams' credential scopes, from the gateway's
+// details, and reads their connections.
+func (m *Model) SetOAuth(scopes map[string]string) tea.Cmd {
+	if (len(scopes) > 0) != (len(m.oauth) > 0) {
+		m.table.SetColumns(columns(len(scopes) > 0))
+	}
+	m.oauth = scopes
+	if m.loaded {
+		m.SetUpstreams(m.ups)
+	}
+	return m.LoadConnections()
+}
+
+// LoadConnections reads the connections again (a fresh view of the
+// gateway); nothing when it has no oauth upstream.
+func (m *Model) LoadConnections() tea.Cmd {
+	if len(m.oauth) == 0 {
+		return nil
+	}
+	return m.conns.Load()
+}
+
+// Connections is the connections view.
+func (m *Model) Connections() *connections.Model { return m.conns }
+
+// oauthCell summarises an upstream's connections for the list: its scope
+// and count, and how many are broken.
+func (m *Model) oauthCell(name string) string {
+	scope, ok := m.oauth[name]
+	if !ok {
+		return ""
+	}
+	if scope == "perActor" {
+		scope = "actor"
+	}
+	if !m.conns.Loaded() {
+		return scope
+	}
+	s := m.conns.Summary(name)
+	cell := fmt.Sprintf("%s %d", scope, s.Count)
+	if s.Broken > 0 {
+		cell += fmt.Sprintf(" ✖%d", s.Broken)
+	}
+	return cell
 }
 
 func (m *Model) Init() tea.Cmd { return nil }
@@ -86,13 +153,16 @@ func (m *Model) Title() string { return "Upstreams" }
 
 func (m *Model) Count() int { return len(m.ups) }
 
-func (m *Model) Capturing() bool { return m.mode == modeList && m.table.Filtering() }
+func (m *Model) Capturing() bool {
+	return m.mode == modeList && m.table.Filtering() || m.mode == modeConnections && m.conns.Capturing()
+}
 
 // SetSize lays the pane out.
 func (m *Model) SetSize(w, h int) {
 	m.width, m.height = w, h
 	m.table.SetSize(w, h)
 	m.vp.Width, m.vp.Height = w, max(h-1, 1)
+	m.conns.SetSize(w, h)
 	m.refreshView()
 }
 
@@ -118,15 +188,18 @@ func (m *Model) SetUpstreams(ups []core.UpstreamStatus) {
 			server = "—"
 		}
 		errStyle := th.Err
-		rows = append(rows, table.Row{Key: u.Name, Cells: []table.Cell{
+		cells := []table.Cell{
 			{Text: u.Name},
 			{Text: u.Transport},
 			{Text: glyph + " " + string(u.State), Style: &st2},
 			{Text: tools},
 			{Text: common.Duration(u.Latency)},
 			{Text: server},
-			{Text: u.LastError, Style: &errStyle},
-		}})
+		}
+		if len(m.oauth) > 0 {
+			cells = append(cells, table.Cell{Text: m.oauthCell(u.Name)})
+		}
+		rows = append(rows, table.Row{Key: u.Name, Cells: append(cells, table.Cell{Text: u.LastError, Style: &errStyle})})
 	}
 	m.table.SetRows(rows)
 	if m.mode == modeDetail {
@@ -147,8 +220,11 @@ func (m *Model) Counting() bool {
 
 // Tick re-renders the countdown of the upstream shown in detail.
 func (m *Model) Tick() {
-	if m.mode == modeDetail {
+	switch m.mode {
+	case modeDetail:
 		m.refreshView()
+	case modeConnections:
+		m.conns.Tick()
 	}
 }
 
@@ -178,6 +254,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		return m, m.key(msg)
 	}
+	if m.mode == modeConnections {
+		cmd, _ := m.conns.Update(msg)
+		return m, cmd
+	}
 	if m.mode == modeList {
 		cmd, _ := m.table.Update(msg)
 		return m, cmd
@@ -188,6 +268,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys()
 	switch m.mode {
+	case modeConnections:
+		cmd, back := m.conns.Update(msg)
+		if back {
+			m.mode = modeList
+		}
+		return cmd
 	case modeDiff:
 		switch {
 		case key.Matches(msg, k.Back):
@@ -208,6 +294,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return m.planRefresh()
 		case key.Matches(msg, k.Ping):
 			return m.ping()
+		case key.Matches(msg, k.Connections):
+			return m.openConnections()
 		default:
 			m.vp, _ = m.vp.Update(msg)
 		}
@@ -223,16 +311,27 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.planRefresh()
 	case key.Matches(msg, k.Ping):
 		return m.ping()
+	case key.Matches(msg, k.Connections):
+		return m.openConnections()
 	case key.Matches(msg, k.Details):
 		if u, ok := m.selected(); ok {
 			m.mode, m.detail = modeDetail, u.Name
 			m.refreshView()
 			m.vp.GotoTop()
 		}
+	case keys.Pressed(msg, k.Connections):
+		return common.Flash("no upstream has oauth: there are no connections to show", true)
 	case keys.Pressed(msg, k.Refresh, k.Ping, k.Details):
 		return common.Flash("no upstream selected", true)
 	}
 	return nil
+}
+
+// openConnections shows the connections view, read afresh (last use
+// changes without an event).
+func (m *Model) openConnections() tea.Cmd {
+	m.mode = modeConnections
+	return m.conns.Load()
 }
 
 // keys is the pane's bindings in its mode. The list's actions need a
@@ -241,9 +340,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 // it is listing).
 func (m *Model) keys() keys.UpstreamKeys {
 	k := m.c.Keys.Upstreams
+	if len(m.oauth) == 0 {
+		k.Connections.SetEnabled(false)
+	}
 	switch m.mode {
+	case modeConnections:
+		keys.Disable(&k.Refresh, &k.RefreshAll, &k.Ping, &k.Details, &k.Apply, &k.Back, &k.Connections)
 	case modeDiff:
-		keys.Disable(&k.Refresh, &k.RefreshAll, &k.Ping, &k.Details)
+		keys.Disable(&k.Refresh, &k.RefreshAll, &k.Ping, &k.Details, &k.Connections)
 		k.Apply.SetEnabled(m.plan != nil)
 		k.Back.SetHelp("esc", "cancel")
 	case modeDetail:
@@ -251,7 +355,7 @@ func (m *Model) keys() keys.UpstreamKeys {
 	default:
 		keys.Disable(&k.Apply, &k.Back)
 		if m.table.Filtering() {
-			k.RefreshAll.SetEnabled(false)
+			keys.Disable(&k.RefreshAll, &k.Connections)
 		}
 		if _, ok := m.selected(); !ok || m.table.Filtering() {
 			keys.Disable(&k.Refresh, &k.Ping, &k.Details)
@@ -324,6 +428,10 @@ func (m *Model) refreshAll() tea.Cmd {
 }
 
 func (m *Model) result(r common.ResultMsg) tea.Cmd {
+	if cmd, ok := m.conns.Result(r); ok {
+		m.SetUpstreams(m.ups)
+		return cmd
+	}
 	switch v := r.Value.(type) {
 	case planResult:
 		if r.ID != m.planID {
@@ -420,8 +528,37 @@ func (m *Model) renderDetail() string {
 	if !u.NextAttempt.IsZero() {
 		lines = append(lines, line("next attempt", "in "+common.Countdown(m.c.Now(), u.NextAttempt)+th.Muted.Render(" · retrying in the background")))
 	}
+	if scope, ok := m.oauth[u.Name]; ok {
+		lines = append(lines, m.oauthLines(u.Name, scope, line)...)
+	}
 	lines = append(lines, m.trafficLines(u.Name, m.c.Now(), line)...)
 	return lipgloss.NewStyle().Width(max(m.width, 10)).Render(strings.Join(lines, "\n"))
+}
+
+// oauthLines are an oauth upstream's credential scope and its connections
+// in the detail view (UI-2, UI-3).
+func (m *Model) oauthLines(name, scope string, line func(label, value string) string) []string {
+	th := m.c.Theme
+	what := th.Muted.Render(" · each actor connects their own account")
+	if scope == "shared" {
+		what = th.Muted.Render(" · one account for every actor, connected by an operator")
+	}
+	out := []string{line("credentials", scope+what)}
+	if !m.conns.Loaded() {
+		return append(out, line("connections", th.Muted.Render("not read yet")))
+	}
+	s := m.conns.Summary(name)
+	conns := fmt.Sprint(s.Count)
+	if s.Broken > 0 {
+		conns += " · " + th.Err.Render(fmt.Sprintf("%d broken", s.Broken))
+	}
+	if !s.Soonest.IsZero() {
+		conns += " · soonest expiry " + connections.Expiry(m.c.Now(), s.Soonest)
+	}
+	if k := m.keys().Connections; k.Enabled() {
+		conns += th.Muted.Render(" · " + k.Help().Key + " lists them")
+	}
+	return append(out, line("connections", conns))
 }
 
 // RenderDiff renders a refresh's diff (IM-26) for the operator to confirm
@@ -433,29 +570,35 @@ func RenderDiff(th *theme.Theme, d core.Diff, width int) string {
 func (m *Model) ShortHelp() []key.Binding {
 	k, sk := m.keys(), m.c.Keys.Scroll
 	switch m.mode {
+	case modeConnections:
+		return m.conns.ShortHelp()
 	case modeDiff:
 		return []key.Binding{k.Apply, k.Back, sk.Up, sk.Down}
 	case modeDetail:
-		return []key.Binding{k.Back, k.Refresh, k.Ping, sk.Up, sk.Down}
+		return []key.Binding{k.Back, k.Refresh, k.Ping, k.Connections, sk.Up, sk.Down}
 	}
-	return append([]key.Binding{k.Refresh, k.RefreshAll, k.Ping, k.Details}, m.table.ShortHelp()...)
+	return append([]key.Binding{k.Refresh, k.RefreshAll, k.Ping, k.Details, k.Connections}, m.table.ShortHelp()...)
 }
 
 func (m *Model) FullHelp() [][]key.Binding {
 	k, sk := m.keys(), m.c.Keys.Scroll
 	switch m.mode {
+	case modeConnections:
+		return m.conns.FullHelp()
 	case modeDiff:
 		return [][]key.Binding{{k.Apply, k.Back}, sk.Bindings()}
 	case modeDetail:
-		return [][]key.Binding{{k.Back, k.Refresh, k.Ping}, sk.Bindings()}
+		return [][]key.Binding{{k.Back, k.Refresh, k.Ping, k.Connections}, sk.Bindings()}
 	}
-	return [][]key.Binding{{k.Refresh, k.RefreshAll, k.Ping, k.Details}, m.table.Bindings()}
+	return [][]key.Binding{{k.Refresh, k.RefreshAll, k.Ping, k.Details, k.Connections}, m.table.Bindings()}
 }
 
 // View renders the pane.
 func (m *Model) View() string {
 	th, k := m.c.Theme, m.keys()
 	switch m.mode {
+	case modeConnections:
+		return m.conns.View()
 	case modeDiff:
 		hint := k.Back.Help().Key + " cancels"
 		if k.Apply.Enabled() {
