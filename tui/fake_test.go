@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -281,12 +282,8 @@ func drive(t testing.TB, m *Model, cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
-	ch := make(chan tea.Msg, 1)
-	go func() { ch <- cmd() }()
-	var msg tea.Msg
-	select {
-	case msg = <-ch:
-	case <-time.After(150 * time.Millisecond):
+	msg, ok := runCmd(cmd)
+	if !ok {
 		return
 	}
 	if msg == nil {
@@ -370,3 +367,51 @@ func press(t testing.TB, m *Model, keys ...string) {
 }
 
 func lines(s string) []string { return strings.Split(s, "\n") }
+
+// runCmd runs cmd and returns its message, or ok false for a command that
+// waits on something a test does not drive (the next event, a tick). Such
+// a command is told from a slow one by what it is doing, not by how long
+// it takes: while it is inside a call of the fake console (a scan, on a
+// loaded machine) it is waited for, up to a bound.
+func runCmd(cmd tea.Cmd) (msg tea.Msg, ok bool) {
+	ch := make(chan tea.Msg, 1)
+	gid := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		header, _, _ := strings.Cut(string(buf[:runtime.Stack(buf, false)]), " [")
+		gid <- header
+		ch <- cmd()
+	}()
+	id := <-gid
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case msg = <-ch:
+			return msg, true
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().After(deadline) || !inConsoleCall(id) {
+				return nil, false
+			}
+		}
+	}
+}
+
+// inConsoleCall reports whether the goroutine whose stack header is id
+// ("goroutine N") is inside a method of the fake console.
+func inConsoleCall(id string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.HasPrefix(g, id+" [") {
+			return strings.Contains(g, "(*fakeConsole).")
+		}
+	}
+	return false
+}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"time"
-
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/toolgate/toolgate/core"
@@ -307,26 +305,18 @@ func collect(cmd tea.Cmd) []tea.Msg {
 	if cmd == nil {
 		return nil
 	}
-	ch := make(chan tea.Msg, 1)
-	go func() { ch <- cmd() }()
-	select {
-	case msg := <-ch:
-		if b, ok := msg.(tea.BatchMsg); ok {
-			var out []tea.Msg
-			for _, c := range b {
-				out = append(out, collect(c)...)
-			}
-			return out
-		}
-		return []tea.Msg{msg}
-	default:
-	}
-	select {
-	case msg := <-ch:
-		return []tea.Msg{msg}
-	case <-timeAfter():
+	msg, ok := runCmd(cmd)
+	if !ok {
 		return nil
 	}
+	if b, ok := msg.(tea.BatchMsg); ok {
+		var out []tea.Msg
+		for _, c := range b {
+			out = append(out, collect(c)...)
+		}
+		return out
+	}
+	return []tea.Msg{msg}
 }
 
 func TestResizeKeepsScreenSize(t *testing.T) {
@@ -365,8 +355,6 @@ func BenchmarkFilterKeystroke(b *testing.B) {
 		_ = m.View()
 	}
 }
-
-func timeAfter() <-chan time.Time { return time.After(150 * time.Millisecond) }
 
 // OP-8: an upstream a config reload removed leaves the Upstreams pane's
 // state; the others stay.
