@@ -367,3 +367,71 @@ func TestTracingOffAddsNothingUpstream(t *testing.T) {
 		}
 	}
 }
+
+// OP-9: a request of revision 2026-07-28 may carry its caller's trace
+// context in _meta rather than in a header. A raw modern tools/call with
+// _meta.traceparent and no header is a server span in the caller's trace,
+// with the authentication, which ran before the body was read, as its
+// child; the HTTP and the stdio upstream receive the attempt's context in
+// the same trace. A modern call without any trace context starts a trace
+// of its own.
+func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
+	ctx := testCtx(t)
+	rcv := otlptest.Start(t)
+	g := newGateway(t, traceConfig(t, rcv.URL, "http"), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	url := "http://" + g.Addr() + "/mcp"
+	traced := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"traceparent":"00-`+callerTrace+`-`+callerSpan+`-01","tracestate":"vendor=1",`, 1)
+	modernCall := func(tool, meta string) (int, probeAnswer) {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"secret":"` + argValue + `"},` + meta + `}}`
+		var code int
+		var a probeAnswer
+		// The upstreams' tools are served shortly after Start.
+		waittest.Poll(stepWait, func() bool {
+			var ans map[string]json.RawMessage
+			code, ans = rawModern(t, url, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}, body)
+			var res mcpgo.CallToolResult
+			if code != http.StatusOK || json.Unmarshal(ans["result"], &res) != nil || res.IsError {
+				return false
+			}
+			return json.Unmarshal([]byte(resultText(&res)), &a) == nil
+		})
+		return code, a
+	}
+	answers := map[string]probeAnswer{}
+	for _, tool := range []string{"web_probe", "local_probe"} {
+		code, a := modernCall(tool, traced)
+		if code != http.StatusOK || a.Meta == "" {
+			t.Fatalf("%s: HTTP %d, the upstream saw %+v", tool, code, a)
+		}
+		answers[tool] = a
+	}
+	if code, _ := modernCall("web_probe", modernMeta); code != http.StatusOK {
+		t.Fatalf("an untraced modern call: HTTP %d", code)
+	}
+	closeGateway(t, g)
+	spans := rcv.Spans()
+	for _, tool := range []string{"web_probe", "local_probe"} {
+		root := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call "+tool && sp.TraceID == callerTrace })
+		if root.ParentSpanID != callerSpan || root.Kind != tracepb.Span_SPAN_KIND_SERVER || root.Attributes["mcp.protocol.version"] != "2026-07-28" {
+			t.Errorf("%s: span %+v does not continue the caller's trace %s/%s as a modern server span", tool, root, callerTrace, callerSpan)
+		}
+		for _, name := range []string{"authenticate", "policy", "validate", "audit write"} {
+			child := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == name && sp.ParentSpanID == root.SpanID })
+			if child.TraceID != callerTrace {
+				t.Errorf("%s: %s span in trace %s", tool, name, child.TraceID)
+			}
+		}
+		attempt := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call probe" && sp.ParentSpanID == root.SpanID })
+		if sent := "00-" + callerTrace + "-" + attempt.SpanID + "-01"; answers[tool].Meta != sent {
+			t.Errorf("%s: the upstream saw _meta.traceparent %q, want %q", tool, answers[tool].Meta, sent)
+		}
+	}
+	other := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call web_probe" && sp.TraceID != callerTrace })
+	if other.ParentSpanID != "" {
+		t.Errorf("a modern call without trace context has parent %q", other.ParentSpanID)
+	}
+	only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == other.SpanID })
+}
