@@ -49,7 +49,8 @@ func init() {
 type headerKey struct{}
 
 // probeServer has a read tool that answers with the trace context it
-// received, as a header (HTTP) and in _meta, and an action tool.
+// received, as a header (HTTP) and in _meta, an action tool, and a prompt
+// whose text is the _meta traceparent of its prompts/get.
 func probeServer() *server.MCPServer {
 	s := server.NewMCPServer("trace-probe", "1.0.0")
 	s.AddTool(mcpgo.NewTool("probe", mcpgo.WithReadOnlyHintAnnotation(true), mcpgo.WithString("secret")),
@@ -66,6 +67,13 @@ func probeServer() *server.MCPServer {
 		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return mcpgo.NewToolResultText("changed"), nil
 		})
+	s.AddPrompt(mcpgo.NewPrompt("trace"), func(_ context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+		var meta string
+		if m := req.Params.Meta; m != nil {
+			meta, _ = m.AdditionalFields["traceparent"].(string)
+		}
+		return mcpgo.NewGetPromptResult("the traceparent in _meta", []mcpgo.PromptMessage{mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent(meta))}), nil
+	})
 	return s
 }
 
@@ -434,4 +442,39 @@ func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 		t.Errorf("a modern call without trace context has parent %q", other.ParentSpanID)
 	}
 	only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == other.SpanID })
+}
+
+// OP-9: every request to an upstream carries the trace context in _meta,
+// not tools/call alone: a traced prompts/get reaches the stdio child with
+// the traceparent of a span of the caller's trace the gateway exported.
+func TestStdioUpstreamSeesTheTraceOfAPromptGet(t *testing.T) {
+	ctx := testCtx(t)
+	rcv := otlptest.Start(t)
+	g := newGateway(t, traceConfig(t, rcv.URL, "http"), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s := connectWith(t, ctx, "http://"+g.Addr()+"/mcp", map[string]string{
+		"Authorization": "Bearer " + testKey, "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+	})
+	waitServed(t, ctx, s, []string{"local_probe"}, nil)
+	req := mcpgo.GetPromptRequest{}
+	req.Params.Name = "local_trace"
+	res, err := s.GetPrompt(ctx, req)
+	if err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	var seen string
+	if len(res.Messages) == 1 {
+		if tc, ok := res.Messages[0].Content.(mcpgo.TextContent); ok {
+			seen = tc.Text
+		}
+	}
+	closeGateway(t, g)
+	prefix := "00-" + callerTrace + "-"
+	if !strings.HasPrefix(seen, prefix) || !strings.HasSuffix(seen, "-01") {
+		t.Fatalf("the stdio upstream saw _meta.traceparent %q, want one in trace %s", seen, callerTrace)
+	}
+	sent := strings.TrimSuffix(strings.TrimPrefix(seen, prefix), "-01")
+	only(t, rcv.Spans(), func(sp otlptest.Span) bool { return sp.TraceID == callerTrace && sp.SpanID == sent })
 }
