@@ -152,3 +152,25 @@ type PolicyTrial struct {
 	Error    string `json:"error,omitempty"`
 	Listed   bool   `json:"listed"`
 }
+
+// AuditCheck is one audit record of a call and whether its place in its
+// writer's chain verifies (OP-10, CO-7): its content and its predecessor's
+// hash give its stored hash, the next record of the chain links to it, and
+// a checkpoint whose signature verifies covers it. It is one record's
+// check, not the whole log's: `toolgate audit verify` walks every chain.
+type AuditCheck struct {
+	Record AuditRecord `json:"record"`
+	// Chain, Seq and Hash are the record's link; empty for a record
+	// written before the store had chains.
+	Chain string `json:"chain,omitempty"`
+	Seq   int64  `json:"seq,omitempty"`
+	Hash  string `json:"hash,omitempty"`
+	// Verified: the links on both sides hold. Problem says why not.
+	Verified bool   `json:"verified"`
+	Problem  string `json:"problem,omitempty"`
+	// SignedTo is the seq of the highest valid checkpoint at or past the
+	// record, 0 when none covers it yet; KeyKnown is false when the
+	// gateway has no checkpoint key to check signatures with.
+	SignedTo int64 `json:"signedTo,omitempty"`
+	KeyKnown bool  `json:"keyKnown"`
+}
