@@ -22,7 +22,7 @@ func CheckCall(ctx context.Context, st Store, callID string, key []byte) ([]core
 		e, prev, next *Entry
 	}
 	var hits []*found
-	last := map[string]*Entry{}   // each chain's latest entry
+	last := map[string]*Entry{}    // each chain's latest entry
 	waiting := map[string]*found{} // a hit in the chain waiting for its successor
 	err = st.ScanAuditEntries(ctx, func(e Entry) error {
 		if e.Chain != "" {
