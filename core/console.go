@@ -50,6 +50,11 @@ type Console interface {
 	Policies(ctx context.Context) (PolicyReport, error)
 	// TryPolicy says which rule decides a call, without making it (PO-4).
 	TryPolicy(ctx context.Context, q PolicyQuestion) (PolicyTrial, error)
+
+	// AuditOf is the audit records of the call with callID, each with
+	// the check of its place in its chain (OP-10, CO-7); none found is
+	// an empty slice.
+	AuditOf(ctx context.Context, callID string) ([]AuditCheck, error)
 }
 
 // Subscription is a console's ordered view of a gateway's events. When the

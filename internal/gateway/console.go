@@ -30,6 +30,17 @@ type LocalConsole struct {
 	EndElsewhere func(ctx context.Context, key string) error
 	// Policy reads the policy in force (PO-4); nil: those reads fail.
 	Policy PolicyDesk
+	// Audit checks one call's audit records (OP-10); nil: the store keeps
+	// no audit chain.
+	Audit func(ctx context.Context, callID string) ([]core.AuditCheck, error)
+}
+
+// AuditOf is the call's audit records with their chain checks.
+func (c *LocalConsole) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+	if c.Audit == nil {
+		return nil, errors.New("this gateway's store keeps no audit chain")
+	}
+	return c.Audit(ctx, callID)
 }
 
 var _ core.Console = (*LocalConsole)(nil)

@@ -485,5 +485,11 @@ func (g *Gateway) localConsole() *LocalConsole {
 		c.EndElsewhere = g.sessionShare.endElsewhere
 	}
 	c.Shared, _ = g.store.(core.Broadcaster)
+	if cs, ok := g.store.(auditchain.Store); ok {
+		key := AuditKey(g.cfg) // the key the chain's writer signs with
+		c.Audit = func(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+			return auditchain.CheckCall(ctx, cs, callID, key)
+		}
+	}
 	return c
 }
