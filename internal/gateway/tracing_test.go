@@ -419,6 +419,21 @@ func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 	if code, _ := modernCall("web_probe", modernMeta); code != http.StatusOK {
 		t.Fatalf("an untraced modern call: HTTP %d", code)
 	}
+	// Refused before its body is read: its span opens all the same, with
+	// the failed authentication as its child.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{`+traced+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	req.Header.Set("Authorization", "Bearer wrong-key-0000000000000000")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong key: HTTP %d", resp.StatusCode)
+	}
 	closeGateway(t, g)
 	spans := rcv.Spans()
 	for _, tool := range []string{"web_probe", "local_probe"} {
@@ -442,6 +457,13 @@ func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 		t.Errorf("a modern call without trace context has parent %q", other.ParentSpanID)
 	}
 	only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == other.SpanID })
+	refused := only(t, spans, func(sp otlptest.Span) bool {
+		return sp.Name == "POST /mcp" && sp.Attributes["http.response.status_code"] == "401"
+	})
+	auth := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == refused.SpanID })
+	if !auth.StatusError || auth.Attributes["error.type"] != "refused" {
+		t.Errorf("the refused request's authentication span: %+v", auth)
+	}
 }
 
 // OP-9: every request to an upstream carries the trace context in _meta,
