@@ -382,7 +382,8 @@ func TestTracingOffAddsNothingUpstream(t *testing.T) {
 // with the authentication, which ran before the body was read, as its
 // child; the HTTP and the stdio upstream receive the attempt's context in
 // the same trace. A modern call without any trace context starts a trace
-// of its own.
+// of its own, and one refused before its body was read still has its
+// span, with the failed authentication under it.
 func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 	ctx := testCtx(t)
 	rcv := otlptest.Start(t)
