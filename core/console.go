@@ -59,6 +59,10 @@ type Console interface {
 	// returns it as it was: the actor's next call asks to connect again
 	// (UI-3). An unknown id fails wrapping ErrNoConnection.
 	RevokeConnection(ctx context.Context, id, by string) (Connection, error)
+	// AuditOf is the audit records of the call with callID, each with
+	// the check of its place in its chain (OP-10, CO-7); none found is
+	// an empty slice.
+	AuditOf(ctx context.Context, callID string) ([]AuditCheck, error)
 }
 
 // Subscription is a console's ordered view of a gateway's events. When the
@@ -164,4 +168,26 @@ type PolicyTrial struct {
 	Reason   string `json:"reason,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Listed   bool   `json:"listed"`
+}
+
+// AuditCheck is one audit record of a call and whether its place in its
+// writer's chain verifies (OP-10, CO-7): its content and its predecessor's
+// hash give its stored hash, the next record of the chain links to it, and
+// a checkpoint whose signature verifies covers it. It is one record's
+// check, not the whole log's: `toolgate audit verify` walks every chain.
+type AuditCheck struct {
+	Record AuditRecord `json:"record"`
+	// Chain, Seq and Hash are the record's link; empty for a record
+	// written before the store had chains.
+	Chain string `json:"chain,omitempty"`
+	Seq   int64  `json:"seq,omitempty"`
+	Hash  string `json:"hash,omitempty"`
+	// Verified: the links on both sides hold. Problem says why not.
+	Verified bool   `json:"verified"`
+	Problem  string `json:"problem,omitempty"`
+	// SignedTo is the seq of the highest valid checkpoint at or past the
+	// record, 0 when none covers it yet; KeyKnown is false when the
+	// gateway has no checkpoint key to check signatures with.
+	SignedTo int64 `json:"signedTo,omitempty"`
+	KeyKnown bool  `json:"keyKnown"`
 }

@@ -878,6 +878,15 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	modern, isModern, refused := readModern(r, body)
+	if telemetry.DeferredFrom(r.Context()) != nil {
+		// The request span waited for the body: the trace context may be
+		// in a 2026-07-28 request's _meta (OP-9).
+		var tp, ts string
+		if modern != nil {
+			tp, ts = modern.traceparent, modern.tracestate
+		}
+		r = r.WithContext(telemetry.Resume(r.Context(), tp, ts))
+	}
 	if refused != nil {
 		writeModernError(w, modern.rawID, refused)
 		return

@@ -40,6 +40,9 @@ type modernInbound struct {
 	// false when the scan could not say what encoding/json would.
 	call   modernCallParams
 	callOK bool
+	// traceparent and tracestate are _meta's W3C trace context (OP-9),
+	// read even from a request refused.
+	traceparent, tracestate string
 }
 
 // modernError is a refusal of a 2026-07-28 request: its JSON-RPC code and
@@ -113,7 +116,7 @@ func readModern(r *http.Request, body []byte) (req *modernInbound, modern bool, 
 			req.callOK = true
 		}
 	}
-	info, progress, elicits, metaErr := readModernMeta(metaRaw)
+	info, progress, elicits, metaErr := readModernMeta(metaRaw, req)
 	if info == nil && !mcpgo.IsModernProtocol(headerVersion) {
 		return nil, false, nil // a legacy request: its _meta names no modern revision
 	}
@@ -198,7 +201,7 @@ var metaLogLevels = []mcpgo.LoggingLevel{mcpgo.LoggingLevelDebug, mcpgo.LoggingL
 // readModernMeta reads a request's _meta strictly: each key the revision
 // defines must hold what it says (mcp-go lets a malformed one pass as
 // absent). info is nil when _meta names no modern revision.
-func readModernMeta(raw json.RawMessage) (info *server.RequestProtocolInfo, progress any, elicits bool, err *modernError) {
+func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.RequestProtocolInfo, progress any, elicits bool, err *modernError) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil, false, nil
 	}
@@ -215,6 +218,10 @@ func readModernMeta(raw json.RawMessage) (info *server.RequestProtocolInfo, prog
 			level = v
 		case "progressToken":
 			progress, _ = readID(v)
+		case "traceparent":
+			req.traceparent, _ = readString(v)
+		case "tracestate":
+			req.tracestate, _ = readString(v)
 		}
 		return true
 	}) {

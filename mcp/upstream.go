@@ -592,6 +592,10 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	if s.lost.Err() != nil {
 		return nil, fmt.Errorf("%w: %w: %w", core.ErrNotSent, io.ErrUnexpectedEOF, errConnectionLost)
 	}
+	if method != string(mcpgo.MethodToolsCall) {
+		// A call's params carry the trace context already (callParamsJSON).
+		params = withTraceMeta(ctx, params)
+	}
 	var header http.Header
 	if s.modern != nil {
 		p, err := s.modern.params(params)

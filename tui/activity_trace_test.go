@@ -29,3 +29,46 @@ func TestActivityShowsTraceID(t *testing.T) {
 		t.Fatalf("an untraced call shows a trace:\n%s", view)
 	}
 }
+
+// OP-10, CO-7: enter on a call in the Activity pane shows its audit
+// record, the arguments only as their hash, and in words whether each
+// record's chain verifies; the view fits 80×24; esc goes back to the
+// feed; enter on an entry that is no call reads nothing.
+func TestActivityShowsACallsAuditRecord(t *testing.T) {
+	const hash = "9f2c4b1e8a7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6b5a493827160f5e4d3"
+	f := newFake()
+	f.audits = map[string][]core.AuditCheck{"call-7": {
+		{Record: core.AuditRecord{Time: t0, ActorID: "demo", Endpoint: "/mcp", Tool: "weather_forecast", Source: "weather", RemoteName: "forecast",
+			ArgsHash: "hmac-sha256:5e1f", Outcome: core.AuditIntent, CallID: "call-7", Rule: "default"},
+			Chain: "a1b2c3d4e5f6a1b2c3d4e5f6", Seq: 41, Hash: hash, Verified: true, SignedTo: 64, KeyKnown: true},
+		{Record: core.AuditRecord{Time: t0, ActorID: "demo", Endpoint: "/mcp", Tool: "weather_forecast", Outcome: "ok", CallID: "call-7"},
+			Chain: "a1b2c3d4e5f6a1b2c3d4e5f6", Seq: 42, Hash: hash, Problem: "it does not match its hash: its content was changed, or it was inserted"},
+	}}
+	m := ready(t, f, 80, 24)
+	press(t, m, "6")
+	m.Update(eventMsg(core.Event{Seq: 10, Time: t0, Data: core.Warning{Source: "gateway", Message: "a warning"}}))
+	press(t, m, "enter")
+	if strings.Contains(strings.Join(f.Calls(), "\n"), "audit") {
+		t.Fatalf("enter on a warning read an audit: %v", f.Calls())
+	}
+	m.Update(eventMsg(core.Event{Seq: 11, Time: t0, Data: core.CallFinished{
+		Record: core.AuditRecord{ActorID: "demo", Tool: "weather_forecast", Outcome: "ok", Endpoint: "/mcp", CallID: "call-7"},
+	}}))
+	press(t, m, "enter")
+	view := m.View()
+	checkSize(t, view, 80, 24)
+	for _, want := range []string{"Audit of call call-7", "hmac-sha256:5e1f", "weather forecast", "seq 41", hash,
+		"✓ verifies", "signed up to seq 64", "✗ DOES NOT VERIFY: it does not match its hash"} {
+		if !strings.Contains(view, want) {
+			press(t, m, "pgdown")
+			if v := m.View(); !strings.Contains(v, want) {
+				t.Errorf("the audit view lacks %q:\n%s\n…\n%s", want, view, v)
+			}
+			press(t, m, "pgup")
+		}
+	}
+	press(t, m, "esc")
+	if v := m.View(); strings.Contains(v, "Audit of call") || !strings.Contains(v, "weather_forecast") {
+		t.Errorf("esc did not go back to the feed:\n%s", v)
+	}
+}

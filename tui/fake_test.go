@@ -54,6 +54,8 @@ type fakeConsole struct {
 	// conns is what Connections lists, unless connsErr is set.
 	conns    []core.Connection
 	connsErr error
+	// audits are what AuditOf answers, by call id.
+	audits map[string][]core.AuditCheck
 }
 
 var _ core.Console = (*fakeConsole)(nil)
@@ -194,6 +196,13 @@ func (f *fakeConsole) Policies(context.Context) (core.PolicyReport, error) {
 		return core.PolicyReport{}, f.policiesErr
 	}
 	return f.policies, nil
+}
+
+func (f *fakeConsole) AuditOf(_ context.Context, callID string) ([]core.AuditCheck, error) {
+	f.record("audit " + callID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.AuditCheck{}, f.audits[callID]...), nil
 }
 
 // TryPolicy decides as a gateway with one rule would: notes with "secret"

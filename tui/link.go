@@ -92,6 +92,13 @@ func (g *linkGuard) ToolFlags(ctx context.Context, name string) ([]core.Flag, er
 	return g.Console.ToolFlags(ctx, name)
 }
 
+func (g *linkGuard) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	return g.Console.AuditOf(ctx, callID)
+}
+
 func (g *linkGuard) ReviewStates(ctx context.Context) (map[string]core.ReviewState, error) {
 	if err := g.check(); err != nil {
 		return nil, err

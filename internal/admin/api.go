@@ -70,6 +70,7 @@ const (
 	RouteEndSession          = "DELETE /v1/sessions/{id}"            // {id}: a session id or a core.SessionKey, of any replica → 204
 	RouteAudit               = "GET /v1/audit"                       // ?since=RFC3339|duration&limit=N → []core.AuditRecord
 	RoutePolicyTest          = "POST /v1/policy/test"                // PolicyTestRequest → policy.Trial
+	RouteAuditCall           = "GET /v1/audit/calls/{id}"            // → []core.AuditCheck: one call's records, each with its chain check
 	RoutePolicies            = "GET /v1/policy"                      // → core.PolicyReport: rules and limits with their hits in the last hour, quotas with their heaviest users
 )
 

@@ -420,6 +420,13 @@ func (c *Client) Policies(ctx context.Context) (core.PolicyReport, error) {
 	return v, c.do(ctx, http.MethodGet, "/v1/policy", nil, nil, &v)
 }
 
+// AuditOf is GET /v1/audit/calls/{id}: one call's audit records with
+// their chain checks.
+func (c *Client) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+	var v []core.AuditCheck
+	return v, c.do(ctx, http.MethodGet, "/v1/audit/calls/"+url.PathEscape(callID), nil, nil, &v)
+}
+
 // Audit is GET /v1/audit; a zero since and limit ≤ 0 leave them out.
 func (c *Client) Audit(ctx context.Context, since time.Time, limit int) ([]core.AuditRecord, error) {
 	q := url.Values{}

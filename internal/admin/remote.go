@@ -125,6 +125,10 @@ func (r *RemoteConsole) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, 
 	return r.c.ReviewEntries(ctx)
 }
 
+func (r *RemoteConsole) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+	return r.c.AuditOf(ctx, callID)
+}
+
 func (r *RemoteConsole) Policies(ctx context.Context) (core.PolicyReport, error) {
 	return r.c.Policies(ctx)
 }

@@ -195,6 +195,7 @@ func (s *Server) routes() {
 	handle(RouteAudit, s.audit)
 	handle(RoutePolicyTest, s.policyTest)
 	handle(RoutePolicies, s.policies)
+	handle(RouteAuditCall, s.auditCall)
 	s.connectionRoutes()
 }
 
@@ -536,6 +537,15 @@ func (s *Server) policyTest(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	s.reply(w, http.StatusOK, trial)
+}
+
+func (s *Server) auditCall(w http.ResponseWriter, r *http.Request, op string) {
+	checks, err := s.backend.ConsoleAs(op).AuditOf(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, op, err)
+		return
+	}
+	s.reply(w, http.StatusOK, checks)
 }
 
 func (s *Server) policies(w http.ResponseWriter, r *http.Request, op string) {

@@ -33,6 +33,17 @@ type LocalConsole struct {
 	// OAuth lists and revokes upstream connections (UI-3); nil when no
 	// upstream has oauth.
 	OAuth ConnectionDesk
+	// Audit checks one call's audit records (OP-10); nil: the store keeps
+	// no audit chain.
+	Audit func(ctx context.Context, callID string) ([]core.AuditCheck, error)
+}
+
+// AuditOf is the call's audit records with their chain checks.
+func (c *LocalConsole) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+	if c.Audit == nil {
+		return nil, errors.New("this gateway's store keeps no audit chain")
+	}
+	return c.Audit(ctx, callID)
 }
 
 var _ core.Console = (*LocalConsole)(nil)

@@ -135,6 +135,11 @@ func (c *accountedConsole) Policies(ctx context.Context) (core.PolicyReport, err
 	return c.local.Policies(ctx)
 }
 
+// AuditOf reads only, so it is not accounted.
+func (c *accountedConsole) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+	return c.local.AuditOf(ctx, callID)
+}
+
 // TryPolicy makes no call and changes nothing, so it is not accounted.
 func (c *accountedConsole) TryPolicy(ctx context.Context, q core.PolicyQuestion) (core.PolicyTrial, error) {
 	return c.local.TryPolicy(ctx, q)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,55 @@ func TestAdminPoliciesRouteQuotaUsage(t *testing.T) {
 	if q.Limit != "daily-searches" || q.Per != "actor" || q.Quota != 5 || !q.Start.Equal(q.Start.UTC().Truncate(24*time.Hour)) || q.End.Sub(q.Start) != 24*time.Hour ||
 		len(q.Top) != 1 || q.Top[0].Count != 2 || len(q.Top[0].Parts) != 2 || q.Top[0].Parts[1] != "alice" {
 		t.Fatalf("the quota over the admin API: %+v", q)
+	}
+}
+
+// OP-10, CO-7: an attached console reads one call's audit record with its
+// chain check over the admin API: the record of a served call is found by
+// its call id, holds the arguments' hash and not their value, and its
+// links verify; an unknown call has no record.
+func TestAdminAuditOfACall(t *testing.T) {
+	ctx := testCtx(t)
+	env := startAdminGateway(t, nil, "", nil)
+	_, sub := env.g.Registry().Bus().Subscribe(256)
+	defer sub.Close()
+	s := connect(t, ctx, env.mcpURL(), testKey)
+	const value = "audit-arg-5d0c7e"
+	if res := call(t, ctx, s, "notes_search", map[string]any{"query": value}); res.IsError {
+		t.Fatalf("notes_search: %q", resultText(res))
+	}
+	var callID string
+	for callID == "" {
+		select {
+		case ev := <-sub.C():
+			if d, ok := ev.Data.(core.CallFinished); ok && d.Record.Tool == "notes_search" {
+				callID = d.Record.CallID
+			}
+		case <-ctx.Done():
+			t.Fatalf("no call of notes_search finished: %v", ctx.Err())
+		}
+	}
+	c, err := admin.NewClient("http://"+env.g.AdminAddr(), adminAliceKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := admin.NewRemoteConsole(c, nil)
+	checks, err := rc.AuditOf(ctx, callID)
+	if err != nil {
+		t.Fatalf("AuditOf: %v", err)
+	}
+	if len(checks) != 1 {
+		t.Fatalf("AuditOf %s: %d records, want 1: %+v", callID, len(checks), checks)
+	}
+	ch := checks[0]
+	if !ch.Verified || ch.Problem != "" || ch.Chain == "" || ch.Seq < 1 || len(ch.Hash) != 64 ||
+		ch.Record.CallID != callID || ch.Record.ArgsHash == "" || ch.Record.Outcome != "ok" {
+		t.Errorf("AuditOf %s: %+v", callID, ch)
+	}
+	if raw, _ := json.Marshal(checks); strings.Contains(string(raw), value) {
+		t.Errorf("the audit view holds the argument value: %s", raw)
+	}
+	if checks, err := rc.AuditOf(ctx, "no-such-call"); err != nil || len(checks) != 0 {
+		t.Errorf("an unknown call: %+v, %v", checks, err)
 	}
 }

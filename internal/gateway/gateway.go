@@ -494,5 +494,11 @@ func (g *Gateway) localConsole() *LocalConsole {
 	if m := g.UpstreamOAuth(); m != nil {
 		c.OAuth = m
 	}
+	if cs, ok := g.store.(auditchain.Store); ok {
+		key := AuditKey(g.cfg) // the key the chain's writer signs with
+		c.Audit = func(ctx context.Context, callID string) ([]core.AuditCheck, error) {
+			return auditchain.CheckCall(ctx, cs, callID, key)
+		}
+	}
 	return c
 }

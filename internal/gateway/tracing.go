@@ -59,7 +59,9 @@ func (g *Gateway) stopTracing() {
 }
 
 // traced opens the span of each request h serves (OP-9), continuing the
-// caller's trace when the request carries a W3C traceparent. Without
+// caller's trace when the request carries a W3C traceparent. A request of
+// revision 2026-07-28 without the header may carry it in its _meta: its
+// span waits for the endpoint to read the body (telemetry.Resume). Without
 // tracing it is h.
 func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 	tracer := g.traces.Tracer()
@@ -81,9 +83,19 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 		if !ok {
 			name = "HTTP " + path // a method of the client's invention is not a span name
 		}
-		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
+		var span trace.Span
+		var deferred *telemetry.Deferred
+		if r.Method == http.MethodPost && r.Header.Get("traceparent") == "" && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
+			ctx, deferred = telemetry.Defer(ctx, tracer, name, opts...)
+		} else {
+			ctx, span = tracer.Start(ctx, name, opts...)
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
+			if deferred != nil {
+				span = deferred.Span()
+			}
 			status := sw.status
 			if status == 0 {
 				status = http.StatusOK
@@ -134,6 +146,10 @@ type authSpan struct {
 	parent trace.Span
 	span   trace.Span
 	passed bool
+	// deferred: the request span is not open yet; the authentication is
+	// recorded as its child when it opens, from start.
+	deferred *telemetry.Deferred
+	start    time.Time
 }
 
 type authSpanKey struct{}
@@ -143,7 +159,16 @@ type authSpanKey struct{}
 func authStarts(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !telemetry.Recording(r.Context()) {
-			next.ServeHTTP(w, r)
+			d := telemetry.DeferredFrom(r.Context())
+			if d == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			a := &authSpan{deferred: d, start: time.Now()}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authSpanKey{}, a)))
+			if !a.passed {
+				d.Child("authenticate", a.start, time.Time{}, "refused")
+			}
 			return
 		}
 		parent := trace.SpanFromContext(r.Context())
@@ -168,6 +193,11 @@ func authPassed(next http.Handler) http.Handler {
 			return
 		}
 		a.passed = true
+		if a.deferred != nil {
+			a.deferred.Child("authenticate", a.start, time.Time{}, "")
+			next.ServeHTTP(w, r)
+			return
+		}
 		a.span.End()
 		next.ServeHTTP(w, r.WithContext(trace.ContextWithSpan(r.Context(), a.parent)))
 	})

@@ -49,7 +49,8 @@ func init() {
 type headerKey struct{}
 
 // probeServer has a read tool that answers with the trace context it
-// received, as a header (HTTP) and in _meta, and an action tool.
+// received, as a header (HTTP) and in _meta, an action tool, and a prompt
+// whose text is the _meta traceparent of its prompts/get.
 func probeServer() *server.MCPServer {
 	s := server.NewMCPServer("trace-probe", "1.0.0")
 	s.AddTool(mcpgo.NewTool("probe", mcpgo.WithReadOnlyHintAnnotation(true), mcpgo.WithString("secret")),
@@ -66,6 +67,13 @@ func probeServer() *server.MCPServer {
 		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return mcpgo.NewToolResultText("changed"), nil
 		})
+	s.AddPrompt(mcpgo.NewPrompt("trace"), func(_ context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+		var meta string
+		if m := req.Params.Meta; m != nil {
+			meta, _ = m.AdditionalFields["traceparent"].(string)
+		}
+		return mcpgo.NewGetPromptResult("the traceparent in _meta", []mcpgo.PromptMessage{mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent(meta))}), nil
+	})
 	return s
 }
 
@@ -366,4 +374,130 @@ func TestTracingOffAddsNothingUpstream(t *testing.T) {
 			t.Errorf("%s: with tracing off the upstream saw header %q, _meta %q", tool, a.Header, a.Meta)
 		}
 	}
+}
+
+// OP-9: a request of revision 2026-07-28 may carry its caller's trace
+// context in _meta rather than in a header. A raw modern tools/call with
+// _meta.traceparent and no header is a server span in the caller's trace,
+// with the authentication, which ran before the body was read, as its
+// child; the HTTP and the stdio upstream receive the attempt's context in
+// the same trace. A modern call without any trace context starts a trace
+// of its own, and one refused before its body was read still has its
+// span, with the failed authentication under it.
+func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
+	ctx := testCtx(t)
+	rcv := otlptest.Start(t)
+	g := newGateway(t, traceConfig(t, rcv.URL, "http"), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	url := "http://" + g.Addr() + "/mcp"
+	traced := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"traceparent":"00-`+callerTrace+`-`+callerSpan+`-01","tracestate":"vendor=1",`, 1)
+	modernCall := func(tool, meta string) (int, probeAnswer) {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"secret":"` + argValue + `"},` + meta + `}}`
+		var code int
+		var a probeAnswer
+		// The upstreams' tools are served shortly after Start.
+		waittest.Poll(stepWait, func() bool {
+			var ans map[string]json.RawMessage
+			code, ans = rawModern(t, url, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}, body)
+			var res mcpgo.CallToolResult
+			if code != http.StatusOK || json.Unmarshal(ans["result"], &res) != nil || res.IsError {
+				return false
+			}
+			return json.Unmarshal([]byte(resultText(&res)), &a) == nil
+		})
+		return code, a
+	}
+	answers := map[string]probeAnswer{}
+	for _, tool := range []string{"web_probe", "local_probe"} {
+		code, a := modernCall(tool, traced)
+		if code != http.StatusOK || a.Meta == "" {
+			t.Fatalf("%s: HTTP %d, the upstream saw %+v", tool, code, a)
+		}
+		answers[tool] = a
+	}
+	if code, _ := modernCall("web_probe", modernMeta); code != http.StatusOK {
+		t.Fatalf("an untraced modern call: HTTP %d", code)
+	}
+	// Refused before its body is read: its span opens all the same, with
+	// the failed authentication as its child.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{`+traced+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	req.Header.Set("Authorization", "Bearer wrong-key-0000000000000000")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong key: HTTP %d", resp.StatusCode)
+	}
+	closeGateway(t, g)
+	spans := rcv.Spans()
+	for _, tool := range []string{"web_probe", "local_probe"} {
+		root := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call "+tool && sp.TraceID == callerTrace })
+		if root.ParentSpanID != callerSpan || root.Kind != tracepb.Span_SPAN_KIND_SERVER || root.Attributes["mcp.protocol.version"] != "2026-07-28" {
+			t.Errorf("%s: span %+v does not continue the caller's trace %s/%s as a modern server span", tool, root, callerTrace, callerSpan)
+		}
+		for _, name := range []string{"authenticate", "policy", "validate", "audit write"} {
+			child := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == name && sp.ParentSpanID == root.SpanID })
+			if child.TraceID != callerTrace {
+				t.Errorf("%s: %s span in trace %s", tool, name, child.TraceID)
+			}
+		}
+		attempt := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call probe" && sp.ParentSpanID == root.SpanID })
+		if sent := "00-" + callerTrace + "-" + attempt.SpanID + "-01"; answers[tool].Meta != sent {
+			t.Errorf("%s: the upstream saw _meta.traceparent %q, want %q", tool, answers[tool].Meta, sent)
+		}
+	}
+	other := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call web_probe" && sp.TraceID != callerTrace })
+	if other.ParentSpanID != "" {
+		t.Errorf("a modern call without trace context has parent %q", other.ParentSpanID)
+	}
+	only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == other.SpanID })
+	refused := only(t, spans, func(sp otlptest.Span) bool {
+		return sp.Name == "POST /mcp" && sp.Attributes["http.response.status_code"] == "401"
+	})
+	auth := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == refused.SpanID })
+	if !auth.StatusError || auth.Attributes["error.type"] != "refused" {
+		t.Errorf("the refused request's authentication span: %+v", auth)
+	}
+}
+
+// OP-9: every request to an upstream carries the trace context in _meta,
+// not tools/call alone: a traced prompts/get reaches the stdio child with
+// the traceparent of a span of the caller's trace the gateway exported.
+func TestStdioUpstreamSeesTheTraceOfAPromptGet(t *testing.T) {
+	ctx := testCtx(t)
+	rcv := otlptest.Start(t)
+	g := newGateway(t, traceConfig(t, rcv.URL, "http"), nil)
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s := connectWith(t, ctx, "http://"+g.Addr()+"/mcp", map[string]string{
+		"Authorization": "Bearer " + testKey, "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+	})
+	waitServed(t, ctx, s, []string{"local_probe"}, nil)
+	req := mcpgo.GetPromptRequest{}
+	req.Params.Name = "local_trace"
+	res, err := s.GetPrompt(ctx, req)
+	if err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	var seen string
+	if len(res.Messages) == 1 {
+		if tc, ok := res.Messages[0].Content.(mcpgo.TextContent); ok {
+			seen = tc.Text
+		}
+	}
+	closeGateway(t, g)
+	prefix := "00-" + callerTrace + "-"
+	if !strings.HasPrefix(seen, prefix) || !strings.HasSuffix(seen, "-01") {
+		t.Fatalf("the stdio upstream saw _meta.traceparent %q, want one in trace %s", seen, callerTrace)
+	}
+	sent := strings.TrimSuffix(strings.TrimPrefix(seen, prefix), "-01")
+	only(t, rcv.Spans(), func(sp otlptest.Span) bool { return sp.TraceID == callerTrace && sp.SpanID == sent })
 }

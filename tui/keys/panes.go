@@ -89,15 +89,19 @@ func DefaultApprovals() ApprovalKeys {
 	}
 }
 
-// ActivityKeys are the Activity pane's (CO-7).
+// ActivityKeys are the Activity pane's (CO-7). Details opens a call's
+// audit record (OP-10); Back leaves it.
 type ActivityKeys struct {
-	Follow key.Binding
+	Follow        key.Binding
+	Details, Back key.Binding
 }
 
 // DefaultActivity returns the Activity bindings.
 func DefaultActivity() ActivityKeys {
 	return ActivityKeys{
-		Follow: key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "follow/pause")),
+		Follow:  key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "follow/pause")),
+		Details: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "audit record")),
+		Back:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 	}
 }
 
