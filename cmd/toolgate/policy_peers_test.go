@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgate/toolgate/auth/authtest"
+	"github.com/toolgate/toolgate/internal/waittest"
 )
 
 const policyPeerKey = "policy-SECRET-carl-key-5e1c9a7d3b"
@@ -76,6 +78,10 @@ limits:
     match: tool.name == "notes_list_notes"
     rate: 1/min
     burst: 1
+  - id: quota-searches
+    per: actor
+    match: tool.name == "notes_search" && args.query == "docs quota"
+    quota: 1/s
 `
 
 // sdkPolicyAnswer is one call's line of sdk-driver.mjs with the result's
@@ -119,7 +125,8 @@ func (a sdkPolicyAnswer) text() string {
 // the list and refused with the reason if called anyway; an allowed call
 // runs; a read a rule sends to an operator runs once one approves it
 // through the admin API; a rate refusal names the limit and carries
-// retry-after in _meta;
+// retry-after in _meta; a quota refuses past its count and lets calls run
+// again in its next window;
 // rules on actor.claims read a signed token's claims and an API key's
 // configured ones; a reload changes a rule under an open session.
 func TestPolicyServeSDK(t *testing.T) {
@@ -184,6 +191,26 @@ func TestPolicyServeSDK(t *testing.T) {
 	wait, ok := limited.Result.Meta["dev.toolgate/retryAfterSeconds"].(float64)
 	if !ok || wait < 1 || wait > 60 {
 		t.Fatalf("the refusal's _meta: %v; want dev.toolgate/retryAfterSeconds in 1…60", limited.Result.Meta)
+	}
+
+	// A quota counted in the store: a call past it is refused with the
+	// limit's id, and once its window (a second) has ended a call runs
+	// again. A refusal is sought over a few calls, since two calls can
+	// straddle a window's end.
+	var quotaRefusal string
+	for range 5 {
+		if a := d.policyCall("notes_search", map[string]any{"query": "docs quota"}); a.Result.IsError {
+			quotaRefusal = a.text()
+			break
+		}
+	}
+	if !strings.Contains(quotaRefusal, "limit reached for quota-searches; retry after") {
+		t.Fatalf("five searches under a 1/s quota: refusal %q; want one naming quota-searches", quotaRefusal)
+	}
+	if !waittest.Poll(30*time.Second, func() bool {
+		return !d.policyCall("notes_search", map[string]any{"query": "docs quota"}).Result.IsError
+	}) {
+		t.Fatal("the quota's next window never let a search run")
 	}
 
 	// Claims: carl's come from his key's config, the others' from their
