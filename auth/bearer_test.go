@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 )
 
-// The verified OAuth token is in the request's context for a token
+// UI-2: The verified OAuth token is in the request's context for a token
 // exchange, set by the OAuth strategy alone and only once verified: an
 // API key, or a refused token, leaves none. It is never in the actor or
 // its JSON, and printing it hides it.

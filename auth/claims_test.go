@@ -92,7 +92,7 @@ func TestIntrospectionActorCarriesClaims(t *testing.T) {
 	}
 }
 
-// An API key's actor carries the claims its config gives, and none when
+// PO-1, AU-1: An API key's actor carries the claims its config gives, and none when
 // it gives none.
 func TestAPIKeyActorCarriesConfiguredClaims(t *testing.T) {
 	keys := auth.APIKeys([]auth.APIKey{

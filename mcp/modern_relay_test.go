@@ -133,7 +133,7 @@ func (u *colourUser) Elicit(_ context.Context, req mcpgo.ElicitationRequest) (*m
 		Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"colour": "teal"}}}, nil
 }
 
-// A legacy upstream's elicitation during a 2026-07-28 client's call
+// SV-1: A legacy upstream's elicitation during a 2026-07-28 client's call
 // reaches that client as an input request; its answer goes back to the
 // upstream and the call's result to the client. Nothing is left parked.
 func TestModernClientAnswersUpstreamElicitation(t *testing.T) {
@@ -157,7 +157,7 @@ func TestModernClientAnswersUpstreamElicitation(t *testing.T) {
 	}
 }
 
-// A modern-only upstream's input requests (elicitation, sampling) reach a
+// SV-1: A modern-only upstream's input requests (elicitation, sampling) reach a
 // 2026-07-28 client the same way.
 func TestModernClientAnswersModernUpstreamStdio(t *testing.T) {
 	url := relayGatewayOf(t, mcp.ModernStdioServerArgForTest)
@@ -175,7 +175,7 @@ func TestModernClientAnswersModernUpstreamStdio(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 client that declared no elicitation is not asked: the
+// SV-1: A 2026-07-28 client that declared no elicitation is not asked: the
 // upstream's request is refused to it, as before, and the call answers.
 func TestModernClientWithoutElicitationIsNotAsked(t *testing.T) {
 	up := startElicitingUpstream(t)
@@ -263,7 +263,7 @@ func errorMessage(ans map[string]json.RawMessage) string {
 	return e.Message
 }
 
-// The state of a relayed request is the gateway's own, bound to the
+// SV-1: The state of a relayed request is the gateway's own, bound to the
 // caller, tool and arguments, and single use; an answer must name the
 // request asked. Each misuse is refused with a clear error, passes
 // nothing to the upstream, and leaves the call waiting for the real answer.
@@ -311,7 +311,7 @@ func TestModernRelayedInputBadRetries(t *testing.T) {
 	}
 }
 
-// A client that never comes back: once the operator wait passes, the
+// SV-1, CF-5: A client that never comes back: once the operator wait passes, the
 // upstream is told the question was dismissed ("cancel"), its call ends,
 // and nothing is kept. A late answer is refused.
 func TestModernRelayedInputClientGone(t *testing.T) {
@@ -333,7 +333,7 @@ func TestModernRelayedInputClientGone(t *testing.T) {
 	}
 }
 
-// Closing the endpoint ends a call parked for its client: the upstream
+// SV-1, SV-9: Closing the endpoint ends a call parked for its client: the upstream
 // hears at once, long before the wait (an hour here) would have passed.
 func TestModernRelayedInputEndsOnClose(t *testing.T) {
 	up := startElicitingUpstream(t)
@@ -391,7 +391,7 @@ func postModernCtx(ctx context.Context, url, actor, method, tool, body string) (
 	return resp.StatusCode, b, err
 }
 
-// A 2026-07-28 client cancels a call in flight by closing its request
+// SV-1: A 2026-07-28 client cancels a call in flight by closing its request
 // (the revision's way over HTTP) or, where it sends one anyway, with
 // notifications/cancelled naming the call's id; either way the upstream's
 // call is cancelled, whether or not the client declared elicitation. A

@@ -207,7 +207,7 @@ func TestConnectionEventsUpdateLive(t *testing.T) {
 	}
 }
 
-// A read that started before an event may miss it: its answer is shown and
+// UI-3: A read that started before an event may miss it: its answer is shown and
 // read again.
 func TestConnectionReadRacingAnEvent(t *testing.T) {
 	f := newFake()
@@ -228,7 +228,7 @@ func TestConnectionReadRacingAnEvent(t *testing.T) {
 	}
 }
 
-// A gateway without oauth upstreams: no OAUTH column, c says why it does
+// UI-3: A gateway without oauth upstreams: no OAUTH column, c says why it does
 // nothing, and nothing is read.
 func TestConnectionsWithoutOAuth(t *testing.T) {
 	f := newFake()
@@ -242,7 +242,7 @@ func TestConnectionsWithoutOAuth(t *testing.T) {
 	}
 }
 
-// A failed read says why in the view, and r reads again.
+// UI-3: A failed read says why in the view, and r reads again.
 func TestConnectionsReadError(t *testing.T) {
 	f := newFake()
 	withConnections(f)
@@ -261,7 +261,7 @@ func TestConnectionsReadError(t *testing.T) {
 	}
 }
 
-// TestConnectionsGolden is TestGolden's check of the screens of a gateway
+// UI-3, CO-1: TestConnectionsGolden is TestGolden's check of the screens of a gateway
 // with oauth upstreams, at 80×24 and 100×30, in plain text (as NO_COLOR).
 func TestConnectionsGolden(t *testing.T) {
 	cases := []struct {

@@ -120,7 +120,7 @@ func (a sdkPolicyAnswer) text() string {
 	return strings.Join(parts, "\n")
 }
 
-// An argument-based deny answers the rule's reason and never its
+// PO-1, PO-2, PO-3: An argument-based deny answers the rule's reason and never its
 // expression; a tool a rule denies whatever the arguments is absent from
 // the list and refused with the reason if called anyway; an allowed call
 // runs; a read a rule sends to an operator runs once one approves it

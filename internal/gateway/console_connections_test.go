@@ -166,7 +166,7 @@ func TestConsoleListsAndRevokesConnections(t *testing.T) {
 	}
 }
 
-// A gateway without oauth upstreams lists no connections to a console,
+// UI-3: A gateway without oauth upstreams lists no connections to a console,
 // in process and attached, and Info names none.
 func TestConsoleConnectionsWithoutOAuth(t *testing.T) {
 	ctx := testCtx(t)
