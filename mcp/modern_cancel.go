@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -88,24 +87,19 @@ func (e errCancelledByClient) Error() string {
 }
 
 // cancelModern heeds a 2026-07-28 client's notifications/cancelled (see
-// modernInflight). session is the request's session id: a session's
-// notification is cancelFast's.
-func (e *Endpoint) cancelModern(r *http.Request, body []byte, session string) {
-	if session != "" || !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+// modernInflight); a session's notification is cancelFast's.
+func (e *Endpoint) cancelModern(r *http.Request, env *envelope) {
+	if env.method != string(mcpgo.MethodNotificationCancelled) {
 		return
 	}
-	var n struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-			Reason    string          `json:"reason"`
-		} `json:"params"`
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
 	}
-	if json.Unmarshal(body, &n) != nil || n.ID != nil || n.Method != string(mcpgo.MethodNotificationCancelled) || len(n.Params.RequestID) == 0 {
+	if json.Unmarshal(env.paramsOrEmpty(), &p) != nil || len(p.RequestID) == 0 {
 		return
 	}
-	id, ok := readID(n.Params.RequestID)
+	id, ok := readID(p.RequestID)
 	if !ok {
 		return
 	}
@@ -113,5 +107,5 @@ func (e *Endpoint) cancelModern(r *http.Request, body []byte, session string) {
 	if !ok {
 		return
 	}
-	e.states.inflight.cancel(actor, requestIDOf(id, n.Params.RequestID), errCancelledByClient{reason: n.Params.Reason})
+	e.states.inflight.cancel(actor, requestIDOf(id, p.RequestID), errCancelledByClient{reason: p.Reason})
 }

@@ -10,21 +10,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
-// isNotification reports whether body is one JSON-RPC notification: a
-// method and no id.
-func isNotification(body []byte) bool {
-	// A call or a response has an id: most bodies are decided by the scan,
-	// without decoding. What decoding must settle still is decoded.
-	if m, ok := scanMessage(body); ok && !m.folded && (len(m.id) > 0 || !m.hasMethod) {
-		return false
-	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method != "" && len(msg.ID) == 0
-}
-
 // serveNotification hands a client's notification on a session to mcp-go
 // and answers 202 Accepted, as the Streamable HTTP transport requires.
 // While mcp-go serves a POST it forwards whatever is queued for the session

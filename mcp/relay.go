@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -305,22 +306,14 @@ func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, meth
 
 // answer delivers a client's POSTed response to the request waiting for it
 // and reports whether there was one.
-func (p *pendingRequests) answer(session string, body []byte) bool {
-	if !bytes.Contains(body, []byte(askPrefix)) {
-		return false
-	}
-	var resp struct {
-		ID     string          `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &resp) != nil || resp.Method != "" || (resp.Result == nil && resp.Error == nil) {
+func (p *pendingRequests) answer(session string, rawID json.RawMessage, body []byte) bool {
+	id, ok := readString(rawID)
+	if !ok || !strings.HasPrefix(id, askPrefix) {
 		return false
 	}
 	p.mu.Lock()
-	answer := p.waiting[session+"\x00"+resp.ID]
-	delete(p.waiting, session+"\x00"+resp.ID)
+	answer := p.waiting[session+"\x00"+id]
+	delete(p.waiting, session+"\x00"+id)
 	p.mu.Unlock()
 	if answer == nil {
 		return false

@@ -142,9 +142,9 @@ type Endpoint struct {
 	ids    *sessionIDs
 	sub    *core.BusSubscription
 	synced sync.WaitGroup
-	// table is mcp-go's tool table as follow last set it; only follow (and
-	// NewEndpoint before it) touches it.
-	table map[string]server.ServerTool
+	// table names the tools served, as follow last set them; only follow
+	// (and NewEndpoint before it) touches it.
+	table map[string]struct{}
 	// applied is the last bus event follow has applied: a request that must
 	// see every committed change waits for it (SV-1).
 	applied seqBarrier
@@ -267,8 +267,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 	})
 	serverOpts := []server.ServerOption{
+		// tools/list and tools/call are the gateway's own (serve_tools.go):
+		// mcp-go only says the endpoint has tools.
 		server.WithToolCapabilities(true),
-		server.WithToolFilter(e.filterTools),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		// Upstreams' log messages are passed on, filtered by each
@@ -441,31 +442,9 @@ func (e *Endpoint) flush(b *burst) {
 	if b.tools || b.notify {
 		e.changes.tools++
 	}
-	// Each of mcp-go's table changes notifies every session once: the
-	// burst becomes exactly one of them. Only additions (an import) add
-	// just those, only removals remove just those — a start-up of 2,000
-	// tools in 20 bursts must not set the whole table 20 times.
-	var added []server.ServerTool
-	var removed []string
-	for name := range b.put {
-		if st, ok := e.table[name]; ok {
-			added = append(added, st)
-		} else {
-			removed = append(removed, name)
-		}
-	}
-	switch {
-	case b.tools && !b.all && len(removed) == 0:
-		e.mcp.AddTools(added...)
-	case b.tools && !b.all && len(added) == 0:
-		e.mcp.DeleteTools(removed...)
-	case b.tools:
-		st := make([]server.ServerTool, 0, len(e.table))
-		for _, t := range e.table {
-			st = append(st, t)
-		}
-		e.mcp.SetTools(st...)
-	case b.notify:
+	// The burst, whatever it held, is one notification to every session
+	// (IM-25): a start-up of 2,000 tools in 20 bursts is 20, not 2,000.
+	if b.tools || b.notify {
 		e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
 	}
 	if b.catalog {
@@ -476,11 +455,12 @@ func (e *Endpoint) flush(b *burst) {
 // putTool serves t (or stops serving it, if it is not to be served now)
 // and reports whether the table changed.
 func (e *Endpoint) putTool(t core.ToolInfo) bool {
-	st, ok := e.serverTool(t)
+	raw, ok := e.listingOf(t)
 	if !ok {
 		return e.dropTool(t.Name)
 	}
-	e.table[t.Name] = st
+	e.table[t.Name] = struct{}{}
+	e.listed.set(t.Name, raw)
 	return true
 }
 
@@ -493,14 +473,12 @@ func (e *Endpoint) dropTool(name string) bool {
 	return true
 }
 
-// resetTools makes the table exactly tools; the caller sets mcp-go's.
+// resetTools makes the table exactly tools.
 func (e *Endpoint) resetTools(tools []core.ToolInfo) {
 	e.listed.reset()
-	e.table = make(map[string]server.ServerTool, len(tools))
+	e.table = make(map[string]struct{}, len(tools))
 	for _, t := range tools {
-		if st, ok := e.serverTool(t); ok {
-			e.table[t.Name] = st
-		}
+		e.putTool(t)
 	}
 }
 
@@ -511,29 +489,29 @@ func (e *Endpoint) served(t core.ToolInfo) bool {
 	return !t.Disabled && (t.Kind == core.KindRead || t.Kind == core.KindAction && e.opts.Gate != nil)
 }
 
-// serverTool is t as mcp-go serves it, and records its listing JSON.
-func (e *Endpoint) serverTool(t core.ToolInfo) (server.ServerTool, bool) {
-	tool, input, output, ok := e.mcpTool(t)
+// listingOf is t as tools/list shows it, or false when it is not served.
+func (e *Endpoint) listingOf(t core.ToolInfo) ([]byte, bool) {
+	input, output, ok := e.advertisedSchemas(t)
 	if !ok {
-		return server.ServerTool{}, false
+		return nil, false
 	}
 	raw, err := listingJSON(t, input, output)
 	if err != nil {
 		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
-		return server.ServerTool{}, false
+		return nil, false
 	}
-	e.listed.set(t.Name, raw)
-	return server.ServerTool{Tool: tool, Handler: e.callHandler(t.Name)}, true
+	return raw, true
 }
 
-// mcpTool is the advertised definition: the schema verbatim (IM-17) with
-// the object type MCP requires (IM-36), for an action tool plus the gate's
-// two fields (CF-1), a read tool's output schema verbatim, the upstream's
-// annotations, title, icons and execution, and its _meta with the source
-// (IM-16). input and output are the schemas as advertised.
-func (e *Endpoint) mcpTool(t core.ToolInfo) (tool mcpgo.Tool, input, output json.RawMessage, ok bool) {
+// advertisedSchemas are the schemas a served tool is listed with: the
+// input schema verbatim (IM-17) with the object type MCP requires (IM-36),
+// for an action tool plus the gate's two fields (CF-1); a read tool's
+// output schema verbatim. An action's first call answers with the gate's
+// preview, not the upstream's result: its outputSchema would not describe
+// it, and clients that check structuredContent against it would fail.
+func (e *Endpoint) advertisedSchemas(t core.ToolInfo) (input, output json.RawMessage, ok bool) {
 	if !e.served(t) {
-		return mcpgo.Tool{}, nil, nil, false
+		return nil, nil, false
 	}
 	input, err := servedInputSchema(t.InputSchema)
 	if err == nil && t.Kind == core.KindAction {
@@ -541,113 +519,12 @@ func (e *Endpoint) mcpTool(t core.ToolInfo) (tool mcpgo.Tool, input, output json
 	}
 	if err != nil {
 		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
-		return mcpgo.Tool{}, nil, nil, false
+		return nil, nil, false
 	}
-	tool = mcpgo.NewToolWithRawSchema(t.Name, t.Description, input)
-	tool.Title = t.Title
 	if t.Kind == core.KindRead {
-		// An action's first call answers with the gate's preview, not the
-		// upstream's result: its outputSchema would not describe it, and
-		// clients that check structuredContent against it would fail.
-		tool.RawOutputSchema = t.OutputSchema
 		output = t.OutputSchema
 	}
-	if len(t.Annotations) > 0 {
-		_ = json.Unmarshal(t.Annotations, &tool.Annotations)
-	}
-	if len(t.Icons) > 0 {
-		_ = json.Unmarshal(t.Icons, &tool.Icons)
-	}
-	if len(t.Execution) > 0 {
-		_ = json.Unmarshal(t.Execution, &tool.Execution)
-	}
-	if meta, err := servedMeta(t); err == nil && len(meta) > 0 {
-		var m map[string]any
-		if json.Unmarshal(meta, &m) == nil {
-			tool.Meta = mcpgo.NewMetaFromMap(m)
-		}
-	}
-	return tool, input, output, true
-}
-
-// filterTools is SV-4 per request: allow-list, enabled, policy, custom
-// check. mcp-go applies it to tools/call as well, so a tool off the list
-// answers exactly like an unknown one (SV-5).
-func (e *Endpoint) filterTools(ctx context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
-	actor, ok := e.opts.Actor(ctx)
-	if !ok {
-		return nil
-	}
-	out := tools[:0:0]
-	listable := e.listable(ctx, actor, server.ClientSessionFromContext(ctx))
-	for _, t := range tools {
-		if listable(t.Name) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// callHandler serves the tools/call requests mcp-go dispatches (stateless
-// endpoints, revisions without sessions) after mcp-go has validated them;
-// serveCall takes the others before mcp-go reads them. Both parse the call
-// once, hand it to invoke, and write the result's own bytes (IM-32): here
-// from the request as ServeHTTP read it, with mcp-go's own answer dropped.
-func (e *Endpoint) callHandler(name string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		actor, ok := e.opts.Actor(ctx)
-		if !ok {
-			return mcpgo.NewToolResultError("not authenticated"), nil
-		}
-		rc, cs := rawCallFrom(ctx), callStreamFrom(ctx)
-		if rc == nil || rc.params.Name != name || cs == nil {
-			// Not read by ServeHTTP (no HTTP request under it): mcp-go's
-			// typed answer is all there is.
-			return e.typedCall(ctx, actor, name, req), nil
-		}
-		c, err := e.resolve(ctx, actor, name, rc.params.Arguments)
-		if err != nil {
-			// Off this actor's list: the answer an unknown name gets (SV-5).
-			status := http.StatusOK
-			if rc.modern {
-				status = http.StatusBadRequest // as the 2026-07-28 revision maps -32602
-			}
-			writeUnknownTool(cs, rc.rawID, name, status)
-			cs.answered()
-			return &mcpgo.CallToolResult{}, nil
-		}
-		c.RequestID = requestIDText(rc.rawID)
-		result := e.invoke(ctx, actor, c, rc.params.progressToken(), nil)
-		if rc.modern {
-			result = e.decorateModern(result)
-		}
-		writeResult(cs, rc.rawID, result)
-		cs.answered()
-		return &mcpgo.CallToolResult{}, nil
-	}
-}
-
-// typedCall answers a call through mcp-go's types, for a call with no HTTP
-// request of its own.
-func (e *Endpoint) typedCall(ctx context.Context, actor core.Actor, name string, req mcpgo.CallToolRequest) *mcpgo.CallToolResult {
-	args := req.Params.RawArguments
-	if len(args) == 0 && req.Params.Arguments != nil {
-		args, _ = json.Marshal(req.Params.Arguments)
-	}
-	var token any
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
-	}
-	c, err := e.resolve(ctx, actor, name, args)
-	if err != nil {
-		return toolError(name, err)
-	}
-	raw := e.invoke(ctx, actor, c, token, nil)
-	var out mcpgo.CallToolResult
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return mcpgo.NewToolResultError(fmt.Sprintf("tool %s returned a result that could not be read: %v", name, err))
-	}
-	return &out
+	return input, output, true
 }
 
 // resolve parses one tools/call into the value every later step reads:
@@ -877,6 +754,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	// The body is read once: every step below dispatches on env (SV-1).
+	env := readEnvelope(body)
 	modern, isModern, refused := readModern(r, body)
 	if telemetry.DeferredFrom(r.Context()) != nil {
 		// The request span waited for the body: the trace context may be
@@ -936,7 +815,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var handedOut bool
 	// An initialize opens a new session even when it carries an id: mcp-go
 	// mints one for it all the same, which is held to the caps as any other.
-	if !e.opts.Stateless && !isModern && (id == "" || r.Method == http.MethodPost) && opensSession(r, body) {
+	opens := r.Method == http.MethodGet || r.Method == http.MethodPost && env.method == string(mcpgo.MethodInitialize)
+	if !e.opts.Stateless && !isModern && (id == "" || r.Method == http.MethodPost) && opens {
 		actor, _ := e.opts.Actor(r.Context())
 		slot, err := e.opts.Limits.acquire(actor.ID)
 		if err != nil {
@@ -1008,22 +888,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.http.ServeHTTP(w, r)
 		return
 	}
-	if batch := bytes.TrimSpace(body); len(batch) > 0 && batch[0] == '[' {
+	switch env.kind {
+	case kindBatch:
 		e.serveBatch(w, r, body, id)
 		return
-	}
-	// The session's owner was checked above, so only the client a request
-	// went to can answer it.
-	if id != "" && e.asks.answer(id, body) {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	if id != "" && isNotification(body) {
-		e.cancelFast(body, id)
-		e.serveNotification(w, r, id, body)
-		return
-	}
-	if isResponse(body) {
+	case kindResponse:
+		// The session's owner was checked above, so only the client a
+		// request went to can answer it.
+		if id != "" && e.asks.answer(id, env.rawID, body) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		// An answer to mcp-go's own request (sampling, elicitation) is
 		// accepted with 202; anything else answers nothing the gateway
 		// asked, and is logged within bounds.
@@ -1033,6 +908,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
 		}
 		return
+	case kindNotification:
+		if id != "" {
+			e.cancelFast(&env, id)
+			e.serveNotification(w, r, id, body)
+			return
+		}
 	}
 	cs := newCallStream(w)
 	cs.dl = newDeadline(w, e.opts.WriteTimeout)
@@ -1058,39 +939,29 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
-	isList := bytes.Contains(body, []byte(`"tools/list"`))
-	isCall := !isList && bytes.Contains(body, []byte(`"tools/call"`))
-	if isList {
-		// Read your writes (SV-1): a tool registered before this request
-		// is in its listing.
-		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
-	}
-	var served bool
-	if modern != nil {
-		if served = e.serveModern(cs, r, modern); !served {
-			r = withRawCall(r, body)
+	if tr, ok := e.toolRequest(r, &env, modern, id, cancel); ok {
+		if env.is(mcpgo.MethodToolsList) {
+			// Read your writes (SV-1): a tool registered before this
+			// request is in its listing. A call needs no wait: resolve
+			// reads the registry itself.
+			e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
+			e.serveToolsList(r.Context(), cs, tr)
+		} else {
+			e.serveToolsCall(r.Context(), cs, tr)
 		}
-	} else {
-		served, r = e.serveCall(cs, r, body, id, cancel)
+		cs.finish()
+		return
 	}
-	if !served && isCall {
-		// mcp-go dispatches this call from its own table: bring it up to
-		// date first, as serveCall reads the registry itself.
-		e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
+	// Everything else is mcp-go's: initialize and the session it opens,
+	// ping, logging, resources, prompts, completions, server/discover and
+	// subscriptions/listen, and the errors of what no method can serve.
+	if env.method == string(mcpgo.MethodInitialize) {
+		cs.rewrite = initializeRewrite
 	}
-	if !served && !e.serveList(cs, r, body, id) {
-		switch {
-		case isList:
-			cs.rewrite = e.listingRewrite
-		case isCall:
-			cs.rewrite = unknownToolRewrite
-		case bytes.Contains(body, []byte(`"initialize"`)):
-			cs.rewrite = initializeRewrite
-		}
-		e.cancelFast(body, id)
-		e.cancelModern(r, body, id)
-		e.http.ServeHTTP(cs, r)
+	if env.kind == kindNotification {
+		e.cancelModern(r, &env)
 	}
+	e.http.ServeHTTP(cs, r)
 	cs.finish()
 	handedOut = minted != "" && cs.Header().Get(server.HeaderKeySessionID) == minted
 }
@@ -1118,27 +989,6 @@ func (e *Endpoint) ToolsChanged() {
 	// Review gates prompts and resources too: a mode change may show or
 	// withhold some.
 	e.syncCatalog()
-}
-
-// opensSession reports whether r, carrying no session id, would mint one:
-// an initialize, or a GET stream (mcp-go mints a session for it).
-func opensSession(r *http.Request, body []byte) bool {
-	switch r.Method {
-	case http.MethodGet:
-		return true
-	case http.MethodPost:
-		// Nearly every POST is a call on a session: a body that neither
-		// says "initialize" nor holds a \u escape (the only way to spell
-		// its letters otherwise) cannot be one, and is not decoded.
-		if !bytes.Contains(body, []byte("initialize")) && !bytes.Contains(body, []byte(`\u`)) {
-			return false
-		}
-		var msg struct {
-			Method string `json:"method"`
-		}
-		return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcpgo.MethodInitialize)
-	}
-	return false
 }
 
 type getKey struct{}

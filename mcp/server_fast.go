@@ -2,18 +2,13 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/toolgate/toolgate/core"
 )
 
 // legacyProtocols are the revisions with sessions, listed once: mcp-go
@@ -35,44 +30,6 @@ func (p *callParams) progressToken() any {
 		return nil
 	}
 	return p.Meta.ProgressToken
-}
-
-// serveCall answers a tools/call itself, without mcp-go's
-// request handling: the upstream's result goes out as the bytes it sent,
-// never parsed into mcp-go's types and marshalled again, so every field of
-// every content block reaches the client (IM-32), and the call costs
-// less. It takes only what it can answer exactly as mcp-go would:
-// a single request, on a live initialized session, for a tool the endpoint
-// serves and the actor may call. Everything else is left to mcp-go, and
-// then serveCall reports false; a tools/call that mcp-go then dispatches
-// (stateless endpoints, revisions without sessions) reaches callHandler,
-// which answers it the same way from the request read here.
-//
-// cancel ends the request's context: a notifications/cancelled for the
-// call's id uses it, so the call needs no cancel context of its own.
-func (e *Endpoint) serveCall(w *callStream, r *http.Request, body []byte, session string, cancel context.CancelCauseFunc) (bool, *http.Request) {
-	req, ok := e.ownRequest(r, body, session, mcpgo.MethodToolsCall)
-	if !ok {
-		return false, withRawCall(r, body)
-	}
-	var params callParams
-	if !readCallParams(req.params, &params) {
-		return false, r
-	}
-	c, err := e.resolve(r.Context(), req.actor, params.Name, params.Arguments)
-	if err != nil {
-		// Unknown, or off this actor's list: one answer for both (SV-5).
-		writeUnknownTool(w, req.rawID, params.Name, http.StatusOK)
-		return true, r
-	}
-
-	c.RequestID = requestIDOf(req.id, req.rawID)
-	ctx := e.mcp.WithContext(r.Context(), req.session)
-	key := session + "\x00" + idKey(req.id)
-	e.ids.inflight.add(key, func() { cancel(context.Canceled) })
-	defer e.ids.inflight.remove(key)
-	writeResult(w, req.rawID, e.invoke(ctx, req.actor, c, params.progressToken(), &e.asks))
-	return true, r
 }
 
 // writeResult writes a tools/call's answer around the result's own bytes,
@@ -196,90 +153,6 @@ func hasTopLevelKey(raw json.RawMessage, key string) bool {
 	return ok
 }
 
-// rawCall is a tools/call request read by the gateway before mcp-go reads
-// it, for callHandler to answer from: its id and its params as sent.
-type rawCall struct {
-	rawID  json.RawMessage
-	params callParams
-	// modern: the request is of a revision without sessions (2026-07-28).
-	modern bool
-}
-
-type rawCallKey struct{}
-
-// withRawCall reads body as a single tools/call request and, if it is one,
-// returns r carrying it. Anything else is mcp-go's alone to read and answer.
-func withRawCall(r *http.Request, body []byte) *http.Request {
-	if !bytes.Contains(body, []byte(`"`+mcpgo.MethodToolsCall+`"`)) {
-		return r
-	}
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcpgo.JSONRPC_VERSION || msg.Method != string(mcpgo.MethodToolsCall) || len(msg.ID) == 0 {
-		return r
-	}
-	v := r.Header.Get(mcpgo.HeaderProtocolVersion)
-	rc := &rawCall{rawID: msg.ID, modern: v != "" && !slices.Contains(legacyProtocols, v)}
-	if json.Unmarshal(msg.Params, &rc.params) != nil {
-		return r
-	}
-	return r.WithContext(context.WithValue(r.Context(), rawCallKey{}, rc))
-}
-
-func rawCallFrom(ctx context.Context) *rawCall {
-	rc, _ := ctx.Value(rawCallKey{}).(*rawCall)
-	return rc
-}
-
-// ownRequest is a request the gateway answers itself, read.
-type ownRequest struct {
-	rawID   json.RawMessage
-	id      any
-	params  json.RawMessage
-	session server.ClientSession
-	actor   core.Actor
-}
-
-// ownRequest reads body as a single JSON-RPC request of method on a live,
-// initialized session, from an authenticated actor, with a protocol
-// version header (if any) of a revision that has sessions, and a string or
-// number id. ok is false for anything else, which mcp-go then answers.
-func (e *Endpoint) ownRequest(r *http.Request, body []byte, session string, method mcpgo.MCPMethod) (req ownRequest, ok bool) {
-	if e.opts.Stateless || session == "" || !bytes.Contains(body, []byte(`"`+method+`"`)) {
-		return req, false
-	}
-	rawID, params, ok := requestMembers(body, method)
-	if !ok {
-		return req, false
-	}
-	if req.id, ok = readID(rawID); !ok {
-		return req, false
-	}
-	switch req.id.(type) {
-	case string, float64:
-	default:
-		return req, false
-	}
-	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(legacyProtocols, v) {
-		return req, false
-	}
-	if req.session = e.ids.session(session); req.session == nil || !req.session.Initialized() {
-		return req, false
-	}
-	if req.actor, ok = e.opts.Actor(r.Context()); !ok {
-		return req, false
-	}
-	req.rawID, req.params = rawID, params
-	if len(req.params) == 0 || string(req.params) == "null" {
-		req.params = json.RawMessage(`{}`)
-	}
-	return req, true
-}
-
 // readID is json.Unmarshal of a JSON-RPC id into an any: a string, a
 // float64, or whatever else it holds. Plain strings and numbers, nearly
 // every id, are read without the decoder.
@@ -338,49 +211,20 @@ func readCallParams(raw []byte, p *callParams) bool {
 	return json.Unmarshal(raw, p) == nil
 }
 
-// requestMembers returns the id and params of body when it is a JSON-RPC
-// 2.0 request for method: one check of the bytes and one scan of the
-// members, as encoding/json would read them; where the scan cannot say
-// the same (escapes in the values it compares, a member named in other
-// case), it decodes.
-func requestMembers(body []byte, method mcpgo.MCPMethod) (id, params json.RawMessage, ok bool) {
-	if !json.Valid(body) {
-		return nil, nil, false
-	}
-	m, ok := scanMessage(body)
-	if ok && !m.folded && bytes.IndexByte(m.jsonrpc, '\\') < 0 && bytes.IndexByte(m.method, '\\') < 0 {
-		ok = string(m.jsonrpc) == `"`+mcpgo.JSONRPC_VERSION+`"` && len(m.method) == len(method)+2 &&
-			m.method[0] == '"' && string(m.method[1:len(m.method)-1]) == string(method)
-		return m.id, m.params, ok
-	}
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcpgo.JSONRPC_VERSION || msg.Method != string(method) {
-		return nil, nil, false
-	}
-	return msg.ID, msg.Params, true
-}
-
-// cancelFast applies a client's notifications/cancelled to a call serveCall
-// is running; mcp-go, which gets the notification next, knows only its own.
-func (e *Endpoint) cancelFast(body []byte, session string) {
-	if session == "" || !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+// cancelFast applies a client's notifications/cancelled to a call the
+// session has running; mcp-go, which gets the notification next, knows only
+// its own.
+func (e *Endpoint) cancelFast(env *envelope, session string) {
+	if env.method != string(mcpgo.MethodNotificationCancelled) {
 		return
 	}
-	var n struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID any `json:"requestId"`
-		} `json:"params"`
+	var p struct {
+		RequestID any `json:"requestId"`
 	}
-	if json.Unmarshal(body, &n) != nil || n.Method != string(mcpgo.MethodNotificationCancelled) {
+	if json.Unmarshal(env.paramsOrEmpty(), &p) != nil {
 		return
 	}
-	e.ids.inflight.cancel(session + "\x00" + idKey(n.Params.RequestID))
+	e.ids.inflight.cancel(session + "\x00" + idKey(p.RequestID))
 }
 
 // requestIDText is a JSON-RPC id as handlers see it (SV-7): a string id's
@@ -423,30 +267,6 @@ func writeUnknownTool(w *callStream, rawID json.RawMessage, name string, status 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(unknownToolAnswer(rawID, name))
-}
-
-// unknownToolRewrite puts mcp-go's answer to a tools/call of a name it does
-// not know in the gateway's words, so that it matches unknownToolAnswer
-// byte for byte; every other answer passes untouched.
-func unknownToolRewrite(_ http.Header, answer []byte) []byte {
-	var msg struct {
-		ID    json.RawMessage `json:"id"`
-		Error *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(answer, &msg) != nil || msg.Error == nil || msg.Error.Code != mcpgo.INVALID_PARAMS {
-		return answer
-	}
-	name, ok := strings.CutPrefix(msg.Error.Message, "tool '")
-	if !ok {
-		return answer
-	}
-	if name, ok = strings.CutSuffix(name, "' not found: tool not found"); !ok {
-		return answer
-	}
-	return unknownToolAnswer(msg.ID, name)
 }
 
 // initializeRewrite hands out no session id with an error (SV-2): mcp-go

@@ -2,12 +2,10 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -309,133 +307,11 @@ type modernCallParams struct {
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 }
 
-// serveModern answers a 2026-07-28 tools/call or tools/list itself, from
-// the same code as a session's; false leaves the request to mcp-go (its
-// other methods, a page of a listing, a tool that binds arguments to
-// headers, which mcp-go checks).
-func (e *Endpoint) serveModern(cs *callStream, r *http.Request, req *modernInbound) bool {
-	switch req.id.(type) {
-	case string, float64:
-	default:
-		return false
-	}
-	actor, ok := e.opts.Actor(r.Context())
-	if !ok {
-		return false
-	}
-	ctx := server.WithRequestProtocolInfo(r.Context(), req.info)
-	switch req.method {
-	case string(mcpgo.MethodToolsList):
-		return e.serveModernList(ctx, cs, actor, req)
-	case string(mcpgo.MethodToolsCall):
-		return e.serveModernCall(ctx, cs, actor, req)
-	}
-	return false
-}
-
-func (e *Endpoint) serveModernList(ctx context.Context, cs *callStream, actor core.Actor, req *modernInbound) bool {
-	var params struct {
-		Cursor *string `json:"cursor"`
-	}
-	if json.Unmarshal(req.params, &params) != nil || params.Cursor != nil {
-		return false
-	}
-	// ServeHTTP waited for the registry's last change (SV-1).
-	listable := e.listable(ctx, actor, nil)
-	var buf bytes.Buffer
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(req.rawID)
-	buf.WriteString(`,"result":{"resultType":"complete","_meta":`)
-	buf.Write(e.infoMeta)
-	// The list is this actor's (SV-4): a cache may keep it for this
-	// principal only.
-	buf.WriteString(`,"ttlMs":`)
-	buf.WriteString(strconv.FormatInt(e.opts.ListTTL.Milliseconds(), 10))
-	buf.WriteString(`,"cacheScope":"private","tools":[`)
-	first := true
-	e.listed.each(func(name string, raw []byte) {
-		if !listable(name) {
-			return
-		}
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		buf.Write(raw)
-	})
-	buf.WriteString("]}}\n")
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
-	_, _ = cs.Write(buf.Bytes())
-	return true
-}
-
 // serverInfoMeta is the _meta naming the server, as every 2026-07-28
 // result carries.
 func (e *Endpoint) serverInfoMeta() []byte {
 	info, _ := json.Marshal(map[string]mcpgo.Implementation{mcpgo.MetaKeyServerInfo: {Name: e.opts.Name, Version: e.opts.Version}})
 	return info
-}
-
-func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, actor core.Actor, req *modernInbound) bool {
-	if !req.callOK {
-		return false // mcp-go refuses params it cannot read
-	}
-	params := &req.call
-	// No wait for the tool table: resolve reads the registry itself, as a
-	// session's call does.
-	if t, ok := e.opts.Registry.Get(params.Name); ok && bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
-		// Arguments bound to headers: mcp-go checks the two agree.
-		return false
-	}
-	c, err := e.resolve(ctx, actor, params.Name, params.Arguments)
-	if err != nil {
-		// Off this actor's list: the answer an unknown name gets (SV-5),
-		// with the status the revision gives -32602.
-		writeUnknownTool(cs, req.rawID, params.Name, http.StatusBadRequest)
-		return true
-	}
-	c.RequestID = requestIDOf(req.id, req.rawID)
-	ctx, untrack := e.states.inflight.track(ctx, actor, c.RequestID)
-	defer untrack()
-	if params.RequestState != nil {
-		if b, err := e.states.check(*params.RequestState, actor, c); err == nil && b.Relay != "" {
-			// The retry of a call parked for the client's answer to its
-			// upstream's request: the answer goes on to the upstream.
-			e.resumeRelay(ctx, cs, req.rawID, actor, c, b, params.InputResponses)
-			return true
-		}
-		// The retry of a call whose confirmation rode an input request
-		// (CF-6): its state must be the gateway's own, for this actor,
-		// tool and arguments, fresh and unused, or nothing runs.
-		confirmed, token, err := e.states.open(*params.RequestState, actor, c, params.InputResponses)
-		if err != nil {
-			writeModernError(cs, req.rawID, &modernError{code: mcpgo.INVALID_PARAMS, message: err.Error()})
-			return true
-		}
-		if !confirmed {
-			raw, _ := json.Marshal(toolError(c.Tool.Name, &confirm.RefusedError{Err: errDeclined, Text: "Not run: " + errDeclined.Error()}))
-			writeResult(cs, req.rawID, e.decorateModern(raw))
-			return true
-		}
-		c.Confirm, c.Token = true, token
-	}
-	if elicits, samples := relays(req); (elicits || samples) && (c.Tool.Kind != core.KindAction || c.Confirm) {
-		// The upstream may ask the client something during the call: the
-		// call runs beyond this request, so the question can reach the
-		// client as an input request (modern_relay.go).
-		if e.startRelay(ctx, cs, actor, c, req, elicits, samples) {
-			return true
-		}
-	}
-	result := e.invoke(ctx, actor, c, req.progressToken, nil)
-	if c.Tool.Kind == core.KindAction && !c.Confirm && e.opts.ElicitConfirm && req.elicits {
-		if asked, ok := e.askToConfirm(actor, c, result); ok {
-			result = asked
-		}
-	}
-	writeResult(cs, req.rawID, e.decorateModern(result))
-	return true
 }
 
 // askToConfirm turns an action's preview into an input request (CF-6 on

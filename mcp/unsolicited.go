@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -44,21 +43,6 @@ type unsolicited struct {
 type unsolicitedSession struct {
 	at         time.Time
 	suppressed int
-}
-
-// isResponse reports whether body is one JSON-RPC response (result or
-// error, no method). Requests and notifications all carry "method", so only
-// bodies without one are parsed.
-func isResponse(body []byte) bool {
-	if bytes.Contains(body, []byte(`"method"`)) {
-		return false
-	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	return json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 && (msg.Result != nil || msg.Error != nil)
 }
 
 // note counts one unsolicited response of session and logs it unless the

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -40,56 +41,78 @@ var wireCases = []string{
 	``,
 }
 
-// SV-1: a tools/call body's id and params, read by the scan, are what
-// encoding/json reads, on every body of wireCases.
-func TestRequestMembersAsDecoded(t *testing.T) {
-	for _, body := range wireCases {
+// SV-1: the envelope read once from a body — its kind, method, id and
+// params — is what encoding/json reads, on every body of wireCases: a
+// request has a method and an id, a notification a method alone, a
+// response an id and a result or an error; anything else is invalid.
+func TestEnvelopeAsDecoded(t *testing.T) {
+	for _, body := range append(wireCases,
+		`{"jsonrpc":"2.0","id":1,"method":"initi\u0061lize","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":1}`,
+		`{"jsonrpc":"2.0","method":null,"id":1}`) {
+		env := readEnvelope([]byte(body))
 		var msg struct {
-			JSONRPC string          `json:"jsonrpc"`
+			JSONRPC any             `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
-			Method  string          `json:"method"`
+			Method  *string         `json:"method"`
 			Params  json.RawMessage `json:"params"`
+			Result  json.RawMessage `json:"result"`
+			Error   json.RawMessage `json:"error"`
 		}
-		wantOK := json.Unmarshal([]byte(body), &msg) == nil && msg.JSONRPC == mcpgo.JSONRPC_VERSION &&
-			msg.Method == string(mcpgo.MethodToolsCall)
-		id, params, ok := requestMembers([]byte(body), mcpgo.MethodToolsCall)
-		if ok != wantOK {
-			t.Errorf("%s: ok %v, decoded %v", body, ok, wantOK)
+		trimmed := bytes.TrimSpace([]byte(body))
+		switch {
+		case len(trimmed) > 0 && trimmed[0] == '[':
+			if env.kind != kindBatch {
+				t.Errorf("%s: kind %d, want a batch", body, env.kind)
+			}
+			continue
+		case json.Unmarshal([]byte(body), &msg) != nil:
+			if env.kind != kindInvalid {
+				t.Errorf("%s: kind %d, not JSON-RPC at all", body, env.kind)
+			}
 			continue
 		}
-		if ok && (string(id) != string(msg.ID) || string(params) != string(msg.Params)) {
-			t.Errorf("%s: id %s params %s, decoded %s and %s", body, id, params, msg.ID, msg.Params)
+		method := ""
+		if msg.Method != nil {
+			method = *msg.Method
 		}
-	}
-}
-
-// SV-1: the scan tells a notification from a request as encoding/json
-// does, on every body of wireCases.
-func TestIsNotificationAsDecoded(t *testing.T) {
-	for _, body := range wireCases {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
+		want := kindInvalid
+		switch {
+		case method != "" && len(msg.ID) > 0:
+			want = kindRequest
+		case method != "":
+			want = kindNotification
+		case len(msg.ID) > 0 && (msg.Result != nil || msg.Error != nil):
+			want = kindResponse
 		}
-		want := json.Unmarshal([]byte(body), &msg) == nil && msg.Method != "" && len(msg.ID) == 0
-		if got := isNotification([]byte(body)); got != want {
-			t.Errorf("%s: isNotification %v, decoded %v", body, got, want)
+		if body == `{"jsonrpc":"2.0","method":null,"id":1}` || body == `{"jsonrpc":"2.0","id":1,"method":5}` {
+			want = kindInvalid // a method that is no string is no request
+		}
+		if env.kind != want {
+			t.Errorf("%s: kind %d, decoded %d", body, env.kind, want)
+		}
+		if want == kindInvalid {
+			continue
+		}
+		if env.method != method || string(env.rawID) != string(msg.ID) || string(env.params) != string(msg.Params) {
+			t.Errorf("%s: method %q id %s params %s, decoded %q %s %s", body, env.method, env.rawID, env.params, method, msg.ID, msg.Params)
+		}
+		if env.valid != (msg.JSONRPC == any(mcpgo.JSONRPC_VERSION)) {
+			t.Errorf("%s: valid %v, jsonrpc %q", body, env.valid, msg.JSONRPC)
 		}
 	}
 }
 
 // BenchmarkRequestRead is what the endpoint reads of a tools/call body
-// before serving it: whether it is a notification, then its id and
-// params; "decode" is the same read through encoding/json.
+// before serving it: its envelope; "decode" is the same read through
+// encoding/json.
 func BenchmarkRequestRead(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"bench_echo","arguments":{"message":"toolgate bench: the quick brown fox jumps over the lazy dog"}}}`)
 	b.Run("scan", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if isNotification(body) {
-				b.Fatal("notification")
-			}
-			if _, _, ok := requestMembers(body, mcpgo.MethodToolsCall); !ok {
+			if env := readEnvelope(body); !env.is(mcpgo.MethodToolsCall) {
 				b.Fatal("not a call")
 			}
 		}
@@ -97,13 +120,6 @@ func BenchmarkRequestRead(b *testing.B) {
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var n struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal(body, &n) != nil || len(n.ID) == 0 {
-				b.Fatal("notification")
-			}
 			var msg struct {
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id"`
