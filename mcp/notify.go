@@ -1,10 +1,10 @@
 package mcp
 
 import (
+	"cmp"
 	"encoding/json"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -32,18 +32,18 @@ func (e *Endpoint) serveNotification(w http.ResponseWriter, r *http.Request, ses
 			return
 		}
 	}
-	rec := httptest.NewRecorder()
-	e.http.ServeHTTP(rec, r)
-	res := rec.Result()
-	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); res.StatusCode != http.StatusOK || mt != "text/event-stream" {
+	rec := &bufferWriter{}
+	e.library(rec, r, body)
+	status := cmp.Or(rec.status, http.StatusOK)
+	if mt, _, _ := mime.ParseMediaType(rec.Header().Get("Content-Type")); status != http.StatusOK || mt != "text/event-stream" {
 		for k, vs := range rec.Header() {
 			w.Header()[k] = vs
 		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
+		w.WriteHeader(status)
+		_, _ = w.Write(rec.Bytes())
 		return
 	}
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
+	for _, line := range strings.Split(rec.String(), "\n") {
 		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: ")
 		if !ok {
 			continue

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	"crypto/aes"
@@ -12,7 +11,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,16 +209,12 @@ func (e *Endpoint) initializeAgain(ctx context.Context, r *http.Request, c seale
 		params["capabilities"] = map[string]any{}
 	}
 	init, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "toolgate-adopt", "method": "initialize", "params": params})
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, e.opts.Path, bytes.NewReader(init))
-	req.Header = r.Header.Clone()
-	req.Header.Del(server.HeaderKeySessionID)
-	req.Header.Del(mcpgo.HeaderProtocolVersion)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
-	rec := httptest.NewRecorder()
-	e.http.ServeHTTP(rec, req)
-	return rec.Code
+	h := r.Header.Clone()
+	h.Del(server.HeaderKeySessionID)
+	h.Del(mcpgo.HeaderProtocolVersion)
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	return e.sessionRequest(ctx, http.MethodPost, h, init)
 }
 
 // EndedElsewhere is told that another replica ended session id: it is not
@@ -516,18 +510,12 @@ func (e *Endpoint) park(id string, now time.Time) bool {
 	if !e.ids.markParked(id, s, now, e.opts.SessionParkAfter, seen) {
 		return false
 	}
-	req := httptest.NewRequestWithContext(context.WithValue(context.Background(), parkKey{}, true), http.MethodDelete, e.opts.Path, nil)
-	req.Header.Set(server.HeaderKeySessionID, id)
-	if p := e.ids.protocolOf(id); p != "" {
-		req.Header.Set(mcpgo.HeaderProtocolVersion, p)
-	}
-	rec := httptest.NewRecorder()
-	e.http.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
+	code := e.sessionRequest(context.WithValue(context.Background(), parkKey{}, true), http.MethodDelete, e.sessionHeader(id), nil)
+	if code != http.StatusOK {
 		// mcp-go kept it: so does the endpoint, unparked.
 		e.ids.woke(id, s)
 		e.ids.pin(id)
-		e.opts.Logger.Warn("parking an idle session failed", "endpoint", e.opts.Path, "status", rec.Code)
+		e.opts.Logger.Warn("parking an idle session failed", "endpoint", e.opts.Path, "status", code)
 		return false
 	}
 	if e.opts.Sessions != nil {

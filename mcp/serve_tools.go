@@ -16,12 +16,12 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 )
 
-// toolRequest is a tools/call or tools/list as the pipeline read it. Every
+// inbound is a request the pipeline answers itself, as read. Every
 // era and session mode — a legacy session, a stateless endpoint, a client
 // of revision 2026-07-28 — is answered from it by the same code
 // (serveToolsCall, serveToolsList), so they are governed alike and cost
 // alike (SV-1). mcp-go never sees these two methods.
-type toolRequest struct {
+type inbound struct {
 	rawID  json.RawMessage
 	params json.RawMessage
 	actor  core.Actor
@@ -38,21 +38,29 @@ type toolRequest struct {
 	cancel context.CancelCauseFunc
 }
 
-// toolRequest reads env as a request the pipeline answers itself: a
-// tools/call or tools/list from an authenticated actor. ok is false for
+// ownMethods are the methods the gateway answers itself, for every era and
+// session mode (SV-1): one table, one implementation each. mcp-go serves
+// every other method (doc.go says which and why).
+var ownMethods = map[string]func(*Endpoint, context.Context, *callStream, *inbound){
+	string(mcpgo.MethodToolsCall): (*Endpoint).serveToolsCall,
+	string(mcpgo.MethodToolsList): (*Endpoint).serveToolsList,
+}
+
+// readInbound reads env as a request the pipeline answers itself: one of
+// ownMethods from an authenticated actor. ok is false for
 // anything else, and for what mcp-go refuses before any method runs (a
 // legacy request without the session a stateful endpoint requires, or
 // naming a protocol revision the endpoint does not serve), which mcp-go
 // then answers.
-func (e *Endpoint) toolRequest(r *http.Request, env *envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*toolRequest, bool) {
-	if !env.is(mcpgo.MethodToolsCall) && !env.is(mcpgo.MethodToolsList) {
+func (e *Endpoint) readInbound(r *http.Request, env *envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*inbound, bool) {
+	if env.kind != kindRequest || ownMethods[env.method] == nil {
 		return nil, false
 	}
 	actor, ok := e.opts.Actor(r.Context())
 	if !ok {
 		return nil, false
 	}
-	tr := &toolRequest{rawID: env.rawID, params: env.paramsOrEmpty(), actor: actor, header: r.Header, cancel: cancel}
+	tr := &inbound{rawID: env.rawID, params: env.paramsOrEmpty(), actor: actor, header: r.Header, cancel: cancel}
 	if modern != nil {
 		tr.modern = modern
 		return tr, true
@@ -74,11 +82,11 @@ func (e *Endpoint) toolRequest(r *http.Request, env *envelope, modern *modernInb
 }
 
 // requestID is the request's id as handlers see it (SV-7).
-func (tr *toolRequest) requestID() string { return requestIDText(tr.rawID) }
+func (tr *inbound) requestID() string { return requestIDText(tr.rawID) }
 
 // writeError answers with a JSON-RPC error; a 2026-07-28 request gets the
 // HTTP status its revision maps the code to.
-func (tr *toolRequest) writeError(cs *callStream, code int, message string) {
+func (tr *inbound) writeError(cs *callStream, code int, message string) {
 	if tr.modern != nil {
 		writeModernError(cs, tr.rawID, &modernError{code: code, message: message})
 		return
@@ -91,7 +99,7 @@ func (tr *toolRequest) writeError(cs *callStream, code int, message string) {
 // serveToolsCall answers a tools/call: the upstream's result goes out as
 // the bytes it sent, never parsed into mcp-go's types and marshalled
 // again, so every field of every content block reaches the client (IM-32).
-func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *toolRequest) {
+func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbound) {
 	var name string
 	var args json.RawMessage
 	var progress any
@@ -144,7 +152,7 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *toolR
 // serveModernCall is the rest of a 2026-07-28 tools/call, whose client
 // carries its confirmation or its answers to an upstream's questions in
 // the retried request (CF-6, server_state.go, modern_relay.go).
-func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, tr *toolRequest, c *core.ToolCall, state *string, inputs map[string]json.RawMessage) {
+func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, tr *inbound, c *core.ToolCall, state *string, inputs map[string]json.RawMessage) {
 	req, actor := tr.modern, tr.actor
 	if bytes.Contains(c.Tool.InputSchema, []byte("x-mcp-header")) {
 		// Arguments bound to headers travel twice: the two must agree.
@@ -212,7 +220,7 @@ func checkParamHeaders(h http.Header, t core.Tool, params json.RawMessage) error
 // for the actor (SV-4), in name order. The whole list is one page; a
 // cursor (the base64 of the last name a client saw) starts after that name,
 // as pages of mcp-go's listings do.
-func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *toolRequest) {
+func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *inbound) {
 	var params struct {
 		Cursor *string `json:"cursor"`
 	}
@@ -232,6 +240,10 @@ func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *toolR
 	if tr.modern != nil {
 		ctx = server.WithRequestProtocolInfo(ctx, tr.modern.info)
 	}
+	// Read your writes (SV-1): a tool registered before this request is
+	// in its listing. A call needs no such wait: resolve reads the
+	// registry itself.
+	e.applied.wait(ctx, e.opts.Registry.Bus().Seq())
 	listable := e.listable(ctx, tr.actor, tr.session)
 	var buf bytes.Buffer
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)

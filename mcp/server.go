@@ -13,7 +13,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -721,7 +720,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
 		// No session, no GET stream, nothing to DELETE: mcp-go answers
 		// 405 (SV-2).
-		e.http.ServeHTTP(w, r)
+		e.library(w, r, nil)
 		return
 	}
 	if r.Body != nil && r.Method == http.MethodPost {
@@ -868,24 +867,24 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sw.mu.Unlock()
 		}()
 		if len(owed) == 0 {
-			e.http.ServeHTTP(sw, r)
+			e.library(sw, r, nil)
 			return
 		}
 		o := &owedStream{streamWriter: sw, owed: owed}
-		e.http.ServeHTTP(o, r)
+		e.library(o, r, nil)
 		if !o.sent.Load() {
 			e.tellOwed(id, owed)
 		}
 		return
 	}
 	if r.Method != http.MethodPost {
-		e.http.ServeHTTP(w, r)
+		e.library(w, r, nil)
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		// One rule for every method: mcp-go refuses this, and so does
 		// everything the gateway answers itself.
-		e.http.ServeHTTP(w, r)
+		e.library(w, r, body)
 		return
 	}
 	switch env.kind {
@@ -903,7 +902,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// accepted with 202; anything else answers nothing the gateway
 		// asked, and is logged within bounds.
 		sw := &statusWriter{ResponseWriter: w}
-		e.http.ServeHTTP(sw, r)
+		e.library(sw, r, body)
 		if sw.status != http.StatusAccepted {
 			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
 		}
@@ -939,16 +938,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
-	if tr, ok := e.toolRequest(r, &env, modern, id, cancel); ok {
-		if env.is(mcpgo.MethodToolsList) {
-			// Read your writes (SV-1): a tool registered before this
-			// request is in its listing. A call needs no wait: resolve
-			// reads the registry itself.
-			e.applied.wait(r.Context(), e.opts.Registry.Bus().Seq())
-			e.serveToolsList(r.Context(), cs, tr)
-		} else {
-			e.serveToolsCall(r.Context(), cs, tr)
-		}
+	if in, ok := e.readInbound(r, &env, modern, id, cancel); ok {
+		ownMethods[env.method](e, r.Context(), cs, in)
 		cs.finish()
 		return
 	}
@@ -961,7 +952,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if env.kind == kindNotification {
 		e.cancelModern(r, &env)
 	}
-	e.http.ServeHTTP(cs, r)
+	e.library(cs, r, body)
 	cs.finish()
 	handedOut = minted != "" && cs.Header().Get(server.HeaderKeySessionID) == minted
 }
@@ -1005,22 +996,26 @@ func (e *Endpoint) EndSession(id string) error {
 	return e.endSession(id)
 }
 
+// sessionHeader names session id, and its revision, to mcp-go.
+func (e *Endpoint) sessionHeader(id string) http.Header {
+	h := http.Header{}
+	h.Set(server.HeaderKeySessionID, id)
+	if p := e.ids.protocolOf(id); p != "" {
+		h.Set(mcpgo.HeaderProtocolVersion, p)
+	}
+	return h
+}
+
 // endSession ends id through mcp-go's own DELETE, so its state goes with
 // it: mcp-go's session, the endpoint's maps, the console's row.
 func (e *Endpoint) endSession(id string) error {
 	if e.endParked(id) {
 		return nil
 	}
-	req := httptest.NewRequest(http.MethodDelete, e.opts.Path, nil)
-	req.Header.Set(server.HeaderKeySessionID, id)
-	if p := e.ids.protocolOf(id); p != "" {
-		req.Header.Set(mcpgo.HeaderProtocolVersion, p)
-	}
-	rec := httptest.NewRecorder()
-	e.http.ServeHTTP(rec, req)
+	code := e.sessionRequest(context.Background(), http.MethodDelete, e.sessionHeader(id), nil)
 	e.ids.forget(id)
-	if rec.Code != http.StatusOK {
-		return fmt.Errorf("ending session %q: HTTP %d", id, rec.Code)
+	if code != http.StatusOK {
+		return fmt.Errorf("ending session %q: HTTP %d", id, code)
 	}
 	return nil
 }
@@ -1031,9 +1026,9 @@ func (e *Endpoint) endSession(id string) error {
 // all it keeps of one. Never handed out, the id is not ended for good: no
 // tombstone, and no other replica is told.
 func (e *Endpoint) discard(id string) {
-	req := httptest.NewRequestWithContext(context.WithValue(context.Background(), discardKey{}, true), http.MethodDelete, e.opts.Path, nil)
-	req.Header.Set(server.HeaderKeySessionID, id)
-	e.http.ServeHTTP(httptest.NewRecorder(), req)
+	h := http.Header{}
+	h.Set(server.HeaderKeySessionID, id)
+	e.sessionRequest(context.WithValue(context.Background(), discardKey{}, true), http.MethodDelete, h, nil)
 	e.ids.forget(id)
 }
 
