@@ -28,9 +28,7 @@ func (e *Endpoint) serveBatch(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	protocol := ""
 	if session != "" {
-		e.ids.mu.Lock()
-		protocol = e.ids.protocol[session]
-		e.ids.mu.Unlock()
+		protocol = e.ids.protocolOf(session)
 	}
 	if protocol != batchRevision {
 		why := "this request has no session"
