@@ -726,7 +726,15 @@ func (s *session) classify(ctx context.Context, err error, rec *statusRecorder) 
 	if errors.Is(context.Cause(ctx), errConnectionLost) {
 		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, errConnectionLost)
 	}
-	if code := rec.code.Load(); code >= 400 && !errors.Is(err, transport.ErrSessionTerminated) {
+	code := rec.code.Load()
+	if _, sse := s.tr.(*transport.SSE); sse && (code == http.StatusBadRequest || code == http.StatusNotFound) &&
+		strings.Contains(strings.ToLower(err.Error()), "session") {
+		// The legacy SSE transport's session lives as long as its stream:
+		// a server that no longer knows it dropped the stream, which the
+		// client may not have noticed yet (IM-27).
+		return fmt.Errorf("%w: %w: %w", io.ErrUnexpectedEOF, errConnectionLost, err)
+	}
+	if code >= 400 && !errors.Is(err, transport.ErrSessionTerminated) {
 		return answered(int(code), err)
 	}
 	if s.exited != nil && s.exited() {
