@@ -50,8 +50,9 @@ func TestEndpointResultBytesPassThrough(t *testing.T) {
 	}
 }
 
-// The calls serveCall does not take still get mcp-go's answers: a batch,
-// an unknown tool, a wrong version, a body that is not JSON.
+// The edges of tools/call get an error and run nothing: an unknown tool
+// (the gateway's answer), a wrong JSON-RPC version and a body that is not
+// JSON (mcp-go's, which reads what is no request).
 // Covers SV-5, QB-3.
 func TestEndpointCallEdgesKeepMcpGoAnswers(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
@@ -111,11 +112,11 @@ func TestEndpointServes2020SchemaVerbatim(t *testing.T) {
 	}
 }
 
-// tools/list from the kept JSON says what mcp-go's listing says (the
-// stateless endpoint still lists through mcp-go), per actor, and keeps
-// annotation keys mcp-go has no field for.
+// tools/list from the kept JSON is the same on a session and on a
+// stateless endpoint, per actor, with the output schema, and keeps
+// annotation keys mcp-go's types have no field for.
 // Covers SV-4, IM-17.
-func TestEndpointListMatchesMcpGo(t *testing.T) {
+func TestEndpointListSameOnEveryModeKeepsKeys(t *testing.T) {
 	reg := core.NewRegistry(nil)
 	echo := func(context.Context, json.RawMessage) (core.Result, error) { return core.TextResult("ok"), nil }
 	for _, tl := range []core.Tool{
@@ -160,7 +161,7 @@ func TestEndpointListMatchesMcpGo(t *testing.T) {
 	if !reflect.DeepEqual(fast, lib) {
 		f, _ := json.Marshal(fast)
 		l, _ := json.Marshal(lib)
-		t.Fatalf("listings differ\nkept JSON %s\nmcp-go    %s", f, l)
+		t.Fatalf("listings differ\nsession   %s\nstateless %s", f, l)
 	}
 	if len(fast) != 2 {
 		t.Fatalf("listed %d tools, want a_plain and b_read", len(fast))
