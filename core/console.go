@@ -185,9 +185,10 @@ type AuditCheck struct {
 	// Verified: the links on both sides hold. Problem says why not.
 	Verified bool   `json:"verified"`
 	Problem  string `json:"problem,omitempty"`
-	// SignedTo is the seq of the highest valid checkpoint at or past the
-	// record, 0 when none covers it yet; KeyKnown is false when the
-	// gateway has no checkpoint key to check signatures with.
+	// SignedTo is the seq of the valid checkpoint the record's chain was
+	// verified up to: the first at or past the record, 0 when none covers
+	// it yet; KeyKnown is false when the gateway has no checkpoint key to
+	// check signatures with.
 	SignedTo int64 `json:"signedTo,omitempty"`
 	KeyKnown bool  `json:"keyKnown"`
 }

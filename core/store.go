@@ -122,6 +122,9 @@ type AuditQuery struct {
 	// Limit keeps the first (oldest) Limit matching records, so a reader can
 	// page forward; 0 or less means all.
 	Limit int
+	// CallID keeps only the records of that call (OP-6), found through an
+	// index; empty: every call's.
+	CallID string
 }
 
 var (

@@ -295,6 +295,22 @@ type Store interface {
 	ScanAuditEntries(ctx context.Context, fn func(Entry) error) error
 	// AuditCheckpoints returns every checkpoint stored.
 	AuditCheckpoints(ctx context.Context) ([]Checkpoint, error)
+
+	// What CheckCall reads, through indexes, rather than the whole log:
+
+	// CallEntries returns the records of the call callID with their
+	// links, in append order, after committing what the handle has
+	// queued; none is an empty slice.
+	CallEntries(ctx context.Context, callID string) ([]Entry, error)
+	// ChainEntryBefore returns the record of chain stored last before row,
+	// in append order; nil when there is none.
+	ChainEntryBefore(ctx context.Context, chain string, row int64) (*Entry, error)
+	// ScanChainAfter calls fn with the records of chain stored after row,
+	// in append order; an error from fn ends the scan with it.
+	ScanChainAfter(ctx context.Context, chain string, row int64, fn func(Entry) error) error
+	// ScanChainCheckpoints calls fn with chain's checkpoints from seq from
+	// on, lowest seq first; an error from fn ends the scan with it.
+	ScanChainCheckpoints(ctx context.Context, chain string, from int64, fn func(Checkpoint) error) error
 }
 
 // Entries is every audit record of st with its link, in append order.

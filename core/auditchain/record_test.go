@@ -23,6 +23,48 @@ func (m *memStore) ScanAuditEntries(_ context.Context, fn func(Entry) error) err
 }
 func (m *memStore) AuditCheckpoints(context.Context) ([]Checkpoint, error) { return m.cps, nil }
 
+func (m *memStore) CallEntries(_ context.Context, callID string) ([]Entry, error) {
+	out := []Entry{}
+	for _, e := range m.es {
+		if e.Record.CallID == callID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) ChainEntryBefore(_ context.Context, chain string, row int64) (*Entry, error) {
+	var prev *Entry
+	for i := range m.es {
+		if e := &m.es[i]; e.Chain == chain && e.Row < row {
+			prev = e
+		}
+	}
+	return prev, nil
+}
+
+func (m *memStore) ScanChainAfter(_ context.Context, chain string, row int64, fn func(Entry) error) error {
+	for _, e := range m.es {
+		if e.Chain == chain && e.Row > row {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *memStore) ScanChainCheckpoints(_ context.Context, chain string, from int64, fn func(Checkpoint) error) error {
+	for _, c := range m.cps {
+		if c.Chain == chain && c.Seq >= from {
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // OP-10: one call's record is checked by its links: a clean chain's record
 // verifies and is covered by the final checkpoint; an edited record, an
 // edited or removed successor, and a record without a chain are each named;

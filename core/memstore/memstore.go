@@ -187,6 +187,15 @@ func (m *MemStore) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRe
 		i = sort.Search(len(m.audit), func(i int) bool { return !m.audit[i].Time.Before(q.Since) })
 	}
 	recs := m.audit[i:]
+	if q.CallID != "" {
+		var of []core.AuditRecord
+		for _, r := range recs {
+			if r.CallID == q.CallID {
+				of = append(of, r)
+			}
+		}
+		recs = of
+	}
 	if q.Limit > 0 && len(recs) > q.Limit {
 		recs = recs[:q.Limit]
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
@@ -126,15 +128,27 @@ func storable(r *core.AuditRecord) {
 
 // chainQueries are the audit chain's statements (OP-10), with the schema
 // filled in.
-type chainQueries struct{ entries, checkpoints, insertCheckpoint string }
+type chainQueries struct {
+	entries, checkpoints, insertCheckpoint string
+	// What CheckCall reads through indexes: a call's records, the records
+	// of a chain before and after one, a chain's checkpoints from a seq.
+	callEntries, prevEntry, nextEntries, chainCheckpoints string
+}
 
 func newChainQueries(ident string) chainQueries {
-	q := func(s string) string { return strings.ReplaceAll(s, "{s}", ident) }
+	q := func(s string) string {
+		s = strings.ReplaceAll(s, "{cols}", `seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, chain_id, chain_seq, chain_hash`)
+		return strings.ReplaceAll(s, "{s}", ident)
+	}
 	return chainQueries{
-		entries: q(`SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, chain_id, chain_seq, chain_hash
-			FROM {s}.audit ORDER BY seq`),
-		checkpoints:      q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		entries:     q(`SELECT {cols} FROM {s}.audit ORDER BY seq`),
+		callEntries: q(`SELECT {cols} FROM {s}.audit WHERE call_id = $1 ORDER BY seq`),
+		prevEntry:   q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1`),
+		nextEntries: q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq > $2 ORDER BY seq`),
+		checkpoints: q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		chainCheckpoints: q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints
+			WHERE chain_id = $1 AND seq >= $2 ORDER BY seq`),
 		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
 	}
 }
@@ -153,9 +167,26 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 		return err
 	}
 	s.audit.Flush()
-	rows, err := s.pool.Query(ctx, s.cq.entries)
+	if err := scanEntries(ctx, s.pool, fn, s.cq.entries); err != nil {
+		if se, ok := err.(scanError); ok {
+			return s.wrap(ctx, "read audit", se.error)
+		}
+		return err
+	}
+	return nil
+}
+
+// scanError is an error of scanEntries' own, not its fn's.
+type scanError struct{ error }
+
+func (e scanError) Unwrap() error { return e.error }
+
+// scanEntries calls fn with each entry query (selecting {cols}) reads; its
+// own errors are scanErrors, fn's come back as they are.
+func scanEntries(ctx context.Context, pool *pgxpool.Pool, fn func(auditchain.Entry) error, query string, args ...any) error {
+	rows, err := pool.Query(ctx, query, args...)
 	if err != nil {
-		return s.wrap(ctx, "read audit", err)
+		return scanError{err}
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -164,7 +195,7 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 		var at, latency int64
 		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
 			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &e.Chain, &e.Seq, &e.Hash); err != nil {
-			return s.wrap(ctx, "read audit", err)
+			return scanError{err}
 		}
 		r.Time = time.Unix(0, at).UTC()
 		r.Latency = time.Duration(latency)
@@ -173,7 +204,89 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return s.wrap(ctx, "read audit", err)
+		return scanError{err}
+	}
+	return nil
+}
+
+// CallEntries implements auditchain.Store, through the audit_call index.
+func (s *Store) CallEntries(ctx context.Context, callID string) ([]auditchain.Entry, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	s.audit.Flush()
+	var out []auditchain.Entry
+	err := s.do(ctx, "read audit", func(ctx context.Context) error {
+		out = []auditchain.Entry{}
+		return scanEntries(ctx, s.pool, func(e auditchain.Entry) error { out = append(out, e); return nil }, s.cq.callEntries, text(callID))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ChainEntryBefore implements auditchain.Store, through the audit_chain
+// index.
+func (s *Store) ChainEntryBefore(ctx context.Context, chain string, row int64) (*auditchain.Entry, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	s.audit.Flush()
+	var prev *auditchain.Entry
+	err := s.do(ctx, "read audit", func(ctx context.Context) error {
+		prev = nil
+		return scanEntries(ctx, s.pool, func(e auditchain.Entry) error { prev = &e; return nil }, s.cq.prevEntry, chain, row)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
+// ScanChainAfter implements auditchain.Store, through the audit_chain
+// index. Like ScanAuditEntries it is not retried: fn may have seen part of
+// it.
+func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, fn func(auditchain.Entry) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.audit.Flush()
+	if err := scanEntries(ctx, s.pool, fn, s.cq.nextEntries, chain, row); err != nil {
+		if se, ok := err.(scanError); ok {
+			return s.wrap(ctx, "read audit", se.error)
+		}
+		return err
+	}
+	return nil
+}
+
+// ScanChainCheckpoints implements auditchain.Store, through the
+// checkpoints' primary key. Like ScanAuditEntries it is not retried: fn
+// may have seen part of it.
+func (s *Store) ScanChainCheckpoints(ctx context.Context, chain string, from int64, fn func(auditchain.Checkpoint) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.audit.Flush()
+	rows, err := s.pool.Query(ctx, s.cq.chainCheckpoints, chain, from)
+	if err != nil {
+		return s.wrap(ctx, "read audit checkpoints", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c auditchain.Checkpoint
+		var at int64
+		if err := rows.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.Writer, &c.MAC); err != nil {
+			return s.wrap(ctx, "read audit checkpoints", err)
+		}
+		c.Time = time.Unix(0, at).UTC()
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap(ctx, "read audit checkpoints", err)
 	}
 	return nil
 }

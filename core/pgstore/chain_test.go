@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -61,5 +62,50 @@ func TestAuditChainOldRecordsOP10(t *testing.T) {
 	}
 	if !rep.Intact() || rep.Unchained != 2 || len(rep.Chains) != 1 || rep.Chains[0].Records != 3 {
 		t.Fatalf("report = %+v; want 2 unchained records and one intact chain of 3", rep)
+	}
+}
+
+// OP-10: what CheckCall reads, and a query of the log by call id (OP-6),
+// is searched through an index: with sequential scans ruled out, the plan
+// of each names one (without the index it would still be a Seq Scan).
+func TestCallLookupsUseIndexes(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	s := mustOpen(t, dsn)
+	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = conn.Exec(ctx, "RESET enable_seqscan") }()
+	for _, c := range []struct {
+		query, index string
+		args         []any
+	}{
+		{s.cq.callEntries, "audit_call", []any{"call-1"}},
+		{s.sql.auditCall, "audit_call", []any{int64(0), nil, "call-1"}},
+		{s.cq.prevEntry, "audit_chain", []any{"c", int64(5)}},
+		{s.cq.nextEntries, "audit_chain", []any{"c", int64(5)}},
+		{s.cq.chainCheckpoints, "audit_checkpoints_pkey", []any{"c", int64(5)}},
+	} {
+		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("EXPLAIN %s: %v", c.query, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, " using "+c.index+" ") || strings.Contains(p, "Seq Scan") {
+			t.Errorf("%s\nplan:\n%s\nwant a search using %s", c.query, p, c.index)
+		}
 	}
 }

@@ -167,4 +167,10 @@ CREATE TABLE {s}.upstream_connections (
 	`
 ALTER TABLE {s}.audit ADD COLUMN connection text NOT NULL DEFAULT '';
 `,
+	// 9: a call's records found without reading the log (OP-6, OP-10):
+	// by call id, and a record's neighbours in its chain in append order.
+	`
+CREATE INDEX audit_call ON {s}.audit (call_id);
+CREATE INDEX audit_chain ON {s}.audit (chain_id, seq);
+`,
 }

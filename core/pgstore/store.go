@@ -77,8 +77,8 @@ var (
 
 // queries are the statements with the schema filled in.
 type queries struct {
-	useToken, prune, putApproval, approvals, deleteApproval, audit, insertAudit string
-	identity, recordSecret, readSecret                                          string
+	useToken, prune, putApproval, approvals, deleteApproval, audit, auditCall, insertAudit string
+	identity, recordSecret, readSecret                                                     string
 }
 
 func newQueries(ident string) queries {
@@ -105,6 +105,9 @@ func newQueries(ident string) queries {
 		audit: q(`SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
 				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection
 			FROM {s}.audit WHERE time >= $1 ORDER BY time, seq LIMIT $2`),
+		auditCall: q(`SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection
+			FROM {s}.audit WHERE call_id = $3 AND time >= $1 ORDER BY time, seq LIMIT $2`),
 		// One statement per batch, rows in queue order: seq follows it.
 		insertAudit: q(`INSERT INTO {s}.audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
 				args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash, connection)
@@ -529,7 +532,11 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 	var out []core.AuditRecord
 	err := s.do(ctx, "read audit", func(ctx context.Context) error {
 		out = []core.AuditRecord{}
-		rows, err := s.pool.Query(ctx, s.sql.audit, since, limit)
+		query, args := s.sql.audit, []any{since, limit}
+		if q.CallID != "" {
+			query, args = s.sql.auditCall, append(args, text(q.CallID))
+		}
+		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}

@@ -106,10 +106,26 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 		return err
 	}
 	s.audit.Flush()
-	rows, err := s.r.QueryContext(ctx, `
-		SELECT seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, chain_id, chain_seq, chain_hash
-		FROM audit ORDER BY seq`)
+	return s.scanEntries(ctx, fn, `SELECT `+entryColumns+` FROM audit ORDER BY seq`)
+}
+
+// entryColumns are the columns scanEntries reads.
+const entryColumns = `seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+	args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, chain_id, chain_seq, chain_hash`
+
+// What CheckCall reads, each through an index (migration 9, and the
+// checkpoints' primary key): a call's records, the record of a chain
+// before a row and those after it, a chain's checkpoints from a seq.
+const (
+	callEntriesSQL      = `SELECT ` + entryColumns + ` FROM audit WHERE call_id = ? ORDER BY seq`
+	prevEntrySQL        = `SELECT ` + entryColumns + ` FROM audit WHERE chain_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1`
+	nextEntriesSQL      = `SELECT ` + entryColumns + ` FROM audit WHERE chain_id = ? AND seq > ? ORDER BY seq`
+	chainCheckpointsSQL = `SELECT chain_id, seq, hash, time, writer, mac FROM audit_checkpoints WHERE chain_id = ? AND seq >= ? ORDER BY seq`
+)
+
+// scanEntries calls fn with each entry query (selecting entryColumns) reads.
+func (s *Store) scanEntries(ctx context.Context, fn func(auditchain.Entry) error, query string, args ...any) error {
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return s.wrap("read audit", err)
 	}
@@ -130,6 +146,76 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 	}
 	if err := rows.Err(); err != nil {
 		return s.wrap("read audit", err)
+	}
+	return nil
+}
+
+// CallEntries implements auditchain.Store, through the audit_call index.
+func (s *Store) CallEntries(ctx context.Context, callID string) ([]auditchain.Entry, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
+	s.audit.Flush()
+	out := []auditchain.Entry{}
+	err := s.scanEntries(ctx, func(e auditchain.Entry) error { out = append(out, e); return nil },
+		callEntriesSQL, callID)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ChainEntryBefore implements auditchain.Store, through the audit_chain
+// index.
+func (s *Store) ChainEntryBefore(ctx context.Context, chain string, row int64) (*auditchain.Entry, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
+	s.audit.Flush()
+	var prev *auditchain.Entry
+	err := s.scanEntries(ctx, func(e auditchain.Entry) error { prev = &e; return nil },
+		prevEntrySQL, chain, row)
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
+// ScanChainAfter implements auditchain.Store, through the audit_chain
+// index.
+func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, fn func(auditchain.Entry) error) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	s.audit.Flush()
+	return s.scanEntries(ctx, fn, nextEntriesSQL, chain, row)
+}
+
+// ScanChainCheckpoints implements auditchain.Store, through the
+// checkpoints' primary key.
+func (s *Store) ScanChainCheckpoints(ctx context.Context, chain string, from int64, fn func(auditchain.Checkpoint) error) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	s.audit.Flush()
+	rows, err := s.r.QueryContext(ctx, chainCheckpointsSQL, chain, from)
+	if err != nil {
+		return s.wrap("read audit checkpoints", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c auditchain.Checkpoint
+		var at int64
+		if err := rows.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.Writer, &c.MAC); err != nil {
+			return s.wrap("read audit checkpoints", err)
+		}
+		c.Time = time.Unix(0, at).UTC()
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap("read audit checkpoints", err)
 	}
 	return nil
 }

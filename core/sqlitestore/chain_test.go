@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/core/auditchain"
@@ -57,5 +58,40 @@ func TestAuditChainOldStoreOP10(t *testing.T) {
 	}
 	if !rep.Intact() || rep.Unchained != 2 || len(rep.Chains) != 1 || rep.Chains[0].Records != 3 {
 		t.Fatalf("report = %+v; want 2 unchained records and one intact chain of 3", rep)
+	}
+}
+
+// OP-10: what CheckCall reads, and a query of the log by call id (OP-6),
+// is searched through an index, never a scan of the log, whatever the
+// planner would do on a small table.
+func TestCallLookupsUseIndexes(t *testing.T) {
+	s := mustOpen(t, tempPath(t))
+	for _, c := range []struct {
+		query, index string
+		args         []any
+	}{
+		{callEntriesSQL, "USING INDEX audit_call (call_id=?)", []any{"call-1"}},
+		{auditCallSQL, "USING INDEX audit_call (call_id=?)", []any{"call-1", 0, -1}},
+		{prevEntrySQL, "USING INDEX audit_chain (chain_id=? AND seq<?)", []any{"c", 5}},
+		{nextEntriesSQL, "USING INDEX audit_chain (chain_id=? AND seq>?)", []any{"c", 5}},
+		{chainCheckpointsSQL, "USING PRIMARY KEY (chain_id=? AND seq>?)", []any{"c", 5}},
+	} {
+		rows, err := s.r.Query("EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, c.index) || strings.Contains(p, "SCAN") {
+			t.Errorf("%s\nplan: %s; want a search %s", c.query, p, c.index)
+		}
 	}
 }

@@ -124,4 +124,10 @@ CREATE TABLE upstream_connections (
 	`
 ALTER TABLE audit ADD COLUMN connection TEXT NOT NULL DEFAULT '';
 `,
+	// 9: a call's records found without reading the log (OP-6, OP-10):
+	// by call id, and a record's neighbours in its chain in append order.
+	`
+CREATE INDEX audit_call ON audit (call_id);
+CREATE INDEX audit_chain ON audit (chain_id, seq);
+`,
 }

@@ -538,10 +538,11 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 	if q.Limit > 0 {
 		limit = q.Limit
 	}
-	rows, err := s.r.QueryContext(ctx, `
-		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection
-		FROM audit WHERE time >= ? ORDER BY time, seq LIMIT ?`, since, limit)
+	query, args := auditSQL, []any{since, limit}
+	if q.CallID != "" {
+		query, args = auditCallSQL, []any{q.CallID, since, limit}
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.wrap("read audit", err)
 	}
@@ -563,6 +564,19 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 	}
 	return out, nil
 }
+
+// auditSQL reads the audit log from a time; auditCallSQL one call's
+// records, through the audit_call index.
+const (
+	auditSQL = `
+		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection
+		FROM audit WHERE time >= ? ORDER BY time, seq LIMIT ?`
+	auditCallSQL = `
+		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
+			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection
+		FROM audit WHERE call_id = ? AND time >= ? ORDER BY time, seq LIMIT ?`
+)
 
 // unixNano is t in the form the audit log indexes, clamped to int64; ok is
 // false if it had to clamp.

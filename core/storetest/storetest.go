@@ -35,6 +35,7 @@ func StoreConformance(t *testing.T, open func(t *testing.T) core.Store) {
 	t.Run("OP-6/AuditRoundTrip", func(t *testing.T) { suiteAuditRoundTrip(t, fresh(t)) })
 	t.Run("OP-6/AuditOrderSinceLimit", func(t *testing.T) { suiteAuditQuery(t, fresh(t)) })
 	t.Run("OP-6/AuditConcurrentAppend", func(t *testing.T) { suiteAuditConcurrent(t, fresh(t)) })
+	t.Run("AuditByCall", func(t *testing.T) { suiteAuditByCall(t, fresh(t)) })
 	t.Run("CF-3/ConfirmSecretChecked", func(t *testing.T) {
 		sc, ok := fresh(t).(core.SecretChecker)
 		if !ok {
@@ -490,6 +491,31 @@ func suiteAuditQuery(t *testing.T, s core.Store) {
 	wantAudit(t, s, core.AuditQuery{Since: t0.Add(2 * time.Second), Limit: 3}, b1, b2, c)
 	wantAudit(t, s, core.AuditQuery{Limit: 100}, a, b1, b2, c, e)
 	wantAudit(t, s, core.AuditQuery{Since: t0.Add(time.Minute)})
+}
+
+// suiteAuditByCall: a query by call id (OP-6) keeps that call's records
+// only, every one of them (an action's intent and its outcome), in time
+// order, and still honours Since and Limit; a call with no record has
+// none, and an id that is only a prefix of one matches nothing.
+func suiteAuditByCall(t *testing.T, s core.Store) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := func(sec int, id, outcome string) core.AuditRecord {
+		r := FullAuditRecord(t0.Add(time.Duration(sec)*time.Second), id)
+		r.Outcome = outcome
+		return r
+	}
+	intent, done := rec(1, "call-7", core.AuditIntent), rec(4, "call-7", "ok")
+	for _, r := range []core.AuditRecord{rec(2, "call-70", "ok"), done, rec(3, "call-8", "ok"), intent, rec(5, "call-", "ok")} {
+		if err := s.AppendAudit(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAudit(t, s, core.AuditQuery{CallID: "call-7"}, intent, done)
+	wantAudit(t, s, core.AuditQuery{CallID: "call-7", Since: t0.Add(2 * time.Second)}, done)
+	wantAudit(t, s, core.AuditQuery{CallID: "call-7", Limit: 1}, intent)
+	wantAudit(t, s, core.AuditQuery{CallID: "call-9"})
+	wantAudit(t, s, core.AuditQuery{CallID: "call"})
 }
 
 func suiteAuditConcurrent(t *testing.T, s core.Store) {

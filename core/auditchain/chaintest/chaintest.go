@@ -299,6 +299,7 @@ func Run(t *testing.T, h Harness) {
 			t.Fatalf("report = %+v; want one intact chain", rep)
 		}
 	})
+	checkCallSuite(t, h)
 	t.Run("no key", func(t *testing.T) {
 		open, exec := h.New(t)
 		id := write(t, open, 0, 5)
@@ -311,6 +312,144 @@ func Run(t *testing.T, h Harness) {
 		}
 		if !rep.Intact() || rep.CheckpointsChecked {
 			t.Fatalf("report = %+v; without a key a cut tail cannot be seen, and the report must say it checked no checkpoints", rep)
+		}
+	})
+}
+
+// checkCall is CheckCall of callID on a new handle, which must find one
+// record.
+func checkCall(t *testing.T, open func() Store, callID string, key []byte) core.AuditCheck {
+	t.Helper()
+	st := open()
+	defer st.Close()
+	got, err := auditchain.CheckCall(context.Background(), st, callID, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Record.CallID != callID || got[0].Verified != (got[0].Problem == "") {
+		t.Fatalf("CheckCall(%s) = %+v; want its one record", callID, got)
+	}
+	return got[0]
+}
+
+// problem asserts that c was found broken, for a reason containing want.
+func problem(t *testing.T, c core.AuditCheck, want string) {
+	t.Helper()
+	if c.Verified || !strings.Contains(c.Problem, want) {
+		t.Errorf("check of %s (seq %d) = verified %v, problem %q; want a problem saying %q", c.Record.CallID, c.Seq, c.Verified, c.Problem, want)
+	}
+}
+
+// checkCallSuite checks one call's record the way the console does
+// (OP-10): found by its call id, its links to its own writer's records on
+// either side, and its chain up to the checkpoint covering it.
+func checkCallSuite(t *testing.T, h Harness) {
+	// Record(i) is call-i; write puts it at seq i+1 of its chain.
+	t.Run("call of two writers", func(t *testing.T) {
+		open, _ := h.New(t)
+		a, b := open(), open()
+		a.AuditChain().SetKey(Key)
+		b.AuditChain().SetKey(Key)
+		ctx := context.Background()
+		for i := range 20 {
+			st := a
+			if i%3 == 0 {
+				st = b
+			}
+			if err := put(ctx, st, Record(i), i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		heads := map[string]int64{a.AuditChain().ID(): 13, b.AuditChain().ID(): 7}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		seqs := map[string]int64{}
+		for i := range 20 {
+			c := checkCall(t, open, fmt.Sprint("call-", i), Key)
+			seqs[c.Chain]++
+			if !c.Verified || c.Seq != seqs[c.Chain] || c.SignedTo < c.Seq || c.SignedTo > heads[c.Chain] || !c.KeyKnown {
+				t.Errorf("call-%d: %+v; want verified at seq %d of its chain, signed within it", i, c, seqs[c.Chain])
+			}
+		}
+		if len(seqs) != 2 || seqs[a.AuditChain().ID()] != 13 {
+			t.Errorf("records per chain %v; want 13 and 7", seqs)
+		}
+		c := checkCall(t, open, "call-19", nil)
+		if !c.Verified || c.SignedTo != 0 || c.KeyKnown {
+			t.Errorf("without a key: %+v; want verified by its links, nothing said to be signed", c)
+		}
+		st := open()
+		defer st.Close()
+		if got, err := auditchain.CheckCall(ctx, st, "call-20", Key); err != nil || len(got) != 0 {
+			t.Errorf("an unknown call: %+v, %v; want none", got, err)
+		}
+	})
+	t.Run("call near an edit", func(t *testing.T) {
+		open, exec := h.New(t)
+		id := write(t, open, 0, 10)
+		exec(`UPDATE audit SET outcome = 'error' WHERE chain_id = $1 AND chain_seq = 4`, id)
+		problem(t, checkCall(t, open, "call-3", Key), "does not match its hash")
+		problem(t, checkCall(t, open, "call-2", Key), "the record after it in its chain does not link to it")
+		problem(t, checkCall(t, open, "call-1", Key), "a later record of its chain (seq 4) does not link")
+		if c := checkCall(t, open, "call-4", Key); !c.Verified || c.SignedTo != 10 {
+			t.Errorf("the record after the edited one: %+v; want verified up to the checkpoint at 10", c)
+		}
+	})
+	t.Run("call near a deletion", func(t *testing.T) {
+		open, exec := h.New(t)
+		id := write(t, open, 0, 10)
+		exec(`DELETE FROM audit WHERE chain_id = $1 AND chain_seq = 6`, id)
+		problem(t, checkCall(t, open, "call-4", Key), "has seq 7, not 6")
+		problem(t, checkCall(t, open, "call-6", Key), "(seq 6) is missing")
+		problem(t, checkCall(t, open, "call-2", Key), "a later record of its chain has seq 7, not 6")
+	})
+	t.Run("call before a cut tail", func(t *testing.T) {
+		open, exec := h.New(t)
+		id := write(t, open, 0, 10)
+		exec(`DELETE FROM audit WHERE chain_id = $1 AND chain_seq > 7`, id)
+		problem(t, checkCall(t, open, "call-4", Key), "its chain ends at seq 7 but its writer signed seq 10")
+		// Without the key the cut cannot be seen.
+		if c := checkCall(t, open, "call-4", nil); !c.Verified {
+			t.Errorf("without a key: %+v; want verified by its links", c)
+		}
+	})
+	t.Run("call in a rewritten chain", func(t *testing.T) {
+		// Its links hold, as the chain was recomputed from it on; the
+		// checkpoint covering it says otherwise.
+		open, exec := h.New(t)
+		id := write(t, open, 0, 10)
+		es := entries(t, open, id)
+		prev := es[3].Hash
+		for seq := int64(4); seq <= 10; seq++ {
+			e := es[seq]
+			if seq == 4 {
+				e.Record.Outcome = "error"
+			}
+			h, err := auditchain.Hash(id, seq, prev, e.Record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Hash, prev = h, h
+			setRow(exec, e.Row, e)
+		}
+		problem(t, checkCall(t, open, "call-3", Key), "its chain up to seq 10 differs from what its writer signed")
+		problem(t, checkCall(t, open, "call-9", Key), "its writer signed another hash for seq 10")
+	})
+	t.Run("call before the chains", func(t *testing.T) {
+		open, exec := h.New(t)
+		if err := open().Close(); err != nil { // the store's tables
+			t.Fatal(err)
+		}
+		exec(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name, args_hash, outcome,
+			latency, confirm_token_id, call_id) VALUES (1, '/mcp', 'alice', '', '', 't', '', '', '', 'ok', 0, '', 'call-old')`)
+		write(t, open, 0, 2)
+		problem(t, checkCall(t, open, "call-old", Key), "written before the audit had chains")
+		if c := checkCall(t, open, "call-0", Key); !c.Verified || c.Seq != 1 || c.SignedTo != 2 {
+			t.Errorf("the first chained record after an unchained one: %+v; want verified at seq 1, signed at 2", c)
 		}
 	})
 }
