@@ -78,10 +78,12 @@ func readEnvelope(body []byte) envelope {
 }
 
 // classify tells a request (a method and an id) from a notification (a
-// method alone) and a response (an id and a result or an error).
+// method alone) and a response (an id and a result or an error). A null id
+// is no id for a message with a method, as mcp-go reads it: such a
+// message is a notification, and nothing answers it.
 func classify(method string, id, result, errMember []byte) msgKind {
 	switch {
-	case method != "" && len(id) > 0:
+	case method != "" && len(id) > 0 && string(id) != "null":
 		return kindRequest
 	case method != "":
 		return kindNotification

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 
@@ -100,6 +102,14 @@ func (tr *inbound) writeError(cs *callStream, code int, message string) {
 // the bytes it sent, never parsed into mcp-go's types and marshalled
 // again, so every field of every content block reaches the client (IM-32).
 func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbound) {
+	defer func() {
+		// A handler that panics fails its call, not the connection; what
+		// it panicked with is logged, not shown to the client.
+		if v := recover(); v != nil {
+			e.opts.Logger.Error("tools/call panicked", "endpoint", e.opts.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			tr.writeError(cs, mcpgo.INTERNAL_ERROR, "internal error: the call failed in the gateway, and was logged")
+		}
+	}()
 	var name string
 	var args json.RawMessage
 	var progress any

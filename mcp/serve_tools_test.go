@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
 )
@@ -191,5 +192,127 @@ func TestToolsCallUnreadableParams(t *testing.T) {
 	case call := <-s.calls:
 		t.Fatalf("a call with unreadable params ran: %+v", call)
 	default:
+	}
+}
+
+// postRaw posts body as it is with the headers given (plus the test actor
+// and the JSON content type) and returns the status and the body.
+func postRaw(t *testing.T, url, body string, header http.Header) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"X-Test-Actor": {"alice"}, "X-Test-Roles": {"MEMBER"}}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// SV-1: a request whose id is null is no request MCP allows: it is read as
+// a notification, as mcp-go reads it, and runs nothing, on a session and
+// on revision 2026-07-28 alike.
+func TestNullIDRunsNothing(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{})
+	c := testClient(s.url, "alice", "MEMBER")
+	initialize(t, c)
+	resp := post(t, c, `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"gh_search","arguments":{"q":"x"}}}`)
+	if resp.Status != http.StatusAccepted {
+		t.Errorf("session: HTTP %d %s, want 202 and nothing run", resp.Status, resp.Body)
+	}
+	code, body := postRaw(t, s.url, `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"gh_search","arguments":{"q":"x"},`+modernMetaJSON+`}}`,
+		http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"gh_search"}})
+	if code == http.StatusOK && strings.Contains(body, `"result"`) {
+		t.Errorf("2026-07-28: HTTP %d %s, want no result", code, body)
+	}
+	// A call that does run proves the channel is read: nothing came
+	// before it.
+	if _, body := sendModern(t, s.url, "tools/call", "gh_search", `{"name":"gh_search","arguments":{"q":"ran"},`+modernMetaJSON+`}`, nil); !strings.Contains(body, "ran") {
+		t.Fatalf("a real call: %s", body)
+	}
+	if call := <-s.calls; call.RequestID != "m-1" {
+		t.Errorf("a tools/call with id null ran: request id %q", call.RequestID)
+	}
+}
+
+// SV-1: a 2026-07-28 request whose member names encoding/json folds
+// ("Params") is read as encoding/json reads it: its listing has the tools.
+func TestModernFoldedMembersRead(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{})
+	code, body := postRaw(t, s.url, `{"jsonrpc":"2.0","id":"m-1","method":"tools/list","Params":{`+modernMetaJSON+`}}`,
+		http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/list"}})
+	if code != http.StatusOK || !strings.Contains(body, `"gh_search"`) {
+		t.Errorf("folded 2026-07-28 tools/list: HTTP %d %s", code, body)
+	}
+}
+
+// SV-2: a stateless endpoint's GET streams are capped per Mcp-Session-Id,
+// as a stateful one's are; a closed stream frees its place.
+func TestStatelessGetStreamsCapped(t *testing.T) {
+	s := serve(t, mcp.EndpointOptions{Stateless: true, MaxStreamsPerSession: 1})
+	get := func() *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url, nil)
+		req.Header = http.Header{"Accept": {"text/event-stream"}, "X-Test-Actor": {"alice"}, "X-Test-Roles": {"MEMBER"}, "Mcp-Session-Id": {"same"}}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	first := get()
+	if second := get(); first.StatusCode != http.StatusOK || second.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("two GET streams of one id: HTTP %d then %d", first.StatusCode, second.StatusCode)
+	}
+	_ = first.Body.Close()
+	waittest.Succeeds(t, 5*time.Second, "the closed stream's place to be free", func() error {
+		resp := get()
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// SV-1: a tool handler that panics fails its call with -32603 on every
+// mode, without what it panicked with, and the endpoint goes on serving.
+func TestPanickingToolAnswered(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		s := serve(t, mcp.EndpointOptions{Stateless: stateless})
+		if err := s.reg.Register(core.Tool{Name: "panicky", Kind: core.KindRead, Description: "Panics.",
+			Handler: func(context.Context, json.RawMessage) (core.Result, error) { panic("secret-ish detail") }}); err != nil {
+			t.Fatal(err)
+		}
+		c := testClient(s.url, "alice", "MEMBER")
+		header := http.Header{"Mcp-Protocol-Version": {"2025-06-18"}}
+		if !stateless {
+			initialize(t, c)
+			header = nil
+		}
+		var resp mcptest.Response
+		waittest.Succeeds(t, 5*time.Second, "the tool to be served", func() error {
+			var err error
+			resp, err = c.Post(t.Context(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"panicky","arguments":{}}}`), header)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(resp.Body), "unknown tool") {
+				return fmt.Errorf("not yet served: %s", resp.Body)
+			}
+			return nil
+		})
+		if !strings.Contains(string(resp.Body), `"code":-32603`) || strings.Contains(string(resp.Body), "secret-ish") {
+			t.Errorf("stateless=%v: HTTP %d %s", stateless, resp.Status, resp.Body)
+		}
+		if _, err := c.Post(t.Context(), []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gh_search","arguments":{"q":"after"}}}`), header); err != nil {
+			t.Errorf("stateless=%v: the next call: %v", stateless, err)
+		}
 	}
 }

@@ -271,7 +271,6 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		// mcp-go only says the endpoint has tools.
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
-		server.WithRecovery(),
 		// Upstreams' log messages are passed on, filtered by each
 		// session's logging/setLevel.
 		server.WithLogging(),
@@ -321,7 +320,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	snap, sub := opts.Registry.Bus().Subscribe(4096)
 	e.sub = sub
 	e.resetTools(snap.Tools)
-	e.flush(&burst{tools: true, all: true, catalog: true})
+	e.flush(&burst{tools: true, catalog: true})
 	e.applied.advance(snap.Seq)
 	// What the first flush set is no change any session could have missed.
 	e.changes = listChanges{}
@@ -351,10 +350,9 @@ func (e *Endpoint) sessionGone(id string) {
 	}
 }
 
-// follow keeps the MCP server's tool table equal to the registry. Every
-// event already queued is one burst: its changes reach mcp-go's table at
-// once, and live sessions get one notifications/tools/list_changed for the
-// whole burst, whatever it held — an import of a thousand tools, a refresh
+// follow keeps the served tools equal to the registry. Every event already
+// queued is one burst: its changes are applied at once, and live sessions
+// get one notifications/tools/list_changed for the whole burst, whatever it held — an import of a thousand tools, a refresh
 // that changed one, a review decision (IM-25). It ends when the
 // subscription is closed.
 func (e *Endpoint) follow() {
@@ -384,13 +382,8 @@ func (e *Endpoint) follow() {
 
 // burst is what one run of queued events changed.
 type burst struct {
-	tools bool // the tool table changed: set it, which notifies once
-	// put names the tools the burst touched; those still in the table
-	// were served anew or changed, the others stopped. A burst of only one
-	// kind goes to mcp-go as that one change, not as the whole table again.
-	put     map[string]bool
-	all     bool // the table was reset: set it whole
-	notify  bool // what actors may see changed without the table (review)
+	tools   bool // the served tools changed
+	notify  bool // what actors may see changed without the tools (review)
 	catalog bool // resources, templates or prompts may have changed
 	// resynced is the sequence number of the snapshot a resync applied:
 	// the events it stands for were dropped, never received.
@@ -400,14 +393,14 @@ type burst struct {
 func (e *Endpoint) take(b *burst, ev core.Event) {
 	switch d := ev.Data.(type) {
 	case core.ToolRegistered:
-		b.mark(d.Tool.Name, e.putTool(d.Tool))
+		b.mark(e.putTool(d.Tool))
 	case core.ToolUpdated:
 		if d.Old.Name != d.New.Name {
-			b.mark(d.Old.Name, e.dropTool(d.Old.Name))
+			b.mark(e.dropTool(d.Old.Name))
 		}
-		b.mark(d.New.Name, e.putTool(d.New))
+		b.mark(e.putTool(d.New))
 	case core.ToolUnregistered:
-		b.mark(d.Tool.Name, e.dropTool(d.Tool.Name))
+		b.mark(e.dropTool(d.Tool.Name))
 	case core.ToolReviewed:
 		if d.Kind != core.EntryTool {
 			// A prompt's or resource's decision: the catalog's gate (RV-3).
@@ -420,20 +413,13 @@ func (e *Endpoint) take(b *burst, ev core.Event) {
 	case core.Resync:
 		snap := e.sub.Resync()
 		e.resetTools(snap.Tools)
-		b.tools, b.all, b.catalog, b.resynced = true, true, true, snap.Seq
+		b.tools, b.catalog, b.resynced = true, true, snap.Seq
 	}
 }
 
-// mark records that the table changed for name, if it did.
-func (b *burst) mark(name string, changed bool) {
-	if !changed {
-		return
-	}
-	b.tools = true
-	if b.put == nil {
-		b.put = map[string]bool{}
-	}
-	b.put[name] = true
+// mark records that the served tools changed, if they did.
+func (b *burst) mark(changed bool) {
+	b.tools = b.tools || changed
 }
 
 func (e *Endpoint) flush(b *burst) {
@@ -473,13 +459,19 @@ func (e *Endpoint) dropTool(name string) bool {
 	return true
 }
 
-// resetTools makes the table exactly tools.
+// resetTools makes the table exactly tools. The listing is built aside and
+// swapped in whole: a listing served meanwhile sees the old tools or the
+// new, never a part.
 func (e *Endpoint) resetTools(tools []core.ToolInfo) {
-	e.listed.reset()
 	e.table = make(map[string]struct{}, len(tools))
+	listed := make(map[string][]byte, len(tools))
 	for _, t := range tools {
-		e.putTool(t)
+		if raw, ok := e.listingOf(t); ok {
+			e.table[t.Name] = struct{}{}
+			listed[t.Name] = raw
+		}
 	}
+	e.listed.replace(listed)
 }
 
 // served reports whether a tool is offered over MCP at all. Without a
@@ -754,7 +746,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The body is read once: every step below dispatches on env (SV-1).
 	env := readEnvelope(body)
-	modern, isModern, refused := readModern(r, body)
+	modern, isModern, refused := readModern(r, &env, body)
 	if telemetry.DeferredFrom(r.Context()) != nil {
 		// The request span waited for the body: the trace context may be
 		// in a 2026-07-28 request's _meta (OP-9).

@@ -45,10 +45,11 @@ func (l *listedTools) remove(name string) {
 	}
 }
 
-func (l *listedTools) reset() {
+// replace makes the listing exactly byName, in one step.
+func (l *listedTools) replace(byName map[string][]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.byName, l.order = map[string][]byte{}, nil
+	l.byName, l.order = byName, nil
 }
 
 // each calls f for every tool in name order, as mcp-go lists them.

@@ -57,31 +57,23 @@ func invalidMeta(format string, args ...any) *modernError {
 	return &modernError{code: mcpgo.INVALID_PARAMS, message: fmt.Sprintf(format, args...)}
 }
 
-// readModern reports whether body is a request of revision 2026-07-28 (by
-// its _meta or its Mcp-Protocol-Version header, as mcp-go decides) and, if
-// it is, reads and checks it: err refuses it. A body that is not a single
+// readModern reports whether body, read into env, is a request of revision
+// 2026-07-28 (by its _meta or its Mcp-Protocol-Version header, as mcp-go
+// decides) and, if it is, reads and checks it: err refuses it. A body that is not a single
 // request (a response, a notification) is not read here: mcp-go refuses what
 // the revision does not allow.
-func readModern(r *http.Request, body []byte) (req *modernInbound, modern bool, err *modernError) {
+func readModern(r *http.Request, env *envelope, body []byte) (req *modernInbound, modern bool, err *modernError) {
 	headerVersion := r.Header.Get(mcpgo.HeaderProtocolVersion)
 	if !mcpgo.IsModernProtocol(headerVersion) && !bytes.Contains(body, []byte(mcpgo.MetaKeyProtocolVersion)) {
 		return nil, false, nil
 	}
-	m, ok := scanMessage(body)
-	if !ok || m.folded || !m.hasMethod || len(m.id) == 0 || !json.Valid(body) {
+	if env.kind != kindRequest {
 		if mcpgo.IsModernProtocol(headerVersion) {
 			return nil, true, nil // mcp-go answers what is no request
 		}
 		return nil, false, nil
 	}
-	var method string
-	if json.Unmarshal(m.method, &method) != nil {
-		return nil, false, nil
-	}
-	req = &modernInbound{rawID: m.id, method: method, params: m.params}
-	if len(bytes.TrimSpace(req.params)) == 0 || string(bytes.TrimSpace(req.params)) == "null" {
-		req.params = json.RawMessage(`{}`)
-	}
+	req = &modernInbound{rawID: env.rawID, method: env.method, params: env.paramsOrEmpty()}
 	var metaRaw json.RawMessage
 	plain := true
 	var name []byte
@@ -105,7 +97,7 @@ func readModern(r *http.Request, body []byte) (req *modernInbound, modern bool, 
 	if !scanned && !mcpgo.IsModernProtocol(headerVersion) {
 		return nil, false, nil
 	}
-	if method == string(mcpgo.MethodToolsCall) && scanned {
+	if req.method == string(mcpgo.MethodToolsCall) && scanned {
 		if plain {
 			if n, ok := readID(name); ok {
 				req.call.Name, req.callOK = n.(string)
@@ -118,7 +110,7 @@ func readModern(r *http.Request, body []byte) (req *modernInbound, modern bool, 
 	if info == nil && !mcpgo.IsModernProtocol(headerVersion) {
 		return nil, false, nil // a legacy request: its _meta names no modern revision
 	}
-	req.id, _ = readID(m.id)
+	req.id, _ = readID(env.rawID)
 	switch {
 	case r.Header.Get(mcpgo.HeaderLastEventID) != "":
 		return req, true, &modernError{code: mcpgo.HEADER_MISMATCH,

@@ -212,13 +212,16 @@ func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 }
 
 // listen counts an open GET stream until the returned function is called;
-// false when the session has max open already.
+// false when the session has max open already. An id with no record (on a
+// stateless endpoint, where mcp-go serves a GET for any id) is counted on
+// a record kept only while its streams are open.
 func (m *sessionIDs) listen(id string, max int) (func(), bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.byID[id]
 	if rec == nil {
-		return func() {}, true
+		rec = &sessionRecord{}
+		m.byID[id] = rec
 	}
 	if rec.streams >= max {
 		return nil, false
@@ -228,6 +231,9 @@ func (m *sessionIDs) listen(id string, max int) (func(), bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		rec.streams--
+		if rec.streams == 0 && !rec.live && rec.session == nil && rec.slot == nil && rec.busy == 0 && m.byID[id] == rec {
+			delete(m.byID, id)
+		}
 	}, true
 }
 

@@ -79,7 +79,7 @@ func TestEnvelopeAsDecoded(t *testing.T) {
 		}
 		want := kindInvalid
 		switch {
-		case method != "" && len(msg.ID) > 0:
+		case method != "" && len(msg.ID) > 0 && string(msg.ID) != "null":
 			want = kindRequest
 		case method != "":
 			want = kindNotification
