@@ -35,6 +35,10 @@ type Upstream struct {
 	// registration (RFC 7591).
 	ClientID     string
 	ClientSecret string
+	// ClientKey, instead of ClientSecret, makes the pre-registered client
+	// authenticate with private_key_jwt (RFC 7523): a signed assertion at
+	// the token and revocation endpoints.
+	ClientKey *ClientKey
 	// Scopes to ask for; nil: the resource's scopes_supported.
 	Scopes []string
 	// TokenExchange (PerActor only): each actor's incoming OAuth token is
@@ -195,6 +199,9 @@ func New(opts Options, ups []Upstream) (*Manager, error) {
 		}
 		if u.TokenExchange && u.Credentials != PerActor {
 			return nil, fmt.Errorf("upstreamoauth: upstream %q: a token exchange acts as each actor: credentials must be %s", u.Name, PerActor)
+		}
+		if u.ClientKey != nil && (u.ClientID == "" || u.ClientSecret != "") {
+			return nil, fmt.Errorf("upstreamoauth: upstream %q: a client key belongs to a pre-registered client (clientId) without a secret", u.Name)
 		}
 		m.ups[u.Name] = u
 	}

@@ -59,7 +59,11 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	}
 	var ups []upstreamoauth.Upstream
 	for _, u := range cfg.OAuthUpstreams() {
-		ups = append(ups, oauthUpstreamConfig(u))
+		ou, err := oauthUpstreamConfig(u)
+		if err != nil {
+			return nil, err
+		}
+		ups = append(ups, ou)
 	}
 	o := &oauthState{ups: map[string]*mcp.OAuthUpstream{}}
 	m, err := upstreamoauth.New(upstreamoauth.Options{
@@ -83,11 +87,32 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	return m, nil
 }
 
-// oauthUpstreamConfig is what the manager knows of an oauth upstream.
-func oauthUpstreamConfig(u config.Upstream) upstreamoauth.Upstream {
-	return upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
+// oauthUpstreamConfig is what the manager knows of an oauth upstream,
+// its client key read from its file.
+func oauthUpstreamConfig(u config.Upstream) (upstreamoauth.Upstream, error) {
+	ou := upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
 		ClientID: u.OAuth.ClientID, ClientSecret: u.OAuth.ClientSecret.Reveal(), Scopes: u.OAuth.Scopes,
 		TokenExchange: u.OAuth.TokenExchange}
+	if f := u.OAuth.ClientKeyFile; f != "" {
+		data, _, err := config.ReadClientKey(f)
+		if err != nil {
+			return ou, fmt.Errorf("upstream %q: oauth.clientKeyFile %w", u.Name, err)
+		}
+		if ou.ClientKey, err = upstreamoauth.NewClientKey(data, u.OAuth.ClientKeyID); err != nil {
+			return ou, fmt.Errorf("upstream %q: oauth.clientKeyFile %s: %w", u.Name, f, err)
+		}
+	}
+	return ou, nil
+}
+
+// sameOAuthUpstream: a and b are the same settings, keys compared by
+// their content.
+func sameOAuthUpstream(a, b upstreamoauth.Upstream) bool {
+	if !a.ClientKey.Equal(b.ClientKey) {
+		return false
+	}
+	a.ClientKey, b.ClientKey = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // oauthUpstreamOf builds an OAuth upstream over the network upstream's
@@ -100,8 +125,11 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 	// The manager is made once, at start: a reload cannot add an oauth
 	// upstream or change its oauth settings.
 	have, ok := m.Upstream(u.Name)
-	want := oauthUpstreamConfig(u)
-	if !ok || !reflect.DeepEqual(have, want) {
+	want, err := oauthUpstreamConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !sameOAuthUpstream(have, want) {
 		return nil, fmt.Errorf("upstream %q: its url or oauth settings changed, which needs a restart", u.Name)
 	}
 	base, err := upstreamOptions(u, hub)
