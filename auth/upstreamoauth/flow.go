@@ -76,10 +76,16 @@ type connectClaim struct {
 // upstream (UI-2). It is protected by an HMAC under a key derived from the
 // credentials key: it cannot be forged or moved to another actor.
 func (m *Manager) ConnectURL(upstream, actor string) string {
-	c := connectClaim{Upstream: upstream, Actor: actor, ID: newID(), Expires: m.opts.Now().Add(m.opts.ConnectTTL).Unix()}
+	u, _ := m.connectURL(upstream, actor)
+	return u
+}
+
+func (m *Manager) connectURL(upstream, actor string) (string, time.Time) {
+	exp := m.opts.Now().Add(m.opts.ConnectTTL)
+	c := connectClaim{Upstream: upstream, Actor: actor, ID: newID(), Expires: exp.Unix()}
 	p, _ := json.Marshal(c)
 	body := base64.RawURLEncoding.EncodeToString(p)
-	return m.opts.PublicURL + Path + "/connect?t=" + body + "." + m.mac(body)
+	return m.opts.PublicURL + Path + "/connect?t=" + body + "." + m.mac(body), time.Unix(c.Expires, 0)
 }
 
 func (m *Manager) mac(body string) string {

@@ -108,9 +108,16 @@ var ErrUnknownUpstream = errors.New("no upstream of that name uses oauth")
 type NeedsConnect struct {
 	Upstream, Actor string
 	URL             string
+	// Expires is when URL stops working.
+	Expires time.Time
 	// Reason says why: not connected yet, or why the connection broke.
 	Reason string
 }
+
+// ConnectLink is where the actor connects and until when: what a client
+// that can open a URL for its user is asked to open (UI-2). "" for the
+// shared account, which an operator connects.
+func (e *NeedsConnect) ConnectLink() (string, time.Time) { return e.URL, e.Expires }
 
 func (e *NeedsConnect) Error() string {
 	if e.Actor == core.SharedActor {
@@ -306,7 +313,7 @@ func (m *Manager) expiring(ts tokenSet) bool {
 func (m *Manager) needsConnect(u Upstream, actor, reason string) *NeedsConnect {
 	e := &NeedsConnect{Upstream: u.Name, Actor: actor, Reason: reason}
 	if actor != core.SharedActor {
-		e.URL = m.ConnectURL(u.Name, actor)
+		e.URL, e.Expires = m.connectURL(u.Name, actor)
 	}
 	return e
 }

@@ -1,0 +1,193 @@
+package gateway_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/oidctest"
+)
+
+// urlClient is an mcp-go session on revision 2025-11-25 that declared
+// URL-mode elicitation: each elicitation/create it gets goes to asked and
+// is answered with answer; notifications/elicitation/complete go to
+// completed.
+type urlClient struct {
+	*session
+	asked     chan mcpgo.ElicitationParams
+	completed chan string
+	mu        sync.Mutex
+	answer    mcpgo.ElicitationResponseAction
+}
+
+func connectURLClient(t *testing.T, ctx context.Context, url, key string) *urlClient {
+	t.Helper()
+	u := &urlClient{asked: make(chan mcpgo.ElicitationParams, 4), completed: make(chan string, 4), answer: mcpgo.ElicitationResponseActionAccept}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	streaming := make(chan struct{})
+	st, err := transport.NewStreamableHTTP(url,
+		transport.WithHTTPBasicClient(&http.Client{Transport: streamSignal{next: tr, opened: sync.OnceFunc(func() { close(streaming) })}}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
+		transport.WithContinuousListening(),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(st, client.WithProtocolVersion(mcpgo.ProtocolVersion20251125),
+		client.WithElicitationHandler(elicitFunc(func(_ context.Context, r mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+			u.asked <- r.Params
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: u.answer}}, nil
+		})))
+	u.session = &session{Client: c, listChanged: make(chan struct{}, 1), end: sync.OnceFunc(func() {
+		_ = c.Close()
+		tr.CloseIdleConnections()
+	})}
+	t.Cleanup(u.end)
+	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		switch n.Method {
+		case string(mcpgo.MethodNotificationElicitationComplete):
+			id, _ := n.Params.AdditionalFields["elicitationId"].(string)
+			u.completed <- id
+		case mcpgo.MethodNotificationToolsListChanged:
+			select {
+			case u.listChanged <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.ProtocolVersion20251125
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "toolgate-url-elicitation-test", Version: "1.0.0"}
+	init.Params.Capabilities.Elicitation = &mcpgo.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}
+	if u.init, err = c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	if u.init.ProtocolVersion != mcpgo.ProtocolVersion20251125 {
+		t.Fatalf("negotiated %s, want 2025-11-25", u.init.ProtocolVersion)
+	}
+	select {
+	case <-streaming:
+	case <-ctx.Done():
+		t.Fatalf("%s: the GET stream did not open: %v", url, ctx.Err())
+	}
+	return u
+}
+
+// UI-2: an actor not yet connected to a perActor upstream whose client
+// declared URL-mode elicitation is asked to open the connect link through
+// the client (elicitation/create, mode url, a fresh elicitationId) instead
+// of reading it in an isError result. Once the person has signed in at the
+// provider through that link, the same call goes on and reaches the
+// upstream — a second toolgate checking the provider's JWTs — as alice, and
+// the session is sent notifications/elicitation/complete with the
+// elicitation's id. bob, whose client declines, gets the isError answer
+// with his own link, and nothing reaches the upstream.
+func TestConnectByURLElicitation(t *testing.T) {
+	ctx := testCtx(t)
+	issuer := oidctest.Start(t)
+	up := upstreamGateway(t, issuer)
+	log := &transcript{}
+	_, base := frontGateway(t, "http://"+up.Addr()+"/mcp", log)
+	const tool, upTool = "crm_notes_list_notes", "notes_list_notes"
+
+	// No account is connected yet: the upstream lists crm_connect, and
+	// calling it is the call that asks.
+	alice := connectURLClient(t, ctx, base+"/mcp", aliceOAuthKey)
+	waitServed(t, ctx, alice.session, []string{"crm_connect"}, nil)
+
+	type outcome struct {
+		res *mcpgo.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "crm_connect"
+		res, err := alice.CallTool(ctx, req)
+		done <- outcome{res, err}
+	}()
+	var asked mcpgo.ElicitationParams
+	select {
+	case asked = <-alice.asked:
+	case o := <-done:
+		t.Fatalf("the call answered without asking: %+v %v", o.res, o.err)
+	case <-ctx.Done():
+		t.Fatal("alice's client was never asked")
+	}
+	if asked.Mode != mcpgo.ElicitationModeURL || asked.ElicitationID == "" || !connectURLRE.MatchString(asked.URL) || asked.URL != connectURLRE.FindString(asked.URL) {
+		t.Fatalf("asked %+v, want a URL elicitation with an id and the connect link", asked)
+	}
+	if !strings.Contains(asked.Message, "crm") {
+		t.Errorf("the message %q does not name the upstream", asked.Message)
+	}
+	// The person opens the link and signs in; the call has been waiting.
+	b := oidctest.Browser(t)
+	cb := oidctest.SignIn(t, b, asked.URL, "alice")
+	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback answered %d: %s", code, page)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		t.Fatal("the call did not go on once alice connected")
+	}
+	if o.err != nil || o.res.IsError || !strings.Contains(resultText(o.res), "connected") {
+		t.Fatalf("crm_connect after connecting through the elicitation: %+v %v", o.res, o.err)
+	}
+	select {
+	case id := <-alice.completed:
+		if id != asked.ElicitationID {
+			t.Fatalf("notifications/elicitation/complete named %q, want %q", id, asked.ElicitationID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notifications/elicitation/complete reached the session")
+	}
+	waitServed(t, ctx, alice.session, []string{tool}, []string{"crm_connect"})
+	if res := call(t, ctx, alice.session, tool, nil); res.IsError {
+		t.Fatalf("alice's call: %q", resultText(res))
+	}
+	if got := auditActors(t, up, upTool); len(got) != 1 || got[0] != "alice" {
+		t.Fatalf("the upstream audited %q, want alice", got)
+	}
+
+	// bob's client declines: the isError answer with his own link.
+	bob := connectURLClient(t, ctx, base+"/mcp", bobOAuthKey)
+	bob.mu.Lock()
+	bob.answer = mcpgo.ElicitationResponseActionDecline
+	bob.mu.Unlock()
+	waitServed(t, ctx, bob.session, []string{tool}, nil)
+	res := call(t, ctx, bob.session, tool, nil)
+	var bobAsked mcpgo.ElicitationParams
+	select {
+	case bobAsked = <-bob.asked:
+	default:
+		t.Fatal("bob's client was not asked")
+	}
+	text := resultText(res)
+	if !res.IsError || !strings.Contains(text, "the connect page was not opened (decline)") || connectURLRE.FindString(text) != bobAsked.URL {
+		t.Fatalf("bob's declined call answered %v %q, want the link he was asked to open (%s)", res.IsError, text, bobAsked.URL)
+	}
+	if got := auditActors(t, up, upTool); len(got) != 1 {
+		t.Fatalf("bob's declined call reached the upstream: %q", got)
+	}
+	connectAs(t, text, "bob")
+	if res := call(t, ctx, bob.session, tool, nil); res.IsError {
+		t.Fatalf("bob's call after connecting by the link: %q", resultText(res))
+	}
+	if got := auditActors(t, up, upTool); strings.Join(got, ",") != "alice,bob" {
+		t.Fatalf("the upstream audited %q, want alice, bob", got)
+	}
+}
