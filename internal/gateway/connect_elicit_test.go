@@ -191,3 +191,104 @@ func TestConnectByURLElicitation(t *testing.T) {
 		t.Fatalf("the upstream audited %q, want alice, bob", got)
 	}
 }
+
+// UI-2 on revision 2026-07-28: a sessionless client that declared
+// URL-mode elicitation in its request's capabilities is asked to open the
+// connect link as an input request of its call (elicitation/create, mode
+// url); its retry accepts, the call waits for the connection, and once
+// alice has signed in through the link the same call reaches the upstream
+// as alice and answers its result. The catalog was listed through bob's
+// connection, made the isError way on a 2025-06-18 session.
+func TestConnectByURLElicitationModern(t *testing.T) {
+	ctx := testCtx(t)
+	issuer := oidctest.Start(t)
+	up := upstreamGateway(t, issuer)
+	log := &transcript{}
+	_, base := frontGateway(t, "http://"+up.Addr()+"/mcp", log)
+	const tool, upTool = "crm_notes_list_notes", "notes_list_notes"
+
+	bob := connect(t, ctx, base+"/mcp", bobOAuthKey)
+	waitServed(t, ctx, bob, []string{"crm_connect"}, nil)
+	connectAs(t, resultText(call(t, ctx, bob, "crm_connect", nil)), "bob")
+	call(t, ctx, bob, "crm_connect", nil)
+	waitServed(t, ctx, bob, []string{tool}, []string{"crm_connect"})
+
+	asked := make(chan mcpgo.ElicitationParams, 2)
+	alice := connectModernAs(t, ctx, base+"/mcp", aliceOAuthKey,
+		client.WithClientCapabilities(mcpgo.ClientCapabilities{Elicitation: &mcpgo.ElicitationCapability{URL: &struct{}{}}}),
+		client.WithElicitationHandler(elicitFunc(func(_ context.Context, r mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+			asked <- r.Params
+			return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept}}, nil
+		})))
+	type outcome struct {
+		res *mcpgo.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = tool
+		res, err := alice.CallTool(ctx, req)
+		done <- outcome{res, err}
+	}()
+	var p mcpgo.ElicitationParams
+	select {
+	case p = <-asked:
+	case o := <-done:
+		t.Fatalf("the call answered without asking: %+v %v", o.res, o.err)
+	case <-ctx.Done():
+		t.Fatal("alice's client was never asked")
+	}
+	if p.Mode != mcpgo.ElicitationModeURL || p.ElicitationID == "" || connectURLRE.FindString(p.URL) != p.URL {
+		t.Fatalf("asked %+v, want a URL elicitation with an id and the connect link", p)
+	}
+	b := oidctest.Browser(t)
+	cb := oidctest.SignIn(t, b, p.URL, "alice")
+	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback answered %d: %s", code, page)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		t.Fatal("the call did not go on once alice connected")
+	}
+	if o.err != nil || o.res.IsError {
+		t.Fatalf("alice's call after connecting through the elicitation: %+v %v", o.res, o.err)
+	}
+	if got := auditActors(t, up, upTool); strings.Join(got, ",") != "alice" {
+		t.Fatalf("the upstream audited %q, want alice", got)
+	}
+}
+
+// connectModernAs is connectModern with key as the bearer.
+func connectModernAs(t *testing.T, ctx context.Context, url, key string, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	st, err := transport.NewStreamableHTTP(url,
+		transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(st, append([]client.ClientOption{client.WithProtocolVersion(mcpgo.ProtocolVersion20260728)}, opts...)...)
+	t.Cleanup(func() {
+		_ = c.Close()
+		tr.CloseIdleConnections()
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.ProtocolVersion20260728
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "modern-url-elicitation-test", Version: "7.28"}
+	res, err := c.Initialize(ctx, init)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	if res.ProtocolVersion != mcpgo.ProtocolVersion20260728 {
+		t.Fatalf("negotiated %q, want %s", res.ProtocolVersion, mcpgo.ProtocolVersion20260728)
+	}
+	return c
+}
