@@ -148,16 +148,13 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 // mountUpstreamOAuth serves the connection routes (UI-2): connect,
 // callback and the client metadata document as they are; disconnect
 // authenticated like the endpoint its endpoint parameter names (the first
-// endpoint by default).
-func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, auths map[string]auth.EndpointAuth, first string) {
+// endpoint by default), with that endpoint's authentication in force now:
+// a reload that removes a key or changes the issuer applies to it too.
+func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, first string) {
 	if g.oauth == nil {
 		return
 	}
 	h := g.oauth.m.Handler()
-	authed := map[string]http.Handler{}
-	for path, a := range auths {
-		authed[path] = auth.Middleware(a)(h)
-	}
 	mux.Handle(upstreamoauth.Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/disconnect") {
 			h.ServeHTTP(w, r)
@@ -167,12 +164,12 @@ func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, auths map[string]auth.E
 		if ep == "" {
 			ep = first
 		}
-		a, ok := authed[ep]
+		sw, ok := g.switches[ep] // fixed from the start; a reload swaps what each holds
 		if !ok {
 			http.Error(w, fmt.Sprintf("no endpoint %q", ep), http.StatusNotFound)
 			return
 		}
-		a.ServeHTTP(w, r)
+		auth.Middleware(sw.state.Load().auth)(h).ServeHTTP(w, r)
 	}))
 }
 
