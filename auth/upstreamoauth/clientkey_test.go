@@ -169,3 +169,33 @@ func refreshByHand(t *testing.T, iss string, k oidctest.ClientKey, kid, refresh 
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return out.Error
 }
+
+// UI-1, UI-2: the token exchange (RFC 8693) authenticates the client with
+// its key as well: the provider's private_key_jwt client, which has no
+// secret, exchanges alice's incoming token for one the upstream takes as
+// alice.
+func TestTokenExchangeWithClientKey(t *testing.T) {
+	k := oidctest.NewClientKey(t, "RSA", "rsa-x")
+	issuer := startAS(t, oidctest.RedirectEnv, oidctest.PKJWTEnv(k))
+	res := startResource(t, issuer)
+	ck, err := upstreamoauth.NewClientKey(k.PEM, "rsa-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, log, _ := exchangeManager(t, upstreamoauth.Upstream{Name: "crm", URL: res.URL, Credentials: upstreamoauth.PerActor,
+		ClientID: oidctest.PKJWTClient, ClientKey: ck, TokenExchange: true}, nil, 0)
+	front := exchangeFront(t, issuer, m, "crm")
+	aliceIn := oidctest.AccessToken(t, issuer, "alice", front)
+	a := asActor(t, front, aliceIn)
+	if a["err"] != "" || a["token"] == "" || a["token"] == aliceIn {
+		t.Fatalf("alice's exchange with a client key: %q", a["err"])
+	}
+	if who, code := res.whoAmI(t, a["token"]); code != http.StatusOK || who != "alice" {
+		t.Fatalf("the upstream saw %q (%d), want alice", who, code)
+	}
+	for _, s := range []string{aliceIn, a["token"], string(k.PEM)} {
+		if strings.Contains(log.String(), s) {
+			t.Fatal("the log holds a token or the client key")
+		}
+	}
+}
