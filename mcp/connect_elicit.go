@@ -184,10 +184,12 @@ func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err erro
 		u.waiters.take(actor, w.id)
 		return core.ErrorResult(fmt.Sprintf("Not connected: the connect page was not opened (%s). %s", answer.Action, err.Error())), false
 	}
+	u.log.Debug("URL elicitation accepted: waiting for the actor to connect", "actor", core.ActorLabel(actor), "elicitation", w.id, "wait", wait.Round(time.Second).String())
 	if u.waitConnected(ctx, actor, w, wait) {
 		return core.Result{}, true
 	}
 	// The call ends; the session still hears when the connection is made.
+	u.log.Debug("the call stopped waiting for the actor to connect", "actor", core.ActorLabel(actor), "elicitation", w.id, "cause", context.Cause(ctx))
 	return core.ErrorResult(err.Error()), false
 }
 

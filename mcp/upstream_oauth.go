@@ -49,6 +49,8 @@ type OAuthUpstreamOptions struct {
 	// connect link (URL-mode elicitation) waits for the connection
 	// (default 10 min, never past the link's expiry).
 	ConnectWait time.Duration
+	// Logger logs what connecting asks of the client; nil: the upstream's.
+	Logger *slog.Logger
 }
 
 // ConnectTool is the remote name of the one tool a perActor upstream lists
@@ -104,7 +106,10 @@ func NewOAuthUpstream(opts OAuthUpstreamOptions) (*OAuthUpstream, error) {
 	if opts.ConnectWait <= 0 {
 		opts.ConnectWait = 10 * time.Minute
 	}
-	log := opts.Upstream.Logger
+	log := opts.Logger
+	if log == nil {
+		log = opts.Upstream.Logger
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -292,3 +292,68 @@ func connectModernAs(t *testing.T, ctx context.Context, url, key string, opts ..
 	}
 	return c
 }
+
+// UI-2: a call that agreed to open the connect link but ends before the
+// person has signed in (here the client gives up on it) does not lose the
+// elicitation: when the connection completes, the session that was asked,
+// still there, is sent notifications/elicitation/complete with its id on
+// its own stream, and its next call runs as alice.
+func TestConnectElicitationCompletesAfterTheCall(t *testing.T) {
+	ctx := testCtx(t)
+	issuer := oidctest.Start(t)
+	up := upstreamGateway(t, issuer)
+	log := &transcript{}
+	_, base := frontGateway(t, "http://"+up.Addr()+"/mcp", log)
+	alice := connectURLClient(t, ctx, base+"/mcp", aliceOAuthKey)
+	waitServed(t, ctx, alice.session, []string{"crm_connect"}, nil)
+
+	cctx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	done := make(chan error, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "crm_connect"
+		_, err := alice.CallTool(cctx, req)
+		done <- err
+	}()
+	var asked mcpgo.ElicitationParams
+	select {
+	case asked = <-alice.asked:
+	case err := <-done:
+		t.Fatalf("the call answered without asking: %v", err)
+	case <-ctx.Done():
+		t.Fatal("alice's client was never asked")
+	}
+	// Once the gateway has the client's "accept" and waits, the client
+	// gives up on the call.
+	select {
+	case <-log.when("URL elicitation accepted"):
+	case <-ctx.Done():
+		t.Fatal("the gateway never took the client's accept")
+	}
+	giveUp()
+	if err := <-done; err == nil {
+		t.Fatal("the call the client gave up on answered")
+	}
+	select {
+	case <-log.when("the call stopped waiting for the actor to connect"):
+	case <-ctx.Done():
+		t.Fatal("the call the client gave up on went on waiting")
+	}
+	b := oidctest.Browser(t)
+	cb := oidctest.SignIn(t, b, asked.URL, "alice")
+	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback answered %d: %s", code, page)
+	}
+	select {
+	case id := <-alice.completed:
+		if id != asked.ElicitationID {
+			t.Fatalf("notifications/elicitation/complete named %q, want %q", id, asked.ElicitationID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notifications/elicitation/complete reached the session after its call ended")
+	}
+	if res := call(t, ctx, alice.session, "crm_connect", nil); res.IsError {
+		t.Fatalf("crm_connect once connected: %q", resultText(res))
+	}
+}

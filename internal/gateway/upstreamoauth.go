@@ -137,7 +137,7 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 		return nil, err
 	}
 	up, err := mcp.NewOAuthUpstream(mcp.OAuthUpstreamOptions{Upstream: base, PerActor: u.OAuth.Credentials == config.CredentialsPerActor,
-		Exchange: u.OAuth.TokenExchange, Tokens: m})
+		Exchange: u.OAuth.TokenExchange, Tokens: m, Logger: g.log})
 	if err != nil {
 		return nil, err
 	}
