@@ -199,3 +199,39 @@ func TestTokenExchangeWithClientKey(t *testing.T) {
 		}
 	}
 }
+
+// UI-1: an authorization server whose metadata lists the token endpoint's
+// authentication methods without private_key_jwt is refused at connect,
+// before the browser is sent there, with a message naming it; nothing is
+// stored.
+func TestClientKeyServerWithoutPrivateKeyJWT(t *testing.T) {
+	ln, base := listen(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+base+`/prm"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	mux.HandleFunc("/prm", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"resource":"` + base + `/mcp","authorization_servers":["` + base + `/as"]}`))
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server/as", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"issuer":"` + base + `/as","authorization_endpoint":"` + base + `/as/auth","token_endpoint":"` + base + `/as/token",
+			"code_challenge_methods_supported":["S256"],"token_endpoint_auth_methods_supported":["client_secret_basic","none"]}`))
+	})
+	serve(t, ln, mux)
+	ck, err := upstreamoauth.NewClientKey(oidctest.NewClientKey(t, "EC", "").PEM, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, []upstreamoauth.Upstream{{Name: "crm", URL: base + "/mcp", Credentials: upstreamoauth.PerActor,
+		ClientID: "toolgate", ClientKey: ck}}, gatewayOptions{})
+	code, page := open(t, browser(t), g.M.ConnectURL("crm", "alice"))
+	if code != http.StatusBadGateway || !strings.Contains(page, "does not take private_key_jwt") {
+		t.Fatalf("answered %d %q, want 502 naming private_key_jwt", code, page)
+	}
+	if list, _ := g.M.Connections(context.Background()); len(list) != 0 {
+		t.Fatalf("stored: %+v", list)
+	}
+}
