@@ -196,6 +196,9 @@ func (c *Config) resolvePaths(baseDir, home string) {
 	}
 	for i := range c.Upstreams {
 		c.Upstreams[i].Cwd = abs(c.Upstreams[i].Cwd)
+		if o := c.Upstreams[i].OAuth; o != nil {
+			o.ClientKeyFile = abs(o.ClientKeyFile)
+		}
 	}
 	if c.Audit.Export.Path != "-" {
 		c.Audit.Export.Path = abs(c.Audit.Export.Path)

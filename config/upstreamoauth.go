@@ -4,8 +4,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"strings"
+
+	"github.com/toolgate/toolgate/core/credentials"
 )
 
 // UpstreamOAuth makes toolgate the OAuth 2.1 client of an upstream (UI-1,
@@ -16,9 +20,15 @@ type UpstreamOAuth struct {
 	Credentials string `koanf:"credentials" json:"credentials" yaml:"credentials"`
 	// ClientID is a client pre-registered with the upstream's authorization
 	// server; empty: a Client ID Metadata Document, else registration.
-	ClientID     string   `koanf:"clientId" json:"clientId,omitempty" yaml:"clientId,omitempty"`
-	ClientSecret Secret   `koanf:"clientSecret" json:"clientSecret,omitempty" yaml:"clientSecret,omitempty"`
-	Scopes       []string `koanf:"scopes" json:"scopes,omitempty" yaml:"scopes,omitempty"`
+	ClientID     string `koanf:"clientId" json:"clientId,omitempty" yaml:"clientId,omitempty"`
+	ClientSecret Secret `koanf:"clientSecret" json:"clientSecret,omitempty" yaml:"clientSecret,omitempty"`
+	// ClientKeyFile, instead of ClientSecret, names the PEM private key
+	// (RSA or EC P-256) the pre-registered client signs private_key_jwt
+	// assertions with (RFC 7523); relative to the config file.
+	// ClientKeyID is the kid its assertions name, when the server wants one.
+	ClientKeyFile string   `koanf:"clientKeyFile" json:"clientKeyFile,omitempty" yaml:"clientKeyFile,omitempty"`
+	ClientKeyID   string   `koanf:"clientKeyId" json:"clientKeyId,omitempty" yaml:"clientKeyId,omitempty"`
+	Scopes        []string `koanf:"scopes" json:"scopes,omitempty" yaml:"scopes,omitempty"`
 	// TokenExchange trades the actor's incoming token for one meant for the
 	// upstream (RFC 8693) instead of a browser step.
 	TokenExchange bool `koanf:"tokenExchange" json:"tokenExchange,omitempty" yaml:"tokenExchange,omitempty"`
@@ -139,6 +149,7 @@ func (v *validator) upstreamOAuth(p string, u Upstream) {
 	if strings.ContainsAny(o.ClientID, " \t\r\n\x00") {
 		v.fail(p+".clientId", "must not contain spaces or control characters")
 	}
+	v.clientKey(p, o)
 	for j, s := range o.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\\x00") {
 			v.fail(fmt.Sprintf("%s.scopes[%d]", p, j), "must be a non-empty scope token without spaces, quotes or backslashes")
@@ -172,4 +183,47 @@ func (v *validator) anyOAuthEndpoint() bool {
 		}
 	}
 	return false
+}
+
+// clientKey checks a private_key_jwt client's key (UI-1): it belongs to a
+// pre-registered client without a secret, and its file holds a usable
+// private key. Messages name the file, never what is in it.
+func (v *validator) clientKey(p string, o UpstreamOAuth) {
+	if o.ClientKeyFile == "" {
+		if o.ClientKeyID != "" {
+			v.fail(p+".clientKeyId", "needs clientKeyFile: it names that key")
+		}
+		return
+	}
+	if o.ClientID == "" {
+		v.fail(p+".clientKeyFile", "needs clientId: a client key belongs to a pre-registered client")
+	}
+	if o.ClientSecret != "" {
+		v.fail(p+".clientKeyFile", "cannot be combined with clientSecret: the client authenticates with one or the other (private_key_jwt or client_secret_basic)")
+	}
+	if strings.ContainsAny(o.ClientKeyID, "\r\n\x00") {
+		v.fail(p+".clientKeyId", "must not contain control characters")
+	}
+	if _, _, err := ReadClientKey(o.ClientKeyFile); err != nil {
+		v.fail(p+".clientKeyFile", "%s", err.Error())
+	}
+}
+
+// ReadClientKey reads and checks the PEM private key of
+// upstreams[].oauth.clientKeyFile (UI-1): the bytes, and the JWS algorithm
+// it signs with. The error names the path, never the key.
+func ReadClientKey(path string) ([]byte, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, below
+		}
+		return nil, "", fmt.Errorf("cannot read %s: %v", path, err)
+	}
+	_, alg, err := credentials.ParseClientKey(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %v", path, err)
+	}
+	return data, alg, nil
 }

@@ -45,6 +45,12 @@ type OAuthUpstreamOptions struct {
 	// IdleAfter closes an actor's connection unused that long (default 10
 	// min); the next call opens it again.
 	IdleAfter time.Duration
+	// ConnectWait bounds how long a call whose client agreed to open the
+	// connect link (URL-mode elicitation) waits for the connection
+	// (default 10 min, never past the link's expiry).
+	ConnectWait time.Duration
+	// Logger logs what connecting asks of the client; nil: the upstream's.
+	Logger *slog.Logger
 }
 
 // ConnectTool is the remote name of the one tool a perActor upstream lists
@@ -69,6 +75,9 @@ type OAuthUpstream struct {
 	listerActor string
 	actors      map[string]*actorConn
 	onChange    func()
+
+	// waiters are the URL elicitations waiting for an actor to connect.
+	waiters connectWaiters
 }
 
 type actorConn struct {
@@ -94,7 +103,13 @@ func NewOAuthUpstream(opts OAuthUpstreamOptions) (*OAuthUpstream, error) {
 	if opts.IdleAfter <= 0 {
 		opts.IdleAfter = 10 * time.Minute
 	}
-	log := opts.Upstream.Logger
+	if opts.ConnectWait <= 0 {
+		opts.ConnectWait = 10 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = opts.Upstream.Logger
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -216,6 +231,14 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 		return core.ErrorResult(fmt.Sprintf("upstream %q acts as each caller, and this call has no actor", u.name)), nil
 	}
 	_, id, err := u.opts.Tokens.Token(ctx, u.name, actor)
+	if errors.Is(err, core.ErrNotConnected) {
+		// A client that can open a URL for its user is asked to (UI-2).
+		res, connected := u.askToConnect(ctx, actor, err)
+		if !connected {
+			return res, nil
+		}
+		_, id, err = u.opts.Tokens.Token(ctx, u.name, actor)
+	}
 	if errors.Is(err, core.ErrNotConnected) {
 		return core.ErrorResult(err.Error()), nil
 	} else if err != nil {
@@ -340,6 +363,7 @@ func (u *OAuthUpstream) sweep(except string) {
 // the catalog's if it was listed through it.
 func (u *OAuthUpstream) ConnectionChanged(actor, change string) {
 	if change == "connected" {
+		u.waiters.complete(actor)
 		if l, _ := u.current(); l == nil {
 			u.toolsChanged()
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,10 +76,16 @@ type connectClaim struct {
 // upstream (UI-2). It is protected by an HMAC under a key derived from the
 // credentials key: it cannot be forged or moved to another actor.
 func (m *Manager) ConnectURL(upstream, actor string) string {
-	c := connectClaim{Upstream: upstream, Actor: actor, ID: newID(), Expires: m.opts.Now().Add(m.opts.ConnectTTL).Unix()}
+	u, _ := m.connectURL(upstream, actor)
+	return u
+}
+
+func (m *Manager) connectURL(upstream, actor string) (string, time.Time) {
+	exp := m.opts.Now().Add(m.opts.ConnectTTL)
+	c := connectClaim{Upstream: upstream, Actor: actor, ID: newID(), Expires: exp.Unix()}
 	p, _ := json.Marshal(c)
 	body := base64.RawURLEncoding.EncodeToString(p)
-	return m.opts.PublicURL + Path + "/connect?t=" + body + "." + m.mac(body)
+	return m.opts.PublicURL + Path + "/connect?t=" + body + "." + m.mac(body), time.Unix(c.Expires, 0)
 }
 
 func (m *Manager) mac(body string) string {
@@ -138,13 +145,22 @@ const flowCookie = "toolgate_upstream_flow"
 // clientIdentity is how the gateway identifies itself to one server.
 type clientIdentity struct {
 	ID, Secret string
+	// key signs private_key_jwt assertions for audience, the server's
+	// issuer; nil: a secret or a public client.
+	key      *ClientKey
+	audience string
 }
 
 func (m *Manager) identityFor(u Upstream, ts tokenSet) clientIdentity {
 	if u.ClientID != "" {
-		return clientIdentity{ID: u.ClientID, Secret: u.ClientSecret}
+		return preRegistered(u, ts.Issuer)
 	}
 	return clientIdentity{ID: ts.ClientID, Secret: ts.ClientSecret}
+}
+
+// preRegistered is the configured client of u at the server issuer.
+func preRegistered(u Upstream, issuer string) clientIdentity {
+	return clientIdentity{ID: u.ClientID, Secret: u.ClientSecret, key: u.ClientKey, audience: issuer}
 }
 
 // discover returns the upstream's metadata, discovered once per process.
@@ -172,7 +188,11 @@ func (m *Manager) discover(ctx context.Context, u Upstream) (Metadata, error) {
 // dynamic registration (RFC 7591), registered once per server and process.
 func (m *Manager) identity(ctx context.Context, u Upstream, md Metadata) (clientIdentity, error) {
 	if u.ClientID != "" {
-		return clientIdentity{ID: u.ClientID, Secret: u.ClientSecret}, nil
+		if u.ClientKey != nil && len(md.Server.TokenEndpointAuthMethodsSupported) > 0 &&
+			!slices.Contains(md.Server.TokenEndpointAuthMethodsSupported, "private_key_jwt") {
+			return clientIdentity{}, fmt.Errorf("upstream %q: its authorization server %s does not take private_key_jwt (token_endpoint_auth_methods_supported), which upstreams[].oauth.clientKeyFile uses", u.Name, md.Server.Issuer)
+		}
+		return preRegistered(u, md.Server.Issuer), nil
 	}
 	if md.Server.ClientIDMetadataDocumentSupported {
 		return clientIdentity{ID: m.ClientMetadataURL()}, nil
@@ -319,9 +339,20 @@ func (m *Manager) finish(w http.ResponseWriter, r *http.Request) (core.Connectio
 		return core.Connection{}, ErrIssuerMismatch
 	}
 	id := clientIdentity{ID: st.ClientID, Secret: st.ClientSecret}
+	if u.ClientID != "" && st.ClientID == u.ClientID {
+		id = preRegistered(u, md.Server.Issuer)
+	}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, m.hc), m.opts.Timeout)
 	defer cancel()
-	tok, err := m.oauthConfig(md, id, nil).Exchange(ctx, code, oauth2.VerifierOption(st.Verifier), oauth2.SetAuthURLParam("resource", md.Resource))
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(st.Verifier), oauth2.SetAuthURLParam("resource", md.Resource)}
+	if id.key != nil {
+		a, err := id.key.assertion(id.ID, id.audience)
+		if err != nil {
+			return core.Connection{}, err
+		}
+		opts = append(opts, oauth2.SetAuthURLParam("client_assertion_type", ClientAssertionType), oauth2.SetAuthURLParam("client_assertion", a))
+	}
+	tok, err := m.oauthConfig(md, id, nil).Exchange(ctx, code, opts...)
 	if err != nil {
 		return core.Connection{}, fmt.Errorf("exchanging the code at %s: %w", md.Server.Issuer, tokenErr(err))
 	}
@@ -428,8 +459,9 @@ func (m *Manager) tokenRequest(ctx context.Context, endpoint string, id clientId
 // post sends a form with the client's authentication and decodes a JSON
 // answer into v (nil: none expected); an OAuth error is a *TokenError.
 func (m *Manager) post(ctx context.Context, endpoint string, id clientIdentity, form url.Values, v any) error {
-	if id.Secret == "" {
-		form.Set("client_id", id.ID)
+	basic, err := id.authenticate(form)
+	if err != nil {
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -437,7 +469,7 @@ func (m *Manager) post(ctx context.Context, endpoint string, id clientIdentity, 
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if id.Secret != "" {
+	if basic {
 		req.SetBasicAuth(url.QueryEscape(id.ID), url.QueryEscape(id.Secret))
 	}
 	resp, err := m.hc.Do(req)

@@ -165,8 +165,9 @@ var testKey = bytes.Repeat([]byte("k"), 32)
 type gatewayOptions struct {
 	key, previous []byte
 	timeout       time.Duration
-	store         string // a store file to share; "" for a new one
-	pg            string // a PostgreSQL store's DSN instead of a file
+	store         string       // a store file to share; "" for a new one
+	pg            string       // a PostgreSQL store's DSN instead of a file
+	ln            net.Listener // the gateway's listener, made beforehand; nil for a new one
 }
 
 func startGateway(t *testing.T, ups []upstreamoauth.Upstream, o gatewayOptions) *gateway {
@@ -192,7 +193,12 @@ func startGateway(t *testing.T, ups []upstreamoauth.Upstream, o gatewayOptions) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	ln, base := listen(t)
+	ln, base := o.ln, ""
+	if ln == nil {
+		ln, base = listen(t)
+	} else {
+		base = "http://" + ln.Addr().String()
+	}
 	g := &gateway{URL: base, Store: st, Path: path, Log: &syncBuffer{}, clock: &clock{}}
 	m, err := upstreamoauth.New(upstreamoauth.Options{
 		PublicURL: base, Key: o.key, Previous: o.previous, Store: st, Timeout: o.timeout,

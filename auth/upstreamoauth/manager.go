@@ -35,6 +35,10 @@ type Upstream struct {
 	// registration (RFC 7591).
 	ClientID     string
 	ClientSecret string
+	// ClientKey, instead of ClientSecret, makes the pre-registered client
+	// authenticate with private_key_jwt (RFC 7523): a signed assertion at
+	// the token and revocation endpoints.
+	ClientKey *ClientKey
 	// Scopes to ask for; nil: the resource's scopes_supported.
 	Scopes []string
 	// TokenExchange (PerActor only): each actor's incoming OAuth token is
@@ -104,9 +108,16 @@ var ErrUnknownUpstream = errors.New("no upstream of that name uses oauth")
 type NeedsConnect struct {
 	Upstream, Actor string
 	URL             string
+	// Expires is when URL stops working.
+	Expires time.Time
 	// Reason says why: not connected yet, or why the connection broke.
 	Reason string
 }
+
+// ConnectLink is where the actor connects and until when: what a client
+// that can open a URL for its user is asked to open (UI-2). "" for the
+// shared account, which an operator connects.
+func (e *NeedsConnect) ConnectLink() (string, time.Time) { return e.URL, e.Expires }
 
 func (e *NeedsConnect) Error() string {
 	if e.Actor == core.SharedActor {
@@ -195,6 +206,9 @@ func New(opts Options, ups []Upstream) (*Manager, error) {
 		}
 		if u.TokenExchange && u.Credentials != PerActor {
 			return nil, fmt.Errorf("upstreamoauth: upstream %q: a token exchange acts as each actor: credentials must be %s", u.Name, PerActor)
+		}
+		if u.ClientKey != nil && (u.ClientID == "" || u.ClientSecret != "") {
+			return nil, fmt.Errorf("upstreamoauth: upstream %q: a client key belongs to a pre-registered client (clientId) without a secret", u.Name)
 		}
 		m.ups[u.Name] = u
 	}
@@ -299,7 +313,7 @@ func (m *Manager) expiring(ts tokenSet) bool {
 func (m *Manager) needsConnect(u Upstream, actor, reason string) *NeedsConnect {
 	e := &NeedsConnect{Upstream: u.Name, Actor: actor, Reason: reason}
 	if actor != core.SharedActor {
-		e.URL = m.ConnectURL(u.Name, actor)
+		e.URL, e.Expires = m.connectURL(u.Name, actor)
 	}
 	return e
 }

@@ -33,14 +33,12 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		return err
 	}
 	var ends []*mcp.Endpoint
-	auths := map[string]auth.EndpointAuth{}
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
 		if err != nil {
 			return fmt.Errorf("endpoints[%d] %s: %w", i, e.Path, err)
 		}
 		epAuth.OnRefusal = g.authRefused(e.Path)
-		auths[e.Path] = epAuth
 		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
@@ -71,7 +69,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	mux.HandleFunc("/readyz", g.readyz)
 	g.mountMetrics(mux)
 	if len(cfg.Endpoints) > 0 {
-		g.mountUpstreamOAuth(mux, auths, cfg.Endpoints[0].Path)
+		g.mountUpstreamOAuth(mux, cfg.Endpoints[0].Path)
 	}
 	// Body-read and write deadlines per request, not the server's: those
 	// would cut event streams (SV-9).

@@ -37,6 +37,9 @@ type authState struct {
 	// end stops what the generation's strategies run in the background
 	// (the OAuth key-set refresh); nil for the one New built.
 	end context.CancelFunc
+	// auth is the generation's authentication, for the routes that
+	// authenticate like the endpoint (upstream disconnect, UI-2).
+	auth auth.EndpointAuth
 }
 
 // mountEndpoint serves ep at its path behind epAuth, and its RFC 9728
@@ -60,8 +63,9 @@ func (s *endpointSwitch) set(epAuth auth.EndpointAuth, end context.CancelFunc) {
 	if prev != nil {
 		gen = prev.gen + 1
 	}
+	plain := epAuth
 	epAuth.Revoked = s.revoked
-	st := &authState{gen: gen, handler: authStarts(auth.Middleware(epAuth)(authPassed(s.ep))), meta: auth.MetadataHandler(epAuth), end: end}
+	st := &authState{gen: gen, handler: authStarts(auth.Middleware(epAuth)(authPassed(s.ep))), meta: auth.MetadataHandler(epAuth), end: end, auth: plain}
 	s.state.Store(st)
 	if prev != nil && prev.end != nil {
 		prev.end()

@@ -59,7 +59,11 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	}
 	var ups []upstreamoauth.Upstream
 	for _, u := range cfg.OAuthUpstreams() {
-		ups = append(ups, oauthUpstreamConfig(u))
+		ou, err := oauthUpstreamConfig(u)
+		if err != nil {
+			return nil, err
+		}
+		ups = append(ups, ou)
 	}
 	o := &oauthState{ups: map[string]*mcp.OAuthUpstream{}}
 	m, err := upstreamoauth.New(upstreamoauth.Options{
@@ -83,11 +87,32 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 	return m, nil
 }
 
-// oauthUpstreamConfig is what the manager knows of an oauth upstream.
-func oauthUpstreamConfig(u config.Upstream) upstreamoauth.Upstream {
-	return upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
+// oauthUpstreamConfig is what the manager knows of an oauth upstream,
+// its client key read from its file.
+func oauthUpstreamConfig(u config.Upstream) (upstreamoauth.Upstream, error) {
+	ou := upstreamoauth.Upstream{Name: u.Name, URL: u.URL, Credentials: u.OAuth.Credentials,
 		ClientID: u.OAuth.ClientID, ClientSecret: u.OAuth.ClientSecret.Reveal(), Scopes: u.OAuth.Scopes,
 		TokenExchange: u.OAuth.TokenExchange}
+	if f := u.OAuth.ClientKeyFile; f != "" {
+		data, _, err := config.ReadClientKey(f)
+		if err != nil {
+			return ou, fmt.Errorf("upstream %q: oauth.clientKeyFile %w", u.Name, err)
+		}
+		if ou.ClientKey, err = upstreamoauth.NewClientKey(data, u.OAuth.ClientKeyID); err != nil {
+			return ou, fmt.Errorf("upstream %q: oauth.clientKeyFile %s: %w", u.Name, f, err)
+		}
+	}
+	return ou, nil
+}
+
+// sameOAuthUpstream: a and b are the same settings, keys compared by
+// their content.
+func sameOAuthUpstream(a, b upstreamoauth.Upstream) bool {
+	if !a.ClientKey.Equal(b.ClientKey) {
+		return false
+	}
+	a.ClientKey, b.ClientKey = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // oauthUpstreamOf builds an OAuth upstream over the network upstream's
@@ -100,8 +125,11 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 	// The manager is made once, at start: a reload cannot add an oauth
 	// upstream or change its oauth settings.
 	have, ok := m.Upstream(u.Name)
-	want := oauthUpstreamConfig(u)
-	if !ok || !reflect.DeepEqual(have, want) {
+	want, err := oauthUpstreamConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !sameOAuthUpstream(have, want) {
 		return nil, fmt.Errorf("upstream %q: its url or oauth settings changed, which needs a restart", u.Name)
 	}
 	base, err := upstreamOptions(u, hub)
@@ -109,7 +137,7 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 		return nil, err
 	}
 	up, err := mcp.NewOAuthUpstream(mcp.OAuthUpstreamOptions{Upstream: base, PerActor: u.OAuth.Credentials == config.CredentialsPerActor,
-		Exchange: u.OAuth.TokenExchange, Tokens: m})
+		Exchange: u.OAuth.TokenExchange, Tokens: m, Logger: g.log})
 	if err != nil {
 		return nil, err
 	}
@@ -120,16 +148,13 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 // mountUpstreamOAuth serves the connection routes (UI-2): connect,
 // callback and the client metadata document as they are; disconnect
 // authenticated like the endpoint its endpoint parameter names (the first
-// endpoint by default).
-func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, auths map[string]auth.EndpointAuth, first string) {
+// endpoint by default), with that endpoint's authentication in force now:
+// a reload that removes a key or changes the issuer applies to it too.
+func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, first string) {
 	if g.oauth == nil {
 		return
 	}
 	h := g.oauth.m.Handler()
-	authed := map[string]http.Handler{}
-	for path, a := range auths {
-		authed[path] = auth.Middleware(a)(h)
-	}
 	mux.Handle(upstreamoauth.Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/disconnect") {
 			h.ServeHTTP(w, r)
@@ -139,12 +164,12 @@ func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, auths map[string]auth.E
 		if ep == "" {
 			ep = first
 		}
-		a, ok := authed[ep]
+		sw, ok := g.switches[ep] // fixed from the start; a reload swaps what each holds
 		if !ok {
 			http.Error(w, fmt.Sprintf("no endpoint %q", ep), http.StatusNotFound)
 			return
 		}
-		a.ServeHTTP(w, r)
+		auth.Middleware(sw.state.Load().auth)(h).ServeHTTP(w, r)
 	}))
 }
 

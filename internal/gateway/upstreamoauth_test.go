@@ -57,9 +57,27 @@ func frontGateway(t *testing.T, upstreamURL string, log *transcript) (*gateway.G
 	t.Helper()
 	port := peers.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cfg := loadConfig(t, withAdmin(fmt.Sprintf(`gateway:
+	cfg := loadConfig(t, frontYAML(port, t.TempDir()+"/front.db", upstreamURL, "", aliceOAuthKey, bobOAuthKey))
+	g := newGateway(t, cfg, &gateway.Options{Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err := g.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return g, base
+}
+
+// frontYAML is frontGateway's config: keys are alice's and bob's API keys,
+// "" for one that is not accepted; oauthExtra adds lines to crm's oauth
+// block.
+func frontYAML(port int, store, upstreamURL, oauthExtra, aliceKey, bobKey string) string {
+	keys := ""
+	for _, k := range []struct{ key, actor string }{{aliceKey, "alice"}, {bobKey, "bob"}} {
+		if k.key != "" {
+			keys += fmt.Sprintf("        - key: %s\n          actor: {id: %s}\n", k.key, k.actor)
+		}
+	}
+	return withAdmin(fmt.Sprintf(`gateway:
   listen: 127.0.0.1:%d
-  publicUrl: %s
+  publicUrl: http://127.0.0.1:%d
   credentialsKey: %s
   store: %q
   review: {mode: "off"}
@@ -69,11 +87,7 @@ endpoints:
   - path: /mcp
     auth:
       apiKeys:
-        - key: %s
-          actor: {id: alice}
-        - key: %s
-          actor: {id: bob}
-upstreams:
+%supstreams:
   - name: crm
     url: %s
     transport: http
@@ -81,12 +95,7 @@ upstreams:
     defaultKind: read
     oauth:
       credentials: perActor
-`, port, base, credentialsKey, t.TempDir()+"/front.db", aliceOAuthKey, bobOAuthKey, upstreamURL)))
-	g := newGateway(t, cfg, &gateway.Options{Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err := g.Start(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	return g, base
+%s`, port, port, credentialsKey, store, keys, upstreamURL, oauthExtra))
 }
 
 // connectAs follows the connect URL an isError result names, signing in

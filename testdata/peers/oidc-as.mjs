@@ -12,7 +12,10 @@
 // whose audience is the requested resource. Only the client
 // toolgate-exchange may use it.
 //
-// Env: ACCESS_TTL (seconds, default 3600). Prints "LISTENING <issuer>" once
+// Env: ACCESS_TTL (seconds, default 3600); PKJWT_JWKS, a JSON Web Key Set of
+// public keys, registers toolgate-pkjwt, a client that authenticates with
+// private_key_jwt (RFC 7523) under those keys, with PRE_REDIRECTS' redirect
+// URIs, for code, refresh and token exchange. Prints "LISTENING <issuer>" once
 // ready; exits when stdin closes, so it cannot outlive the test.
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
@@ -35,20 +38,32 @@ const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
-const provider = new Provider(issuer, {
-  clients: [{
-    client_id: 'toolgate-pre',
-    client_secret: 'pre-registered-client-secret-0123456789',
+const clients = [{
+  client_id: 'toolgate-pre',
+  client_secret: 'pre-registered-client-secret-0123456789',
+  redirect_uris: (process.env.PRE_REDIRECTS || 'http://127.0.0.1:1/cb').split(','),
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+}, {
+  client_id: 'toolgate-exchange',
+  client_secret: 'exchange-client-secret-0123456789abcdef',
+  redirect_uris: [],
+  grant_types: [TOKEN_EXCHANGE],
+  response_types: [],
+}];
+if (process.env.PKJWT_JWKS) {
+  clients.push({
+    client_id: 'toolgate-pkjwt',
+    token_endpoint_auth_method: 'private_key_jwt',
+    jwks: JSON.parse(process.env.PKJWT_JWKS),
     redirect_uris: (process.env.PRE_REDIRECTS || 'http://127.0.0.1:1/cb').split(','),
-    grant_types: ['authorization_code', 'refresh_token'],
+    grant_types: ['authorization_code', 'refresh_token', TOKEN_EXCHANGE],
     response_types: ['code'],
-  }, {
-    client_id: 'toolgate-exchange',
-    client_secret: 'exchange-client-secret-0123456789abcdef',
-    redirect_uris: [],
-    grant_types: [TOKEN_EXCHANGE],
-    response_types: [],
-  }],
+  });
+}
+
+const provider = new Provider(issuer, {
+  clients,
   features: {
     devInteractions: { enabled: true },
     registration: { enabled: true },

@@ -1,0 +1,239 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// Connecting through URL-mode elicitation (MCP 2025-11-25; UI-2). An actor
+// not yet connected to a perActor upstream whose client declared
+// elicitation.url is asked to open the connect link through the client
+// (elicitation/create, mode "url") rather than reading it in an isError
+// result. On "accept" the call waits, within its own lifetime and the
+// link's, for the connection to complete — signalled by the manager on this
+// replica, or seen in the store when the browser came back through another
+// — and then goes on as if it had been connected all along. A session that
+// asked is sent notifications/elicitation/complete with the elicitation's
+// id when the connection completes, whenever that is, if it is still there.
+// A 2026-07-28 client is asked the same question as an input request of
+// the call (modern_relay.go), which has no session to notify: the call's
+// result is its completion. A client without the capability, one that
+// declines or cancels, or one that cannot be asked gets the isError answer
+// with the link, as before.
+
+// connectLinker is an error that carries the actor's connect link (the
+// upstream OAuth manager's NeedsConnect).
+type connectLinker interface {
+	ConnectLink() (url string, expires time.Time)
+}
+
+// connectPoll is how often a waiting call looks in the store for a
+// connection completed on another replica.
+const connectPoll = 2 * time.Second
+
+// maxConnectWaiters bounds the elicitations remembered per actor.
+const maxConnectWaiters = 8
+
+// connectWaiter is one URL elicitation waiting for an actor's connection.
+type connectWaiter struct {
+	id      string
+	expires time.Time
+	// notify sends notifications/elicitation/complete to the session that
+	// was asked; nil for a sessionless (2026-07-28) client.
+	notify func()
+	done   chan struct{}
+}
+
+// connectWaiters are an upstream's elicitations, by actor.
+type connectWaiters struct {
+	mu sync.Mutex
+	m  map[string][]*connectWaiter
+}
+
+func (cw *connectWaiters) add(actor string, w *connectWaiter) {
+	now := time.Now()
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if cw.m == nil {
+		cw.m = map[string][]*connectWaiter{}
+	}
+	var keep []*connectWaiter
+	for _, o := range cw.m[actor] {
+		if now.Before(o.expires) {
+			keep = append(keep, o)
+		}
+	}
+	if len(keep) >= maxConnectWaiters {
+		keep = keep[1:]
+	}
+	cw.m[actor] = append(keep, w)
+}
+
+// take removes and returns actor's waiters: all of them, or the one of id.
+func (cw *connectWaiters) take(actor, id string) []*connectWaiter {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if id == "" {
+		ws := cw.m[actor]
+		delete(cw.m, actor)
+		return ws
+	}
+	ws := cw.m[actor]
+	for i, w := range ws {
+		if w.id == id {
+			cw.m[actor] = append(ws[:i:i], ws[i+1:]...)
+			if len(cw.m[actor]) == 0 {
+				delete(cw.m, actor)
+			}
+			return []*connectWaiter{w}
+		}
+	}
+	return nil
+}
+
+// complete tells every waiter of actor that the connection is made: the
+// sessions that asked get notifications/elicitation/complete, then the
+// calls waiting go on.
+func (cw *connectWaiters) complete(actor string) {
+	for _, w := range cw.take(actor, "") {
+		w.finish()
+	}
+}
+
+func (w *connectWaiter) finish() {
+	if w.notify != nil {
+		w.notify()
+	}
+	close(w.done)
+}
+
+// canElicitURL reports whether the calling client declared URL-mode
+// elicitation and can be asked during this call: on its session, or
+// (2026-07-28) in the call's own capabilities with an input request.
+func canElicitURL(ctx context.Context) bool {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		cc := info.ClientCapabilities
+		return modernRelayFrom(ctx) != nil && cc != nil && cc.Elicitation != nil && cc.Elicitation.URL != nil
+	}
+	s, ok := server.ClientSessionFromContext(ctx).(interface {
+		GetClientCapabilities() mcpgo.ClientCapabilities
+	})
+	if !ok {
+		return false
+	}
+	el := s.GetClientCapabilities().Elicitation
+	return el != nil && el.URL != nil
+}
+
+// askToConnect is the answer to a call whose actor is not connected (err
+// wraps core.ErrNotConnected). connected is true when the client was asked
+// through URL-mode elicitation and the connection then completed: the call
+// goes on. Otherwise res is the isError answer naming the link.
+func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err error) (res core.Result, connected bool) {
+	var link connectLinker
+	if !errors.As(err, &link) || !canElicitURL(ctx) {
+		return core.ErrorResult(err.Error()), false
+	}
+	url, expires := link.ConnectLink()
+	d := downstreamFrom(ctx)
+	if url == "" || d == nil {
+		return core.ErrorResult(err.Error()), false
+	}
+	wait := u.opts.ConnectWait
+	if left := time.Until(expires); left > 0 && left < wait {
+		wait = left
+	}
+	w := &connectWaiter{id: randomID(), expires: time.Now().Add(wait), done: make(chan struct{})}
+	var inCall atomic.Bool // the call still waits: its own stream carries the notification
+	inCall.Store(true)
+	defer inCall.Store(false)
+	if call, _ := core.CallFromContext(ctx); call.Session != "" && modernRelayFrom(ctx) == nil {
+		w.notify = func() { notifyComplete(d, call.Session, w.id, inCall.Load()) }
+	}
+	u.waiters.add(actor, w)
+	params, _ := json.Marshal(mcpgo.ElicitationParams{Mode: mcpgo.ElicitationModeURL, ElicitationID: w.id, URL: url,
+		Message: fmt.Sprintf("Connect your account on %s: sign in there, and toolgate calls %s as you from then on.", u.name, u.name)})
+	raw, aerr := d.request(ctx, string(mcpgo.MethodElicitationCreate), params)
+	var answer struct {
+		Action mcpgo.ElicitationResponseAction `json:"action"`
+	}
+	if aerr == nil {
+		b, merr := json.Marshal(raw)
+		if merr == nil {
+			aerr = json.Unmarshal(b, &answer)
+		} else {
+			aerr = merr
+		}
+	}
+	switch {
+	case aerr != nil:
+		u.waiters.take(actor, w.id)
+		u.log.Debug("asking to connect by URL elicitation failed; answering the link", "err", aerr)
+		return core.ErrorResult(err.Error()), false
+	case answer.Action != mcpgo.ElicitationResponseActionAccept:
+		u.waiters.take(actor, w.id)
+		return core.ErrorResult(fmt.Sprintf("Not connected: the connect page was not opened (%s). %s", answer.Action, err.Error())), false
+	}
+	u.log.Debug("URL elicitation accepted: waiting for the actor to connect", "actor", core.ActorLabel(actor), "elicitation", w.id, "wait", wait.Round(time.Second).String())
+	if u.waitConnected(ctx, actor, w, wait) {
+		return core.Result{}, true
+	}
+	// The call ends; the session still hears when the connection is made.
+	u.log.Debug("the call stopped waiting for the actor to connect", "actor", core.ActorLabel(actor), "elicitation", w.id, "cause", context.Cause(ctx))
+	return core.ErrorResult(err.Error()), false
+}
+
+// notifyComplete sends notifications/elicitation/complete for id to the
+// session that was asked: on the waiting call's stream, else to the
+// session if it is still there (dropped otherwise).
+func notifyComplete(d *downstream, session, id string, inCall bool) {
+	method := string(mcpgo.MethodNotificationElicitationComplete)
+	params := map[string]any{"elicitationId": id}
+	if cs := callStreamFrom(d.ctx); inCall && cs != nil {
+		msg := mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION,
+			Notification: mcpgo.Notification{Method: method, Params: mcpgo.NotificationParams{AdditionalFields: params}}}
+		if cs.send(msg) == nil {
+			return
+		}
+	}
+	_ = d.srv.SendNotificationToSpecificClient(session, method, params)
+}
+
+// waitConnected waits for actor's connection until wait has passed or the
+// call ends: the manager's signal on this replica, or a working token
+// read from the store (the browser came back through another replica).
+func (u *OAuthUpstream) waitConnected(ctx context.Context, actor string, w *connectWaiter, wait time.Duration) bool {
+	limit := time.NewTimer(wait)
+	defer limit.Stop()
+	poll := time.NewTicker(connectPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-w.done:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-limit.C:
+			return false
+		case <-poll.C:
+			if _, _, err := u.opts.Tokens.Token(ctx, u.name, actor); err == nil {
+				if ws := u.waiters.take(actor, w.id); len(ws) == 1 {
+					w.finish()
+				} else {
+					<-w.done // complete took it and is finishing it
+				}
+				return true
+			}
+		}
+	}
+}
