@@ -195,7 +195,7 @@ func (u *OAuthUpstream) ListTools(ctx context.Context) ([]core.RemoteTool, error
 	}
 	if l == nil {
 		if !u.opts.PerActor {
-			return nil, fmt.Errorf("upstream %q: the shared account is not connected: %w", u.name, core.ErrNotConnected)
+			return nil, u.sharedNotConnected()
 		}
 		desc := fmt.Sprintf("Connect your account on %s: answers a link to open in your browser. Its tools appear once an account is connected.", u.name)
 		if u.opts.Exchange {
@@ -209,6 +209,13 @@ func (u *OAuthUpstream) ListTools(ctx context.Context) ([]core.RemoteTool, error
 	return l.ListTools(ctx)
 }
 
+// sharedNotConnected says what an operator does about a shared upstream
+// nobody connected yet.
+func (u *OAuthUpstream) sharedNotConnected() error {
+	return fmt.Errorf("upstream %q: the shared account is not connected: an operator connects it with `toolgate connect %s` or c in the console's Upstreams pane: %w",
+		u.name, u.name, core.ErrNotConnected)
+}
+
 // CallTool calls as the calling actor: the shared connection, or the
 // actor's own. An actor without a working connection gets an isError
 // result with their connect URL (UI-2).
@@ -216,7 +223,7 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 	if !u.opts.PerActor {
 		l, _ := u.current()
 		if l == nil {
-			return core.Result{}, fmt.Errorf("upstream %q: the shared account is not connected: %w", u.name, core.ErrNotConnected)
+			return core.Result{}, u.sharedNotConnected()
 		}
 		_, id, err := u.opts.Tokens.Token(ctx, u.name, core.SharedActor)
 		if err != nil {

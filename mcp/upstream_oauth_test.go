@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -225,5 +226,33 @@ func TestOAuthUpstreamPerActor(t *testing.T) {
 	}
 	if res, _ := up.CallTool(callAs(ctx, "alice"), "list_notes", nil); !res.IsError {
 		t.Fatal("alice's call after her revoke was answered")
+	}
+}
+
+// UI-2: a shared upstream nobody has connected yet says so, and how an
+// operator connects it, whether it is listed or called; nothing is sent
+// upstream.
+func TestOAuthUpstreamSharedNotConnected(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	target, rec := serveRecorded(t, serveDemo(t, "notes"))
+	up, err := mcp.NewOAuthUpstream(mcp.OAuthUpstreamOptions{Upstream: mcp.UpstreamOptions{Name: "crm", URL: target, Transport: "http"},
+		Tokens: &fakeTokens{tok: map[string]string{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	_, _ = up.Connect(ctx)
+	_, listErr := up.ListTools(ctx)
+	_, callErr := up.CallTool(callAs(ctx, "alice"), "list_notes", nil)
+	for what, err := range map[string]error{"list": listErr, "call": callErr} {
+		if !errors.Is(err, core.ErrNotConnected) || !strings.Contains(fmt.Sprint(err), "toolgate connect crm") {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if n := len(rec.seen); n != 0 {
+		t.Errorf("%d requests went upstream with no connection", n)
 	}
 }
