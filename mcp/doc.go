@@ -32,7 +32,7 @@
 // front and puts the actor in the request context.
 //
 // Every endpoint serves both protocol eras on one path. A POST body is
-// read once into an envelope (envelope.go: kind, method, id, params), and
+// read once into an envelope (package jsonrpc: kind, method, id, params), and
 // a request whose _meta (or Mcp-Protocol-Version header) names 2026-07-28
 // is checked against that revision's wire rules once (server_modern.go).
 // The endpoint then dispatches from one table, ownMethods (serve_tools.go):

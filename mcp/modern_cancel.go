@@ -9,6 +9,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // A 2026-07-28 client over HTTP cancels a request by closing its stream;
@@ -88,18 +89,18 @@ func (e errCancelledByClient) Error() string {
 
 // cancelModern heeds a 2026-07-28 client's notifications/cancelled (see
 // modernInflight); a session's notification is cancelFast's.
-func (e *Endpoint) cancelModern(r *http.Request, env *envelope) {
-	if env.method != string(mcpgo.MethodNotificationCancelled) {
+func (e *Endpoint) cancelModern(r *http.Request, env *jsonrpc.Envelope) {
+	if env.Method != string(mcpgo.MethodNotificationCancelled) {
 		return
 	}
 	var p struct {
 		RequestID json.RawMessage `json:"requestId"`
 		Reason    string          `json:"reason"`
 	}
-	if json.Unmarshal(env.paramsOrEmpty(), &p) != nil || len(p.RequestID) == 0 {
+	if json.Unmarshal(env.ParamsOrEmpty(), &p) != nil || len(p.RequestID) == 0 {
 		return
 	}
-	id, ok := readID(p.RequestID)
+	id, ok := jsonrpc.ReadID(p.RequestID)
 	if !ok {
 		return
 	}
@@ -107,5 +108,5 @@ func (e *Endpoint) cancelModern(r *http.Request, env *envelope) {
 	if !ok {
 		return
 	}
-	e.states.inflight.cancel(actor, requestIDOf(id, p.RequestID), errCancelledByClient{reason: p.Reason})
+	e.states.inflight.cancel(actor, jsonrpc.IDTextOf(id, p.RequestID), errCancelledByClient{reason: p.Reason})
 }

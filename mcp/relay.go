@@ -13,6 +13,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // downstream is the client session a tools/call came from, as the upstream
@@ -307,7 +308,7 @@ func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, meth
 // answer delivers a client's POSTed response to the request waiting for it
 // and reports whether there was one.
 func (p *pendingRequests) answer(session string, rawID json.RawMessage, body []byte) bool {
-	id, ok := readString(rawID)
+	id, ok := jsonrpc.ReadString(rawID)
 	if !ok || !strings.HasPrefix(id, askPrefix) {
 		return false
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // inbound is a request the pipeline answers itself, as read. Every
@@ -54,20 +55,20 @@ var ownMethods = map[string]func(*Endpoint, context.Context, *callStream, *inbou
 // legacy request without the session a stateful endpoint requires, or
 // naming a protocol revision the endpoint does not serve), which mcp-go
 // then answers.
-func (e *Endpoint) readInbound(r *http.Request, env *envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*inbound, bool) {
-	if env.kind != kindRequest || ownMethods[env.method] == nil {
+func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*inbound, bool) {
+	if env.Kind != jsonrpc.Request || ownMethods[env.Method] == nil {
 		return nil, false
 	}
 	actor, ok := e.opts.Actor(r.Context())
 	if !ok {
 		return nil, false
 	}
-	tr := &inbound{rawID: env.rawID, params: env.paramsOrEmpty(), actor: actor, header: r.Header, cancel: cancel}
+	tr := &inbound{rawID: env.RawID, params: env.ParamsOrEmpty(), actor: actor, header: r.Header, cancel: cancel}
 	if modern != nil {
 		tr.modern = modern
 		return tr, true
 	}
-	if !env.valid {
+	if !env.Valid {
 		return nil, false
 	}
 	if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && !slices.Contains(legacyProtocols, v) {
@@ -84,7 +85,7 @@ func (e *Endpoint) readInbound(r *http.Request, env *envelope, modern *modernInb
 }
 
 // requestID is the request's id as handlers see it (SV-7).
-func (tr *inbound) requestID() string { return requestIDText(tr.rawID) }
+func (tr *inbound) requestID() string { return jsonrpc.IDText(tr.rawID) }
 
 // writeError answers with a JSON-RPC error; a 2026-07-28 request gets the
 // HTTP status its revision maps the code to.
@@ -95,7 +96,7 @@ func (tr *inbound) writeError(cs *callStream, code int, message string) {
 	}
 	cs.Header().Set("Content-Type", "application/json")
 	cs.WriteHeader(http.StatusOK)
-	_, _ = cs.Write(rpcErrorBody(tr.rawID, code, message))
+	_, _ = cs.Write(jsonrpc.ErrorBody(tr.rawID, code, message))
 }
 
 // serveToolsCall answers a tools/call: the upstream's result goes out as
@@ -150,8 +151,8 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 	var asks *pendingRequests
 	if tr.session != nil {
 		ctx = e.mcp.WithContext(ctx, tr.session)
-		id, _ := readID(tr.rawID)
-		key := tr.sessionID + "\x00" + idKey(id)
+		id, _ := jsonrpc.ReadID(tr.rawID)
+		key := tr.sessionID + "\x00" + jsonrpc.IDKey(id)
 		e.ids.inflight.add(key, func() { tr.cancel(context.Canceled) })
 		defer e.ids.inflight.remove(key)
 		asks = &e.asks

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -745,7 +746,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	// The body is read once: every step below dispatches on env (SV-1).
-	env := readEnvelope(body)
+	env := jsonrpc.Read(body)
 	modern, isModern, refused := readModern(r, &env, body)
 	if telemetry.DeferredFrom(r.Context()) != nil {
 		// The request span waited for the body: the trace context may be
@@ -805,7 +806,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var handedOut bool
 	// An initialize opens a new session even when it carries an id: mcp-go
 	// mints one for it all the same, which is held to the caps as any other.
-	opens := r.Method == http.MethodGet || r.Method == http.MethodPost && env.method == string(mcpgo.MethodInitialize)
+	opens := r.Method == http.MethodGet || r.Method == http.MethodPost && env.Method == string(mcpgo.MethodInitialize)
 	if !e.opts.Stateless && !isModern && (id == "" || r.Method == http.MethodPost) && opens {
 		actor, _ := e.opts.Actor(r.Context())
 		slot, err := e.opts.Limits.acquire(actor.ID)
@@ -878,14 +879,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.library(w, r, body)
 		return
 	}
-	switch env.kind {
-	case kindBatch:
+	switch env.Kind {
+	case jsonrpc.Batch:
 		e.serveBatch(w, r, body, id)
 		return
-	case kindResponse:
+	case jsonrpc.Response:
 		// The session's owner was checked above, so only the client a
 		// request went to can answer it.
-		if id != "" && e.asks.answer(id, env.rawID, body) {
+		if id != "" && e.asks.answer(id, env.RawID, body) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -898,7 +899,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
 		}
 		return
-	case kindNotification:
+	case jsonrpc.Notification:
 		if id != "" {
 			e.cancelFast(&env, id)
 			e.serveNotification(w, r, id, body)
@@ -930,17 +931,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	if in, ok := e.readInbound(r, &env, modern, id, cancel); ok {
-		ownMethods[env.method](e, r.Context(), cs, in)
+		ownMethods[env.Method](e, r.Context(), cs, in)
 		cs.finish()
 		return
 	}
 	// Everything else is mcp-go's: initialize and the session it opens,
 	// ping, logging, resources, prompts, completions, server/discover and
 	// subscriptions/listen, and the errors of what no method can serve.
-	if env.method == string(mcpgo.MethodInitialize) {
+	if env.Method == string(mcpgo.MethodInitialize) {
 		cs.rewrite = initializeRewrite
 	}
-	if env.kind == kindNotification {
+	if env.Kind == jsonrpc.Notification {
 		e.cancelModern(r, &env)
 	}
 	e.library(cs, r, body)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // batchRevision is the one protocol revision with JSON-RPC batches: later
@@ -51,7 +52,7 @@ func (e *Endpoint) serveBatch(w http.ResponseWriter, r *http.Request, body []byt
 		}
 		_ = json.Unmarshal(m, &head)
 		if head.Method == string(mcpgo.MethodInitialize) {
-			answers = append(answers, rpcErrorBody(head.ID, mcpgo.INVALID_REQUEST, "initialize cannot be part of a batch"))
+			answers = append(answers, jsonrpc.ErrorBody(head.ID, mcpgo.INVALID_REQUEST, "initialize cannot be part of a batch"))
 			continue
 		}
 		one := r.Clone(r.Context())
@@ -105,21 +106,13 @@ func batchAnswers(rec *bufferWriter) []json.RawMessage {
 	if json.Valid(b) {
 		return []json.RawMessage{b}
 	}
-	return []json.RawMessage{rpcErrorBody(nil, mcpgo.INTERNAL_ERROR, strings.TrimSpace(string(b)))}
-}
-
-func rpcErrorBody(id json.RawMessage, code int, message string) json.RawMessage {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	msg, _ := json.Marshal(message)
-	return json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, msg))
+	return []json.RawMessage{jsonrpc.ErrorBody(nil, mcpgo.INTERNAL_ERROR, strings.TrimSpace(string(b)))}
 }
 
 func writeRPCError(w http.ResponseWriter, status, code int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(rpcErrorBody(nil, code, message), '\n'))
+	_, _ = w.Write(append(jsonrpc.ErrorBody(nil, code, message), '\n'))
 }
 
 // bufferWriter is an http.ResponseWriter into a buffer: one message of a

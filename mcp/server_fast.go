@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
-	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // legacyProtocols are the revisions with sessions, listed once: mcp-go
@@ -55,7 +54,7 @@ func (e *Endpoint) decorateModern(result json.RawMessage) json.RawMessage {
 	// Nearly every result names neither member: both go in front, the
 	// result's own bytes after them, in one scan and one copy.
 	t := bytes.TrimSpace(result)
-	plain := len(t) > 1 && t[0] == '{' && scanMembers(t, func(key, _ []byte) bool {
+	plain := len(t) > 1 && t[0] == '{' && jsonrpc.EachMember(t, func(key, _ []byte) bool {
 		return bytes.IndexByte(key, '\\') < 0 && !bytes.EqualFold(key, []byte("resultType")) && !bytes.EqualFold(key, []byte("_meta"))
 	})
 	if plain {
@@ -153,24 +152,6 @@ func hasTopLevelKey(raw json.RawMessage, key string) bool {
 	return ok
 }
 
-// readID is json.Unmarshal of a JSON-RPC id into an any: a string, a
-// float64, or whatever else it holds. Plain strings and numbers, nearly
-// every id, are read without the decoder.
-func readID(raw []byte) (any, bool) {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		if s := raw[1 : n-1]; bytes.IndexByte(s, '\\') < 0 && bytes.IndexByte(s, '"') < 0 && utf8.Valid(s) {
-			return string(s), true
-		}
-	} else if n > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-			return f, true
-		}
-	}
-	var id any
-	err := json.Unmarshal(raw, &id)
-	return id, err == nil
-}
-
 // readCallParams is json.Unmarshal of a tools/call's params (valid JSON)
 // into p, reporting whether it succeeded. The common params, an object
 // with a plain name and arguments and no _meta, are read in one scan; any
@@ -180,7 +161,7 @@ func readID(raw []byte) (any, bool) {
 func readCallParams(raw []byte, p *callParams) bool {
 	plain := true
 	var name, args []byte
-	ok := scanMembers(raw, func(key, v []byte) bool {
+	ok := jsonrpc.EachMember(raw, func(key, v []byte) bool {
 		switch string(key) {
 		case "name":
 			name = v
@@ -199,8 +180,8 @@ func readCallParams(raw []byte, p *callParams) bool {
 			*p = callParams{Arguments: json.RawMessage(args)}
 			return true
 		}
-		// A string reads as readID reads a string id.
-		if n, _ := readID(name); n != nil {
+		// A string reads as jsonrpc.ReadID reads a string id.
+		if n, _ := jsonrpc.ReadID(name); n != nil {
 			if s, isString := n.(string); isString {
 				*p = callParams{Name: s, Arguments: json.RawMessage(args)}
 				return true
@@ -214,36 +195,17 @@ func readCallParams(raw []byte, p *callParams) bool {
 // cancelFast applies a client's notifications/cancelled to a call the
 // session has running; mcp-go, which gets the notification next, knows only
 // its own.
-func (e *Endpoint) cancelFast(env *envelope, session string) {
-	if env.method != string(mcpgo.MethodNotificationCancelled) {
+func (e *Endpoint) cancelFast(env *jsonrpc.Envelope, session string) {
+	if env.Method != string(mcpgo.MethodNotificationCancelled) {
 		return
 	}
 	var p struct {
 		RequestID any `json:"requestId"`
 	}
-	if json.Unmarshal(env.paramsOrEmpty(), &p) != nil {
+	if json.Unmarshal(env.ParamsOrEmpty(), &p) != nil {
 		return
 	}
-	e.ids.inflight.cancel(session + "\x00" + idKey(p.RequestID))
-}
-
-// requestIDText is a JSON-RPC id as handlers see it (SV-7): a string id's
-// text, a number as written.
-func requestIDText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(bytes.TrimSpace(raw))
-}
-
-// requestIDOf is requestIDText of an id already decoded (a string or a
-// number, as ownRequest allows).
-func requestIDOf(id any, raw json.RawMessage) string {
-	if s, ok := id.(string); ok {
-		return s
-	}
-	return string(bytes.TrimSpace(raw))
+	e.ids.inflight.cancel(session + "\x00" + jsonrpc.IDKey(p.RequestID))
 }
 
 // unknownToolText is the words for a tool that is not there, as SPEC says

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // A request of revision 2026-07-28 carries everything initialize used to
@@ -62,22 +63,22 @@ func invalidMeta(format string, args ...any) *modernError {
 // decides) and, if it is, reads and checks it: err refuses it. A body that is not a single
 // request (a response, a notification) is not read here: mcp-go refuses what
 // the revision does not allow.
-func readModern(r *http.Request, env *envelope, body []byte) (req *modernInbound, modern bool, err *modernError) {
+func readModern(r *http.Request, env *jsonrpc.Envelope, body []byte) (req *modernInbound, modern bool, err *modernError) {
 	headerVersion := r.Header.Get(mcpgo.HeaderProtocolVersion)
 	if !mcpgo.IsModernProtocol(headerVersion) && !bytes.Contains(body, []byte(mcpgo.MetaKeyProtocolVersion)) {
 		return nil, false, nil
 	}
-	if env.kind != kindRequest {
+	if env.Kind != jsonrpc.Request {
 		if mcpgo.IsModernProtocol(headerVersion) {
 			return nil, true, nil // mcp-go answers what is no request
 		}
 		return nil, false, nil
 	}
-	req = &modernInbound{rawID: env.rawID, method: env.method, params: env.paramsOrEmpty()}
+	req = &modernInbound{rawID: env.RawID, method: env.Method, params: env.ParamsOrEmpty()}
 	var metaRaw json.RawMessage
 	plain := true
 	var name []byte
-	scanned := scanMembers(req.params, func(key, v []byte) bool {
+	scanned := jsonrpc.EachMember(req.params, func(key, v []byte) bool {
 		switch string(key) {
 		case "_meta":
 			metaRaw = v
@@ -99,7 +100,7 @@ func readModern(r *http.Request, env *envelope, body []byte) (req *modernInbound
 	}
 	if req.method == string(mcpgo.MethodToolsCall) && scanned {
 		if plain {
-			if n, ok := readID(name); ok {
+			if n, ok := jsonrpc.ReadID(name); ok {
 				req.call.Name, req.callOK = n.(string)
 			}
 		} else if json.Unmarshal(req.params, &req.call) == nil {
@@ -110,7 +111,7 @@ func readModern(r *http.Request, env *envelope, body []byte) (req *modernInbound
 	if info == nil && !mcpgo.IsModernProtocol(headerVersion) {
 		return nil, false, nil // a legacy request: its _meta names no modern revision
 	}
-	req.id, _ = readID(env.rawID)
+	req.id, _ = jsonrpc.ReadID(env.RawID)
 	switch {
 	case r.Header.Get(mcpgo.HeaderLastEventID) != "":
 		return req, true, &modernError{code: mcpgo.HEADER_MISMATCH,
@@ -175,15 +176,6 @@ func validateModernHeaders(h http.Header, version string, req *modernInbound) er
 	return nil
 }
 
-// readString reads a JSON string value: a plain one without the decoder.
-func readString(raw []byte) (string, bool) {
-	if n, ok := readID(raw); ok {
-		s, isString := n.(string)
-		return s, isString
-	}
-	return "", false
-}
-
 // metaLogLevels are the levels a request's _meta may ask for.
 var metaLogLevels = []mcpgo.LoggingLevel{mcpgo.LoggingLevelDebug, mcpgo.LoggingLevelInfo, mcpgo.LoggingLevelNotice, mcpgo.LoggingLevelWarning,
 	mcpgo.LoggingLevelError, mcpgo.LoggingLevelCritical, mcpgo.LoggingLevelAlert, mcpgo.LoggingLevelEmergency}
@@ -196,7 +188,7 @@ func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.Reque
 		return nil, nil, false, nil
 	}
 	var version, clientInfo, caps, level json.RawMessage
-	if !scanMembers(raw, func(key, v []byte) bool {
+	if !jsonrpc.EachMember(raw, func(key, v []byte) bool {
 		switch string(key) {
 		case mcpgo.MetaKeyProtocolVersion:
 			version = v
@@ -207,11 +199,11 @@ func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.Reque
 		case mcpgo.MetaKeyLogLevel:
 			level = v
 		case "progressToken":
-			progress, _ = readID(v)
+			progress, _ = jsonrpc.ReadID(v)
 		case "traceparent":
-			req.traceparent, _ = readString(v)
+			req.traceparent, _ = jsonrpc.ReadString(v)
 		case "tracestate":
-			req.tracestate, _ = readString(v)
+			req.tracestate, _ = jsonrpc.ReadString(v)
 		}
 		return true
 	}) {
@@ -220,7 +212,7 @@ func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.Reque
 	if len(version) == 0 {
 		return nil, nil, false, nil
 	}
-	v, ok := readString(version)
+	v, ok := jsonrpc.ReadString(version)
 	if !ok {
 		return nil, nil, false, invalidMeta("_meta field %s must be a string", mcpgo.MetaKeyProtocolVersion)
 	}
@@ -231,15 +223,15 @@ func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.Reque
 	if len(clientInfo) > 0 {
 		impl := mcpgo.Implementation{}
 		named := false
-		if !scanMembers(clientInfo, func(key, v []byte) bool {
+		if !jsonrpc.EachMember(clientInfo, func(key, v []byte) bool {
 			var ok bool
 			switch string(key) {
 			case "name":
-				impl.Name, ok = readString(v)
+				impl.Name, ok = jsonrpc.ReadString(v)
 				named = ok
 				return ok
 			case "version":
-				impl.Version, ok = readString(v)
+				impl.Version, ok = jsonrpc.ReadString(v)
 				return ok
 			}
 			return true
@@ -259,7 +251,7 @@ func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.Reque
 	}
 	info.ClientCapabilities = cc
 	if len(level) > 0 {
-		l, ok := readString(level)
+		l, ok := jsonrpc.ReadString(level)
 		if !ok || !slices.Contains(metaLogLevels, mcpgo.LoggingLevel(l)) {
 			return info, nil, false, invalidMeta("_meta field %s must be one of %v", mcpgo.MetaKeyLogLevel, metaLogLevels)
 		}

@@ -20,6 +20,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -83,7 +84,7 @@ func callBody(id string, params []byte) []byte {
 	const head, mid, tail = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":`, `}`
 	b := make([]byte, 0, len(head)+len(id)+2+len(mid)+len(params)+len(tail)+1)
 	b = append(b, head...)
-	b = appendJSONString(b, id)
+	b = jsonrpc.AppendString(b, id)
 	b = append(b, mid...)
 	b = append(b, params...)
 	return append(b, tail...)
@@ -94,7 +95,7 @@ func callBody(id string, params []byte) []byte {
 func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 	b := make([]byte, 0, len(name)+len(args)+160)
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, name)
+	b = jsonrpc.AppendString(b, name)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
 	if meta != nil && (meta.ProgressToken != "" || meta.IdempotencyKey != "" || meta.LogLevel != "" || meta.Traceparent != "") {
@@ -102,40 +103,26 @@ func callParamsJSON(name string, args json.RawMessage, meta *callMeta) []byte {
 		n := len(b)
 		if meta.ProgressToken != "" {
 			b = append(b, `"progressToken":`...)
-			b = appendJSONString(b, meta.ProgressToken)
+			b = jsonrpc.AppendString(b, meta.ProgressToken)
 		}
 		if meta.IdempotencyKey != "" {
 			if len(b) > n {
 				b = append(b, ',')
 			}
 			b = append(b, `"`+IdempotencyMetaKey+`":`...)
-			b = appendJSONString(b, meta.IdempotencyKey)
+			b = jsonrpc.AppendString(b, meta.IdempotencyKey)
 		}
 		if meta.LogLevel != "" {
 			if len(b) > n {
 				b = append(b, ',')
 			}
 			b = append(b, `"`+mcpgo.MetaKeyLogLevel+`":`...)
-			b = appendJSONString(b, meta.LogLevel)
+			b = jsonrpc.AppendString(b, meta.LogLevel)
 		}
 		b = appendTraceMeta(b, meta)
 		b = append(b, '}')
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string: as it is when it is plain
-// printable ASCII, as encoding/json writes it otherwise.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // errNoAnswer is a response stream that ended without the response, as
@@ -318,17 +305,17 @@ type rpcErrorDetails struct {
 // never decoded; anything else, and every error, is encoding/json's.
 func readAnswer(b []byte) (rpcAnswer, error) {
 	var a rpcAnswer
-	if m, ok := scanMessage(b); ok && !m.folded && json.Valid(b) {
-		a.ID, a.Result = json.RawMessage(m.id), aliasRaw(m.result)
+	if m, ok := jsonrpc.Scan(b); ok && !m.Folded && json.Valid(b) {
+		a.ID, a.Result = json.RawMessage(m.ID), aliasRaw(m.Result)
 		plain := true
-		switch n := len(m.method); {
-		case n == 0 || string(m.method) == "null":
-		case n >= 2 && m.method[0] == '"' && bytes.IndexByte(m.method, '\\') < 0 && utf8.Valid(m.method):
-			a.Method = string(m.method[1 : n-1])
+		switch n := len(m.Method); {
+		case n == 0 || string(m.Method) == "null":
+		case n >= 2 && m.Method[0] == '"' && bytes.IndexByte(m.Method, '\\') < 0 && utf8.Valid(m.Method):
+			a.Method = string(m.Method[1 : n-1])
 		default:
 			plain = false
 		}
-		if e := m.err; plain && len(e) > 0 && string(e) != "null" {
+		if e := m.Err; plain && len(e) > 0 && string(e) != "null" {
 			plain = e[0] == '{' && json.Unmarshal(e, &a.Error) == nil
 		}
 		if plain {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/waittest"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // streamServer answers tools/call by the tool's name: "json" as one JSON
@@ -318,19 +319,19 @@ func TestRawToolsCallConnections(t *testing.T) {
 	call("json")
 }
 
-// IM-32: idKey writes an id exactly as encoding/json does, so that a call and its
+// IM-32: jsonrpc.IDKey writes an id exactly as encoding/json does, so that a call and its
 // cancellation, keyed apart, meet.
 func TestIDKeyMatchesJSON(t *testing.T) {
 	for _, id := range []any{"a", "tg-1", "é<&>\"\\\n", "", 0.0, -0.0, 1.0, 42.0, -7.0, 1.5, 1e-7, 1e20, 1e21, 123456789012.0, nil, true} {
 		want, _ := json.Marshal(id)
-		if got := idKey(id); got != string(want) {
-			t.Errorf("idKey(%#v) = %s, want %s", id, got, want)
+		if got := jsonrpc.IDKey(id); got != string(want) {
+			t.Errorf("jsonrpc.IDKey(%#v) = %s, want %s", id, got, want)
 		}
 	}
-	if got := requestIDOf("x", json.RawMessage(`"x"`)); got != "x" {
+	if got := jsonrpc.IDTextOf("x", json.RawMessage(`"x"`)); got != "x" {
 		t.Errorf("requestIDOf string = %q", got)
 	}
-	if got := requestIDOf(7.0, json.RawMessage(` 7 `)); got != "7" {
+	if got := jsonrpc.IDTextOf(7.0, json.RawMessage(` 7 `)); got != "7" {
 		t.Errorf("requestIDOf number = %q", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // An upstream that serves only the stateless revision (2026-07-28) refuses
@@ -68,15 +69,15 @@ func newModernEra(version string) *modernEra {
 	capsJSON, _ := json.Marshal(caps)
 	infoJSON, _ := json.Marshal(mcpgo.Implementation{Name: "toolgate", Version: "0"})
 	var b []byte
-	b = appendJSONString(b, mcpgo.MetaKeyProtocolVersion)
+	b = jsonrpc.AppendString(b, mcpgo.MetaKeyProtocolVersion)
 	b = append(b, ':')
-	b = appendJSONString(b, version)
+	b = jsonrpc.AppendString(b, version)
 	b = append(b, ',')
-	b = appendJSONString(b, mcpgo.MetaKeyClientInfo)
+	b = jsonrpc.AppendString(b, mcpgo.MetaKeyClientInfo)
 	b = append(b, ':')
 	b = append(b, infoJSON...)
 	b = append(b, ',')
-	b = appendJSONString(b, mcpgo.MetaKeyClientCapabilities)
+	b = jsonrpc.AppendString(b, mcpgo.MetaKeyClientCapabilities)
 	b = append(b, ':')
 	b = append(b, capsJSON...)
 	return &modernEra{version: version, members: b}
@@ -126,7 +127,7 @@ func (m *modernEra) params(params any) (json.RawMessage, error) {
 				continue
 			}
 			meta = append(meta, ',')
-			meta = appendJSONString(meta, k)
+			meta = jsonrpc.AppendString(meta, k)
 			meta = append(meta, ':')
 			meta = append(meta, members[k]...)
 		}
@@ -152,7 +153,7 @@ func writeObject(fields map[string]json.RawMessage) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = jsonrpc.AppendString(b, k)
 		b = append(b, ':')
 		b = append(b, fields[k]...)
 	}

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // What an upstream sends during a call goes back to the downstream session
@@ -88,22 +88,6 @@ func (fs *flights) sole() *downstream {
 	return found
 }
 
-// idKey is a JSON-RPC id as its JSON text, so 7 and "7" stay apart.
-func idKey(id any) string {
-	// The common ids, written as encoding/json writes them, without its
-	// encoder: every call keys its cancellation by one.
-	switch v := id.(type) {
-	case string:
-		return string(appendJSONString(make([]byte, 0, len(v)+2), v))
-	case float64:
-		if a := math.Abs(v); a == 0 || a >= 1e-6 && a < 1e21 {
-			return strconv.FormatFloat(v, 'f', -1, 64)
-		}
-	}
-	raw, _ := json.Marshal(id)
-	return string(raw)
-}
-
 // relayNotification handles what an upstream sends that concerns a call or
 // a subscription. It runs on the transport's reader, so notifications of
 // one call are passed on in the order they came.
@@ -144,7 +128,7 @@ func (b *base) relayNotification(n mcpgo.JSONRPCNotification) {
 		if err != nil {
 			return
 		}
-		b.fl.incoming.cancel(idKey(params["requestId"]))
+		b.fl.incoming.cancel(jsonrpc.IDKey(params["requestId"]))
 	case mcpgo.MethodNotificationResourceUpdated:
 		if b.hub != nil {
 			b.hub.resourceUpdated(raw)
@@ -203,7 +187,7 @@ func (b *base) handleRequest(ctx context.Context, req transport.JSONRPCRequest) 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	id := idKey(req.ID)
+	id := jsonrpc.IDKey(req.ID)
 	b.fl.incoming.add(id, cancel)
 	defer b.fl.incoming.remove(id)
 	var resp *transport.JSONRPCResponse

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // stdioPipe is the gateway's end of a stdio child: it writes JSON-RPC
@@ -63,7 +64,7 @@ var _ transport.BidirectionalInterface = (*stdioPipe)(nil)
 // stdioReply is one response line, and what the reader cut out of it.
 type stdioReply struct {
 	line []byte
-	msg  wireMessage
+	msg  jsonrpc.Members
 	err  error
 }
 
@@ -258,8 +259,8 @@ func (p *stdioPipe) call(ctx context.Context, lost <-chan struct{}, n int64, par
 	if err != nil {
 		return nil, err
 	}
-	a := &rpcAnswer{ID: r.msg.id, Result: aliasRaw(r.msg.result)}
-	if e := r.msg.err; len(e) > 0 && string(e) != "null" {
+	a := &rpcAnswer{ID: r.msg.ID, Result: aliasRaw(r.msg.Result)}
+	if e := r.msg.Err; len(e) > 0 && string(e) != "null" {
 		if err := json.Unmarshal(e, &a.Error); err != nil {
 			return nil, fmt.Errorf("failed to decode response: %w", err)
 		}
@@ -374,15 +375,15 @@ const headLen = 4 << 10
 // notification to the client's handler, a request of the server's to the
 // gateway's handler.
 func (p *stdioPipe) handle(line []byte) {
-	m, ok := scanMessage(line)
+	m, ok := jsonrpc.Scan(line)
 	if !ok || !json.Valid(line) {
 		// As mcp-go: what is not a JSON-RPC message is skipped.
 		p.log.Debug("stdout line is not a JSON-RPC message; skipped", "bytes", len(line))
 		return
 	}
-	hasID := len(m.id) > 0 && string(m.id) != "null"
+	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
-	case m.hasMethod && !hasID:
+	case m.HasMethod && !hasID:
 		var n mcpgo.JSONRPCNotification
 		if json.Unmarshal(line, &n) != nil {
 			return
@@ -392,13 +393,13 @@ func (p *stdioPipe) handle(line []byte) {
 			p.onNote(n)
 		}
 		p.hmu.RUnlock()
-	case m.hasMethod:
+	case m.HasMethod:
 		var req transport.JSONRPCRequest
 		if json.Unmarshal(line, &req) == nil {
 			p.serverRequest(req)
 		}
 	default:
-		p.deliver(m.id, stdioReply{line: line, msg: m})
+		p.deliver(m.ID, stdioReply{line: line, msg: m})
 	}
 }
 
@@ -433,7 +434,7 @@ func (p *stdioPipe) take(id []byte) chan stdioReply {
 }
 
 // canonicalID writes a JSON id the way its request was sent: a string as
-// appendJSONString does, an integral number as an integer.
+// jsonrpc.AppendString does, an integral number as an integer.
 func canonicalID(id []byte) (string, bool) {
 	var v any
 	if json.Unmarshal(id, &v) != nil {
@@ -441,7 +442,7 @@ func canonicalID(id []byte) (string, bool) {
 	}
 	switch v := v.(type) {
 	case string:
-		return string(appendJSONString(nil, v)), true
+		return string(jsonrpc.AppendString(nil, v)), true
 	case float64:
 		if v == float64(int64(v)) {
 			return strconv.FormatInt(int64(v), 10), true
@@ -467,11 +468,11 @@ func (p *stdioPipe) tooLong(head []byte) {
 // before the members that make it long (as mcp-go and most servers write
 // it) and no method says it is not a response.
 func headID(head []byte) []byte {
-	m, _ := scanMessage(head)
-	if m.hasMethod || len(m.id) == 0 || string(m.id) == "null" {
+	m, _ := jsonrpc.Scan(head)
+	if m.HasMethod || len(m.ID) == 0 || string(m.ID) == "null" {
 		return nil
 	}
-	return m.id
+	return m.ID
 }
 
 // serverRequest answers a request of the server's as mcp-go's transport

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/waittest"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // wireServerArg, as the first argument, makes the test binary a stdio MCP
@@ -207,8 +208,8 @@ func TestScanMessage(t *testing.T) {
 		{`not json`, got{}},
 		{`{"jsonrpc":"2.0","id":"tg-9","result":{"content":[{"te`, got{ID: `"tg-9"`}},
 	} {
-		m, ok := scanMessage([]byte(tc.line))
-		g := got{ID: string(m.id), Result: string(m.result), Err: string(m.err), Method: m.hasMethod, OK: ok}
+		m, ok := jsonrpc.Scan([]byte(tc.line))
+		g := got{ID: string(m.ID), Result: string(m.Result), Err: string(m.Err), Method: m.HasMethod, OK: ok}
 		if d := cmp.Diff(tc.want, g); d != "" {
 			t.Errorf("%s: (-want +got)\n%s", tc.line, d)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -20,10 +21,10 @@ func appendTraceMeta(b []byte, meta *callMeta) []byte {
 		b = append(b, ',')
 	}
 	b = append(b, `"traceparent":`...)
-	b = appendJSONString(b, meta.Traceparent)
+	b = jsonrpc.AppendString(b, meta.Traceparent)
 	if meta.Tracestate != "" {
 		b = append(b, `,"tracestate":`...)
-		b = appendJSONString(b, meta.Tracestate)
+		b = jsonrpc.AppendString(b, meta.Tracestate)
 	}
 	return b
 }
@@ -55,7 +56,7 @@ func withTraceMeta(ctx context.Context, params any) any {
 	}
 	rest := make([]byte, 0, len(raw))
 	var meta []byte
-	plain := scanMembers(raw, func(key, v []byte) bool {
+	plain := jsonrpc.EachMember(raw, func(key, v []byte) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false // a key encoding/json would read otherwise
 		}
@@ -78,7 +79,7 @@ func withTraceMeta(ctx context.Context, params any) any {
 	if len(meta) > 0 && string(meta) != "null" {
 		// The request's own _meta members, but for the trace context
 		// this hop replaces.
-		if !scanMembers(meta, func(key, v []byte) bool {
+		if !jsonrpc.EachMember(meta, func(key, v []byte) bool {
 			if string(key) == "traceparent" || string(key) == "tracestate" {
 				return true
 			}

@@ -1,29 +1,34 @@
-package mcp
+// Package jsonrpc reads and writes the JSON-RPC 2.0 messages MCP is made of,
+// as encoding/json would read them but without decoding what a gateway only
+// passes on: a message's members located in one scan (Scan, EachMember), a
+// POST body read once into an Envelope, ids read and written as their JSON
+// text. Both the serving and the upstream side of package mcp use it.
+package jsonrpc
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// wireMessage is where a JSON-RPC message's members are in its bytes.
-type wireMessage struct {
-	jsonrpc, id, method, params, result, err []byte
+// Members is where a JSON-RPC message's members are in its bytes.
+type Members struct {
+	JSONRPC, ID, Method, Params, Result, Err []byte
 	// hasMethod: a method that is not empty (as mcp-go reads it, a
 	// request or a notification).
-	hasMethod bool
+	HasMethod bool
 	// folded: a member is named as one of these but in other case
 	// ("ID"), which encoding/json would take for it; a caller that must
 	// agree with encoding/json decodes instead.
-	folded bool
+	Folded bool
 }
 
-// scanMessage finds the top-level jsonrpc, id, method, params, result and
+// Scan finds the top-level jsonrpc, id, method, params, result and
 // error of a JSON object in one pass, without decoding anything; the last
 // of a repeated member wins, as with encoding/json. It does not validate:
 // ok is false for what is plainly not an object, and a cut-off object
 // yields the members found before the cut.
-func scanMessage(b []byte) (m wireMessage, ok bool) {
-	ok = scanMembers(b, func(key, v []byte) bool {
+func Scan(b []byte) (m Members, ok bool) {
+	ok = EachMember(b, func(key, v []byte) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var k string
 			if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k) != nil {
@@ -33,23 +38,23 @@ func scanMessage(b []byte) (m wireMessage, ok bool) {
 		}
 		switch string(key) {
 		case "jsonrpc":
-			m.jsonrpc = v
+			m.JSONRPC = v
 		case "id":
-			m.id = v
+			m.ID = v
 		case "method":
-			m.method = v
-			m.hasMethod = len(v) > 2 && v[0] == '"'
+			m.Method = v
+			m.HasMethod = len(v) > 2 && v[0] == '"'
 		case "params":
-			m.params = v
+			m.Params = v
 		case "result":
-			m.result = v
+			m.Result = v
 		case "error":
-			m.err = v
+			m.Err = v
 		default:
 			if len(key) <= len("jsonrpc") {
 				for _, name := range []string{"jsonrpc", "id", "method", "params", "result", "error"} {
 					if bytes.EqualFold(key, []byte(name)) {
-						m.folded = true
+						m.Folded = true
 					}
 				}
 			}
@@ -59,11 +64,11 @@ func scanMessage(b []byte) (m wireMessage, ok bool) {
 	return m, ok
 }
 
-// scanMembers calls visit with each top-level member of the JSON object b,
+// EachMember calls visit with each top-level member of the JSON object b,
 // its key as written between the quotes and its value's bytes, in order,
 // until visit returns false. It does not validate: it reports false for
 // what is not an object, for a cut-off one, and when visit stopped it.
-func scanMembers(b []byte, visit func(key, value []byte) bool) bool {
+func EachMember(b []byte, visit func(key, value []byte) bool) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
