@@ -227,7 +227,7 @@ func TestClientKeyServerWithoutPrivateKeyJWT(t *testing.T) {
 	}
 	g := startGateway(t, []upstreamoauth.Upstream{{Name: "crm", URL: base + "/mcp", Credentials: upstreamoauth.PerActor,
 		ClientID: "toolgate", ClientKey: ck}}, gatewayOptions{})
-	code, page := open(t, browser(t), g.M.ConnectURL("crm", "alice"))
+	code, page := connectThrough(t, browser(t), g.M.ConnectURL("crm", "alice"))
 	if code != http.StatusBadGateway || !strings.Contains(page, "does not take private_key_jwt") {
 		t.Fatalf("answered %d %q, want 502 naming private_key_jwt", code, page)
 	}

@@ -241,12 +241,60 @@ func (m *Manager) clientMetadata(withID bool) map[string]any {
 	return md
 }
 
-// start runs the connect route: check the link, spend it, discover, and
-// send the browser to the authorization server.
+// peek checks a connect link as the page shows it: valid, fresh and not
+// yet used, without spending it, so a link previewer that fetches it
+// leaves it working (UI-2).
+func (m *Manager) peek(ctx context.Context, t string) (connectClaim, error) {
+	claim, err := m.checkConnect(t)
+	if err != nil {
+		return claim, err
+	}
+	spent, err := m.opts.Store.TokenSpent(ctx, "upstream-oauth/connect/"+claim.ID)
+	if err != nil {
+		return claim, err
+	}
+	if spent {
+		return claim, ErrConnectUsed
+	}
+	return claim, nil
+}
+
+// ErrCrossSite refuses a connect POST that did not come from the gateway's
+// own connect page.
+var ErrCrossSite = errors.New("this connect request did not come from the connect page of this gateway (another site sent it): open your connect link again")
+
+// sameSite reports whether a connect POST came from the connect page: the
+// browser says so (Sec-Fetch-Site, else Origin), and the form carries the
+// nonce of the page's SameSite=Strict cookie, which a form on another site
+// can neither read nor have sent along.
+//
+// The link token alone would not do: whoever holds a link could post it
+// from their own site in the victim's browser, skip the page, and where
+// the victim's session at the authorization server approves silently, get
+// the victim's account connected as the link's actor, the confused deputy
+// the page exists to stop.
+func sameSite(r *http.Request) bool {
+	if http.NewCrossOriginProtection().Check(r) != nil {
+		return false
+	}
+	ck, err := r.Cookie(consentCookie)
+	n := r.PostFormValue("n")
+	return err == nil && ck.Value != "" && hmac.Equal([]byte(ck.Value), []byte(n))
+}
+
+const consentCookie = "toolgate_upstream_consent"
+
+// start runs the connect POST, sent by the connect page's form: check the
+// link and that the page sent it, discover, spend the link and send the
+// browser to the authorization server.
 func (m *Manager) start(w http.ResponseWriter, r *http.Request) error {
-	claim, err := m.checkConnect(r.URL.Query().Get("t"))
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	claim, err := m.checkConnect(r.PostFormValue("t"))
 	if err != nil {
 		return err
+	}
+	if !sameSite(r) {
+		return ErrCrossSite
 	}
 	u := m.ups[claim.Upstream]
 	md, err := m.discover(r.Context(), u)
@@ -277,7 +325,7 @@ func (m *Manager) start(w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, &http.Cookie{Name: flowCookie, Value: st.Flow, Path: Path + "/", MaxAge: int(m.opts.FlowTTL / time.Second),
 		HttpOnly: true, Secure: strings.HasPrefix(m.opts.PublicURL, "https:"), SameSite: http.SameSiteLaxMode})
 	target := conf.AuthCodeURL(m.stateSeal.seal(st), oauth2.S256ChallengeOption(st.Verifier), oauth2.SetAuthURLParam("resource", md.Resource))
-	http.Redirect(w, r, target, http.StatusFound)
+	http.Redirect(w, r, target, http.StatusSeeOther)
 	return nil
 }
 

@@ -371,7 +371,7 @@ func TestBadAuthorizationServer(t *testing.T) {
 		{"wrong-resource", "not the upstream&#39;s URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, page := open(t, browser(t), g.M.ConnectURL(tc.name, "alice"))
+			code, page := connectThrough(t, browser(t), g.M.ConnectURL(tc.name, "alice"))
 			if code != http.StatusBadGateway || !strings.Contains(page, tc.want) || !strings.Contains(page, "discovering the upstream") {
 				t.Fatalf("answered %d %q, want 502 with %q", code, page, tc.want)
 			}

@@ -5,20 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"html/template"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/core"
 )
 
-// Handler serves the routes under Path (UI-1, UI-2): connect (opened in
-// the person's browser), callback (the redirect URI), client.json (the
+// Handler serves the routes under Path (UI-1, UI-2): connect (GET, opened
+// in the person's browser: a page that names the upstream and the actor
+// and spends nothing; POST, its form: the flow starts), callback (the redirect URI), client.json (the
 // Client ID Metadata Document) and disconnect (POST, for the actor the
 // request authenticated as: mount it behind an endpoint's authentication).
 // Every refusal is a page that names what was wrong and stores nothing.
 func (m *Manager) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Path+"/connect", func(w http.ResponseWriter, r *http.Request) {
+		if err := m.consent(w, r); err != nil {
+			m.refuse(w, "connect", err)
+		}
+	})
+	mux.HandleFunc("POST "+Path+"/connect", func(w http.ResponseWriter, r *http.Request) {
 		if err := m.start(w, r); err != nil {
 			m.refuse(w, "connect", err)
 		}
@@ -66,7 +75,7 @@ func (m *Manager) refuse(w http.ResponseWriter, route string, err error) {
 	code := http.StatusBadGateway
 	var te *TokenError
 	switch {
-	case errors.Is(err, ErrConnectLink), errors.Is(err, ErrConnectExpired), errors.Is(err, ErrConnectUsed),
+	case errors.Is(err, ErrConnectLink), errors.Is(err, ErrConnectExpired), errors.Is(err, ErrConnectUsed), errors.Is(err, ErrCrossSite),
 		errors.Is(err, ErrStateUsed), errors.Is(err, ErrStateExpired), errors.Is(err, ErrOtherBrowser),
 		errors.Is(err, ErrIssuerMismatch), errors.Is(err, ErrIssuerMissing), errors.Is(err, errBadState):
 		code = http.StatusBadRequest
@@ -80,10 +89,71 @@ func (m *Manager) refuse(w http.ResponseWriter, route string, err error) {
 	page(w, code, "Not connected", err.Error())
 }
 
+// pageHeaders make a page of these routes unframeable (no clickjacking of
+// the connect page's button), uncached, script-free and referrer-free.
+// form-action stays unset: browsers apply it to the redirect that follows
+// the connect form, which goes to the authorization server.
+func pageHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", "default-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// consentPage names what the link connects, so the person who opened it
+// can tell a link meant for someone else (UI-2).
+var consentPage = template.Must(template.New("connect").Parse(`<!doctype html>
+<html lang="en"><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<title>toolgate: connect {{.Upstream}}</title>
+<h1>Connect {{.Upstream}}</h1>
+{{if .Shared}}<p>Connect the account on {{.Upstream}} that toolgate shares for everyone who calls its tools.</p>
+<p>Continue only if you are the operator of this gateway and you asked for this; if someone sent you this link, close this page.</p>
+<p>Everyone who uses {{.Upstream}} through toolgate will act as the account you sign in with.</p>
+{{else}}<p>Connect your account on {{.Upstream}} to toolgate for {{.Actor}}.</p>
+<p>Continue only if you are {{.Actor}} and you asked for this; if someone sent you this link, close this page.</p>
+<p>Whoever is {{.Actor}} in toolgate will act on {{.Upstream}} as the account you sign in with.</p>
+{{end}}<p>{{.Upstream}} is {{.URL}}. This link works once, until {{.Until}}.</p>
+<form method="post" action="connect">
+<input type="hidden" name="t" value="{{.Token}}">
+<input type="hidden" name="n" value="{{.Nonce}}">
+<button type="submit">Continue to sign in at {{.Upstream}}</button>
+</form>
+</html>
+`))
+
+// consent answers the connect GET: the link is checked, not spent, and the
+// page's form carries it on. A previewer that fetches the link only gets
+// the page.
+func (m *Manager) consent(w http.ResponseWriter, r *http.Request) error {
+	t := r.URL.Query().Get("t")
+	claim, err := m.peek(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	// One nonce per browser, kept while it has one, so two connect pages
+	// open at once both work.
+	nonce := newID()
+	if ck, err := r.Cookie(consentCookie); err == nil && len(ck.Value) == len(nonce) {
+		nonce = ck.Value
+	}
+	http.SetCookie(w, &http.Cookie{Name: consentCookie, Value: nonce, Path: Path + "/", MaxAge: int(m.opts.ConnectTTL / time.Second),
+		HttpOnly: true, Secure: strings.HasPrefix(m.opts.PublicURL, "https:"), SameSite: http.SameSiteStrictMode})
+	pageHeaders(w)
+	w.WriteHeader(http.StatusOK)
+	// A failed write is the browser gone: nothing to answer.
+	_ = consentPage.Execute(w, map[string]any{
+		"Upstream": claim.Upstream, "Actor": claim.Actor, "Shared": claim.Actor == core.SharedActor,
+		"URL": m.ups[claim.Upstream].URL, "Until": time.Unix(claim.Expires, 0).UTC().Format("15:04 UTC"),
+		"Token": t, "Nonce": nonce,
+	})
+	return nil
+}
+
 func page(w http.ResponseWriter, code int, title, msg string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	pageHeaders(w)
 	w.WriteHeader(code)
 	fmt.Fprintf(w, "<!doctype html><title>toolgate: %s</title><h1>%s</h1><p>%s</p>\n", html.EscapeString(title), html.EscapeString(title), html.EscapeString(msg))
 }

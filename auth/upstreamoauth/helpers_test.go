@@ -31,6 +31,14 @@ func signIn(t *testing.T, b *http.Client, connectURL, user string) string {
 	return oidctest.SignIn(t, b, connectURL, user)
 }
 
+// connectThrough opens a connect URL and continues on the gateway's page,
+// returning where that ended: the provider's login page or a refusal.
+func connectThrough(t *testing.T, b *http.Client, connectURL string) (int, string) {
+	t.Helper()
+	resp, body := oidctest.Connect(t, b, connectURL)
+	return resp.StatusCode, string(body)
+}
+
 func open(t *testing.T, b *http.Client, u string) (int, string) {
 	t.Helper()
 	return oidctest.Open(t, b, u)

@@ -46,10 +46,12 @@ type Upstream struct {
 	TokenExchange bool
 }
 
-// Store is what the manager keeps connections and spent single-use ids in.
+// Store is what the manager keeps connections and spent single-use ids in;
+// TokenSpent looks at an id without spending it (the connect page).
 type Store interface {
 	core.ConnectionStore
 	UseToken(ctx context.Context, tokenID string, expires time.Time) (bool, error)
+	TokenSpent(ctx context.Context, tokenID string) (bool, error)
 }
 
 // Options configure a Manager. Zero fields take defaults.

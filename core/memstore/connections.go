@@ -127,3 +127,14 @@ func (m *MemStore) TouchConnection(ctx context.Context, id string, at time.Time)
 	}
 	return nil
 }
+
+// TokenSpent reports whether UseToken recorded tokenID, without recording
+// it (UI-2).
+func (m *MemStore) TokenSpent(ctx context.Context, tokenID string) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	_, spent := m.tokens[tokenID]
+	return spent, nil
+}

@@ -14,3 +14,10 @@ func TestConnectionConformance(t *testing.T) {
 	defer m.Close()
 	storetest.ConnectionConformance(t, m, m)
 }
+
+// UI-2: a connect link's id is looked at without being spent.
+func TestTokenSpent(t *testing.T) {
+	m := memstore.NewMemStore()
+	defer m.Close()
+	storetest.TokenSpentConformance(t, m, m)
+}

@@ -183,3 +183,17 @@ func (s *Store) TouchConnection(ctx context.Context, id string, at time.Time) er
 		return err
 	})
 }
+
+// TokenSpent reports whether UseToken recorded tokenID, without recording
+// it: a connect link is checked when its page is shown and spent only when
+// the person continues (UI-2).
+func (s *Store) TokenSpent(ctx context.Context, tokenID string) (bool, error) {
+	if err := s.usable(); err != nil {
+		return false, err
+	}
+	var spent bool
+	err := s.do(ctx, "check token", func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, s.connSQL(`SELECT EXISTS (SELECT 1 FROM {s}.spent_tokens WHERE id = $1)`), tokenID).Scan(&spent)
+	})
+	return spent, err
+}

@@ -14,3 +14,10 @@ func TestConnectionConformance(t *testing.T) {
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	storetest.ConnectionConformance(t, mustOpen(t, dsn), mustOpen(t, dsn))
 }
+
+// UI-2: a connect link's id is looked at without being spent, and a spend
+// through one replica shows on the other.
+func TestTokenSpent(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	storetest.TokenSpentConformance(t, mustOpen(t, dsn), mustOpen(t, dsn))
+}

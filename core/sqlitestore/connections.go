@@ -176,3 +176,17 @@ func (s *Store) TouchConnection(ctx context.Context, id string, at time.Time) er
 	}
 	return nil
 }
+
+// TokenSpent reports whether UseToken recorded tokenID, without recording
+// it: a connect link is checked when its page is shown and spent only when
+// the person continues (UI-2).
+func (s *Store) TokenSpent(ctx context.Context, tokenID string) (bool, error) {
+	if err := s.live(); err != nil {
+		return false, err
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM spent_tokens WHERE id = ?`, tokenID).Scan(&n); err != nil {
+		return false, s.wrap("check token", err)
+	}
+	return n > 0, nil
+}

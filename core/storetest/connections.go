@@ -132,3 +132,36 @@ func ConnectionConformance(t *testing.T, a, b core.ConnectionStore) {
 		t.Fatalf("deleted connection read back: %v", err)
 	}
 }
+
+// TokenSpender is a store whose spent ids can be looked at without
+// spending them.
+type TokenSpender interface {
+	UseToken(ctx context.Context, tokenID string, expires time.Time) (bool, error)
+	TokenSpent(ctx context.Context, tokenID string) (bool, error)
+}
+
+// TokenSpentConformance checks TokenSpent on two handles of one store:
+// looking never spends, however often; once one handle spends an id both
+// see it spent (UI-2).
+func TokenSpentConformance(t *testing.T, a, b TokenSpender) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	for range 3 {
+		for _, s := range []TokenSpender{a, b} {
+			if spent, err := s.TokenSpent(ctx, "upstream-oauth/connect/x1"); err != nil || spent {
+				t.Fatalf("TokenSpent of an unused id = %v, %v", spent, err)
+			}
+		}
+	}
+	if first, err := a.UseToken(ctx, "upstream-oauth/connect/x1", exp); err != nil || !first {
+		t.Fatalf("UseToken after looking = %v, %v; looking spent it", first, err)
+	}
+	for _, s := range []TokenSpender{a, b} {
+		if spent, err := s.TokenSpent(ctx, "upstream-oauth/connect/x1"); err != nil || !spent {
+			t.Fatalf("TokenSpent of a spent id = %v, %v", spent, err)
+		}
+		if spent, err := s.TokenSpent(ctx, "upstream-oauth/connect/x2"); err != nil || spent {
+			t.Fatalf("TokenSpent of another id = %v, %v", spent, err)
+		}
+	}
+}

@@ -22,8 +22,12 @@ import (
 	"github.com/toolgate/toolgate/mcp/peers"
 )
 
-// CallbackPath is the gateway's redirect URI path, where a Browser stops.
-const CallbackPath = "/upstream-oauth/callback"
+// CallbackPath is the gateway's redirect URI path, where a Browser stops;
+// ConnectPath its connect page's.
+const (
+	CallbackPath = "/upstream-oauth/callback"
+	ConnectPath  = "/upstream-oauth/connect"
+)
 
 // Start runs the provider on loopback and returns its issuer; it dies with
 // the test. env adds to its environment (ACCESS_TTL=seconds).
@@ -94,10 +98,15 @@ var (
 	hiddenIn   = regexp.MustCompile(`<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"`)
 )
 
-// SignIn opens a connect URL in b, signs in at the provider's login form as
-// user and returns the callback URL the provider redirects to, not yet
-// opened.
-func SignIn(t testing.TB, b *http.Client, connectURL, user string) string {
+// consentForm finds the gateway's connect page form: its action and hidden
+// fields.
+var consentForm = regexp.MustCompile(`<form method="post" action="([^"]+)">`)
+
+// Connect opens a URL in b; a connect URL as a person does: the gateway's page
+// that names the upstream and the actor, then its Continue button. It
+// returns the last response and its page: the provider's login page, or
+// the gateway's refusal (of the link, at either step, or of discovery).
+func Connect(t testing.TB, b *http.Client, connectURL string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := b.Get(connectURL)
 	if err != nil {
@@ -105,9 +114,39 @@ func SignIn(t testing.TB, b *http.Client, connectURL, user string) string {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != ConnectPath {
+		// A refusal, or a URL that was not a connect URL (an
+		// authorization request of a test's own).
+		return resp, body
+	}
+	m := consentForm.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no connect form on the gateway's page (%s):\n%s", resp.Request.URL, body)
+	}
+	action, _ := resp.Request.URL.Parse(string(m[1]))
+	form := url.Values{}
+	for _, h := range hiddenIn.FindAllSubmatch(body, -1) {
+		form.Set(string(h[1]), string(h[2]))
+	}
+	resp, err = b.PostForm(action.String(), form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body
+}
+
+// SignIn opens a connect URL in b, continues on the gateway's page, signs
+// in at the provider's login form as user and returns the callback URL the
+// provider redirects to, not yet opened.
+func SignIn(t testing.TB, b *http.Client, connectURL, user string) string {
+	t.Helper()
+	resp, body := Connect(t, b, connectURL)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("connect URL answered %d: %s", resp.StatusCode, body)
 	}
+	var err error
 	for range 3 {
 		m := formAction.FindSubmatch(body)
 		if m == nil {
