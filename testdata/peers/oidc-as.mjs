@@ -15,7 +15,10 @@
 // Env: ACCESS_TTL (seconds, default 3600); PKJWT_JWKS, a JSON Web Key Set of
 // public keys, registers toolgate-pkjwt, a client that authenticates with
 // private_key_jwt (RFC 7523) under those keys, with PRE_REDIRECTS' redirect
-// URIs, for code, refresh and token exchange. Prints "LISTENING <issuer>" once
+// URIs, for code, refresh and token exchange. CIMD=1 makes it a server that
+// knows clients only by their Client ID Metadata Document (https client id
+// URLs it fetches; draft-02, experimental in oidc-provider 9.13.3) and takes
+// no dynamic registration. Prints "LISTENING <issuer>" once
 // ready; exits when stdin closes, so it cannot outlive the test.
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
