@@ -15,13 +15,17 @@
 // Env: ACCESS_TTL (seconds, default 3600); PKJWT_JWKS, a JSON Web Key Set of
 // public keys, registers toolgate-pkjwt, a client that authenticates with
 // private_key_jwt (RFC 7523) under those keys, with PRE_REDIRECTS' redirect
-// URIs, for code, refresh and token exchange. Prints "LISTENING <issuer>" once
+// URIs, for code, refresh and token exchange. CIMD=1 makes it a server that
+// knows clients only by their Client ID Metadata Document (https client id
+// URLs it fetches; draft-02, experimental in oidc-provider 9.13.3) and takes
+// no dynamic registration. Prints "LISTENING <issuer>" once
 // ready; exits when stdin closes, so it cannot outlive the test.
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
 import * as jose from 'jose';
 
 const accessTTL = Number(process.env.ACCESS_TTL || 3600);
+const cimd = process.env.CIMD === '1';
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 // Every resource gets JWT access tokens whose audience is the resource.
@@ -66,7 +70,8 @@ const provider = new Provider(issuer, {
   clients,
   features: {
     devInteractions: { enabled: true },
-    registration: { enabled: true },
+    registration: { enabled: !cimd },
+    ...(cimd && { clientIdMetadataDocument: { enabled: true, ack: 'draft-02' } }),
     revocation: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {
@@ -81,6 +86,11 @@ const provider = new Provider(issuer, {
   rotateRefreshToken: true,
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
   findAccount,
+  // The provider refuses to fetch from special-use addresses (its SSRF
+  // guard, a dispatcher it hands to fetch); the client's metadata document
+  // is on loopback in tests, so the CIMD server fetches without it. The
+  // CA the test's https server uses comes in NODE_EXTRA_CA_CERTS.
+  ...(cimd && { fetch: (url, { dispatcher, ...options }) => fetch(url, options) }),
   // Consent is granted as asked: the tests drive the login, not a consent page.
   loadExistingGrant: async (ctx) => {
     const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
