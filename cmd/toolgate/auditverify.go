@@ -59,8 +59,13 @@ func runAuditVerify(ctx context.Context, c *cli, args []string) int {
 	fmt.Fprintln(tw, "CHAIN\tWRITER\tRECORDS\tFIRST\tLAST\tSIGNED\tSTATE")
 	for _, ch := range rep.Chains {
 		state := "intact"
-		if ch.Finding != nil {
+		switch {
+		case ch.Finding != nil:
 			state = ch.Finding.Kind + " at seq " + fmt.Sprint(ch.Finding.Seq)
+		case rep.CheckpointsChecked && ch.Signed == 0:
+			// Written without a key, or not signed yet: its links hold,
+			// but nothing vouches for its tail.
+			state = "unsigned"
 		}
 		writer := ch.Writer
 		if writer == "" {

@@ -88,8 +88,9 @@ func TestCallLookupsUseIndexes(t *testing.T) {
 		{s.cq.callEntries, "audit_call", []any{"call-1"}},
 		{s.sql.auditCall, "audit_call", []any{int64(0), nil, "call-1"}},
 		{s.cq.prevEntry, "audit_chain", []any{"c", int64(5)}},
-		{s.cq.nextEntries, "audit_chain", []any{"c", int64(5)}},
-		{s.cq.chainCheckpoints, "audit_checkpoints_pkey", []any{"c", int64(5)}},
+		{s.cq.nextEntries, "audit_chain", []any{"c", int64(5), 10}},
+		{s.cq.chainCheckpoints, "audit_checkpoints_pkey", []any{"c", int64(5), 10}},
+		{s.cq.chainedBefore, "audit_pkey", []any{int64(5)}},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
 		if err != nil {
