@@ -148,12 +148,12 @@ func newChainQueries(ident string) chainQueries {
 		return strings.ReplaceAll(s, "{s}", ident)
 	}
 	return chainQueries{
-		entries:     q(`SELECT {cols} FROM {s}.audit ORDER BY seq`),
-		callEntries: q(`SELECT {cols} FROM {s}.audit WHERE call_id = $1 ORDER BY seq`),
-		prevEntry:   q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1`),
-		nextEntries: q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
+		entries:       q(`SELECT {cols} FROM {s}.audit ORDER BY seq`),
+		callEntries:   q(`SELECT {cols} FROM {s}.audit WHERE call_id = $1 ORDER BY seq`),
+		prevEntry:     q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1`),
+		nextEntries:   q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
 		chainedBefore: q(`SELECT seq FROM {s}.audit WHERE seq < $1 AND chain_id <> '' ORDER BY seq DESC LIMIT 1`),
-		checkpoints: q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		checkpoints:   q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
 		chainCheckpoints: q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints
 			WHERE chain_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`),
 		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
