@@ -10,7 +10,7 @@ import (
 // Kinds of Finding.
 const (
 	Edited    = "edited"    // a record's content no longer matches its hash
-	Deleted   = "deleted"   // records missing from the middle or the head of a chain
+	Deleted   = "deleted"   // records missing from the middle or the head of a chain, or checkpoints past MaxUnsigned
 	Inserted  = "inserted"  // a record that its chain never held
 	Reordered = "reordered" // records of a chain out of their order
 	Truncated = "truncated" // the chain ends before its last signed checkpoint
