@@ -191,4 +191,11 @@ type AuditCheck struct {
 	// check signatures with.
 	SignedTo int64 `json:"signedTo,omitempty"`
 	KeyKnown bool  `json:"keyKnown"`
+	// CheckedTo is the seq its chain's links were checked up to: SignedTo,
+	// or without a covering checkpoint the chain's head, or as far as the
+	// check reads (a bounded stretch) when the chain runs on.
+	CheckedTo int64 `json:"checkedTo,omitempty"`
+	// Unchained: written before the store had chains (no chained record
+	// precedes it), so it cannot be verified; it is not altered either.
+	Unchained bool `json:"unchained,omitempty"`
 }

@@ -72,3 +72,32 @@ func TestActivityShowsACallsAuditRecord(t *testing.T) {
 		t.Errorf("esc did not go back to the feed:\n%s", v)
 	}
 }
+
+// OP-10: a record from before the audit had chains is shown as unchained,
+// not as altered; a record verified without a key says how far its chain's
+// links were checked, and claims no checkpoint.
+func TestActivityShowsUnchainedAndUnsignedRecords(t *testing.T) {
+	f := newFake()
+	f.audits = map[string][]core.AuditCheck{"call-8": {
+		{Record: core.AuditRecord{Time: t0, ActorID: "demo", Endpoint: "/mcp", Tool: "weather_forecast", Outcome: "ok", CallID: "call-8"},
+			Unchained: true, Problem: "written before the audit had chains: it cannot be verified"},
+		{Record: core.AuditRecord{Time: t0, ActorID: "demo", Endpoint: "/mcp", Tool: "weather_forecast", Outcome: "ok", CallID: "call-8"},
+			Chain: "a1b2c3d4e5f6a1b2c3d4e5f6", Seq: 3, Hash: "ab", Verified: true, CheckedTo: 12},
+	}}
+	m := ready(t, f, 160, 60)
+	press(t, m, "6")
+	m.Update(eventMsg(core.Event{Seq: 11, Time: t0, Data: core.CallFinished{
+		Record: core.AuditRecord{ActorID: "demo", Tool: "weather_forecast", Outcome: "ok", Endpoint: "/mcp", CallID: "call-8"},
+	}}))
+	press(t, m, "enter")
+	view := m.View()
+	for _, want := range []string{"unchained: written before the audit had chains",
+		"✓ verifies", "no checkpoint key; links checked up to seq 12"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the audit view lacks %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "DOES NOT VERIFY") {
+		t.Errorf("a record from before the chains is shown as altered:\n%s", view)
+	}
+}

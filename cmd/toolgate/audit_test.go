@@ -162,3 +162,31 @@ func TestAuditVerifyErrors(t *testing.T) {
 		t.Fatalf("an empty store: %d\n%s", code, out)
 	}
 }
+
+// OP-10: verify with a key shows a chain written without one as unsigned,
+// not as intact, and says what that leaves unchecked; it is no finding.
+func TestAuditVerifyShowsUnsignedChains(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "toolgate.db")
+	store, err := sqlitestore.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := store.AppendAudit(context.Background(), core.AuditRecord{Time: time.Unix(int64(i), 0), ActorID: "alice", Tool: "t", Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	if err := os.WriteFile(cfg, []byte("gateway:\n  store: "+db+"\naudit:\n  checkpointKey: ${AUDIT_KEY}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AUDIT_KEY", "0123456789abcdef0123456789abcdef")
+	code, out, errOut := runCLI(t, "audit", "verify", "--config", cfg)
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "0/3 unsigned") || !strings.Contains(out, "1 chain(s) unsigned: no checkpoint") || !strings.Contains(out, "audit intact: 1 chain(s)") {
+		t.Fatalf("audit verify: %d %q\n%s", code, errOut, out)
+	}
+}

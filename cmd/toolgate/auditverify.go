@@ -55,12 +55,19 @@ func runAuditVerify(ctx context.Context, c *cli, args []string) int {
 		}
 		return status
 	}
+	unsigned := 0
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHAIN\tWRITER\tRECORDS\tFIRST\tLAST\tSIGNED\tSTATE")
 	for _, ch := range rep.Chains {
 		state := "intact"
-		if ch.Finding != nil {
+		switch {
+		case ch.Finding != nil:
 			state = ch.Finding.Kind + " at seq " + fmt.Sprint(ch.Finding.Seq)
+		case rep.CheckpointsChecked && ch.Signed == 0:
+			// Written without a key, or not signed yet: its links hold,
+			// but nothing vouches for its tail.
+			state = "unsigned"
+			unsigned++
 		}
 		writer := ch.Writer
 		if writer == "" {
@@ -71,6 +78,9 @@ func runAuditVerify(ctx context.Context, c *cli, args []string) int {
 	_ = tw.Flush()
 	if rep.Unchained > 0 {
 		fmt.Fprintf(c.stdout, "\n%d record(s) from before the audit was chained: not verifiable, not counted as altered.\n", rep.Unchained)
+	}
+	if unsigned > 0 {
+		fmt.Fprintf(c.stdout, "\n%d chain(s) unsigned: no checkpoint (written without a key, not signed yet, or their checkpoints deleted); their links hold, but a cut tail or a rewrite goes unnoticed.\n", unsigned)
 	}
 	if !rep.CheckpointsChecked {
 		fmt.Fprintln(c.stdout, "\nNo checkpoint key (audit.checkpointKey or gateway.confirm.secret): checkpoints were not checked, so a cut tail or a rewritten chain goes unnoticed.")

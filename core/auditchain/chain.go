@@ -305,12 +305,17 @@ type Store interface {
 	// ChainEntryBefore returns the record of chain stored last before row,
 	// in append order; nil when there is none.
 	ChainEntryBefore(ctx context.Context, chain string, row int64) (*Entry, error)
-	// ScanChainAfter calls fn with the records of chain stored after row,
-	// in append order; an error from fn ends the scan with it.
-	ScanChainAfter(ctx context.Context, chain string, row int64, fn func(Entry) error) error
-	// ScanChainCheckpoints calls fn with chain's checkpoints from seq from
-	// on, lowest seq first; an error from fn ends the scan with it.
-	ScanChainCheckpoints(ctx context.Context, chain string, from int64, fn func(Checkpoint) error) error
+	// ChainedBefore reports whether a chained record was stored before
+	// row, reading back from row to the nearest one.
+	ChainedBefore(ctx context.Context, row int64) (bool, error)
+	// ScanChainAfter calls fn with the first limit (> 0) records of chain
+	// stored after row, in append order; an error from fn ends the scan
+	// with it.
+	ScanChainAfter(ctx context.Context, chain string, row int64, limit int, fn func(Entry) error) error
+	// ScanChainCheckpoints calls fn with chain's first limit (> 0)
+	// checkpoints from seq from on, lowest seq first; an error from fn
+	// ends the scan with it.
+	ScanChainCheckpoints(ctx context.Context, chain string, from int64, limit int, fn func(Checkpoint) error) error
 }
 
 // Entries is every audit record of st with its link, in append order.

@@ -195,3 +195,36 @@ func TestExporterReopens(t *testing.T) {
 		t.Fatalf("stdout export: %q %v", out.String(), err)
 	}
 }
+
+// OP-10: a keyed chain whose head runs more than MaxUnsigned records past
+// its last valid checkpoint lost checkpoints; a tail within that (a writer
+// still running) is no finding, nor is a chain without any checkpoint
+// (written without a key: Signed 0).
+func TestVerifyNoticesDeletedCheckpoints(t *testing.T) {
+	es, cps, _ := chain(t, MaxUnsigned+300)
+	head := int64(len(es))
+	var early, recent []Checkpoint
+	for _, c := range cps {
+		if c.Seq <= CheckpointEvery {
+			early = append(early, c)
+		}
+		if c.Seq < head { // the final checkpoint not written yet
+			recent = append(recent, c)
+		}
+	}
+	if len(early) == 0 || len(recent) == len(cps) {
+		t.Fatalf("checkpoints at %v; want one by seq %d and one at the head", cps, CheckpointEvery)
+	}
+	signed := early[len(early)-1].Seq
+	rep := verifyOne(t, es, early)
+	wantFinding(t, rep, Deleted, signed+1)
+	if d := rep.Findings[0].Detail; !strings.Contains(d, fmt.Sprintf("runs to seq %d, %d records past its last valid checkpoint (seq %d)", head, head-signed, signed)) {
+		t.Errorf("detail %q", d)
+	}
+	if rep := verifyOne(t, es, recent); !rep.Intact() || rep.Chains[0].Signed == 0 {
+		t.Errorf("a running writer's unsigned tail: %+v; want intact", rep.Findings)
+	}
+	if rep := verifyOne(t, es, nil); !rep.Intact() || rep.Chains[0].Signed != 0 {
+		t.Errorf("a chain without checkpoints: %+v; want intact, signed nowhere", rep.Findings)
+	}
+}

@@ -43,9 +43,19 @@ func (m *memStore) ChainEntryBefore(_ context.Context, chain string, row int64) 
 	return prev, nil
 }
 
-func (m *memStore) ScanChainAfter(_ context.Context, chain string, row int64, fn func(Entry) error) error {
+func (m *memStore) ChainedBefore(_ context.Context, row int64) (bool, error) {
 	for _, e := range m.es {
-		if e.Chain == chain && e.Row > row {
+		if e.Chain != "" && e.Row < row {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (m *memStore) ScanChainAfter(_ context.Context, chain string, row int64, limit int, fn func(Entry) error) error {
+	for _, e := range m.es {
+		if e.Chain == chain && e.Row > row && limit > 0 {
+			limit--
 			if err := fn(e); err != nil {
 				return err
 			}
@@ -54,9 +64,10 @@ func (m *memStore) ScanChainAfter(_ context.Context, chain string, row int64, fn
 	return nil
 }
 
-func (m *memStore) ScanChainCheckpoints(_ context.Context, chain string, from int64, fn func(Checkpoint) error) error {
+func (m *memStore) ScanChainCheckpoints(_ context.Context, chain string, from int64, limit int, fn func(Checkpoint) error) error {
 	for _, c := range m.cps {
-		if c.Chain == chain && c.Seq >= from {
+		if c.Chain == chain && c.Seq >= from && limit > 0 {
+			limit--
 			if err := fn(c); err != nil {
 				return err
 			}

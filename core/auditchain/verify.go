@@ -10,7 +10,7 @@ import (
 // Kinds of Finding.
 const (
 	Edited    = "edited"    // a record's content no longer matches its hash
-	Deleted   = "deleted"   // records missing from the middle or the head of a chain
+	Deleted   = "deleted"   // records missing from the middle or the head of a chain, or checkpoints past MaxUnsigned
 	Inserted  = "inserted"  // a record that its chain never held
 	Reordered = "reordered" // records of a chain out of their order
 	Truncated = "truncated" // the chain ends before its last signed checkpoint
@@ -233,7 +233,11 @@ func (v *Verifier) Report() (Report, error) {
 }
 
 // checkpoints checks a chain against its checkpoints: each must verify,
-// match the chain's hash at its seq, and not lie past the chain's head.
+// match the chain's hash at its seq, and not lie past the chain's head;
+// and a chain signed at all must not run more than MaxUnsigned records past
+// its last valid checkpoint, which its writer would not leave unsigned. A
+// chain with no checkpoint was written without a key (or lost them all):
+// its report's Signed is 0, which `audit verify` shows as unsigned.
 func (v *Verifier) checkpoints(cs *chainState) {
 	cps := slices.SortedFunc(slices.Values(v.cps[cs.cr.Chain]), func(a, b Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range cps {
@@ -257,5 +261,9 @@ func (v *Verifier) checkpoints(cs *chainState) {
 			cs.find(Truncated, cs.cr.Head+1, 0, "the chain ends at seq %d but its writer (%s) signed seq %d at %s: the records after seq %d were deleted",
 				cs.cr.Head, c.Writer, c.Seq, c.Time.Format(time.RFC3339), cs.cr.Head)
 		}
+	}
+	if cs.cr.Finding == nil && cs.cr.Signed > 0 && cs.cr.Head-cs.cr.Signed > MaxUnsigned {
+		cs.find(Deleted, cs.cr.Signed+1, 0, "the chain runs to seq %d, %d records past its last valid checkpoint (seq %d), more than its writer leaves unsigned (%d): checkpoints were deleted",
+			cs.cr.Head, cs.cr.Head-cs.cr.Signed, cs.cr.Signed, MaxUnsigned)
 	}
 }

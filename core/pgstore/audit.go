@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgate/toolgate/core"
@@ -132,7 +134,11 @@ type chainQueries struct {
 	entries, checkpoints, insertCheckpoint string
 	// What CheckCall reads through indexes: a call's records, the records
 	// of a chain before and after one, a chain's checkpoints from a seq.
+	// Each bounded by a LIMIT: pgx reads a result to its end on Close.
 	callEntries, prevEntry, nextEntries, chainCheckpoints string
+	// Whether a chained record precedes a row: read back from it along
+	// the primary key.
+	chainedBefore string
 }
 
 func newChainQueries(ident string) chainQueries {
@@ -142,13 +148,14 @@ func newChainQueries(ident string) chainQueries {
 		return strings.ReplaceAll(s, "{s}", ident)
 	}
 	return chainQueries{
-		entries:     q(`SELECT {cols} FROM {s}.audit ORDER BY seq`),
-		callEntries: q(`SELECT {cols} FROM {s}.audit WHERE call_id = $1 ORDER BY seq`),
-		prevEntry:   q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1`),
-		nextEntries: q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq > $2 ORDER BY seq`),
-		checkpoints: q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
+		entries:       q(`SELECT {cols} FROM {s}.audit ORDER BY seq`),
+		callEntries:   q(`SELECT {cols} FROM {s}.audit WHERE call_id = $1 ORDER BY seq`),
+		prevEntry:     q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1`),
+		nextEntries:   q(`SELECT {cols} FROM {s}.audit WHERE chain_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
+		chainedBefore: q(`SELECT seq FROM {s}.audit WHERE seq < $1 AND chain_id <> '' ORDER BY seq DESC LIMIT 1`),
+		checkpoints:   q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints ORDER BY chain_id, seq`),
 		chainCheckpoints: q(`SELECT chain_id, seq, hash, time, writer, mac FROM {s}.audit_checkpoints
-			WHERE chain_id = $1 AND seq >= $2 ORDER BY seq`),
+			WHERE chain_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`),
 		insertCheckpoint: q(`INSERT INTO {s}.audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, $2, $3, $4, $5, $6)`),
 	}
 }
@@ -244,15 +251,37 @@ func (s *Store) ChainEntryBefore(ctx context.Context, chain string, row int64) (
 	return prev, nil
 }
 
+// ChainedBefore implements auditchain.Store, through the primary key.
+func (s *Store) ChainedBefore(ctx context.Context, row int64) (bool, error) {
+	if err := s.usable(); err != nil {
+		return false, err
+	}
+	s.audit.Flush()
+	found := false
+	err := s.do(ctx, "read audit", func(ctx context.Context) error {
+		var at int64
+		switch err := s.pool.QueryRow(ctx, s.cq.chainedBefore, row).Scan(&at); {
+		case errors.Is(err, pgx.ErrNoRows):
+			found = false
+			return nil
+		case err != nil:
+			return err
+		}
+		found = true
+		return nil
+	})
+	return found, err
+}
+
 // ScanChainAfter implements auditchain.Store, through the audit_chain
 // index. Like ScanAuditEntries it is not retried: fn may have seen part of
 // it.
-func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, fn func(auditchain.Entry) error) error {
+func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, limit int, fn func(auditchain.Entry) error) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	s.audit.Flush()
-	if err := scanEntries(ctx, s.pool, fn, s.cq.nextEntries, chain, row); err != nil {
+	if err := scanEntries(ctx, s.pool, fn, s.cq.nextEntries, chain, row, limit); err != nil {
 		if se, ok := err.(scanError); ok {
 			return s.wrap(ctx, "read audit", se.error)
 		}
@@ -264,12 +293,12 @@ func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, fn 
 // ScanChainCheckpoints implements auditchain.Store, through the
 // checkpoints' primary key. Like ScanAuditEntries it is not retried: fn
 // may have seen part of it.
-func (s *Store) ScanChainCheckpoints(ctx context.Context, chain string, from int64, fn func(auditchain.Checkpoint) error) error {
+func (s *Store) ScanChainCheckpoints(ctx context.Context, chain string, from int64, limit int, fn func(auditchain.Checkpoint) error) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	s.audit.Flush()
-	rows, err := s.pool.Query(ctx, s.cq.chainCheckpoints, chain, from)
+	rows, err := s.pool.Query(ctx, s.cq.chainCheckpoints, chain, from, limit)
 	if err != nil {
 		return s.wrap(ctx, "read audit checkpoints", err)
 	}

@@ -88,8 +88,9 @@ func TestCallLookupsUseIndexes(t *testing.T) {
 		{s.cq.callEntries, "audit_call", []any{"call-1"}},
 		{s.sql.auditCall, "audit_call", []any{int64(0), nil, "call-1"}},
 		{s.cq.prevEntry, "audit_chain", []any{"c", int64(5)}},
-		{s.cq.nextEntries, "audit_chain", []any{"c", int64(5)}},
-		{s.cq.chainCheckpoints, "audit_checkpoints_pkey", []any{"c", int64(5)}},
+		{s.cq.nextEntries, "audit_chain", []any{"c", int64(5), 10}},
+		{s.cq.chainCheckpoints, "audit_checkpoints_pkey", []any{"c", int64(5), 10}},
+		{s.cq.chainedBefore, "audit_pkey", []any{int64(5)}},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
 		if err != nil {
@@ -106,6 +107,54 @@ func TestCallLookupsUseIndexes(t *testing.T) {
 		rows.Close()
 		if p := strings.Join(plan, "\n"); !strings.Contains(p, " using "+c.index+" ") || strings.Contains(p, "Seq Scan") {
 			t.Errorf("%s\nplan:\n%s\nwant a search using %s", c.query, p, c.index)
+		}
+	}
+}
+
+// OP-10: CheckCall's reads of a chain are bounded in the query itself: pgx
+// reads a result to its end when rows close, so a scan stopped early would
+// still have the server send the chain's whole rest.
+func TestChainScansAreBoundedOnTheServer(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	s := mustOpen(t, dsn)
+	s.AuditChain().SetKey(chaintest.Key)
+	ctx := context.Background()
+	const n = 2000
+	for i := range n {
+		if err := s.QueueAudit(ctx, chaintest.Record(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := s.CallEntries(ctx, "call-0")
+	if err != nil || len(es) != 1 {
+		t.Fatal(es, err)
+	}
+	got, err := auditchain.CheckCall(ctx, s, "call-0", chaintest.Key)
+	if err != nil || len(got) != 1 || !got[0].Verified {
+		t.Fatalf("CheckCall(call-0) = %+v, %v; want verified", got, err)
+	}
+	// More checkpoints than the limit asks for.
+	rawExec(t, dsn, `INSERT INTO audit_checkpoints (chain_id, seq, hash, time, writer, mac) VALUES ($1, 5, 'x', 0, 'w', 'm'), ($1, 6, 'y', 0, 'w', 'm')`, es[0].Chain)
+	for _, c := range []struct {
+		query string
+		args  []any
+	}{
+		{s.cq.nextEntries, []any{es[0].Chain, es[0].Row, 10}},
+		{s.cq.chainCheckpoints, []any{es[0].Chain, int64(1), 1}},
+	} {
+		rows, err := s.pool.Query(ctx, c.query, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows.Next() { // read one, as a scan that found what it needs
+			t.Fatalf("%s: no row", c.query)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if sent, limit := rows.CommandTag().RowsAffected(), int64(c.args[2].(int)); sent != limit {
+			t.Errorf("%s: the server sent %d rows; want the limit, %d", c.query, sent, limit)
 		}
 	}
 }

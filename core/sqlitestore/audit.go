@@ -5,6 +5,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -115,12 +116,16 @@ const entryColumns = `seq, time, endpoint, actor_id, tenant, session, tool, sour
 
 // What CheckCall reads, each through an index (migration 9, and the
 // checkpoints' primary key): a call's records, the record of a chain
-// before a row and those after it, a chain's checkpoints from a seq.
+// before a row and those after it, a chain's checkpoints from a seq, each
+// bounded by a LIMIT; and whether a chained record precedes a row, read
+// back from it along the primary key (+chain_id keeps SQLite off the
+// audit_chain index, which would read every chained record).
 const (
 	callEntriesSQL      = `SELECT ` + entryColumns + ` FROM audit WHERE call_id = ? ORDER BY seq`
 	prevEntrySQL        = `SELECT ` + entryColumns + ` FROM audit WHERE chain_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1`
-	nextEntriesSQL      = `SELECT ` + entryColumns + ` FROM audit WHERE chain_id = ? AND seq > ? ORDER BY seq`
-	chainCheckpointsSQL = `SELECT chain_id, seq, hash, time, writer, mac FROM audit_checkpoints WHERE chain_id = ? AND seq >= ? ORDER BY seq`
+	nextEntriesSQL      = `SELECT ` + entryColumns + ` FROM audit WHERE chain_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	chainCheckpointsSQL = `SELECT chain_id, seq, hash, time, writer, mac FROM audit_checkpoints WHERE chain_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	chainedBeforeSQL    = `SELECT seq FROM audit WHERE seq < ? AND +chain_id <> '' ORDER BY seq DESC LIMIT 1`
 )
 
 // scanEntries calls fn with each entry query (selecting entryColumns) reads.
@@ -183,22 +188,38 @@ func (s *Store) ChainEntryBefore(ctx context.Context, chain string, row int64) (
 
 // ScanChainAfter implements auditchain.Store, through the audit_chain
 // index.
-func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, fn func(auditchain.Entry) error) error {
+func (s *Store) ScanChainAfter(ctx context.Context, chain string, row int64, limit int, fn func(auditchain.Entry) error) error {
 	if err := s.live(); err != nil {
 		return err
 	}
 	s.audit.Flush()
-	return s.scanEntries(ctx, fn, nextEntriesSQL, chain, row)
+	return s.scanEntries(ctx, fn, nextEntriesSQL, chain, row, limit)
+}
+
+// ChainedBefore implements auditchain.Store, through the primary key.
+func (s *Store) ChainedBefore(ctx context.Context, row int64) (bool, error) {
+	if err := s.live(); err != nil {
+		return false, err
+	}
+	s.audit.Flush()
+	var at int64
+	switch err := s.r.QueryRowContext(ctx, chainedBeforeSQL, row).Scan(&at); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, s.wrap("read audit", err)
+	}
+	return true, nil
 }
 
 // ScanChainCheckpoints implements auditchain.Store, through the
 // checkpoints' primary key.
-func (s *Store) ScanChainCheckpoints(ctx context.Context, chain string, from int64, fn func(auditchain.Checkpoint) error) error {
+func (s *Store) ScanChainCheckpoints(ctx context.Context, chain string, from int64, limit int, fn func(auditchain.Checkpoint) error) error {
 	if err := s.live(); err != nil {
 		return err
 	}
 	s.audit.Flush()
-	rows, err := s.r.QueryContext(ctx, chainCheckpointsSQL, chain, from)
+	rows, err := s.r.QueryContext(ctx, chainCheckpointsSQL, chain, from, limit)
 	if err != nil {
 		return s.wrap("read audit checkpoints", err)
 	}

@@ -73,8 +73,9 @@ func TestCallLookupsUseIndexes(t *testing.T) {
 		{callEntriesSQL, "USING INDEX audit_call (call_id=?)", []any{"call-1"}},
 		{auditCallSQL, "USING INDEX audit_call (call_id=?)", []any{"call-1", 0, -1}},
 		{prevEntrySQL, "USING INDEX audit_chain (chain_id=? AND seq<?)", []any{"c", 5}},
-		{nextEntriesSQL, "USING INDEX audit_chain (chain_id=? AND seq>?)", []any{"c", 5}},
-		{chainCheckpointsSQL, "USING PRIMARY KEY (chain_id=? AND seq>?)", []any{"c", 5}},
+		{nextEntriesSQL, "USING INDEX audit_chain (chain_id=? AND seq>?)", []any{"c", 5, 10}},
+		{chainCheckpointsSQL, "USING PRIMARY KEY (chain_id=? AND seq>?)", []any{"c", 5, 10}},
+		{chainedBeforeSQL, "USING INTEGER PRIMARY KEY (rowid<?)", []any{5}},
 	} {
 		rows, err := s.r.Query("EXPLAIN QUERY PLAN "+c.query, c.args...)
 		if err != nil {

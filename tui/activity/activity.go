@@ -314,14 +314,19 @@ func (m *Model) renderDetail() {
 			line("chain", fmt.Sprintf("%s seq %d", c.Chain, c.Seq))
 			line("hash", c.Hash)
 		}
-		if !c.Verified {
+		switch {
+		case c.Unchained:
+			// Not tampered: from before the audit had chains (OP-10).
+			b.WriteString(th.Muted.Render(wrap.Render("– unchained: "+c.Problem)) + "\n")
+			continue
+		case !c.Verified:
 			b.WriteString(th.Err.Render(wrap.Render("✗ DOES NOT VERIFY: "+c.Problem)) + "\n")
 			continue
 		}
-		signed := "no checkpoint covers it yet"
+		signed := fmt.Sprintf("no checkpoint covers it yet; links checked up to seq %d", c.CheckedTo)
 		switch {
 		case !c.KeyKnown:
-			signed = "checkpoints not checked: no checkpoint key"
+			signed = fmt.Sprintf("checkpoints not checked: no checkpoint key; links checked up to seq %d", c.CheckedTo)
 		case c.SignedTo > 0:
 			signed = fmt.Sprintf("signed up to seq %d", c.SignedTo)
 		}

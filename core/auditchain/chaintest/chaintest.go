@@ -47,8 +47,14 @@ func Record(i int) core.AuditRecord {
 // (which signs the head); it returns the handle's chain.
 func write(t *testing.T, open func() Store, from, n int) string {
 	t.Helper()
+	return writeWith(t, open, from, n, Key)
+}
+
+// writeWith is write signing with key (nil: no checkpoints).
+func writeWith(t *testing.T, open func() Store, from, n int, key []byte) string {
+	t.Helper()
 	st := open()
-	st.AuditChain().SetKey(Key)
+	st.AuditChain().SetKey(key)
 	ctx := context.Background()
 	for i := range n {
 		if err := put(ctx, st, Record(from+i), i); err != nil {
@@ -300,6 +306,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	checkCallSuite(t, h)
+	uncoveredSuite(t, h)
 	t.Run("no key", func(t *testing.T) {
 		open, exec := h.New(t)
 		id := write(t, open, 0, 5)
@@ -447,7 +454,11 @@ func checkCallSuite(t *testing.T, h Harness) {
 		exec(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name, args_hash, outcome,
 			latency, confirm_token_id, call_id) VALUES (1, '/mcp', 'alice', '', '', 't', '', '', '', 'ok', 0, '', 'call-old')`)
 		write(t, open, 0, 2)
-		problem(t, checkCall(t, open, "call-old", Key), "written before the audit had chains")
+		old := checkCall(t, open, "call-old", Key)
+		problem(t, old, "written before the audit had chains")
+		if !old.Unchained {
+			t.Errorf("a record from before the chains: %+v; want it marked unchained", old)
+		}
 		if c := checkCall(t, open, "call-0", Key); !c.Verified || c.Seq != 1 || c.SignedTo != 2 {
 			t.Errorf("the first chained record after an unchained one: %+v; want verified at seq 1, signed at 2", c)
 		}
