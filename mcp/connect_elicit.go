@@ -133,6 +133,7 @@ func (cw *connectWaiters) take(actor, id string) []*connectWaiter {
 // a record that only tells its session when the connection completes, or
 // to nothing when there is no session to tell.
 func (cw *connectWaiters) ended(actor string, w *connectWaiter) {
+	now := time.Now()
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	ws := cw.m[actor]
@@ -145,6 +146,8 @@ func (cw *connectWaiters) ended(actor string, w *connectWaiter) {
 	default:
 		ws[i] = &connectWaiter{id: w.id, expires: w.expires, notify: w.later, done: make(chan struct{})}
 	}
+	// Ended calls' records past their expiry go too (no call waits on them).
+	ws = slices.DeleteFunc(ws, func(o *connectWaiter) bool { return !o.live && !now.Before(o.expires) })
 	if len(ws) == 0 {
 		delete(cw.m, actor)
 		return
@@ -279,7 +282,7 @@ func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err erro
 // shutAnswer is the answer of a call that was waiting for its actor to
 // connect when the upstream shut down.
 func (u *OAuthUpstream) shutAnswer(err error) core.Result {
-	return core.ErrorResult(fmt.Sprintf("Not connected: toolgate is shutting down, so this call no longer waits for the connection. %s", err.Error()))
+	return core.ErrorResult(fmt.Sprintf("Not connected: %v, so this call no longer waits for the connection. %s", context.Cause(u.shut), err.Error()))
 }
 
 // notifyComplete sends notifications/elicitation/complete for id to the

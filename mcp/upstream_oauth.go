@@ -83,8 +83,13 @@ type OAuthUpstream struct {
 	waiting atomic.Int64
 	// shut ends every wait for a connection: the upstream shuts down.
 	shut     context.Context
-	shutDown context.CancelFunc
+	shutDown context.CancelCauseFunc
 }
+
+var (
+	errShuttingDown = errors.New("toolgate is shutting down")
+	errClosed       = errors.New("the upstream was closed (its configuration was reloaded, or toolgate is stopping)")
+)
 
 type actorConn struct {
 	mu        sync.Mutex // serialises connecting
@@ -120,7 +125,7 @@ func NewOAuthUpstream(opts OAuthUpstreamOptions) (*OAuthUpstream, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	shut, shutDown := context.WithCancel(context.Background())
+	shut, shutDown := context.WithCancelCause(context.Background())
 	return &OAuthUpstream{opts: opts, name: opts.Upstream.Name, log: log.With("upstream", opts.Upstream.Name), actors: map[string]*actorConn{},
 		shut: shut, shutDown: shutDown}, nil
 }
@@ -286,7 +291,9 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 // with the link. Everything else is left to CallTool.
 func (u *OAuthUpstream) PrepareCall(ctx context.Context, _ string) (core.Result, bool) {
 	call, _ := core.CallFromContext(ctx)
-	if !u.opts.PerActor || call.Actor.ID == "" {
+	if !u.opts.PerActor || u.opts.Exchange || call.Actor.ID == "" || !canElicitURL(ctx) {
+		// Nobody to ask (or nothing to ask: an exchange has no link):
+		// CallTool answers, with no extra token read.
 		return core.Result{}, true
 	}
 	_, _, err := u.opts.Tokens.Token(ctx, u.name, call.Actor.ID)
@@ -304,7 +311,7 @@ func (u *OAuthUpstream) PrepareCall(ctx context.Context, _ string) (core.Result,
 func (u *OAuthUpstream) Shutdown() int {
 	n := int(u.waiting.Load())
 	if u.shutDown != nil {
-		u.shutDown()
+		u.shutDown(errShuttingDown)
 	}
 	return n
 }
@@ -428,7 +435,9 @@ func (u *OAuthUpstream) Ping(ctx context.Context) error {
 // Close ends the calls waiting for a connection and closes every
 // connection.
 func (u *OAuthUpstream) Close() error {
-	u.Shutdown()
+	if u.shutDown != nil {
+		u.shutDown(errClosed) // the first cause stays: Shutdown's, if it came first
+	}
 	u.mu.Lock()
 	l := u.lister
 	u.lister, u.listerActor = nil, ""
