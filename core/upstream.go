@@ -44,6 +44,18 @@ type ToolsChangedNotifier interface {
 	OnToolsChanged(func())
 }
 
+// CallPreparer is implemented by upstreams that may need something of the
+// caller before a call can be sent at all: a perActor OAuth upstream asks
+// an actor not yet connected to open the connect link and waits for the
+// person to sign in (UI-2). PrepareCall runs once per call before its
+// attempts, within the call's own lifetime but not its per-attempt timeout
+// (a person signing in takes minutes, an attempt seconds), and sends
+// nothing to the upstream, so retries and never-twice for actions are
+// untouched. ok false ends the call with res.
+type CallPreparer interface {
+	PrepareCall(ctx context.Context, remoteName string) (res Result, ok bool)
+}
+
 // TransportReporter is implemented by upstreams that pick their transport
 // when they connect: a url with transport auto tries Streamable HTTP, then
 // SSE (IM-2). The operator sees the one picked (IM-9).

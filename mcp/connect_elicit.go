@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,14 +45,24 @@ const connectPoll = 2 * time.Second
 // maxConnectWaiters bounds the elicitations remembered per actor.
 const maxConnectWaiters = 8
 
-// connectWaiter is one URL elicitation waiting for an actor's connection.
+// connectWaiter is one URL elicitation waiting for an actor's connection:
+// while its call waits, or, once the call has ended, only what tells its
+// session when the connection completes.
 type connectWaiter struct {
 	id      string
 	expires time.Time
 	// notify sends notifications/elicitation/complete to the session that
 	// was asked; nil for a sessionless (2026-07-28) client.
 	notify func()
-	done   chan struct{}
+	// later is notify once the call has ended: to the session alone, so
+	// the record holds nothing of the call (its context, its stream); nil:
+	// nobody to tell.
+	later func()
+	// live: a call waits on done (set before add, never changed).
+	live bool
+	once sync.Once
+	ok   bool // the connection completed; set before done is closed
+	done chan struct{}
 }
 
 // connectWaiters are an upstream's elicitations, by actor.
@@ -60,8 +71,18 @@ type connectWaiters struct {
 	m  map[string][]*connectWaiter
 }
 
+// add remembers w, dropping actor's expired waiters and, past
+// maxConnectWaiters, the oldest one, an ended call's first. A dropped
+// waiter is finished unconnected: a call still waiting on it answers the
+// link rather than waiting on a record nobody will complete.
 func (cw *connectWaiters) add(actor string, w *connectWaiter) {
 	now := time.Now()
+	var dropped []*connectWaiter
+	defer func() {
+		for _, o := range dropped {
+			o.finish(false)
+		}
+	}()
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	if cw.m == nil {
@@ -71,10 +92,17 @@ func (cw *connectWaiters) add(actor string, w *connectWaiter) {
 	for _, o := range cw.m[actor] {
 		if now.Before(o.expires) {
 			keep = append(keep, o)
+		} else {
+			dropped = append(dropped, o)
 		}
 	}
-	if len(keep) >= maxConnectWaiters {
-		keep = keep[1:]
+	for len(keep) >= maxConnectWaiters {
+		i := slices.IndexFunc(keep, func(o *connectWaiter) bool { return !o.live })
+		if i < 0 {
+			i = 0
+		}
+		dropped = append(dropped, keep[i])
+		keep = slices.Delete(keep, i, i+1)
 	}
 	cw.m[actor] = append(keep, w)
 }
@@ -101,20 +129,51 @@ func (cw *connectWaiters) take(actor, id string) []*connectWaiter {
 	return nil
 }
 
+// ended is told when w's call has ended: w, if still there, gives way to
+// a record that only tells its session when the connection completes, or
+// to nothing when there is no session to tell.
+func (cw *connectWaiters) ended(actor string, w *connectWaiter) {
+	now := time.Now()
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	ws := cw.m[actor]
+	i := slices.Index(ws, w)
+	switch {
+	case i < 0:
+		return
+	case w.later == nil:
+		ws = slices.Delete(ws, i, i+1)
+	default:
+		ws[i] = &connectWaiter{id: w.id, expires: w.expires, notify: w.later, done: make(chan struct{})}
+	}
+	// Ended calls' records past their expiry go too (no call waits on them).
+	ws = slices.DeleteFunc(ws, func(o *connectWaiter) bool { return !o.live && !now.Before(o.expires) })
+	if len(ws) == 0 {
+		delete(cw.m, actor)
+		return
+	}
+	cw.m[actor] = ws
+}
+
 // complete tells every waiter of actor that the connection is made: the
 // sessions that asked get notifications/elicitation/complete, then the
 // calls waiting go on.
 func (cw *connectWaiters) complete(actor string) {
 	for _, w := range cw.take(actor, "") {
-		w.finish()
+		w.finish(true)
 	}
 }
 
-func (w *connectWaiter) finish() {
-	if w.notify != nil {
-		w.notify()
-	}
-	close(w.done)
+// finish lets w's call go on (ok: connected, after its session is told)
+// or answer; once, whoever calls it first.
+func (w *connectWaiter) finish(ok bool) {
+	w.once.Do(func() {
+		if ok && w.notify != nil {
+			w.notify()
+		}
+		w.ok = ok
+		close(w.done)
+	})
 }
 
 // canElicitURL reports whether the calling client declared URL-mode
@@ -138,7 +197,9 @@ func canElicitURL(ctx context.Context) bool {
 // askToConnect is the answer to a call whose actor is not connected (err
 // wraps core.ErrNotConnected). connected is true when the client was asked
 // through URL-mode elicitation and the connection then completed: the call
-// goes on. Otherwise res is the isError answer naming the link.
+// goes on. Otherwise res is the isError answer naming the link. Asking and
+// waiting end with the call, at ConnectWait or the link's expiry, and when
+// the upstream shuts down.
 func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err error) (res core.Result, connected bool) {
 	var link connectLinker
 	if !errors.As(err, &link) || !canElicitURL(ctx) {
@@ -146,21 +207,35 @@ func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err erro
 	}
 	url, expires := link.ConnectLink()
 	d := downstreamFrom(ctx)
-	if url == "" || d == nil {
+	if url == "" || d == nil || u.shut.Err() != nil {
 		return core.ErrorResult(err.Error()), false
 	}
 	wait := u.opts.ConnectWait
-	if left := time.Until(expires); left > 0 && left < wait {
-		wait = left
+	if !expires.IsZero() {
+		left := time.Until(expires)
+		if left <= 0 {
+			// A link already expired is not worth a sign-in.
+			return core.ErrorResult(err.Error()), false
+		}
+		wait = min(wait, left)
 	}
-	w := &connectWaiter{id: randomID(), expires: time.Now().Add(wait), done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	defer context.AfterFunc(u.shut, cancel)()
+	w := &connectWaiter{id: randomID(), expires: time.Now().Add(wait), live: true, done: make(chan struct{})}
 	var inCall atomic.Bool // the call still waits: its own stream carries the notification
 	inCall.Store(true)
 	defer inCall.Store(false)
 	if call, _ := core.CallFromContext(ctx); call.Session != "" && modernRelayFrom(ctx) == nil {
-		w.notify = func() { notifyComplete(d, call.Session, w.id, inCall.Load()) }
+		srv, session, id := d.srv, call.Session, w.id
+		w.notify = func() { notifyComplete(d, session, id, inCall.Load()) }
+		w.later = func() {
+			_ = srv.SendNotificationToSpecificClient(session, string(mcpgo.MethodNotificationElicitationComplete), map[string]any{"elicitationId": id})
+		}
 	}
 	u.waiters.add(actor, w)
+	// Nothing of the call is kept once it has ended.
+	defer u.waiters.ended(actor, w)
 	params, _ := json.Marshal(mcpgo.ElicitationParams{Mode: mcpgo.ElicitationModeURL, ElicitationID: w.id, URL: url,
 		Message: fmt.Sprintf("Connect your account on %s: sign in there, and toolgate calls %s as you from then on.", u.name, u.name)})
 	raw, aerr := d.request(ctx, string(mcpgo.MethodElicitationCreate), params)
@@ -176,6 +251,9 @@ func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err erro
 		}
 	}
 	switch {
+	case u.shut.Err() != nil:
+		u.waiters.take(actor, w.id)
+		return u.shutAnswer(err), false
 	case aerr != nil:
 		u.waiters.take(actor, w.id)
 		u.log.Debug("asking to connect by URL elicitation failed; answering the link", "err", aerr)
@@ -185,12 +263,26 @@ func (u *OAuthUpstream) askToConnect(ctx context.Context, actor string, err erro
 		return core.ErrorResult(fmt.Sprintf("Not connected: the connect page was not opened (%s). %s", answer.Action, err.Error())), false
 	}
 	u.log.Debug("URL elicitation accepted: waiting for the actor to connect", "actor", core.ActorLabel(actor), "elicitation", w.id, "wait", wait.Round(time.Second).String())
-	if u.waitConnected(ctx, actor, w, wait) {
+	u.waiting.Add(1)
+	ok := u.waitConnected(ctx, actor, w)
+	u.waiting.Add(-1)
+	if ok {
 		return core.Result{}, true
+	}
+	if u.shut.Err() != nil {
+		// The session is not told later: the gateway is going.
+		u.waiters.take(actor, w.id)
+		return u.shutAnswer(err), false
 	}
 	// The call ends; the session still hears when the connection is made.
 	u.log.Debug("the call stopped waiting for the actor to connect", "actor", core.ActorLabel(actor), "elicitation", w.id, "cause", context.Cause(ctx))
 	return core.ErrorResult(err.Error()), false
+}
+
+// shutAnswer is the answer of a call that was waiting for its actor to
+// connect when the upstream shut down.
+func (u *OAuthUpstream) shutAnswer(err error) core.Result {
+	return core.ErrorResult(fmt.Sprintf("Not connected: %v, so this call no longer waits for the connection. %s", context.Cause(u.shut), err.Error()))
 }
 
 // notifyComplete sends notifications/elicitation/complete for id to the
@@ -209,30 +301,35 @@ func notifyComplete(d *downstream, session, id string, inCall bool) {
 	_ = d.srv.SendNotificationToSpecificClient(session, method, params)
 }
 
-// waitConnected waits for actor's connection until wait has passed or the
-// call ends: the manager's signal on this replica, or a working token
-// read from the store (the browser came back through another replica).
-func (u *OAuthUpstream) waitConnected(ctx context.Context, actor string, w *connectWaiter, wait time.Duration) bool {
-	limit := time.NewTimer(wait)
-	defer limit.Stop()
+// waitConnected waits for actor's connection until ctx ends: the
+// manager's signal on this replica, or a working token read from the store
+// (the browser came back through another replica).
+func (u *OAuthUpstream) waitConnected(ctx context.Context, actor string, w *connectWaiter) bool {
 	poll := time.NewTicker(connectPoll)
 	defer poll.Stop()
 	for {
 		select {
 		case <-w.done:
-			return true
+			return w.ok
 		case <-ctx.Done():
 			return false
-		case <-limit.C:
-			return false
 		case <-poll.C:
-			if _, _, err := u.opts.Tokens.Token(ctx, u.name, actor); err == nil {
-				if ws := u.waiters.take(actor, w.id); len(ws) == 1 {
-					w.finish()
-				} else {
-					<-w.done // complete took it and is finishing it
-				}
+			if _, _, err := u.opts.Tokens.Token(ctx, u.name, actor); err != nil {
+				continue
+			}
+			if ws := u.waiters.take(actor, w.id); len(ws) == 1 {
+				w.finish(true)
 				return true
+			}
+			// complete took it and is telling the session first; or it
+			// was dropped. Either way it is finished: wait for that, so
+			// the notification goes before the result, but never past
+			// the call.
+			select {
+			case <-w.done:
+				return true
+			case <-ctx.Done():
+				return false
 			}
 		}
 	}

@@ -1,9 +1,17 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
 )
 
 // UI-2: the URL elicitations waiting for an actor's connection: complete
@@ -59,3 +67,216 @@ func TestConnectWaiters(t *testing.T) {
 		t.Fatalf("carol keeps %d waiters from %s, want %d from c2 (the expired one and the oldest dropped)", len(got), got[0].id, maxConnectWaiters)
 	}
 }
+
+// connectedTokens answers every actor connected, and says on called each
+// time it was asked.
+type connectedTokens struct{ called chan struct{} }
+
+func (c connectedTokens) Token(context.Context, string, string) (string, string, error) {
+	select {
+	case c.called <- struct{}{}:
+	default:
+	}
+	return "tok", "conn", nil
+}
+func (connectedTokens) CatalogActor(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
+func (connectedTokens) Refused(context.Context, string, string, string) error { return nil }
+
+// UI-2: a waiting call whose waiter is dropped from its actor's list (more
+// than maxConnectWaiters calls of one actor wait) answers at once rather
+// than waiting on a record nobody completes; ended calls' records go
+// first. And a call whose poll sees the connection while its waiter was
+// taken by someone else who never finishes it still ends with its context.
+func TestConnectWaiterDroppedDoesNotHang(t *testing.T) {
+	pt := connectedTokens{called: make(chan struct{}, 1)}
+	u := &OAuthUpstream{name: "crm", opts: OAuthUpstreamOptions{Tokens: pt}}
+	live := func(id string) *connectWaiter {
+		return &connectWaiter{id: id, expires: time.Now().Add(time.Hour), live: true, done: make(chan struct{})}
+	}
+	first := live("first")
+	u.waiters.add("alice", first)
+	u.waiters.add("alice", &connectWaiter{id: "ended", expires: time.Now().Add(time.Hour), done: make(chan struct{})})
+	for i := range maxConnectWaiters - 2 {
+		u.waiters.add("alice", live(fmt.Sprint(i)))
+	}
+	// Full: the ended call's record goes, not a waiting call.
+	u.waiters.add("alice", live("next"))
+	select {
+	case <-first.done:
+		t.Fatal("a waiting call was dropped while an ended call's record was there")
+	default:
+	}
+	// Full of waiting calls: the oldest answers.
+	u.waiters.add("alice", live("last"))
+	if u.waitConnected(context.Background(), "alice", first) {
+		t.Fatal("the dropped call reported a connection")
+	}
+
+	// Taken by another who never finishes it: the poll sees the token,
+	// and the call still ends with its context.
+	w := live("taken")
+	u.waiters.add("bob", w)
+	u.waiters.take("bob", "taken")
+	ctx, cancel := context.WithCancel(context.Background())
+	ret := make(chan bool, 1)
+	go func() { ret <- u.waitConnected(ctx, "bob", w) }()
+	<-pt.called // the poll saw the connection
+	cancel()
+	if <-ret {
+		t.Fatal("a call whose context ended reported a connection")
+	}
+	w.finish(true) // finishing twice is harmless
+	w.finish(false)
+}
+
+// UI-2: once a call stops waiting, nothing of it is kept: a sessionless
+// call's waiter is gone, and a session's gives way to a record that only
+// tells the session when the connection completes.
+func TestConnectWaiterEndedKeepsNothingOfTheCall(t *testing.T) {
+	var cw connectWaiters
+	told := make(chan string, 2)
+	callNotified := false
+	withSession := &connectWaiter{id: "s", expires: time.Now().Add(time.Hour), live: true, done: make(chan struct{}),
+		notify: func() { callNotified = true }, later: func() { told <- "s" }}
+	sessionless := &connectWaiter{id: "m", expires: time.Now().Add(time.Hour), live: true, done: make(chan struct{})}
+	cw.add("alice", withSession)
+	cw.add("alice", sessionless)
+	cw.ended("alice", sessionless)
+	cw.ended("alice", withSession)
+	cw.mu.Lock()
+	left := cw.m["alice"]
+	cw.mu.Unlock()
+	if len(left) != 1 || left[0] == withSession || left[0].id != "s" || left[0].live {
+		t.Fatalf("after both calls ended the list holds %+v, want only a record for the session's elicitation", left)
+	}
+	cw.complete("alice")
+	if got := <-told; got != "s" || callNotified {
+		t.Fatalf("the connection told %q (through the ended call: %v), want the session alone", got, callNotified)
+	}
+	cw.ended("bob", sessionless) // nothing there: nothing happens
+	if len(cw.m) != 0 {
+		t.Fatalf("waiters left: %v", cw.m)
+	}
+}
+
+// fakeURLSession is a 2025-11-25 session that declared URL-mode
+// elicitation; each elicitation/create goes to asked and is answered with
+// answer.
+type fakeURLSession struct {
+	asked  chan mcpgo.ElicitationRequest
+	answer mcpgo.ElicitationResponseAction
+}
+
+func (*fakeURLSession) Initialize()       {}
+func (*fakeURLSession) Initialized() bool { return true }
+func (*fakeURLSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
+	return make(chan mcpgo.JSONRPCNotification, 8)
+}
+func (*fakeURLSession) SessionID() string { return "sess-1" }
+func (*fakeURLSession) GetClientCapabilities() mcpgo.ClientCapabilities {
+	return mcpgo.ClientCapabilities{Elicitation: &mcpgo.ElicitationCapability{URL: &struct{}{}}}
+}
+func (f *fakeURLSession) RequestElicitation(_ context.Context, r mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	f.asked <- r
+	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: f.answer}}, nil
+}
+
+// linkErr is the manager's not-connected error with its link.
+type linkErr struct {
+	url     string
+	expires time.Time
+}
+
+func (e linkErr) Error() string                    { return "not connected: open " + e.url }
+func (e linkErr) Unwrap() error                    { return core.ErrNotConnected }
+func (e linkErr) ConnectLink() (string, time.Time) { return e.url, e.expires }
+
+// askingCtx is a call of alice on a session that can open URLs.
+func askingCtx(t *testing.T, sess *fakeURLSession) context.Context {
+	t.Helper()
+	srv := server.NewMCPServer("toolgate-test", "1.0.0")
+	ctx := srv.WithContext(context.Background(), sess)
+	ctx = core.WithCall(ctx, core.Call{Actor: core.Actor{ID: "alice"}, Session: sess.SessionID()})
+	return withDownstream(ctx, &downstream{ctx: ctx, srv: srv, session: sess.SessionID()})
+}
+
+func newTestOAuthUpstream(t *testing.T, tokens OAuthTokens) *OAuthUpstream {
+	t.Helper()
+	u, err := NewOAuthUpstream(OAuthUpstreamOptions{Upstream: UpstreamOptions{Name: "crm", URL: "http://127.0.0.1:1/mcp"}, PerActor: true, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = u.Close() })
+	return u
+}
+
+// UI-2: a link that has already expired is answered at once, the client
+// not asked to open it; a live one is asked (here declined).
+func TestConnectExpiredLinkAnsweredAtOnce(t *testing.T) {
+	u := newTestOAuthUpstream(t, connectedTokens{})
+	sess := &fakeURLSession{asked: make(chan mcpgo.ElicitationRequest, 1), answer: mcpgo.ElicitationResponseActionDecline}
+	ctx := askingCtx(t, sess)
+	expired := linkErr{url: "http://127.0.0.1/upstream-oauth/connect?t=old", expires: time.Now().Add(-time.Second)}
+	res, ok := u.askToConnect(ctx, "alice", expired)
+	if ok || !res.IsError || len(sess.asked) != 0 || !strings.Contains(string(res.JSON), expired.url) || strings.Contains(string(res.JSON), "decline") {
+		t.Fatalf("an expired link: ok %v, %d asked, %q; want the link answered without asking", ok, len(sess.asked), string(res.JSON))
+	}
+	fresh := linkErr{url: "http://127.0.0.1/upstream-oauth/connect?t=new", expires: time.Now().Add(time.Hour)}
+	res, ok = u.askToConnect(ctx, "alice", fresh)
+	if ok || len(sess.asked) != 1 || !strings.Contains(string(res.JSON), "(decline)") {
+		t.Fatalf("a live link: ok %v, %d asked, %q; want asked and declined", ok, len(sess.asked), string(res.JSON))
+	}
+}
+
+// UI-2: Shutdown ends a call waiting for its actor to connect at once with
+// the isError answer naming the link, and a call after it is not asked.
+func TestConnectWaitEndsAtShutdown(t *testing.T) {
+	u := newTestOAuthUpstream(t, notConnected{})
+	sess := &fakeURLSession{asked: make(chan mcpgo.ElicitationRequest, 2), answer: mcpgo.ElicitationResponseActionAccept}
+	ctx := askingCtx(t, sess)
+	link := linkErr{url: "http://127.0.0.1/upstream-oauth/connect?t=x", expires: time.Now().Add(time.Hour)}
+	type answer struct {
+		res core.Result
+		ok  bool
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, ok := u.askToConnect(ctx, "alice", link)
+		done <- answer{res, ok}
+	}()
+	<-sess.asked
+	for u.waiting.Load() == 0 {
+		select {
+		case a := <-done:
+			t.Fatalf("the call answered before waiting: %+v", a)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if n := u.Shutdown(); n != 1 {
+		t.Fatalf("Shutdown counted %d waiting calls, want 1", n)
+	}
+	a := <-done
+	if a.ok || !a.res.IsError || !strings.Contains(string(a.res.JSON), "shutting down") || !strings.Contains(string(a.res.JSON), link.url) {
+		t.Fatalf("the waiting call at shutdown: ok %v %q", a.ok, string(a.res.JSON))
+	}
+	if res, ok := u.askToConnect(ctx, "alice", link); ok || len(sess.asked) != 0 || !strings.Contains(string(res.JSON), link.url) {
+		t.Fatalf("a call after shutdown: ok %v, asked %d, %q", ok, len(sess.asked), string(res.JSON))
+	}
+	if len(u.waiters.m) != 0 {
+		t.Fatalf("waiters left after shutdown: %v", u.waiters.m)
+	}
+}
+
+// notConnected answers every actor not connected.
+type notConnected struct{}
+
+func (notConnected) Token(context.Context, string, string) (string, string, error) {
+	return "", "", core.ErrNotConnected
+}
+func (notConnected) CatalogActor(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
+func (notConnected) Refused(context.Context, string, string, string) error { return nil }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -78,7 +79,17 @@ type OAuthUpstream struct {
 
 	// waiters are the URL elicitations waiting for an actor to connect.
 	waiters connectWaiters
+	// waiting counts the calls waiting for their actor to connect.
+	waiting atomic.Int64
+	// shut ends every wait for a connection: the upstream shuts down.
+	shut     context.Context
+	shutDown context.CancelCauseFunc
 }
+
+var (
+	errShuttingDown = errors.New("toolgate is shutting down")
+	errClosed       = errors.New("the upstream was closed (its configuration was reloaded, or toolgate is stopping)")
+)
 
 type actorConn struct {
 	mu        sync.Mutex // serialises connecting
@@ -89,6 +100,7 @@ type actorConn struct {
 
 var (
 	_ core.Upstream             = (*OAuthUpstream)(nil)
+	_ core.CallPreparer         = (*OAuthUpstream)(nil)
 	_ core.ToolsChangedNotifier = (*OAuthUpstream)(nil)
 )
 
@@ -113,7 +125,9 @@ func NewOAuthUpstream(opts OAuthUpstreamOptions) (*OAuthUpstream, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &OAuthUpstream{opts: opts, name: opts.Upstream.Name, log: log.With("upstream", opts.Upstream.Name), actors: map[string]*actorConn{}}, nil
+	shut, shutDown := context.WithCancelCause(context.Background())
+	return &OAuthUpstream{opts: opts, name: opts.Upstream.Name, log: log.With("upstream", opts.Upstream.Name), actors: map[string]*actorConn{},
+		shut: shut, shutDown: shutDown}, nil
 }
 
 // connFor makes a network upstream whose every request carries actor's
@@ -237,15 +251,9 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 	if actor == "" {
 		return core.ErrorResult(fmt.Sprintf("upstream %q acts as each caller, and this call has no actor", u.name)), nil
 	}
+	// Not connected: PrepareCall has asked the client to connect if it
+	// could; the connection is gone again, or nobody could be asked.
 	_, id, err := u.opts.Tokens.Token(ctx, u.name, actor)
-	if errors.Is(err, core.ErrNotConnected) {
-		// A client that can open a URL for its user is asked to (UI-2).
-		res, connected := u.askToConnect(ctx, actor, err)
-		if !connected {
-			return res, nil
-		}
-		_, id, err = u.opts.Tokens.Token(ctx, u.name, actor)
-	}
 	if errors.Is(err, core.ErrNotConnected) {
 		return core.ErrorResult(err.Error()), nil
 	} else if err != nil {
@@ -273,6 +281,39 @@ func (u *OAuthUpstream) CallTool(ctx context.Context, remote string, args json.R
 		u.drop(actor)
 	}
 	return res, err
+}
+
+// PrepareCall implements core.CallPreparer (UI-2): before a call's
+// attempts, an actor not yet connected to a perActor upstream, whose
+// client can open a URL for its user, is asked to connect, and the call
+// waits for the connection — outside the per-attempt timeout, which is
+// the upstream's and not the person's. ok false answers res: the isError
+// with the link. Everything else is left to CallTool.
+func (u *OAuthUpstream) PrepareCall(ctx context.Context, _ string) (core.Result, bool) {
+	call, _ := core.CallFromContext(ctx)
+	if !u.opts.PerActor || u.opts.Exchange || call.Actor.ID == "" || !canElicitURL(ctx) {
+		// Nobody to ask (or nothing to ask: an exchange has no link):
+		// CallTool answers, with no extra token read.
+		return core.Result{}, true
+	}
+	_, _, err := u.opts.Tokens.Token(ctx, u.name, call.Actor.ID)
+	if !errors.Is(err, core.ErrNotConnected) {
+		return core.Result{}, true
+	}
+	return u.askToConnect(ctx, call.Actor.ID, err)
+}
+
+// Shutdown ends every call waiting for its actor to connect, at once,
+// with the isError answer naming the link, and has no call wait again; it
+// returns how many were waiting. The gateway calls it as it begins to
+// close, as pending approvals are rejected then, so a wait does not hold
+// shutdown; Close does it too.
+func (u *OAuthUpstream) Shutdown() int {
+	n := int(u.waiting.Load())
+	if u.shutDown != nil {
+		u.shutDown(errShuttingDown)
+	}
+	return n
 }
 
 // callRefreshing calls through up; an HTTP 401 (the token was refused
@@ -391,8 +432,12 @@ func (u *OAuthUpstream) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every connection.
+// Close ends the calls waiting for a connection and closes every
+// connection.
 func (u *OAuthUpstream) Close() error {
+	if u.shutDown != nil {
+		u.shutDown(errClosed) // the first cause stays: Shutdown's, if it came first
+	}
 	u.mu.Lock()
 	l := u.lister
 	u.lister, u.listerActor = nil, ""

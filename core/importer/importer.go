@@ -834,6 +834,13 @@ func (im *Importer) call(ctx context.Context, u *upstream, remote string, kind c
 	// not run, whatever the connect error was.
 	mayHaveRun := false
 	attempt := 0
+	if p, ok := u.spec.Upstream.(core.CallPreparer); ok {
+		// Outside do: waiting for a person to connect is no attempt, so
+		// neither the per-attempt timeout nor a retry applies to it.
+		if pres, ok := p.PrepareCall(ctx, remote); !ok {
+			return pres, nil
+		}
+	}
 	err := im.do(ctx, u, kind, func(ctx context.Context) (err error) {
 		attempt++
 		ctx, span := telemetry.Attempt(ctx, u.spec.Name, u.spec.Transport, remote, attempt)

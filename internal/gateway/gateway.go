@@ -362,6 +362,9 @@ func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error
 			g.log.Info("pending approvals rejected: the gateway is shutting down", "count", n)
 		}
 	}
+	// Nor will a person finish signing in to an upstream through this
+	// gateway: the calls waiting for that answer the link now (UI-2).
+	g.endConnectWaits()
 	enter("admin API")
 	g.closeAdmin(ctx)
 	enter("calls in flight")

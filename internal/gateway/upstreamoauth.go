@@ -150,14 +150,18 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 // authenticated like the endpoint its endpoint parameter names (the first
 // endpoint by default), with that endpoint's authentication in force now:
 // a reload that removes a key or changes the issuer applies to it too.
+// Disconnect revokes, so like /mcp it refuses a loopback listener reached
+// by another name (DNS rebinding), and it refuses a browser's cross-origin
+// request (a form posted from another site) and an open endpoint, whose
+// actor nobody authenticates.
 func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, first string) {
 	if g.oauth == nil {
 		return
 	}
 	h := g.oauth.m.Handler()
-	mux.Handle(upstreamoauth.Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/disconnect") {
-			h.ServeHTTP(w, r)
+	disconnect := mcp.RejectRebinding(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if http.NewCrossOriginProtection().Check(r) != nil {
+			http.Error(w, "Forbidden: disconnecting is refused from another site's page (cross-origin request)", http.StatusForbidden)
 			return
 		}
 		ep := r.URL.Query().Get("endpoint")
@@ -169,8 +173,35 @@ func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, first string) {
 			http.Error(w, fmt.Sprintf("no endpoint %q", ep), http.StatusNotFound)
 			return
 		}
-		auth.Middleware(sw.state.Load().auth)(h).ServeHTTP(w, r)
+		epAuth := sw.state.Load().auth
+		if epAuth.Strategy == nil {
+			http.Error(w, fmt.Sprintf("Forbidden: endpoint %q is open (no credentials), so nobody can be authenticated to disconnect; an operator revokes the connection (`toolgate connections revoke ID` or the console)", ep), http.StatusForbidden)
+			return
+		}
+		auth.Middleware(epAuth)(h).ServeHTTP(w, r)
 	}))
+	mux.Handle(upstreamoauth.Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/disconnect") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		disconnect.ServeHTTP(w, r)
+	}))
+}
+
+// endConnectWaits ends the calls waiting for their actor to connect, once
+// no reload can swap the upstreams.
+func (g *Gateway) endConnectWaits() {
+	if g.oauth == nil {
+		return
+	}
+	n := 0
+	for _, u := range g.oauth.ups {
+		n += u.Shutdown()
+	}
+	if n > 0 {
+		g.log.Info("calls waiting for an upstream connection answered: the gateway is shutting down", "count", n)
+	}
 }
 
 // closeOAuth lets go of the manager's idle connections.
