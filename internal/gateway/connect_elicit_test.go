@@ -27,6 +27,27 @@ type urlClient struct {
 	answer    mcpgo.ElicitationResponseAction
 }
 
+// callOutcome is a tools/call's answer or error.
+type callOutcome struct {
+	res *mcpgo.CallToolResult
+	err error
+}
+
+// callInBackground calls tool on c and delivers the outcome on the
+// channel, so a test can answer what the call asks meanwhile.
+func callInBackground(ctx context.Context, c interface {
+	CallTool(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+}, tool string) <-chan callOutcome {
+	done := make(chan callOutcome, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = tool
+		res, err := c.CallTool(ctx, req)
+		done <- callOutcome{res, err}
+	}()
+	return done
+}
+
 func connectURLClient(t *testing.T, ctx context.Context, url, key string) *urlClient {
 	t.Helper()
 	u := &urlClient{asked: make(chan mcpgo.ElicitationParams, 4), completed: make(chan string, 4), answer: mcpgo.ElicitationResponseActionAccept}
@@ -107,17 +128,7 @@ func TestConnectByURLElicitation(t *testing.T) {
 	alice := connectURLClient(t, ctx, base+"/mcp", aliceOAuthKey)
 	waitServed(t, ctx, alice.session, []string{"crm_connect"}, nil)
 
-	type outcome struct {
-		res *mcpgo.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		req := mcpgo.CallToolRequest{}
-		req.Params.Name = "crm_connect"
-		res, err := alice.CallTool(ctx, req)
-		done <- outcome{res, err}
-	}()
+	done := callInBackground(ctx, alice, "crm_connect")
 	var asked mcpgo.ElicitationParams
 	select {
 	case asked = <-alice.asked:
@@ -138,7 +149,7 @@ func TestConnectByURLElicitation(t *testing.T) {
 	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
 		t.Fatalf("callback answered %d: %s", code, page)
 	}
-	var o outcome
+	var o callOutcome
 	select {
 	case o = <-done:
 	case <-ctx.Done():
@@ -220,17 +231,7 @@ func TestConnectByURLElicitationModern(t *testing.T) {
 			asked <- r.Params
 			return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept}}, nil
 		})))
-	type outcome struct {
-		res *mcpgo.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		req := mcpgo.CallToolRequest{}
-		req.Params.Name = tool
-		res, err := alice.CallTool(ctx, req)
-		done <- outcome{res, err}
-	}()
+	done := callInBackground(ctx, alice, tool)
 	var p mcpgo.ElicitationParams
 	select {
 	case p = <-asked:
@@ -247,7 +248,7 @@ func TestConnectByURLElicitationModern(t *testing.T) {
 	if code, page := oidctest.Open(t, b, cb); code != http.StatusOK || !strings.Contains(page, "Connected") {
 		t.Fatalf("callback answered %d: %s", code, page)
 	}
-	var o outcome
+	var o callOutcome
 	select {
 	case o = <-done:
 	case <-ctx.Done():

@@ -36,17 +36,7 @@ func TestConnectWaitOutlastsTheAttemptTimeout(t *testing.T) {
 	}
 	alice := connectURLClient(t, ctx, base+"/mcp", aliceOAuthKey)
 	waitServed(t, ctx, alice.session, []string{"crm_connect"}, nil)
-	type outcome struct {
-		res *mcpgo.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		req := mcpgo.CallToolRequest{}
-		req.Params.Name = "crm_connect"
-		res, err := alice.CallTool(ctx, req)
-		done <- outcome{res, err}
-	}()
+	done := callInBackground(ctx, alice, "crm_connect")
 	asked := <-alice.asked
 	// The person is slower at the provider than one attempt may last.
 	time.Sleep(attempt + time.Second)
