@@ -40,7 +40,7 @@ func export(t *testing.T, perScope ...int) []byte {
 	return b
 }
 
-// A counting receiver counts the spans of every export from the wire
+// OP-9, the tracing benchmark's receiver: a counting receiver counts the spans of every export from the wire
 // format, whatever resources and scopes hold them, and refuses an export
 // that is not well-formed protobuf.
 func TestCountingReceiverCountsFromTheWire(t *testing.T) {
