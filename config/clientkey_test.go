@@ -67,7 +67,8 @@ func keyFiles(t *testing.T) map[string]string {
 // RSA (2048 bits or more) and EC P-256 keys in every PEM form pass; any
 // other file is an error on clientKeyFile naming the file and what is
 // wrong, never the file's content; the key goes with clientId and not with
-// clientSecret, and clientKeyId with a key.
+// clientSecret, and clientKeyId and clientAssertionAudience (issuer or
+// endpoint) with a key.
 func TestValidateUpstreamClientKey(t *testing.T) {
 	f := keyFiles(t)
 	key := func(name string) func(c *Config) {
@@ -103,6 +104,16 @@ func TestValidateUpstreamClientKey(t *testing.T) {
 		}, []FieldError{{p, "needs clientId: a client key belongs to a pre-registered client"}}},
 		{"key id without a key", func(c *Config) { c.Upstreams[0].OAuth.ClientKeyID = "k1" },
 			[]FieldError{{"upstreams[0].oauth.clientKeyId", "needs clientKeyFile: it names that key"}}},
+		{"endpoint audience", func(c *Config) {
+			key("ec")(c)
+			c.Upstreams[0].OAuth.ClientAssertionAudience = "endpoint"
+		}, nil},
+		{"unknown audience", func(c *Config) {
+			key("ec")(c)
+			c.Upstreams[0].OAuth.ClientAssertionAudience = "tokenEndpoint"
+		}, []FieldError{{"upstreams[0].oauth.clientAssertionAudience", `must be issuer or endpoint, not "tokenEndpoint"`}}},
+		{"audience without a key", func(c *Config) { c.Upstreams[0].OAuth.ClientAssertionAudience = "issuer" },
+			[]FieldError{{"upstreams[0].oauth.clientAssertionAudience", "needs clientKeyFile: only a client key signs assertions"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

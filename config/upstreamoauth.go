@@ -26,9 +26,12 @@ type UpstreamOAuth struct {
 	// (RSA or EC P-256) the pre-registered client signs private_key_jwt
 	// assertions with (RFC 7523); relative to the config file.
 	// ClientKeyID is the kid its assertions name, when the server wants one.
-	ClientKeyFile string   `koanf:"clientKeyFile" json:"clientKeyFile,omitempty" yaml:"clientKeyFile,omitempty"`
-	ClientKeyID   string   `koanf:"clientKeyId" json:"clientKeyId,omitempty" yaml:"clientKeyId,omitempty"`
-	Scopes        []string `koanf:"scopes" json:"scopes,omitempty" yaml:"scopes,omitempty"`
+	ClientKeyFile string `koanf:"clientKeyFile" json:"clientKeyFile,omitempty" yaml:"clientKeyFile,omitempty"`
+	ClientKeyID   string `koanf:"clientKeyId" json:"clientKeyId,omitempty" yaml:"clientKeyId,omitempty"`
+	// ClientAssertionAudience is what the assertions' aud names: "issuer"
+	// (the default) or "endpoint", the URL each is sent to (Okta, Entra ID).
+	ClientAssertionAudience string   `koanf:"clientAssertionAudience" json:"clientAssertionAudience,omitempty" yaml:"clientAssertionAudience,omitempty"`
+	Scopes                  []string `koanf:"scopes" json:"scopes,omitempty" yaml:"scopes,omitempty"`
 	// TokenExchange trades the actor's incoming token for one meant for the
 	// upstream (RFC 8693) instead of a browser step.
 	TokenExchange bool `koanf:"tokenExchange" json:"tokenExchange,omitempty" yaml:"tokenExchange,omitempty"`
@@ -189,9 +192,17 @@ func (v *validator) anyOAuthEndpoint() bool {
 // pre-registered client without a secret, and its file holds a usable
 // private key. Messages name the file, never what is in it.
 func (v *validator) clientKey(p string, o UpstreamOAuth) {
+	switch o.ClientAssertionAudience {
+	case "", "issuer", "endpoint":
+	default:
+		v.fail(p+".clientAssertionAudience", "must be issuer or endpoint, not %q", o.ClientAssertionAudience)
+	}
 	if o.ClientKeyFile == "" {
 		if o.ClientKeyID != "" {
 			v.fail(p+".clientKeyId", "needs clientKeyFile: it names that key")
+		}
+		if o.ClientAssertionAudience != "" {
+			v.fail(p+".clientAssertionAudience", "needs clientKeyFile: only a client key signs assertions")
 		}
 		return
 	}

@@ -31,7 +31,22 @@ type ClientKey struct {
 	method jwt.SigningMethod
 	kid    string
 	sum    [32]byte // of the PEM, to tell keys apart on reload
+	// endpointAudience: the assertion's aud is the URL of the endpoint it
+	// is sent to, not the server's issuer (see AudienceEndpoint).
+	endpointAudience bool
 }
+
+// Assertion audiences: which value a client assertion's aud carries.
+const (
+	// AudienceIssuer is the authorization server's issuer identifier,
+	// which RFC 7523bis prefers and servers such as oidc-provider accept
+	// at every endpoint.
+	AudienceIssuer = "issuer"
+	// AudienceEndpoint is the URL of the endpoint the assertion is sent
+	// to (token, revocation), which servers such as Okta and Microsoft
+	// Entra ID require.
+	AudienceEndpoint = "endpoint"
+)
 
 // NewClientKey parses a PEM private key (RSA: RS256, EC P-256: ES256) and
 // the key id to name in the assertion's header ("" for none).
@@ -41,6 +56,22 @@ func NewClientKey(pemBytes []byte, kid string) (*ClientKey, error) {
 		return nil, err
 	}
 	return &ClientKey{signer: signer, method: jwt.GetSigningMethod(alg), kid: kid, sum: sha256.Sum256(pemBytes)}, nil
+}
+
+// WithAudience returns k signing assertions for audience: AudienceIssuer
+// ("" too) or AudienceEndpoint.
+func (k *ClientKey) WithAudience(audience string) (*ClientKey, error) {
+	switch audience {
+	case "", AudienceIssuer:
+		c := *k
+		c.endpointAudience = false
+		return &c, nil
+	case AudienceEndpoint:
+		c := *k
+		c.endpointAudience = true
+		return &c, nil
+	}
+	return nil, fmt.Errorf("unknown client assertion audience %q: %s or %s", audience, AudienceIssuer, AudienceEndpoint)
 }
 
 // Alg is the JWS algorithm the key signs with.
@@ -58,14 +89,18 @@ func (k *ClientKey) Equal(o *ClientKey) bool {
 	if k == nil || o == nil {
 		return k == o
 	}
-	return k.sum == o.sum && k.kid == o.kid
+	return k.sum == o.sum && k.kid == o.kid && k.endpointAudience == o.endpointAudience
 }
 
-// assertion signs a client assertion for clientID to present to the
-// authorization server aud (its issuer identifier, which RFC 7523bis
-// prefers and servers accept at every endpoint). It is timed by the wall
-// clock, as the server that checks it is.
-func (k *ClientKey) assertion(clientID, aud string) (string, error) {
+// assertion signs a client assertion for clientID to present at endpoint
+// of the authorization server issuer: its aud is the issuer, or the
+// endpoint's URL where the key says so. It is timed by the wall clock, as
+// the server that checks it is.
+func (k *ClientKey) assertion(clientID, issuer, endpoint string) (string, error) {
+	aud := issuer
+	if k.endpointAudience && endpoint != "" {
+		aud = endpoint
+	}
 	now := time.Now()
 	claims := jwt.RegisteredClaims{
 		Issuer: clientID, Subject: clientID, Audience: jwt.ClaimStrings{aud}, ID: newID(),
@@ -83,14 +118,14 @@ func (k *ClientKey) assertion(clientID, aud string) (string, error) {
 	return s, nil
 }
 
-// authenticate adds the client's authentication to a token, revocation or
-// exchange request's form, and reports whether a secret goes in the Basic
+// authenticate adds the client's authentication to a form posted to a token,
+// revocation or exchange endpoint, and reports whether a secret goes in the Basic
 // header instead (client_secret_basic). A public client (registered
 // without a secret, or a metadata document) sends its client_id alone.
-func (id clientIdentity) authenticate(form url.Values) (basic bool, err error) {
+func (id clientIdentity) authenticate(form url.Values, endpoint string) (basic bool, err error) {
 	switch {
 	case id.key != nil:
-		a, err := id.key.assertion(id.ID, id.audience)
+		a, err := id.key.assertion(id.ID, id.audience, endpoint)
 		if err != nil {
 			return false, err
 		}

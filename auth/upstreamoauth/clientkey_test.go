@@ -38,9 +38,12 @@ func TestPrivateKeyJWTClient(t *testing.T) {
 	res := startResource(t, iss)
 	ctx := context.Background()
 
-	upstream := func(k oidctest.ClientKey, kid string) upstreamoauth.Upstream {
+	upstream := func(k oidctest.ClientKey, kid, audience string) upstreamoauth.Upstream {
 		ck, err := upstreamoauth.NewClientKey(k.PEM, kid)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if ck, err = ck.WithAudience(audience); err != nil {
 			t.Fatal(err)
 		}
 		u := crm(res)
@@ -56,8 +59,10 @@ func TestPrivateKeyJWTClient(t *testing.T) {
 		{name: "RSA", alg: "RS256", key: rsaKey, kid: "rsa-1"},
 		{name: "EC", alg: "ES256", key: ecKey, kid: "ec-1"},
 	}
-	cases[0].g = startGateway(t, []upstreamoauth.Upstream{upstream(rsaKey, "rsa-1")}, gatewayOptions{ln: lnRSA})
-	cases[1].g = startGateway(t, []upstreamoauth.Upstream{upstream(ecKey, "ec-1")}, gatewayOptions{ln: lnEC})
+	// The EC client names each endpoint's URL as the assertions' audience
+	// (clientAssertionAudience: endpoint), the RSA one the issuer.
+	cases[0].g = startGateway(t, []upstreamoauth.Upstream{upstream(rsaKey, "rsa-1", upstreamoauth.AudienceIssuer)}, gatewayOptions{ln: lnRSA})
+	cases[1].g = startGateway(t, []upstreamoauth.Upstream{upstream(ecKey, "ec-1", upstreamoauth.AudienceEndpoint)}, gatewayOptions{ln: lnEC})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := tc.g
@@ -102,7 +107,7 @@ func TestPrivateKeyJWTClient(t *testing.T) {
 
 	// A key the provider does not hold: the code exchange is refused as
 	// invalid_client, and no connection is stored.
-	bad := startGateway(t, []upstreamoauth.Upstream{upstream(stranger, "ec-1")}, gatewayOptions{ln: lnBad})
+	bad := startGateway(t, []upstreamoauth.Upstream{upstream(stranger, "ec-1", "")}, gatewayOptions{ln: lnBad})
 	b := browser(t)
 	cb := signIn(t, b, bad.M.ConnectURL("crm", "alice"), "alice")
 	code, page := open(t, b, cb)

@@ -394,7 +394,7 @@ func (m *Manager) finish(w http.ResponseWriter, r *http.Request) (core.Connectio
 	defer cancel()
 	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(st.Verifier), oauth2.SetAuthURLParam("resource", md.Resource)}
 	if id.key != nil {
-		a, err := id.key.assertion(id.ID, id.audience)
+		a, err := id.key.assertion(id.ID, id.audience, md.Server.TokenEndpoint)
 		if err != nil {
 			return core.Connection{}, err
 		}
@@ -507,7 +507,7 @@ func (m *Manager) tokenRequest(ctx context.Context, endpoint string, id clientId
 // post sends a form with the client's authentication and decodes a JSON
 // answer into v (nil: none expected); an OAuth error is a *TokenError.
 func (m *Manager) post(ctx context.Context, endpoint string, id clientIdentity, form url.Values, v any) error {
-	basic, err := id.authenticate(form)
+	basic, err := id.authenticate(form, endpoint)
 	if err != nil {
 		return err
 	}

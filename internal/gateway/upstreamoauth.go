@@ -101,6 +101,9 @@ func oauthUpstreamConfig(u config.Upstream) (upstreamoauth.Upstream, error) {
 		if ou.ClientKey, err = upstreamoauth.NewClientKey(data, u.OAuth.ClientKeyID); err != nil {
 			return ou, fmt.Errorf("upstream %q: oauth.clientKeyFile %s: %w", u.Name, f, err)
 		}
+		if ou.ClientKey, err = ou.ClientKey.WithAudience(u.OAuth.ClientAssertionAudience); err != nil {
+			return ou, fmt.Errorf("upstream %q: oauth.clientAssertionAudience: %w", u.Name, err)
+		}
 	}
 	return ou, nil
 }
