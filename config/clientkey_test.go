@@ -7,13 +7,10 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // keyFiles writes one PEM file per kind of key into a temporary directory
@@ -116,25 +113,7 @@ func TestValidateUpstreamClientKey(t *testing.T) {
 			[]FieldError{{"upstreams[0].oauth.clientAssertionAudience", "needs clientKeyFile: only a client key signs assertions"}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := oauthBase()
-			tt.change(c)
-			_, err := c.Validate()
-			var got []FieldError
-			if err != nil {
-				var ve *ValidationErrors
-				if !errors.As(err, &ve) {
-					t.Fatalf("err is %T, want *ValidationErrors", err)
-				}
-				got = ve.Errors
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("errors (-want +got):\n%s", diff)
-			}
-			if err != nil && strings.Contains(err.Error(), leakMarker) {
-				t.Errorf("error leaks the key file's content: %v", err)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkOAuthValidation(t, tt.change, tt.want) })
 	}
 	// A garbled DER block: named as not parsing, its bytes not quoted.
 	c := oauthBase()

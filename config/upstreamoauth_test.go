@@ -104,25 +104,31 @@ func TestValidateUpstreamOAuth(t *testing.T) {
 		}, []FieldError{{"upstreams[0].oauth.tokenExchange", "needs an endpoint whose auth is oauth (alone or in anyOf): only an actor's verified OAuth token can be exchanged"}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := oauthBase()
-			tt.change(c)
-			_, err := c.Validate()
-			var got []FieldError
-			if err != nil {
-				var ve *ValidationErrors
-				if !errors.As(err, &ve) {
-					t.Fatalf("err is %T, want *ValidationErrors", err)
-				}
-				got = ve.Errors
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("errors (-want +got):\n%s", diff)
-			}
-			if err != nil && strings.Contains(err.Error(), leakMarker) {
-				t.Errorf("error leaks a secret: %v", err)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkOAuthValidation(t, tt.change, tt.want) })
+	}
+}
+
+// checkOAuthValidation validates oauthBase as change leaves it and
+// compares its field errors with want; no error may quote leakMarker (a
+// secret or a key file's content).
+func checkOAuthValidation(t *testing.T, change func(*Config), want []FieldError) {
+	t.Helper()
+	c := oauthBase()
+	change(c)
+	_, err := c.Validate()
+	var got []FieldError
+	if err != nil {
+		var ve *ValidationErrors
+		if !errors.As(err, &ve) {
+			t.Fatalf("err is %T, want *ValidationErrors", err)
+		}
+		got = ve.Errors
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if err != nil && strings.Contains(err.Error(), leakMarker) {
+		t.Errorf("error leaks a secret: %v", err)
 	}
 }
 

@@ -619,11 +619,6 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	return res.JSON
 }
 
-func errorResult(text string) json.RawMessage {
-	raw, _ := json.Marshal(mcpgo.NewToolResultError(text))
-	return raw
-}
-
 // operatorWaitProgress sends notifications/progress to the calling session
 // while a confirmation of tool waits for an operator (CF-5), with the
 // gate's waiting message (CF-7). Only the gate waits, so gate is set

@@ -29,13 +29,6 @@ func (l *listedTools) set(name string, raw []byte) {
 	l.byName[name] = raw
 }
 
-func (l *listedTools) get(name string) ([]byte, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	raw, ok := l.byName[name]
-	return raw, ok
-}
-
 func (l *listedTools) remove(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -187,13 +187,6 @@ func (im *Importer) lookup(name string) *upstream {
 	return im.byName[name]
 }
 
-// current is the upstreams in configuration order now.
-func (im *Importer) current() []*upstream {
-	im.mu.Lock()
-	defer im.mu.Unlock()
-	return slices.Clone(im.ups)
-}
-
 func jitterBackoff(n int) time.Duration {
 	base := 200 * time.Millisecond << min(n-1, 4)
 	return base/2 + mrand.N(base)
