@@ -3,9 +3,9 @@ package gateway_test
 import (
 	"net"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +21,15 @@ import (
 // upstream's backoff bound.
 func TestUpstreamUpLaterIsServedIM37(t *testing.T) {
 	ctx := testCtx(t)
-	down := closedURL(t, "/mcp")
+	// The upstream's port is held for the whole test, so nothing else can
+	// take it: until the upstream comes up, every connection is closed
+	// as it is accepted.
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &downListener{Listener: inner}
+	down := serveDemoOn(t, "echo", demo.Options{}, gate)
 	const (
 		maxDelay = time.Second
 		opTime   = 5 * time.Second // the upstream's timeout, per connect and list
@@ -45,16 +53,8 @@ func TestUpstreamUpLaterIsServedIM37(t *testing.T) {
 		t.Fatalf("late_echo served before its upstream is up: %q", names)
 	}
 
-	u, err := url.Parse(down)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", u.Host)
-	if err != nil {
-		t.Fatalf("the upstream's port was taken meanwhile: %v", err)
-	}
 	up := time.Now()
-	serveDemoOn(t, "echo", demo.Options{}, ln)
+	gate.up.Store(true)
 	waitServed(t, ctx, s, []string{"late_echo"}, nil)
 	if took := time.Since(up); took > maxDelay+2*opTime {
 		t.Errorf("served %v after the upstream came up, want within %v (the backoff cap, then a connect and a list)", took, maxDelay+2*opTime)
@@ -66,5 +66,22 @@ func TestUpstreamUpLaterIsServedIM37(t *testing.T) {
 	}
 	if st := g.Importer().Statuses()[0]; st.State != core.StateConnected || st.Tools == 0 || !st.NextAttempt.IsZero() {
 		t.Errorf("status once served: %+v", st)
+	}
+}
+
+// downListener closes every connection it accepts until up is set, as a
+// server that is not there yet would refuse it; then it hands them on.
+type downListener struct {
+	net.Listener
+	up atomic.Bool
+}
+
+func (l *downListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.up.Load() {
+			return c, err
+		}
+		_ = c.Close()
 	}
 }
