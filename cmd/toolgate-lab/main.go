@@ -122,7 +122,7 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	sz := sizeFlags(fs)
 	var peers peerFlags
-	fs.Var(&peers, "peer", "a gateway `NAME=URL[,tool=T][,key=K][,pid=N]` in front of the --direct echo (repeatable)")
+	fs.Var(&peers, "peer", "a gateway `NAME=URL[,tool=T][,key=K][,pid=N][,era=2026-07-28]` in front of the --direct echo (repeatable)")
 	direct := fs.String("direct", "", "the echo upstream's own `URL`")
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code

@@ -23,6 +23,9 @@ type Peer struct {
 	Tool string `json:"tool"`
 	// PID is the gateway's process, for its CPU and RSS (0: not measured).
 	PID int `json:"pid,omitempty"`
+	// Modern calls as a client of revision 2026-07-28 (no session, _meta
+	// on every request) instead of opening a legacy session (SV-1).
+	Modern bool `json:"modern,omitempty"`
 }
 
 // PeerConfig is a side-by-side run: one client calls the echo upstream
@@ -98,6 +101,9 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 	for _, p := range paths {
 		fmt.Fprintf(progress, "toolgate-lab peers: opening %d sessions on %s…\n", cfg.Sessions+1, p.peer.Name)
 		r, err := newPathRun(ctx, p.peer.Name, func() (caller, error) {
+			if p.peer.Modern {
+				return newModernCaller(hc, p.peer.URL, p.peer.Key, p.peer.Tool), nil
+			}
 			return newPeerCaller(ctx, hc, p.peer.URL, p.peer.Key, p.peer.Tool)
 		}, cfg.Sessions, warm)
 		if err != nil {
@@ -205,11 +211,11 @@ func PrintPeers(w io.Writer, res *PeerResult) {
 	}
 }
 
-// ParsePeer reads name=URL[,tool=T][,key=K][,pid=N].
+// ParsePeer reads name=URL[,tool=T][,key=K][,pid=N][,era=2026-07-28].
 func ParsePeer(s string) (Peer, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
-		return Peer{}, fmt.Errorf("peer %q: want name=URL[,tool=T][,key=K][,pid=N]", s)
+		return Peer{}, fmt.Errorf("peer %q: want name=URL[,tool=T][,key=K][,pid=N][,era=2026-07-28]", s)
 	}
 	parts := strings.Split(rest, ",")
 	p := Peer{Name: name, URL: parts[0], Tool: "echo"}
@@ -226,6 +232,14 @@ func ParsePeer(s string) (Peer, error) {
 				return Peer{}, fmt.Errorf("peer %q: pid %q", s, v)
 			}
 			p.PID = n
+		case "era":
+			switch v {
+			case "2026-07-28":
+				p.Modern = true
+			case "legacy":
+			default:
+				return Peer{}, fmt.Errorf("peer %q: era %q: want 2026-07-28 or legacy", s, v)
+			}
 		default:
 			return Peer{}, fmt.Errorf("peer %q: unknown field %q", s, k)
 		}
