@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,30 +10,10 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcp"
-	"github.com/toolgate/toolgate/mcp/demo"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
-
-// serveDemo runs a built-in demo server over Streamable HTTP on loopback.
-func serveDemo(t *testing.T, name string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- demo.ServeHTTP(ctx, name, demo.Options{}, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("demo server did not stop")
-		}
-	})
-	return "http://" + ln.Addr().String() + "/mcp"
-}
 
 // IM-34 over a real MCP server: resources keep their URI and are read from
 // the upstream that listed them; prompts are prefixed like tools.
@@ -42,7 +21,7 @@ func TestCatalogThroughRealServer(t *testing.T) {
 	reg := core.NewRegistry(nil)
 	var specs []importer.UpstreamSpec
 	for _, name := range []string{"notes", "echo"} {
-		up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: name, URL: serveDemo(t, name), Transport: "http"})
+		up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: name, URL: upstreamtest.ServeDemo(t, name), Transport: "http"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +57,7 @@ func TestCatalogThroughRealServer(t *testing.T) {
 // prompts, reads and gets routed to the upstream that listed them.
 func TestEndpointServesCatalog(t *testing.T) {
 	reg := core.NewRegistry(nil)
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "notes", URL: serveDemo(t, "notes"), Transport: "http"})
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "notes", URL: upstreamtest.ServeDemo(t, "notes"), Transport: "http"})
 	if err != nil {
 		t.Fatal(err)
 	}
