@@ -18,8 +18,9 @@ import (
 
 // downstream is the client session a tools/call came from, as the upstream
 // side sees it: where the upstream's progress, log messages and requests
-// made during that call are sent. The serving side puts it in the call's
-// context; the upstream adapter finds it there.
+// made during that call are sent. The endpoint puts it in the call's
+// context (withDownstream); package mcp/upstream finds it there as a
+// ds.Downstream, the seam's interface, and knows nothing more of it.
 type downstream struct {
 	// ctx is the downstream request's context: sending with it reaches the
 	// calling session, on the call's own stream where the transport has one.
