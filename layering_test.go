@@ -31,6 +31,16 @@ var layerRules = []layerRule{
 	{"telemetry", []string{"core", "mcp", "auth", "config", "internal", "tui", "cmd"}, "tracing is a leaf every layer may open spans with"},
 }
 
+// The two MCP sides meet only in mcp/downstream (and the wire format of
+// mcp/jsonrpc): the serving package, mcp itself, and the upstream clients
+// import nothing of each other, and the seam imports neither. These rules
+// name packages, not areas: mcp/demo or mcp/jsonrpc is not package mcp.
+var packageRules = []layerRule{
+	{"mcp", []string{"mcp/upstream"}, "the endpoint reaches upstreams only through core.Upstream"},
+	{"mcp/upstream", []string{"mcp"}, "an upstream reaches the calling client only through mcp/downstream"},
+	{"mcp/downstream", []string{"mcp", "mcp/upstream"}, "the seam belongs to neither side"},
+}
+
 // in reports whether pkg is area or under it.
 func in(pkg, area string) bool {
 	p := module + "/" + area
@@ -63,9 +73,10 @@ func goList(t *testing.T, patterns ...string) map[string][]string {
 	return deps
 }
 
-// The layers hold: each rule of docs/architecture.md, checked on what the
-// packages import (tests may reach further: a store's tests start
-// PostgreSQL through internal/pgtest).
+// The layers hold: each rule of docs/architecture.md (areas, then the
+// packages of packageRules), checked on what the packages import (tests
+// may reach further: a store's tests start PostgreSQL through
+// internal/pgtest).
 func TestLayering(t *testing.T) {
 	all := goList(t, "./...")
 	if len(all) < 30 {
@@ -88,6 +99,20 @@ func TestLayering(t *testing.T) {
 		}
 		if checked == 0 {
 			t.Errorf("rule for %s matched no package", r.from)
+		}
+	}
+	for _, r := range packageRules {
+		deps, ok := all[module+"/"+r.from]
+		if !ok {
+			t.Errorf("rule for package %s matched no package", r.from)
+			continue
+		}
+		for _, d := range deps {
+			for _, f := range r.forbidden {
+				if d == module+"/"+f {
+					t.Errorf("%s/%s depends on %s (%s)", module, r.from, d, r.why)
+				}
+			}
 		}
 	}
 }

@@ -23,8 +23,10 @@ import (
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // elicitingUpstream is a legacy mcp-go server over loopback HTTP whose
@@ -62,7 +64,7 @@ func startElicitingUpstream(t *testing.T) *elicitingUpstream {
 func serveRelayed(t *testing.T, upURL string, wait time.Duration) (string, *mcp.Endpoint) {
 	t.Helper()
 	hub := mcp.NewHub()
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "up", URL: upURL, Transport: "http", Hub: hub})
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "up", URL: upURL, Transport: "http", Hub: hub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestModernClientAnswersUpstreamElicitation(t *testing.T) {
 // SV-1: A modern-only upstream's input requests (elicitation, sampling) reach a
 // 2026-07-28 client the same way.
 func TestModernClientAnswersModernUpstreamStdio(t *testing.T) {
-	url := relayGatewayOf(t, mcp.ModernStdioServerArgForTest)
+	url := relayGatewayOf(t, upstreamtest.ModernStdioServerArg)
 	user := &accepter{}
 	alice := &sampler{name: "alice"}
 	c := modernRelayClient(t, url, "alice", client.WithElicitationHandler(user), client.WithSamplingHandler(alice))

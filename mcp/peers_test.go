@@ -27,8 +27,8 @@ import (
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 const (
@@ -150,7 +150,7 @@ func rawToolsOf(t *testing.T, command string, args ...string) (map[string]rawToo
 			}
 		}
 	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + mcp.ProtocolVersion +
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + upstream.ProtocolVersion +
 		`","capabilities":{"roots":{},"sampling":{},"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	await(1)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -188,9 +188,9 @@ func rawToolsOf(t *testing.T, command string, args ...string) (map[string]rawToo
 }
 
 // importPeer imports one upstream through the real importer and requires it.
-func importPeer(t *testing.T, opts mcp.UpstreamOptions, prefix string) (*core.Registry, *importer.Importer) {
+func importPeer(t *testing.T, opts upstream.UpstreamOptions, prefix string) (*core.Registry, *importer.Importer) {
 	t.Helper()
-	up, err := mcp.NewUpstream(opts)
+	up, err := upstream.NewUpstream(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func importPeer(t *testing.T, opts mcp.UpstreamOptions, prefix string) (*core.Re
 	t.Cleanup(func() { _ = im.Close() })
 	if err := im.Start(peerCtx(t, peerStart)); err != nil {
 		msg := err.Error()
-		if sr, ok := up.(mcp.StderrReporter); ok {
+		if sr, ok := up.(upstream.StderrReporter); ok {
 			msg += "\nstderr: " + sr.Stderr()
 		}
 		t.Fatalf("Start: %s", msg)
@@ -333,8 +333,8 @@ func checkStatus(t *testing.T, im *importer.Importer, server string, tools int) 
 		if len(st) != 1 {
 			t.Fatalf("statuses = %+v", st)
 		}
-		if s := st[0]; s.State != core.StateConnected || s.Server.Name != server || s.Server.Protocol != mcp.ProtocolVersion || s.Tools != tools {
-			return fmt.Errorf("status = %+v, want connected to %s at %s with %d tools", s, server, mcp.ProtocolVersion, tools)
+		if s := st[0]; s.State != core.StateConnected || s.Server.Name != server || s.Server.Protocol != upstream.ProtocolVersion || s.Tools != tools {
+			return fmt.Errorf("status = %+v, want connected to %s at %s with %d tools", s, server, upstream.ProtocolVersion, tools)
 		}
 		return nil
 	})
@@ -375,7 +375,7 @@ func TestPeerEverythingStdio(t *testing.T) {
 		t.Fatalf("server-everything lists no echo tool: %v", names)
 	}
 	dir := t.TempDir()
-	reg, im := importPeer(t, mcp.UpstreamOptions{
+	reg, im := importPeer(t, upstream.UpstreamOptions{
 		Name: "everything", Command: peers.Node(t), Args: []string{js}, Cwd: dir,
 	}, "everything")
 	checkVerbatim(t, reg, "everything", "everything", raw, names)
@@ -394,7 +394,7 @@ func TestPeerEverythingStreamableHTTP(t *testing.T) {
 	js := peers.EverythingJS(t)
 	raw, names := rawTools(t, js)
 	url := startEverythingHTTP(t, js)
-	reg, im := importPeer(t, mcp.UpstreamOptions{Name: "everything", URL: url, Transport: "http"}, "everything")
+	reg, im := importPeer(t, upstream.UpstreamOptions{Name: "everything", URL: url, Transport: "http"}, "everything")
 	checkVerbatim(t, reg, "everything", "everything", raw, names)
 	checkStatus(t, im, "mcp-servers/everything", len(raw))
 	checkEverythingCalls(t, reg)
@@ -457,7 +457,7 @@ func TestPeerFilesystemStdio(t *testing.T) {
 	}
 	raw, names := rawTools(t, js, root)
 	dir := t.TempDir()
-	reg, im := importPeer(t, mcp.UpstreamOptions{
+	reg, im := importPeer(t, upstream.UpstreamOptions{
 		Name: "filesystem", Command: peers.Node(t), Args: []string{js, root}, Cwd: dir,
 	}, "filesystem")
 	checkVerbatim(t, reg, "filesystem", "filesystem", raw, names)
@@ -520,7 +520,7 @@ func TestPeerEverythingListedMemberByMember(t *testing.T) {
 	t.Parallel()
 	js := peers.EverythingJS(t)
 	raw, names := rawTools(t, js)
-	reg, _ := importPeer(t, mcp.UpstreamOptions{Name: "everything", Command: peers.Node(t), Args: []string{js}, Cwd: t.TempDir()}, "everything")
+	reg, _ := importPeer(t, upstream.UpstreamOptions{Name: "everything", Command: peers.Node(t), Args: []string{js}, Cwd: t.TempDir()}, "everything")
 	checkVerbatim(t, reg, "everything", "everything", raw, names)
 	checkListedMemberByMember(t, reg, "everything", raw, names)
 }
@@ -542,7 +542,7 @@ func TestPeerGoSDKEverythingListedMemberByMember(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatal("the Go SDK's everything example lists no tools")
 	}
-	reg, _ := importPeer(t, mcp.UpstreamOptions{Name: "goeverything", Command: bin, Cwd: t.TempDir()}, "goeverything")
+	reg, _ := importPeer(t, upstream.UpstreamOptions{Name: "goeverything", Command: bin, Cwd: t.TempDir()}, "goeverything")
 	checkVerbatim(t, reg, "goeverything", "goeverything", raw, names)
 	checkListedMemberByMember(t, reg, "goeverything", raw, names)
 }

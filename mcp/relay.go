@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,13 +12,15 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	ds "github.com/toolgate/toolgate/mcp/downstream"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // downstream is the client session a tools/call came from, as the upstream
 // side sees it: where the upstream's progress, log messages and requests
-// made during that call are sent. The serving side puts it in the call's
-// context; the upstream adapter finds it there.
+// made during that call are sent. The endpoint puts it in the call's
+// context (withDownstream); package mcp/upstream finds it there as a
+// ds.Downstream, the seam's interface, and knows nothing more of it.
 type downstream struct {
 	// ctx is the downstream request's context: sending with it reaches the
 	// calling session, on the call's own stream where the transport has one.
@@ -40,15 +41,75 @@ type downstream struct {
 	asks *pendingRequests
 }
 
-type downstreamKey struct{}
-
+// withDownstream puts d in ctx for the upstream side (package downstream).
 func withDownstream(ctx context.Context, d *downstream) context.Context {
-	return context.WithValue(ctx, downstreamKey{}, d)
+	return ds.With(ctx, d)
 }
 
+// downstreamFrom is the call's downstream, when the serving side put it in
+// ctx.
 func downstreamFrom(ctx context.Context) *downstream {
-	d, _ := ctx.Value(downstreamKey{}).(*downstream)
+	d, _ := ds.From(ctx).(*downstream)
 	return d
+}
+
+var _ ds.Downstream = (*downstream)(nil)
+
+// ProgressToken implements ds.Downstream.
+func (d *downstream) ProgressToken() any { return d.progressToken }
+
+// LogLevel implements ds.Downstream.
+func (d *downstream) LogLevel() (mcpgo.LoggingLevel, bool) {
+	if d.logLevel == nil {
+		return "", false
+	}
+	return d.logLevel()
+}
+
+// Notify implements ds.Downstream.
+func (d *downstream) Notify(method string, params map[string]any) { d.notify(method, params) }
+
+// Streamed implements ds.Downstream.
+func (d *downstream) Streamed() bool { return d.streamed.Load() }
+
+// Request implements ds.Downstream.
+func (d *downstream) Request(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return d.request(ctx, method, params)
+}
+
+// sessionKey names a client session across endpoints.
+type sessionKey struct {
+	srv     *server.MCPServer
+	session string
+}
+
+// Session implements ds.Downstream.
+func (d *downstream) Session() any { return sessionKey{d.srv, d.session} }
+
+// CanElicitURL implements ds.Downstream.
+func (d *downstream) CanElicitURL() bool { return canElicitURL(d.ctx) }
+
+// NotifyCallStream implements ds.Downstream.
+func (d *downstream) NotifyCallStream(method string, params map[string]any) bool {
+	cs := callStreamFrom(d.ctx)
+	if cs == nil {
+		return false
+	}
+	msg := mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION,
+		Notification: mcpgo.Notification{Method: method, Params: mcpgo.NotificationParams{AdditionalFields: params}}}
+	return cs.send(msg) == nil
+}
+
+// SessionNotifier implements ds.Downstream: a 2026-07-28 client has no
+// session to tell.
+func (d *downstream) SessionNotifier() func(method string, params map[string]any) {
+	if d.session == "" || modernRelayFrom(d.ctx) != nil {
+		return nil
+	}
+	srv, session := d.srv, d.session
+	return func(method string, params map[string]any) {
+		_ = srv.SendNotificationToSpecificClient(session, method, params)
+	}
 }
 
 // notify sends a notification to the calling session. params is the
@@ -71,13 +132,22 @@ func (d *downstream) notify(method string, params map[string]any) {
 	_ = d.srv.SendNotificationToClient(d.ctx, method, params)
 }
 
-// wantsLog reports whether the session asked for messages of this level.
-func (d *downstream) wantsLog(level mcpgo.LoggingLevel) bool {
-	if d.logLevel == nil {
-		return true
+// canElicitURL reports whether the calling client declared URL-mode
+// elicitation and can be asked during this call: on its session, or
+// (2026-07-28) in the call's own capabilities with an input request.
+func canElicitURL(ctx context.Context) bool {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		cc := info.ClientCapabilities
+		return modernRelayFrom(ctx) != nil && cc != nil && cc.Elicitation != nil && cc.Elicitation.URL != nil
 	}
-	min, ok := d.logLevel()
-	return !ok || level.ShouldSendTo(min)
+	s, ok := server.ClientSessionFromContext(ctx).(interface {
+		GetClientCapabilities() mcpgo.ClientCapabilities
+	})
+	if !ok {
+		return false
+	}
+	el := s.GetClientCapabilities().Elicitation
+	return el != nil && el.URL != nil
 }
 
 // errNoSuchRequest: the upstream asked for something a gateway does not
@@ -122,21 +192,6 @@ func (d *downstream) request(ctx context.Context, method string, params json.Raw
 		return d.srv.RequestElicitation(rctx, req)
 	}
 	return nil, fmt.Errorf("%s: %w", method, errNoSuchRequest)
-}
-
-// decodeParams reads a notification's params as an object, keeping numbers
-// as they were written.
-func decodeParams(raw []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
 }
 
 // Hub carries what upstreams send outside any call to the endpoints whose
@@ -223,10 +278,18 @@ func (h *Hub) sessionEnded(e *Endpoint, session string) (released []string) {
 	return released
 }
 
-// resourceUpdated passes an upstream's notifications/resources/updated to
-// every session subscribed to its URI, and to nobody else.
-func (h *Hub) resourceUpdated(raw []byte) {
-	params, err := decodeParams(raw)
+var _ ds.Hub = (*Hub)(nil)
+
+// ResourceUpdated implements ds.Hub: an upstream's
+// notifications/resources/updated goes to every session subscribed to its
+// URI, and to nobody else.
+func (h *Hub) ResourceUpdated(raw json.RawMessage) {
+	if h == nil {
+		// An upstream given a nil *Hub as its ds.Hub drops updates, as
+		// one given no hub does.
+		return
+	}
+	params, err := jsonrpc.DecodeParams(raw)
 	if err != nil {
 		return
 	}

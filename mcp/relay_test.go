@@ -23,8 +23,10 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // Transparency: what an upstream sends during a call reaches the session that
@@ -33,7 +35,7 @@ import (
 // per-call HTTP streams.
 
 func relayGateway(t *testing.T, roots ...string) string {
-	return relayGatewayOf(t, mcp.StdioServerArgForTest, roots...)
+	return relayGatewayOf(t, upstreamtest.StdioServerArg, roots...)
 }
 
 // relayGatewayOf serves the test binary in the server mode arg names.
@@ -44,7 +46,7 @@ func relayGatewayOf(t *testing.T, arg string, roots ...string) string {
 		t.Fatal(err)
 	}
 	hub := mcp.NewHub()
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "child", Command: exe, Args: []string{arg}, Roots: roots, Hub: hub})
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "child", Command: exe, Args: []string{arg}, Roots: roots, Hub: hub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +471,7 @@ func TestRelayPromptAndResourceListChangedStdio(t *testing.T) {
 // of the request the client received.
 // Covers transparency: cancellation, upstream to client.
 func TestRelayUpstreamWithdrawsItsRequestStdio(t *testing.T) {
-	url := relayGatewayOf(t, mcp.RawServerArgForTest)
+	url := relayGatewayOf(t, upstreamtest.RawServerArg)
 	release := make(chan struct{})
 	defer close(release)
 	asked := make(chan struct{}, 1)
@@ -528,7 +530,7 @@ func (s blockingSampler) CreateMessage(ctx context.Context, _ mcpgo.CreateMessag
 // unsubscribed when the last subscriber unsubscribes or its session ends.
 // Covers IM-34: resource subscriptions.
 func TestRelaySubscriptionsCountedAcrossSessionsStdio(t *testing.T) {
-	url := relayGatewayOf(t, mcp.RawServerArgForTest)
+	url := relayGatewayOf(t, upstreamtest.RawServerArg)
 	a, _ := relayClient(t, url, "alice")
 	b, _ := relayClient(t, url, "bob")
 	c, _ := relayClient(t, url, "carol")
@@ -594,7 +596,7 @@ func TestRelaySlowElicitationAnswerReachesHTTPUpstream(t *testing.T) {
 	t.Cleanup(upSrv.Close)
 
 	hub := mcp.NewHub()
-	u, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "slow", URL: upSrv.URL + "/mcp", Transport: "http", Hub: hub})
+	u, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "slow", URL: upSrv.URL + "/mcp", Transport: "http", Hub: hub})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,9 @@ import (
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 const benchToolSchema = `{"type":"object","properties":{"message":{"type":"string","maxLength":1000}},"required":["message"]}`
@@ -195,7 +197,7 @@ func BenchmarkUpstreamCallTool(b *testing.B) {
 					conns.Add(1)
 				}
 			}
-			up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "bare", URL: srv.URL, Transport: "http"})
+			up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "bare", URL: srv.URL, Transport: "http"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -251,7 +253,7 @@ func BenchmarkUpstreamCallToolStdio(b *testing.B) {
 			name = "parallel"
 		}
 		b.Run(name, func(b *testing.B) {
-			up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "child", Command: exe, Args: []string{mcp.StdioServerArgForTest}})
+			up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "child", Command: exe, Args: []string{upstreamtest.StdioServerArg}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,8 +13,10 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // accepter is a user who accepts every elicitation and remembers what it
@@ -44,7 +46,7 @@ func (a *accepter) messages() []string {
 // legacy upstream's request does, and its answer continues the call.
 // Covers IM-2.
 func TestModernUpstreamInputRelayedToTheCallerStdio(t *testing.T) {
-	url := relayGatewayOf(t, mcp.ModernStdioServerArgForTest)
+	url := relayGatewayOf(t, upstreamtest.ModernStdioServerArg)
 	user := &accepter{}
 	alice := &sampler{name: "alice"}
 	c, _ := relayClientStream(t, url, "alice", false, client.WithElicitationHandler(user), client.WithSamplingHandler(alice))
@@ -72,7 +74,7 @@ func TestModernUpstreamInputRelayedToTheCallerStdio(t *testing.T) {
 // it set none), and its progress and log messages reach that session only,
 // under the session's own progress token. Covers IM-2.
 func TestModernUpstreamProgressAndLogsReachTheCallerStdio(t *testing.T) {
-	url := relayGatewayOf(t, mcp.ModernStdioServerArgForTest)
+	url := relayGatewayOf(t, upstreamtest.ModernStdioServerArg)
 	a, aNotes := relayClient(t, url, "alice")
 	b, bNotes := relayClient(t, url, "bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -114,17 +116,28 @@ func logData(msgs []map[string]any) string {
 	return strings.Join(out, ",")
 }
 
+// modernOptions reach a modern test server at addr with the credentials
+// it checks.
+func modernOptions(addr string) upstream.UpstreamOptions {
+	return upstream.UpstreamOptions{
+		Name: "modern", URL: "http://" + addr + "/mcp", Transport: "http",
+		Headers:       map[string]string{"X-Static": "static-value", upstreamtest.SigHeader: "static-loses"},
+		Authorization: upstreamtest.Token,
+		Signing:       &upstream.HMACSigning{Secret: []byte(upstreamtest.Secret), Header: upstreamtest.SigHeader},
+	}
+}
+
 // modernHTTPGateway serves a gateway over a modern-only Streamable HTTP
 // upstream on loopback; it returns the gateway's URL and the upstream.
-func modernHTTPGateway(t *testing.T) (string, *mcp.ModernHTTPForTest) {
+func modernHTTPGateway(t *testing.T) (string, *upstreamtest.ModernHTTP) {
 	t.Helper()
-	m := mcp.NewModernHTTPForTest()
+	m := upstreamtest.NewModernHTTP(upstreamtest.CheckAuth(upstream.VerifySignature))
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
 	hub := mcp.NewHub()
-	opts := mcp.ModernOptionsForTest(strings.TrimPrefix(srv.URL, "http://"))
+	opts := modernOptions(strings.TrimPrefix(srv.URL, "http://"))
 	opts.Hub = hub
-	up, err := mcp.NewUpstream(opts)
+	up, err := upstream.NewUpstream(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +161,7 @@ func TestModernUpstreamResourceUpdatesGoToSubscribersHTTP(t *testing.T) {
 	listeningTo := func(want string) {
 		t.Helper()
 		waittest.Succeeds(t, 10*time.Second, "the upstream's listen filter", func() error {
-			if _, open := m.ListeningForTest(); len(open) != 1 || open[0] != want {
+			if _, open := m.Listening(); len(open) != 1 || open[0] != want {
 				return fmt.Errorf("open listen requests name %q, want one naming %q", open, want)
 			}
 			return nil
@@ -196,7 +209,7 @@ func TestModernUpstreamResourceUpdatesGoToSubscribersHTTP(t *testing.T) {
 	}
 	listeningTo("")
 
-	log, _ := m.ListeningForTest()
+	log, _ := m.Listening()
 	open := 0
 	for i, e := range log {
 		if strings.HasPrefix(e, "open") {
@@ -211,7 +224,7 @@ func TestModernUpstreamResourceUpdatesGoToSubscribersHTTP(t *testing.T) {
 	if want := []string{"open ", "open test://doc", "close ", "open ", "close test://doc"}; !slices.Equal(log, want) {
 		t.Errorf("listen requests %q, want %q", log, want)
 	}
-	methods, bad := m.SeenForTest()
+	methods, bad := m.Seen()
 	for _, p := range bad {
 		t.Error(p)
 	}
@@ -247,7 +260,7 @@ func TestModernUpstreamInputRelayedToTheCallerHTTP(t *testing.T) {
 	if got, p := bobUser.messages(), bob.prompts(); len(got) != 0 || len(p) != 0 {
 		t.Errorf("bob was asked %q and %q for alice's calls", got, p)
 	}
-	methods, bad := m.SeenForTest()
+	methods, bad := m.Seen()
 	for _, p := range bad {
 		t.Error(p)
 	}

@@ -2,7 +2,7 @@ package main
 
 // Fault tests against real child processes: the built toolgate binary's demo
 // upstreams, over stdio and Streamable HTTP, driven through core.Importer and
-// mcp.NewUpstream or the CLI.
+// upstream.NewUpstream or the CLI.
 
 import (
 	"bufio"
@@ -28,8 +28,8 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 var faultActor = core.Actor{ID: "faults-test"}
@@ -46,7 +46,7 @@ func faultCtx(t *testing.T, d time.Duration) context.Context {
 // supervised as the gateway runs it.
 func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.UpstreamSpec {
 	t.Helper()
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{
 		Name: name, Command: toolgateBinary(t), Args: []string{"demo-upstream", name},
 		Env: env, Supervisor: gateway.SupervisorArgs(),
 	})
@@ -58,7 +58,7 @@ func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.Up
 
 func httpSpec(t *testing.T, name, url string) importer.UpstreamSpec {
 	t.Helper()
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: name, URL: url, Transport: "http"})
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: name, URL: url, Transport: "http"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestFaultActionOutcomeUnknownIM29(t *testing.T) {
 // closed port — are reported and skipped; the others are imported. A
 // required one makes Start fail, naming it.
 func TestFaultUpstreamDownAtStartIM8(t *testing.T) {
-	missing, err := mcp.NewUpstream(mcp.UpstreamOptions{
+	missing, err := upstream.NewUpstream(upstream.UpstreamOptions{
 		Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-server"), Supervisor: gateway.SupervisorArgs(),
 	})
 	if err != nil {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 type procInfo struct {
@@ -307,7 +307,7 @@ func TestSuperviseParentGoneIM10(t *testing.T) {
 // command's status; what the command leaves in the group is stopped.
 func TestSuperviseBinaryPassThrough(t *testing.T) {
 	bin := toolgateBinary(t)
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{
 		Name: "flaky", Command: bin, Args: []string{"demo-upstream", "flaky"},
 		Supervisor: []string{bin, "_supervise", "--"},
 	})

@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
-// The hidden _supervise command: what mcp.UpstreamOptions.Supervisor runs.
+// The hidden _supervise command: what upstream.UpstreamOptions.Supervisor runs.
 const (
 	superviseSynopsis = "-- CMD ARGS…"
 	superviseSummary  = "(internal) run CMD in this process group and stop the group when toolgate dies"
 )
 
-// runSupervise runs CMD under mcp.Supervise (IM-10) and exits with CMD's
+// runSupervise runs CMD under upstream.Supervise (IM-10) and exits with CMD's
 // status. CMD's stdin, stdout and stderr are this process's own, inherited,
 // so an MCP stdio stream passes straight through; c.stderr carries only the
 // supervisor's own messages.
@@ -24,7 +24,7 @@ func runSupervise(ctx context.Context, c *cli, args []string) int {
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintf(c.stderr, "toolgate _supervise: no command (usage: toolgate _supervise %s)\n", superviseSynopsis)
-		return mcp.SuperviseUsage
+		return upstream.SuperviseUsage
 	}
-	return mcp.Supervise(ctx, fs.Args(), c.stderr)
+	return upstream.Supervise(ctx, fs.Args(), c.stderr)
 }

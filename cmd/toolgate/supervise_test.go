@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // TestMain lets the test binary stand in for toolgate as a supervisor:
@@ -74,7 +74,7 @@ func TestSuperviseArgs(t *testing.T) {
 	for _, args := range [][]string{nil, {"--"}} {
 		out.Reset()
 		errOut.Reset()
-		if code := runSupervise(context.Background(), c, args); code != mcp.SuperviseUsage || !strings.Contains(errOut.String(), "no command") {
+		if code := runSupervise(context.Background(), c, args); code != upstream.SuperviseUsage || !strings.Contains(errOut.String(), "no command") {
 			t.Errorf("%q: %d %q", args, code, errOut.String())
 		}
 	}

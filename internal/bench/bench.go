@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // Config is one run's sizes, echoed in the JSON so a result says what
@@ -216,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	// The echo upstream over stdio, for the direct path: a child process.
-	direct, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "echo-direct", Command: self, Args: []string{"demo-upstream", "echo"}})
+	direct, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "echo-direct", Command: self, Args: []string{"demo-upstream", "echo"}})
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/otlptest"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // probeStdioArg makes the test binary a stdio MCP server with the probe
@@ -35,7 +35,7 @@ func init() {
 	// Stdio upstreams run under this binary's supervisor command, as they
 	// run under toolgate's.
 	if len(os.Args) > 2 && os.Args[1] == "_supervise" && os.Args[2] == "--" {
-		os.Exit(mcp.Supervise(context.Background(), os.Args[3:], os.Stderr))
+		os.Exit(upstream.Supervise(context.Background(), os.Args[3:], os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == probeStdioArg {
 		if err := server.ServeStdio(probeServer()); err != nil {

@@ -15,13 +15,14 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // oauthState is the gateway's part in upstream OAuth (UI-1, UI-2, UI-3):
 // the manager of connections and the upstreams it gives tokens to.
 type oauthState struct {
 	m   *upstreamoauth.Manager
-	ups map[string]*mcp.OAuthUpstream
+	ups map[string]*upstream.OAuthUpstream
 }
 
 // UpstreamOAuth is the manager of upstream connections; nil when no
@@ -65,7 +66,7 @@ func (g *Gateway) oauthManager() (*upstreamoauth.Manager, error) {
 		}
 		ups = append(ups, ou)
 	}
-	o := &oauthState{ups: map[string]*mcp.OAuthUpstream{}}
+	o := &oauthState{ups: map[string]*upstream.OAuthUpstream{}}
 	m, err := upstreamoauth.New(upstreamoauth.Options{
 		PublicURL: cfg.Gateway.PublicURL, Key: key, Previous: prev, Store: st, Logger: g.log,
 		Publish: func(e core.EventData) {
@@ -139,7 +140,7 @@ func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstrea
 	if err != nil {
 		return nil, err
 	}
-	up, err := mcp.NewOAuthUpstream(mcp.OAuthUpstreamOptions{Upstream: base, PerActor: u.OAuth.Credentials == config.CredentialsPerActor,
+	up, err := upstream.NewOAuthUpstream(upstream.OAuthUpstreamOptions{Upstream: base, PerActor: u.OAuth.Credentials == config.CredentialsPerActor,
 		Exchange: u.OAuth.TokenExchange, Tokens: m, Logger: g.log})
 	if err != nil {
 		return nil, err

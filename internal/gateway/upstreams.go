@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // specOf is what the importer needs of one upstream's config, with its
@@ -58,12 +59,12 @@ func newUpstreamOn(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mcp.NewUpstream(opts)
+	return upstream.NewUpstream(opts)
 }
 
 // upstreamOptions is one upstream's config as the mcp package takes it.
-func upstreamOptions(u config.Upstream, hub *mcp.Hub) (mcp.UpstreamOptions, error) {
-	opts := mcp.UpstreamOptions{
+func upstreamOptions(u config.Upstream, hub *mcp.Hub) (upstream.UpstreamOptions, error) {
+	opts := upstream.UpstreamOptions{
 		Name:          u.Name,
 		Command:       u.Command,
 		Args:          u.Args,
@@ -90,7 +91,7 @@ func upstreamOptions(u config.Upstream, hub *mcp.Hub) (mcp.UpstreamOptions, erro
 		}
 	}
 	if u.Signing != nil && u.Signing.HMACSHA256 != nil {
-		opts.Signing = &mcp.HMACSigning{Secret: []byte(u.Signing.HMACSHA256.Secret.Reveal()), Header: u.Signing.HMACSHA256.Header}
+		opts.Signing = &upstream.HMACSigning{Secret: []byte(u.Signing.HMACSHA256.Secret.Reveal()), Header: u.Signing.HMACSHA256.Header}
 	}
 	return opts, nil
 }
@@ -109,7 +110,7 @@ func rootURIs(roots []string) []string {
 	return out
 }
 
-// SupervisorArgs is the mcp.UpstreamOptions.Supervisor of stdio upstreams:
+// SupervisorArgs is the upstream.UpstreamOptions.Supervisor of stdio upstreams:
 // this binary running its hidden _supervise command, to which the adapter
 // appends the upstream's command and args. nil (no supervisor) if the
 // binary cannot be found.

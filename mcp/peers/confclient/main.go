@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func run() error {
 	defer cancel()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	up, err := mcp.NewUpstream(mcp.UpstreamOptions{Name: "fixture", URL: url, Transport: "http", Logger: log})
+	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "fixture", URL: url, Transport: "http", Logger: log})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,358 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// supervisorSupported: UpstreamOptions.Supervisor is used on this platform.
+const supervisorSupported = true
+
+// setProcessGroup puts the child in a process group of its own, so Close can
+// stop its grandchildren too, and has the kernel signal it if the gateway
+// dies (IM-10): SIGKILL for a bare child, SIGTERM for a supervisor, which
+// catches it and stops the whole group.
+func setProcessGroup(cmd *exec.Cmd, supervised bool) {
+	sig := syscall.SIGKILL
+	if supervised {
+		sig = syscall.SIGTERM
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sig}
+}
+
+func signalGroup(pgid int, sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
+
+// groupAlive reports whether any process of the group still runs. Zombies
+// do not count: signalling the group would still succeed while they wait
+// for an init that may be slow to reap them (as in some containers).
+func groupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return len(groupMembers(pgid, 0)) > 0
+}
+
+// awaitExit blocks until process pid has exited (a zombie counts) or stop
+// is done, on a pidfd the runtime's poller watches: no thread and no
+// polling while the child runs. It reports false, having waited for
+// nothing, where pidfds cannot be polled (kernels before 5.3); the caller
+// then polls /proc.
+func awaitExit(pid int, stop context.Context) (exited, ok bool) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return false, false
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, false
+	}
+	closing := context.AfterFunc(stop, func() { _ = f.Close() })
+	defer closing()
+	ready := func(fd uintptr) bool {
+		// A pidfd is readable once its process has exited.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		return err == nil && n > 0
+	}
+	err = rc.Read(ready)
+	switch {
+	case err == nil:
+		return true, true
+	case stop.Err() != nil:
+		return false, true
+	}
+	// Not pollable here: the first check is all this wait could do.
+	var first bool
+	_ = rc.Control(func(fd uintptr) { first = ready(fd) })
+	return first, first
+}
+
+// processAlive reports whether pid runs; a zombie counts as gone.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// superviseTick is how often the supervisor checks that its parent lives.
+const superviseTick = 250 * time.Millisecond
+
+// Bounds of the supervisor's final sweep, after stopGrace: at most
+// killRounds rounds of "find every descendant, SIGKILL it, wait up to
+// killWait for it to exit", for processes that fork while being stopped.
+const (
+	killRounds = 10
+	killWait   = 500 * time.Millisecond
+)
+
+func supervise(ctx context.Context, argv []string, stderr io.Writer) int {
+	self := os.Getpid()
+	parent := syscall.Getppid()
+	// Stopping the group must reach everything the command starts and
+	// nothing else, so the supervisor leads a group of its own.
+	if syscall.Getpgrp() != self {
+		if err := syscall.Setpgid(0, 0); err != nil {
+			fmt.Fprintf(stderr, "supervise: process group: %v\n", err)
+			return SuperviseCannotStart
+		}
+	}
+	// A process that leaves the group (setsid, node's detached: true) and
+	// whose parent then dies would be reparented to init and escape. As a
+	// child subreaper the supervisor inherits such orphans instead, so every
+	// process the command started stays its descendant and can be ended.
+	// Without it (a sandbox refusing prctl) the group is still stopped.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "supervise: not a child subreaper, detached processes may outlive the gateway: %v\n", err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Same process group as the supervisor (no Setpgid). If the supervisor
+	// itself is killed outright, the command at least goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "supervise: %v\n", err)
+		return SuperviseCannotStart
+	}
+	cmdPid := cmd.Process.Pid
+	releaseStdio()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+
+	tick := time.NewTicker(superviseTick)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-exited:
+			break wait
+		case <-sigs:
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-chld:
+			// Inherited orphans that exit are the supervisor's to reap.
+			reapOrphans(self, cmdPid)
+		case <-tick.C:
+			if syscall.Getppid() != parent {
+				break wait
+			}
+		}
+	}
+	stopDescendants(self, cmdPid)
+	// Backstop: the command is a descendant and was stopped above.
+	if !closedWithin(exited, 100*time.Millisecond) {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	return exitStatus(cmd.ProcessState)
+}
+
+func closedWithin(c <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// releaseStdio points the supervisor's own stdin and stdout at /dev/null
+// once the command holds them, so the gateway sees the end of the stream as
+// soon as the command's side closes, whatever the supervisor is doing.
+func releaseStdio() {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer null.Close()
+	fd := int(null.Fd())
+	_ = syscall.Dup3(fd, 0, 0)
+	_ = syscall.Dup3(fd, 1, 0)
+}
+
+// stopDescendants ends every process below the supervisor self, in its
+// process group or not: SIGTERM to each, SIGKILL to whatever is left after
+// stopGrace, in bounded rounds that also catch processes forked meanwhile.
+// Exits are awaited on pidfds. The command's own process, cmdPid, is left
+// for its Wait to reap; every other child that exits is reaped here.
+func stopDescendants(self, cmdPid int) {
+	targets := descendants(self)
+	for _, pid := range targets {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	waitExited(targets, time.Now().Add(stopGrace))
+	reapOrphans(self, cmdPid)
+	for range killRounds {
+		targets = descendants(self)
+		if len(targets) == 0 {
+			// A pass over /proc is no snapshot: a process read while
+			// its parent lived, the parent read once exited (pids wrap,
+			// so the child may come first), belongs to nobody in it.
+			// The child has been reparented to self by then, so a
+			// second pass finds it.
+			if targets = descendants(self); len(targets) == 0 {
+				return
+			}
+		}
+		for _, pid := range targets {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		waitExited(targets, time.Now().Add(killWait))
+		reapOrphans(self, cmdPid)
+	}
+}
+
+// descendants lists the live processes below self, from /proc, together
+// with any other live member of self's process group. Zombies are left out:
+// they have already exited.
+func descendants(self int) []int {
+	children := map[int][]int{}
+	var group []int
+	for _, pid := range procPIDs() {
+		if pid == self {
+			continue
+		}
+		st, ok := procStat(pid)
+		if !ok || st.state == 'Z' {
+			continue
+		}
+		children[st.ppid] = append(children[st.ppid], pid)
+		if st.pgid == self {
+			group = append(group, pid)
+		}
+	}
+	seen := map[int]bool{self: true}
+	var out []int
+	// Breadth first; seen bounds the walk however /proc changed meanwhile.
+	queue := []int{self}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	for _, pid := range group {
+		if !seen[pid] {
+			seen[pid] = true
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// reapOrphans waits for the exited children of self other than cmdPid: as a
+// child subreaper the supervisor inherits orphans, and nobody else will.
+func reapOrphans(self, cmdPid int) {
+	for _, pid := range procPIDs() {
+		if pid == cmdPid || pid == self {
+			continue
+		}
+		if st, ok := procStat(pid); ok && st.ppid == self && st.state == 'Z' {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// waitExited waits until every process of pids has exited (a zombie counts)
+// or deadline passes, on pidfds; where pidfds are missing (Linux before
+// 5.3) it polls /proc instead.
+func waitExited(pids []int, deadline time.Time) {
+	var fds []unix.PollFd
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		switch {
+		case err == nil:
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		case errors.Is(err, syscall.ESRCH):
+			// Already gone.
+		default:
+			pollExited(pids, deadline)
+			for _, f := range fds {
+				_ = unix.Close(int(f.Fd))
+			}
+			return
+		}
+	}
+	defer func() {
+		for _, f := range fds {
+			_ = unix.Close(int(f.Fd))
+		}
+	}()
+	for {
+		left := time.Until(deadline)
+		pending := fds[:0:0]
+		for _, f := range fds {
+			if f.Revents == 0 {
+				pending = append(pending, unix.PollFd{Fd: f.Fd, Events: unix.POLLIN})
+			} else {
+				_ = unix.Close(int(f.Fd))
+			}
+		}
+		fds = pending
+		if len(fds) == 0 || left <= 0 {
+			return
+		}
+		_, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
+}
+
+// pollExited is waitExited without pidfds.
+func pollExited(pids []int, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		if !slices.ContainsFunc(pids, processAlive) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// exitStatus is the status a shell would report for the command.
+func exitStatus(ps *os.ProcessState) int {
+	if ps == nil {
+		return SuperviseCannotStart
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
