@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
 )
@@ -164,8 +162,7 @@ func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
 	if _, rpcErr, err := small.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
 		t.Fatalf("ping on the parked session: %v %v", rpcErr, err)
 	}
-	s, ok := e.ids.session(small.Session()).(server.SessionWithClientInfo)
-	if !ok || s.GetClientCapabilities().Elicitation == nil {
+	if s := e.ids.session(small.Session()); s == nil || s.GetClientCapabilities().Elicitation == nil {
 		t.Errorf("the woken session lost the client's elicitation capability")
 	}
 	later = time.Now().Add(time.Hour)
