@@ -148,7 +148,7 @@ func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
 func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *sessionSlot) {
 	s := newLegacySession("")
 	answer := e.mcp.HandleMessage(e.mcp.WithContext(ctx, s), body)
-	if _, failed := answer.(mcpgo.JSONRPCError); answer != nil && !failed && s.Initialized() {
+	if _, ok := answer.(mcpgo.JSONRPCResponse); ok && s.Initialized() {
 		s.id = randomID()
 		if e.seal != nil {
 			s.id = e.sealedFor(actor, body)

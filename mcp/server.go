@@ -74,7 +74,7 @@ type EndpointOptions struct {
 	// or an open stream (SV-2); 0 is DefaultSessionIdleTimeout, negative
 	// never.
 	SessionIdleTimeout time.Duration
-	// SessionParkAfter lets go of an idle session's mcp-go state after
+	// SessionParkAfter lets go of an idle session's session object after
 	// that long without a request or an open stream; its next request
 	// makes it again from the sealed id (resume.go). 0 is
 	// DefaultSessionParkAfter, negative never. Only with a SessionKey.
@@ -172,8 +172,8 @@ type Endpoint struct {
 	// opts.AuditKey.
 	macs sync.Pool
 	// notifying is held while a change is told to every session, and
-	// while a session is parked or woken: a change reaches either
-	// mcp-go's session or the parked record, never neither.
+	// while a session is parked or woken: a change reaches either the
+	// session's queue or the parked record, never neither.
 	notifying sync.Mutex
 	// changes counts the list changes told to all sessions, by kind; a
 	// woken session is told of those since it was parked.
@@ -676,8 +676,9 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	e.opts.Sessions.Add(sess)
 }
 
-// ServeHTTP enforces the body limit and the session's owner, then hands
-// the request to mcp-go.
+// ServeHTTP enforces the body limit and the session's owner, then serves
+// the request: the gateway's own methods, the legacy session transport
+// (legacy.go), or what mcp-go serves (doc.go).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {

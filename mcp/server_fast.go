@@ -192,8 +192,8 @@ func readCallParams(raw []byte, p *callParams) bool {
 }
 
 // cancelFast applies a client's notifications/cancelled to a call the
-// session has running; mcp-go, which gets the notification next, knows only
-// its own.
+// session has running; mcp-go, which gets the notification next, knows
+// none of them.
 func (e *Endpoint) cancelFast(env *jsonrpc.Envelope, session string) {
 	if env.Method != string(mcpgo.MethodNotificationCancelled) {
 		return
