@@ -58,9 +58,12 @@
 // DELETE, adopting a session opened elsewhere (resume.go), parking an idle
 // one and waking it. The session is a type of the gateway's
 // (legacySession: client info, capabilities, log level, protocol
-// revision), registered with mcp-go's server, so mcp-go's hooks and its
-// notifications to a session or to all reach it; what is queued for it
-// waits for its GET stream, and no POST's answer takes it from there.
+// revision, and mcp-go's requests to the client — sampling, elicitation —
+// which it asks on its GET stream), registered with mcp-go's server, so
+// mcp-go's hooks and its notifications to a session or to all reach it;
+// what is queued for it waits for its GET stream, and no POST's answer
+// takes it from there. The gateway's own requests to a client go on the
+// call's own stream instead (relay.go).
 // mcp-go's transport mints an id before it reads the initialize, hands it
 // out with an error too, and leaves behind every POST a goroutine that
 // can take a queued notification and drop it; and a session living in it

@@ -3,8 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // Legacy sessions (SV-2). The endpoint serves the session transport of the
@@ -28,9 +32,20 @@ import (
 // mcp-go, and keep what is queued for a session on its queue until the
 // session's GET stream takes it: no POST's answer takes it from there.
 
-// legacyQueue is how many notifications wait for a session's GET stream:
-// what mcp-go's transport queued. A full queue drops what comes next.
-const legacyQueue = 100
+// legacyQueue is how many notifications wait for a session's GET stream,
+// and legacyAsks how many requests to its client: what mcp-go's transport
+// queued. A full queue drops a notification, and refuses a request at once.
+const (
+	legacyQueue = 100
+	legacyAsks  = 10
+)
+
+// getAskPrefix starts the ids of the requests a session's GET stream
+// carries, told apart from those asked on a call's own stream (askPrefix).
+const getAskPrefix = "tg-get-"
+
+// getAskSeq numbers those requests, across sessions.
+var getAskSeq atomic.Int64
 
 // legacySession is a legacy session as mcp-go's server sees it.
 type legacySession struct {
@@ -39,6 +54,10 @@ type legacySession struct {
 	// notes are what mcp-go and the endpoint send the session, for its GET
 	// stream.
 	notes chan mcpgo.JSONRPCNotification
+	// asks are requests to the client (sampling, elicitation) for its GET
+	// stream, encoded; waiting are their answers to come, by id.
+	asks    chan []byte
+	waiting sync.Map // id → chan json.RawMessage
 	// done closes when the session ends or is parked: its GET streams end.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -51,7 +70,8 @@ type legacySession struct {
 }
 
 func newLegacySession(id string) *legacySession {
-	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue), done: make(chan struct{})}
+	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue),
+		asks: make(chan []byte, legacyAsks), done: make(chan struct{})}
 }
 
 // sessionFromSeal makes the session a sealed id carries, as its initialize
@@ -74,6 +94,8 @@ var (
 	_ server.SessionWithLogging         = (*legacySession)(nil)
 	_ server.SessionWithClientInfo      = (*legacySession)(nil)
 	_ server.SessionWithProtocolVersion = (*legacySession)(nil)
+	_ server.SessionWithSampling        = (*legacySession)(nil)
+	_ server.SessionWithElicitation     = (*legacySession)(nil)
 )
 
 func (s *legacySession) SessionID() string { return s.id }
@@ -138,6 +160,99 @@ func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
 	case s.notes <- n:
 	default:
 	}
+}
+
+// RequestSampling asks the client on its GET stream, for what mcp-go asks
+// of a session outside a call's own stream (the gateway asks on that).
+func (s *legacySession) RequestSampling(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	raw, err := s.ask(ctx, string(mcpgo.MethodSamplingCreateMessage), req.CreateMessageParams)
+	if err != nil {
+		return nil, err
+	}
+	var res mcpgo.CreateMessageResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodSamplingCreateMessage, err)
+	}
+	if res.Content, err = mcpgo.ParseSamplingContent(res.Content); err != nil {
+		return nil, fmt.Errorf("%s: %w", mcpgo.MethodSamplingCreateMessage, err)
+	}
+	return &res, nil
+}
+
+// RequestElicitation asks the client on its GET stream, as RequestSampling.
+func (s *legacySession) RequestElicitation(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	raw, err := s.ask(ctx, string(mcpgo.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcpgo.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodElicitationCreate, err)
+	}
+	return &res, nil
+}
+
+// errSessionGone: the session ended, or was parked, before its client
+// answered.
+var errSessionGone = errors.New("the session ended before its client answered")
+
+// ask sends a request to the client on the session's GET stream and waits
+// for the answer it posts (answer), until ctx ends or the session does.
+func (s *legacySession) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := getAskPrefix + strconv.FormatInt(getAskSeq.Add(1), 10)
+	msg, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{mcpgo.JSONRPC_VERSION, id, method, params})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	answer := make(chan json.RawMessage, 1)
+	s.waiting.Store(id, answer)
+	defer s.waiting.Delete(id)
+	select {
+	case s.asks <- msg:
+	default:
+		return nil, fmt.Errorf("%s: %d requests already wait for the client's GET stream", method, legacyAsks)
+	}
+	select {
+	case raw := <-answer:
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return nil, fmt.Errorf("%s: the client's answer does not parse: %w", method, err)
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("%s: the client answered %d: %s", method, resp.Error.Code, resp.Error.Message)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
+	case <-s.done:
+		return nil, fmt.Errorf("%s: %w", method, errSessionGone)
+	}
+}
+
+// answer delivers a client's posted answer to the request of the
+// session's GET stream waiting for it, and reports whether one was.
+func (s *legacySession) answer(rawID json.RawMessage, body []byte) bool {
+	id, ok := jsonrpc.ReadString(rawID)
+	if !ok || !strings.HasPrefix(id, getAskPrefix) {
+		return false
+	}
+	ch, ok := s.waiting.LoadAndDelete(id)
+	if !ok {
+		return false
+	}
+	ch.(chan json.RawMessage) <- body
+	return true
 }
 
 // serveInitialize answers an initialize, which opens a session: mcp-go
@@ -212,7 +327,8 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
 }
 
 // serveStream is a legacy session's GET stream: what is queued for the
-// session goes out as SSE events, in order, until the client goes away,
+// session — notifications, and requests to its client — goes out as SSE
+// events, each kind in order, until the client goes away,
 // the session ends or is parked, or the endpoint closes. Every write moves
 // the write deadline on, and a heartbeat keeps a quiet stream alive (SV-9).
 // A session's streams share its queue: each notification goes out on one.
@@ -244,11 +360,26 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 				return
 			}
 			sw.Flush()
+		case msg := <-s.asks:
+			if _, err := fmt.Fprintf(sw, "event: message\ndata: %s\n\n", msg); err != nil {
+				s.requeueAsk(msg)
+				return
+			}
+			sw.Flush()
 		case <-ctx.Done():
 			return
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// requeueAsk puts back a request a stream took but could not write, for
+// the session's next stream; the request waits for an answer meanwhile.
+func (s *legacySession) requeueAsk(msg []byte) {
+	select {
+	case s.asks <- msg:
+	default:
 	}
 }
 

@@ -830,8 +830,11 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if legacy {
-			// The endpoint's sessions are asked nothing but on a call's
-			// own stream: this answers nothing the gateway asked.
+			// Or a request of the session's GET stream (legacy.go).
+			if s := e.ids.session(id); s != nil && s.answer(env.RawID, body) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
 			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
 			http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
 			return
