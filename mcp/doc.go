@@ -9,10 +9,12 @@
 // follows the registry's events (a change notifies sessions), filters
 // tools/list and tools/call per actor, puts action tools behind core's
 // confirm gate, records every call for the audit log, and passes upstreams'
-// resources, prompts and completions on. Its own session-id manager answers 404 for ids it
-// did not mint or that ended, and binds each session to the actor that opened
-// it. Authentication is not done here: the auth package's middleware sits in
-// front and puts the actor in the request context.
+// resources, prompts and completions on. It serves the legacy session
+// transport itself (legacy.go): it mints a session id only once initialize
+// succeeded, answers 404 for ids it did not mint or that ended, and binds
+// each session to the actor that opened it. Authentication is not done
+// here: the auth package's middleware sits in front and puts the actor in
+// the request context.
 //
 // Every endpoint serves both protocol eras on one path. A POST body is
 // read once into an envelope (package jsonrpc: kind, method, id, params), and
@@ -34,22 +36,39 @@
 // stream for progress and an upstream's requests. mcp-go keeps its tool
 // table empty and never sees either method.
 //
-// mcp-go serves the rest, through Handle with the body already read
-// (library.go): initialize and the legacy session it opens, the GET stream
-// and DELETE of a session, ping, logging/setLevel, resources, prompts and
-// completions (the catalog's handlers), server/discover and
-// subscriptions/listen. Those are the protocol's bookkeeping, which mcp-go
-// implements to the letter for both eras and keeps up with the revisions;
-// their cost is no call's. Its types are used throughout, and its client
-// carries the upstream side (package mcp/upstream).
+// The legacy session transport is the endpoint's own too (legacy.go):
+// initialize and the id it hands out, the session's GET stream and its
+// DELETE, adopting a session opened elsewhere (resume.go), parking an idle
+// one and waking it. The session is a type of the gateway's
+// (legacySession: client info, capabilities, log level, protocol
+// revision, and mcp-go's requests to the client — sampling, elicitation —
+// which it asks on its GET stream), registered with mcp-go's server, so
+// mcp-go's hooks and its notifications to a session or to all reach it;
+// what is queued for it waits for its GET stream, and no POST's answer
+// takes it from there. The gateway's own requests to a client go on the
+// call's own stream instead (relay.go).
+// mcp-go's transport mints an id before it reads the initialize, hands it
+// out with an error too, and leaves behind every POST a goroutine that
+// can take a queued notification and drop it; and a session living in it
+// can only be made or let go of by requests made of it. A session of the
+// gateway's is made from its sealed id, and let go of, directly.
 //
-// The one answer of mcp-go the endpoint still edits is a failed
-// initialize's: mcp-go's transport mints the session id before it reads
-// the request, and hands it out with an error too (initializeRewrite). The
-// legacy session's state lives in mcp-go's transport, so making it again
-// for an adopted or parked session (resume.go) and letting go of it
-// (EndSession, parking) are requests the endpoint makes of mcp-go itself.
-// Owning the legacy session transport would end both.
+// mcp-go answers, on a legacy session, through MCPServer.HandleMessage
+// with the session in the context: initialize's result, ping,
+// logging/setLevel, resources, prompts and completions (the catalog's
+// handlers), and the errors of what no method serves. Those are the
+// protocol's bookkeeping, which mcp-go implements to the letter and keeps
+// up with the revisions; their cost is no call's. The endpoint writes the
+// answer HandleMessage returns, as it returned it.
+//
+// mcp-go's transport (StreamableHTTPServer, reached through Handle with
+// the body already read, library.go) still serves what has no legacy
+// session: every request of a stateless endpoint but tools/call and
+// tools/list, and the same of a 2026-07-28 client — server/discover,
+// subscriptions/listen (whose streams mcp-go's broadcasts reach through a
+// registry it keeps unexported), what the revision refuses (a GET or
+// DELETE: 405) and its notifications. Its types are used throughout, and
+// its client carries the upstream side (package mcp/upstream).
 //
 // # Upstream connections and downstream sessions
 //

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,29 +96,19 @@ func (l *SessionLimits) release(actor string) {
 }
 
 // sessionSlot is one place under the caps. The request that took it
-// releases it unless a session was registered with it; then the session
-// holds it until it is forgotten.
+// releases it unless a session was opened with it; then the session holds
+// it until it is forgotten.
 type sessionSlot struct {
 	limits *SessionLimits
 	actor  string
 
-	mu      sync.Mutex
-	claimed bool
-	// leave ends the busy mark of a session minted by a GET without an id:
-	// it lives exactly as long as that stream.
-	leave    func()
+	mu       sync.Mutex
+	claimed  bool
 	released bool
 }
 
-type slotKey struct{}
-
-func slotFrom(ctx context.Context) *sessionSlot {
-	s, _ := ctx.Value(slotKey{}).(*sessionSlot)
-	return s
-}
-
-// claim hands the slot to a registered session; false if it was claimed
-// already (a request mints at most one session).
+// claim hands the slot to an opened session; false if it was claimed
+// already (a request opens at most one session).
 func (s *sessionSlot) claim() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,12 +122,8 @@ func (s *sessionSlot) claim() bool {
 // requestDone runs when the request that took the slot ends.
 func (s *sessionSlot) requestDone() {
 	s.mu.Lock()
-	leave, claimed := s.leave, s.claimed
-	s.leave = nil
+	claimed := s.claimed
 	s.mu.Unlock()
-	if leave != nil {
-		leave()
-	}
 	if !claimed {
 		s.release()
 	}
@@ -228,10 +213,7 @@ func (e *Endpoint) sweep(stop <-chan struct{}) {
 			for _, id := range e.ids.takeIdle(time.Now(), timeout) {
 				e.opts.Logger.Info("session expired", "endpoint", e.opts.Path, "session", id, "idle", timeout.String())
 				e.ids.expiring.Store(id, struct{}{})
-				if err := e.endSession(id); err != nil {
-					e.ids.expiring.Delete(id)
-					e.opts.Logger.Warn("ending an expired session", "session", id, "err", err)
-				}
+				e.endSession(id)
 			}
 		}
 	}

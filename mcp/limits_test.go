@@ -194,9 +194,8 @@ func TestSessionCaps(t *testing.T) {
 	initialize(t, testClient(s.url, "c", "MEMBER"))
 }
 
-// SV-2: an initialize carrying a live session's id opens another session
-// (mcp-go mints one for it), and is held to the caps as any other: it used
-// to pass them.
+// SV-2: an initialize carrying a live session's id opens another session,
+// and is held to the caps as any other: it used to pass them.
 func TestInitializeOnASessionIsCapped(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{Limits: mcp.NewSessionLimits(0, 1)})
 	a := testClient(s.url, "a", "MEMBER")

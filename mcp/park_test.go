@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate/mcp"
 )
 
-// SV-2: an idle session is parked — mcp-go's state of it let
-// go — and its next request makes it again: it keeps its id, owner,
+// SV-2: an idle session is parked — its session object let go — and its
+// next request makes it again from its sealed id: it keeps its id, owner,
 // console row and place under the caps, is told once of the tool list
 // change it missed, and ends by DELETE, by the operator and at shutdown as
 // any session does, each end reported once.

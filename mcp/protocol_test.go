@@ -112,9 +112,9 @@ func TestFailedInitializesKeepNothing(t *testing.T) {
 	}
 }
 
-// SV-1: one header rule for every method: what mcp-go refuses for ping (a body
-// that is not declared application/json) the gateway refuses for the
-// requests it answers itself.
+// SV-1: one header rule for every method: a body that is not declared
+// application/json is refused for ping, which mcp-go answers, as for the
+// requests the gateway answers itself.
 func TestContentTypeRuleForEveryMethod(t *testing.T) {
 	s := serve(t, mcp.EndpointOptions{})
 	c := testClient(s.url, "alice", "MEMBER")

@@ -12,11 +12,9 @@ import (
 	"math"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
 )
@@ -101,8 +99,7 @@ func (s *sessionSeal) open(id string) (sealedSession, bool) {
 	return c, true
 }
 
-// sealedFor is the id a request opening a session gets: body is an
-// initialize's (or nil, for a GET stream).
+// sealedFor is the id a session opened by initialize body gets.
 func (e *Endpoint) sealedFor(actor core.Actor, body []byte) string {
 	c := sealedSession{Path: e.opts.Path, Actor: actor.ID, Tenant: actor.Tenant, Issued: time.Now().Unix()}
 	var init struct {
@@ -123,52 +120,16 @@ func (e *Endpoint) sealedFor(actor core.Actor, body []byte) string {
 	return e.seal.seal(c)
 }
 
-// mintKey carries the id mcp-go is to mint for this request.
-type mintKey struct{}
-
-// idResolver hands mcp-go, per request, the manager minting the id the
-// endpoint chose for it (sealed, or the one being adopted).
-type idResolver struct{ ids *sessionIDs }
-
-func (r idResolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
-	if req != nil {
-		ctx := req.Context()
-		if id, ok := ctx.Value(wakeKey{}).(string); ok {
-			return wakingIDs{r.ids, id}
-		}
-		if parkingFrom(ctx) {
-			return parkingIDs{r.ids}
-		}
-		if discardingFrom(ctx) {
-			return discardingIDs{r.ids}
-		}
-		if id, ok := ctx.Value(mintKey{}).(string); ok {
-			return mintingIDs{r.ids, id}
-		}
-	}
-	return r.ids
-}
-
-type mintingIDs struct {
-	*sessionIDs
-	id string
-}
-
-func (m mintingIDs) Generate() string {
-	m.add(m.id)
-	return m.id
-}
-
 // errNotAdopted: the id is not one this endpoint may continue.
 var errNotAdopted = errors.New("session cannot be continued here")
 
 // adopt continues, on this replica, a session opened elsewhere (or before a
 // restart): id must open under the seal, name this endpoint and the
 // request's actor, not have been ended, and be within the adoption window
-// (tombstones). mcp-go's session is made by an
-// initialize carrying the sealed protocol, client info and capabilities, as
-// the client sent it where it opened the session. It reports whether the
-// request was answered (a cap refused it).
+// (tombstones). The session is made from what the id carries — protocol,
+// client info and capabilities, as the client sent them where it opened
+// the session. It reports whether the request was answered (a cap refused
+// it).
 func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id string, actor core.Actor) (answered bool, err error) {
 	c, ok := e.seal.open(id)
 	if !ok || c.Path != e.opts.Path || c.Actor != actor.ID || c.Tenant != actor.Tenant || e.ids.ended(id) ||
@@ -187,34 +148,10 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 		return true, err
 	}
 	defer slot.requestDone()
-	ctx := context.WithValue(context.WithValue(r.Context(), slotKey{}, slot), mintKey{}, id)
-	if code := e.initializeAgain(ctx, r, c); code != http.StatusOK || e.ids.session(id) == nil {
-		e.ids.forget(id)
-		e.opts.Logger.Warn("continuing a session failed", "endpoint", e.opts.Path, "status", code)
-		return false, errNotAdopted
-	}
+	s := sessionFromSeal(id, c)
+	e.openSession(e.mcp.WithContext(r.Context(), s), s, actor, slot)
 	e.opts.Logger.Info("session continued", "endpoint", e.opts.Path, "actor", actor.ID)
 	return false, nil
-}
-
-// initializeAgain makes mcp-go's session of a sealed id: an initialize
-// carrying the sealed protocol, client info and capabilities, as the client
-// sent it when it opened the session, served with ctx and r's headers. It
-// returns the status mcp-go answered.
-func (e *Endpoint) initializeAgain(ctx context.Context, r *http.Request, c sealedSession) int {
-	params := map[string]any{"protocolVersion": c.Protocol, "clientInfo": mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion}}
-	if len(c.Capabilities) > 0 {
-		params["capabilities"] = c.Capabilities
-	} else {
-		params["capabilities"] = map[string]any{}
-	}
-	init, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "toolgate-adopt", "method": "initialize", "params": params})
-	h := r.Header.Clone()
-	h.Del(server.HeaderKeySessionID)
-	h.Del(mcpgo.HeaderProtocolVersion)
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	return e.sessionRequest(ctx, http.MethodPost, h, init)
 }
 
 // EndedElsewhere is told that another replica ended session id: it is not
@@ -222,7 +159,7 @@ func (e *Endpoint) initializeAgain(ctx context.Context, r *http.Request, c seale
 func (e *Endpoint) EndedElsewhere(id string) {
 	e.ids.tombstone(id)
 	if e.ids.live(id) {
-		_ = e.endSession(id)
+		e.endSession(id)
 	}
 }
 
@@ -412,20 +349,17 @@ func (t *tombstones) tooOld(issued, now time.Time) bool {
 	return now.Sub(issued) > t.window || !issued.After(t.floor)
 }
 
-// Parked sessions (SV-2). mcp-go keeps an object of ≈9.4 KiB
-// per session — a 100-slot notification queue and three 10-slot request
-// queues, made whether or not the session ever uses them — nine tenths of
-// what an idle session costs. A session idle for SessionParkAfter (no
-// request, no stream, no resource subscription) is parked: mcp-go's state
-// of it is let go through mcp-go's own DELETE, and the endpoint's stays —
-// owner, place under the caps, idle clock, log level, the console's row
-// and the gateway's credentials. The session's next request makes mcp-go's
-// state again from the sealed id, as adoption does for a session opened
-// elsewhere (≈ one initialize of CPU, once per wake). A parked session
+// Parked sessions (SV-2). A session idle for SessionParkAfter (no request,
+// no stream, no resource subscription) is parked: its session object — the
+// queue of its GET stream, its client info, its registration with mcp-go
+// — is let go, and the endpoint's record stays: owner, place under the
+// caps, idle clock, log level, the console's row and the gateway's
+// credentials. The session's next request makes it again from the sealed
+// id, as adoption does for a session opened elsewhere. A parked session
 // still expires, ends by DELETE, by an operator, by another replica's word
 // and at shutdown exactly as any other.
 //
-// What mcp-go would have queued for it meanwhile are the list changes told
+// What would have been queued for it meanwhile are the list changes told
 // to every session (tools, resources, prompts): those are counted, and a
 // woken session is told once of each kind that changed since it was
 // parked. When anything was still queued as it was parked (a change no
@@ -440,36 +374,6 @@ const DefaultSessionParkAfter = time.Second
 
 // listChanges counts the list changes told to all sessions, by kind.
 type listChanges struct{ tools, resources, prompts uint32 }
-
-// parkKey marks the DELETE that parks a session; wakeKey carries the id of
-// the session an initialize makes again.
-type (
-	parkKey struct{}
-	wakeKey struct{}
-)
-
-func parkingFrom(ctx context.Context) bool {
-	_, ok := ctx.Value(parkKey{}).(bool)
-	return ok
-}
-
-func wakingFrom(ctx context.Context) bool {
-	_, ok := ctx.Value(wakeKey{}).(string)
-	return ok
-}
-
-// parkingIDs terminates nothing: a parked session lives on.
-type parkingIDs struct{ *sessionIDs }
-
-func (parkingIDs) Terminate(string) (bool, error) { return false, nil }
-
-// wakingIDs mints the id being woken, which is live already.
-type wakingIDs struct {
-	*sessionIDs
-	id string
-}
-
-func (w wakingIDs) Generate() string { return w.id }
 
 // parks reports whether this endpoint parks idle sessions: it needs the
 // seal to make them again.
@@ -489,7 +393,7 @@ func (e *Endpoint) parkIdle(now time.Time) int {
 	return n
 }
 
-// park lets go of mcp-go's state of session id, if it is still idle.
+// park lets go of session id's session object, if it is still idle.
 func (e *Endpoint) park(id string, now time.Time) bool {
 	e.adopting.Lock()
 	defer e.adopting.Unlock()
@@ -504,20 +408,14 @@ func (e *Endpoint) park(id string, now time.Time) bool {
 	e.notifying.Lock()
 	defer e.notifying.Unlock()
 	seen := e.changes
-	if len(s.NotificationChannel()) > 0 {
+	if len(s.notes) > 0 {
 		seen = listChanges{}
 	}
 	if !e.ids.markParked(id, s, now, e.opts.SessionParkAfter, seen) {
 		return false
 	}
-	code := e.sessionRequest(context.WithValue(context.Background(), parkKey{}, true), http.MethodDelete, e.sessionHeader(id), nil)
-	if code != http.StatusOK {
-		// mcp-go kept it: so does the endpoint, unparked.
-		e.ids.woke(id, s)
-		e.ids.pin(id)
-		e.opts.Logger.Warn("parking an idle session failed", "endpoint", e.opts.Path, "status", code)
-		return false
-	}
+	e.mcp.UnregisterSession(context.Background(), id)
+	s.close()
 	if e.opts.Sessions != nil {
 		e.opts.Sessions.SetParked(id, true)
 	}
@@ -526,7 +424,7 @@ func (e *Endpoint) park(id string, now time.Time) bool {
 
 // sealHolds reports whether id's seal carries all a woken session needs:
 // the client's capabilities are left out of a seal when they are large.
-func (e *Endpoint) sealHolds(id string, s server.ClientSession) bool {
+func (e *Endpoint) sealHolds(id string, s *legacySession) bool {
 	c, ok := e.seal.open(id)
 	if !ok {
 		return false
@@ -534,26 +432,16 @@ func (e *Endpoint) sealHolds(id string, s server.ClientSession) bool {
 	if len(c.Capabilities) > 0 {
 		return true
 	}
-	ci, ok := s.(server.SessionWithClientInfo)
-	if !ok {
-		return true
-	}
-	caps, err := json.Marshal(ci.GetClientCapabilities())
+	caps, err := json.Marshal(s.GetClientCapabilities())
 	return err == nil && string(caps) == "{}"
 }
 
-// wake makes mcp-go's state of parked session id again, for request r of
-// it, and returns the list changes it missed (notification methods), for
-// the caller to tell it of. false: the session could not be made again,
-// and has ended.
-//
-// The caller, not wake, sends them, and not through mcp-go's queue:
-// every POST mcp-go serves, the made-up initialize too, leaves a goroutine
-// behind that takes, and drops, what is queued for the session before it
-// has ended. A GET stream carries them as it opens (owedStream), a POST's
-// answer ahead of itself; any other request (a notification, a batch)
-// queues them as it ends, for the session's stream.
-func (e *Endpoint) wake(r *http.Request, id string) (owed []string, ok bool) {
+// wake makes parked session id again from its seal, with the log level it
+// set, and returns the list changes it missed (notification methods), for
+// the caller to tell it of: on a POST's answer ahead of it, or queued for
+// its GET stream. false: the session could not be made again, and has
+// ended.
+func (e *Endpoint) wake(id string) (owed []string, ok bool) {
 	e.adopting.Lock()
 	defer e.adopting.Unlock()
 	e.notifying.Lock()
@@ -563,22 +451,18 @@ func (e *Endpoint) wake(r *http.Request, id string) (owed []string, ok bool) {
 		// Woken by a request racing this one, or ended meanwhile.
 		return nil, e.ids.session(id) != nil
 	}
-	code := 0
-	if c, ok := e.seal.open(id); ok {
-		ctx := context.WithValue(context.WithoutCancel(r.Context()), wakeKey{}, id)
-		code = e.initializeAgain(ctx, r, c)
-	}
-	s := e.ids.session(id)
-	if code != http.StatusOK || s == nil {
-		e.opts.Logger.Warn("waking a parked session failed; it ends", "endpoint", e.opts.Path, "status", code)
+	c, ok := e.seal.open(id)
+	if !ok {
+		e.opts.Logger.Warn("waking a parked session failed; it ends", "endpoint", e.opts.Path)
 		e.sessionGone(id)
 		return nil, false
 	}
+	s := sessionFromSeal(id, c)
 	if level, ok := e.levels.getter(id)(); ok {
-		if sl, ok := s.(server.SessionWithLogging); ok {
-			sl.SetLogLevel(level)
-		}
+		s.SetLogLevel(level)
 	}
+	_ = e.mcp.RegisterSession(context.Background(), s)
+	e.ids.woke(id, s)
 	if e.opts.Sessions != nil {
 		e.opts.Sessions.SetParked(id, false)
 	}
@@ -594,50 +478,23 @@ func (e *Endpoint) wake(r *http.Request, id string) (owed []string, ok bool) {
 	return owed, true
 }
 
-// tellOwed queues the notifications a woken session missed.
+// tellOwed queues the notifications a woken session missed, for its GET
+// stream.
 func (e *Endpoint) tellOwed(id string, owed []string) {
 	for _, method := range owed {
 		_ = e.mcp.SendNotificationToSpecificClient(id, method, nil)
 	}
 }
 
-// owedStream is a woken session's GET stream: the list changes it missed
-// go out first, as mcp-go opens the stream (its first flush of an event
-// stream).
-type owedStream struct {
-	*streamWriter
-	owed []string
-	once sync.Once
-	sent atomic.Bool
-}
-
-func (o *owedStream) Flush() {
-	o.streamWriter.Flush()
-	o.once.Do(func() {
-		o.streamWriter.mu.Lock()
-		sse := o.streamWriter.sse
-		o.streamWriter.mu.Unlock()
-		if !sse {
-			return
-		}
-		for _, method := range o.owed {
-			msg, _ := json.Marshal(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
-			_, _ = o.streamWriter.Write([]byte("event: message\ndata: " + string(msg) + "\n\n"))
-		}
-		o.streamWriter.Flush()
-		o.sent.Store(true)
-	})
-}
-
-// endParked ends session id if it is parked: as mcp-go's DELETE would, with
-// no mcp-go state to let go of. false if it is not parked.
+// endParked ends session id if it is parked: as its DELETE would, with no
+// session object to let go of. false if it is not parked.
 func (e *Endpoint) endParked(id string) bool {
 	e.adopting.Lock()
 	defer e.adopting.Unlock()
 	if !e.ids.isParked(id) {
 		return false
 	}
-	_, _ = e.ids.Terminate(id)
+	e.ids.terminate(id)
 	e.sessionGone(id)
 	return true
 }

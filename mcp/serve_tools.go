@@ -29,8 +29,8 @@ type inbound struct {
 	params json.RawMessage
 	actor  core.Actor
 	// session is the legacy session the request came on, nil without one
-	// (a stateless endpoint, revision 2026-07-28, or a session whose
-	// initialize has not finished); sessionID is its id, "" without one.
+	// (a stateless endpoint, revision 2026-07-28, or a session ended by
+	// another request meanwhile); sessionID is its id, "" without one.
 	session   server.ClientSession
 	sessionID string
 	// modern is the 2026-07-28 request as read; nil for a legacy one.
@@ -50,11 +50,10 @@ var ownMethods = map[string]func(*Endpoint, context.Context, *callStream, *inbou
 }
 
 // readInbound reads env as a request the pipeline answers itself: one of
-// ownMethods from an authenticated actor. ok is false for
-// anything else, and for what mcp-go refuses before any method runs (a
-// legacy request without the session a stateful endpoint requires, or
-// naming a protocol revision the endpoint does not serve), which mcp-go
-// then answers.
+// ownMethods from an authenticated actor. ok is false for anything else,
+// and for what is refused before any method runs (a legacy request without
+// the session a stateful endpoint requires, or naming a protocol revision
+// the endpoint does not serve), which the endpoint or mcp-go then answers.
 func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*inbound, bool) {
 	if env.Kind != jsonrpc.Request || ownMethods[env.Method] == nil {
 		return nil, false
@@ -80,7 +79,10 @@ func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *m
 		}
 		return tr, true
 	}
-	tr.sessionID, tr.session = session, e.ids.session(session)
+	tr.sessionID = session
+	if s := e.ids.session(session); s != nil {
+		tr.session = s
+	}
 	return tr, true
 }
 

@@ -74,7 +74,7 @@ type EndpointOptions struct {
 	// or an open stream (SV-2); 0 is DefaultSessionIdleTimeout, negative
 	// never.
 	SessionIdleTimeout time.Duration
-	// SessionParkAfter lets go of an idle session's mcp-go state after
+	// SessionParkAfter lets go of an idle session's session object after
 	// that long without a request or an open stream; its next request
 	// makes it again from the sealed id (resume.go). 0 is
 	// DefaultSessionParkAfter, negative never. Only with a SessionKey.
@@ -172,8 +172,8 @@ type Endpoint struct {
 	// opts.AuditKey.
 	macs sync.Pool
 	// notifying is held while a change is told to every session, and
-	// while a session is parked or woken: a change reaches either
-	// mcp-go's session or the parked record, never neither.
+	// while a session is parked or woken: a change reaches either the
+	// session's queue or the parked record, never neither.
 	notifying sync.Mutex
 	// changes counts the list changes told to all sessions, by kind; a
 	// woken session is told of those since it was parked.
@@ -249,18 +249,14 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.limits.Store(opts.CallLimits)
 
 	hooks := &server.Hooks{}
+	// The endpoint's own sessions are opened and ended by the endpoint
+	// (legacy.go); these hooks see the sessions of mcp-go's transport: a
+	// stateless endpoint's GET streams.
 	hooks.AddOnRegisterSession(e.sessionStarted)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
-		switch {
-		case parkingFrom(ctx):
-			// Only mcp-go's state goes: the session lives on, parked.
-			return
-		case discardingFrom(ctx) && e.ids.session(s.SessionID()) == nil:
-			// Its initialize failed: it never started, and nothing
-			// was told of it.
-			return
+		if _, own := s.(*legacySession); !own {
+			e.sessionGone(s.SessionID())
 		}
-		e.sessionGone(s.SessionID())
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
 		if s := server.ClientSessionFromContext(ctx); s != nil {
@@ -298,17 +294,16 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	}
 	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
 
+	// mcp-go's transport serves what has no legacy session: a stateless
+	// endpoint, and the 2026-07-28 requests the gateway leaves to it
+	// (doc.go). Its default session-id manager is never asked for an id:
+	// every request that would mint one is the endpoint's.
 	httpOpts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(opts.Path),
 		server.WithStreamableHTTPLogger(slog.New(quietHandler{opts.Logger.Handler()})),
 	}
 	if opts.Stateless {
 		httpOpts = append(httpOpts, server.WithStateLess(true))
-	} else {
-		// Both eras on one endpoint: an initialize opens a legacy session,
-		// a request whose _meta names 2026-07-28 is served on its own,
-		// without one (server_modern.go).
-		httpOpts = append(httpOpts, server.WithSessionIdManagerResolver(idResolver{e.ids}))
 	}
 	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
 	if opts.Sessions != nil {
@@ -659,32 +654,13 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 	return mcpgo.NewToolResultError(err.Error())
 }
 
+// sessionStarted lists a session of mcp-go's transport (a stateless
+// endpoint's GET stream) as it starts.
 func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
-	if wakingFrom(ctx) {
-		// A parked session made again: it started long ago.
-		e.ids.woke(s.SessionID(), s)
-		return
-	}
-	if cs := callStreamFrom(ctx); cs != nil && cs.heldError() {
-		// mcp-go registers the session of a failed initialize too, once
-		// it has answered: that answer hands out no id, and the request
-		// discards the session. It is not counted, listed or bound.
+	if _, own := s.(*legacySession); own {
 		return
 	}
 	actor, _ := e.opts.Actor(ctx)
-	e.ids.bind(s.SessionID(), actor.ID, s)
-	if slot := slotFrom(ctx); slot != nil && slot.claim() {
-		// The session holds its place under the caps until it is
-		// forgotten, however it ends.
-		e.ids.hold(s.SessionID(), slot)
-		if m, _ := ctx.Value(getKey{}).(bool); m {
-			// Minted by a GET without an id: it lives as long as that
-			// stream, which keeps it from expiring meanwhile.
-			slot.mu.Lock()
-			slot.leave = e.ids.enter(s.SessionID())
-			slot.mu.Unlock()
-		}
-	}
 	e.ids.setProtocol(s.SessionID(), server.RequestProtocolVersion(ctx))
 	if e.opts.SessionStarted != nil {
 		e.opts.SessionStarted(ctx, s.SessionID())
@@ -700,8 +676,9 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 	e.opts.Sessions.Add(sess)
 }
 
-// ServeHTTP enforces the body limit and the session's owner, then hands
-// the request to mcp-go.
+// ServeHTTP enforces the body limit and the session's owner, then serves
+// the request: the gateway's own methods, the legacy session transport
+// (legacy.go), or what mcp-go serves (doc.go).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
@@ -758,13 +735,16 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if isModern {
-		// The revision has no sessions: mcp-go ignores the header, and
-		// so does the gateway.
+		// The revision has no sessions: the header is ignored.
 		id = ""
 	}
-	// owed are the list changes a woken session missed while parked.
+	// legacy: a request of the revisions with sessions on a stateful
+	// endpoint, whose session transport is the endpoint's own (legacy.go).
+	legacy := !e.opts.Stateless && !isModern
+	// owed are the list changes a woken session missed while parked: told
+	// on this request's answer ahead of it, or else queued for its stream.
 	var owed []string
-	if id != "" && !e.opts.Stateless {
+	if id != "" && legacy {
 		actor, _ := e.opts.Actor(r.Context())
 		if e.seal != nil && !e.ids.live(id) {
 			// Opened on another replica, or before a restart (OP-5).
@@ -785,61 +765,23 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer e.ids.enter(id)()
 		if e.ids.isParked(id) {
 			var ok bool
-			if owed, ok = e.wake(r, id); !ok {
+			if owed, ok = e.wake(id); !ok {
 				http.Error(w, "unknown session", http.StatusNotFound)
 				return
 			}
-			if r.Method != http.MethodGet {
-				// Unless this request's own answer carries them.
-				defer func() { e.tellOwed(id, owed) }()
-			}
+			defer func() { e.tellOwed(id, owed) }()
 		}
 	}
-	// minted is the id a request opening a session is to get; handedOut,
-	// that an initialize's answer carried it.
-	var minted string
-	var handedOut bool
-	// An initialize opens a new session even when it carries an id: mcp-go
-	// mints one for it all the same, which is held to the caps as any other.
-	opens := r.Method == http.MethodGet || r.Method == http.MethodPost && env.Method == string(mcpgo.MethodInitialize)
-	if !e.opts.Stateless && !isModern && (id == "" || r.Method == http.MethodPost) && opens {
-		actor, _ := e.opts.Actor(r.Context())
-		slot, err := e.opts.Limits.acquire(actor.ID)
-		if err != nil {
-			refuseSession(w, r, body, err)
-			return
-		}
-		defer slot.requestDone()
-		ctx := context.WithValue(r.Context(), slotKey{}, slot)
-		minted = randomID()
-		if e.seal != nil {
-			var init []byte
-			if r.Method == http.MethodPost {
-				init = body
-			}
-			minted = e.sealedFor(actor, init)
-		}
-		ctx = context.WithValue(ctx, mintKey{}, minted)
-		if r.Method == http.MethodPost {
-			// An initialize whose answer hands out no id leaves nothing
-			// (SV-2), whatever answered it.
-			defer func() {
-				if !handedOut {
-					e.discard(minted)
-				}
-			}()
-		}
-		if r.Method == http.MethodGet {
-			ctx = context.WithValue(ctx, getKey{}, true)
-		}
-		r = r.WithContext(ctx)
+	if legacy && r.Method != http.MethodPost {
+		e.serveSessionMethod(w, r, id, &owed)
+		return
 	}
 	if r.Method == http.MethodGet && id != "" {
-		// Requests from upstreams reach a client on this stream.
+		// A stateless endpoint's GET streams, which mcp-go serves for any
+		// id, are capped per id all the same.
 		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
 		if !ok {
-			e.tellOwed(id, owed)
-			http.Error(w, fmt.Sprintf("too many GET streams on this session: at most %d may be open at once (gateway.maxStreamsPerSession); close one first", e.opts.MaxStreamsPerSession), http.StatusTooManyRequests)
+			tooManyStreams(w, e.opts.MaxStreamsPerSession)
 			return
 		}
 		defer leave()
@@ -853,15 +795,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sw.ended = true
 			sw.mu.Unlock()
 		}()
-		if len(owed) == 0 {
-			e.library(sw, r, nil)
-			return
-		}
-		o := &owedStream{streamWriter: sw, owed: owed}
-		e.library(o, r, nil)
-		if !o.sent.Load() {
-			e.tellOwed(id, owed)
-		}
+		e.library(sw, r, nil)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -869,9 +803,19 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-		// One rule for every method: mcp-go refuses this, and so does
-		// everything the gateway answers itself.
+		// One rule for every method, whoever answers it.
+		if legacy {
+			http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
+			return
+		}
 		e.library(w, r, body)
+		return
+	}
+	if legacy && env.Kind == jsonrpc.Invalid && !json.Valid(body) {
+		writeRPCError(w, http.StatusBadRequest, mcpgo.PARSE_ERROR, "request body is not valid json")
+		return
+	}
+	if legacy && !env.Is(mcpgo.MethodInitialize) && refuseVersion(w, r) {
 		return
 	}
 	switch env.Kind {
@@ -885,6 +829,16 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
+		if legacy {
+			// Or a request of the session's GET stream (legacy.go).
+			if s := e.ids.session(id); s != nil && s.answer(env.RawID, body) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
+			http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
+			return
+		}
 		// An answer to mcp-go's own request (sampling, elicitation) is
 		// accepted with 202; anything else answers nothing the gateway
 		// asked, and is logged within bounds.
@@ -894,19 +848,39 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
 		}
 		return
-	case jsonrpc.Notification:
-		if id != "" {
-			e.cancelFast(&env, id)
-			e.serveNotification(w, r, id, body)
+	}
+	// opens: an initialize, which opens a new session even when it carries
+	// an id, held to the caps as any other.
+	var slot *sessionSlot
+	opens := legacy && env.Is(mcpgo.MethodInitialize)
+	if opens {
+		actor, _ := e.opts.Actor(r.Context())
+		var err error
+		if slot, err = e.opts.Limits.acquire(actor.ID); err != nil {
+			refuseSession(w, r, body, err)
 			return
 		}
+		defer slot.requestDone()
+	}
+	if legacy && !opens && id == "" && env.Kind != jsonrpc.Invalid {
+		http.Error(w, noSessionText, http.StatusBadRequest)
+		return
+	}
+	var session *legacySession
+	if legacy && id != "" {
+		session = e.ids.session(id)
+	}
+	if env.Kind == jsonrpc.Notification && session != nil {
+		e.cancelFast(&env, id)
+		e.serveLegacy(r.Context(), &callStream{w: w, hdr: http.Header{}}, session, body)
+		return
 	}
 	cs := newCallStream(w)
 	cs.dl = newDeadline(w, e.opts.WriteTimeout)
 	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
-	if len(owed) > 0 {
+	if len(owed) > 0 && env.Kind == jsonrpc.Request {
 		// A woken session is told of what it missed on this answer, ahead
-		// of it, as mcp-go sends what is queued for a session.
+		// of it.
 		for _, method := range owed {
 			_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
 		}
@@ -930,18 +904,74 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cs.finish()
 		return
 	}
-	// Everything else is mcp-go's: initialize and the session it opens,
-	// ping, logging, resources, prompts, completions, server/discover and
-	// subscriptions/listen, and the errors of what no method can serve.
-	if env.Method == string(mcpgo.MethodInitialize) {
-		cs.rewrite = initializeRewrite
+	switch {
+	case opens:
+		actor, _ := e.opts.Actor(r.Context())
+		e.serveInitialize(r.Context(), cs, body, actor, slot)
+	case legacy:
+		// ping, logging, resources, prompts, completions, and the
+		// errors of what no method serves.
+		e.serveLegacy(r.Context(), cs, session, body)
+	default:
+		// A stateless endpoint's, and the 2026-07-28 methods mcp-go
+		// serves: server/discover and subscriptions/listen.
+		if env.Kind == jsonrpc.Notification {
+			e.cancelModern(r, &env)
+		}
+		e.library(cs, r, body)
 	}
-	if env.Kind == jsonrpc.Notification {
-		e.cancelModern(r, &env)
-	}
-	e.library(cs, r, body)
 	cs.finish()
-	handedOut = minted != "" && cs.Header().Get(server.HeaderKeySessionID) == minted
+}
+
+// serveSessionMethod answers a GET or DELETE (or any method but POST) of a
+// legacy request on a stateful endpoint: the session's GET stream, or its
+// end. The session's owner was checked, and a parked session woken; owed
+// are what it missed, queued for its stream before the stream opens.
+func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id string, owed *[]string) {
+	switch r.Method {
+	case http.MethodGet, http.MethodDelete:
+	case http.MethodHead:
+		w.WriteHeader(http.StatusOK)
+		return
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if refuseVersion(w, r) {
+		return
+	}
+	if id == "" {
+		http.Error(w, noSessionText, http.StatusBadRequest)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		*owed = nil
+		e.endSession(id)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	e.tellOwed(id, *owed)
+	*owed = nil
+	s := e.ids.session(id)
+	if s == nil {
+		// Ended by a request racing this one.
+		http.Error(w, "unknown session", http.StatusNotFound)
+		return
+	}
+	// Requests from upstreams reach a client on this stream.
+	leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+	if !ok {
+		tooManyStreams(w, e.opts.MaxStreamsPerSession)
+		return
+	}
+	defer leave()
+	e.serveStream(w, r, s)
+}
+
+// tooManyStreams refuses a GET stream over the session's cap (SV-2).
+func tooManyStreams(w http.ResponseWriter, max int) {
+	http.Error(w, fmt.Sprintf("too many GET streams on this session: at most %d may be open at once (gateway.maxStreamsPerSession); close one first", max), http.StatusTooManyRequests)
 }
 
 // allowList is the endpoint's allow-list in force.
@@ -969,8 +999,6 @@ func (e *Endpoint) ToolsChanged() {
 	e.syncCatalog()
 }
 
-type getKey struct{}
-
 // EndSession ends a session from the gateway side, exactly as the client's
 // DELETE would; its next request gets 404.
 func (e *Endpoint) EndSession(id string) error {
@@ -980,57 +1008,28 @@ func (e *Endpoint) EndSession(id string) error {
 	if !e.ids.live(id) {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
-	return e.endSession(id)
-}
-
-// sessionHeader names session id, and its revision, to mcp-go.
-func (e *Endpoint) sessionHeader(id string) http.Header {
-	h := http.Header{}
-	h.Set(server.HeaderKeySessionID, id)
-	if p := e.ids.protocolOf(id); p != "" {
-		h.Set(mcpgo.HeaderProtocolVersion, p)
-	}
-	return h
-}
-
-// endSession ends id through mcp-go's own DELETE, so its state goes with
-// it: mcp-go's session, the endpoint's maps, the console's row.
-func (e *Endpoint) endSession(id string) error {
-	if e.endParked(id) {
-		return nil
-	}
-	code := e.sessionRequest(context.Background(), http.MethodDelete, e.sessionHeader(id), nil)
-	e.ids.forget(id)
-	if code != http.StatusOK {
-		return fmt.Errorf("ending session %q: HTTP %d", id, code)
-	}
+	e.endSession(id)
 	return nil
 }
 
-// discard lets go of session id, minted by an initialize whose answer did
-// not hand it out (SV-2): mcp-go registers the session of a failed
-// initialize too, after answering it, and only its own DELETE lets go of
-// all it keeps of one. Never handed out, the id is not ended for good: no
-// tombstone, and no other replica is told.
-func (e *Endpoint) discard(id string) {
-	h := http.Header{}
-	h.Set(server.HeaderKeySessionID, id)
-	e.sessionRequest(context.WithValue(context.Background(), discardKey{}, true), http.MethodDelete, h, nil)
-	e.ids.forget(id)
+// endSession ends session id, whoever ends it (its DELETE, an operator,
+// another replica, the idle sweep, a shutdown): its GET streams end, mcp-go
+// lets go of it, and so do the endpoint's maps and the console's row. Two
+// ends racing end it once.
+func (e *Endpoint) endSession(id string) {
+	if e.endParked(id) {
+		return
+	}
+	e.adopting.Lock()
+	defer e.adopting.Unlock()
+	s := e.ids.session(id)
+	if s == nil || !s.close() {
+		return
+	}
+	e.mcp.UnregisterSession(context.Background(), id)
+	e.ids.terminate(id)
+	e.sessionGone(id)
 }
-
-// discardKey marks the DELETE of discard.
-type discardKey struct{}
-
-func discardingFrom(ctx context.Context) bool {
-	_, ok := ctx.Value(discardKey{}).(bool)
-	return ok
-}
-
-// discardingIDs terminates nothing: discard forgets the id itself.
-type discardingIDs struct{ *sessionIDs }
-
-func (discardingIDs) Terminate(string) (bool, error) { return false, nil }
 
 // Close stops the sweeper and following the registry, and ends every
 // session (SV-9).
@@ -1049,11 +1048,15 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	for _, id := range e.ids.parkedIDs() {
 		e.endParked(id)
 	}
+	for _, id := range e.ids.bound() {
+		e.endSession(id)
+	}
 	if e.opts.Hub != nil {
 		e.opts.Hub.detach(e)
 	}
 	e.sub.Close()
 	e.synced.Wait()
+	// A stateless endpoint's GET streams are mcp-go's.
 	e.http.CloseSessions(ctx)
 	return nil
 }

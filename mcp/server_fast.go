@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
@@ -193,8 +192,8 @@ func readCallParams(raw []byte, p *callParams) bool {
 }
 
 // cancelFast applies a client's notifications/cancelled to a call the
-// session has running; mcp-go, which gets the notification next, knows only
-// its own.
+// session has running; mcp-go, which gets the notification next, knows
+// none of them.
 func (e *Endpoint) cancelFast(env *jsonrpc.Envelope, session string) {
 	if env.Method != string(mcpgo.MethodNotificationCancelled) {
 		return
@@ -229,22 +228,4 @@ func writeUnknownTool(w *callStream, rawID json.RawMessage, name string, status 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(unknownToolAnswer(rawID, name))
-}
-
-// initializeRewrite hands out no session id with an error (SV-2): mcp-go
-// mints the id before it reads the request, and sends it with whatever it
-// answers. The request lets go of an id it did not hand out (discard).
-func initializeRewrite(h http.Header, answer []byte) []byte {
-	if isErrorAnswer(answer) {
-		h.Del(server.HeaderKeySessionID)
-	}
-	return answer
-}
-
-// isErrorAnswer reports whether a JSON-RPC answer is an error.
-func isErrorAnswer(answer []byte) bool {
-	var msg struct {
-		Error json.RawMessage `json:"error"`
-	}
-	return json.Unmarshal(answer, &msg) == nil && len(msg.Error) > 0 && string(msg.Error) != "null"
 }

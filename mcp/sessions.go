@@ -1,18 +1,14 @@
 package mcp
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
-// sessionIDs mints session ids and keeps one record per legacy session:
-// whose it is, what holds it open, when it was last used. Unknown and ended
-// ids both fail validation, so mcp-go answers 404 instead of accepting any
-// well-formed id.
+// sessionIDs keeps one record per legacy session: whose it is, what holds
+// it open, when it was last used. An id with no live record is unknown,
+// ended or not: the endpoint answers 404 for it.
 //
 // Lock order: Endpoint.adopting, then Endpoint.notifying, then mu. mu is
 // held only inside these methods, which call nothing that locks.
@@ -43,9 +39,8 @@ type sessionRecord struct {
 	live bool
 	// owner is the actor's id, "" until initialize bound the session.
 	owner string
-	// session is mcp-go's session once initialize bound it; nil while
-	// parked.
-	session server.ClientSession
+	// session is the session as mcp-go serves it; nil while parked.
+	session *legacySession
 	// protocol is the negotiated revision.
 	protocol string
 	// streams counts the open GET streams; busy the open requests and
@@ -57,7 +52,7 @@ type sessionRecord struct {
 	// slot is the place the session holds under the caps (SV-2).
 	slot *sessionSlot
 	// parked holds the list changes told to the session before its
-	// mcp-go state was let go while idle (resume.go); nil when it is not
+	// session was let go while idle (resume.go); nil when it is not
 	// parked. pinned sessions are never parked: subscribed to resources,
 	// or with more than the id carries.
 	parked *listChanges
@@ -68,17 +63,8 @@ func newSessionIDs() *sessionIDs {
 	return &sessionIDs{byID: map[string]*sessionRecord{}}
 }
 
-var errUnknownSession = errors.New("unknown session")
-
-func (m *sessionIDs) Generate() string {
-	id := randomID()
-	m.add(id)
-	return id
-}
-
-// add makes id known, its owner to be bound by initialize. An id minted
-// again (adopted while the sweep was ending it) is no longer parked: it is
-// ended, if it is, as mcp-go's.
+// add makes id known, its owner to be bound next. An id made again
+// (adopted while the sweep was ending it) is no longer parked.
 func (m *sessionIDs) add(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -95,20 +81,14 @@ func (m *sessionIDs) tombstone(id string) bool { return m.gone.add(id, time.Now(
 
 func (m *sessionIDs) ended(id string) bool { return m.gone.has(id, time.Now()) }
 
-func (m *sessionIDs) Validate(id string) (bool, error) {
-	if !m.live(id) {
-		return false, errUnknownSession
-	}
-	return false, nil
-}
-
-func (m *sessionIDs) Terminate(id string) (bool, error) {
+// terminate forgets id, ended: for good (a tombstone, and onEnded told)
+// unless a shutdown or the idle sweep ended it.
+func (m *sessionIDs) terminate(id string) {
 	_, expired := m.expiring.LoadAndDelete(id)
 	if !m.closing.Load() && m.tombstone(id) && m.onEnded != nil && !expired {
 		m.onEnded(id)
 	}
 	m.forget(id)
-	return false, nil
 }
 
 // liveRecord is id's record if it is live; m.mu is held.
@@ -125,7 +105,7 @@ func (m *sessionIDs) live(id string) bool {
 	return m.liveRecord(id) != nil
 }
 
-func (m *sessionIDs) bind(id, actor string, s server.ClientSession) {
+func (m *sessionIDs) bind(id, actor string, s *legacySession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rec := m.liveRecord(id); rec != nil {
@@ -146,8 +126,8 @@ func (m *sessionIDs) hold(id string, slot *sessionSlot) {
 	}
 }
 
-// session is the live session of that id, once initialize bound it.
-func (m *sessionIDs) session(id string) server.ClientSession {
+// session is the session of that id; nil while parked, or unknown.
+func (m *sessionIDs) session(id string) *legacySession {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rec := m.byID[id]; rec != nil {
@@ -288,7 +268,7 @@ func (rec *sessionRecord) idleFor(now time.Time, after time.Duration) bool {
 
 // markParked parks id, bound to s, if it is still idle at now; seen are
 // the list changes it has been told of.
-func (m *sessionIDs) markParked(id string, s server.ClientSession, now time.Time, after time.Duration, seen listChanges) bool {
+func (m *sessionIDs) markParked(id string, s *legacySession, now time.Time, after time.Duration, seen listChanges) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.byID[id]
@@ -300,7 +280,7 @@ func (m *sessionIDs) markParked(id string, s server.ClientSession, now time.Time
 }
 
 // woke binds parked id to its session made again.
-func (m *sessionIDs) woke(id string, s server.ClientSession) {
+func (m *sessionIDs) woke(id string, s *legacySession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rec := m.byID[id]; rec != nil && rec.parked != nil {
@@ -320,6 +300,19 @@ func (m *sessionIDs) parkedSeen(id string) (listChanges, bool) {
 		return *rec.parked, true
 	}
 	return listChanges{}, false
+}
+
+// bound are the ids with a session, live or being ended.
+func (m *sessionIDs) bound() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id, rec := range m.byID {
+		if rec.session != nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func (m *sessionIDs) parkedIDs() []string {

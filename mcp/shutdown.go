@@ -86,20 +86,19 @@ func (c *callStream) cut(id json.RawMessage) {
 	})
 	switch {
 	case c.upgraded:
-		// An event stream is open, the gateway's or mcp-go's: the answer is
-		// its last event.
+		// An event stream is open: the answer is its last event.
 		_, _ = fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", data)
-	case !c.libHeader || c.deferred:
+	case !c.libHeader:
 		h := c.w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Del("Content-Length")
 		c.w.WriteHeader(http.StatusOK)
 		_, _ = c.w.Write(data)
 	default:
-		// mcp-go is writing its own JSON answer: it is the call's answer.
+		// A JSON answer is being written: it is the call's answer.
 		return
 	}
 	c.flushLocked()
-	c.done, c.deferred = true, false
+	c.done = true
 	c.held.Reset()
 }

@@ -22,23 +22,25 @@ import (
 // belongs to. Writing them here keeps them on the call's stream and in
 // order.
 //
-// mcp-go keeps writing through this writer. Until the gateway sends an
-// event, everything passes straight through. Once it has, the response is
-// SSE: if mcp-go then answers in plain JSON, that body is held back and sent
-// as one final event when the request ends (finish); if mcp-go switched to
-// SSE itself, its events pass through.
+// The answer — the gateway's own, or mcp-go's (HandleMessage's, or its
+// transport's) — is written through this writer. Until the gateway sends
+// an event, everything passes straight through. Once it has, the response
+// is SSE: an answer then written in plain JSON is held back and sent as
+// one final event when the request ends (finish); if mcp-go's transport
+// switched to SSE itself, its events pass through.
 type callStream struct {
 	// dl moves the write deadline on before every write (SV-9).
 	dl deadline
 
 	mu sync.Mutex
 	w  http.ResponseWriter
-	// hdr is the header map mcp-go fills; copied to w's when mcp-go sends
-	// its header, so the two writers never share a map.
+	// hdr is the header map the answer's writer fills; copied to w's when
+	// it sends its header, so the two writers never share a map.
 	hdr http.Header
 	// upgraded: the real response went out as text/event-stream.
 	upgraded bool
-	// libHeader: mcp-go sent its header; libSSE: as an event stream.
+	// libHeader: the answer's writer sent its header; libSSE: as an event
+	// stream.
 	libHeader, libSSE bool
 	// done: the gateway wrote the call's answer itself; what mcp-go
 	// writes after it is its own rendering of the same answer and is
@@ -49,13 +51,7 @@ type callStream struct {
 	// request after the call was answered) is refused rather than put
 	// into a response the server may already be reusing.
 	ended bool
-	// rewrite, when set, is applied to mcp-go's JSON answer before it goes
-	// out (held in body with its status until finish).
-	rewrite  func(h http.Header, body []byte) []byte
-	deferred bool
-	status   int
-	body     bytes.Buffer
-	held     bytes.Buffer
+	held  bytes.Buffer
 }
 
 type callStreamKey struct{}
@@ -80,14 +76,6 @@ func (c *callStream) WriteHeader(code int) {
 	c.writeHeaderLocked(code)
 }
 
-// heldError reports whether the answer held back for rewrite is a
-// JSON-RPC error.
-func (c *callStream) heldError() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.deferred && isErrorAnswer(c.body.Bytes())
-}
-
 // answered marks the call's answer as written: later writes are dropped.
 func (c *callStream) answered() {
 	c.mu.Lock()
@@ -103,10 +91,6 @@ func (c *callStream) writeHeaderLocked(code int) {
 	c.libSSE = strings.HasPrefix(c.hdr.Get("Content-Type"), "text/event-stream")
 	if c.upgraded {
 		return // the event stream's header went out already
-	}
-	if c.rewrite != nil && !c.libSSE {
-		c.deferred, c.status = true, code
-		return
 	}
 	for k, v := range c.hdr {
 		c.w.Header()[k] = v
@@ -126,9 +110,6 @@ func (c *callStream) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	c.writeHeaderLocked(http.StatusOK)
-	if c.deferred {
-		return c.body.Write(p)
-	}
 	if c.upgraded && !c.libSSE {
 		return c.held.Write(p)
 	}
@@ -199,24 +180,13 @@ func (c *callStream) send(msg any) error {
 	return nil
 }
 
-// finish sends a JSON answer mcp-go wrote after the stream was upgraded as
-// the stream's last event.
+// finish sends a JSON answer written after the stream was upgraded as the
+// stream's last event.
 func (c *callStream) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.ended = true }()
 	c.dl.extend()
-	if c.deferred {
-		out := c.rewrite(c.hdr, c.body.Bytes())
-		for k, v := range c.hdr {
-			c.w.Header()[k] = v
-		}
-		c.w.Header().Del("Content-Length")
-		c.w.WriteHeader(c.status)
-		_, _ = c.w.Write(out)
-		c.deferred = false
-		return
-	}
 	body := bytes.TrimSpace(c.held.Bytes())
 	if len(body) == 0 {
 		return
