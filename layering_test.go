@@ -32,13 +32,13 @@ var layerRules = []layerRule{
 }
 
 // The two MCP sides meet only in mcp/downstream (and the wire format of
-// mcp/jsonrpc): the serving package, mcp itself, and the upstream clients
+// mcp/jsonrpc): the serving package, mcp/serve, and the upstream clients
 // import nothing of each other, and the seam imports neither. These rules
-// name packages, not areas: mcp/demo or mcp/jsonrpc is not package mcp.
+// name packages, not areas: mcp/serve/x would not be package mcp/serve.
 var packageRules = []layerRule{
-	{"mcp", []string{"mcp/upstream"}, "the endpoint reaches upstreams only through core.Upstream"},
-	{"mcp/upstream", []string{"mcp"}, "an upstream reaches the calling client only through mcp/downstream"},
-	{"mcp/downstream", []string{"mcp", "mcp/upstream"}, "the seam belongs to neither side"},
+	{"mcp/serve", []string{"mcp/upstream"}, "the endpoint reaches upstreams only through core.Upstream"},
+	{"mcp/upstream", []string{"mcp/serve"}, "an upstream reaches the calling client only through mcp/downstream"},
+	{"mcp/downstream", []string{"mcp/serve", "mcp/upstream"}, "the seam belongs to neither side"},
 }
 
 // in reports whether pkg is area or under it.

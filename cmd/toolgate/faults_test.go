@@ -2,7 +2,7 @@ package main
 
 // Fault tests against real child processes: the built toolgate binary's demo
 // upstreams, over stdio and Streamable HTTP, driven through core.Importer and
-// upstream.NewUpstream or the CLI.
+// upstream.New or the CLI.
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ func faultCtx(t *testing.T, d time.Duration) context.Context {
 // supervised as the gateway runs it.
 func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.UpstreamSpec {
 	t.Helper()
-	up, err := upstream.NewUpstream(upstream.UpstreamOptions{
+	up, err := upstream.New(upstream.Options{
 		Name: name, Command: toolgateBinary(t), Args: []string{"demo-upstream", name},
 		Env: env, Supervisor: gateway.SupervisorArgs(),
 	})
@@ -58,7 +58,7 @@ func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.Up
 
 func httpSpec(t *testing.T, name, url string) importer.UpstreamSpec {
 	t.Helper()
-	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: name, URL: url, Transport: "http"})
+	up, err := upstream.New(upstream.Options{Name: name, URL: url, Transport: "http"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestFaultActionOutcomeUnknownIM29(t *testing.T) {
 // closed port — are reported and skipped; the others are imported. A
 // required one makes Start fail, naming it.
 func TestFaultUpstreamDownAtStartIM8(t *testing.T) {
-	missing, err := upstream.NewUpstream(upstream.UpstreamOptions{
+	missing, err := upstream.New(upstream.Options{
 		Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-server"), Supervisor: gateway.SupervisorArgs(),
 	})
 	if err != nil {

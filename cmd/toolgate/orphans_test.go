@@ -307,7 +307,7 @@ func TestSuperviseParentGoneIM10(t *testing.T) {
 // command's status; what the command leaves in the group is stopped.
 func TestSuperviseBinaryPassThrough(t *testing.T) {
 	bin := toolgateBinary(t)
-	up, err := upstream.NewUpstream(upstream.UpstreamOptions{
+	up, err := upstream.New(upstream.Options{
 		Name: "flaky", Command: bin, Args: []string{"demo-upstream", "flaky"},
 		Supervisor: []string{bin, "_supervise", "--"},
 	})

@@ -23,8 +23,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 const (
@@ -123,8 +123,8 @@ func checkServeSDKTools(t *testing.T, tools []serveSDKTool, want []string) {
 	for _, tool := range tools {
 		names = append(names, tool.Name)
 		source, _, _ := strings.Cut(tool.Name, "_")
-		if got := tool.Meta[mcp.SourceMetaKey]; got != source {
-			t.Errorf("%s: _meta[%q] = %v, want %q", tool.Name, mcp.SourceMetaKey, got, source)
+		if got := tool.Meta[serve.SourceMetaKey]; got != source {
+			t.Errorf("%s: _meta[%q] = %v, want %q", tool.Name, serve.SourceMetaKey, got, source)
 		}
 		var schema struct {
 			Type       string `json:"type"`

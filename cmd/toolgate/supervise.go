@@ -7,7 +7,7 @@ import (
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
-// The hidden _supervise command: what upstream.UpstreamOptions.Supervisor runs.
+// The hidden _supervise command: what upstream.Options.Supervisor runs.
 const (
 	superviseSynopsis = "-- CMD ARGS…"
 	superviseSummary  = "(internal) run CMD in this process group and stop the group when toolgate dies"

@@ -32,8 +32,8 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/mcp"
 	"github.com/toolgate/toolgate/mcp/demo"
+	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
@@ -217,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	// The echo upstream over stdio, for the direct path: a child process.
-	direct, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "echo-direct", Command: self, Args: []string{"demo-upstream", "echo"}})
+	direct, err := upstream.New(upstream.Options{Name: "echo-direct", Command: self, Args: []string{"demo-upstream", "echo"}})
 	if err != nil {
 		return nil, err
 	}
@@ -999,7 +999,7 @@ func measureIdleSessions(ctx context.Context, hc *http.Client, url, key string, 
 	res.FreshSessionBytes = math.Round((float64(ms.HeapAlloc) - float64(heap0)) / float64(opened))
 	// Idle: long enough for the gateway to park them (one wait, and the
 	// sweep's half of it, with room to spare).
-	time.Sleep(2 * mcp.DefaultSessionParkAfter)
+	time.Sleep(2 * serve.DefaultSessionParkAfter)
 	settle()
 	runtime.ReadMemStats(&ms)
 	res.IdleSessionBytes = math.Round((float64(ms.HeapAlloc) - float64(heap0)) / float64(opened))

@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/internal/metrics"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -77,12 +77,12 @@ type Gateway struct {
 	sessions  *core.Sessions
 	gate      *confirm.Gate // nil: no confirm secret, action tools are not served
 	approvals *confirm.ApprovalQueue
-	hub       *mcp.Hub
+	hub       *serve.Hub
 	oauth     *oauthState // nil: no upstream has oauth (UI-1)
 	metrics   *metrics.Metrics
 	ops       *opsLog // nil without a logger
 	handler   http.Handler
-	endpoints []*mcp.Endpoint
+	endpoints []*serve.Endpoint
 	ln        net.Listener
 	srv       *http.Server
 	served    chan error // Serve's result, should it stop by itself
@@ -94,7 +94,7 @@ type Gateway struct {
 	sessionShare *sessionShare
 	// sessionEnds are the endpoints told of sessions other replicas ended,
 	// once built: the shared events start arriving before they are.
-	sessionEnds atomic.Pointer[[]*mcp.Endpoint]
+	sessionEnds atomic.Pointer[[]*serve.Endpoint]
 	ready       atomic.Bool
 	// life bounds what lives as long as the gateway rather than as long as
 	// New's context: the OAuth strategies' key-set refresh. Close ends it.
@@ -221,7 +221,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 	g.reg = core.NewRegistry(&core.RegistryOptions{Bus: bus, CanUse: rev.CanUse, Fingerprint: review.FingerprintOf})
 	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Reviews = rev.States(s.Tools) })
 	g.review = rev
-	g.hub = mcp.NewHub()
+	g.hub = serve.NewHub()
 	specs := make([]importer.UpstreamSpec, 0, len(g.cfg.Upstreams))
 	for _, u := range g.cfg.Upstreams {
 		s, err := g.specOf(u, g.hub)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 // buildHandler mounts every endpoint behind its authentication, the RFC 9728
@@ -18,7 +18,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	mux := http.NewServeMux()
 	// One set of caps for all endpoints: gateway.maxSessions bounds the
 	// gateway, not each endpoint (SV-2).
-	limits := mcp.NewSessionLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
+	limits := serve.NewSessionLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
 	sessionKey, err := sessionKey(cfg)
 	if err != nil {
 		return err
@@ -32,14 +32,14 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var ends []*mcp.Endpoint
+	var ends []*serve.Endpoint
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
 		if err != nil {
 			return fmt.Errorf("endpoints[%d] %s: %w", i, e.Path, err)
 		}
 		epAuth.OnRefusal = g.authRefused(e.Path)
-		ep, err := mcp.NewEndpoint(mcp.EndpointOptions{
+		ep, err := serve.NewEndpoint(serve.EndpointOptions{
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
 			Registry: g.reg, Gate: g.gate, Sessions: g.sessions, Actor: auth.ActorFrom, Logger: g.log,
@@ -73,7 +73,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	}
 	// Body-read and write deadlines per request, not the server's: those
 	// would cut event streams (SV-9).
-	g.handler = mcp.WithDeadlines(mux, cfg.Gateway.ReadTimeout, cfg.Gateway.WriteTimeout)
+	g.handler = serve.WithDeadlines(mux, cfg.Gateway.ReadTimeout, cfg.Gateway.WriteTimeout)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 const limitsYAML = `limits:
@@ -29,8 +29,8 @@ func refusedBy(t *testing.T, res *mcpgo.CallToolResult, id string) {
 	if !res.IsError || m == nil || m[1] != id {
 		t.Fatalf("want a refusal by %s, got %+v", id, res)
 	}
-	if res.Meta == nil || fmt.Sprint(res.Meta.AdditionalFields[mcp.RetryAfterMetaKey]) != m[2] {
-		t.Fatalf("_meta %+v lacks %s = %s", res.Meta, mcp.RetryAfterMetaKey, m[2])
+	if res.Meta == nil || fmt.Sprint(res.Meta.AdditionalFields[serve.RetryAfterMetaKey]) != m[2] {
+		t.Fatalf("_meta %+v lacks %s = %s", res.Meta, serve.RetryAfterMetaKey, m[2])
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate/auth"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 // RevokedText is what a session opened with credentials a reload no longer
@@ -24,7 +24,7 @@ const RevokedText = "the credentials this session was opened with are no longer 
 // (OP-8). Its metadata document follows the same switch.
 type endpointSwitch struct {
 	path  string
-	ep    *mcp.Endpoint
+	ep    *serve.Endpoint
 	g     *Gateway
 	state atomic.Pointer[authState]
 }
@@ -44,14 +44,14 @@ type authState struct {
 
 // mountEndpoint serves ep at its path behind epAuth, and its RFC 9728
 // metadata when a strategy has any, both through one switch.
-func (g *Gateway) mountEndpoint(mux *http.ServeMux, ep *mcp.Endpoint, epAuth auth.EndpointAuth) {
+func (g *Gateway) mountEndpoint(mux *http.ServeMux, ep *serve.Endpoint, epAuth auth.EndpointAuth) {
 	s := &endpointSwitch{path: epAuth.Path, ep: ep, g: g}
 	s.set(epAuth, nil)
 	if g.switches == nil {
 		g.switches = map[string]*endpointSwitch{}
 	}
 	g.switches[s.path] = s
-	mux.Handle(s.path, g.traced(s.path, mcp.RejectRebinding(s)))
+	mux.Handle(s.path, g.traced(s.path, serve.RejectRebinding(s)))
 	mux.HandleFunc(auth.MetadataPath(s.path), s.metadata)
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/admin"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
@@ -121,7 +121,7 @@ func sameOAuthUpstream(a, b upstreamoauth.Upstream) bool {
 
 // oauthUpstreamOf builds an OAuth upstream over the network upstream's
 // options.
-func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
+func (g *Gateway) oauthUpstreamOf(u config.Upstream, hub *serve.Hub) (core.Upstream, error) {
 	m, err := g.oauthManager()
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (g *Gateway) mountUpstreamOAuth(mux *http.ServeMux, first string) {
 		return
 	}
 	h := g.oauth.m.Handler()
-	disconnect := mcp.RejectRebinding(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	disconnect := serve.RejectRebinding(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if http.NewCrossOriginProtection().Check(r) != nil {
 			http.Error(w, "Forbidden: disconnecting is refused from another site's page (cross-origin request)", http.StatusForbidden)
 			return

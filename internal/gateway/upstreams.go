@@ -9,13 +9,13 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
-	"github.com/toolgate/toolgate/mcp"
+	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // specOf is what the importer needs of one upstream's config, with its
 // connection built.
-func (g *Gateway) specOf(u config.Upstream, hub *mcp.Hub) (importer.UpstreamSpec, error) {
+func (g *Gateway) specOf(u config.Upstream, hub *serve.Hub) (importer.UpstreamSpec, error) {
 	up, err := g.upstreamOf(u, hub)
 	if err != nil {
 		return importer.UpstreamSpec{}, fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -40,7 +40,7 @@ func (g *Gateway) specOf(u config.Upstream, hub *mcp.Hub) (importer.UpstreamSpec
 
 // upstreamOf builds one upstream's connection: through the OAuth manager
 // when it has oauth (UI-1).
-func (g *Gateway) upstreamOf(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
+func (g *Gateway) upstreamOf(u config.Upstream, hub *serve.Hub) (core.Upstream, error) {
 	if u.OAuth != nil {
 		return g.oauthUpstreamOf(u, hub)
 	}
@@ -54,17 +54,17 @@ func NewUpstream(u config.Upstream) (core.Upstream, error) { return newUpstreamO
 // newUpstreamOn turns one upstream's config into its connection, passing
 // its resource updates to hub. This is the one place secrets leave their
 // config.Secret wrapper.
-func newUpstreamOn(u config.Upstream, hub *mcp.Hub) (core.Upstream, error) {
+func newUpstreamOn(u config.Upstream, hub *serve.Hub) (core.Upstream, error) {
 	opts, err := upstreamOptions(u, hub)
 	if err != nil {
 		return nil, err
 	}
-	return upstream.NewUpstream(opts)
+	return upstream.New(opts)
 }
 
 // upstreamOptions is one upstream's config as the mcp package takes it.
-func upstreamOptions(u config.Upstream, hub *mcp.Hub) (upstream.UpstreamOptions, error) {
-	opts := upstream.UpstreamOptions{
+func upstreamOptions(u config.Upstream, hub *serve.Hub) (upstream.Options, error) {
+	opts := upstream.Options{
 		Name:          u.Name,
 		Command:       u.Command,
 		Args:          u.Args,
@@ -110,7 +110,7 @@ func rootURIs(roots []string) []string {
 	return out
 }
 
-// SupervisorArgs is the upstream.UpstreamOptions.Supervisor of stdio upstreams:
+// SupervisorArgs is the upstream.Options.Supervisor of stdio upstreams:
 // this binary running its hidden _supervise command, to which the adapter
 // appends the upstream's command and args. nil (no supervisor) if the
 // binary cannot be found.

@@ -2,7 +2,7 @@
 // as encoding/json would read them but without decoding what a gateway only
 // passes on: a message's members located in one scan (Scan, EachMember), a
 // POST body read once into an Envelope, ids read and written as their JSON
-// text. Both the serving and the upstream side of package mcp use it.
+// text. Both the serving side (mcp/serve) and the upstream side (mcp/upstream) use it.
 package jsonrpc
 
 import (

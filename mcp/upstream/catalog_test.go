@@ -18,7 +18,7 @@ func TestCatalogThroughRealServer(t *testing.T) {
 	reg := core.NewRegistry(nil)
 	var specs []importer.UpstreamSpec
 	for _, name := range []string{"notes", "echo"} {
-		up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: name, URL: upstreamtest.ServeDemo(t, name), Transport: "http"})
+		up, err := upstream.New(upstream.Options{Name: name, URL: upstreamtest.ServeDemo(t, name), Transport: "http"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ import (
 // asked is sent notifications/elicitation/complete with the elicitation's
 // id when the connection completes, whenever that is, if it is still there.
 // A 2026-07-28 client is asked the same question as an input request of
-// the call (package mcp's modern_relay.go), which has no session to
+// the call (package mcp/serve's modern_relay.go), which has no session to
 // notify: the call's result is its completion. A client without the capability, one that
 // declines or cancels, or one that cannot be asked gets the isError answer
 // with the link, as before.

@@ -211,7 +211,7 @@ func askingCtx(t *testing.T, sess *fakeURLSession) context.Context {
 
 func newTestOAuthUpstream(t *testing.T, tokens OAuthTokens) *OAuthUpstream {
 	t.Helper()
-	u, err := NewOAuthUpstream(OAuthUpstreamOptions{Upstream: UpstreamOptions{Name: "crm", URL: "http://127.0.0.1:1/mcp"}, PerActor: true, Tokens: tokens})
+	u, err := NewOAuthUpstream(OAuthUpstreamOptions{Upstream: Options{Name: "crm", URL: "http://127.0.0.1:1/mcp"}, PerActor: true, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

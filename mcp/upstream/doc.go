@@ -1,7 +1,7 @@
 // Package upstream is toolgate's upstream side: the MCP clients that
 // implement core.Upstream for the servers it governs.
 //
-// NewUpstream builds a core.Upstream for one configured MCP server: a stdio
+// New builds a core.Upstream for one configured MCP server: a stdio
 // child process, a Streamable HTTP endpoint or a legacy SSE endpoint (with
 // "auto" trying Streamable HTTP first). mcp-go supplies the transports and the
 // initialize handshake; everything the gateway must pass on untouched —
@@ -14,7 +14,7 @@
 // http.RoundTripper, so every request — including the event stream and the
 // DELETE that ends a session — is authenticated the same way. A stdio child
 // runs in its own process group, which Close stops as a whole; with
-// UpstreamOptions.Supervisor set (toolgate always sets it) the group is led
+// Options.Supervisor set (toolgate always sets it) the group is led
 // by a small supervisor that stops it even when the gateway is SIGKILLed,
 // and, as a child subreaper on Linux, every descendant that left the group.
 //
@@ -35,7 +35,7 @@
 //   - Progress: the client's progressToken is replaced, upstream, by one
 //     the gateway mints per call; notifications/progress carrying it go back
 //     to the calling session under the client's own token, in the order
-//     they came, on the call's own response stream (package mcp's
+//     they came, on the call's own response stream (package mcp/serve's
 //     stream.go), ahead of the result.
 //   - Sampling and elicitation over Streamable HTTP arrive on the stream of
 //     the call that caused them, and so carry that call's context: they go
@@ -58,7 +58,7 @@
 //   - logging/setLevel is kept per session and filters the messages passed
 //     to it; it is not sent upstream, where it would change the level for
 //     every session sharing the connection.
-//   - Resource subscriptions are counted across sessions (package mcp's
+//   - Resource subscriptions are counted across sessions (package mcp/serve's
 //     Hub): the upstream is subscribed on the first and unsubscribed after
 //     the last, and notifications/resources/updated goes to the subscribed
 //     sessions.
@@ -70,8 +70,8 @@
 // elicitation.
 //
 // The calling client is reached through package mcp/downstream: the
-// serving side (package mcp) puts a downstream.Downstream in each call's
+// serving side (package mcp/serve) puts a downstream.Downstream in each call's
 // context, and what this package passes on goes through it, so nothing
 // here knows of sessions, streams or mcp-go's server. Resource updates go
-// to the downstream.Hub in UpstreamOptions.
+// to the downstream.Hub in Options.
 package upstream

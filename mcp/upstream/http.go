@@ -33,7 +33,7 @@ import (
 
 type httpUpstream struct {
 	base
-	opts   UpstreamOptions
+	opts   Options
 	libLog *slog.Logger
 	// origin is scheme://host of the URL: credentials go nowhere else.
 	origin string
@@ -63,7 +63,7 @@ func (u *httpUpstream) Transport() string {
 	return ""
 }
 
-func newHTTPUpstream(opts UpstreamOptions, log *slog.Logger) *httpUpstream {
+func newHTTPUpstream(opts Options, log *slog.Logger) *httpUpstream {
 	u := &httpUpstream{opts: opts, endpointWait: autoEndpointWait}
 	pu, _ := url.Parse(opts.URL) // validated
 	u.origin = pu.Scheme + "://" + pu.Host

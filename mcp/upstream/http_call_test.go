@@ -124,7 +124,7 @@ func TestRawToolsCallOverStreamableHTTP(t *testing.T) {
 	leakCheck(t)
 	srv := &streamServer{}
 	ts := startServer(t, srv)
-	u := connect(t, UpstreamOptions{Name: "s", URL: ts.URL + "/mcp", Transport: "http",
+	u := connect(t, Options{Name: "s", URL: ts.URL + "/mcp", Transport: "http",
 		Headers: map[string]string{"X-Upstream-Key": "k1"}})
 
 	for _, tc := range []struct{ tool, want string }{{"json", "plain"}, {"sse", "streamed"}, {"resume", "resumed"}} {
@@ -254,7 +254,7 @@ func TestRawToolsCallConnections(t *testing.T) {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	defer close(release)
-	u := connect(t, UpstreamOptions{Name: "s", URL: ts.URL + "/mcp", Transport: "http"})
+	u := connect(t, Options{Name: "s", URL: ts.URL + "/mcp", Transport: "http"})
 
 	call := func(tool string) {
 		t.Helper()
@@ -342,7 +342,7 @@ func TestRawToolsCallURLCredentials(t *testing.T) {
 	leakCheck(t)
 	srv := &streamServer{}
 	ts := startServer(t, srv)
-	u := connect(t, UpstreamOptions{Name: "s", URL: strings.Replace(ts.URL, "http://", "http://user:pa%20ss@", 1) + "/mcp", Transport: "http"})
+	u := connect(t, Options{Name: "s", URL: strings.Replace(ts.URL, "http://", "http://user:pa%20ss@", 1) + "/mcp", Transport: "http"})
 	if _, err := u.CallTool(ctxT(t, 5*time.Second), "json", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -130,8 +130,8 @@ func (c *capture) problems() []string {
 	return append([]string(nil), c.bad...)
 }
 
-func authOptions(url, transport string) UpstreamOptions {
-	return UpstreamOptions{
+func authOptions(url, transport string) Options {
+	return Options{
 		Name: "net", URL: url, Transport: transport,
 		// The static X-Toolgate-Signature must lose to the signer's.
 		Headers:       map[string]string{"X-Static": "static-value", sigHeader: "static-loses"},
@@ -147,9 +147,9 @@ func startServer(t *testing.T, h http.Handler) *httptest.Server {
 	return ts
 }
 
-func connect(t *testing.T, opts UpstreamOptions) core.Upstream {
+func connect(t *testing.T, opts Options) core.Upstream {
 	t.Helper()
-	u, err := NewUpstream(opts)
+	u, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestStreamableHTTPIM4IM17(t *testing.T) {
 	capt := &capture{t: t, next: server.NewStreamableHTTPServer(srv, server.WithStateful(true))}
 	ts := startServer(t, capt)
 
-	u, err := NewUpstream(authOptions(ts.URL+"/mcp", "http"))
+	u, err := New(authOptions(ts.URL+"/mcp", "http"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestAutoDeadPortReportsHTTPErrorIM2(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	for _, tr := range []string{"auto", "http", "sse"} {
-		u, err := NewUpstream(UpstreamOptions{Name: "dead", URL: "http://" + addr + "/mcp?token=secret-in-url", Transport: tr})
+		u, err := New(Options{Name: "dead", URL: "http://" + addr + "/mcp?token=secret-in-url", Transport: tr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestToolsChangedIM25(t *testing.T) {
 			leakCheck(t)
 			srv := newToolServer()
 			ts := startServer(t, tc.h(srv))
-			u, err := NewUpstream(UpstreamOptions{Name: "n", URL: ts.URL + tc.path, Transport: tc.name})
+			u, err := New(Options{Name: "n", URL: ts.URL + tc.path, Transport: tc.name})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,7 +388,7 @@ func TestSessionExpiredIM27(t *testing.T) {
 	}
 	restart()
 	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
-	u := connect(t, UpstreamOptions{Name: "r", URL: ts.URL + "/mcp", Transport: "http"})
+	u := connect(t, Options{Name: "r", URL: ts.URL + "/mcp", Transport: "http"})
 	if _, err := u.CallTool(ctxT(t, 5*time.Second), "t0", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func TestRawListBytesIM17(t *testing.T) {
 		`{"tools":[{"name":"bare"},{"name":"nulls","description":null,"inputSchema":null,"annotations":null}]}`,
 	}}
 	ts := startServer(t, rs)
-	u := connect(t, UpstreamOptions{Name: "raw", URL: ts.URL, Transport: "http"})
+	u := connect(t, Options{Name: "raw", URL: ts.URL, Transport: "http"})
 	tools, err := u.ListTools(ctxT(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +506,7 @@ func TestRawListBytesIM17(t *testing.T) {
 // A server that never stops paginating is cut off.
 func TestRawListEndlessPagination(t *testing.T) {
 	ts := startServer(t, &rawServer{endless: true})
-	u := connect(t, UpstreamOptions{Name: "raw", URL: ts.URL, Transport: "http"})
+	u := connect(t, Options{Name: "raw", URL: ts.URL, Transport: "http"})
 	_, err := u.ListTools(ctxT(t, 60*time.Second))
 	if err == nil || !strings.Contains(err.Error(), "pages") {
 		t.Fatalf("endless pagination: %v", err)
@@ -526,7 +526,7 @@ func TestRawCallShapesIM32(t *testing.T) {
 		status: map[string]int{"s503": 503, "s500": 500, "s403": 403, "hangup": -1},
 	}
 	ts := startServer(t, rs)
-	u := connect(t, UpstreamOptions{Name: "raw", URL: ts.URL, Transport: "http"})
+	u := connect(t, Options{Name: "raw", URL: ts.URL, Transport: "http"})
 	callRaw := func(name string) (core.Result, error) {
 		return u.CallTool(ctxT(t, 5*time.Second), name, json.RawMessage(`{}`))
 	}
@@ -576,7 +576,7 @@ func TestConnectBoundedByContext(t *testing.T) {
 	}))
 	defer close(release)
 	for _, tr := range []string{"http", "sse"} {
-		u, err := NewUpstream(UpstreamOptions{Name: "slow", URL: ts.URL, Transport: tr})
+		u, err := New(Options{Name: "slow", URL: ts.URL, Transport: tr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -594,7 +594,7 @@ func TestConnectBoundedByContext(t *testing.T) {
 func TestSSEStreamLostIM27(t *testing.T) {
 	leakCheck(t)
 	ts := startServer(t, server.NewSSEServer(newToolServer()))
-	u := connect(t, UpstreamOptions{Name: "s", URL: ts.URL + "/sse", Transport: "sse"})
+	u := connect(t, Options{Name: "s", URL: ts.URL + "/sse", Transport: "sse"})
 	if _, err := u.CallTool(ctxT(t, 5*time.Second), "t0", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +637,7 @@ func TestLogsCarryNoSecretsIM5(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	opts.URL = "http://" + addr + "/mcp?key=url-secret"
-	dead, _ := NewUpstream(opts)
+	dead, _ := New(opts)
 	_, err := dead.Connect(ctxT(t, 5*time.Second))
 	_ = dead.Close()
 	if err == nil {
@@ -680,7 +680,7 @@ func TestTLSHandshakeFailureNotSentIM29(t *testing.T) {
 	ts.Config.ErrorLog = stdlog.New(io.Discard, "", 0) // the refused handshake is expected
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	u, err := NewUpstream(UpstreamOptions{Name: "tls", URL: ts.URL + "/mcp", Transport: "http"})
+	u, err := New(Options{Name: "tls", URL: ts.URL + "/mcp", Transport: "http"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestModernUpstreamSubscriptionNotEstablishedStdio(t *testing.T) {
 	leakCheck(t)
 	opts := stdioOptions(t)
 	opts.Args = []string{modernStdioServerArg}
-	u, err := NewUpstream(opts)
+	u, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

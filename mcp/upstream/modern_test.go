@@ -52,7 +52,7 @@ func serveOn(t *testing.T, addr string, h http.Handler) (string, func()) {
 }
 
 // modernOptions are authOptions against a modern server at addr.
-func modernOptions(addr string) UpstreamOptions {
+func modernOptions(addr string) Options {
 	o := authOptions("http://"+addr+"/mcp", "http")
 	o.Name = "modern"
 	return o
@@ -68,7 +68,7 @@ func TestModernOnlyUpstreamHTTP(t *testing.T) {
 	leakCheck(t)
 	m := newModernHTTP()
 	addr, _ := serveOn(t, "127.0.0.1:0", m)
-	u, err := NewUpstream(modernOptions(addr))
+	u, err := New(modernOptions(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestModernOnlyUpstreamHTTPNeverTwiceAndReconnect(t *testing.T) {
 	leakCheck(t)
 	m := newModernHTTP()
 	addr, stopServer := serveOn(t, "127.0.0.1:0", m)
-	up, err := NewUpstream(modernOptions(addr))
+	up, err := New(modernOptions(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestModernOnlyUpstreamStdio(t *testing.T) {
 	leakCheck(t)
 	opts := stdioOptions(t)
 	opts.Args = []string{modernStdioServerArg}
-	u, err := NewUpstream(opts)
+	u, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestModernOnlyUpstreamStdioNeverTwiceAndReconnect(t *testing.T) {
 	opts := stdioOptions(t)
 	opts.Args = []string{modernStdioServerArg}
 	opts.Env = map[string]string{"MODERN_MARKS": marks}
-	up, err := NewUpstream(opts)
+	up, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

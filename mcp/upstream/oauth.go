@@ -34,7 +34,7 @@ type OAuthTokens interface {
 type OAuthUpstreamOptions struct {
 	// Upstream is the network upstream's options; its Token is set per
 	// connection.
-	Upstream UpstreamOptions
+	Upstream Options
 	// PerActor: each actor's calls go through a connection of their own
 	// with their own token; else one shared connection.
 	PerActor bool
@@ -139,7 +139,7 @@ func (u *OAuthUpstream) connFor(actor string) (core.Upstream, error) {
 		tok, _, err := u.opts.Tokens.Token(ctx, u.name, actor)
 		return tok, err
 	}
-	return NewUpstream(o)
+	return New(o)
 }
 
 // Connect opens the connection the catalog is listed with: the shared one,

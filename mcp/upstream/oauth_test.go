@@ -136,7 +136,7 @@ func TestOAuthUpstreamPerActor(t *testing.T) {
 	defer cancel()
 	target, rec := serveRecorded(t, upstreamtest.ServeDemo(t, "notes"))
 	tokens := &fakeTokens{tok: map[string]string{}}
-	up, err := upstream.NewOAuthUpstream(upstream.OAuthUpstreamOptions{Upstream: upstream.UpstreamOptions{Name: "crm", URL: target, Transport: "http"}, PerActor: true, Tokens: tokens})
+	up, err := upstream.NewOAuthUpstream(upstream.OAuthUpstreamOptions{Upstream: upstream.Options{Name: "crm", URL: target, Transport: "http"}, PerActor: true, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestOAuthUpstreamSharedNotConnected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	target, rec := serveRecorded(t, upstreamtest.ServeDemo(t, "notes"))
-	up, err := upstream.NewOAuthUpstream(upstream.OAuthUpstreamOptions{Upstream: upstream.UpstreamOptions{Name: "crm", URL: target, Transport: "http"},
+	up, err := upstream.NewOAuthUpstream(upstream.OAuthUpstreamOptions{Upstream: upstream.Options{Name: "crm", URL: target, Transport: "http"},
 		Tokens: &fakeTokens{tok: map[string]string{}}})
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func TestStatusAnswerIsNeverNotSentIM29(t *testing.T) {
 		for _, code := range refusedCodes {
 			what := fmt.Sprintf("%s, initialize answered %d", s.transport, code)
 			f.refuse("initialize", code)
-			u, err := NewUpstream(UpstreamOptions{Name: "refusing", URL: ts.URL + s.path, Transport: s.transport})
+			u, err := New(Options{Name: "refusing", URL: ts.URL + s.path, Transport: s.transport})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestStatusAnswerIsNeverNotSentIM29(t *testing.T) {
 
 			what = fmt.Sprintf("%s, tools/call answered %d", s.transport, code)
 			f.refuse("tools/call", code)
-			u = connect(t, UpstreamOptions{Name: "refusing", URL: ts.URL + s.path, Transport: s.transport})
+			u = connect(t, Options{Name: "refusing", URL: ts.URL + s.path, Transport: s.transport})
 			_, err = u.CallTool(ctxT(t, 5*time.Second), "t0", nil)
 			checkStatusErr(t, what, err, code)
 			_ = u.Close()
@@ -132,7 +132,7 @@ func TestAutoRefusedOverSSEIsStatusIM2(t *testing.T) {
 	f := newRefusing(server.NewSSEServer(newToolServer()))
 	f.refuse("initialize", 502)
 	ts := startServer(t, f)
-	u, err := NewUpstream(UpstreamOptions{Name: "refusing", URL: ts.URL + "/sse", Transport: "auto"})
+	u, err := New(Options{Name: "refusing", URL: ts.URL + "/sse", Transport: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestImporterReportsStatusAnswerIM29(t *testing.T) {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			f := newRefusing(server.NewStreamableHTTPServer(newToolServer()))
 			ts := startServer(t, f)
-			up, err := NewUpstream(UpstreamOptions{Name: "net", URL: ts.URL + "/mcp", Transport: "http"})
+			up, err := New(Options{Name: "net", URL: ts.URL + "/mcp", Transport: "http"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestAutoShowsResolvedTransportIM9(t *testing.T) {
 		{"sse", "/sse", server.NewSSEServer(newToolServer())},
 	} {
 		ts := startServer(t, s.handler)
-		up, err := NewUpstream(UpstreamOptions{Name: "auto", URL: ts.URL + s.path})
+		up, err := New(Options{Name: "auto", URL: ts.URL + s.path})
 		if err != nil {
 			t.Fatal(err)
 		}

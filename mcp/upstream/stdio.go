@@ -34,7 +34,7 @@ var minimalEnv = []string{"PATH", "HOME", "USER", "LANG", "TMPDIR", "SHELL", "TE
 
 type stdioUpstream struct {
 	base
-	opts   UpstreamOptions
+	opts   Options
 	stderr *ring
 	rd     redactor // env values out of errors and logs (IM-5)
 }
@@ -45,7 +45,7 @@ var (
 	_ StderrReporter            = (*stdioUpstream)(nil)
 )
 
-func newStdioUpstream(opts UpstreamOptions, log *slog.Logger) *stdioUpstream {
+func newStdioUpstream(opts Options, log *slog.Logger) *stdioUpstream {
 	u := &stdioUpstream{opts: opts, stderr: newRing(opts.StderrLimit)}
 	var pairs [][2]string
 	for _, v := range opts.Env {
@@ -207,7 +207,7 @@ const (
 	SuperviseCannotStart = 127
 )
 
-// Supervise runs argv as the supervisor named by UpstreamOptions.Supervisor
+// Supervise runs argv as the supervisor named by Options.Supervisor
 // and returns the exit status for the supervisor's process: the command's
 // own, 128+N when a signal N ended it, SuperviseCannotStart when it could
 // not start.

@@ -95,7 +95,7 @@ func connectWire(t *testing.T, log *slog.Logger) core.Upstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := NewUpstream(UpstreamOptions{Name: "wire", Command: exe, Args: []string{wireServerArg}, Logger: log})
+	u, err := New(Options{Name: "wire", Command: exe, Args: []string{wireServerArg}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// supervisorSupported: UpstreamOptions.Supervisor is used on this platform.
+// supervisorSupported: Options.Supervisor is used on this platform.
 const supervisorSupported = true
 
 // setProcessGroup puts the child in a process group of its own, so Close can

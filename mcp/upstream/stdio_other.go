@@ -13,7 +13,7 @@ import (
 )
 
 // supervisorSupported: there is no parent-death signal here to wake a
-// supervisor, so UpstreamOptions.Supervisor is not used.
+// supervisor, so Options.Supervisor is not used.
 const supervisorSupported = false
 
 // setProcessGroup puts the child in a process group of its own, so Close can

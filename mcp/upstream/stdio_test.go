@@ -22,18 +22,18 @@ import (
 	"github.com/toolgate/toolgate/internal/waittest"
 )
 
-func stdioOptions(t *testing.T) UpstreamOptions {
+func stdioOptions(t *testing.T) Options {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return UpstreamOptions{Name: "child", Command: exe, Args: []string{stdioServerArg}}
+	return Options{Name: "child", Command: exe, Args: []string{stdioServerArg}}
 }
 
-func connectStdio(t *testing.T, opts UpstreamOptions) core.Upstream {
+func connectStdio(t *testing.T, opts Options) core.Upstream {
 	t.Helper()
-	u, err := NewUpstream(opts)
+	u, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestStdioCrashMidCallIM27(t *testing.T) {
 
 // A command that cannot start fails before anything was sent.
 func TestStdioStartFailureNotSent(t *testing.T) {
-	u, err := NewUpstream(UpstreamOptions{Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-binary")})
+	u, err := New(Options{Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-binary")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestStdioStartFailureNotSent(t *testing.T) {
 		t.Errorf("Close after failed Connect: %v", err)
 	}
 	// A child that exits at once: the handshake fails, nothing is left over.
-	u, err = NewUpstream(UpstreamOptions{Name: "false", Command: "false"})
+	u, err = New(Options{Name: "false", Command: "false"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func needSupervisor(t *testing.T) string {
 	return exe
 }
 
-func supervisedOptions(t *testing.T) UpstreamOptions {
+func supervisedOptions(t *testing.T) Options {
 	t.Helper()
 	opts := stdioOptions(t)
 	opts.Supervisor = []string{needSupervisor(t), superviseArg, "--"}
@@ -457,7 +457,7 @@ func TestStdioSupervisedStartFailureNotSent(t *testing.T) {
 	for _, command := range []string{filepath.Join(t.TempDir(), "no-such-binary"), "toolgate-no-such-program"} {
 		opts := supervisedOptions(t)
 		opts.Command = command
-		u, err := NewUpstream(opts)
+		u, err := New(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,7 +467,7 @@ func TestStdioSupervisedStartFailureNotSent(t *testing.T) {
 		}
 		_ = u.Close()
 	}
-	if _, err := NewUpstream(UpstreamOptions{Name: "x", Command: "true", Supervisor: []string{""}}); err == nil {
+	if _, err := New(Options{Name: "x", Command: "true", Supervisor: []string{""}}); err == nil {
 		t.Error("an empty supervisor command was accepted")
 	}
 }

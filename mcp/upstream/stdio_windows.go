@@ -10,7 +10,7 @@ import (
 	"syscall"
 )
 
-// supervisorSupported: UpstreamOptions.Supervisor is not used on Windows.
+// supervisorSupported: Options.Supervisor is not used on Windows.
 const supervisorSupported = false
 
 // Windows has no process groups to signal: Close kills the direct child only,

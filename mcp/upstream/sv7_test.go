@@ -60,7 +60,7 @@ func (m *metaRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestIdempotencyKeyUpstreamSV7(t *testing.T) {
 	rec := &metaRecorder{}
 	ts := startServer(t, rec)
-	u := connect(t, UpstreamOptions{Name: "meta", URL: ts.URL, Transport: "http"})
+	u := connect(t, Options{Name: "meta", URL: ts.URL, Transport: "http"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := u.CallTool(core.WithCall(ctx, core.Call{IdempotencyKey: "key-1"}), "t", nil); err != nil {

@@ -26,9 +26,9 @@ import (
 	"github.com/toolgate/toolgate/telemetry"
 )
 
-// UpstreamOptions is one upstream's connection settings (cmd fills it from
+// Options is one upstream's connection settings (cmd fills it from
 // config). Exactly one of Command and URL is set.
-type UpstreamOptions struct {
+type Options struct {
 	Name string
 
 	// stdio (IM-3)
@@ -102,8 +102,8 @@ const DefaultStderrLimit = 64 << 10
 // stops handing out cursors.
 const maxListPages = 1000
 
-// NewUpstream validates opts and returns an unconnected upstream.
-func NewUpstream(opts UpstreamOptions) (core.Upstream, error) {
+// New validates opts and returns an unconnected upstream.
+func New(opts Options) (core.Upstream, error) {
 	if err := validate(&opts); err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", opts.Name, err)
 	}
@@ -118,7 +118,7 @@ func NewUpstream(opts UpstreamOptions) (core.Upstream, error) {
 	return newHTTPUpstream(opts, log), nil
 }
 
-func validate(o *UpstreamOptions) error {
+func validate(o *Options) error {
 	switch {
 	case o.Command == "" && o.URL == "":
 		return errors.New("needs a command or a url")

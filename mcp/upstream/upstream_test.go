@@ -72,34 +72,34 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 func TestNewUpstreamValidates(t *testing.T) {
 	cases := []struct {
 		name string
-		opts UpstreamOptions
+		opts Options
 		want string
 	}{
-		{"neither", UpstreamOptions{Name: "a"}, "needs a command or a url"},
-		{"both", UpstreamOptions{Name: "a", Command: "x", URL: "http://h"}, "both"},
-		{"bad transport", UpstreamOptions{Name: "a", URL: "http://h", Transport: "grpc"}, "unknown transport"},
-		{"stdio transport", UpstreamOptions{Name: "a", Command: "x", Transport: "sse"}, "does not apply"},
-		{"scheme", UpstreamOptions{Name: "a", URL: "ftp://h"}, "http or https"},
-		{"header", UpstreamOptions{Name: "a", URL: "http://h", Headers: map[string]string{"Bad Header": "v"}}, "invalid header"},
-		{"secret", UpstreamOptions{Name: "a", URL: "http://h", Signing: &HMACSigning{Header: "X-Sig"}}, "secret is empty"},
-		{"sig header", UpstreamOptions{Name: "a", URL: "http://h", Signing: &HMACSigning{Secret: []byte("s")}}, "signing header"},
-		{"stderr", UpstreamOptions{Name: "a", Command: "x", StderrLimit: -1}, "negative"},
+		{"neither", Options{Name: "a"}, "needs a command or a url"},
+		{"both", Options{Name: "a", Command: "x", URL: "http://h"}, "both"},
+		{"bad transport", Options{Name: "a", URL: "http://h", Transport: "grpc"}, "unknown transport"},
+		{"stdio transport", Options{Name: "a", Command: "x", Transport: "sse"}, "does not apply"},
+		{"scheme", Options{Name: "a", URL: "ftp://h"}, "http or https"},
+		{"header", Options{Name: "a", URL: "http://h", Headers: map[string]string{"Bad Header": "v"}}, "invalid header"},
+		{"secret", Options{Name: "a", URL: "http://h", Signing: &HMACSigning{Header: "X-Sig"}}, "secret is empty"},
+		{"sig header", Options{Name: "a", URL: "http://h", Signing: &HMACSigning{Secret: []byte("s")}}, "signing header"},
+		{"stderr", Options{Name: "a", Command: "x", StderrLimit: -1}, "negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewUpstream(c.opts)
+			_, err := New(c.opts)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"a"`) {
 				t.Fatalf("err = %v, want one naming the upstream and containing %q", err, c.want)
 			}
 		})
 	}
-	for _, o := range []UpstreamOptions{
+	for _, o := range []Options{
 		{Name: "s", Command: "x"},
 		{Name: "h", URL: "https://example.com/mcp", Transport: "http"},
 		{Name: "e", URL: "http://127.0.0.1:1/sse", Transport: "sse"},
 		{Name: "auto", URL: "http://127.0.0.1:1/mcp"},
 	} {
-		u, err := NewUpstream(o)
+		u, err := New(o)
 		if err != nil {
 			t.Fatalf("%s: %v", o.Name, err)
 		}

@@ -39,7 +39,7 @@ func run() error {
 	defer cancel()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	up, err := upstream.NewUpstream(upstream.UpstreamOptions{Name: "fixture", URL: url, Transport: "http", Logger: log})
+	up, err := upstream.New(upstream.Options{Name: "fixture", URL: url, Transport: "http", Logger: log})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,400 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
+)
+
+// Legacy sessions (SV-2). The endpoint serves the session transport of the
+// revisions before 2026-07-28 itself: initialize and the id it hands out,
+// the session's GET stream and its DELETE. mcp-go answers the session's
+// bookkeeping methods (initialize's result, ping, logging, resources,
+// prompts, completions) through MCPServer.HandleMessage, with a
+// legacySession in the context; the session is registered with mcp-go so
+// its hooks and its notifications to sessions reach it.
+//
+// Owning the transport is what lets the endpoint mint an id only once
+// initialize succeeded, make a session from its sealed id without a
+// made-up initialize (adoption, waking), let go of one without asking
+// mcp-go, and keep what is queued for a session on its queue until the
+// session's GET stream takes it: no POST's answer takes it from there.
+
+// legacyQueue is how many notifications wait for a session's GET stream,
+// and legacyAsks how many requests to its client: what mcp-go's transport
+// queued. A full queue drops a notification, and refuses a request at once.
+const (
+	legacyQueue = 100
+	legacyAsks  = 10
+)
+
+// getAskPrefix starts the ids of the requests a session's GET stream
+// carries, told apart from those asked on a call's own stream (askPrefix).
+const getAskPrefix = "tg-get-"
+
+// getAskSeq numbers those requests, across sessions.
+var getAskSeq atomic.Int64
+
+// legacySession is a legacy session as mcp-go's server sees it.
+type legacySession struct {
+	// id is set before the session is registered anywhere, and not after.
+	id string
+	// notes are what mcp-go and the endpoint send the session, for its GET
+	// stream.
+	notes chan mcpgo.JSONRPCNotification
+	// asks are requests to the client (sampling, elicitation) for its GET
+	// stream, encoded; waiting are their answers to come, by id.
+	asks    chan []byte
+	waiting sync.Map // id → chan json.RawMessage
+	// done closes when the session ends or is parked: its GET streams end.
+	done      chan struct{}
+	closeOnce sync.Once
+
+	initialized atomic.Bool
+	info        atomic.Pointer[mcpgo.Implementation]
+	caps        atomic.Pointer[mcpgo.ClientCapabilities]
+	protocol    atomic.Pointer[string]
+	level       atomic.Pointer[mcpgo.LoggingLevel]
+}
+
+func newLegacySession(id string) *legacySession {
+	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue),
+		asks: make(chan []byte, legacyAsks), done: make(chan struct{})}
+}
+
+// sessionFromSeal makes the session a sealed id carries, as its initialize
+// made it where it opened (OP-5): no initialize is made up for it.
+func sessionFromSeal(id string, c sealedSession) *legacySession {
+	s := newLegacySession(id)
+	s.SetClientInfo(mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion})
+	var caps mcpgo.ClientCapabilities
+	if len(c.Capabilities) > 0 {
+		_ = json.Unmarshal(c.Capabilities, &caps)
+	}
+	s.SetClientCapabilities(caps)
+	s.SetProtocolVersion(mcpgo.NegotiateLegacyVersion(c.Protocol))
+	s.Initialize()
+	return s
+}
+
+var (
+	_ server.ClientSession              = (*legacySession)(nil)
+	_ server.SessionWithLogging         = (*legacySession)(nil)
+	_ server.SessionWithClientInfo      = (*legacySession)(nil)
+	_ server.SessionWithProtocolVersion = (*legacySession)(nil)
+	_ server.SessionWithSampling        = (*legacySession)(nil)
+	_ server.SessionWithElicitation     = (*legacySession)(nil)
+)
+
+func (s *legacySession) SessionID() string { return s.id }
+func (s *legacySession) Initialize()       { s.initialized.Store(true) }
+func (s *legacySession) Initialized() bool { return s.initialized.Load() }
+
+func (s *legacySession) NotificationChannel() chan<- mcpgo.JSONRPCNotification { return s.notes }
+
+func (s *legacySession) SetLogLevel(level mcpgo.LoggingLevel) { s.level.Store(&level) }
+
+// GetLogLevel is error until logging/setLevel, as mcp-go's own sessions.
+func (s *legacySession) GetLogLevel() mcpgo.LoggingLevel {
+	if l := s.level.Load(); l != nil {
+		return *l
+	}
+	return mcpgo.LoggingLevelError
+}
+
+func (s *legacySession) GetClientInfo() mcpgo.Implementation {
+	if i := s.info.Load(); i != nil {
+		return *i
+	}
+	return mcpgo.Implementation{}
+}
+
+func (s *legacySession) SetClientInfo(info mcpgo.Implementation) { s.info.Store(&info) }
+
+func (s *legacySession) GetClientCapabilities() mcpgo.ClientCapabilities {
+	if c := s.caps.Load(); c != nil {
+		return *c
+	}
+	return mcpgo.ClientCapabilities{}
+}
+
+func (s *legacySession) SetClientCapabilities(caps mcpgo.ClientCapabilities) { s.caps.Store(&caps) }
+
+func (s *legacySession) ProtocolVersion() string {
+	if p := s.protocol.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// SetProtocolVersion is how mcp-go's initialize records the revision it
+// negotiated.
+func (s *legacySession) SetProtocolVersion(v string) { s.protocol.Store(&v) }
+
+// close ends the session's GET streams; false if it was closed already.
+func (s *legacySession) close() bool {
+	closed := false
+	s.closeOnce.Do(func() {
+		close(s.done)
+		closed = true
+	})
+	return closed
+}
+
+// requeue puts back a notification a stream took but could not write,
+// for the session's next stream; dropped if the queue is full.
+func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
+	select {
+	case s.notes <- n:
+	default:
+	}
+}
+
+// RequestSampling asks the client on its GET stream, for what mcp-go asks
+// of a session outside a call's own stream (the gateway asks on that).
+func (s *legacySession) RequestSampling(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	raw, err := s.ask(ctx, string(mcpgo.MethodSamplingCreateMessage), req.CreateMessageParams)
+	if err != nil {
+		return nil, err
+	}
+	var res mcpgo.CreateMessageResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodSamplingCreateMessage, err)
+	}
+	if res.Content, err = mcpgo.ParseSamplingContent(res.Content); err != nil {
+		return nil, fmt.Errorf("%s: %w", mcpgo.MethodSamplingCreateMessage, err)
+	}
+	return &res, nil
+}
+
+// RequestElicitation asks the client on its GET stream, as RequestSampling.
+func (s *legacySession) RequestElicitation(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	raw, err := s.ask(ctx, string(mcpgo.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcpgo.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodElicitationCreate, err)
+	}
+	return &res, nil
+}
+
+// errSessionGone: the session ended, or was parked, before its client
+// answered.
+var errSessionGone = errors.New("the session ended before its client answered")
+
+// ask sends a request to the client on the session's GET stream and waits
+// for the answer it posts (answer), until ctx ends or the session does.
+func (s *legacySession) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := getAskPrefix + strconv.FormatInt(getAskSeq.Add(1), 10)
+	msg, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{mcpgo.JSONRPC_VERSION, id, method, params})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	answer := make(chan json.RawMessage, 1)
+	s.waiting.Store(id, answer)
+	defer s.waiting.Delete(id)
+	select {
+	case s.asks <- msg:
+	default:
+		return nil, fmt.Errorf("%s: %d requests already wait for the client's GET stream", method, legacyAsks)
+	}
+	select {
+	case raw := <-answer:
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return nil, fmt.Errorf("%s: the client's answer does not parse: %w", method, err)
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("%s: the client answered %d: %s", method, resp.Error.Code, resp.Error.Message)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
+	case <-s.done:
+		return nil, fmt.Errorf("%s: %w", method, errSessionGone)
+	}
+}
+
+// answer delivers a client's posted answer to the request of the
+// session's GET stream waiting for it, and reports whether one was.
+func (s *legacySession) answer(rawID json.RawMessage, body []byte) bool {
+	id, ok := jsonrpc.ReadString(rawID)
+	if !ok || !strings.HasPrefix(id, getAskPrefix) {
+		return false
+	}
+	ch, ok := s.waiting.LoadAndDelete(id)
+	if !ok {
+		return false
+	}
+	ch.(chan json.RawMessage) <- body
+	return true
+}
+
+// serveInitialize answers an initialize, which opens a session: mcp-go
+// answers it with a session of the endpoint's in the context, and only
+// once it succeeded is an id minted and handed out, and the session
+// registered, bound to the actor, counted under the caps (slot) and
+// listed (SV-2). A failed one leaves nothing.
+func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *sessionSlot) {
+	s := newLegacySession("")
+	answer := e.mcp.HandleMessage(e.mcp.WithContext(ctx, s), body)
+	if _, ok := answer.(mcpgo.JSONRPCResponse); ok && s.Initialized() {
+		s.id = randomID()
+		if e.seal != nil {
+			s.id = e.sealedFor(actor, body)
+		}
+		e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot)
+		cs.Header().Set(server.HeaderKeySessionID, s.id)
+	}
+	writeAnswer(cs, answer)
+}
+
+// openSession makes s, with its id, a live session of actor holding slot:
+// registered with mcp-go, told to SessionStarted (with ctx, the request
+// that opened or continued it) and listed.
+func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core.Actor, slot *sessionSlot) {
+	id := s.id
+	e.ids.add(id)
+	e.ids.bind(id, actor.ID, s)
+	if slot.claim() {
+		// The session holds its place under the caps until it is
+		// forgotten, however it ends.
+		e.ids.hold(id, slot)
+	}
+	e.ids.setProtocol(id, s.ProtocolVersion())
+	_ = e.mcp.RegisterSession(ctx, s)
+	if e.opts.SessionStarted != nil {
+		e.opts.SessionStarted(ctx, id)
+	}
+	if e.opts.Sessions != nil {
+		info := s.GetClientInfo()
+		e.opts.Sessions.Add(core.Session{ID: id, Endpoint: e.opts.Path, Actor: actor, Protocol: s.ProtocolVersion(),
+			Replica: e.opts.Replica, ClientName: info.Name, ClientVersion: info.Version})
+	}
+}
+
+// serveLegacy answers what mcp-go serves on a legacy session (ping,
+// logging, resources, prompts, completions, and the errors of what no
+// method serves): its handler runs with the session in the context, and
+// only its answer is written. What it sends the session meanwhile stays
+// queued for the session's GET stream.
+func (e *Endpoint) serveLegacy(ctx context.Context, cs *callStream, s *legacySession, body []byte) {
+	if s != nil {
+		ctx = e.mcp.WithContext(ctx, s)
+	}
+	writeAnswer(cs, e.mcp.HandleMessage(ctx, body))
+}
+
+// writeAnswer writes a JSON-RPC answer as mcp-go's transport would: 202
+// with no body when there is none (a notification, a response).
+func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
+	if answer == nil {
+		cs.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(answer)
+	if err != nil {
+		out = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the answer could not be written"}}`)
+	}
+	cs.Header().Set("Content-Type", "application/json")
+	cs.WriteHeader(http.StatusOK)
+	_, _ = cs.Write(append(out, '\n'))
+}
+
+// serveStream is a legacy session's GET stream: what is queued for the
+// session — notifications, and requests to its client — goes out as SSE
+// events, each kind in order, until the client goes away,
+// the session ends or is parked, or the endpoint closes. Every write moves
+// the write deadline on, and a heartbeat keeps a quiet stream alive (SV-9).
+// A session's streams share its queue: each notification goes out on one.
+func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacySession) {
+	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
+	h := sw.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	sw.WriteHeader(http.StatusOK)
+	sw.Flush()
+	stop := heartbeat(e.opts.HeartbeatInterval, sw.ping)
+	defer func() {
+		stop()
+		sw.mu.Lock()
+		sw.ended = true
+		sw.mu.Unlock()
+	}()
+	ctx := r.Context()
+	for {
+		select {
+		case n := <-s.notes:
+			data, err := json.Marshal(n)
+			if err != nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(sw, "event: message\ndata: %s\n\n", data); err != nil {
+				s.requeue(n)
+				return
+			}
+			sw.Flush()
+		case msg := <-s.asks:
+			if _, err := fmt.Fprintf(sw, "event: message\ndata: %s\n\n", msg); err != nil {
+				s.requeueAsk(msg)
+				return
+			}
+			sw.Flush()
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// requeueAsk puts back a request a stream took but could not write, for
+// the session's next stream; the request waits for an answer meanwhile.
+func (s *legacySession) requeueAsk(msg []byte) {
+	select {
+	case s.asks <- msg:
+	default:
+	}
+}
+
+// refuseVersion answers 400 to a legacy request whose Mcp-Protocol-Version
+// names no revision there is, and reports whether it did. A missing header
+// is accepted: clients of 2025-03-26 send none.
+func refuseVersion(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get(mcpgo.HeaderProtocolVersion)
+	if v == "" || mcpgo.IsValidProtocolVersion(v) {
+		return false
+	}
+	http.Error(w, "Unsupported protocol version: "+v, http.StatusBadRequest)
+	return true
+}
+
+// noSessionText answers a request a stateful endpoint serves only on a
+// session, sent without one.
+const noSessionText = "Bad Request: Mcp-Session-Id header is required (initialize opens a session)"

@@ -1,0 +1,1083 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/policy"
+	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
+	"github.com/toolgate/toolgate/telemetry"
+)
+
+// DefaultMaxRequestBytes is the request body limit when none is set (SV-8).
+const DefaultMaxRequestBytes = 4 << 20
+
+// SourceMetaKey carries an imported tool's upstream in its _meta (IM-16).
+const SourceMetaKey = "dev.toolgate/source"
+
+// EndpointOptions configures one served MCP endpoint (SV-1, SV-3).
+type EndpointOptions struct {
+	Path         string
+	Name         string
+	Version      string
+	Instructions string
+	// Tools is the endpoint's allow-list of registry names (globs); empty
+	// allows all.
+	Tools []string
+	// Stateless serves without sessions (SV-2), for replicas behind a
+	// load balancer.
+	Stateless bool
+	// MaxRequestBytes bounds a request body (SV-8); 0 is the default.
+	MaxRequestBytes int64
+
+	Registry *core.Registry
+	// Gate serves action tools behind preview → confirm (CF-1); nil serves
+	// no action tool at all.
+	Gate *confirm.Gate
+	// ElicitConfirm asks clients that declared elicitation to confirm an
+	// action in the same call instead of a second one (CF-6).
+	ElicitConfirm bool
+	// Audit records every call (OP-6); nil records nothing.
+	Audit core.Auditor
+	// AuditKey keys the hash of audited arguments, so low-entropy values
+	// cannot be recovered by guessing; nil hashes with plain SHA-256.
+	AuditKey []byte
+	// Catalog passes upstreams' resources and prompts on (IM-34); nil
+	// serves none.
+	Catalog Catalog
+	// Sessions records live sessions for the console; nil records nothing.
+	Sessions *core.Sessions
+	// Hub carries upstreams' resource updates to subscribed sessions; nil
+	// offers no subscriptions.
+	Hub *Hub
+	// SessionIdleTimeout ends a session after that long without a request
+	// or an open stream (SV-2); 0 is DefaultSessionIdleTimeout, negative
+	// never.
+	SessionIdleTimeout time.Duration
+	// SessionParkAfter lets go of an idle session's session object after
+	// that long without a request or an open stream; its next request
+	// makes it again from the sealed id (resume.go). 0 is
+	// DefaultSessionParkAfter, negative never. Only with a SessionKey.
+	SessionParkAfter time.Duration
+	// Limits caps sessions in all and per actor (SV-2); endpoints of one
+	// gateway share it. nil is a cap of this endpoint's own at the
+	// defaults.
+	Limits *SessionLimits
+	// MaxStreamsPerSession caps a session's open GET streams (SV-2); 0 is
+	// DefaultMaxStreamsPerSession.
+	MaxStreamsPerSession int
+	// WriteTimeout bounds each write of a response (SV-9); event streams
+	// move it on with every event and heartbeat. 0 is DefaultWriteTimeout,
+	// negative none. The body-read deadline is WithDeadlines'.
+	WriteTimeout time.Duration
+	// HeartbeatInterval is how often an event stream (GET streams, calls
+	// answering as SSE) gets an SSE comment; 0 is
+	// DefaultHeartbeatInterval, negative none.
+	HeartbeatInterval time.Duration
+	// ListTTL is the ttlMs of the lists a client of a revision without
+	// sessions (2026-07-28) gets; they depend on the actor, so their
+	// cacheScope is always private. 0: revalidate every time.
+	ListTTL time.Duration
+	// Actor returns the caller the authentication middleware derived for
+	// this request (AU-3). Requests without one are refused.
+	Actor func(ctx context.Context) (core.Actor, bool)
+	// SessionStarted and SessionEnded, when set, are told of each session
+	// with the context of the initialize that opened it (the gateway
+	// remembers the credentials it was opened with, OP-8), and when it
+	// ends, however it ends.
+	SessionStarted func(ctx context.Context, id string)
+	SessionEnded   func(id string)
+	// SessionKey (16, 24 or 32 bytes) seals session ids so that any
+	// endpoint holding the same key continues a session it did not open
+	// (resume.go); nil mints plain random ids, known only here.
+	SessionKey []byte
+	// SessionTerminated, when set, is told of each session ended for good
+	// — by DELETE or by an operator — but not of those a shutdown leaves
+	// to other replicas to continue, nor of idle expiries: idleness is
+	// this endpoint's own view, and another replica may be serving it.
+	SessionTerminated func(id string)
+	// Replica names this gateway process in the sessions it records.
+	Replica string
+	Logger  *slog.Logger
+	// Policy decides calls and hides tools by rules (PO-1, PO-2); nil
+	// applies none. SetPolicy replaces it.
+	Policy *policy.Policy
+	// Limits are rates and quotas, shared by the gateway's endpoints
+	// (PO-3); nil applies none. SetLimits replaces them.
+	CallLimits *policy.Limits
+}
+
+// Endpoint serves the live registry as a Streamable HTTP MCP server. It is
+// an http.Handler meant to sit behind the authentication middleware.
+type Endpoint struct {
+	opts   EndpointOptions
+	levels logLevels
+	asks   pendingRequests
+	listed listedTools
+	// router takes subscriptions and completions; nil when the catalog
+	// cannot.
+	router CatalogRouter
+	mcp    *server.MCPServer
+	http   *server.StreamableHTTPServer
+	ids    *sessionIDs
+	sub    *core.BusSubscription
+	synced sync.WaitGroup
+	// table names the tools served, as follow last set them; only follow
+	// (and NewEndpoint before it) touches it.
+	table map[string]struct{}
+	// applied is the last bus event follow has applied: a request that must
+	// see every committed change waits for it (SV-1).
+	applied seqBarrier
+	// shown is the catalog as last set; only follow touches it.
+	shown shownCatalog
+	// unsolicited rate-limits the log lines of responses to requests the
+	// gateway never made.
+	unsolicited unsolicited
+	// running are the POSTs being served, for CutCalls (SV-9).
+	running running
+	// tools is the allow-list in force: opts.Tools until a reload sets
+	// another (OP-8).
+	tools atomic.Pointer[[]string]
+	// stopSweep ends the idle-session sweeper; nil without one.
+	stopSweep chan struct{}
+	swept     sync.WaitGroup
+	closeOnce sync.Once
+	// seal makes session ids resumable; nil without a SessionKey.
+	seal *sessionSeal
+	// adopting serializes adoptions, parks and wakes, so two racing
+	// requests of one session make it once. Lock order: adopting, then
+	// notifying, then ids.mu.
+	adopting sync.Mutex
+	// macs keeps the audit's argument-hash HMACs (*auditMAC) under
+	// opts.AuditKey.
+	macs sync.Pool
+	// notifying is held while a change is told to every session, and
+	// while a session is parked or woken: a change reaches either the
+	// session's queue or the parked record, never neither.
+	notifying sync.Mutex
+	// changes counts the list changes told to all sessions, by kind; a
+	// woken session is told of those since it was parked.
+	changes listChanges
+	// policy is the rule set in force: opts.Policy until a reload sets
+	// another (PO-1, OP-8); nil applies none.
+	policy atomic.Pointer[policy.Policy]
+	// limits are the gateway's rates and quotas in force (PO-3); nil
+	// applies none.
+	limits atomic.Pointer[policy.Limits]
+	// states seals the requestState of confirmations asked as input
+	// requests (CF-6, revision 2026-07-28).
+	states *requestStates
+	// clients are the 2026-07-28 clients served, for the console (CO-5).
+	clients *modernClients
+	// infoMeta is the _meta naming this server that every 2026-07-28
+	// result carries.
+	infoMeta []byte
+}
+
+// NewEndpoint builds the endpoint and starts following the registry.
+func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
+	switch {
+	case opts.Registry == nil:
+		return nil, errors.New("endpoint: no registry")
+	case opts.Actor == nil:
+		return nil, errors.New("endpoint: no actor function")
+	case opts.Path == "":
+		return nil, errors.New("endpoint: no path")
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Name == "" {
+		opts.Name = "toolgate"
+	}
+	if opts.SessionIdleTimeout == 0 {
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.SessionParkAfter == 0 {
+		opts.SessionParkAfter = DefaultSessionParkAfter
+	}
+	if opts.Limits == nil {
+		opts.Limits = NewSessionLimits(0, 0)
+	}
+	if opts.MaxStreamsPerSession <= 0 {
+		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	e := &Endpoint{opts: opts, ids: newSessionIDs()}
+	if len(opts.SessionKey) > 0 {
+		seal, err := newSessionSeal(opts.SessionKey)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: session key: %w", err)
+		}
+		e.seal = seal
+	}
+	e.states = newRequestStates(opts.SessionKey)
+	e.clients = newModernClients(opts)
+	e.infoMeta = e.serverInfoMeta()
+	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
+	e.ids.onEnded = opts.SessionTerminated
+	e.tools.Store(&opts.Tools)
+	e.policy.Store(opts.Policy)
+	e.limits.Store(opts.CallLimits)
+
+	hooks := &server.Hooks{}
+	// The endpoint's own sessions are opened and ended by the endpoint
+	// (legacy.go); these hooks see the sessions of mcp-go's transport: a
+	// stateless endpoint's GET streams.
+	hooks.AddOnRegisterSession(e.sessionStarted)
+	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
+		if _, own := s.(*legacySession); !own {
+			e.sessionGone(s.SessionID())
+		}
+	})
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			e.levels.set(s.SessionID(), req.Params.Level)
+		}
+	})
+	serverOpts := []server.ServerOption{
+		// tools/list and tools/call are the gateway's own (serve_tools.go):
+		// mcp-go only says the endpoint has tools.
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		// Upstreams' log messages are passed on, filtered by each
+		// session's logging/setLevel.
+		server.WithLogging(),
+		// Every list is the actor's own (SV-4): never shared between
+		// principals by a cache.
+		server.WithCacheHints(opts.ListTTL.Milliseconds(), mcpgo.CacheScopePrivate),
+	}
+	if opts.Instructions != "" {
+		serverOpts = append(serverOpts, server.WithInstructions(opts.Instructions))
+	}
+	if opts.Catalog != nil {
+		e.router, _ = opts.Catalog.(CatalogRouter)
+		routes := e.router != nil
+		subscribe := routes && opts.Hub != nil && !opts.Stateless
+		serverOpts = append(serverOpts, server.WithResourceCapabilities(subscribe, true), server.WithPromptCapabilities(true))
+		if subscribe {
+			hooks.AddBeforeSubscribe(e.subscribe)
+			hooks.AddBeforeUnsubscribe(e.unsubscribe)
+		}
+		if routes {
+			serverOpts = append(serverOpts, server.WithCompletions(),
+				server.WithPromptCompletionProvider(completer{e}), server.WithResourceCompletionProvider(completer{e}))
+		}
+	}
+	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
+
+	// mcp-go's transport serves what has no legacy session: a stateless
+	// endpoint, and the 2026-07-28 requests the gateway leaves to it
+	// (doc.go). Its default session-id manager is never asked for an id:
+	// every request that would mint one is the endpoint's.
+	httpOpts := []server.StreamableHTTPOption{
+		server.WithEndpointPath(opts.Path),
+		server.WithStreamableHTTPLogger(slog.New(quietHandler{opts.Logger.Handler()})),
+	}
+	if opts.Stateless {
+		httpOpts = append(httpOpts, server.WithStateLess(true))
+	}
+	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
+	if opts.Sessions != nil {
+		// Stateless endpoints list 2026-07-28 clients, whose listen
+		// streams an operator can end.
+		opts.Sessions.SetEnder(opts.Path, e.EndSession)
+	}
+
+	// Room for a whole start-up burst of registrations without a resync.
+	snap, sub := opts.Registry.Bus().Subscribe(4096)
+	e.sub = sub
+	e.resetTools(snap.Tools)
+	e.flush(&burst{tools: true, catalog: true})
+	e.applied.advance(snap.Seq)
+	// What the first flush set is no change any session could have missed.
+	e.changes = listChanges{}
+	e.synced.Add(1)
+	go e.follow()
+	parks := e.parks()
+	if !opts.Stateless && (opts.SessionIdleTimeout > 0 || parks) {
+		e.stopSweep = make(chan struct{})
+		e.swept.Add(1)
+		go e.sweep(e.stopSweep)
+	}
+	return e, nil
+}
+
+// sessionGone lets go of everything the endpoint keeps for a session that
+// ended, however it ended.
+func (e *Endpoint) sessionGone(id string) {
+	e.ids.forget(id)
+	e.levels.forget(id)
+	e.unsolicited.forget(id)
+	e.releaseSubscriptions(id)
+	if e.opts.Sessions != nil {
+		e.opts.Sessions.Remove(id)
+	}
+	if e.opts.SessionEnded != nil {
+		e.opts.SessionEnded(id)
+	}
+}
+
+// follow keeps the served tools equal to the registry. Every event already
+// queued is one burst: its changes are applied at once, and live sessions
+// get one notifications/tools/list_changed for the whole burst, whatever it held — an import of a thousand tools, a refresh
+// that changed one, a review decision (IM-25). It ends when the
+// subscription is closed.
+func (e *Endpoint) follow() {
+	defer e.synced.Done()
+	for ev := range e.sub.C() {
+		var b burst
+		last := ev.Seq
+		e.take(&b, ev)
+		for queued := true; queued; {
+			select {
+			case next, ok := <-e.sub.C():
+				if !ok {
+					queued = false
+					break
+				}
+				last = next.Seq
+				e.take(&b, next)
+			default:
+				queued = false
+			}
+		}
+		e.flush(&b)
+		e.applied.advance(max(last, b.resynced))
+	}
+	e.applied.stop()
+}
+
+// burst is what one run of queued events changed.
+type burst struct {
+	tools   bool // the served tools changed
+	notify  bool // what actors may see changed without the tools (review)
+	catalog bool // resources, templates or prompts may have changed
+	// resynced is the sequence number of the snapshot a resync applied:
+	// the events it stands for were dropped, never received.
+	resynced uint64
+}
+
+func (e *Endpoint) take(b *burst, ev core.Event) {
+	switch d := ev.Data.(type) {
+	case core.ToolRegistered:
+		b.mark(e.putTool(d.Tool))
+	case core.ToolUpdated:
+		if d.Old.Name != d.New.Name {
+			b.mark(e.dropTool(d.Old.Name))
+		}
+		b.mark(e.putTool(d.New))
+	case core.ToolUnregistered:
+		b.mark(e.dropTool(d.Tool.Name))
+	case core.ToolReviewed:
+		if d.Kind != core.EntryTool {
+			// A prompt's or resource's decision: the catalog's gate (RV-3).
+			b.catalog = true
+		} else {
+			b.notify = true
+		}
+	case core.RefreshApplied:
+		b.catalog = true
+	case core.Resync:
+		snap := e.sub.Resync()
+		e.resetTools(snap.Tools)
+		b.tools, b.catalog, b.resynced = true, true, snap.Seq
+	}
+}
+
+// mark records that the served tools changed, if they did.
+func (b *burst) mark(changed bool) {
+	b.tools = b.tools || changed
+}
+
+func (e *Endpoint) flush(b *burst) {
+	e.notifying.Lock()
+	defer e.notifying.Unlock()
+	if b.tools || b.notify {
+		e.changes.tools++
+	}
+	// The burst, whatever it held, is one notification to every session
+	// (IM-25): a start-up of 2,000 tools in 20 bursts is 20, not 2,000.
+	if b.tools || b.notify {
+		e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
+	}
+	if b.catalog {
+		e.syncCatalog()
+	}
+}
+
+// putTool serves t (or stops serving it, if it is not to be served now)
+// and reports whether the table changed.
+func (e *Endpoint) putTool(t core.ToolInfo) bool {
+	raw, ok := e.listingOf(t)
+	if !ok {
+		return e.dropTool(t.Name)
+	}
+	e.table[t.Name] = struct{}{}
+	e.listed.set(t.Name, raw)
+	return true
+}
+
+func (e *Endpoint) dropTool(name string) bool {
+	if _, ok := e.table[name]; !ok {
+		return false
+	}
+	delete(e.table, name)
+	e.listed.remove(name)
+	return true
+}
+
+// resetTools makes the table exactly tools. The listing is built aside and
+// swapped in whole: a listing served meanwhile sees the old tools or the
+// new, never a part.
+func (e *Endpoint) resetTools(tools []core.ToolInfo) {
+	e.table = make(map[string]struct{}, len(tools))
+	listed := make(map[string][]byte, len(tools))
+	for _, t := range tools {
+		if raw, ok := e.listingOf(t); ok {
+			e.table[t.Name] = struct{}{}
+			listed[t.Name] = raw
+		}
+	}
+	e.listed.replace(listed)
+}
+
+// served reports whether a tool is offered over MCP at all. Without a
+// confirm gate, action tools are withheld: serving them ungated would let
+// one model call cause a side effect with no human in the loop.
+func (e *Endpoint) served(t core.ToolInfo) bool {
+	return !t.Disabled && (t.Kind == core.KindRead || t.Kind == core.KindAction && e.opts.Gate != nil)
+}
+
+// listingOf is t as tools/list shows it, or false when it is not served.
+func (e *Endpoint) listingOf(t core.ToolInfo) ([]byte, bool) {
+	input, output, ok := e.advertisedSchemas(t)
+	if !ok {
+		return nil, false
+	}
+	raw, err := listingJSON(t, input, output)
+	if err != nil {
+		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
+		return nil, false
+	}
+	return raw, true
+}
+
+// advertisedSchemas are the schemas a served tool is listed with: the
+// input schema verbatim (IM-17) with the object type MCP requires (IM-36),
+// for an action tool plus the gate's two fields (CF-1); a read tool's
+// output schema verbatim. An action's first call answers with the gate's
+// preview, not the upstream's result: its outputSchema would not describe
+// it, and clients that check structuredContent against it would fail.
+func (e *Endpoint) advertisedSchemas(t core.ToolInfo) (input, output json.RawMessage, ok bool) {
+	if !e.served(t) {
+		return nil, nil, false
+	}
+	input, err := servedInputSchema(t.InputSchema)
+	if err == nil && t.Kind == core.KindAction {
+		input, err = confirm.AdvertisedSchema(input)
+	}
+	if err != nil {
+		e.opts.Logger.Warn("tool not served", "tool", t.Name, "err", err)
+		return nil, nil, false
+	}
+	if t.Kind == core.KindRead {
+		output = t.OutputSchema
+	}
+	return input, output, true
+}
+
+// resolve parses one tools/call into the value every later step reads:
+// the tool looked up once under the endpoint's allow-list and the actor's
+// gates, the arguments split once into the tool's own and the confirm
+// gate's (CF-1).
+func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, args json.RawMessage) (*core.ToolCall, error) {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		// No arguments at all is an empty object, as the schema sees it.
+		args = json.RawMessage(`{}`)
+	}
+	c, err := e.opts.Registry.Resolve(ctx, actor, e.allowList(), name, args)
+	if err != nil {
+		return nil, err
+	}
+	if !e.served(core.ToolInfo{Kind: c.Tool.Kind, Disabled: c.Tool.Disabled}) {
+		return nil, fmt.Errorf("%w: %q", core.ErrUnknownTool, name)
+	}
+	confirm.Split(c)
+	return c, nil
+}
+
+// invoke runs one parsed tools/call for the session in ctx and returns the
+// result as JSON: the upstream's own bytes, or an isError result the model
+// can read. asks carries requests to the client on the call's own stream
+// when the gateway serves the call itself; nil where mcp-go does.
+func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
+	callID, idemKey := randomIDPair()
+	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", RequestID: c.RequestID, CallID: callID, IdempotencyKey: idemKey}
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		call.Session = s.SessionID()
+	}
+	if e.opts.Sessions != nil && call.Session != "" {
+		e.opts.Sessions.Touch(call.Session, true)
+	}
+	ctx = core.WithCall(ctx, call)
+	logLevel := e.levels.getter(call.Session)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		// 2026-07-28: the level is the request's own _meta's, and a
+		// request that names none is sent no log message ("" is below
+		// none).
+		level := info.LogLevel
+		logLevel = func() (mcpgo.LoggingLevel, bool) { return level, true }
+	}
+	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
+		listening: e.ids.listening, asks: asks}
+	if token != nil {
+		down.progressToken = token
+		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
+	}
+	// What the upstream sends during the call comes back to this
+	// session.
+	ctx = withDownstream(ctx, down)
+	start := time.Now()
+	var res core.Result
+	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
+	pctx, span := telemetry.Start(ctx, "policy")
+	reason, err := e.decide(pctx, actor, c)
+	var counted *policy.Counted
+	if err == nil {
+		counted, err = e.limit(pctx, actor, c)
+	}
+	telemetry.End(span, err)
+	if err == nil && telemetry.Recording(ctx) {
+		// Validated once: the gate and Run reuse the answer.
+		_, span = telemetry.Start(ctx, "validate")
+		telemetry.End(span, c.Validate())
+	}
+	switch {
+	case err != nil:
+		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
+	case c.Tool.Kind == core.KindAction:
+		intent := e.intent(call, actor, c)
+		gctx, span := telemetry.Start(ctx, "confirm gate")
+		res, err = e.opts.Gate.Call(gctx, e.opts.Registry, actor, c, intent)
+		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+			res, err = e.confirmByElicitation(gctx, actor, c, res, intent)
+		}
+		telemetry.End(span, err)
+		if errors.Is(err, core.ErrStoreLost) {
+			// The client reads that actions are refused; the operator
+			// needs the path and what happened to it.
+			e.opts.Logger.Error("the store is lost: action calls are refused until a restart", "tool", c.Tool.Name, "err", err)
+		}
+	default:
+		if c.NeedsOperator {
+			err = e.waitOperator(ctx, actor, c, reason)
+		}
+		if err == nil {
+			res, err = e.opts.Registry.Run(ctx, actor, c)
+		}
+	}
+	e.giveBack(ctx, counted, err)
+	e.audit(ctx, call, actor, c, res, err, time.Since(start))
+	if err != nil {
+		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
+		return raw
+	}
+	return res.JSON
+}
+
+// operatorWaitProgress sends notifications/progress to the calling session
+// while a confirmation of tool waits for an operator (CF-5), with the
+// gate's waiting message (CF-7). Only the gate waits, so gate is set
+// whenever it is called.
+func operatorWaitProgress(down *downstream, gate *confirm.Gate, tool core.Tool) confirm.Progress {
+	return func(waited, total time.Duration) {
+		down.notify(string(mcpgo.MethodNotificationProgress), map[string]any{
+			"progressToken": down.progressToken,
+			"progress":      waited.Seconds(),
+			"total":         total.Seconds(),
+			"message":       gate.WaitingText(tool),
+		})
+	}
+}
+
+// toolError turns a refusal or failure into an isError result the model can
+// read and recover from (SV-6). A tool that vanished or was refused between
+// the list check and the call reads like an unknown tool (SV-5).
+func toolError(name string, err error) *mcpgo.CallToolResult {
+	var ve *schema.ValidationError
+	var refused *confirm.RefusedError
+	var denied *policy.DeniedError
+	var limited *policy.LimitedError
+	switch {
+	case errors.As(err, &refused):
+		return mcpgo.NewToolResultError(refused.Text)
+	case errors.As(err, &denied):
+		return mcpgo.NewToolResultError(denied.Reason)
+	case errors.As(err, &limited):
+		res := mcpgo.NewToolResultError(limited.Error())
+		res.Meta = mcpgo.NewMetaFromMap(map[string]any{RetryAfterMetaKey: limited.RetrySeconds()})
+		return res
+	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
+		return mcpgo.NewToolResultError(unknownToolText(name))
+	case errors.As(err, &ve):
+		return mcpgo.NewToolResultError("invalid arguments: " + ve.Error())
+	}
+	return mcpgo.NewToolResultError(err.Error())
+}
+
+// sessionStarted lists a session of mcp-go's transport (a stateless
+// endpoint's GET stream) as it starts.
+func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
+	if _, own := s.(*legacySession); own {
+		return
+	}
+	actor, _ := e.opts.Actor(ctx)
+	e.ids.setProtocol(s.SessionID(), server.RequestProtocolVersion(ctx))
+	if e.opts.SessionStarted != nil {
+		e.opts.SessionStarted(ctx, s.SessionID())
+	}
+	if e.opts.Sessions == nil {
+		return
+	}
+	sess := core.Session{ID: s.SessionID(), Endpoint: e.opts.Path, Actor: actor, Protocol: server.RequestProtocolVersion(ctx), Replica: e.opts.Replica}
+	if ci, ok := s.(server.SessionWithClientInfo); ok {
+		info := ci.GetClientInfo()
+		sess.ClientName, sess.ClientVersion = info.Name, info.Version
+	}
+	e.opts.Sessions.Add(sess)
+}
+
+// ServeHTTP enforces the body limit and the session's owner, then serves
+// the request: the gateway's own methods, the legacy session transport
+// (legacy.go), or what mcp-go serves (doc.go).
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body []byte
+	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
+		// No session, no GET stream, nothing to DELETE: mcp-go answers
+		// 405 (SV-2).
+		e.library(w, r, nil)
+		return
+	}
+	if r.Body != nil && r.Method == http.MethodPost {
+		// Read at most one byte past the limit: a larger body is refused
+		// without being read whole (SV-8).
+		if r.ContentLength > e.opts.MaxRequestBytes {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Sent too slowly, or shorter than its Content-Length.
+				w.Header().Set("Connection", "close")
+				http.Error(w, "request body not received in time", http.StatusRequestTimeout)
+				return
+			}
+			http.Error(w, "reading request body failed", http.StatusBadRequest)
+			return
+		}
+		// The body is in: a read deadline passing during a long answer
+		// would cancel it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		if int64(len(body)) > e.opts.MaxRequestBytes {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	// The body is read once: every step below dispatches on env (SV-1).
+	env := jsonrpc.Read(body)
+	modern, isModern, refused := readModern(r, &env, body)
+	if telemetry.DeferredFrom(r.Context()) != nil {
+		// The request span waited for the body: the trace context may be
+		// in a 2026-07-28 request's _meta (OP-9).
+		var tp, ts string
+		if modern != nil {
+			tp, ts = modern.traceparent, modern.tracestate
+		}
+		r = r.WithContext(telemetry.Resume(r.Context(), tp, ts))
+	}
+	if refused != nil {
+		writeModernError(w, modern.rawID, refused)
+		return
+	}
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if isModern {
+		// The revision has no sessions: the header is ignored.
+		id = ""
+	}
+	// legacy: a request of the revisions with sessions on a stateful
+	// endpoint, whose session transport is the endpoint's own (legacy.go).
+	legacy := !e.opts.Stateless && !isModern
+	// owed are the list changes a woken session missed while parked: told
+	// on this request's answer ahead of it, or else queued for its stream.
+	var owed []string
+	if id != "" && legacy {
+		actor, _ := e.opts.Actor(r.Context())
+		if e.seal != nil && !e.ids.live(id) {
+			// Opened on another replica, or before a restart (OP-5).
+			if answered, _ := e.adopt(w, r, body, id, actor); answered {
+				return
+			}
+		}
+		// A session belongs to the actor that opened it: another actor's
+		// token cannot ride on it, and an unknown or ended id is 404.
+		if !e.ids.ownedBy(id, actor.ID) {
+			http.Error(w, "unknown session", http.StatusNotFound)
+			return
+		}
+		if e.opts.Sessions != nil {
+			e.opts.Sessions.Touch(id, false)
+		}
+		// A session is not idle while a request or stream of it is open.
+		defer e.ids.enter(id)()
+		if e.ids.isParked(id) {
+			var ok bool
+			if owed, ok = e.wake(id); !ok {
+				http.Error(w, "unknown session", http.StatusNotFound)
+				return
+			}
+			defer func() { e.tellOwed(id, owed) }()
+		}
+	}
+	if legacy && r.Method != http.MethodPost {
+		e.serveSessionMethod(w, r, id, &owed)
+		return
+	}
+	if r.Method == http.MethodGet && id != "" {
+		// A stateless endpoint's GET streams, which mcp-go serves for any
+		// id, are capped per id all the same.
+		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+		if !ok {
+			tooManyStreams(w, e.opts.MaxStreamsPerSession)
+			return
+		}
+		defer leave()
+	}
+	if r.Method == http.MethodGet {
+		sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
+		stop := heartbeat(e.opts.HeartbeatInterval, sw.ping)
+		defer func() {
+			stop()
+			sw.mu.Lock()
+			sw.ended = true
+			sw.mu.Unlock()
+		}()
+		e.library(sw, r, nil)
+		return
+	}
+	if r.Method != http.MethodPost {
+		e.library(w, r, nil)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
+		// One rule for every method, whoever answers it.
+		if legacy {
+			http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
+			return
+		}
+		e.library(w, r, body)
+		return
+	}
+	if legacy && env.Kind == jsonrpc.Invalid && !json.Valid(body) {
+		writeRPCError(w, http.StatusBadRequest, mcpgo.PARSE_ERROR, "request body is not valid json")
+		return
+	}
+	if legacy && !env.Is(mcpgo.MethodInitialize) && refuseVersion(w, r) {
+		return
+	}
+	switch env.Kind {
+	case jsonrpc.Batch:
+		e.serveBatch(w, r, body, id)
+		return
+	case jsonrpc.Response:
+		// The session's owner was checked above, so only the client a
+		// request went to can answer it.
+		if id != "" && e.asks.answer(id, env.RawID, body) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if legacy {
+			// Or a request of the session's GET stream (legacy.go).
+			if s := e.ids.session(id); s != nil && s.answer(env.RawID, body) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
+			http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
+			return
+		}
+		// An answer to mcp-go's own request (sampling, elicitation) is
+		// accepted with 202; anything else answers nothing the gateway
+		// asked, and is logged within bounds.
+		sw := &statusWriter{ResponseWriter: w}
+		e.library(sw, r, body)
+		if sw.status != http.StatusAccepted {
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
+		}
+		return
+	}
+	// opens: an initialize, which opens a new session even when it carries
+	// an id, held to the caps as any other.
+	var slot *sessionSlot
+	opens := legacy && env.Is(mcpgo.MethodInitialize)
+	if opens {
+		actor, _ := e.opts.Actor(r.Context())
+		var err error
+		if slot, err = e.opts.Limits.acquire(actor.ID); err != nil {
+			refuseSession(w, r, body, err)
+			return
+		}
+		defer slot.requestDone()
+	}
+	if legacy && !opens && id == "" && env.Kind != jsonrpc.Invalid {
+		http.Error(w, noSessionText, http.StatusBadRequest)
+		return
+	}
+	var session *legacySession
+	if legacy && id != "" {
+		session = e.ids.session(id)
+	}
+	if env.Kind == jsonrpc.Notification && session != nil {
+		e.cancelFast(&env, id)
+		e.serveLegacy(r.Context(), &callStream{w: w, hdr: http.Header{}}, session, body)
+		return
+	}
+	cs := newCallStream(w)
+	cs.dl = newDeadline(w, e.opts.WriteTimeout)
+	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
+	if len(owed) > 0 && env.Kind == jsonrpc.Request {
+		// A woken session is told of what it missed on this answer, ahead
+		// of it.
+		for _, method := range owed {
+			_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
+		}
+		owed = nil
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
+	if modern != nil {
+		if actor, ok := e.opts.Actor(r.Context()); ok {
+			var listen context.CancelCauseFunc
+			if modern.method == string(mcpgo.MethodSubscriptionsListen) {
+				listen = cancel
+			}
+			defer e.clients.request(actor, modern, listen)()
+		}
+	}
+	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
+	if in, ok := e.readInbound(r, &env, modern, id, cancel); ok {
+		ownMethods[env.Method](e, r.Context(), cs, in)
+		cs.finish()
+		return
+	}
+	switch {
+	case opens:
+		actor, _ := e.opts.Actor(r.Context())
+		e.serveInitialize(r.Context(), cs, body, actor, slot)
+	case legacy:
+		// ping, logging, resources, prompts, completions, and the
+		// errors of what no method serves.
+		e.serveLegacy(r.Context(), cs, session, body)
+	default:
+		// A stateless endpoint's, and the 2026-07-28 methods mcp-go
+		// serves: server/discover and subscriptions/listen.
+		if env.Kind == jsonrpc.Notification {
+			e.cancelModern(r, &env)
+		}
+		e.library(cs, r, body)
+	}
+	cs.finish()
+}
+
+// serveSessionMethod answers a GET or DELETE (or any method but POST) of a
+// legacy request on a stateful endpoint: the session's GET stream, or its
+// end. The session's owner was checked, and a parked session woken; owed
+// are what it missed, queued for its stream before the stream opens.
+func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id string, owed *[]string) {
+	switch r.Method {
+	case http.MethodGet, http.MethodDelete:
+	case http.MethodHead:
+		w.WriteHeader(http.StatusOK)
+		return
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if refuseVersion(w, r) {
+		return
+	}
+	if id == "" {
+		http.Error(w, noSessionText, http.StatusBadRequest)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		*owed = nil
+		e.endSession(id)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	e.tellOwed(id, *owed)
+	*owed = nil
+	s := e.ids.session(id)
+	if s == nil {
+		// Ended by a request racing this one.
+		http.Error(w, "unknown session", http.StatusNotFound)
+		return
+	}
+	// Requests from upstreams reach a client on this stream.
+	leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+	if !ok {
+		tooManyStreams(w, e.opts.MaxStreamsPerSession)
+		return
+	}
+	defer leave()
+	e.serveStream(w, r, s)
+}
+
+// tooManyStreams refuses a GET stream over the session's cap (SV-2).
+func tooManyStreams(w http.ResponseWriter, max int) {
+	http.Error(w, fmt.Sprintf("too many GET streams on this session: at most %d may be open at once (gateway.maxStreamsPerSession); close one first", max), http.StatusTooManyRequests)
+}
+
+// allowList is the endpoint's allow-list in force.
+func (e *Endpoint) allowList() []string { return *e.tools.Load() }
+
+// SetTools replaces the endpoint's allow-list (a reload, OP-8). Live
+// sessions keep going and are sent notifications/tools/list_changed, since
+// what they may list changed with it.
+func (e *Endpoint) SetTools(allow []string) {
+	allow = slices.Clone(allow)
+	e.tools.Store(&allow)
+	e.ToolsChanged()
+}
+
+// ToolsChanged tells every live session that its tool list may have
+// changed without the registry changing: the allow-list, or the roles and
+// review rules that decide what an actor sees (OP-8).
+func (e *Endpoint) ToolsChanged() {
+	e.notifying.Lock()
+	defer e.notifying.Unlock()
+	e.changes.tools++
+	e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
+	// Review gates prompts and resources too: a mode change may show or
+	// withhold some.
+	e.syncCatalog()
+}
+
+// EndSession ends a session from the gateway side, exactly as the client's
+// DELETE would; its next request gets 404.
+func (e *Endpoint) EndSession(id string) error {
+	if known, err := e.clients.end(id); known {
+		return err
+	}
+	if !e.ids.live(id) {
+		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
+	}
+	e.endSession(id)
+	return nil
+}
+
+// endSession ends session id, whoever ends it (its DELETE, an operator,
+// another replica, the idle sweep, a shutdown): its GET streams end, mcp-go
+// lets go of it, and so do the endpoint's maps and the console's row. Two
+// ends racing end it once.
+func (e *Endpoint) endSession(id string) {
+	if e.endParked(id) {
+		return
+	}
+	e.adopting.Lock()
+	defer e.adopting.Unlock()
+	s := e.ids.session(id)
+	if s == nil || !s.close() {
+		return
+	}
+	e.mcp.UnregisterSession(context.Background(), id)
+	e.ids.terminate(id)
+	e.sessionGone(id)
+}
+
+// Close stops the sweeper and following the registry, and ends every
+// session (SV-9).
+func (e *Endpoint) Close(ctx context.Context) error {
+	e.closeOnce.Do(func() {
+		if e.stopSweep != nil {
+			close(e.stopSweep)
+		}
+	})
+	e.swept.Wait()
+	e.clients.close()
+	e.states.closeRelays()
+	// The sessions a shutdown ends are not ended for good: another
+	// replica, or this gateway restarted, may continue them.
+	e.ids.closing.Store(true)
+	for _, id := range e.ids.parkedIDs() {
+		e.endParked(id)
+	}
+	for _, id := range e.ids.bound() {
+		e.endSession(id)
+	}
+	if e.opts.Hub != nil {
+		e.opts.Hub.detach(e)
+	}
+	e.sub.Close()
+	e.synced.Wait()
+	// A stateless endpoint's GET streams are mcp-go's.
+	e.http.CloseSessions(ctx)
+	return nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// randomIDPair is two randomIDs from one read of the random source.
+func randomIDPair() (string, string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[:32], h[32:]
+}
+
+// isJSONMediaType reports whether ct names application/json, parameters
+// allowed; the plain header, the common one, is matched before the parse.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}

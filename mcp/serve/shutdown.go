@@ -1,0 +1,104 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// ErrCallCut is the cause of a call's context when the gateway cut it at
+// the shutdown deadline (SV-9).
+var ErrCallCut = errors.New("the gateway shut down before this call finished")
+
+// codeShutdown is the JSON-RPC error code of a call cut at shutdown.
+const codeShutdown = -32000
+
+// running are the POST requests being served, so that shutdown can answer
+// the ones still running at its deadline instead of leaving them an empty
+// body.
+type running struct {
+	mu sync.Mutex
+	m  map[*runningPost]struct{}
+}
+
+type runningPost struct {
+	cs     *callStream
+	body   []byte
+	cancel context.CancelCauseFunc
+}
+
+// add records a request until the returned function is called.
+func (f *running) add(fl *runningPost) func() {
+	f.mu.Lock()
+	if f.m == nil {
+		f.m = map[*runningPost]struct{}{}
+	}
+	f.m[fl] = struct{}{}
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.m, fl)
+		f.mu.Unlock()
+	}
+}
+
+// CutCalls answers every request still being served with a JSON-RPC error
+// saying the gateway shut down, and cancels it; what its handler writes
+// afterwards is dropped. The gateway calls it at the shutdown deadline
+// (SV-9). It returns how many requests it cut.
+func (e *Endpoint) CutCalls() int {
+	e.running.mu.Lock()
+	defer e.running.mu.Unlock()
+	n := 0
+	for fl := range e.running.m {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(fl.body, &msg)
+		if id := strings.TrimSpace(string(msg.ID)); id != "" && id != "null" {
+			fl.cs.cut(msg.ID)
+		}
+		fl.cancel(ErrCallCut)
+		delete(e.running.m, fl)
+		n++
+	}
+	return n
+}
+
+// cut answers the request with a JSON-RPC error unless its answer already
+// went out, and drops everything written after it. It is called while the
+// request's handler still runs, and every write goes through c.mu, so the
+// response writer is never used by two goroutines at once.
+func (c *callStream) cut(id json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || c.ended {
+		return
+	}
+	c.dl.extend()
+	data, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": codeShutdown, "message": ErrCallCut.Error()},
+	})
+	switch {
+	case c.upgraded:
+		// An event stream is open: the answer is its last event.
+		_, _ = fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", data)
+	case !c.libHeader:
+		h := c.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Del("Content-Length")
+		c.w.WriteHeader(http.StatusOK)
+		_, _ = c.w.Write(data)
+	default:
+		// A JSON answer is being written: it is the call's answer.
+		return
+	}
+	c.flushLocked()
+	c.done = true
+	c.held.Reset()
+}
