@@ -385,34 +385,3 @@ func (p *pendingRequests) answer(session string, rawID json.RawMessage, body []b
 	answer <- body
 	return true
 }
-
-// cancels holds the cancel functions of requests in progress by key, so a
-// notifications/cancelled naming one can end it.
-type cancels struct {
-	mu sync.Mutex
-	m  map[string]context.CancelFunc
-}
-
-func (c *cancels) add(key string, cancel context.CancelFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]context.CancelFunc{}
-	}
-	c.m[key] = cancel
-}
-
-func (c *cancels) remove(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
-}
-
-func (c *cancels) cancel(key string) {
-	c.mu.Lock()
-	cancel := c.m[key]
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}

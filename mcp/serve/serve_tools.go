@@ -155,8 +155,8 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		ctx = e.mcp.WithContext(ctx, tr.session)
 		id, _ := jsonrpc.ReadID(tr.rawID)
 		key := tr.sessionID + "\x00" + jsonrpc.IDKey(id)
-		e.ids.inflight.add(key, func() { tr.cancel(context.Canceled) })
-		defer e.ids.inflight.remove(key)
+		e.ids.inflight.Add(key, func() { tr.cancel(context.Canceled) })
+		defer e.ids.inflight.Remove(key)
 		asks = &e.asks
 	}
 	writeResult(cs, tr.rawID, e.invoke(ctx, tr.actor, c, progress, asks))

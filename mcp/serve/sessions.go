@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	ds "github.com/toolgate/toolgate/mcp/downstream"
 )
 
 // sessionIDs keeps one record per legacy session: whose it is, what holds
@@ -18,7 +20,7 @@ type sessionIDs struct {
 	byID map[string]*sessionRecord
 	// inflight cancels the calls a session has running, by session and
 	// request id.
-	inflight cancels
+	inflight ds.Cancels
 	// gone are the ids ended for good, which adoption refuses; onEnded is
 	// told of each, unless closing (a shutdown) ended it.
 	gone    tombstones

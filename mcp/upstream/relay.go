@@ -36,7 +36,7 @@ type flights struct {
 	byToken map[string]*flight
 	// incoming are the upstream's requests of the gateway being answered,
 	// by request id.
-	incoming cancels
+	incoming downstream.Cancels
 }
 
 func (fs *flights) start(d downstream.Downstream) *flight {
@@ -129,7 +129,7 @@ func (b *base) relayNotification(n mcpgo.JSONRPCNotification) {
 		if err != nil {
 			return
 		}
-		b.fl.incoming.cancel(jsonrpc.IDKey(params["requestId"]))
+		b.fl.incoming.Cancel(jsonrpc.IDKey(params["requestId"]))
 	case mcpgo.MethodNotificationResourceUpdated:
 		if b.hub != nil {
 			b.hub.ResourceUpdated(raw)
@@ -189,8 +189,8 @@ func (b *base) handleRequest(ctx context.Context, req transport.JSONRPCRequest) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	id := jsonrpc.IDKey(req.ID)
-	b.fl.incoming.add(id, cancel)
-	defer b.fl.incoming.remove(id)
+	b.fl.incoming.Add(id, cancel)
+	defer b.fl.incoming.Remove(id)
 	var resp *transport.JSONRPCResponse
 	if res, err := d.Request(ctx, req.Method, params); err != nil {
 		resp = transport.NewJSONRPCErrorResponse(req.ID, mcpgo.INTERNAL_ERROR, b.scrub(err).Error(), nil)
@@ -215,35 +215,4 @@ func withCancelOn(ctx, done context.Context) (context.Context, func() bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(done, cancel)
 	return ctx, func() bool { cancel(); return stop() }
-}
-
-// cancels holds the cancel functions of requests in progress by key, so a
-// notifications/cancelled naming one can end it.
-type cancels struct {
-	mu sync.Mutex
-	m  map[string]context.CancelFunc
-}
-
-func (c *cancels) add(key string, cancel context.CancelFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]context.CancelFunc{}
-	}
-	c.m[key] = cancel
-}
-
-func (c *cancels) remove(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
-}
-
-func (c *cancels) cancel(key string) {
-	c.mu.Lock()
-	cancel := c.m[key]
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 }
