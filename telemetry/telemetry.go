@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -262,15 +263,64 @@ func SetHeaders(h map[string][]string, traceparent, tracestate string) {
 
 // ToolCall names the request span in ctx after the tools/call it serves,
 // as the MCP conventions do ("tools/call {tool}"), with the tool's name
-// and the request's id; never its arguments.
+// and the request's id; never its arguments. Where ctx holds the span's
+// Request (WithRequest) they are noted there, for its End.
 func ToolCall(ctx context.Context, tool, requestID string) {
+	if r, _ := ctx.Value(requestKey{}).(*Request); r != nil {
+		r.mu.Lock()
+		r.tool, r.requestID, r.toolCall = tool, requestID, true
+		r.mu.Unlock()
+		return
+	}
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}
 	span.SetName(string(mcpToolsCall) + " " + tool)
-	span.SetAttributes(semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
+	span.SetAttributes(toolCallAttrs(tool, requestID)...)
+}
+
+func toolCallAttrs(tool, requestID string, more ...attribute.KeyValue) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 4+len(more))
+	attrs = append(attrs, semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
 		semconv.GenAIToolName(tool), semconv.JSONRPCRequestID(requestID))
+	return append(attrs, more...)
+}
+
+// Request is what a recorded request span learns while it is served (the
+// tools/call it turns out to be), set on the span when it ends, with the
+// attributes known only then, in one SetAttributes: the SDK copies a
+// span's attributes to a larger array each time it outgrows them.
+type Request struct {
+	mu              sync.Mutex
+	tool, requestID string
+	toolCall        bool
+}
+
+type requestKey struct{}
+
+// WithRequest returns ctx holding r, which ToolCall fills.
+func WithRequest(ctx context.Context, r *Request) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// End ends span, the request span r was noted for, with what r noted and
+// attrs; failed when failed.
+func (r *Request) End(span trace.Span, failed bool, attrs ...attribute.KeyValue) {
+	if span.IsRecording() {
+		r.mu.Lock()
+		tool, requestID, toolCall := r.tool, r.requestID, r.toolCall
+		r.mu.Unlock()
+		if toolCall {
+			span.SetName(string(mcpToolsCall) + " " + tool)
+			attrs = toolCallAttrs(tool, requestID, attrs...)
+		}
+		span.SetAttributes(attrs...)
+		if failed {
+			span.SetStatus(codes.Error, "")
+		}
+	}
+	span.End()
 }
 
 const mcpToolsCall = "tools/call"

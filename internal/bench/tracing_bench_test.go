@@ -192,3 +192,69 @@ func BenchmarkTracingOverhead(b *testing.B) {
 		b.Errorf("the receiver got %d spans for %d traced calls: the traced gateway did not trace every call", n, i*perRound)
 	}
 }
+
+// BenchmarkTracingCost is BenchmarkTracingOverhead's two gateways apart
+// (OP-9, OP-10): each sub-benchmark runs only its own, so that a CPU or
+// allocation profile of one (-cpuprofile, -memprofile) can be compared
+// with the other's (go tool pprof -diff_base). It reports the process's
+// CPU time per call; ns/op and, with -benchmem, the allocations are per round of
+// perRound calls; the ratio of calls per second is
+// BenchmarkTracingOverhead's to measure. Run one sub-benchmark per
+// process (-bench 'TracingCost/on'), or the profiles mix.
+func BenchmarkTracingCost(b *testing.B) {
+	for _, traced := range []bool{false, true} {
+		name := "off"
+		if traced {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			url, _, _ := startReceiverProcess(b)
+			g := startEchoGatewayWith(b, time.Minute, func(cfg *config.Config) {
+				if traced {
+					ratio := 1.0
+					cfg.Telemetry.Traces = config.Traces{Endpoint: url, SampleRatio: &ratio}
+					cfg.Audit.CheckpointKey = config.Secret(randomHex(32))
+				}
+			})
+			if !traced {
+				cs, ok := g.gw.Store().(auditchain.Store)
+				if !ok {
+					b.Fatalf("the store %T keeps no audit chain", g.gw.Store())
+				}
+				cs.AuditChain().SetKey(nil)
+			}
+			const sessions, perRound = 16, 256
+			callers := make([]caller, sessions)
+			for i := range callers {
+				c, err := newHTTPCaller(g.ctx, g.hc, g.url, g.key, "http_echo")
+				if err != nil {
+					b.Fatal(err)
+				}
+				callers[i] = c
+			}
+			round := func() {
+				var wg sync.WaitGroup
+				for _, c := range callers {
+					wg.Go(func() {
+						for range perRound / sessions {
+							if err := c.call(g.ctx); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			}
+			round() // warm: connections, pools, the first records
+			cpu0, _ := processCPU()
+			n := 0
+			for b.Loop() {
+				round()
+				n++
+			}
+			cpu1, _ := processCPU()
+			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(n*perRound), "cpu-µs/call")
+		})
+	}
+}

@@ -86,12 +86,15 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
 		var span trace.Span
 		var deferred *telemetry.Deferred
+		sw := &statusWriter{ResponseWriter: w}
 		if r.Method == http.MethodPost && r.Header.Get("traceparent") == "" && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
 			ctx, deferred = telemetry.Defer(ctx, tracer, name, opts...)
 		} else {
 			ctx, span = tracer.Start(ctx, name, opts...)
+			if span.IsRecording() {
+				ctx = telemetry.WithRequest(ctx, &sw.req)
+			}
 		}
-		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if deferred != nil {
 				span = deferred.Span()
@@ -100,11 +103,7 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-			if status >= 500 {
-				span.SetStatus(codes.Error, "")
-			}
-			span.End()
+			sw.req.End(span, status >= 500, semconv.HTTPResponseStatusCode(status))
 		}()
 		h.ServeHTTP(sw, r.WithContext(ctx))
 	})
@@ -115,6 +114,7 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	req    telemetry.Request // the request span's, for its End
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -143,7 +143,6 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // middleware, ended when it passes the request on (authPassed) or, if it
 // refuses, when it returns.
 type authSpan struct {
-	parent trace.Span
 	span   trace.Span
 	passed bool
 	// deferred: the request span is not open yet; the authentication is
@@ -171,10 +170,12 @@ func authStarts(next http.Handler) http.Handler {
 			}
 			return
 		}
-		parent := trace.SpanFromContext(r.Context())
-		ctx, span := telemetry.Start(r.Context(), "authenticate")
-		a := &authSpan{parent: parent, span: span}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, authSpanKey{}, a)))
+		// Not made the active span: nothing the authentication runs opens
+		// spans, and the request span stays the parent of what follows
+		// without a second copy of the request to restore it.
+		_, span := telemetry.Start(r.Context(), "authenticate")
+		a := &authSpan{span: span}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authSpanKey{}, a)))
 		if !a.passed {
 			span.SetStatus(codes.Error, "")
 			span.SetAttributes(semconv.ErrorTypeKey.String("refused"))
@@ -199,6 +200,6 @@ func authPassed(next http.Handler) http.Handler {
 			return
 		}
 		a.span.End()
-		next.ServeHTTP(w, r.WithContext(trace.ContextWithSpan(r.Context(), a.parent)))
+		next.ServeHTTP(w, r)
 	})
 }

@@ -1,0 +1,64 @@
+package telemetry
+
+import (
+	"context"
+	"testing"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgate/toolgate/internal/otlptest"
+)
+
+// BenchmarkCallSpans is what the spans of one tools/call cost the SDK and
+// the OTLP/HTTP exporter alone (OP-9): the request span and its children
+// for authentication, policy, validation, one upstream attempt (with the
+// trace context it hands on) and the audit write, opened and ended as
+// the gateway does, exported in batches to a counting receiver. It is the
+// floor under the gateway's cost of tracing a call; profile it
+// (-cpuprofile) to see the SDK's share and the exporter's (flush). Each
+// batch is exported in the loop, as soon as it is full: spans made faster
+// than exported would be dropped and not measured.
+func BenchmarkCallSpans(b *testing.B) {
+	rcv := otlptest.StartCounting(b)
+	p, err := New(context.Background(), Settings{Endpoint: rcv.URL, SampleRatio: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tracer := p.Tracer()
+	const spansPerCall = 6
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		var r Request
+		ctx, span := tracer.Start(context.Background(), "POST /mcp", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String("POST"), semconv.URLPath("/mcp"), semconv.McpProtocolVersion("2025-06-18")))
+		ctx = WithRequest(ctx, &r)
+		_, auth := Start(ctx, "authenticate")
+		auth.End()
+		ToolCall(ctx, "http_echo", "7")
+		_, s := Start(ctx, "policy")
+		End(s, nil)
+		_, s = Start(ctx, "validate")
+		End(s, nil)
+		actx, attempt := Attempt(ctx, "http", "http", "echo", 1)
+		Context(actx)
+		EndAttempt(attempt, false, nil)
+		_, s = Start(ctx, "audit write")
+		s.End()
+		TraceID(ctx)
+		r.End(span, false, semconv.HTTPResponseStatusCode(200))
+		if i++; i%(batchSize/spansPerCall) == 0 {
+			if err := p.tp.ForceFlush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	if err := p.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if n := rcv.Count(); n != spansPerCall*i {
+		b.Errorf("the receiver got %d spans of %d", n, spansPerCall*i)
+	}
+}
