@@ -84,6 +84,18 @@ type streamWriter struct {
 	ended bool
 }
 
+// keepAlive sends a heartbeat every interval until the returned function
+// is called, when the handler returns: from then on nothing writes.
+func (s *streamWriter) keepAlive(interval time.Duration) (stop func()) {
+	stopBeat := heartbeat(interval, s.ping)
+	return func() {
+		stopBeat()
+		s.mu.Lock()
+		s.ended = true
+		s.mu.Unlock()
+	}
+}
+
 func (s *streamWriter) Header() http.Header { return s.w.Header() }
 
 func (s *streamWriter) WriteHeader(code int) {

@@ -219,20 +219,7 @@ func (s *legacySession) ask(ctx context.Context, method string, params any) (jso
 	}
 	select {
 	case raw := <-answer:
-		var resp struct {
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(raw, &resp); err != nil {
-			return nil, fmt.Errorf("%s: the client's answer does not parse: %w", method, err)
-		}
-		if resp.Error != nil {
-			return nil, fmt.Errorf("%s: the client answered %d: %s", method, resp.Error.Code, resp.Error.Message)
-		}
-		return resp.Result, nil
+		return clientAnswer(method, raw)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
 	case <-s.done:
@@ -340,13 +327,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 	h.Set("Connection", "keep-alive")
 	sw.WriteHeader(http.StatusOK)
 	sw.Flush()
-	stop := heartbeat(e.opts.HeartbeatInterval, sw.ping)
-	defer func() {
-		stop()
-		sw.mu.Lock()
-		sw.ended = true
-		sw.mu.Unlock()
-	}()
+	defer sw.keepAlive(e.opts.HeartbeatInterval)()
 	ctx := r.Context()
 	for {
 		select {

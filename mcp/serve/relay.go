@@ -343,20 +343,7 @@ func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, meth
 	}
 	select {
 	case raw := <-answer:
-		var resp struct {
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(raw, &resp); err != nil {
-			return nil, fmt.Errorf("%s: the client's answer does not parse: %w", method, err)
-		}
-		if resp.Error != nil {
-			return nil, fmt.Errorf("%s: the client answered %d: %s", method, resp.Error.Code, resp.Error.Message)
-		}
-		return resp.Result, nil
+		return clientAnswer(method, raw)
 	case <-ctx.Done():
 		// The upstream withdrew its request (or the call ended): the
 		// client may stop asking its user or model.
@@ -366,6 +353,25 @@ func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, meth
 		}})
 		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
 	}
+}
+
+// clientAnswer is the result of a client's answer to a request made of it
+// (method), or the error it answered.
+func clientAnswer(method string, raw json.RawMessage) (json.RawMessage, error) {
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", method, err)
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("%s: the client answered %d: %s", method, resp.Error.Code, resp.Error.Message)
+	}
+	return resp.Result, nil
 }
 
 // answer delivers a client's POSTed response to the request waiting for it

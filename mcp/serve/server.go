@@ -678,247 +678,302 @@ func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
 
 // ServeHTTP enforces the body limit and the session's owner, then serves
 // the request: the gateway's own methods, the legacy session transport
-// (legacy.go), or what mcp-go serves (doc.go).
+// (legacy.go), or what mcp-go serves (doc.go). The body is read once, and
+// every step dispatches on its envelope (SV-1).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body []byte
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
 		// No session, no GET stream, nothing to DELETE: mcp-go answers
 		// 405 (SV-2).
 		e.library(w, r, nil)
 		return
 	}
-	if r.Body != nil && r.Method == http.MethodPost {
-		// Read at most one byte past the limit: a larger body is refused
-		// without being read whole (SV-8).
-		if r.ContentLength > e.opts.MaxRequestBytes {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Sent too slowly, or shorter than its Content-Length.
-				w.Header().Set("Connection", "close")
-				http.Error(w, "request body not received in time", http.StatusRequestTimeout)
-				return
-			}
-			http.Error(w, "reading request body failed", http.StatusBadRequest)
-			return
-		}
-		// The body is in: a read deadline passing during a long answer
-		// would cancel it.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-		if int64(len(body)) > e.opts.MaxRequestBytes {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	body, ok := e.readBody(w, r)
+	if !ok {
+		return
 	}
-	// The body is read once: every step below dispatches on env (SV-1).
-	env := jsonrpc.Read(body)
-	modern, isModern, refused := readModern(r, &env, body)
+	p := &post{body: body, env: jsonrpc.Read(body)}
+	var refused *modernError
+	p.modern, p.isModern, refused = readModern(r, &p.env, body)
 	if telemetry.DeferredFrom(r.Context()) != nil {
 		// The request span waited for the body: the trace context may be
 		// in a 2026-07-28 request's _meta (OP-9).
 		var tp, ts string
-		if modern != nil {
-			tp, ts = modern.traceparent, modern.tracestate
+		if p.modern != nil {
+			tp, ts = p.modern.traceparent, p.modern.tracestate
 		}
 		r = r.WithContext(telemetry.Resume(r.Context(), tp, ts))
 	}
 	if refused != nil {
-		writeModernError(w, modern.rawID, refused)
+		writeModernError(w, p.modern.rawID, refused)
 		return
 	}
-	id := r.Header.Get(server.HeaderKeySessionID)
-	if isModern {
-		// The revision has no sessions: the header is ignored.
-		id = ""
+	if !p.isModern {
+		// The 2026-07-28 revision has no sessions: its header is ignored.
+		p.id = r.Header.Get(server.HeaderKeySessionID)
 	}
-	// legacy: a request of the revisions with sessions on a stateful
-	// endpoint, whose session transport is the endpoint's own (legacy.go).
-	legacy := !e.opts.Stateless && !isModern
-	// owed are the list changes a woken session missed while parked: told
-	// on this request's answer ahead of it, or else queued for its stream.
-	var owed []string
-	if id != "" && legacy {
-		actor, _ := e.opts.Actor(r.Context())
-		if e.seal != nil && !e.ids.live(id) {
-			// Opened on another replica, or before a restart (OP-5).
-			if answered, _ := e.adopt(w, r, body, id, actor); answered {
-				return
-			}
-		}
-		// A session belongs to the actor that opened it: another actor's
-		// token cannot ride on it, and an unknown or ended id is 404.
-		if !e.ids.ownedBy(id, actor.ID) {
-			http.Error(w, "unknown session", http.StatusNotFound)
+	p.legacy = !e.opts.Stateless && !p.isModern
+	if p.id != "" && p.legacy {
+		done, ok := e.enterSession(w, r, p)
+		if !ok {
 			return
 		}
-		if e.opts.Sessions != nil {
-			e.opts.Sessions.Touch(id, false)
-		}
-		// A session is not idle while a request or stream of it is open.
-		defer e.ids.enter(id)()
-		if e.ids.isParked(id) {
-			var ok bool
-			if owed, ok = e.wake(id); !ok {
-				http.Error(w, "unknown session", http.StatusNotFound)
-				return
-			}
-			defer func() { e.tellOwed(id, owed) }()
-		}
+		defer done()
 	}
-	if legacy && r.Method != http.MethodPost {
-		e.serveSessionMethod(w, r, id, &owed)
+	if r.Method != http.MethodPost {
+		e.serveNonPost(w, r, p)
 		return
 	}
-	if r.Method == http.MethodGet && id != "" {
+	if !e.acceptable(w, r, p) {
+		return
+	}
+	switch p.env.Kind {
+	case jsonrpc.Batch:
+		e.serveBatch(w, r, body, p.id)
+	case jsonrpc.Response:
+		e.serveAnswer(w, r, p)
+	default:
+		e.serveMessage(w, r, p)
+	}
+}
+
+// post is one request as ServeHTTP dispatches it, its body read once.
+type post struct {
+	body []byte
+	env  jsonrpc.Envelope
+	// modern is the 2026-07-28 request's own fields; isModern says the
+	// request is of that revision.
+	modern   *modernInbound
+	isModern bool
+	// id is the legacy session the request names ("" for none).
+	id string
+	// legacy: a request of the revisions with sessions on a stateful
+	// endpoint, whose session transport is the endpoint's own (legacy.go).
+	legacy bool
+	// owed are the list changes a woken session missed while parked: told
+	// on this request's answer ahead of it, or else queued for its stream.
+	owed []string
+}
+
+// readBody reads a POST's body whole, at most one byte past the limit: a
+// larger body is refused without being read whole (SV-8). false when the
+// answer is written.
+func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Body == nil || r.Method != http.MethodPost {
+		return nil, true
+	}
+	if r.ContentLength > e.opts.MaxRequestBytes {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, e.opts.MaxRequestBytes+1))
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// Sent too slowly, or shorter than its Content-Length.
+			w.Header().Set("Connection", "close")
+			http.Error(w, "request body not received in time", http.StatusRequestTimeout)
+			return nil, false
+		}
+		http.Error(w, "reading request body failed", http.StatusBadRequest)
+		return nil, false
+	}
+	// The body is in: a read deadline passing during a long answer
+	// would cancel it.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	if int64(len(body)) > e.opts.MaxRequestBytes {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
+}
+
+// enterSession admits a request to the legacy session p.id: adopted if it
+// was opened on another replica or before a restart (OP-5), owned by the
+// request's actor, woken if parked. done runs when the request ends; false
+// when the answer is written.
+func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post) (done func(), ok bool) {
+	actor, _ := e.opts.Actor(r.Context())
+	if e.seal != nil && !e.ids.live(p.id) {
+		if answered, _ := e.adopt(w, r, p.body, p.id, actor); answered {
+			return nil, false
+		}
+	}
+	// A session belongs to the actor that opened it: another actor's
+	// token cannot ride on it, and an unknown or ended id is 404.
+	if !e.ids.ownedBy(p.id, actor.ID) {
+		http.Error(w, "unknown session", http.StatusNotFound)
+		return nil, false
+	}
+	if e.opts.Sessions != nil {
+		e.opts.Sessions.Touch(p.id, false)
+	}
+	// A session is not idle while a request or stream of it is open.
+	leave := e.ids.enter(p.id)
+	if !e.ids.isParked(p.id) {
+		return leave, true
+	}
+	owed, ok := e.wake(p.id)
+	if !ok {
+		http.Error(w, "unknown session", http.StatusNotFound)
+		leave()
+		return nil, false
+	}
+	p.owed = owed
+	return func() { e.tellOwed(p.id, p.owed); leave() }, true
+}
+
+// serveNonPost answers what is not a POST: a legacy session's GET stream
+// and DELETE, or mcp-go's for a stateless endpoint.
+func (e *Endpoint) serveNonPost(w http.ResponseWriter, r *http.Request, p *post) {
+	if p.legacy {
+		e.serveSessionMethod(w, r, p.id, &p.owed)
+		return
+	}
+	if r.Method != http.MethodGet {
+		e.library(w, r, nil)
+		return
+	}
+	if p.id != "" {
 		// A stateless endpoint's GET streams, which mcp-go serves for any
 		// id, are capped per id all the same.
-		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+		leave, ok := e.ids.listen(p.id, e.opts.MaxStreamsPerSession)
 		if !ok {
 			tooManyStreams(w, e.opts.MaxStreamsPerSession)
 			return
 		}
 		defer leave()
 	}
-	if r.Method == http.MethodGet {
-		sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
-		stop := heartbeat(e.opts.HeartbeatInterval, sw.ping)
-		defer func() {
-			stop()
-			sw.mu.Lock()
-			sw.ended = true
-			sw.mu.Unlock()
-		}()
-		e.library(sw, r, nil)
-		return
-	}
-	if r.Method != http.MethodPost {
-		e.library(w, r, nil)
-		return
-	}
+	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
+	defer sw.keepAlive(e.opts.HeartbeatInterval)()
+	e.library(sw, r, nil)
+}
+
+// acceptable checks what every POST must be, whoever answers it: JSON, and
+// on a legacy session parseable and of a revision served. false when the
+// answer is written.
+func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-		// One rule for every method, whoever answers it.
-		if legacy {
+		if p.legacy {
 			http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
-			return
+			return false
 		}
-		e.library(w, r, body)
-		return
+		e.library(w, r, p.body)
+		return false
 	}
-	if legacy && env.Kind == jsonrpc.Invalid && !json.Valid(body) {
+	if p.legacy && p.env.Kind == jsonrpc.Invalid && !json.Valid(p.body) {
 		writeRPCError(w, http.StatusBadRequest, mcpgo.PARSE_ERROR, "request body is not valid json")
+		return false
+	}
+	if p.legacy && !p.env.Is(mcpgo.MethodInitialize) && refuseVersion(w, r) {
+		return false
+	}
+	return true
+}
+
+// serveAnswer takes a client's answer to a request made of it: the
+// gateway's (an upstream's, relayed), a legacy session's GET stream's, or
+// mcp-go's on a stateless endpoint. The session's owner was checked, so
+// only the client a request went to can answer it.
+func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) {
+	if p.id != "" && e.asks.answer(p.id, p.env.RawID, p.body) {
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if legacy && !env.Is(mcpgo.MethodInitialize) && refuseVersion(w, r) {
-		return
-	}
-	switch env.Kind {
-	case jsonrpc.Batch:
-		e.serveBatch(w, r, body, id)
-		return
-	case jsonrpc.Response:
-		// The session's owner was checked above, so only the client a
-		// request went to can answer it.
-		if id != "" && e.asks.answer(id, env.RawID, body) {
+	if p.legacy {
+		if s := e.ids.session(p.id); s != nil && s.answer(p.env.RawID, p.body) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		if legacy {
-			// Or a request of the session's GET stream (legacy.go).
-			if s := e.ids.session(id); s != nil && s.answer(env.RawID, body) {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
-			http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
-			return
-		}
-		// An answer to mcp-go's own request (sampling, elicitation) is
-		// accepted with 202; anything else answers nothing the gateway
-		// asked, and is logged within bounds.
-		sw := &statusWriter{ResponseWriter: w}
-		e.library(sw, r, body)
-		if sw.status != http.StatusAccepted {
-			e.unsolicited.note(e.opts.Logger, e.opts.Path, id, body)
-		}
+		e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
+		http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
 		return
 	}
+	// An answer to mcp-go's own request (sampling, elicitation) is
+	// accepted with 202; anything else answers nothing the gateway
+	// asked, and is logged within bounds.
+	sw := &statusWriter{ResponseWriter: w}
+	e.library(sw, r, p.body)
+	if sw.status != http.StatusAccepted {
+		e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
+	}
+}
+
+// serveMessage serves a request or notification from one table: the
+// gateway's own methods (ownMethods), initialize and the rest of a legacy
+// session (legacy.go), or what mcp-go serves.
+func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post) {
 	// opens: an initialize, which opens a new session even when it carries
 	// an id, held to the caps as any other.
 	var slot *sessionSlot
-	opens := legacy && env.Is(mcpgo.MethodInitialize)
+	opens := p.legacy && p.env.Is(mcpgo.MethodInitialize)
 	if opens {
 		actor, _ := e.opts.Actor(r.Context())
 		var err error
 		if slot, err = e.opts.Limits.acquire(actor.ID); err != nil {
-			refuseSession(w, r, body, err)
+			refuseSession(w, r, p.body, err)
 			return
 		}
 		defer slot.requestDone()
 	}
-	if legacy && !opens && id == "" && env.Kind != jsonrpc.Invalid {
+	if p.legacy && !opens && p.id == "" && p.env.Kind != jsonrpc.Invalid {
 		http.Error(w, noSessionText, http.StatusBadRequest)
 		return
 	}
 	var session *legacySession
-	if legacy && id != "" {
-		session = e.ids.session(id)
+	if p.legacy && p.id != "" {
+		session = e.ids.session(p.id)
 	}
-	if env.Kind == jsonrpc.Notification && session != nil {
-		e.cancelFast(&env, id)
-		e.serveLegacy(r.Context(), &callStream{w: w, hdr: http.Header{}}, session, body)
+	if p.env.Kind == jsonrpc.Notification && session != nil {
+		e.cancelFast(&p.env, p.id)
+		e.serveLegacy(r.Context(), &callStream{w: w, hdr: http.Header{}}, session, p.body)
 		return
 	}
 	cs := newCallStream(w)
 	cs.dl = newDeadline(w, e.opts.WriteTimeout)
 	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
-	if len(owed) > 0 && env.Kind == jsonrpc.Request {
+	if len(p.owed) > 0 && p.env.Kind == jsonrpc.Request {
 		// A woken session is told of what it missed on this answer, ahead
 		// of it.
-		for _, method := range owed {
+		for _, method := range p.owed {
 			_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
 		}
-		owed = nil
+		p.owed = nil
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	defer e.running.add(&runningPost{cs: cs, body: body, cancel: cancel})()
-	if modern != nil {
+	defer e.running.add(&runningPost{cs: cs, body: p.body, cancel: cancel})()
+	if p.modern != nil {
 		if actor, ok := e.opts.Actor(r.Context()); ok {
 			var listen context.CancelCauseFunc
-			if modern.method == string(mcpgo.MethodSubscriptionsListen) {
+			if p.modern.method == string(mcpgo.MethodSubscriptionsListen) {
 				listen = cancel
 			}
-			defer e.clients.request(actor, modern, listen)()
+			defer e.clients.request(actor, p.modern, listen)()
 		}
 	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
-	if in, ok := e.readInbound(r, &env, modern, id, cancel); ok {
-		ownMethods[env.Method](e, r.Context(), cs, in)
+	if in, ok := e.readInbound(r, &p.env, p.modern, p.id, cancel); ok {
+		ownMethods[p.env.Method](e, r.Context(), cs, in)
 		cs.finish()
 		return
 	}
 	switch {
 	case opens:
 		actor, _ := e.opts.Actor(r.Context())
-		e.serveInitialize(r.Context(), cs, body, actor, slot)
-	case legacy:
+		e.serveInitialize(r.Context(), cs, p.body, actor, slot)
+	case p.legacy:
 		// ping, logging, resources, prompts, completions, and the
 		// errors of what no method serves.
-		e.serveLegacy(r.Context(), cs, session, body)
+		e.serveLegacy(r.Context(), cs, session, p.body)
 	default:
 		// A stateless endpoint's, and the 2026-07-28 methods mcp-go
 		// serves: server/discover and subscriptions/listen.
-		if env.Kind == jsonrpc.Notification {
-			e.cancelModern(r, &env)
+		if p.env.Kind == jsonrpc.Notification {
+			e.cancelModern(r, &p.env)
 		}
-		e.library(cs, r, body)
+		e.library(cs, r, p.body)
 	}
 	cs.finish()
 }
