@@ -320,7 +320,7 @@ func (e *Endpoint) followRelay(ctx context.Context, cs *callStream, rawID json.R
 // call and request it answers.
 func (e *Endpoint) relayState(actor core.Actor, c *core.ToolCall, r *modernRelay, a *relayAsk) stateBody {
 	digest, _ := argsDigest(c) // resolve read these arguments already
-	return stateBody{Actor: actor.ID, Tenant: actor.Tenant, Tool: c.Tool.Name, Args: digest, Relay: r.id, Input: a.key,
+	return stateBody{Actor: actor.ID, Tenant: actor.Tenant, Tool: c.Tool.Name, Args: digest, Relay: r.id, Input: a.key, Replica: e.opts.Replica,
 		Expires: time.Now().Add(r.bound).Unix(), Nonce: randomID()}
 }
 
@@ -361,6 +361,13 @@ func (e *Endpoint) resumeRelay(ctx context.Context, cs *callStream, rawID json.R
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(answer, &obj) != nil {
 		refuse("inputResponses.%s is not a result object; nothing was passed on", b.Input)
+		return
+	}
+	if b.Replica != e.opts.Replica {
+		// Checked before the state is spent: the replica holding the call
+		// can still take this answer.
+		refuse("the call this answer is for waits in gateway replica %q, not this one (or ended with it), and only that replica can pass it on; "+
+			"nothing was passed on — behind a load balancer, route each client to one replica, or call the tool again", b.Replica)
 		return
 	}
 	if !e.states.spend(b.Nonce, time.Unix(b.Expires, 0), time.Now()) {

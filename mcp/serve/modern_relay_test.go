@@ -63,6 +63,12 @@ func startElicitingUpstream(t *testing.T) *elicitingUpstream {
 // operator wait, the bound of a parked call, is wait.
 func serveRelayed(t *testing.T, upURL string, wait time.Duration) (string, *serve.Endpoint) {
 	t.Helper()
+	return serveRelayedWith(t, upURL, wait, serve.EndpointOptions{})
+}
+
+// serveRelayedWith is serveRelayed with opts' SessionKey and Replica.
+func serveRelayedWith(t *testing.T, upURL string, wait time.Duration, opts serve.EndpointOptions) (string, *serve.Endpoint) {
+	t.Helper()
 	hub := serve.NewHub()
 	up, err := upstream.New(upstream.Options{Name: "up", URL: upURL, Transport: "http", Hub: hub})
 	if err != nil {
@@ -79,7 +85,8 @@ func serveRelayed(t *testing.T, upURL string, wait time.Duration) (string, *serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := serve.NewEndpoint(serve.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Hub: hub, Actor: testActor, Gate: gate})
+	ep, err := serve.NewEndpoint(serve.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Hub: hub, Actor: testActor, Gate: gate,
+		SessionKey: opts.SessionKey, Replica: opts.Replica})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +317,32 @@ func TestModernRelayedInputBadRetries(t *testing.T) {
 	}
 	if n := ep.RelaysForTest(); n != 0 {
 		t.Errorf("%d calls still kept", n)
+	}
+}
+
+// SV-1, SV-2: Behind a balancer, a retry reaching a replica other than the
+// one its call waits in is refused there with a message naming that
+// replica, and loses nothing: the state is not spent, and the same retry
+// at the right replica still answers the upstream.
+func TestModernRelayedInputOtherReplica(t *testing.T) {
+	up := startElicitingUpstream(t)
+	key := []byte("a session key both replicas share")[:32]
+	urlA, _ := serveRelayedWith(t, up.url, time.Minute, serve.EndpointOptions{SessionKey: key, Replica: "host-a:1"})
+	urlB, _ := serveRelayedWith(t, up.url, time.Minute, serve.EndpointOptions{SessionKey: key, Replica: "host-b:2"})
+	input, state := askUser(t, urlA, "the door")
+	good := `{"action":"accept","content":{"colour":"blue"}}`
+	code, ans := retry(t, urlB, "alice", "the door", input, state, good)
+	if code != http.StatusBadRequest || !strings.Contains(errorMessage(ans), `replica "host-a:1"`) || !strings.Contains(errorMessage(ans), "nothing was passed on") {
+		t.Fatalf("the retry at the other replica: HTTP %d %s", code, mustJSON(ans))
+	}
+	select {
+	case got := <-up.answers:
+		t.Fatalf("the upstream got %+v from the other replica", got)
+	default:
+	}
+	code, ans = retry(t, urlA, "alice", "the door", input, state, good)
+	if code != http.StatusOK || !strings.Contains(string(ans["result"]), "answer accept map[colour:blue]") {
+		t.Fatalf("the retry at its own replica: HTTP %d %s", code, mustJSON(ans))
 	}
 }
 

@@ -69,8 +69,10 @@ type stateBody struct {
 	Token  string `json:"k,omitempty"`
 	// Relay and Input name a call waiting for the client's answer to an
 	// upstream's request, and that request's key (modern_relay.go).
-	Relay   string `json:"p,omitempty"`
-	Input   string `json:"i,omitempty"`
+	Relay string `json:"p,omitempty"`
+	Input string `json:"i,omitempty"`
+	// Replica is the gateway process the relayed call waits in.
+	Replica string `json:"g,omitempty"`
 	Expires int64  `json:"e"`
 	Nonce   string `json:"r"`
 }
