@@ -1,6 +1,6 @@
 // Package downstream is the seam between toolgate's two MCP sides: what the
 // upstream side (package mcp/upstream) needs of the client whose call it
-// is carrying, and what the serving side (package mcp) provides.
+// is carrying, and what the serving side (package mcp/serve) provides.
 //
 // A tools/call the endpoint serves is sent upstream on a connection every
 // session shares. What the upstream sends during the call — progress, log
