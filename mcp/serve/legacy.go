@@ -250,31 +250,40 @@ func (s *legacySession) answer(rawID json.RawMessage, body []byte) bool {
 func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *sessionSlot) {
 	s := newLegacySession("")
 	answer := e.mcp.HandleMessage(e.mcp.WithContext(ctx, s), body)
-	if _, ok := answer.(mcpgo.JSONRPCResponse); ok && s.Initialized() {
+	if res, ok := answer.(mcpgo.JSONRPCResponse); ok && s.Initialized() {
 		s.id = randomID()
 		if e.seal != nil {
 			s.id = e.sealedFor(actor, body)
 		}
-		e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot)
-		cs.Header().Set(server.HeaderKeySessionID, s.id)
+		if err := e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot); err != nil {
+			e.opts.Logger.Warn("opening a session failed", "endpoint", e.opts.Path, "actor", actor.ID, "err", err)
+			answer = mcpgo.NewJSONRPCError(res.ID, mcpgo.INTERNAL_ERROR, "the session could not be opened", nil)
+		} else {
+			cs.Header().Set(server.HeaderKeySessionID, s.id)
+		}
 	}
 	writeAnswer(cs, answer)
 }
 
+// errSessionTaken: a session of that id is still live, or being ended.
+var errSessionTaken = errors.New("a session of that id is live or being ended")
+
 // openSession makes s, with its id, a live session of actor holding slot:
 // registered with mcp-go, told to SessionStarted (with ctx, the request
-// that opened or continued it) and listed.
-func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core.Actor, slot *sessionSlot) {
+// that opened or continued it) and listed. An error opens nothing.
+func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core.Actor, slot *sessionSlot) error {
 	id := s.id
-	e.ids.add(id)
-	e.ids.bind(id, actor.ID, s)
-	if slot.claim() {
-		// The session holds its place under the caps until it is
-		// forgotten, however it ends.
-		e.ids.hold(id, slot)
+	// Registered first: an id mcp-go still holds a session of is not
+	// made a second one, whose notifications would go to the first.
+	if err := e.mcp.RegisterSession(ctx, s); err != nil {
+		return err
 	}
-	e.ids.setProtocol(id, s.ProtocolVersion())
-	_ = e.mcp.RegisterSession(ctx, s)
+	// The session holds its place under the caps until it is forgotten,
+	// however it ends.
+	if !e.ids.start(actor.ID, s, slot) {
+		e.mcp.UnregisterSession(ctx, id)
+		return errSessionTaken
+	}
 	if e.opts.SessionStarted != nil {
 		e.opts.SessionStarted(ctx, id)
 	}
@@ -283,6 +292,7 @@ func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core
 		e.opts.Sessions.Add(core.Session{ID: id, Endpoint: e.opts.Path, Actor: actor, Protocol: s.ProtocolVersion(),
 			Replica: e.opts.Replica, ClientName: info.Name, ClientVersion: info.Version})
 	}
+	return nil
 }
 
 // serveLegacy answers what mcp-go serves on a legacy session (ping,

@@ -212,8 +212,7 @@ func (e *Endpoint) sweep(stop <-chan struct{}) {
 			e.clients.sweep(time.Now())
 			for _, id := range e.ids.takeIdle(time.Now(), timeout) {
 				e.opts.Logger.Info("session expired", "endpoint", e.opts.Path, "session", id, "idle", timeout.String())
-				e.ids.expiring.Store(id, struct{}{})
-				e.endSession(id)
+				e.endSession(id, endedIdle)
 			}
 		}
 	}

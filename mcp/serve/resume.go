@@ -136,10 +136,19 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 		e.ids.gone.tooOld(time.Unix(c.Issued, 0), time.Now()) {
 		return false, errNotAdopted
 	}
+	if h := e.opts.raced; h != nil && h.adoptChecked != nil {
+		h.adoptChecked(id)
+	}
 	e.adopting.Lock()
 	defer e.adopting.Unlock()
-	if e.ids.live(id) {
-		// Adopted by a request racing this one.
+	if e.ids.ended(id) {
+		// Ended since the check above: EndedElsewhere records the end
+		// before it takes the lock.
+		return false, errNotAdopted
+	}
+	if e.ids.known(id) {
+		// Adopted by a request racing this one, or being ended: not made
+		// again until its end let go of what it holds.
 		return false, nil
 	}
 	slot, err := e.opts.Limits.acquire(actor.ID)
@@ -149,18 +158,21 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 	}
 	defer slot.requestDone()
 	s := sessionFromSeal(id, c)
-	e.openSession(e.mcp.WithContext(r.Context(), s), s, actor, slot)
+	if err := e.openSession(e.mcp.WithContext(r.Context(), s), s, actor, slot); err != nil {
+		e.opts.Logger.Warn("continuing a session failed", "endpoint", e.opts.Path, "actor", actor.ID, "err", err)
+		return false, err
+	}
 	e.opts.Logger.Info("session continued", "endpoint", e.opts.Path, "actor", actor.ID)
 	return false, nil
 }
 
 // EndedElsewhere is told that another replica ended session id: it is not
-// adopted here, and ended if it was (OP-5).
+// adopted here, and ended if it was (OP-5). The end is recorded before the
+// session is looked for under e.adopting, so an adoption racing it either
+// ends first, and is ended here, or sees the end and refuses.
 func (e *Endpoint) EndedElsewhere(id string) {
 	e.ids.tombstone(id)
-	if e.ids.live(id) {
-		e.endSession(id)
-	}
+	e.endSession(id, endedElsewhere)
 }
 
 // Tombstones: ended ids, so a seal cannot bring them back. Bounded in
@@ -439,29 +451,48 @@ func (e *Endpoint) sealHolds(id string, s *legacySession) bool {
 // wake makes parked session id again from its seal, with the log level it
 // set, and returns the list changes it missed (notification methods), for
 // the caller to tell it of: on a POST's answer ahead of it, or queued for
-// its GET stream. false: the session could not be made again, and has
-// ended.
+// its GET stream. false: the session has ended, or could not be made again
+// and ends.
 func (e *Endpoint) wake(id string) (owed []string, ok bool) {
 	e.adopting.Lock()
-	defer e.adopting.Unlock()
+	owed, ok, end, tell := e.wakeLocked(id)
+	e.adopting.Unlock()
+	if end {
+		e.ended(id, tell)
+	}
+	return owed, ok
+}
+
+// wakeLocked is wake under e.adopting; end: it claimed the session's end,
+// for the caller to finish outside the lock (ended).
+func (e *Endpoint) wakeLocked(id string) (owed []string, ok, end, tell bool) {
+	if e.ids.ended(id) {
+		// Ended elsewhere, the end not made here yet: it is now.
+		end, tell = e.endLocked(id, endedElsewhere)
+		return nil, false, end, tell
+	}
 	e.notifying.Lock()
 	defer e.notifying.Unlock()
 	seen, ok := e.ids.parkedSeen(id)
 	if !ok {
 		// Woken by a request racing this one, or ended meanwhile.
-		return nil, e.ids.session(id) != nil
+		return nil, e.ids.session(id) != nil, false, false
 	}
 	c, ok := e.seal.open(id)
 	if !ok {
 		e.opts.Logger.Warn("waking a parked session failed; it ends", "endpoint", e.opts.Path)
-		e.sessionGone(id)
-		return nil, false
+		end, tell = e.endLocked(id, endedDropped)
+		return nil, false, end, tell
 	}
 	s := sessionFromSeal(id, c)
 	if level, ok := e.levels.getter(id)(); ok {
 		s.SetLogLevel(level)
 	}
-	_ = e.mcp.RegisterSession(context.Background(), s)
+	if err := e.mcp.RegisterSession(context.Background(), s); err != nil {
+		e.opts.Logger.Warn("waking a parked session failed; it ends", "endpoint", e.opts.Path, "err", err)
+		end, tell = e.endLocked(id, endedDropped)
+		return nil, false, end, tell
+	}
 	e.ids.woke(id, s)
 	if e.opts.Sessions != nil {
 		e.opts.Sessions.SetParked(id, false)
@@ -475,7 +506,7 @@ func (e *Endpoint) wake(id string) (owed []string, ok bool) {
 	if e.changes.prompts != seen.prompts {
 		owed = append(owed, mcpgo.MethodNotificationPromptsListChanged)
 	}
-	return owed, true
+	return owed, true, false, false
 }
 
 // tellOwed queues the notifications a woken session missed, for its GET
@@ -484,17 +515,4 @@ func (e *Endpoint) tellOwed(id string, owed []string) {
 	for _, method := range owed {
 		_ = e.mcp.SendNotificationToSpecificClient(id, method, nil)
 	}
-}
-
-// endParked ends session id if it is parked: as its DELETE would, with no
-// session object to let go of. false if it is not parked.
-func (e *Endpoint) endParked(id string) bool {
-	e.adopting.Lock()
-	defer e.adopting.Unlock()
-	if !e.ids.isParked(id) {
-		return false
-	}
-	e.ids.terminate(id)
-	e.sessionGone(id)
-	return true
 }

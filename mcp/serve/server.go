@@ -125,6 +125,18 @@ type EndpointOptions struct {
 	// Limits are rates and quotas, shared by the gateway's endpoints
 	// (PO-3); nil applies none. SetLimits replaces them.
 	CallLimits *policy.Limits
+	// raced, set only by tests, runs where requests of one session race,
+	// so that a test orders the race it makes; nil otherwise.
+	raced *raceHooks
+}
+
+// raceHooks are the points of the session transport where an end, an
+// adoption and a park race; each runs with the session's id.
+type raceHooks struct {
+	// adoptChecked: an adoption checked the id, and takes e.adopting next.
+	adoptChecked func(id string)
+	// ending: an end takes e.adopting next, to decide what it ends.
+	ending func(id string)
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is
@@ -164,9 +176,12 @@ type Endpoint struct {
 	closeOnce sync.Once
 	// seal makes session ids resumable; nil without a SessionKey.
 	seal *sessionSeal
-	// adopting serializes adoptions, parks and wakes, so two racing
-	// requests of one session make it once. Lock order: adopting, then
-	// notifying, then ids.mu.
+	// adopting serializes adoptions, parks, wakes and the decision to end
+	// a session, so two racing requests of one session make it once, and
+	// an end sees the session either parked or not. Nothing slow runs
+	// under it: an end lets go of what the session holds (the other
+	// replicas told, upstream subscriptions, hooks) after it. Lock order:
+	// adopting, then notifying, then ids.mu.
 	adopting sync.Mutex
 	// macs keeps the audit's argument-hash HMACs (*auditMAC) under
 	// opts.AuditKey.
@@ -332,9 +347,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 }
 
 // sessionGone lets go of everything the endpoint keeps for a session that
-// ended, however it ended.
+// ended, however it ended. Its record goes last: until then the id is
+// refused, so a session adopted again under it is not let go of with it.
 func (e *Endpoint) sessionGone(id string) {
-	e.ids.forget(id)
 	e.levels.forget(id)
 	e.unsolicited.forget(id)
 	e.releaseSubscriptions(id)
@@ -344,6 +359,7 @@ func (e *Endpoint) sessionGone(id string) {
 	if e.opts.SessionEnded != nil {
 		e.opts.SessionEnded(id)
 	}
+	e.ids.forget(id)
 }
 
 // follow keeps the served tools equal to the registry. Every event already
@@ -933,9 +949,10 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 	cs := newCallStream(w)
 	cs.dl = newDeadline(w, e.opts.WriteTimeout)
 	defer heartbeat(e.opts.HeartbeatInterval, cs.ping)()
-	if len(p.owed) > 0 && p.env.Kind == jsonrpc.Request {
+	if len(p.owed) > 0 && p.env.Kind == jsonrpc.Request && !opens {
 		// A woken session is told of what it missed on this answer, ahead
-		// of it.
+		// of it. An initialize's answer is a new session's: what the
+		// session it carried missed waits for that one's GET stream.
 		for _, method := range p.owed {
 			_ = cs.send(mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{Method: method}})
 		}
@@ -1002,7 +1019,7 @@ func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id
 	}
 	if r.Method == http.MethodDelete {
 		*owed = nil
-		e.endSession(id)
+		e.endSession(id, endedByClient)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -1063,26 +1080,57 @@ func (e *Endpoint) EndSession(id string) error {
 	if !e.ids.live(id) {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
-	e.endSession(id)
+	e.endSession(id, endedByClient)
 	return nil
 }
 
-// endSession ends session id, whoever ends it (its DELETE, an operator,
-// another replica, the idle sweep, a shutdown): its GET streams end, mcp-go
-// lets go of it, and so do the endpoint's maps and the console's row. Two
-// ends racing end it once.
-func (e *Endpoint) endSession(id string) {
-	if e.endParked(id) {
-		return
+// endSession ends session id, live or parked, whoever ends it (cause): its
+// GET streams end, mcp-go lets go of it, and so do the endpoint's maps and
+// the console's row. Two ends racing end it once; false if this one did
+// not. What is decided is decided under e.adopting, at once (endLocked);
+// what takes time runs after it (ended), so that one session's end holds
+// up no other session's wake or adoption.
+func (e *Endpoint) endSession(id string, cause endCause) bool {
+	if h := e.opts.raced; h != nil && h.ending != nil {
+		h.ending(id)
 	}
 	e.adopting.Lock()
-	defer e.adopting.Unlock()
-	s := e.ids.session(id)
-	if s == nil || !s.close() {
-		return
+	end, tell := e.endLocked(id, cause)
+	e.adopting.Unlock()
+	if end {
+		e.ended(id, tell)
 	}
-	e.mcp.UnregisterSession(context.Background(), id)
-	e.ids.terminate(id)
+	return end
+}
+
+// endLocked claims the end of session id, e.adopting held, and makes what
+// must be at once: its GET streams end, mcp-go lets go of it, and an end
+// for good is recorded. end: it claimed it, and the caller finishes it
+// (ended) after the lock; tell: the other replicas are to be told.
+func (e *Endpoint) endLocked(id string, cause endCause) (end, tell bool) {
+	s, end := e.ids.claim(id)
+	if !end {
+		return false, false
+	}
+	if s != nil {
+		s.close()
+		e.mcp.UnregisterSession(context.Background(), id)
+	}
+	switch cause {
+	case endedByClient:
+		tell = e.ids.tombstone(id)
+	case endedElsewhere, endedIdle:
+		e.ids.tombstone(id)
+	}
+	return true, tell
+}
+
+// ended finishes the end endLocked claimed, outside e.adopting: the other
+// replicas told when tell, then everything the session held let go of.
+func (e *Endpoint) ended(id string, tell bool) {
+	if tell && e.ids.onEnded != nil {
+		e.ids.onEnded(id)
+	}
 	e.sessionGone(id)
 }
 
@@ -1098,13 +1146,10 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.clients.close()
 	e.states.closeRelays()
 	// The sessions a shutdown ends are not ended for good: another
-	// replica, or this gateway restarted, may continue them.
-	e.ids.closing.Store(true)
-	for _, id := range e.ids.parkedIDs() {
-		e.endParked(id)
-	}
-	for _, id := range e.ids.bound() {
-		e.endSession(id)
+	// replica, or this gateway restarted, may continue them. One its
+	// client or an operator ends meanwhile is, as at any other time.
+	for _, id := range e.ids.endable() {
+		e.endSession(id, endedDropped)
 	}
 	if e.opts.Hub != nil {
 		e.opts.Hub.detach(e)

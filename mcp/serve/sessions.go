@@ -2,7 +2,6 @@ package serve
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	ds "github.com/toolgate/toolgate/mcp/downstream"
@@ -14,6 +13,12 @@ import (
 //
 // Lock order: Endpoint.adopting, then Endpoint.notifying, then mu. mu is
 // held only inside these methods, which call nothing that locks.
+//
+// A session ends in two steps. Under Endpoint.adopting, claim decides it
+// (whichever end claims first is the one) and the session stops being
+// live, parked or adoptable; then, outside any lock, what it holds is let
+// go of and forget drops its record. Until then its id is refused: a
+// request racing the end cannot wake, adopt or make it again.
 type sessionIDs struct {
 	// mu guards byID and every field of every record in it.
 	mu   sync.Mutex
@@ -21,16 +26,44 @@ type sessionIDs struct {
 	// inflight cancels the calls a session has running, by session and
 	// request id.
 	inflight ds.Cancels
-	// gone are the ids ended for good, which adoption refuses; onEnded is
-	// told of each, unless closing (a shutdown) ended it.
+	// gone are the ids ended here, which adoption refuses; onEnded is told
+	// of those ended for good (endCause).
 	gone    tombstones
 	onEnded func(id string)
-	closing atomic.Bool
-	// expiring are ids the idle sweep is ending: refused here from now on,
-	// but not reported to onEnded, so other replicas where the session is
-	// still in use carry on with it (its idle clock is this replica's).
-	expiring sync.Map
 }
+
+// endCause is what ended a session, which decides whether it ended for
+// good.
+type endCause uint8
+
+const (
+	// endedByClient: its DELETE, or an operator. Ended for good, and told
+	// to the other replicas (onEnded), even during a shutdown.
+	endedByClient endCause = iota
+	// endedElsewhere: another replica's word. Ended for good; the others
+	// know already.
+	endedElsewhere
+	// endedIdle: the idle sweep. Refused here from now on, but not told:
+	// the idle clock is this replica's, and other replicas where the
+	// session is in use carry on with it.
+	endedIdle
+	// endedDropped: a shutdown, or a session that could not be made again.
+	// Not ended for good: another replica, or this gateway restarted, may
+	// continue it.
+	endedDropped
+)
+
+// endState is how far a record is in its end.
+type endState uint8
+
+const (
+	notEnding endState = iota
+	// takenIdle: the idle sweep took it and ends it next; whichever end
+	// claims it first ends it.
+	takenIdle
+	// ending: claimed; what it holds is being let go of.
+	ending
+)
 
 // sessionRecord is one session as the endpoint knows it; sessionIDs.mu
 // guards every field.
@@ -39,6 +72,8 @@ type sessionRecord struct {
 	// been taken by the idle sweep. A record that is not live is kept
 	// until the session's end lets go of what it holds.
 	live bool
+	// end is how far the session is in its end.
+	end endState
 	// owner is the actor's id, "" until initialize bound the session.
 	owner string
 	// session is the session as mcp-go serves it; nil while parked.
@@ -65,32 +100,58 @@ func newSessionIDs() *sessionIDs {
 	return &sessionIDs{byID: map[string]*sessionRecord{}}
 }
 
-// add makes id known, its owner to be bound next. An id made again
-// (adopted while the sweep was ending it) is no longer parked.
-func (m *sessionIDs) add(id string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.byID[id]
-	if rec == nil {
-		rec = &sessionRecord{}
-		m.byID[id] = rec
+// start makes s, with its id, a live session of owner holding slot (SV-2);
+// false, and slot released, when the id has a record still: a session of
+// that id is live or is being ended.
+func (m *sessionIDs) start(owner string, s *legacySession, slot *sessionSlot) bool {
+	if !slot.claim() {
+		// A request opens at most one session.
+		slot = nil
 	}
-	rec.live, rec.owner, rec.seen, rec.parked = true, "", time.Now(), nil
+	m.mu.Lock()
+	_, taken := m.byID[s.id]
+	if !taken {
+		m.byID[s.id] = &sessionRecord{live: true, owner: owner, session: s, protocol: s.ProtocolVersion(),
+			seen: time.Now(), slot: slot}
+	}
+	m.mu.Unlock()
+	if taken && slot != nil {
+		slot.release()
+	}
+	return !taken
 }
 
-// tombstone records id as ended for good; false if it was already.
+// tombstone records id as ended here; false if it was already.
 func (m *sessionIDs) tombstone(id string) bool { return m.gone.add(id, time.Now()) }
 
 func (m *sessionIDs) ended(id string) bool { return m.gone.has(id, time.Now()) }
 
-// terminate forgets id, ended: for good (a tombstone, and onEnded told)
-// unless a shutdown or the idle sweep ended it.
-func (m *sessionIDs) terminate(id string) {
-	_, expired := m.expiring.LoadAndDelete(id)
-	if !m.closing.Load() && m.tombstone(id) && m.onEnded != nil && !expired {
-		m.onEnded(id)
+// claim starts the end of session id, live, parked or taken by the idle
+// sweep: from now on it is neither live nor parked, its session object
+// (returned; nil while parked) is the caller's to let go of, and its
+// record stays, refusing the id, until forget. false: there is no such
+// session, or another end claimed it first. Endpoint.adopting is held, so
+// that parking, waking and adopting see the session either before its end
+// or after it was decided.
+func (m *sessionIDs) claim(id string) (*legacySession, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.byID[id]
+	if rec == nil || rec.end == ending || (rec.end == notEnding && !rec.live) ||
+		(rec.session == nil && rec.parked == nil) {
+		return nil, false
 	}
-	m.forget(id)
+	s := rec.session
+	rec.end, rec.live, rec.owner, rec.session, rec.parked = ending, false, "", nil, nil
+	return s, true
+}
+
+// known reports whether id has a record: a session live, parked, or being
+// ended.
+func (m *sessionIDs) known(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byID[id] != nil
 }
 
 // liveRecord is id's record if it is live; m.mu is held.
@@ -105,27 +166,6 @@ func (m *sessionIDs) live(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.liveRecord(id) != nil
-}
-
-func (m *sessionIDs) bind(id, actor string, s *legacySession) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if rec := m.liveRecord(id); rec != nil {
-		rec.owner, rec.session = actor, s
-	}
-}
-
-// hold records the slot session id holds; forget releases it.
-func (m *sessionIDs) hold(id string, slot *sessionSlot) {
-	m.mu.Lock()
-	rec := m.liveRecord(id)
-	if rec != nil {
-		rec.slot = slot
-	}
-	m.mu.Unlock()
-	if rec == nil {
-		slot.release()
-	}
 }
 
 // session is the session of that id; nil while parked, or unknown.
@@ -178,7 +218,8 @@ func (m *sessionIDs) enter(id string) func() {
 
 // takeIdle returns the sessions idle for timeout or longer at now and makes
 // them unknown at once, so a request racing the sweeper gets 404 rather
-// than a session that is being ended under it.
+// than a session that is being ended under it; their records stay, refusing
+// the id, until their end let go of what they hold.
 func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -187,7 +228,7 @@ func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 		if !rec.live || rec.busy > 0 || now.Sub(rec.seen) < timeout {
 			continue
 		}
-		rec.live, rec.owner = false, ""
+		rec.live, rec.owner, rec.end = false, "", takenIdle
 		idle = append(idle, id)
 	}
 	return idle
@@ -213,7 +254,7 @@ func (m *sessionIDs) listen(id string, max int) (func(), bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		rec.streams--
-		if rec.streams == 0 && !rec.live && rec.session == nil && rec.slot == nil && rec.busy == 0 && m.byID[id] == rec {
+		if rec.streams == 0 && !rec.live && rec.end == notEnding && rec.session == nil && rec.slot == nil && rec.busy == 0 && m.byID[id] == rec {
 			delete(m.byID, id)
 		}
 	}, true
@@ -285,7 +326,7 @@ func (m *sessionIDs) markParked(id string, s *legacySession, now time.Time, afte
 func (m *sessionIDs) woke(id string, s *legacySession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if rec := m.byID[id]; rec != nil && rec.parked != nil {
+	if rec := m.liveRecord(id); rec != nil && rec.parked != nil {
 		rec.session, rec.parked = s, nil
 	}
 }
@@ -295,22 +336,25 @@ func (m *sessionIDs) isParked(id string) bool {
 	return ok
 }
 
+// parkedSeen is what parked session id was told of; false when it is not
+// parked, or is being ended.
 func (m *sessionIDs) parkedSeen(id string) (listChanges, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if rec := m.byID[id]; rec != nil && rec.parked != nil {
+	if rec := m.liveRecord(id); rec != nil && rec.parked != nil {
 		return *rec.parked, true
 	}
 	return listChanges{}, false
 }
 
-// bound are the ids with a session, live or being ended.
-func (m *sessionIDs) bound() []string {
+// endable are the ids of the sessions no end claimed yet: live, parked, or
+// taken by the idle sweep.
+func (m *sessionIDs) endable() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []string
 	for id, rec := range m.byID {
-		if rec.session != nil {
+		if (rec.live || rec.end == takenIdle) && (rec.session != nil || rec.parked != nil) {
 			ids = append(ids, id)
 		}
 	}

@@ -1,0 +1,300 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/waittest"
+)
+
+// endKey seals the session ids of these tests' endpoints, shared by the
+// ones that stand for replicas.
+var endKey = []byte("0123456789abcdef0123456789abcdef")
+
+// pingBody is a ping, the least request of a session.
+var pingBody = []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+
+// openSession initializes a session for c on its endpoint.
+func openTestSession(t *testing.T, c *mcptest.Client) string {
+	t.Helper()
+	if _, err := c.Initialize(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return c.Session()
+}
+
+// pingStatus is the HTTP status a ping on c's session is answered with.
+func pingStatus(t *testing.T, c *mcptest.Client) int {
+	t.Helper()
+	resp, err := c.Post(t.Context(), pingBody, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Status
+}
+
+// SV-2, OP-5: ending a session tells the other replicas of it
+// (SessionTerminated, in the gateway a broadcast over the shared store)
+// without holding the lock every wake and adoption takes: while one
+// client's DELETE is still telling them, another client's parked session
+// wakes and answers.
+func TestSessionEndHoldsUpNoWakeSV2(t *testing.T) {
+	telling := make(chan string, 1)
+	release := make(chan struct{})
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour,
+		SessionTerminated: func(id string) { telling <- id; <-release }})
+	var freed sync.Once
+	free := func() { freed.Do(func() { close(release) }) }
+	// Runs before the endpoint closes (cleanups run last first).
+	t.Cleanup(free)
+	a, b := mcptest.New(url, nil), mcptest.New(url, nil)
+	aID, bID := openTestSession(t, a), openTestSession(t, b)
+	if !e.park(bID, time.Now().Add(2*time.Hour)) {
+		t.Fatal("b's session was not parked")
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		resp, err := a.Delete(context.Background())
+		if err == nil && resp.Status != http.StatusOK {
+			err = fmt.Errorf("HTTP %d", resp.Status)
+		}
+		deleted <- err
+	}()
+	if id := waittest.Recv(t, 10*time.Second, "a's DELETE telling the other replicas", telling); id != aID {
+		t.Fatalf("SessionTerminated told of %q, want a's session", id)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	_, rpcErr, err := b.Call(ctx, "ping", nil)
+	cancel()
+	if err != nil || rpcErr != nil {
+		t.Fatalf("a ping of b's parked session while a's end told the other replicas: %v %v (the wake waited for that end)", rpcErr, err)
+	}
+	if e.ids.isParked(bID) || !e.ids.live(bID) {
+		t.Error("b's session did not wake")
+	}
+	free()
+	if err := waittest.Recv(t, 10*time.Second, "a's DELETE", deleted); err != nil {
+		t.Fatalf("DELETE: %v", err)
+	}
+	if e.ids.known(aID) {
+		t.Error("a's session still has a record after its DELETE was answered")
+	}
+}
+
+// SV-2: an operator's end racing the sweep that parks the session ends it
+// all the same. Whether the session is parked is decided where its end is,
+// at once: EndSession never reports an end while the session lives on,
+// parked, for its next request to wake.
+func TestEndRacingParkEndsTheSessionSV2(t *testing.T) {
+	var e *Endpoint
+	var raced atomic.Bool
+	limits := NewSessionLimits(0, 0)
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour, Limits: limits,
+		raced: &raceHooks{ending: func(id string) {
+			// The sweep parks the session as its end is about to take the
+			// lock.
+			if raced.CompareAndSwap(false, true) && !e.park(id, time.Now().Add(2*time.Hour)) {
+				t.Error("the session was not parked")
+			}
+		}}})
+	c := mcptest.New(url, nil)
+	id := openTestSession(t, c)
+	if err := e.EndSession(id); err != nil {
+		t.Fatal(err)
+	}
+	if !raced.Load() {
+		t.Fatal("the end did not race the park")
+	}
+	if e.ids.live(id) || e.ids.known(id) {
+		t.Fatalf("EndSession reported the end, yet the session has a record (parked: %v)", e.ids.isParked(id))
+	}
+	if st := pingStatus(t, c); st != http.StatusNotFound {
+		t.Errorf("a ping on the ended session: HTTP %d, want 404", st)
+	}
+	if open := limits.Open(); open != 0 {
+		t.Errorf("places held under the caps after the only session ended: %d", open)
+	}
+}
+
+// SV-2: a request of a session the idle sweep took, before its end let go
+// of it, is refused (404) rather than adopting the session again from its
+// sealed id; the session's place under the caps is released once its end
+// completes, and nothing of it is left.
+func TestRequestRacingIdleEndLeaksNoPlaceSV2(t *testing.T) {
+	limits := NewSessionLimits(0, 0)
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, Limits: limits,
+		SessionIdleTimeout: time.Hour, SessionParkAfter: -1})
+	c := mcptest.New(url, nil)
+	id := openTestSession(t, c)
+	// What the sweeper does (sweep), with a request between its steps.
+	if idle := e.ids.takeIdle(time.Now().Add(2*time.Hour), time.Hour); len(idle) != 1 || idle[0] != id {
+		t.Fatalf("takeIdle: %v", idle)
+	}
+	if st := pingStatus(t, c); st != http.StatusNotFound {
+		t.Errorf("a ping racing the session's idle end: HTTP %d, want 404", st)
+	}
+	e.endSession(id, endedIdle)
+	if n := e.ids.count(); n != 0 {
+		t.Errorf("records left: %d", n)
+	}
+	if open := limits.Open(); open != 0 {
+		t.Fatalf("places held under the caps after the only session ended: %d, want 0", open)
+	}
+	if st := pingStatus(t, c); st != http.StatusNotFound {
+		t.Errorf("a ping on the expired session: HTTP %d, want 404", st)
+	}
+}
+
+// SV-2: an initialize that carries the id of a parked session which missed
+// a list change opens a new session and hands out its id on a plain JSON
+// answer. What the parked session missed is its own: told on its GET
+// stream, not on the new session's answer (where it would go first, as a
+// stream, before the new id could be set).
+func TestInitializeOnParkedSessionHandsOutItsIDSV2(t *testing.T) {
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour})
+	old := openTestSession(t, mcptest.New(url, nil))
+	if !e.park(old, time.Now().Add(2*time.Hour)) {
+		t.Fatal("the session was not parked")
+	}
+	e.ToolsChanged()
+	c := mcptest.New(url, nil)
+	c.SetSession(old, "2025-06-18")
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	resp, err := c.Post(t.Context(), []byte(body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(resp.Body), `"protocolVersion"`) {
+		t.Fatalf("initialize did not succeed: HTTP %d %s", resp.Status, resp.Body)
+	}
+	if resp.IsStream() {
+		t.Errorf("initialize answered as a stream: %s", resp.Body)
+	}
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" || id == old {
+		t.Fatalf("a successful initialize answered with Mcp-Session-Id %q, want a new id", id)
+	}
+	fresh := mcptest.New(url, nil)
+	fresh.SetSession(id, "2025-06-18")
+	if st := pingStatus(t, fresh); st != http.StatusOK {
+		t.Errorf("a ping on the new session: HTTP %d", st)
+	}
+	// The parked session was woken; what it missed waits for its stream.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	parked := mcptest.New(url, nil)
+	parked.SetSession(old, "2025-06-18")
+	st, err := parked.Listen(ctx)
+	if err != nil || st.Status != http.StatusOK {
+		t.Fatalf("the old session's GET stream: %v %+v", err, st)
+	}
+	defer st.Close()
+	m, err := st.Next()
+	if err != nil || m.Method != mcpgo.MethodNotificationToolsListChanged {
+		t.Fatalf("the old session's stream told %+v (%v), want %s", m, err, mcpgo.MethodNotificationToolsListChanged)
+	}
+}
+
+// SV-2, OP-5: an adoption racing another replica's word that the session
+// ended (EndedElsewhere, arriving after the adoption checked the id and
+// before it took the lock) is refused: the end is checked again under the
+// lock, and the session is not continued here.
+func TestAdoptionRacingEndedElsewhereRefusedOP5(t *testing.T) {
+	_, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
+	var e2 *Endpoint
+	var raced atomic.Bool
+	limits := NewSessionLimits(0, 0)
+	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
+		raced: &raceHooks{adoptChecked: func(id string) {
+			// The broadcast of the first replica's DELETE arrives.
+			if raced.CompareAndSwap(false, true) {
+				e2.EndedElsewhere(id)
+			}
+		}}})
+	id := openTestSession(t, mcptest.New(url1, nil))
+	moved := mcptest.New(url2, nil)
+	moved.SetSession(id, "2025-06-18")
+	if st := pingStatus(t, moved); st != http.StatusNotFound {
+		t.Errorf("a request of a session ended elsewhere as it was adopted: HTTP %d, want 404", st)
+	}
+	if !raced.Load() {
+		t.Fatal("the adoption did not race the end")
+	}
+	if e2.ids.known(id) || limits.Open() != 0 {
+		t.Fatalf("the session ended elsewhere is kept here: live %v, places held %d", e2.ids.live(id), limits.Open())
+	}
+}
+
+// SV-2, SV-9, OP-5: a session its client deletes while the endpoint shuts
+// down is ended for good all the same (a tombstone, SessionTerminated
+// told), so another replica does not continue it; the sessions the
+// shutdown itself ends are left for other replicas to continue.
+func TestDeleteDuringShutdownEndsForGoodSV2(t *testing.T) {
+	var mu sync.Mutex
+	var terminated []string
+	var x, y *mcptest.Client
+	var deleting atomic.Bool
+	deleted := make(chan string, 1)
+	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
+	e1, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1,
+		// What the gateway does over the shared store.
+		SessionTerminated: func(id string) {
+			mu.Lock()
+			terminated = append(terminated, id)
+			mu.Unlock()
+			e2.EndedElsewhere(id)
+		},
+		SessionEnded: func(id string) {
+			// The shutdown ended one session; the other's client deletes
+			// its own before the shutdown reaches it.
+			if !deleting.CompareAndSwap(false, true) {
+				return
+			}
+			other := y
+			if id == y.Session() {
+				other = x
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := other.Delete(ctx)
+			if err != nil || resp.Status != http.StatusOK {
+				t.Errorf("DELETE during the shutdown: %v %+v", err, resp)
+			}
+			deleted <- other.Session()
+		}})
+	x, y = mcptest.New(url1, nil), mcptest.New(url1, nil)
+	openTestSession(t, x)
+	openTestSession(t, y)
+	if err := e1.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	gone := waittest.Recv(t, time.Second, "the DELETE made during the shutdown", deleted)
+	dropped := x.Session()
+	if gone == dropped {
+		dropped = y.Session()
+	}
+	mu.Lock()
+	told := append([]string(nil), terminated...)
+	mu.Unlock()
+	if len(told) != 1 || told[0] != gone {
+		t.Errorf("SessionTerminated told of %d sessions (deleted one told: %v), want only the deleted one", len(told), len(told) > 0 && told[0] == gone)
+	}
+	other := mcptest.New(url2, nil)
+	other.SetSession(gone, "2025-06-18")
+	if st := pingStatus(t, other); st != http.StatusNotFound {
+		t.Errorf("the session deleted during the shutdown, on another replica: HTTP %d, want 404", st)
+	}
+	other.SetSession(dropped, "2025-06-18")
+	if st := pingStatus(t, other); st != http.StatusOK {
+		t.Errorf("the session the shutdown ended, on another replica: HTTP %d, want it continued", st)
+	}
+}
