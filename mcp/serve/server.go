@@ -112,9 +112,10 @@ type EndpointOptions struct {
 	// (resume.go); nil mints plain random ids, known only here.
 	SessionKey []byte
 	// SessionTerminated, when set, is told of each session ended for good
-	// — by DELETE or by an operator — but not of those a shutdown leaves
-	// to other replicas to continue, nor of idle expiries: idleness is
-	// this endpoint's own view, and another replica may be serving it.
+	// — by DELETE or by an operator, during a shutdown too — but not of
+	// those a shutdown leaves to other replicas to continue, nor of idle
+	// expiries: idleness is this endpoint's own view, and another replica
+	// may be serving it. It runs outside every lock of the endpoint.
 	SessionTerminated func(id string)
 	// Replica names this gateway process in the sessions it records.
 	Replica string
