@@ -93,6 +93,30 @@ func addRelayTools(s *server.MCPServer) {
 			raw, _ := json.Marshal(res.Roots)
 			return text(string(raw)), nil
 		})
+	// hold stays in flight until release names its key (or the call is
+	// cancelled), so that a test has a call of its own in flight while
+	// others run, and ends it when it chooses; a progress notification, for
+	// a caller that gave a token, says the call reached the server.
+	s.AddTool(mcpgo.NewTool("hold", mcpgo.WithString("key")),
+		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			released := holds.wait(req.GetString("key", ""))
+			if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+				_ = s.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress), map[string]any{
+					"progressToken": req.Params.Meta.ProgressToken, "progress": 0,
+				})
+			}
+			select {
+			case <-released:
+				return text("released"), nil
+			case <-ctx.Done():
+				return text("cancelled"), nil
+			}
+		})
+	s.AddTool(mcpgo.NewTool("release", mcpgo.WithString("key")),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			holds.release(req.GetString("key", ""))
+			return text("released"), nil
+		})
 	// wait blocks until its call is cancelled, then writes "cancelled" to
 	// the file named by marker, so a test can see the cancellation arrive;
 	// marker+".started" says the call reached the server.
@@ -110,6 +134,38 @@ func addRelayTools(s *server.MCPServer) {
 				return text("finished"), nil
 			}
 		})
+}
+
+// holds are the keys hold waits on, each released once by release.
+var holds = &holdKeys{m: map[string]chan struct{}{}}
+
+type holdKeys struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (h *holdKeys) of(key string) chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.m[key]
+	if c == nil {
+		c = make(chan struct{})
+		h.m[key] = c
+	}
+	return c
+}
+
+func (h *holdKeys) wait(key string) <-chan struct{} { return h.of(key) }
+
+func (h *holdKeys) release(key string) {
+	c := h.of(key)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
 }
 
 // notesWritten counts the notifications the test stdio server has written.

@@ -41,7 +41,10 @@ type Downstream interface {
 	// withdraws its request; the call's end ends it too.
 	Request(ctx context.Context, method string, params json.RawMessage) (any, error)
 	// Session names the client session: two calls of one session have
-	// equal values (comparable with ==).
+	// equal values (comparable with ==). A call the serving side cannot
+	// show to be of one session with another (2026-07-28, a stateless
+	// endpoint) has a value no other call has: same actor is not same
+	// client.
 	Session() any
 	// CanElicitURL reports whether the client declared URL-mode
 	// elicitation and can be asked during this call: on its session, or

@@ -83,8 +83,20 @@ type sessionKey struct {
 	session string
 }
 
-// Session implements ds.Downstream.
-func (d *downstream) Session() any { return sessionKey{d.srv, d.session} }
+// Session implements ds.Downstream. Only a legacy session of a stateful
+// endpoint is known to be one client: the endpoint minted its id and
+// checks its owner on every request. Any other call — a 2026-07-28
+// request, a call on a stateless endpoint, whose Mcp-Session-Id is
+// whatever the client sent — is a session of its own: two such calls, even
+// of one actor, may come from two clients, and what the upstream sends
+// without naming a call (a log message, a request over stdio) must not
+// reach the one for the other.
+func (d *downstream) Session() any {
+	if _, legacy := server.ClientSessionFromContext(d.ctx).(*legacySession); legacy && d.session != "" && modernRelayFrom(d.ctx) == nil {
+		return sessionKey{d.srv, d.session}
+	}
+	return d
+}
 
 // CanElicitURL implements ds.Downstream.
 func (d *downstream) CanElicitURL() bool { return canElicitURL(d.ctx) }

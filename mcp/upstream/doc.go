@@ -45,9 +45,12 @@
 //   - What carries no reference to a call — log messages, and sampling or
 //     elicitation over stdio, where there is one pipe for everything — is
 //     attributed only when every call in flight on that upstream comes from
-//     one session. Otherwise it goes to nobody: a log message is dropped,
-//     a request is refused with an error. It is never sent to a guessed
-//     session, since that would show one client another's data.
+//     one session. A call without a session (2026-07-28, a stateless
+//     endpoint) is a session of its own, even beside another call of the
+//     same actor, so such a message reaches it only while it is the one
+//     call in flight. Otherwise it goes to nobody: a log message is
+//     dropped, a request is refused with an error. It is never sent to a
+//     guessed session, since that would show one client another's data.
 //   - notifications/cancelled from a client cancels the call's context,
 //     and the gateway sends notifications/cancelled for the upstream
 //     request. An upstream's notifications/cancelled for a request it made

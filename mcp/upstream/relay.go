@@ -71,9 +71,10 @@ func (fs *flights) byProgressToken(token string) *flight {
 }
 
 // sole is the downstream session of every call in progress, when they all
-// come from one session. A message that carries no reference to a call can
-// only be attributed that way; with no call or several sessions in flight
-// there is no answer, and the message goes to nobody rather than to a guess.
+// come from one session (Downstream.Session: a call without a session is
+// one of its own). A message that carries no reference to a call can only
+// be attributed that way; with no call or several sessions in flight there
+// is no answer, and the message goes to nobody rather than to a guess.
 func (fs *flights) sole() downstream.Downstream {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -71,7 +71,7 @@ func TestStdioCallsListAndPing(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.Name)
 	}
-	if got := strings.Join(names, ","); got != "ask,chatty,crash,cwd,echo,grow,print_env,roots,spawn_grandchild,stderr,touch,wait" {
+	if got := strings.Join(names, ","); got != "ask,chatty,crash,cwd,echo,grow,hold,print_env,release,roots,spawn_grandchild,stderr,touch,wait" {
 		t.Errorf("tools = %s", got)
 	}
 	if got := call(t, u, "echo", `{"text":"hello"}`); got != "hello" {
