@@ -139,7 +139,7 @@ func logMessages(ms []mcptest.Message) []string {
 	return out
 }
 
-// IM-38: two 2026-07-28 clients of different actors call one stdio
+// SV-1: two 2026-07-28 clients of different actors call one stdio
 // upstream, where log messages and sampling requests name no call. While
 // both have a call in flight, the upstream's log messages during alice's
 // call reach neither client and its sampling request is refused: neither

@@ -83,13 +83,13 @@ func callWhoModern(t *testing.T, c *mcptest.Client, label string) {
 	}
 }
 
-// IM-38: the upstream side takes two calls for one client only when they
+// SV-1: the upstream side takes two calls for one client only when they
 // came on one legacy session. Calls without one — on a stateless endpoint,
 // whatever Mcp-Session-Id the clients sent, and of revision 2026-07-28 —
 // are each a client of their own, whether of two actors or of one, so
 // what an upstream sends naming no call is passed on only while a single
 // such call is in flight, to its own client.
-func TestCallsWithoutSessionAreEachTheirOwnClientIM38(t *testing.T) {
+func TestCallsWithoutSessionAreEachTheirOwnClient(t *testing.T) {
 	t.Run("stateless", func(t *testing.T) {
 		url, seen := sessionsSeen(t, true)
 		alice, bob := actorClient(url, "alice"), actorClient(url, "bob")
