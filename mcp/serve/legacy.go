@@ -255,10 +255,19 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 		if e.seal != nil {
 			s.id = e.sealedFor(actor, body)
 		}
-		if err := e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot); err != nil {
+		// Opened under e.adopting, as every end is decided: a Close or an
+		// end racing it sees the session not yet opened, or opened and
+		// told to SessionStarted.
+		e.adopting.Lock()
+		err := e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot)
+		e.adopting.Unlock()
+		switch {
+		case errors.Is(err, errClosed):
+			answer = mcpgo.NewJSONRPCError(res.ID, codeShutdown, ErrCallCut.Error(), nil)
+		case err != nil:
 			e.opts.Logger.Warn("opening a session failed", "endpoint", e.opts.Path, "actor", actor.ID, "err", err)
 			answer = mcpgo.NewJSONRPCError(res.ID, mcpgo.INTERNAL_ERROR, "the session could not be opened", nil)
-		} else {
+		default:
 			cs.Header().Set(server.HeaderKeySessionID, s.id)
 		}
 	}
@@ -268,10 +277,17 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 // errSessionTaken: a session of that id is still live, or being ended.
 var errSessionTaken = errors.New("a session of that id is live or being ended")
 
+// errClosed: the endpoint is closing, and opens no session.
+var errClosed = errors.New("the endpoint is shutting down")
+
 // openSession makes s, with its id, a live session of actor holding slot:
 // registered with mcp-go, told to SessionStarted (with ctx, the request
-// that opened or continued it) and listed. An error opens nothing.
+// that opened or continued it) and listed. An error opens nothing;
+// errClosed once Close began. e.adopting is held.
 func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core.Actor, slot *sessionSlot) error {
+	if e.closed {
+		return errClosed
+	}
 	id := s.id
 	// Registered first: an id mcp-go still holds a session of is not
 	// made a second one, whose notifications would go to the first.

@@ -151,6 +151,11 @@ func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id
 		// again until its end let go of what it holds.
 		return false, nil
 	}
+	if e.closed {
+		// Close began: a session adopted now would outlive it.
+		refuseClosed(w, r, body)
+		return true, errClosed
+	}
 	slot, err := e.opts.Limits.acquire(actor.ID)
 	if err != nil {
 		refuseSession(w, r, body, err)

@@ -184,6 +184,9 @@ type Endpoint struct {
 	// replicas told, upstream subscriptions, hooks) after it. Lock order:
 	// adopting, then notifying, then ids.mu.
 	adopting sync.Mutex
+	// closed: Close began; no session opens (or is adopted) from then on.
+	// e.adopting guards it.
+	closed bool
 	// macs keeps the audit's argument-hash HMACs (*auditMAC) under
 	// opts.AuditKey.
 	macs sync.Pool
@@ -820,6 +823,14 @@ func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post)
 	// A session belongs to the actor that opened it: another actor's
 	// token cannot ride on it, and an unknown or ended id is 404.
 	if !e.ids.ownedBy(p.id, actor.ID) {
+		// Its client's DELETE of a session a shutdown or the idle sweep is
+		// ending makes that end for good (OP-5).
+		if r.Method == http.MethodDelete && e.ids.endingOwnedBy(p.id, actor.ID) {
+			if end, upgraded := e.endFor(p.id, endedByClient); end || upgraded {
+				w.WriteHeader(http.StatusOK)
+				return nil, false
+			}
+		}
 		http.Error(w, "unknown session", http.StatusNotFound)
 		return nil, false
 	}
@@ -1073,15 +1084,15 @@ func (e *Endpoint) ToolsChanged() {
 }
 
 // EndSession ends a session from the gateway side, exactly as the client's
-// DELETE would; its next request gets 404.
+// DELETE would; its next request gets 404. A session whose end is under
+// way but not for good (a shutdown, the idle sweep) is ended for good.
 func (e *Endpoint) EndSession(id string) error {
 	if known, err := e.clients.end(id); known {
 		return err
 	}
-	if !e.ids.live(id) {
+	if end, upgraded := e.endFor(id, endedByClient); !end && !upgraded {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
-	e.endSession(id, endedByClient)
 	return nil
 }
 
@@ -1092,16 +1103,35 @@ func (e *Endpoint) EndSession(id string) error {
 // what takes time runs after it (ended), so that one session's end holds
 // up no other session's wake or adoption.
 func (e *Endpoint) endSession(id string, cause endCause) bool {
+	end, _ := e.endFor(id, cause)
+	return end
+}
+
+// endFor is endSession; upgraded: another end, not for good (a shutdown,
+// the idle sweep), was under way, and this one, for good, made it so: the
+// end is recorded, and told to the other replicas when the client or an
+// operator ended it (SV-2, OP-5).
+func (e *Endpoint) endFor(id string, cause endCause) (end, upgraded bool) {
 	if h := e.opts.raced; h != nil && h.ending != nil {
 		h.ending(id)
 	}
 	e.adopting.Lock()
 	end, tell := e.endLocked(id, cause)
-	e.adopting.Unlock()
-	if end {
-		e.ended(id, tell)
+	if !end && (cause == endedByClient || cause == endedElsewhere) {
+		var was endCause
+		if was, upgraded = e.ids.forGood(id, cause); upgraded {
+			// The idle sweep recorded the end already, but told no one.
+			tell = (e.ids.tombstone(id) || was == endedIdle) && cause == endedByClient
+		}
 	}
-	return end
+	e.adopting.Unlock()
+	switch {
+	case end:
+		e.ended(id, tell)
+	case tell && e.ids.onEnded != nil:
+		e.ids.onEnded(id)
+	}
+	return end, upgraded
 }
 
 // endLocked claims the end of session id, e.adopting held, and makes what
@@ -1109,7 +1139,7 @@ func (e *Endpoint) endSession(id string, cause endCause) bool {
 // for good is recorded. end: it claimed it, and the caller finishes it
 // (ended) after the lock; tell: the other replicas are to be told.
 func (e *Endpoint) endLocked(id string, cause endCause) (end, tell bool) {
-	s, end := e.ids.claim(id)
+	s, end := e.ids.claim(id, cause)
 	if !end {
 		return false, false
 	}
@@ -1146,6 +1176,11 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.swept.Wait()
 	e.clients.close()
 	e.states.closeRelays()
+	// From here on no session opens: every one that did is in the
+	// snapshot below, told to SessionStarted before its end.
+	e.adopting.Lock()
+	e.closed = true
+	e.adopting.Unlock()
 	// The sessions a shutdown ends are not ended for good: another
 	// replica, or this gateway restarted, may continue them. One its
 	// client or an operator ends meanwhile is, as at any other time.

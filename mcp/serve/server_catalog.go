@@ -147,7 +147,13 @@ func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeReq
 	}
 	// Updates are pushed to it at any time: it is never parked.
 	e.ids.pin(s.SessionID())
-	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}) {
+	var live func() bool
+	if _, own := s.(*legacySession); own {
+		// A request admitted before its session's end may be handled after
+		// it: a session that ended is not subscribed (ids.mu inside h.mu).
+		live = func() bool { return e.ids.live(s.SessionID()) }
+	}
+	if first, _ := e.opts.Hub.subscribeIf(req.Params.URI, subscriber{e, s.SessionID()}, live); first {
 		if err := e.router.SubscribeResource(ctx, req.Params.URI); err != nil {
 			e.opts.Logger.Warn("resources/subscribe not passed on", "uri", req.Params.URI, "err", err)
 		}

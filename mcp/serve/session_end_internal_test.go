@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -296,5 +298,185 @@ func TestDeleteDuringShutdownEndsForGoodSV2(t *testing.T) {
 	other.SetSession(dropped, "2025-06-18")
 	if st := pingStatus(t, other); st != http.StatusOK {
 		t.Errorf("the session the shutdown ended, on another replica: HTTP %d, want it continued", st)
+	}
+}
+
+// SV-2, OP-5: a client's DELETE, or an operator's end, of a session that a
+// shutdown (endedDropped) or the idle sweep (endedIdle) is already ending
+// makes that end one for good: it is answered 200 (EndSession returns
+// nil), the end is recorded and told to the other replicas once, and
+// another replica does not continue the session.
+func TestEndDuringAnEndNotForGoodMakesItForGoodSV2(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		operator bool
+		idle     bool
+	}{
+		{name: "DELETE during shutdown"},
+		{name: "EndSession during shutdown", operator: true},
+		{name: "DELETE during idle end", idle: true},
+		{name: "EndSession during idle end", operator: true, idle: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var told atomic.Int32
+			var x *mcptest.Client
+			var e1 *Endpoint
+			var once atomic.Bool
+			answered := make(chan error, 1)
+			e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
+			e1, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1,
+				SessionTerminated: func(id string) { told.Add(1); e2.EndedElsewhere(id) },
+				// Runs after the end was claimed, before its record is
+				// dropped: the end not for good is under way.
+				SessionEnded: func(id string) {
+					if !once.CompareAndSwap(false, true) {
+						return
+					}
+					if tc.operator {
+						answered <- e1.EndSession(id)
+						return
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					resp, err := x.Delete(ctx)
+					if err == nil && resp.Status != http.StatusOK {
+						err = fmt.Errorf("HTTP %d", resp.Status)
+					}
+					answered <- err
+				}})
+			x = mcptest.New(url1, nil)
+			id := openTestSession(t, x)
+			if tc.idle {
+				for _, taken := range e1.ids.takeIdle(time.Now().Add(time.Hour), time.Minute) {
+					e1.endSession(taken, endedIdle)
+				}
+			} else if err := e1.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := waittest.Recv(t, 10*time.Second, "the end made during the other end", answered); err != nil {
+				t.Fatalf("the end made while the session was being ended: %v (want it answered as done)", err)
+			}
+			if n := told.Load(); n != 1 {
+				t.Errorf("SessionTerminated told %d times, want once", n)
+			}
+			if !e1.ids.ended(id) {
+				t.Error("the end for good was not recorded")
+			}
+			other := mcptest.New(url2, nil)
+			other.SetSession(id, "2025-06-18")
+			if st := pingStatus(t, other); st != http.StatusNotFound {
+				t.Errorf("the session, on another replica: HTTP %d, want 404", st)
+			}
+		})
+	}
+}
+
+// SV-2, SV-9, OP-5: an adoption that checked the id before the endpoint
+// began to close, and takes the lock after, opens nothing: it is answered
+// as a call cut at shutdown, holds no place under the caps, and no session
+// outlives Close.
+func TestAdoptRacingCloseOpensNothingSV2(t *testing.T) {
+	_, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
+	var e2 *Endpoint
+	var raced atomic.Bool
+	var started atomic.Int32
+	limits := NewSessionLimits(0, 0)
+	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
+		SessionStarted: func(context.Context, string) { started.Add(1) },
+		raced: &raceHooks{adoptChecked: func(id string) {
+			if raced.CompareAndSwap(false, true) {
+				if err := e2.Close(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		}}})
+	id := openTestSession(t, mcptest.New(url1, nil))
+	moved := mcptest.New(url2, nil)
+	moved.SetSession(id, "2025-06-18")
+	resp, err := moved.Post(t.Context(), pingBody, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !raced.Load() {
+		t.Fatal("the adoption did not race Close")
+	}
+	_, rpcErr, err := resp.Result()
+	if err != nil || rpcErr == nil || rpcErr.Code != codeShutdown {
+		t.Errorf("the request adopting during Close: HTTP %d, %v %v, want the shutdown's JSON-RPC error", resp.Status, rpcErr, err)
+	}
+	if e2.ids.known(id) || limits.Open() != 0 || started.Load() != 0 {
+		t.Errorf("after Close: session known %v, places held %d, sessions started %d (want none)", e2.ids.known(id), limits.Open(), started.Load())
+	}
+}
+
+// SV-2, SV-9: an initialize answered once the endpoint began to close opens
+// no session: it gets the shutdown's JSON-RPC error, no id, no place under
+// the caps, and SessionStarted is not told.
+func TestInitializeAfterCloseOpensNothingSV2(t *testing.T) {
+	var started atomic.Int32
+	limits := NewSessionLimits(0, 0)
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
+		SessionStarted: func(context.Context, string) { started.Add(1) }})
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := mcptest.New(url, nil)
+	_, err := c.Initialize(t.Context())
+	var rpcErr *mcptest.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != codeShutdown {
+		t.Errorf("initialize after Close: %v, want the shutdown's JSON-RPC error", err)
+	}
+	if c.Session() != "" || e.ids.count() != 0 || limits.Open() != 0 || started.Load() != 0 {
+		t.Errorf("after Close: id %q, records %d, places held %d, sessions started %d (want none)", c.Session(), e.ids.count(), limits.Open(), started.Load())
+	}
+}
+
+// subscriptionRouter counts the upstream subscriptions asked and let go of.
+type subscriptionRouter struct{ sub, unsub atomic.Int32 }
+
+func (r *subscriptionRouter) SubscribeResource(context.Context, string) error {
+	r.sub.Add(1)
+	return nil
+}
+
+func (r *subscriptionRouter) UnsubscribeResource(context.Context, string) error {
+	r.unsub.Add(1)
+	return nil
+}
+
+func (r *subscriptionRouter) Complete(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return nil, nil
+}
+
+// SV-2: a resources/subscribe admitted before its session's end, whose
+// handler runs after the end let go of the session's subscriptions, leaves
+// nothing: no subscription of the ended session in the hub, and every
+// upstream subscription asked is let go of.
+func TestSubscribeRacingEndLeavesNoSubscriptionSV2(t *testing.T) {
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Hub: NewHub()})
+	r := &subscriptionRouter{}
+	e.router = r
+	id := openTestSession(t, mcptest.New(url, nil))
+	s := e.ids.session(id)
+	ctx := e.mcp.WithContext(t.Context(), s)
+	// The client's DELETE ends the session first...
+	if !e.endSession(id, endedByClient) {
+		t.Fatal("the session did not end")
+	}
+	// ...then the handler of the subscribe admitted before it runs.
+	req := &mcpgo.SubscribeRequest{}
+	req.Params.URI = "file:///x"
+	e.subscribe(ctx, nil, req)
+	e.opts.Hub.mu.Lock()
+	left := len(e.opts.Hub.subs["file:///x"])
+	e.opts.Hub.mu.Unlock()
+	if left != 0 || r.sub.Load() != r.unsub.Load() {
+		t.Errorf("after the session ended: %d subscriptions in the hub, upstream subscribed %d times, let go of %d", left, r.sub.Load(), r.unsub.Load())
+	}
+	// A live session still subscribes.
+	live := openTestSession(t, mcptest.New(url, nil))
+	e.subscribe(e.mcp.WithContext(t.Context(), e.ids.session(live)), nil, req)
+	if r.sub.Load() != 1 {
+		t.Errorf("a live session's subscribe: upstream subscribed %d times, want once", r.sub.Load())
 	}
 }

@@ -74,8 +74,12 @@ type sessionRecord struct {
 	live bool
 	// end is how far the session is in its end.
 	end endState
-	// owner is the actor's id, "" until initialize bound the session.
+	// owner is the actor's id, "" until initialize bound the session. It
+	// is kept through the end, so that its client's DELETE racing an end
+	// that is not for good is known to be its own.
 	owner string
+	// cause is what claimed the end; ending only.
+	cause endCause
 	// session is the session as mcp-go serves it; nil while parked.
 	session *legacySession
 	// protocol is the negotiated revision.
@@ -127,13 +131,13 @@ func (m *sessionIDs) tombstone(id string) bool { return m.gone.add(id, time.Now(
 func (m *sessionIDs) ended(id string) bool { return m.gone.has(id, time.Now()) }
 
 // claim starts the end of session id, live, parked or taken by the idle
-// sweep: from now on it is neither live nor parked, its session object
+// sweep, for cause: from now on it is neither live nor parked, its session object
 // (returned; nil while parked) is the caller's to let go of, and its
 // record stays, refusing the id, until forget. false: there is no such
 // session, or another end claimed it first. Endpoint.adopting is held, so
 // that parking, waking and adopting see the session either before its end
 // or after it was decided.
-func (m *sessionIDs) claim(id string) (*legacySession, bool) {
+func (m *sessionIDs) claim(id string, cause endCause) (*legacySession, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.byID[id]
@@ -142,8 +146,33 @@ func (m *sessionIDs) claim(id string) (*legacySession, bool) {
 		return nil, false
 	}
 	s := rec.session
-	rec.end, rec.live, rec.owner, rec.session, rec.parked = ending, false, "", nil, nil
+	rec.end, rec.live, rec.session, rec.parked = ending, false, nil, nil
+	rec.cause = cause
 	return s, true
+}
+
+// forGood makes the end under way of session id one for good, for cause
+// (endedByClient or endedElsewhere), when the end that claimed it was not
+// (endedIdle, endedDropped); false when there is no such end. was is the
+// cause it had. Endpoint.adopting is held.
+func (m *sessionIDs) forGood(id string, cause endCause) (was endCause, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.byID[id]
+	if rec == nil || rec.end != ending || (rec.cause != endedIdle && rec.cause != endedDropped) {
+		return 0, false
+	}
+	was, rec.cause = rec.cause, cause
+	return was, true
+}
+
+// endingOwnedBy reports whether session id of actor is being ended, or
+// was taken by the idle sweep to be.
+func (m *sessionIDs) endingOwnedBy(id, actor string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.byID[id]
+	return rec != nil && rec.end != notEnding && (rec.owner == "" || rec.owner == actor)
 }
 
 // known reports whether id has a record: a session live, parked, or being
@@ -228,7 +257,7 @@ func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 		if !rec.live || rec.busy > 0 || now.Sub(rec.seen) < timeout {
 			continue
 		}
-		rec.live, rec.owner, rec.end = false, "", takenIdle
+		rec.live, rec.end = false, takenIdle
 		idle = append(idle, id)
 	}
 	return idle

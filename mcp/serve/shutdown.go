@@ -102,3 +102,27 @@ func (c *callStream) cut(id json.RawMessage) {
 	c.done = true
 	c.held.Reset()
 }
+
+// refuseClosed answers a request that would open a session once the
+// endpoint is closing as a call cut at shutdown is answered: a POST gets
+// the JSON-RPC error, anything else 503 (SV-9).
+func refuseClosed(w http.ResponseWriter, r *http.Request, body []byte) {
+	if r.Method != http.MethodPost {
+		http.Error(w, ErrCallCut.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(body, &req)
+	if id := strings.TrimSpace(string(req.ID)); id == "" || id == "null" {
+		// A notification, or a batch: no id to answer.
+		http.Error(w, ErrCallCut.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+		"error": map[string]any{"code": codeShutdown, "message": ErrCallCut.Error()}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
