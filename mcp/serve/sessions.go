@@ -51,6 +51,8 @@ const (
 	// Not ended for good: another replica, or this gateway restarted, may
 	// continue it.
 	endedDropped
+	// A client's DELETE or an operator's end arriving while an end of the
+	// last two is under way makes it one for good (forGood).
 )
 
 // endState is how far a record is in its end.
