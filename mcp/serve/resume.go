@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -54,6 +55,11 @@ type sealedSession struct {
 // session then has none, as for a client that declared none).
 const maxSealedCapabilities = 1024
 
+// maxSealedText bounds each of the client's name, version and protocol
+// revision an id carries: they are the client's to choose, and the id
+// goes back and forth in a header on every request. Longer ones are cut.
+const maxSealedText = 128
+
 // sealAD binds seals to their use: the same key sealing anything else
 // cannot produce a session id.
 var sealAD = []byte("toolgate session id v1")
@@ -76,10 +82,23 @@ func (s *sessionSeal) seal(c sealedSession) string {
 	if len(c.Capabilities) > maxSealedCapabilities {
 		c.Capabilities = nil
 	}
+	c.Protocol, c.ClientName, c.ClientVersion = cutText(c.Protocol), cutText(c.ClientName), cutText(c.ClientVersion)
 	plain, _ := json.Marshal(c)
 	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
 	_, _ = rand.Read(nonce)
 	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, sealAD))
+}
+
+// cutText is s cut to maxSealedText bytes, at a rune boundary.
+func cutText(s string) string {
+	if len(s) <= maxSealedText {
+		return s
+	}
+	n := maxSealedText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func (s *sessionSeal) open(id string) (sealedSession, bool) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
@@ -331,5 +332,38 @@ func TestTombstoneStampClampsSV2(t *testing.T) {
 	g.add(plain, now)
 	if root := g.byIssue[0]; root.id != plain || root.issued != 0 {
 		t.Errorf("the earliest issued is %q at %d; want the id that is not sealed, at the epoch", root.id, root.issued)
+	}
+}
+
+// OP-5, SV-2: a session id stays a reasonable header whatever the client
+// put in its initialize: an oversized name, version or protocol revision
+// is cut (at a rune boundary) and oversized capabilities are left out, and
+// the id still opens to the same actor.
+func TestSealedIDBoundedWhateverTheClientSent(t *testing.T) {
+	seal, err := newSessionSeal([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("é", 50_000)
+	id := seal.seal(sealedSession{Path: "/mcp", Actor: "alice", Protocol: huge, ClientName: huge, ClientVersion: huge,
+		Capabilities: json.RawMessage(`{"x":"` + strings.Repeat("a", 100_000) + `"}`), Issued: 1})
+	if len(id) > 2048 {
+		t.Fatalf("the id is %d bytes long", len(id))
+	}
+	c, ok := seal.open(id)
+	if !ok || c.Actor != "alice" || c.Path != "/mcp" {
+		t.Fatalf("the id opens to %+v, %v", c, ok)
+	}
+	for _, v := range []string{c.Protocol, c.ClientName, c.ClientVersion} {
+		if len(v) == 0 || len(v) > maxSealedText || !utf8.ValidString(v) || !strings.HasPrefix(huge, v) {
+			t.Errorf("a sealed text is %d bytes (valid UTF-8: %v), want a prefix of what was sent of at most %d", len(v), utf8.ValidString(v), maxSealedText)
+		}
+	}
+	if c.Capabilities != nil {
+		t.Errorf("oversized capabilities were sealed: %d bytes", len(c.Capabilities))
+	}
+	small := seal.seal(sealedSession{Path: "/mcp", Actor: "bob", ClientName: "claude-code", ClientVersion: "2.1.0", Protocol: "2025-11-25"})
+	if c, ok := seal.open(small); !ok || c.ClientName != "claude-code" || c.ClientVersion != "2.1.0" || c.Protocol != "2025-11-25" {
+		t.Errorf("ordinary client info changed on the way: %+v", c)
 	}
 }
