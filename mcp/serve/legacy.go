@@ -347,10 +347,7 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
 // A session's streams share its queue: each notification goes out on one.
 func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacySession) {
 	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
-	h := sw.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
+	setEventStream(sw.Header())
 	sw.WriteHeader(http.StatusOK)
 	sw.Flush()
 	defer sw.keepAlive(e.opts.HeartbeatInterval)()
@@ -362,13 +359,13 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 			if err != nil {
 				continue
 			}
-			if _, err := fmt.Fprintf(sw, "event: message\ndata: %s\n\n", data); err != nil {
+			if err := writeEvent(sw, data); err != nil {
 				s.requeue(n)
 				return
 			}
 			sw.Flush()
 		case msg := <-s.asks:
-			if _, err := fmt.Fprintf(sw, "event: message\ndata: %s\n\n", msg); err != nil {
+			if err := writeEvent(sw, msg); err != nil {
 				s.requeueAsk(msg)
 				return
 			}

@@ -243,21 +243,16 @@ func (h *Hub) detach(e *Endpoint) {
 }
 
 // subscribe records a session's subscription and reports whether it is the
-// first for the URI, which is when the upstream must be asked.
-func (h *Hub) subscribe(uri string, s subscriber) (first bool) {
-	first, _ = h.subscribeIf(uri, s, nil)
-	return first
-}
-
-// subscribeIf is subscribe when live (nil: always) reports the session
-// live, under h.mu: an end makes its session not live before it lets go
-// of its subscriptions (sessionEnded, under h.mu), so a subscription is
-// either let go of by that end or never made. added: it was made.
-func (h *Hub) subscribeIf(uri string, s subscriber, live func() bool) (first, added bool) {
+// first for the URI, which is when the upstream must be asked. With live
+// (nil: always), only while it reports the session live, under h.mu: an
+// end makes its session not live before it lets go of its subscriptions
+// (sessionEnded, under h.mu), so a subscription is either let go of by
+// that end or never made.
+func (h *Hub) subscribe(uri string, s subscriber, live func() bool) (first bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if live != nil && !live() {
-		return false, false
+		return false
 	}
 	set := h.subs[uri]
 	if set == nil {
@@ -266,7 +261,7 @@ func (h *Hub) subscribeIf(uri string, s subscriber, live func() bool) (first, ad
 	}
 	first = len(set) == 0
 	set[s] = true
-	return first, true
+	return first
 }
 
 // unsubscribe drops one subscription and reports whether none is left.

@@ -153,7 +153,7 @@ func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeReq
 		// it: a session that ended is not subscribed (ids.mu inside h.mu).
 		live = func() bool { return e.ids.live(s.SessionID()) }
 	}
-	if first, _ := e.opts.Hub.subscribeIf(req.Params.URI, subscriber{e, s.SessionID()}, live); first {
+	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}, live) {
 		if err := e.router.SubscribeResource(ctx, req.Params.URI); err != nil {
 			e.opts.Logger.Warn("resources/subscribe not passed on", "uri", req.Params.URI, "err", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -87,7 +86,7 @@ func (c *callStream) cut(id json.RawMessage) {
 	switch {
 	case c.upgraded:
 		// An event stream is open: the answer is its last event.
-		_, _ = fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", data)
+		_ = writeEvent(c.w, data)
 	case !c.libHeader:
 		h := c.w.Header()
 		h.Set("Content-Type", "application/json")

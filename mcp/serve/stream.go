@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -164,16 +165,13 @@ func (c *callStream) send(msg any) error {
 		if c.libHeader {
 			return errStreamTaken
 		}
-		h := c.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
+		setEventStream(c.w.Header())
 		c.dl.extend()
 		c.w.WriteHeader(http.StatusOK)
 		c.upgraded = true
 	}
 	c.dl.extend()
-	if _, err := fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", data); err != nil {
+	if err := writeEvent(c.w, data); err != nil {
 		return err
 	}
 	c.flushLocked()
@@ -195,7 +193,7 @@ func (c *callStream) finish() {
 	if json.Compact(&compact, body) == nil {
 		body = compact.Bytes()
 	}
-	_, _ = fmt.Fprintf(c.w, "event: message\ndata: %s\n\n", body)
+	_ = writeEvent(c.w, body)
 	c.flushLocked()
 	c.held.Reset()
 }
@@ -264,4 +262,17 @@ func (b *seqBarrier) wait(ctx context.Context, seq uint64) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// setEventStream sets the headers of a response that is an SSE stream.
+func setEventStream(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+}
+
+// writeEvent writes one JSON-RPC message as an SSE message event.
+func writeEvent(w io.Writer, data []byte) error {
+	_, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
+	return err
 }
