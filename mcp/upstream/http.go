@@ -177,7 +177,7 @@ func (u *httpUpstream) dialWith(ctx context.Context, onNote func(mcpgo.JSONRPCNo
 		tr = t
 	}
 
-	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	connCtx, cancel := context.WithCancel(connectionContext())
 	lost, markLost := context.WithCancel(context.Background())
 	c := client.NewClient(tr, client.WithProtocolVersion(ProtocolVersion))
 	note, acks := ackWatcher(onNote)

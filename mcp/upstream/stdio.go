@@ -90,7 +90,7 @@ func childEnv(env map[string]string) []string {
 func (u *stdioUpstream) dial(ctx context.Context, onNote func(mcpgo.JSONRPCNotification)) (*session, core.ServerInfo, error) {
 	var exited atomic.Bool
 	supervised := supervisorSupported && len(u.opts.Supervisor) > 0
-	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	connCtx, cancel := context.WithCancel(connectionContext())
 	lost, markLost := context.WithCancel(context.Background())
 	var pipe *stdioPipe
 	var once sync.Once

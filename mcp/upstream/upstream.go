@@ -821,6 +821,13 @@ func (rd redactor) scrub(err error) error {
 	return &scrubbed{msg, err}
 }
 
+// connectionContext is what a connection lives on: none of the values of
+// the request that opened it. A connection may be opened in a call's path
+// (a reconnect), and outlives it; mcp-go hands the transport's context to
+// the handler of every request the upstream makes, where the call's
+// downstream would otherwise claim requests of other clients' calls.
+func connectionContext() context.Context { return context.Background() }
+
 // handshake starts c and runs initialize, bounded by ctx. The connection
 // itself lives on connCtx, which the caller cancels to end it: Start keeps its
 // context for the connection's lifetime (the SSE stream, the GET listener).
