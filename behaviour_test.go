@@ -9,14 +9,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-)
 
-// areas are the requirement areas of the product's rules, as
-// docs/behaviour.md heads its sections ("## Serving the registry (SV)").
-// Inspection (IN) and discovery (DS) are areas too, though no rule of
-// theirs is explained yet: an id of theirs cited in code must fail the
-// scan, not slip past it.
-var areas = []string{"IM", "SV", "AU", "CF", "RV", "CO", "OP", "PO", "UI", "IN", "DS", "QB"}
+	"github.com/toolgate/toolgate/internal/idtest"
+)
 
 // Requirement ids as the code writes them: IM-19 in comments and strings,
 // and glued into test names (TestReviewRugPullCLIRV3, TestFooAU4AU9).
@@ -26,7 +21,7 @@ var areas = []string{"IM", "SV", "AU", "CF", "RV", "CO", "OP", "PO", "UI", "IN",
 var (
 	idShape   = regexp.MustCompile(`\b([A-Z]{2})-(\d+)\b`)
 	testName  = regexp.MustCompile(`\bfunc (Test[A-Za-z0-9_]*)`)
-	gluedID   = regexp.MustCompile(`(` + strings.Join(areas, "|") + `)(\d+)`)
+	gluedID   = regexp.MustCompile(`(` + strings.Join(idtest.Areas, "|") + `)(\d+)`)
 	docHeadID = regexp.MustCompile(`(?m)^- \*\*([A-Z]{2}-\d+)\*\*`)
 	docArea   = regexp.MustCompile(`(?m)^## .*\(([A-Z]{2})\)$`)
 )
@@ -115,8 +110,8 @@ func TestBehaviourDocAreasKnown(t *testing.T) {
 		t.Fatalf("found %d area headings in docs/behaviour.md", len(heads))
 	}
 	for _, h := range heads {
-		if !slices.Contains(areas, h[1]) {
-			t.Errorf("area %s of docs/behaviour.md is not in areas", h[1])
+		if !slices.Contains(idtest.Areas, h[1]) {
+			t.Errorf("area %s of docs/behaviour.md is not in idtest.Areas", h[1])
 		}
 	}
 }

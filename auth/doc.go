@@ -1,5 +1,5 @@
 // Package auth authenticates requests to toolgate's MCP endpoints and turns
-// them into a core.Actor (SPEC §4, AU-1 … AU-9).
+// them into a core.Actor (AU-1 … AU-9 in docs/behaviour.md).
 //
 // A Strategy verifies one bearer token. APIKeys, OAuth and AnyOf are the
 // built-in strategies; anything implementing Strategy plugs in beside them.

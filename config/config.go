@@ -1,5 +1,5 @@
-// Package config loads toolgate's YAML configuration (SPEC Appendix A) into a
-// typed Config and validates it.
+// Package config loads toolgate's YAML configuration (docs/configuration.md;
+// OP-1 in docs/behaviour.md) into a typed Config and validates it.
 //
 // The lifecycle is explicit: Load reads the file, interpolates ${VAR}
 // references, applies TOOLGATE_… overrides, decodes strictly (unknown keys

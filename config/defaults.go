@@ -2,7 +2,8 @@ package config
 
 import "time"
 
-// Defaults (Appendix A and the SPEC ids they come from).
+// Defaults (docs/configuration.md, and the ids of docs/behaviour.md they
+// come from).
 const (
 	DefaultListen          = "127.0.0.1:7331"
 	DefaultMaxRequestBytes = 4 << 20 // SV-8

@@ -262,8 +262,8 @@ type yamlParser struct{}
 func (yamlParser) Unmarshal(b []byte) (map[string]any, error) {
 	f, err := parser.ParseBytes(b, 0)
 	if err != nil {
-		// SPEC Appendix A writes `env: {GITHUB_TOKEN: ${GITHUB_TOKEN}}`, which
-		// YAML refuses ("{" and "}" are flow indicators). Operators copy that
+		// Configs copied from older docs write
+		// `env: {GITHUB_TOKEN: ${GITHUB_TOKEN}}`, which YAML refuses ("{" and "}" are flow indicators). Operators copy that
 		// example, so a whole-scalar ${VAR} in a flow collection is quoted and
 		// the file parsed again; only if that fails too is the error shown.
 		quoted := b

@@ -135,7 +135,8 @@ func TestExampleFile(t *testing.T) {
 	}
 }
 
-// allKeys lists every key of Appendix A as the typed config declares it.
+// allKeys lists every key of the configuration (docs/configuration.md) as
+// the typed config declares it.
 func allKeys() []string {
 	return []string{
 		"gateway", "listen", "publicUrl", "stateless", "store", "maxRequestBytes", "confirm", "secret", "ttl", "approvalWait",
@@ -152,7 +153,7 @@ func allKeys() []string {
 }
 
 func TestDefaults(t *testing.T) {
-	// Appendix A defaults; no endpoints ⇒ one /mcp that fails closed (AU-8).
+	// The documented defaults (docs/configuration.md); no endpoints ⇒ one /mcp that fails closed (AU-8).
 	cfg, warnings := mustLoad(t, writeConfig(t, `
 gateway:
   confirm: {secret: "${TOOLGATE_CONFIRM_SECRET}"}
@@ -185,7 +186,7 @@ upstreams:
 	}
 	wantWarnings := []Warning{
 		{Path: "endpoints", Message: "none configured: serving /mcp without auth or actor, so every request is refused; add an endpoint with auth"},
-		{Path: "endpoints[0]", Message: "no auth and no actor: every request is refused with 401 (AU-8)"},
+		{Path: "endpoints[0]", Message: "no auth and no actor: every request is refused with 401"},
 	}
 	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
@@ -590,8 +591,8 @@ func TestNaturalOrder(t *testing.T) {
 	}
 }
 
-// OP-1: SPEC Appendix A writes ${VAR} unquoted inside flow mappings, which
-// plain YAML refuses; the loader quotes such whole-scalar references and
+// OP-1: configs copied from older docs write ${VAR} unquoted inside flow
+// mappings, which plain YAML refuses; the loader quotes such whole-scalar references and
 // the values are interpolated as usual.
 func TestFlowMappingVars(t *testing.T) {
 	cfg, _ := mustLoad(t, "../testdata/config/good/spec-appendix-a.yaml", fixedEnv)

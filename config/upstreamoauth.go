@@ -101,7 +101,7 @@ func (v *validator) credentials() {
 		}
 		cur = b
 	} else if first != nil {
-		v.fail("gateway.credentialsKey", "required because upstream %q has oauth: tokens are stored encrypted with it (UI-3); set it to 32 random bytes in base64, e.g. credentialsKey: ${TOOLGATE_CREDENTIALS_KEY}", first.Name)
+		v.fail("gateway.credentialsKey", "required because upstream %q has oauth: tokens are stored encrypted with it; set it to 32 random bytes in base64, e.g. credentialsKey: ${TOOLGATE_CREDENTIALS_KEY}", first.Name)
 	}
 	if g.CredentialsKeyPrevious != "" {
 		b, err := DecodeCredentialsKey(g.CredentialsKeyPrevious)
@@ -118,7 +118,7 @@ func (v *validator) credentials() {
 		return
 	}
 	if g.PublicURL == "" {
-		v.fail("gateway.publicUrl", "required because upstream %q has oauth: its redirect URI and client metadata document live under it (UI-1)", first.Name)
+		v.fail("gateway.publicUrl", "required because upstream %q has oauth: its redirect URI and client metadata document live under it", first.Name)
 	}
 	for i, e := range v.c.Endpoints {
 		clean := path.Clean(e.Path)

@@ -56,7 +56,7 @@ func TestValidateUpstreamOAuth(t *testing.T) {
 			c.Gateway.CredentialsKeyPrevious = "b3RoZXItU0VDUkVULWtleS0wMTIzNDU2Nzg5YWJjZGU="
 		}, nil},
 		{"no key", func(c *Config) { c.Gateway.CredentialsKey = "" },
-			[]FieldError{{"gateway.credentialsKey", `required because upstream "crm" has oauth: tokens are stored encrypted with it (UI-3); set it to 32 random bytes in base64, e.g. credentialsKey: ${TOOLGATE_CREDENTIALS_KEY}`}}},
+			[]FieldError{{"gateway.credentialsKey", `required because upstream "crm" has oauth: tokens are stored encrypted with it; set it to 32 random bytes in base64, e.g. credentialsKey: ${TOOLGATE_CREDENTIALS_KEY}`}}},
 		{"short key", func(c *Config) { c.Gateway.CredentialsKey = short },
 			[]FieldError{{"gateway.credentialsKey", "decodes to 16 bytes: must be 32 bytes encoded in base64 (e.g. the output of: openssl rand -base64 32)"}}},
 		{"key not base64", func(c *Config) { c.Gateway.CredentialsKey = "not base64 SECRET-!!" },
@@ -69,7 +69,7 @@ func TestValidateUpstreamOAuth(t *testing.T) {
 			c.Gateway.CredentialsKeyPrevious = goodKey
 		}, []FieldError{{"gateway.credentialsKeyPrevious", "needs gateway.credentialsKey: the previous key only decrypts, the current one encrypts"}}},
 		{"no public url", func(c *Config) { c.Gateway.PublicURL = "" },
-			[]FieldError{{"gateway.publicUrl", `required because upstream "crm" has oauth: its redirect URI and client metadata document live under it (UI-1)`}}},
+			[]FieldError{{"gateway.publicUrl", `required because upstream "crm" has oauth: its redirect URI and client metadata document live under it`}}},
 		{"endpoint on the connection routes", func(c *Config) { c.Endpoints[0].Path = "/upstream-oauth/x" },
 			[]FieldError{{"endpoints[0].path", `"/upstream-oauth/x" is reserved for upstream connections (/upstream-oauth) while an upstream has oauth`}}},
 		{"bad credentials", func(c *Config) { c.Upstreams[0].OAuth.Credentials = "everyone" },

@@ -85,7 +85,7 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Validate checks every rule of the SPEC that the config alone can decide,
+// Validate checks every rule (docs/behaviour.md) that the config alone can decide,
 // and returns all problems at once as a *ValidationErrors, plus warnings.
 // Run it after SetDefaults: an unset required value is an error here.
 func (c *Config) Validate() ([]Warning, error) {
@@ -186,7 +186,7 @@ func (v *validator) gateway() {
 	switch {
 	case secret == "":
 		if i := v.c.actionUpstream(); i >= 0 {
-			v.fail("gateway.confirm.secret", "required because %s may serve action tools (CF-3); set it to %d or more random bytes, e.g. secret: ${TOOLGATE_CONFIRM_SECRET}", v.c.Upstreams[i].describe(i), MinConfirmSecretBytes)
+			v.fail("gateway.confirm.secret", "required because %s may serve action tools (confirm tokens are signed with it); set it to %d or more random bytes, e.g. secret: ${TOOLGATE_CONFIRM_SECRET}", v.c.Upstreams[i].describe(i), MinConfirmSecretBytes)
 		}
 	case len(secret) < MinConfirmSecretBytes:
 		v.fail("gateway.confirm.secret", "must be at least %d bytes long", MinConfirmSecretBytes)
@@ -253,11 +253,11 @@ func checkOrigin(s string) string {
 	case u.User != nil:
 		return "must be an origin only: remove the user info"
 	case u.Path != "" || u.RawPath != "":
-		return fmt.Sprintf("must be an origin only (AU-6): remove the path %q", u.EscapedPath())
+		return fmt.Sprintf("must be an origin only: remove the path %q", u.EscapedPath())
 	case u.RawQuery != "" || u.ForceQuery:
-		return "must be an origin only (AU-6): remove the query"
+		return "must be an origin only: remove the query"
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return "must be an origin only (AU-6): remove the fragment"
+		return "must be an origin only: remove the fragment"
 	}
 	return ""
 }
@@ -277,11 +277,11 @@ func (v *validator) endpoints() {
 		}
 		switch {
 		case e.Auth != nil && e.Actor != nil:
-			v.fail(p, "auth and actor are mutually exclusive: auth derives the actor from the credential, actor alone is open mode (AU-7)")
+			v.fail(p, "auth and actor are mutually exclusive: auth derives the actor from the credential, actor alone is open mode (see docs/security.md#open-mode)")
 		case e.Auth == nil && e.Actor == nil:
-			v.warn(p, "no auth and no actor: every request is refused with 401 (AU-8)")
+			v.warn(p, "no auth and no actor: every request is refused with 401")
 		case e.Actor != nil && v.c.Gateway.Listen != "" && !v.c.ListenIsLoopback():
-			v.warn(p, "open mode (actor without auth) on non-loopback listen address %q: serve refuses it unless --insecure-open (AU-7)", v.c.Gateway.Listen)
+			v.warn(p, "open mode (actor without auth) on non-loopback listen address %q: serve refuses it unless --insecure-open (see docs/security.md#open-mode)", v.c.Gateway.Listen)
 		}
 		if e.Actor != nil {
 			v.actor(p+".actor", *e.Actor)
@@ -381,7 +381,7 @@ func (v *validator) apiKey(p string, k APIKey) {
 	case key == "":
 		v.fail(p+".key", "required")
 	case v.keys[key] != "":
-		v.fail(p+".key", "same key as %s: a key must identify one actor on one endpoint (SV-3)", v.keys[key])
+		v.fail(p+".key", "same key as %s: a key must identify one actor on one endpoint", v.keys[key])
 	default:
 		v.keys[key] = p + ".key"
 		if len(key) < MinAPIKeyBytes {
@@ -502,9 +502,9 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 	// IM-1: exactly one of command and url.
 	switch {
 	case u.Command != "" && u.URL != "":
-		v.fail(p, "%s sets both command and url; set exactly one (IM-1)", who)
+		v.fail(p, "%s sets both command and url; set exactly one", who)
 	case u.Command == "" && u.URL == "":
-		v.fail(p, "%s needs command (stdio) or url (network) (IM-1)", who)
+		v.fail(p, "%s needs command (stdio) or url (network)", who)
 	case u.URL != "":
 		if msg := checkUpstreamURL(u.URL); msg != "" {
 			v.fail(p+".url", "%s", msg)
@@ -627,7 +627,7 @@ func (v *validator) headers(p string, u Upstream) {
 		v.fail(p+".authorization", "contains a line break or NUL")
 	}
 	if len(auth) >= 7 && strings.EqualFold(auth[:7], "bearer ") {
-		v.fail(p+".authorization", `give the token alone: "Bearer " is added when it is sent (IM-4)`)
+		v.fail(p+".authorization", `give the token alone: "Bearer " is added when it is sent`)
 	}
 }
 

@@ -30,9 +30,9 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"base is valid", func(c *Config) {}, nil},
 		{"IM-1 neither", func(c *Config) { c.Upstreams[0].Command = "" },
-			[]FieldError{{"upstreams[0]", `upstream "github" needs command (stdio) or url (network) (IM-1)`}}},
+			[]FieldError{{"upstreams[0]", `upstream "github" needs command (stdio) or url (network)`}}},
 		{"IM-1 both", func(c *Config) { c.Upstreams[0].URL = "https://x.example.com" },
-			[]FieldError{{"upstreams[0]", `upstream "github" sets both command and url; set exactly one (IM-1)`}}},
+			[]FieldError{{"upstreams[0]", `upstream "github" sets both command and url; set exactly one`}}},
 		{"IM-2 transport with url ok", func(c *Config) {
 			c.Upstreams[0] = Upstream{Name: "s", URL: "http://127.0.0.1:9/mcp", Transport: "sse", DefaultKind: "read", Approval: "client", Timeout: 1,
 				Health: Health{Interval: time.Second, Timeout: 1}, Reconnect: Reconnect{InitialDelay: time.Second, MaxDelay: time.Second}}
@@ -63,16 +63,16 @@ func TestValidateRules(t *testing.T) {
 			c.Upstreams[0].DefaultKind = KindRead
 		}, nil},
 		{"CF-3 no secret, action upstream", func(c *Config) { c.Gateway.Confirm.Secret = "" },
-			[]FieldError{{"gateway.confirm.secret", `required because upstream "github" may serve action tools (CF-3); set it to 32 or more random bytes, e.g. secret: ${TOOLGATE_CONFIRM_SECRET}`}}},
+			[]FieldError{{"gateway.confirm.secret", `required because upstream "github" may serve action tools (confirm tokens are signed with it); set it to 32 or more random bytes, e.g. secret: ${TOOLGATE_CONFIRM_SECRET}`}}},
 		{"CF-3 secret 31 bytes", func(c *Config) { c.Gateway.Confirm.Secret = goodSecret[:31] },
 			[]FieldError{{"gateway.confirm.secret", "must be at least 32 bytes long"}}},
 		{"AU-6 origin with port ok", func(c *Config) { c.Gateway.PublicURL = "https://tools.example.com:8443" }, nil},
 		{"AU-6 path", func(c *Config) { c.Gateway.PublicURL = "https://tools.example.com/x" },
-			[]FieldError{{"gateway.publicUrl", `must be an origin only (AU-6): remove the path "/x"`}}},
+			[]FieldError{{"gateway.publicUrl", `must be an origin only: remove the path "/x"`}}},
 		{"AU-6 empty query", func(c *Config) { c.Gateway.PublicURL = "https://tools.example.com?" },
-			[]FieldError{{"gateway.publicUrl", "must be an origin only (AU-6): remove the query"}}},
+			[]FieldError{{"gateway.publicUrl", "must be an origin only: remove the query"}}},
 		{"AU-6 empty fragment", func(c *Config) { c.Gateway.PublicURL = "https://tools.example.com#" },
-			[]FieldError{{"gateway.publicUrl", "must be an origin only (AU-6): remove the fragment"}}},
+			[]FieldError{{"gateway.publicUrl", "must be an origin only: remove the fragment"}}},
 		{"listen ipv6 ok", func(c *Config) { c.Gateway.Listen = "[::1]:7331" }, nil},
 		{"SV-8 zero bytes", func(c *Config) { c.Gateway.MaxRequestBytes = 0 },
 			[]FieldError{{"gateway.maxRequestBytes", "must be greater than 0"}}},
@@ -94,7 +94,7 @@ func TestValidateRules(t *testing.T) {
 				{Path: "/a", Auth: &Auth{APIKeys: []APIKey{{Key: goodSecret, Actor: Actor{ID: "a"}}}}},
 				{Path: "/b", Auth: &Auth{AnyOf: []Auth{{APIKeys: []APIKey{{Key: goodSecret, Actor: Actor{ID: "b"}}}}}}},
 			}
-		}, []FieldError{{"endpoints[1].auth.anyOf[0].apiKeys[0].key", "same key as endpoints[0].auth.apiKeys[0].key: a key must identify one actor on one endpoint (SV-3)"}}},
+		}, []FieldError{{"endpoints[1].auth.anyOf[0].apiKeys[0].key", "same key as endpoints[0].auth.apiKeys[0].key: a key must identify one actor on one endpoint"}}},
 		{"SV-3 same path after cleaning", func(c *Config) {
 			c.Endpoints = append(c.Endpoints, Endpoint{Path: "//mcp/", Actor: &Actor{ID: "x"}})
 		}, []FieldError{{"endpoints[1].path", `"//mcp/" is the same path as endpoints[0].path`}}},
@@ -145,9 +145,9 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"none", func(c *Config) {}, nil},
 		{"AU-8 neither auth nor actor", func(c *Config) { c.Endpoints[0].Actor = nil },
-			[]Warning{{"endpoints[0]", "no auth and no actor: every request is refused with 401 (AU-8)"}}},
+			[]Warning{{"endpoints[0]", "no auth and no actor: every request is refused with 401"}}},
 		{"AU-7 open mode on all interfaces", func(c *Config) { c.Gateway.Listen = ":7331" },
-			[]Warning{{"endpoints[0]", `open mode (actor without auth) on non-loopback listen address ":7331": serve refuses it unless --insecure-open (AU-7)`}}},
+			[]Warning{{"endpoints[0]", `open mode (actor without auth) on non-loopback listen address ":7331": serve refuses it unless --insecure-open (see docs/security.md#open-mode)`}}},
 		{"AU-7 open mode on loopback is fine", func(c *Config) { c.Gateway.Listen = "localhost:1" }, nil},
 		{"empty allow-list", func(c *Config) { c.Endpoints[0].Tools = []string{} },
 			[]Warning{{"endpoints[0].tools", "empty: this endpoint serves no tools (omit tools to serve all)"}}},

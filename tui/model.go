@@ -1,8 +1,8 @@
-// Package tui is toolgate's console (SPEC §7): a Bubble Tea program over a
-// core.Console. The root model owns the state (a snapshot kept current from
-// the event subscription), the header with the pending-approvals badge, the
-// tabs, the confirm dialog, the status line and the key bar; each pane is a
-// widget package of its own.
+// Package tui is toolgate's console (CO-1 … CO-9 in docs/behaviour.md): a
+// Bubble Tea program over a core.Console. The root model owns the state (a
+// snapshot kept current from the event subscription), the header with the
+// pending-approvals badge, the tabs, the confirm dialog, the status line and
+// the key bar; each pane is a widget package of its own.
 //
 // The update loop never blocks: every Console call runs in a command, live
 // updates come from one command that reads the next event and is re-issued

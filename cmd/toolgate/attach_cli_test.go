@@ -12,7 +12,7 @@ import (
 )
 
 // Usage errors of the attached console and the headless verbs exit 2 and
-// say what is wrong, before anything is sent (CO-9, Appendix B).
+// say what is wrong, before anything is sent (CO-9, OP-3).
 func TestAdminCommandUsage(t *testing.T) {
 	t.Setenv(admin.EnvAttach, "")
 	t.Setenv(admin.EnvAdminKey, "")

@@ -301,7 +301,7 @@ func readFile(t *testing.T, path string) string {
 }
 
 // TestHeadlessVerbsEndToEnd: the console's actions as commands against a
-// running `toolgate serve` (CO-9, Appendix B): exit statuses, --json
+// running `toolgate serve` (CO-9, OP-3): exit statuses, --json
 // parsed, clear messages for 401, 404 and 409, and no key in any output.
 func TestHeadlessVerbsEndToEnd(t *testing.T) {
 	catalog := startCatalog(t)

@@ -59,7 +59,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
-	// With --json, stdout is one object whatever happens (Appendix B).
+	// With --json, stdout is one object whatever happens (OP-3).
 	fail := func(err error) int {
 		fmt.Fprintln(c.stderr, err)
 		if *asJSON {

@@ -91,7 +91,7 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 			return 1
 		}
 		if open := cfg.OpenEndpoints(); len(open) > 0 && !cfg.ListenIsLoopback() {
-			fmt.Fprintf(c.stderr, "toolgate console: refusing open-mode endpoints %v on the non-loopback address %s (AU-7); use toolgate serve --insecure-open to force\n", open, cfg.Gateway.Listen)
+			fmt.Fprintf(c.stderr, "toolgate console: refusing open-mode endpoints %v on the non-loopback address %s: anyone who reaches it acts as their actor without credentials (see docs/security.md#open-mode); use toolgate serve --insecure-open to force\n", open, cfg.Gateway.Listen)
 			return 1
 		}
 		if !consoleExportOK(c, cfg) {

@@ -276,7 +276,7 @@ func TestFaultUpstreamDownAtStartIM8(t *testing.T) {
 	}
 }
 
-// IM-8, Appendix B: the CLI on upstreams down at start. tools skips them
+// IM-8, OP-3: the CLI on upstreams down at start. tools skips them
 // (exit 0, warnings name them); check exits 2; a required one is named in
 // check's error.
 func TestFaultCLIUpstreamDownIM8(t *testing.T) {
@@ -436,7 +436,7 @@ func TestFaultBulkImportIM7(t *testing.T) {
 	}
 }
 
-// Appendix B, IM-13, IM-18, IM-19, IM-8: check --json of the demo config
+// OP-3, IM-13, IM-18, IM-19, IM-8: check --json of the demo config
 // through the real binary.
 func TestFaultCheckDemoJSON(t *testing.T) {
 	code, out, errOut := runToolgate(t, "check", "--json", "--config", "../../testdata/demo.yaml")

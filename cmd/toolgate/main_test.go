@@ -51,7 +51,7 @@ func assertNoSecrets(t *testing.T, texts ...string) {
 	}
 }
 
-// Appendix B: every command exists and answers --help with status 0.
+// OP-3: every command exists and answers --help with status 0.
 func TestEveryCommandHasHelp(t *testing.T) {
 	for _, cmd := range commands() {
 		t.Run(cmd.name, func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestCheckBadConfigs(t *testing.T) {
 			}
 			assertNoSecrets(t, out, errOut)
 
-			// Appendix B: with --json, stdout is one object naming the
+			// OP-3: with --json, stdout is one object naming the
 			// same problem, and still no secret (IM-5).
 			code, out, errOut = runCLI(t, "check", "--json", "--config", f)
 			if code != 1 {
@@ -202,7 +202,7 @@ func checkError(t *testing.T, out string) string {
 	return obj["error"]
 }
 
-// Appendix B: check --json of a file that is missing or cannot be read
+// OP-3: check --json of a file that is missing or cannot be read
 // prints the error object too, exit 1.
 func TestCheckJSONUnreadableConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -337,7 +337,7 @@ func TestBinaryExitCodes(t *testing.T) {
 	}
 }
 
-// IM-9, IM-2, Appendix B: check shows an upstream with transport omitted
+// IM-9, IM-2, OP-3: check shows an upstream with transport omitted
 // (auto) over the transport that answered, in text and in --json.
 func TestCheckShowsResolvedTransportIM9(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())

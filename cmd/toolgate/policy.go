@@ -19,7 +19,7 @@ import (
 // The policy command's entry in the command table.
 const (
 	policySynopsis = "test|list …"
-	policySummary  = "which policy rule decides a call, without making it; the rules in force (PO-4)"
+	policySummary  = "which policy rule decides a call, without making it; the rules in force"
 )
 
 func policySubs() []reviewSub {

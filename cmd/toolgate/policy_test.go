@@ -94,7 +94,7 @@ policies:
 	return path
 }
 
-// PO-4, Appendix B: policy test names the deciding rule, its effect and
+// PO-4, OP-3: policy test names the deciding rule, its effect and
 // reason without calling anything; the actor's roles come from the
 // config's API key, or from --roles and --tenant.
 func TestPolicyTest(t *testing.T) {

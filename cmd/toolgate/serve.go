@@ -29,7 +29,7 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	fs := c.commandFlags("serve")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir)")
 	listen := fs.String("listen", "", "listen address (overrides gateway.listen)")
-	insecureOpen := fs.Bool("insecure-open", false, "allow open-mode endpoints on a non-loopback address (AU-7)")
+	insecureOpen := fs.Bool("insecure-open", false, "allow open-mode endpoints (an actor, no auth) on a non-loopback address; see docs/security.md#open-mode")
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}

@@ -642,7 +642,7 @@ upstreams:
     required: true
 `
 
-// SV-9, Appendix B: SIGTERM while a call is in flight. The gateway stops
+// SV-9, OP-3: SIGTERM while a call is in flight. The gateway stops
 // accepting connections, lets the call finish with its result, exits 0, and
 // leaves none of its upstream processes behind.
 func TestServeGracefulShutdownSV9(t *testing.T) {
@@ -915,7 +915,7 @@ upstreams:
     approval: operator
 `
 
-// SV-9, Appendix B: SIGTERM while a call waits for an operator. The call is
+// SV-9, OP-3: SIGTERM while a call waits for an operator. The call is
 // rejected at once with isError "the gateway is shutting down", and serve
 // exits 0 without waiting out its grace (the call was cut with
 // no answer and the process exited 1).

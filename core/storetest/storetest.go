@@ -364,7 +364,7 @@ func suiteTokenPrune(t *testing.T, s core.Store) {
 		use(fmt.Sprintf("filler-%d", i), now.Add(time.Hour))
 	}
 	if use("live", now.Add(time.Hour)) {
-		t.Error("an unexpired spent id was forgotten: a confirm token could run twice (CF-4)")
+		t.Error("an unexpired spent id was forgotten: a confirm token could run twice")
 	}
 	if use("just-expired", now.Add(-time.Second)) {
 		t.Error("an id expired less than core.SpentTokenGrace ago was forgotten")

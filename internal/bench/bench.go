@@ -1408,7 +1408,7 @@ func fmtBytes(b float64) string {
 
 func (r *Result) Print(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "toolgate bench — gateway overhead against a direct call, same run (QB-2)\n")
+	fmt.Fprintf(w, "toolgate bench — gateway overhead against a direct call, same run\n")
 	fmt.Fprintf(w, "%s %s, %d CPUs, GOMAXPROCS %d; %d interleaved rounds; store (audit, review): sqlite in a temp dir\n\n",
 		c.GoVersion, c.OS, c.CPUs, c.GOMAXPROCS, c.Rounds)
 	const row = "%-20s %9s %9s %9s   %9s %9s %9s %9s\n"

@@ -318,7 +318,7 @@ func dropSchemas(dsn string, schemas ...string) {
 // PrintReplicas writes res as a table.
 func PrintReplicas(w io.Writer, res *ReplicasResult) {
 	c := res.Config
-	fmt.Fprintf(w, "toolgate-lab replicas — calls/s by store and replicas (OP-5), %d rounds, %d sessions, %d CPUs\n\n", c.Rounds, c.Sessions, c.CPUs)
+	fmt.Fprintf(w, "toolgate-lab replicas — calls/s by store and replicas, %d rounds, %d sessions, %d CPUs\n\n", c.Rounds, c.Sessions, c.CPUs)
 	fmt.Fprintf(w, "%-30s %10s %10s %12s %10s %10s  %-24s %s\n", "path", "seq p50", "seq p99", "conc call/s", "conc p50", "conc p99", "rounds (call/s)", "errors")
 	for _, p := range res.Paths {
 		fmt.Fprintf(w, "%-30s %10s %10s %12.0f %10s %10s  %-24s %d\n", p.Name, fmtUs(p.SeqP50), fmtUs(p.SeqP99), p.CallsPerSec,

@@ -37,7 +37,7 @@ func (g *Gateway) startAudit() error {
 	key := AuditKey(g.cfg)
 	w.SetKey(key)
 	if key == nil {
-		g.log.Warn("audit checkpoints are not signed: set audit.checkpointKey or gateway.confirm.secret, or a cut tail of the audit goes unnoticed (OP-10)")
+		g.log.Warn("audit checkpoints are not signed: set audit.checkpointKey or gateway.confirm.secret, or a cut tail of the audit goes unnoticed (see docs/operations.md#the-audit-log)")
 	}
 	path := g.cfg.Audit.Export.Path
 	if path == "" {

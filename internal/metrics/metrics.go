@@ -67,12 +67,15 @@ type Options struct {
 // so two gateways in one process, as in tests, never share a series).
 // Its methods are safe for concurrent use.
 type Metrics struct {
-	bus      *core.Bus
-	sub      *core.BusSubscription
-	reg      *prometheus.Registry
-	handler  http.Handler
-	maxTools int
-	done     chan struct{}
+	bus *core.Bus
+	sub *core.BusSubscription
+	reg *prometheus.Registry
+	// registered are the collectors on reg, so their descriptions (HELP
+	// texts included) can be read whether or not they have a series yet.
+	registered []prometheus.Collector
+	handler    http.Handler
+	maxTools   int
+	done       chan struct{}
 
 	calls          *prometheus.CounterVec
 	callDuration   *prometheus.HistogramVec
@@ -115,7 +118,7 @@ func New(opts Options) *Metrics {
 	if m.maxTools <= 0 {
 		m.maxTools = DefaultMaxToolLabels
 	}
-	f := factory{m.reg}
+	f := factory{m}
 	m.calls = f.counter("toolgate_calls_total", "Tool calls served, by tool, upstream and outcome (ok, error, failed, invalid, refused, preview, not-found, outcome-unknown).", "tool", "upstream", "outcome")
 	m.callDuration = f.histogram("toolgate_call_duration_seconds", "Time from a tools/call reaching the gateway to its answer, by tool, upstream and outcome.",
 		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}, "tool", "upstream", "outcome")
@@ -128,16 +131,16 @@ func New(opts Options) *Metrics {
 	m.refreshSize = f.histogram("toolgate_refresh_diff_tools", "Tools added, removed or changed by one applied refresh, by upstream.",
 		[]float64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}, "upstream")
 	m.refreshTools = f.counter("toolgate_refresh_tools_total", "Tools added, removed or changed by refreshes, by upstream and change.", "upstream", "change")
-	m.refusals = f.counter("toolgate_policy_refusals_total", "Calls refused by a policy rule (denied) or a limit (limited), by the rule or limit id (PO-3, PO-4).", "rule", "outcome")
+	m.refusals = f.counter("toolgate_policy_refusals_total", "Calls refused by a policy rule (denied) or a limit (limited), by the rule or limit id.", "rule", "outcome")
 	m.transitions = f.counter("toolgate_upstream_transitions_total", "Upstream connection state changes, by upstream and the state entered.", "upstream", "state")
 	m.authRefusals = f.counter("toolgate_auth_refusals_total", "Requests refused by authentication, by endpoint and reason.", "endpoint", "reason")
 	m.eventsLost = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_metrics_events_lost_total",
 		Help: "Gateway events the metrics fell too far behind to count: calls among them are missing from the counters."})
-	m.reg.MustRegister(m.eventsLost, &stateCollector{m: m, queueDepth: opts.AuditQueueDepth, endpoints: opts.Endpoints})
+	m.register(m.reg, m.eventsLost, &stateCollector{m: m, queueDepth: opts.AuditQueueDepth, endpoints: opts.Endpoints})
 	// The runtime's and the process's own metrics, under the same prefix as
 	// the rest, for memory, goroutines and file descriptors.
 	own := prometheus.WrapRegistererWithPrefix("toolgate_", m.reg)
-	own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.register(own, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 4, Timeout: 10 * time.Second,
@@ -365,17 +368,24 @@ func decisionLabel(d core.Decision) string {
 	return Other
 }
 
-// factory registers vectors on one registry.
-type factory struct{ reg *prometheus.Registry }
+// register registers cs on r (m.reg, or a wrapper of it) and remembers
+// them. Only New calls it, before the metrics are shared.
+func (m *Metrics) register(r prometheus.Registerer, cs ...prometheus.Collector) {
+	r.MustRegister(cs...)
+	m.registered = append(m.registered, cs...)
+}
+
+// factory registers vectors on one gateway's registry.
+type factory struct{ m *Metrics }
 
 func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	f.reg.MustRegister(v)
+	f.m.register(f.m.reg, v)
 	return v
 }
 
 func (f factory) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-	f.reg.MustRegister(v)
+	f.m.register(f.m.reg, v)
 	return v
 }

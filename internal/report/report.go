@@ -1,5 +1,5 @@
 // Package report builds what the command line prints of a gateway — the
-// check report (SPEC Appendix B), the tool rows of `tools`, the review rows
+// check report (OP-3 in docs/behaviour.md), the tool rows of `tools`, the review rows
 // of `review list` — from the gateway's state, and picks the tools a review
 // decision applies to. The shapes are plain data, so every way of showing
 // them (text, --json, an admin API) shows the same thing.
@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/core/review/scan"
 )
 
-// Check is the `check --json` shape of SPEC Appendix B.
+// Check is the `check --json` shape (OP-3 in docs/behaviour.md).
 type Check struct {
 	Upstreams  []Upstream       `json:"upstreams"`
 	Tools      []Tool           `json:"tools"`

@@ -207,8 +207,8 @@ func (e *Endpoint) cancelFast(env *jsonrpc.Envelope, session string) {
 	e.ids.inflight.Cancel(session + "\x00" + jsonrpc.IDKey(p.RequestID))
 }
 
-// unknownToolText is the words for a tool that is not there, as SPEC says
-// them (IM-20, SV-5).
+// unknownToolText is the words for a tool that is not there, as
+// docs/behaviour.md says them (IM-20, SV-5).
 func unknownToolText(name string) string { return "unknown tool: " + name }
 
 // unknownToolAnswer is the answer to a tools/call for a name that is
