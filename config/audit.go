@@ -32,7 +32,7 @@ type AuditExport struct {
 func (v *validator) audit() {
 	a := v.c.Audit
 	if k := a.CheckpointKey.Reveal(); k != "" && len(k) < MinCheckpointKeyBytes {
-		v.fail("audit.checkpointKey", "must be at least %d bytes long: use a long random key, e.g. checkpointKey: ${TOOLGATE_AUDIT_KEY}", MinCheckpointKeyBytes)
+		v.fail("audit.checkpointKey", "must be at least %d bytes long: use a long random key, e.g. in the environment as %s", MinCheckpointKeyBytes, envOf("audit.checkpointKey"))
 	}
 	if p := a.Export.Path; p != "" && p != "-" {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {

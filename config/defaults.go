@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Defaults (docs/configuration.md, and the ids of docs/behaviour.md they
 // come from).
@@ -34,26 +37,14 @@ const (
 )
 
 // SetDefaults fills every unset value with its default; version is the
-// default endpoint version. A zero duration or size counts as unset, so
-// `timeout: 0s` means the default; negative values are left for Validate
-// to refuse. It returns warnings about defaults an operator should know of.
+// default endpoint version. The static defaults come from the key table
+// (Keys), where 0 counts as unset, so `timeout: 0s` means the default;
+// negative values are left for Validate. It returns warnings about
+// defaults an operator should know of.
 func (c *Config) SetDefaults(version string) []Warning {
 	var warnings []Warning
 	g := &c.Gateway
-	setIfZero(&g.Listen, DefaultListen)
-	setIfZero(&g.MaxRequestBytes, DefaultMaxRequestBytes)
-	setIfZero(&g.SessionIdleTimeout, DefaultSessionIdleTimeout)
-	setIfZero(&g.SessionParkAfter, DefaultSessionParkAfter)
-	setIfZero(&g.MaxSessions, DefaultMaxSessions)
-	setIfZero(&g.MaxSessionsPerActor, DefaultMaxSessionsPerActor)
-	setIfZero(&g.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
-	setIfZero(&g.ReadTimeout, DefaultReadTimeout)
-	setIfZero(&g.WriteTimeout, DefaultWriteTimeout)
-	setIfZero(&g.IdleTimeout, DefaultIdleTimeout)
-	setIfZero(&g.HeartbeatInterval, DefaultHeartbeatInterval)
-	setIfZero(&g.Confirm.TTL, DefaultConfirmTTL)
-	setIfZero(&g.Confirm.ApprovalWait, DefaultApprovalWait)
-	setIfZero(&g.Review.Mode, DefaultReviewMode)
+	applyDefaults(reflect.ValueOf(g), "gateway")
 	if g.Admin != nil {
 		g.Admin.setDefaults()
 	}
@@ -70,7 +61,7 @@ func (c *Config) SetDefaults(version string) []Warning {
 	}
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
-		setIfZero(&e.Name, DefaultEndpointName)
+		applyDefaults(reflect.ValueOf(e), "endpoints[]")
 		setIfZero(&e.Version, version)
 		if e.Tools == nil {
 			e.Tools = []string{"*"}
@@ -82,13 +73,11 @@ func (c *Config) SetDefaults(version string) []Warning {
 
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
-		setIfZero(&u.Timeout, DefaultUpstreamTimeout)
-		setIfZero(&u.Health.Interval, DefaultHealthInterval)
+		// defaultKind action: unknown side effects are side effects (IM-15).
+		applyDefaults(reflect.ValueOf(u), "upstreams[]")
+		// Derived from the keys just defaulted.
 		setIfZero(&u.Health.Timeout, healthTimeout(u))
-		setIfZero(&u.Reconnect.InitialDelay, DefaultReconnectDelay)
 		setIfZero(&u.Reconnect.MaxDelay, max(DefaultReconnectMax, u.Reconnect.InitialDelay))
-		setIfZero(&u.DefaultKind, KindAction) // IM-15: unknown side effects are side effects
-		setIfZero(&u.Approval, ApprovalClient)
 		if u.URL != "" {
 			setIfZero(&u.Transport, TransportAuto)
 		}

@@ -50,6 +50,26 @@ func optionsFor(env map[string]string) LoadOptions {
 	}
 }
 
+// fixtureEnv is fixedEnv for the fixture at path: a variable the key
+// table reads as an override (TOOLGATE_CONFIRM_SECRET, an old name of
+// the confirm secret's) is kept only when the fixture names it in a ${…},
+// so it feeds that reference instead of setting a key the fixture leaves
+// out.
+func fixtureEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := withEnv(nil)
+	for _, o := range EnvOverrides() {
+		if _, ok := out[o.Name]; ok && !strings.Contains(string(src), o.Name) {
+			delete(out, o.Name)
+		}
+	}
+	return out
+}
+
 // withEnv returns fixedEnv plus extra (an empty-string key deletes).
 func withEnv(extra map[string]string) map[string]string {
 	out := map[string]string{}

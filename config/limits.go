@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/toolgate/toolgate/core/policy"
 )
@@ -67,9 +68,7 @@ func (v *validator) limits() {
 				v.fail(p+".rate", "%v", err)
 			}
 		}
-		if l.Burst < 0 {
-			v.fail(p+".burst", "must not be negative")
-		}
+		v.numbers(p, "limits[]", reflect.ValueOf(l))
 		if l.Burst > 0 && l.Rate == "" {
 			v.fail(p+".burst", "only a rate has a burst")
 		}

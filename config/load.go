@@ -98,7 +98,8 @@ func DefaultPath() string {
 //
 //  1. parse the YAML (a syntax error is a *SyntaxError with line and column);
 //  2. substitute ${VAR} in string values (see expander);
-//  3. apply TOOLGATE_GATEWAY_… environment overrides, which win over the file;
+//  3. apply the environment overrides of the key table (Keys), which win
+//     over the file;
 //  4. decode strictly: unknown keys and wrong types are errors naming the key;
 //  5. append the upstreams of upstreamsFrom (OP-2);
 //  6. fill defaults (SetDefaults) and Validate.
@@ -140,7 +141,7 @@ func Load(path string, opts LoadOptions) (*Config, []Warning, error) {
 		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
 
-	ov := &overrides{}
+	ov := newOverrides(o.Environ(), func(path string) bool { return k.Exists(strings.ReplaceAll(path, ".", keyDelim)) })
 	if err := k.Load(env.Provider(keyDelim, env.Opt{
 		Prefix:        "", // matched case-insensitively in the transform
 		TransformFunc: ov.transform,
@@ -171,7 +172,7 @@ func Load(path string, opts LoadOptions) (*Config, []Warning, error) {
 		cfg.Upstreams = append(cfg.Upstreams, ups...)
 	}
 
-	warnings := append(skipped, cfg.SetDefaults(o.Version)...)
+	warnings := append(append(ov.warnings, skipped...), cfg.SetDefaults(o.Version)...)
 	more, err := cfg.Validate()
 	return cfg, append(warnings, more...), err
 }
@@ -331,86 +332,56 @@ func syntaxError(err error) *SyntaxError {
 	return se
 }
 
-// overrideKeys are the settings TOOLGATE_… variables may override: the
-// scalar gateway keys only. Anything else named TOOLGATE_… is ignored; such
-// variables usually feed ${VAR} references (TOOLGATE_CONFIRM_SECRET).
-var overrideKeys = map[string]struct {
-	path string // koanf path, "." separated
-	kind overrideKind
-}{
-	"TOOLGATE_GATEWAY_LISTEN":               {"gateway.listen", ovString},
-	"TOOLGATE_GATEWAY_PUBLICURL":            {"gateway.publicUrl", ovString},
-	"TOOLGATE_GATEWAY_STATELESS":            {"gateway.stateless", ovBool},
-	"TOOLGATE_GATEWAY_STORE":                {"gateway.store", ovString},
-	"TOOLGATE_GATEWAY_MAXREQUESTBYTES":      {"gateway.maxRequestBytes", ovInt},
-	"TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT":   {"gateway.sessionIdleTimeout", ovDuration},
-	"TOOLGATE_GATEWAY_SESSIONPARKAFTER":     {"gateway.sessionParkAfter", ovDuration},
-	"TOOLGATE_GATEWAY_MAXSESSIONS":          {"gateway.maxSessions", ovInt},
-	"TOOLGATE_GATEWAY_MAXSESSIONSPERACTOR":  {"gateway.maxSessionsPerActor", ovInt},
-	"TOOLGATE_GATEWAY_MAXSTREAMSPERSESSION": {"gateway.maxStreamsPerSession", ovInt},
-	"TOOLGATE_GATEWAY_READTIMEOUT":          {"gateway.readTimeout", ovDuration},
-	"TOOLGATE_GATEWAY_WRITETIMEOUT":         {"gateway.writeTimeout", ovDuration},
-	"TOOLGATE_GATEWAY_IDLETIMEOUT":          {"gateway.idleTimeout", ovDuration},
-	"TOOLGATE_GATEWAY_HEARTBEATINTERVAL":    {"gateway.heartbeatInterval", ovDuration},
-	"TOOLGATE_GATEWAY_LISTTTL":              {"gateway.listTtl", ovDuration},
-	"TOOLGATE_GATEWAY_WATCHCONFIG":          {"gateway.watchConfig", ovBool},
-	"TOOLGATE_GATEWAY_CONFIRM_SECRET":       {"gateway.confirm.secret", ovString},
-	"TOOLGATE_GATEWAY_CONFIRM_TTL":          {"gateway.confirm.ttl", ovDuration},
-	"TOOLGATE_GATEWAY_CONFIRM_APPROVALWAIT": {"gateway.confirm.approvalWait", ovDuration},
-	"TOOLGATE_GATEWAY_REVIEW_MODE":          {"gateway.review.mode", ovString},
+// overrides applies the TOOLGATE_… variables of the key table (Keys) over
+// the file. Anything else named TOOLGATE_… is ignored; such variables
+// usually feed ${VAR} references (TOOLGATE_ADMIN_KEY).
+type overrides struct {
+	byName map[string]EnvOverride // by upper-case name
+	// set holds the upper-case names of the variables that are set and not
+	// empty; fileHas reports whether the file sets a key.
+	set      map[string]bool
+	fileHas  func(path string) bool
+	errs     []FieldError
+	warnings []Warning
 }
 
-type overrideKind int
-
-const (
-	ovString overrideKind = iota
-	ovBool
-	ovInt
-	ovDuration
-)
-
-type overrides struct {
-	errs []FieldError
+func newOverrides(environ []string, fileHas func(string) bool) *overrides {
+	ov := &overrides{byName: map[string]EnvOverride{}, set: map[string]bool{}, fileHas: fileHas}
+	for _, o := range EnvOverrides() {
+		ov.byName[o.Name] = o
+	}
+	for _, kv := range environ {
+		if name, value, ok := strings.Cut(kv, "="); ok && value != "" {
+			ov.set[strings.ToUpper(name)] = true
+		}
+	}
+	return ov
 }
 
 // transform maps an environment variable to a koanf key and typed value, or
 // to "" to skip it. Variable names match case-insensitively. An empty value
 // is skipped: `TOOLGATE_GATEWAY_LISTEN= toolgate serve` should not blank out
-// the file's setting.
+// the file's setting. A deprecated name applies only where its successor
+// would not: neither that variable nor the file sets the key (a file that
+// names the old variable in ${…} already has its value).
 func (ov *overrides) transform(name, value string) (string, any) {
-	key, ok := overrideKeys[strings.ToUpper(name)]
+	o, ok := ov.byName[strings.ToUpper(name)]
 	if !ok || value == "" {
 		return "", nil
 	}
-	dest := strings.ReplaceAll(key.path, ".", keyDelim)
-	switch key.kind {
-	case ovBool:
-		b, err := strconv.ParseBool(value)
-		if err != nil {
-			ov.fail(key.path, name, "is not a boolean (true or false)")
+	path := o.Key.Path
+	if o.Deprecated {
+		if ov.set[o.Key.Env] || ov.fileHas(path) {
 			return "", nil
 		}
-		return dest, b
-	case ovInt:
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			ov.fail(key.path, name, "is not an integer")
-			return "", nil
-		}
-		return dest, n
-	case ovDuration:
-		if _, err := time.ParseDuration(value); err != nil {
-			ov.fail(key.path, name, fmt.Sprintf("is not a duration: %q (use Go syntax such as 30s or 15m)", value))
-			return "", nil
-		}
-		return dest, value
-	default:
-		return dest, value
+		ov.warnings = append(ov.warnings, Warning{Path: path, Message: fmt.Sprintf("%s is an old name that will stop working: set %s instead", o.Name, o.Key.Env)})
 	}
-}
-
-func (ov *overrides) fail(path, name, msg string) {
-	ov.errs = append(ov.errs, FieldError{Path: path, Message: strings.ToUpper(name) + " " + msg})
+	v, msg := envValue(typeAt(reflect.TypeFor[Config](), path), value)
+	if msg != "" {
+		ov.errs = append(ov.errs, FieldError{Path: path, Message: strings.ToUpper(name) + " " + msg})
+		return "", nil
+	}
+	return strings.ReplaceAll(path, ".", keyDelim), v
 }
 
 var (

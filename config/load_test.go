@@ -30,7 +30,7 @@ func TestBadConfigs(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings, err := Load(f, optionsFor(fixedEnv))
+			cfg, warnings, err := Load(f, optionsFor(fixtureEnv(t, f)))
 			if err == nil {
 				t.Fatalf("loaded without error: %+v", cfg)
 			}
@@ -79,7 +79,7 @@ func TestGoodConfigs(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings := mustLoad(t, f, fixedEnv)
+			cfg, warnings := mustLoad(t, f, fixtureEnv(t, f))
 			dump, err := Dump(cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -101,7 +101,7 @@ func (v *validator) credentials() {
 		}
 		cur = b
 	} else if first != nil {
-		v.fail("gateway.credentialsKey", "required because upstream %q has oauth: tokens are stored encrypted with it; set it to 32 random bytes in base64, e.g. credentialsKey: ${TOOLGATE_CREDENTIALS_KEY}", first.Name)
+		v.fail("gateway.credentialsKey", "required because upstream %q has oauth: tokens are stored encrypted with it; set it to 32 random bytes in base64, e.g. in the environment as %s", first.Name, envOf("gateway.credentialsKey"))
 	}
 	if g.CredentialsKeyPrevious != "" {
 		b, err := DecodeCredentialsKey(g.CredentialsKeyPrevious)

@@ -56,7 +56,7 @@ func TestValidateUpstreamOAuth(t *testing.T) {
 			c.Gateway.CredentialsKeyPrevious = "b3RoZXItU0VDUkVULWtleS0wMTIzNDU2Nzg5YWJjZGU="
 		}, nil},
 		{"no key", func(c *Config) { c.Gateway.CredentialsKey = "" },
-			[]FieldError{{"gateway.credentialsKey", `required because upstream "crm" has oauth: tokens are stored encrypted with it; set it to 32 random bytes in base64, e.g. credentialsKey: ${TOOLGATE_CREDENTIALS_KEY}`}}},
+			[]FieldError{{"gateway.credentialsKey", `required because upstream "crm" has oauth: tokens are stored encrypted with it; set it to 32 random bytes in base64, e.g. in the environment as TOOLGATE_GATEWAY_CREDENTIALSKEY`}}},
 		{"short key", func(c *Config) { c.Gateway.CredentialsKey = short },
 			[]FieldError{{"gateway.credentialsKey", "decodes to 16 bytes: must be 32 bytes encoded in base64 (e.g. the output of: openssl rand -base64 32)"}}},
 		{"key not base64", func(c *Config) { c.Gateway.CredentialsKey = "not base64 SECRET-!!" },

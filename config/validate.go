@@ -6,10 +6,10 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
@@ -134,38 +134,10 @@ func (v *validator) gateway() {
 	if msg := checkStore(g.Store); msg != "" {
 		v.fail("gateway.store", "%s", msg)
 	}
-	if g.MaxRequestBytes <= 0 {
-		v.fail("gateway.maxRequestBytes", "must be greater than 0")
-	}
-	for _, d := range []struct {
-		path string
-		d    time.Duration
-	}{{"gateway.sessionIdleTimeout", g.SessionIdleTimeout}, {"gateway.readTimeout", g.ReadTimeout},
-		{"gateway.writeTimeout", g.WriteTimeout}, {"gateway.idleTimeout", g.IdleTimeout}, {"gateway.heartbeatInterval", g.HeartbeatInterval}} {
-		if d.d <= 0 {
-			v.fail(d.path, "must be greater than 0")
-		}
-	}
-	if g.ListTTL < 0 {
-		v.fail("gateway.listTtl", "must not be negative")
-	}
+	v.numbers("gateway", "gateway", reflect.ValueOf(g))
 	if g.HeartbeatInterval > 0 && g.WriteTimeout > 0 && g.HeartbeatInterval >= g.WriteTimeout {
 		// An event stream idle between heartbeats would hit the deadline.
 		v.fail("gateway.heartbeatInterval", "must be shorter than gateway.writeTimeout (%s)", g.WriteTimeout)
-	}
-	for _, n := range []struct {
-		path string
-		n    int
-	}{{"gateway.maxSessions", g.MaxSessions}, {"gateway.maxSessionsPerActor", g.MaxSessionsPerActor}, {"gateway.maxStreamsPerSession", g.MaxStreamsPerSession}} {
-		if n.n <= 0 {
-			v.fail(n.path, "must be greater than 0")
-		}
-	}
-	if g.Confirm.TTL <= 0 {
-		v.fail("gateway.confirm.ttl", "must be greater than 0")
-	}
-	if g.Confirm.ApprovalWait <= 0 {
-		v.fail("gateway.confirm.approvalWait", "must be greater than 0")
 	}
 	for _, m := range g.Confirm.Messages.Each() {
 		p := "gateway.confirm.messages." + m.Key
@@ -186,7 +158,7 @@ func (v *validator) gateway() {
 	switch {
 	case secret == "":
 		if i := v.c.actionUpstream(); i >= 0 {
-			v.fail("gateway.confirm.secret", "required because %s may serve action tools (confirm tokens are signed with it); set it to %d or more random bytes, e.g. secret: ${TOOLGATE_CONFIRM_SECRET}", v.c.Upstreams[i].describe(i), MinConfirmSecretBytes)
+			v.fail("gateway.confirm.secret", "required because %s may serve action tools (confirm tokens are signed with it); set it to %d or more random bytes, e.g. in the environment as %s", v.c.Upstreams[i].describe(i), MinConfirmSecretBytes, envOf("gateway.confirm.secret"))
 		}
 	case len(secret) < MinConfirmSecretBytes:
 		v.fail("gateway.confirm.secret", "must be at least %d bytes long", MinConfirmSecretBytes)
@@ -569,9 +541,7 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 			v.fail(fmt.Sprintf("%s.roles[%d]", p, j), "empty role")
 		}
 	}
-	if u.Timeout <= 0 {
-		v.fail(p+".timeout", "must be greater than 0")
-	}
+	v.numbers(p, "upstreams[]", reflect.ValueOf(u))
 	v.health(p+".health", u.Health)
 	v.reconnect(p+".reconnect", u.Reconnect)
 	for j, r := range u.Roots {
@@ -584,26 +554,20 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 	}
 }
 
-// health: a negative timeout would be a check that cannot pass, and a
-// tiny interval a load on the upstream (IM-37).
+// health: the ranges are the table's (a tiny interval is a load on the
+// upstream, not a check, IM-37); a timeout must fit in the interval.
 func (v *validator) health(p string, h Health) {
-	if h.Interval < MinHealthInterval {
-		v.fail(p+".interval", "must be at least %s", MinHealthInterval)
-	}
 	switch {
-	case h.Timeout <= 0:
-		v.fail(p+".timeout", "must be greater than 0")
-	case h.Timeout > h.Interval && h.Interval >= MinHealthInterval:
+	case h.Timeout <= 0 || h.Interval < MinHealthInterval:
+	case h.Timeout > h.Interval:
 		v.fail(p+".timeout", "must not be longer than health.interval (%s)", h.Interval)
 	}
 }
 
-// reconnect: the delays bound how hard a down upstream is knocked on (IM-37).
+// reconnect: the delays bound how hard a down upstream is knocked on
+// (IM-37); their ranges are the table's.
 func (v *validator) reconnect(p string, r Reconnect) {
-	if r.InitialDelay < MinReconnectDelay {
-		v.fail(p+".initialDelay", "must be at least %s", MinReconnectDelay)
-	}
-	if r.MaxDelay < r.InitialDelay && r.InitialDelay >= MinReconnectDelay {
+	if r.MaxDelay >= 0 && r.MaxDelay < r.InitialDelay && r.InitialDelay >= MinReconnectDelay {
 		v.fail(p+".maxDelay", "must not be shorter than reconnect.initialDelay (%s)", r.InitialDelay)
 	}
 }

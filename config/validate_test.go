@@ -48,7 +48,7 @@ func TestValidateRules(t *testing.T) {
 		{"IM-14 glob", func(c *Config) { c.Upstreams[0].Include = []string{"ok_*", "bad["} },
 			[]FieldError{{"upstreams[0].include[1]", `bad glob "bad[": syntax error in pattern`}}},
 		{"IM-6 timeout", func(c *Config) { c.Upstreams[0].Timeout = -1 },
-			[]FieldError{{"upstreams[0].timeout", "must be greater than 0"}}},
+			[]FieldError{{"upstreams[0].timeout", "must not be negative (0 or leaving it out means the default, 30s)"}}},
 		{"IM-37 health off keeps its defaults valid", func(c *Config) { c.Upstreams[0].Health.Enabled = ptr(false) }, nil},
 		{"IM-37 health interval too short", func(c *Config) { c.Upstreams[0].Health.Interval = 500 * time.Millisecond },
 			[]FieldError{{"upstreams[0].health.interval", "must be at least 1s"}}},
@@ -63,7 +63,7 @@ func TestValidateRules(t *testing.T) {
 			c.Upstreams[0].DefaultKind = KindRead
 		}, nil},
 		{"CF-3 no secret, action upstream", func(c *Config) { c.Gateway.Confirm.Secret = "" },
-			[]FieldError{{"gateway.confirm.secret", `required because upstream "github" may serve action tools (confirm tokens are signed with it); set it to 32 or more random bytes, e.g. secret: ${TOOLGATE_CONFIRM_SECRET}`}}},
+			[]FieldError{{"gateway.confirm.secret", `required because upstream "github" may serve action tools (confirm tokens are signed with it); set it to 32 or more random bytes, e.g. in the environment as TOOLGATE_GATEWAY_CONFIRM_SECRET`}}},
 		{"CF-3 secret 31 bytes", func(c *Config) { c.Gateway.Confirm.Secret = goodSecret[:31] },
 			[]FieldError{{"gateway.confirm.secret", "must be at least 32 bytes long"}}},
 		{"AU-6 origin with port ok", func(c *Config) { c.Gateway.PublicURL = "https://tools.example.com:8443" }, nil},
@@ -74,8 +74,11 @@ func TestValidateRules(t *testing.T) {
 		{"AU-6 empty fragment", func(c *Config) { c.Gateway.PublicURL = "https://tools.example.com#" },
 			[]FieldError{{"gateway.publicUrl", "must be an origin only: remove the fragment"}}},
 		{"listen ipv6 ok", func(c *Config) { c.Gateway.Listen = "[::1]:7331" }, nil},
-		{"SV-8 zero bytes", func(c *Config) { c.Gateway.MaxRequestBytes = 0 },
-			[]FieldError{{"gateway.maxRequestBytes", "must be greater than 0"}}},
+		// 0 means the default, in Validate as in the endpoint (OP-1).
+		{"SV-8 zero bytes is the default", func(c *Config) { c.Gateway.MaxRequestBytes = 0 }, nil},
+		{"SV-8 negative bytes", func(c *Config) { c.Gateway.MaxRequestBytes = -1 },
+			[]FieldError{{"gateway.maxRequestBytes", "must not be negative (0 or leaving it out means the default, 4194304)"}}},
+		{"SV-2 negative park means never", func(c *Config) { c.Gateway.SessionParkAfter = -time.Second }, nil},
 		{"AU-1 oauth http loopback ok", func(c *Config) {
 			c.Endpoints[0] = Endpoint{Path: "/mcp", Auth: &Auth{OAuth: &OAuth{Issuer: "http://localhost:9000", JWKSURL: "http://[::1]:9000/jwks"}}}
 		}, nil},
@@ -127,7 +130,7 @@ func TestValidationErrorsFormat(t *testing.T) {
 	c.Gateway.MaxRequestBytes = -1
 	c.Upstreams[0].Timeout = -1
 	_, err := c.Validate()
-	want := "gateway.maxRequestBytes: must be greater than 0\nupstreams[0].timeout: must be greater than 0"
+	want := "gateway.maxRequestBytes: must not be negative (0 or leaving it out means the default, 4194304)\nupstreams[0].timeout: must not be negative (0 or leaving it out means the default, 30s)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %q, want %q", err, want)
 	}

@@ -81,6 +81,9 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 	// the export file (OP-10).
 	eff.Audit = cur.Audit
 	d.restart = append(d.restart, fieldDiffs("audit", reflect.ValueOf(cur.Audit), reflect.ValueOf(next.Audit))...)
+	// telemetry: the exporter is made once, at start (OP-9).
+	eff.Telemetry = cur.Telemetry
+	d.restart = append(d.restart, fieldDiffs("telemetry", reflect.ValueOf(cur.Telemetry), reflect.ValueOf(next.Telemetry))...)
 	d.reviewMode = cur.Gateway.Review.Mode != next.Gateway.Review.Mode
 	d.limits = !reflect.DeepEqual(cur.Limits, next.Limits)
 	publicURL := cur.Gateway.PublicURL != next.Gateway.PublicURL
