@@ -124,3 +124,26 @@ func TestProductStringScan(t *testing.T) {
 		}
 	}
 }
+
+// userDocs are the pages and files operators read (the commented example
+// config and the deployment files among them); docs/behaviour.md, which
+// explains the ids, is not among them.
+var userDocs = []string{"README.md", "docs/configuration.md", "docs/operations.md", "docs/security.md",
+	"docs/console.md", "docs/performance.md", "docs/architecture.md", "testdata/toolgate.example.yaml",
+	"testdata/demo.yaml", "deploy/Containerfile", "deploy/toolgate.service"}
+
+// The user docs say things in words and link to each other; the ids are
+// explained in docs/behaviour.md alone.
+func TestNoRequirementIDInUserDocs(t *testing.T) {
+	for _, p := range userDocs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if ids := idtest.Find(line); len(ids) > 0 {
+				t.Errorf("%s:%d: %s", p, i+1, strings.Join(ids, ", "))
+			}
+		}
+	}
+}

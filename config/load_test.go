@@ -100,12 +100,12 @@ func TestGoodConfigs(t *testing.T) {
 // its variables set, and documents every key of the typed config.
 func TestExampleFile(t *testing.T) {
 	for k, v := range map[string]string{
-		"TOOLGATE_CONFIRM_SECRET": fixedEnv["TOOLGATE_CONFIRM_SECRET"],
-		"GATEWAY_KEY":             fixedEnv["GATEWAY_KEY"],
-		"TOOLGATE_ADMIN_KEY":      fixedEnv["TOOLGATE_ADMIN_KEY"],
-		"GITHUB_TOKEN":            fixedEnv["GITHUB_TOKEN"],
-		"MCP_TOKEN":               fixedEnv["MCP_TOKEN"],
-		"SIGNING_KEY":             fixedEnv["SIGNING_KEY"],
+		"TOOLGATE_GATEWAY_CONFIRM_SECRET": fixedEnv["TOOLGATE_CONFIRM_SECRET"],
+		"GATEWAY_KEY":                     fixedEnv["GATEWAY_KEY"],
+		"TOOLGATE_ADMIN_KEY":              fixedEnv["TOOLGATE_ADMIN_KEY"],
+		"GITHUB_TOKEN":                    fixedEnv["GITHUB_TOKEN"],
+		"MCP_TOKEN":                       fixedEnv["MCP_TOKEN"],
+		"SIGNING_KEY":                     fixedEnv["SIGNING_KEY"],
 	} {
 		t.Setenv(k, v)
 	}

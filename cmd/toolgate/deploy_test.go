@@ -36,7 +36,7 @@ func deployConfig(t *testing.T, port int) string {
 	return writeServeConfig(t, fmt.Sprintf(`gateway:
   listen: 127.0.0.1:%d
   confirm:
-    secret: ${TOOLGATE_CONFIRM_SECRET}
+    secret: ${TOOLGATE_GATEWAY_CONFIRM_SECRET}
 endpoints:
   - path: /mcp
     auth:
@@ -52,7 +52,7 @@ upstreams:
 }
 
 // deploySecrets are what EnvironmentFile or `docker run -e` supply.
-var deploySecrets = []string{"TOOLGATE_CONFIRM_SECRET=" + serveConfirmSecret, "GATEWAY_KEY=" + deployGatewayKey}
+var deploySecrets = []string{"TOOLGATE_GATEWAY_CONFIRM_SECRET=" + serveConfirmSecret, "GATEWAY_KEY=" + deployGatewayKey}
 
 // unitFile is a parsed systemd unit: section → key → values in order.
 type unitFile map[string]map[string][]string

@@ -21,12 +21,12 @@ import (
 
 // exampleEnv is what testdata/toolgate.example.yaml references.
 var exampleEnv = map[string]string{
-	"TOOLGATE_CONFIRM_SECRET": "cli-SECRET-confirm-0123456789abcdef0123456789",
-	"GATEWAY_KEY":             "cli-SECRET-gateway-key-0123456789",
-	"TOOLGATE_ADMIN_KEY":      "cli-SECRET-admin-key-0123456789",
-	"GITHUB_TOKEN":            "cli-SECRET-github",
-	"MCP_TOKEN":               "cli-SECRET-mcp",
-	"SIGNING_KEY":             "cli-SECRET-signing",
+	"TOOLGATE_GATEWAY_CONFIRM_SECRET": "cli-SECRET-confirm-0123456789abcdef0123456789",
+	"GATEWAY_KEY":                     "cli-SECRET-gateway-key-0123456789",
+	"TOOLGATE_ADMIN_KEY":              "cli-SECRET-admin-key-0123456789",
+	"GITHUB_TOKEN":                    "cli-SECRET-github",
+	"MCP_TOKEN":                       "cli-SECRET-mcp",
+	"SIGNING_KEY":                     "cli-SECRET-signing",
 }
 
 func setExampleEnv(t *testing.T) {
