@@ -335,3 +335,24 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+// An override does not paper over a parent the file wrote as something
+// else than a mapping: the error about the parent stays, whichever
+// variable is set (QB-3).
+func TestEnvOverrideKeepsParentTypeError(t *testing.T) {
+	for _, tt := range []struct{ yaml, env, want string }{
+		{"gateway: \"string\"\n", "TOOLGATE_GATEWAY_LISTEN", "gateway: expected a mapping, got a string"},
+		{"gateway: \"string\"\n", "TOOLGATE_CONFIRM_SECRET", "gateway: expected a mapping, got a string"},
+		{"gateway:\n  confirm: 42\n", "TOOLGATE_GATEWAY_CONFIRM_TTL", "gateway.confirm: expected a mapping, got an integer"},
+		{"audit: [1]\n", "TOOLGATE_AUDIT_CHECKPOINTKEY", "audit: expected a mapping, got a list"},
+	} {
+		env := withEnv(map[string]string{tt.env: "0123456789abcdef0123456789abcdef-SECRET"})
+		if tt.env == "TOOLGATE_GATEWAY_CONFIRM_TTL" {
+			env[tt.env] = "5m"
+		}
+		_, _, err := Load(writeConfig(t, tt.yaml), optionsFor(env))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q with %s: err = %v, want %q", tt.yaml, tt.env, err, tt.want)
+		}
+	}
+}

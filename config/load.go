@@ -142,6 +142,11 @@ func Load(path string, opts LoadOptions) (*Config, []Warning, error) {
 	}
 
 	ov := newOverrides(o.Environ(), func(path string) bool { return k.Exists(strings.ReplaceAll(path, ".", keyDelim)) })
+	ov.notMapping = func(path string) bool {
+		v := k.Get(strings.ReplaceAll(path, ".", keyDelim))
+		_, isMap := v.(map[string]any)
+		return v != nil && !isMap
+	}
 	if err := k.Load(env.Provider(keyDelim, env.Opt{
 		Prefix:        "", // matched case-insensitively in the transform
 		TransformFunc: ov.transform,
@@ -339,10 +344,13 @@ type overrides struct {
 	byName map[string]EnvOverride // by upper-case name
 	// set holds the upper-case names of the variables that are set and not
 	// empty; fileHas reports whether the file sets a key.
-	set      map[string]bool
-	fileHas  func(path string) bool
-	errs     []FieldError
-	warnings []Warning
+	set     map[string]bool
+	fileHas func(path string) bool
+	// notMapping reports whether the file gives path a value that is not
+	// a mapping (`gateway: 8080`).
+	notMapping func(path string) bool
+	errs       []FieldError
+	warnings   []Warning
 }
 
 func newOverrides(environ []string, fileHas func(string) bool) *overrides {
@@ -370,6 +378,14 @@ func (ov *overrides) transform(name, value string) (string, any) {
 		return "", nil
 	}
 	path := o.Key.Path
+	// Under a parent the file wrote as something else than a mapping, an
+	// override would replace that value with a mapping of its own and the
+	// error about it would be lost.
+	for i := strings.LastIndexByte(path, '.'); i > 0; i = strings.LastIndexByte(path[:i], '.') {
+		if ov.notMapping(path[:i]) {
+			return "", nil
+		}
+	}
 	if o.Deprecated {
 		if ov.set[o.Key.Env] || ov.fileHas(path) {
 			return "", nil
