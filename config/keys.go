@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,8 +71,9 @@ type Key struct {
 	Reload   Reload
 }
 
-// Keys lists every key of the configuration, in the order of the docs.
-func Keys() []Key { return keys }
+// Keys lists every key of the configuration, in the order of the docs. The
+// slice is the caller's own.
+func Keys() []Key { return slices.Clone(keys) }
 
 // KeyByPath returns the key at path, written as in Key.Path.
 func KeyByPath(path string) (Key, bool) {
