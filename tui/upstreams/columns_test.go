@@ -140,3 +140,33 @@ func TestKth(t *testing.T) {
 		}
 	}
 }
+
+// The pane needs the console's tick while a call is in the traffic window
+// (its columns age by the minute), and no longer once none is: the last
+// tick redraws the list without it.
+func TestCountingFollowsTrafficWindow(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
+	now := t0
+	c := &common.Common{Ctx: context.Background(), Theme: theme.New(), Keys: keys.Default(), Now: func() time.Time { return now }}
+	m := New(c)
+	m.SetSize(100, 20)
+	m.SetUpstreams([]core.UpstreamStatus{{Name: "weather", Transport: "stdio", State: core.StateConnected, Tools: 1}})
+	if m.Counting() {
+		t.Fatal("counting without calls or countdowns")
+	}
+	m.Observe(core.Event{Time: t0, Data: core.CallFinished{Record: core.AuditRecord{Time: t0, Source: "weather", Outcome: "ok", Latency: time.Millisecond}}})
+	for _, tc := range []struct {
+		after    time.Duration
+		counting bool
+		calls    string
+	}{{0, true, "0.1"}, {14 * time.Minute, true, "0.1"}, {15 * time.Minute, false, "0.0"}} {
+		now = t0.Add(tc.after)
+		m.Tick()
+		if m.Counting() != tc.counting {
+			t.Errorf("%v after the call: counting %v, want %v", tc.after, m.Counting(), tc.counting)
+		}
+		if r, _ := m.table.Selected(); r.Cells[3].Text != tc.calls {
+			t.Errorf("%v after the call: CALLS/MIN %q, want %q", tc.after, r.Cells[3].Text, tc.calls)
+		}
+	}
+}

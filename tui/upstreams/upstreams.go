@@ -87,9 +87,9 @@ type Model struct {
 func New(c *common.Common) *Model {
 	vp := viewport.New(0, 0)
 	vp.KeyMap = c.Keys.Scroll.Viewport()
-	m := &Model{c: c, vp: vp, conns: connections.New(c, common.PaneUpstreams)}
-	m.cols = fitColumns(0, false)
-	m.table = table.New(c.Theme, c.Keys.List, tableColumns(m.cols), "Loading upstreams…")
+	m := &Model{c: c, vp: vp, conns: connections.New(c, common.PaneUpstreams),
+		table: table.New(c.Theme, c.Keys.List, nil, "Loading upstreams…")}
+	m.layout()
 	return m
 }
 
@@ -363,8 +363,9 @@ func (m *Model) Counting() bool {
 			return true
 		}
 	}
+	cut := m.c.Now().Truncate(time.Minute).Add(-trafficMinutes * time.Minute)
 	for _, t := range m.traffic {
-		if len(t.minutes) > 0 {
+		if n := len(t.minutes); n > 0 && t.minutes[n-1].start.After(cut) {
 			return true
 		}
 	}
