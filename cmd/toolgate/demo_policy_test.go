@@ -110,7 +110,7 @@ func TestDemoPolicies(t *testing.T) {
 		}
 		listed <- answer{res, err}
 	}()
-	pending := waitConfirmationPending(t, sub, "list_notes")
+	pending := waitConfirmationPending(ctx, t, sub, "list_notes")
 	if !strings.Contains(pending.Preview, "listing every note at once needs an operator's approval") {
 		t.Errorf("the approval does not say why: %+v", pending)
 	}
@@ -164,14 +164,23 @@ func TestDemoPolicies(t *testing.T) {
 		t.Errorf("the refusal does not say when to retry: %s", refused.Raw)
 	}
 
-	// Each decision is counted where the Policies pane reads it.
-	report, err = con.Policies(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hits := map[string]int{}
-	for _, r := range report.Rules {
-		hits[r.ID] = r.Hits
+	// Each decision is counted where the Policies pane reads it. Reads are
+	// audited moments after they answer (the store's queue): the report is
+	// read again until it counts them, within the test's deadline.
+	var hits map[string]int
+	for {
+		report, err = con.Policies(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits = map[string]int{}
+		for _, r := range report.Rules {
+			hits[r.ID] = r.Hits
+		}
+		if hits[gateway.DemoDenyRule] >= 3 && hits[gateway.DemoApproveRule] >= 1 && hits[gateway.DemoRateLimit] >= 1 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if hits[gateway.DemoDenyRule] != 3 || hits[gateway.DemoApproveRule] != 1 || hits[gateway.DemoRateLimit] < 1 {
 		t.Errorf("hits: %v", hits)
@@ -189,19 +198,25 @@ func subscribeConsole(ctx context.Context, t *testing.T, con core.Console) core.
 	return sub
 }
 
-// waitConfirmationPending waits for the event of a confirmation of tool waiting for an
-// operator; the subscription's end or the test's deadline fails it.
-func waitConfirmationPending(t *testing.T, sub core.Subscription, tool string) core.PendingConfirmation {
+// waitConfirmationPending waits for the event of a confirmation of tool
+// waiting for an operator; the subscription's end or ctx's fails it.
+func waitConfirmationPending(ctx context.Context, t *testing.T, sub core.Subscription, tool string) core.PendingConfirmation {
 	t.Helper()
 	var seen []string
-	for ev := range sub.C() {
-		if p, ok := ev.Data.(core.ConfirmationPending); ok && p.Pending.Tool == tool {
-			return p.Pending
-		}
-		if !slices.Contains(seen, ev.Data.EventName()) {
-			seen = append(seen, ev.Data.EventName())
+	for {
+		select {
+		case ev, ok := <-sub.C():
+			if !ok {
+				t.Fatalf("the subscription ended with no pending %s (events seen: %v)", tool, seen)
+			}
+			if p, ok := ev.Data.(core.ConfirmationPending); ok && p.Pending.Tool == tool {
+				return p.Pending
+			}
+			if !slices.Contains(seen, ev.Data.EventName()) {
+				seen = append(seen, ev.Data.EventName())
+			}
+		case <-ctx.Done():
+			t.Fatalf("no pending %s before the deadline (events seen: %v)", tool, seen)
 		}
 	}
-	t.Fatalf("the subscription ended with no pending %s (events seen: %v)", tool, seen)
-	return core.PendingConfirmation{}
 }
