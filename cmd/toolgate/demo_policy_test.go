@@ -82,7 +82,7 @@ func TestDemoPolicies(t *testing.T) {
 		if err != nil || rpcErr != nil {
 			t.Fatalf("create_note %q: %v %v", text, rpcErr, err)
 		}
-		if !res.IsError || !strings.Contains(res.Text(), "keep passwords, keys and secrets in a password manager") {
+		if !res.IsError || !strings.Contains(res.Text(), "notes must not hold passwords, API keys or secrets") {
 			t.Errorf("create_note %q was not denied with the rule's reason: %s", text, res.Raw)
 		}
 		if strings.Contains(string(res.Raw), "confirmToken") {

@@ -94,7 +94,7 @@ func DemoPolicies() *config.Policies {
 				ID:     DemoDenyRule,
 				When:   `tool.name == "create_note" && args.text.matches("(?i)(passw(or)?d|api[ _-]?key|secret)")`,
 				Effect: config.PolicyDeny,
-				Reason: "notes are readable by every tool user: keep passwords, keys and secrets in a password manager",
+				Reason: "notes must not hold passwords, API keys or secrets",
 			},
 			{
 				ID:     DemoApproveRule,

@@ -165,7 +165,7 @@ wait_for "preview"
 # counts the one call that reached notes in its traffic columns (CO-1).
 denied=$(curl -sS "${h[@]}" -H "Mcp-Session-Id: $sid" \
 	-d '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"create_note","arguments":{"text":"wifi password: hunter2"}}}' "$url")
-grep -q "keep passwords, keys and secrets in a password manager" <<<"$denied" || fail "the note with a password was not denied: $denied"
+grep -q "notes must not hold passwords, API keys or secrets" <<<"$denied" || fail "the note with a password was not denied: $denied"
 keys 7
 wait_for "no-secrets-in-notes"
 wait_for "list-all-needs-operator"
