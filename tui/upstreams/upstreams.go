@@ -93,6 +93,7 @@ func New(c *common.Common) *Model {
 	return m
 }
 
+// tableColumns are the table widget's columns for cols.
 func tableColumns(cols []listColumn) []table.Column {
 	out := make([]table.Column, len(cols))
 	for i, c := range cols {
