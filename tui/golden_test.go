@@ -52,6 +52,10 @@ func TestGolden(t *testing.T) {
 	}{
 		{"upstreams_100x30", 100, 30, false, nil},
 		{"upstreams_80x24", 80, 24, false, nil},
+		// CO-1: traffic columns; at 80 the least important columns give way.
+		{"upstreams_traffic_140x30", 140, 30, false, []step{{msgs: weatherTraffic(), want: "29ms"}}},
+		{"upstreams_traffic_100x30", 100, 30, false, []step{{msgs: weatherTraffic(), want: "29ms"}}},
+		{"upstreams_traffic_80x24", 80, 24, false, []step{{msgs: weatherTraffic(), want: "29ms"}}},
 		{"upstream_detail_100x30", 100, 30, false, []step{{keys: []string{"j", "j", "j", "enter"}, want: "last error"}}},
 		{"refresh_diff_100x30", 100, 30, false, []step{{keys: []string{"r"}, want: "removed"}}},
 		{"tools_100x30", 100, 30, false, []step{{keys: []string{"2"}, want: "hidden-instruction"}}},

@@ -256,7 +256,7 @@ func TestEventsAndResync(t *testing.T) {
 	f := newFake()
 	m := ready(t, f, 100, 30)
 	m.Update(eventMsg(core.Event{Seq: 1, Time: t0, Data: core.UpstreamChanged{Status: core.UpstreamStatus{Name: "sneaky", Transport: "stdio", State: core.StateConnected, Tools: 1}}}))
-	if !strings.Contains(m.View(), "sneaky       stdio     ● connected") {
+	if !strings.Contains(m.View(), "sneaky       ● connected    1 ") {
 		t.Fatalf("upstream change not shown:\n%s", m.View())
 	}
 	m.Update(eventMsg(core.Event{Seq: 2, Time: t0, Data: core.ToolRegistered{Tool: core.ToolInfo{Name: "aaa_new", Source: "sneaky", Kind: core.KindRead}}}))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 )
@@ -74,5 +76,21 @@ func TestDemoConfig(t *testing.T) {
 	}
 	if !strings.HasPrefix(cfg.Gateway.Store, dir) || cfg.Gateway.Review.Mode != config.ReviewPin {
 		t.Fatalf("store %q, review %q", cfg.Gateway.Store, cfg.Gateway.Review.Mode)
+	}
+	// PO-1, PO-3: testdata/demo.yaml, the demo as a file, has the same
+	// rules and limit as the built-in one.
+	if cfg.Policies == nil || len(cfg.Policies.Rules) != 2 || len(cfg.Limits) != 1 {
+		t.Fatalf("policies %+v, limits %+v", cfg.Policies, cfg.Limits)
+	}
+	t.Setenv(gateway.SelfEnv, "/usr/bin/toolgate")
+	file, _, err := config.Load(filepath.Join("..", "..", "testdata", "demo.yaml"), config.LoadOptions{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(cfg.Policies, file.Policies); d != "" {
+		t.Errorf("testdata/demo.yaml's policies differ from the built-in demo's (-built-in +file):\n%s", d)
+	}
+	if d := cmp.Diff(cfg.Limits, file.Limits); d != "" {
+		t.Errorf("testdata/demo.yaml's limits differ from the built-in demo's (-built-in +file):\n%s", d)
 	}
 }

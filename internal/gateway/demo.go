@@ -24,7 +24,9 @@ const DemoNotice = "demo: built-in upstreams, open mode on loopback; confirm sec
 // dangerous pattern and a broken schema (sneaky), a rug pull (shifty), an
 // action tool whose confirmations wait for the operator (notes) and one
 // upstream that is down — a generated confirm secret, and a store in dir.
-// It needs no network, npm or secrets.
+// Its policy rules and limit (DemoPolicies, DemoLimits) give the Policies
+// pane and its dry run something to show (PO-1, PO-3, PO-4). It needs no
+// network, npm or secrets.
 func DemoConfig(exe, dir, version string) (*config.Config, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -61,10 +63,54 @@ func DemoConfig(exe, dir, version string) (*config.Config, error) {
 			notes, weather, self("sneaky"), self("shifty"),
 			{Name: "offline", URL: "http://127.0.0.1:1/mcp", Transport: config.TransportHTTP, Timeout: 2 * time.Second},
 		},
+		Policies: DemoPolicies(),
+		Limits:   DemoLimits(),
 	}
 	cfg.SetDefaults(version)
 	if _, err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
 	}
 	return cfg, nil
+}
+
+// The demo's rule and limit ids, for the tests that call through them.
+const (
+	DemoDenyRule    = "no-secrets-in-notes"
+	DemoApproveRule = "list-all-needs-operator"
+	DemoRateLimit   = "forecast-rate"
+)
+
+// DemoPolicies are the demo's rules, one of each kind an operator meets
+// (PO-1): a deny that reads the arguments (a note that looks like it holds
+// a password or a key is refused, whatever else it says), an approve on a
+// read (listing every note at once waits for an operator in the Approvals
+// pane) and, by default, allow. Both name tools of the notes upstream,
+// which the demo serves without prefix.
+func DemoPolicies() *config.Policies {
+	return &config.Policies{
+		Default: config.PolicyAllow,
+		Rules: []config.PolicyRule{
+			{
+				ID:     DemoDenyRule,
+				When:   `tool.name == "create_note" && args.text.matches("(?i)(passw(or)?d|api[ _-]?key|secret)")`,
+				Effect: config.PolicyDeny,
+				Reason: "notes must not hold passwords, API keys or secrets",
+			},
+			{
+				ID:     DemoApproveRule,
+				When:   `tool.name == "list_notes"`,
+				Effect: config.PolicyApprove,
+				Reason: "listing every note at once needs an operator's approval",
+			},
+		},
+	}
+}
+
+// DemoLimits is the demo's rate limit (PO-3): three quick forecasts per
+// actor, then one every 20 seconds, so a few calls in a row show the
+// refusal and when to retry.
+func DemoLimits() []config.Limit {
+	return []config.Limit{{
+		ID: DemoRateLimit, Per: "actor+tool", Match: `tool.name == "forecast"`, Rate: "3/min", Burst: 3,
+	}}
 }

@@ -52,6 +52,16 @@ wait_for() {
 	fail "screen never showed: $want"
 }
 
+# wait_re REGEX [SECONDS]: until a line of the screen matches REGEX (ERE).
+wait_re() {
+	local want=$1 secs=${2:-15} i
+	for ((i = 0; i < secs * 10; i++)); do
+		if screen | grep -qE -- "$want"; then return 0; fi
+		sleep 0.1
+	done
+	fail "no line of the screen matched: $want"
+}
+
 keys() { t send-keys -t "$session" "$@"; sleep 0.15; }
 text() { t send-keys -t "$session" -l "$1"; sleep 0.15; }
 
@@ -148,6 +158,22 @@ wait_for "e2e 1"
 keys 6
 wait_for "create_note (notes)"
 wait_for "preview"
+
+# The demo's policies (PO-1, PO-4): a note that looks like it holds a
+# password is refused with the rule's reason; the Policies pane lists the
+# rules and the limit, the deny rule with its hit; the Upstreams list
+# counts the one call that reached notes in its traffic columns (CO-1).
+denied=$(curl -sS "${h[@]}" -H "Mcp-Session-Id: $sid" \
+	-d '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"create_note","arguments":{"text":"wifi password: hunter2"}}}' "$url")
+grep -q "notes must not hold passwords, API keys or secrets" <<<"$denied" || fail "the note with a password was not denied: $denied"
+keys 7
+wait_for "no-secrets-in-notes"
+wait_for "list-all-needs-operator"
+wait_for "forecast-rate"
+wait_re 'no-secrets-in-notes +deny .* 1 +'
+keys 1
+wait_for "CALLS/MIN"
+wait_re 'notes +● connected +[0-9]+ +0\.1 +[^ ]+ +0\.0%'
 
 # CO-8: help, then quit gracefully.
 keys ?

@@ -2,7 +2,9 @@ package upstreams
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +15,9 @@ import (
 // trafficMinutes is how far back an upstream's traffic is shown.
 const trafficMinutes = 15
 
+// listTrendMinutes is how many minutes the list's sparkline (TREND) shows.
+const listTrendMinutes = 10
+
 // samplesPerMinute bounds the latencies kept per minute for p50/p95.
 const samplesPerMinute = 512
 
@@ -21,7 +26,7 @@ type minute struct {
 	start  time.Time
 	calls  int
 	errors int
-	lat    []time.Duration
+	lat    []time.Duration // sorted
 }
 
 // traffic is one upstream's last trafficMinutes minutes, oldest first.
@@ -83,14 +88,87 @@ func (m *Model) Observe(ev core.Event) {
 		mi.errors++
 	}
 	if len(mi.lat) < samplesPerMinute {
-		mi.lat = append(mi.lat, d.Record.Latency)
+		// Kept sorted, so a summary finds quantiles without sorting the
+		// window on every call (kth).
+		j, _ := slices.BinarySearch(mi.lat, d.Record.Latency)
+		mi.lat = slices.Insert(mi.lat, j, d.Record.Latency)
 	}
 	if m.mode == modeDetail && m.detail == d.Record.Source {
 		defer m.refreshView()
 	}
+	delete(m.sums, d.Record.Source)
+	defer m.setRows()
 	if cut := t.minutes[len(t.minutes)-1].start.Add(-trafficMinutes * time.Minute); !t.minutes[0].start.After(cut) {
 		t.minutes = slices.DeleteFunc(t.minutes, func(x minute) bool { return !x.start.After(cut) })
 	}
+}
+
+// trafficSummary is one upstream's traffic over the trafficMinutes
+// minutes up to a moment: calls per minute (oldest first), the calls that
+// reached it and failed, and the p50/p95 latency.
+type trafficSummary struct {
+	perMinute     []int
+	calls, errors int
+	p50, p95      time.Duration
+}
+
+// summary counts name's traffic over the last trafficMinutes minutes up to
+// now.
+func (m *Model) summary(name string, now time.Time) trafficSummary {
+	s := trafficSummary{perMinute: make([]int, trafficMinutes)}
+	t := m.traffic[name]
+	if t == nil {
+		return s
+	}
+	end := now.Truncate(time.Minute)
+	lat := make([][]time.Duration, 0, trafficMinutes)
+	n := 0
+	for _, mi := range t.minutes {
+		ago := int(end.Sub(mi.start) / time.Minute)
+		if ago < 0 || ago >= trafficMinutes {
+			continue
+		}
+		s.perMinute[trafficMinutes-1-ago] = mi.calls
+		s.calls += mi.calls
+		s.errors += mi.errors
+		lat = append(lat, mi.lat)
+		n += len(mi.lat)
+	}
+	s.p50, s.p95 = kth(lat, rank(n, 0.50)), kth(lat, rank(n, 0.95))
+	return s
+}
+
+// cachedSummary is summary, kept until a call of name or the next minute.
+func (m *Model) cachedSummary(name string, now time.Time) trafficSummary {
+	if s, ok := m.sums[name]; ok {
+		return s
+	}
+	s := m.summary(name, now)
+	if m.sums == nil {
+		m.sums = map[string]trafficSummary{}
+	}
+	m.sums[name] = s
+	return s
+}
+
+// rateText is the calls per minute, averaged over the window.
+func (s trafficSummary) rateText() string {
+	return fmt.Sprintf("%.1f", float64(s.calls)/trafficMinutes)
+}
+
+// trend is the sparkline of the last listTrendMinutes minutes.
+func (s trafficSummary) trend() string {
+	per := make([]int, listTrendMinutes)
+	copy(per[max(0, listTrendMinutes-len(s.perMinute)):], s.perMinute[max(0, len(s.perMinute)-listTrendMinutes):])
+	return sparkline(per)
+}
+
+// errorText is the share of calls that failed; a dash without calls.
+func (s trafficSummary) errorText() string {
+	if s.calls == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(s.errors)/float64(s.calls))
 }
 
 // trafficLines renders name's traffic over the last trafficMinutes
@@ -98,32 +176,14 @@ func (m *Model) Observe(ev core.Event) {
 // the p50/p95 latency. Plain characters, readable without colour.
 func (m *Model) trafficLines(name string, now time.Time, line func(label, value string) string) []string {
 	th := m.c.Theme
-	t := m.traffic[name]
-	end := now.Truncate(time.Minute)
-	per := make([]int, trafficMinutes)
-	calls, errs := 0, 0
-	var lat []time.Duration
-	if t != nil {
-		for _, mi := range t.minutes {
-			ago := int(end.Sub(mi.start) / time.Minute)
-			if ago < 0 || ago >= trafficMinutes {
-				continue
-			}
-			per[trafficMinutes-1-ago] = mi.calls
-			calls += mi.calls
-			errs += mi.errors
-			lat = append(lat, mi.lat...)
-		}
-	}
-	if calls == 0 {
+	s := m.summary(name, now)
+	if s.calls == 0 {
 		return []string{line("traffic", th.Muted.Render(fmt.Sprintf("no calls in the last %d min", trafficMinutes)))}
 	}
-	slices.Sort(lat)
-	rate := float64(calls) / trafficMinutes
 	return []string{
-		line("calls/min", fmt.Sprintf("%-6s %s", fmt.Sprintf("%.1f", rate), sparkline(per))+th.Muted.Render(fmt.Sprintf("  last %d min", trafficMinutes))),
-		line("errors", fmt.Sprintf("%.1f%% (%d of %d)", 100*float64(errs)/float64(calls), errs, calls)),
-		line("latency", "p50 "+common.Duration(quantile(lat, 0.50))+" · p95 "+common.Duration(quantile(lat, 0.95))),
+		line("calls/min", fmt.Sprintf("%-6s %s", s.rateText(), sparkline(s.perMinute))+th.Muted.Render(fmt.Sprintf("  last %d min", trafficMinutes))),
+		line("errors", fmt.Sprintf("%s (%d of %d)", s.errorText(), s.errors, s.calls)),
+		line("latency", "p50 "+common.Duration(s.p50)+" · p95 "+common.Duration(s.p95)),
 	}
 }
 
@@ -145,11 +205,41 @@ func sparkline(v []int) string {
 	return b.String()
 }
 
-// quantile is the q-quantile of the sorted sample s (nearest rank).
-func quantile(s []time.Duration, q float64) time.Duration {
-	if len(s) == 0 {
+// rank is the 0-based index of the q-quantile in a sorted sample of n
+// (nearest rank); -1 when n is 0.
+func rank(n int, q float64) int {
+	if n == 0 {
+		return -1
+	}
+	i := int(q*float64(n)+0.999999) - 1
+	return max(0, min(i, n-1))
+}
+
+// kth is the element of index k in the sorted union of the sorted lists
+// (0 when k < 0): the least value v with more than k elements ≤ v, found
+// by bisecting the values and counting by binary search in each list, so
+// a summary costs O(lists × log² samples), not a sort of the window.
+func kth(lists [][]time.Duration, k int) time.Duration {
+	if k < 0 {
 		return 0
 	}
-	i := int(q*float64(len(s))+0.999999) - 1
-	return s[max(0, min(i, len(s)-1))]
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
+	for _, l := range lists {
+		if len(l) > 0 {
+			lo, hi = min(lo, l[0]), max(hi, l[len(l)-1])
+		}
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		atMost := 0
+		for _, l := range lists {
+			atMost += sort.Search(len(l), func(i int) bool { return l[i] > mid })
+		}
+		if atMost > k {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
 }

@@ -7,6 +7,7 @@ package upstreams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,8 +63,17 @@ type Model struct {
 	plan    *core.RefreshPlan
 	applyID uint64
 
-	// traffic is each upstream's recent calls, from the activity feed.
-	traffic map[string]*traffic
+	// traffic is each upstream's recent calls, from the activity feed;
+	// rowsMinute is the minute the list's traffic cells were counted up
+	// to, so a tick redraws them when it passes.
+	traffic    map[string]*traffic
+	rowsMinute time.Time
+	// sums caches each upstream's summary for the list within rowsMinute;
+	// a call drops its upstream's.
+	sums map[string]trafficSummary
+
+	// cols are the list's columns that fit the width (layout).
+	cols []listColumn
 
 	// oauth is each oauth upstream's credential scope, by name; conns is
 	// the connections view, whose list the list and detail summarise.
@@ -77,40 +87,111 @@ type Model struct {
 func New(c *common.Common) *Model {
 	vp := viewport.New(0, 0)
 	vp.KeyMap = c.Keys.Scroll.Viewport()
-	return &Model{c: c, table: table.New(c.Theme, c.Keys.List, columns(false), "Loading upstreams…"), vp: vp,
-		conns: connections.New(c, common.PaneUpstreams)}
+	m := &Model{c: c, vp: vp, conns: connections.New(c, common.PaneUpstreams),
+		table: table.New(c.Theme, c.Keys.List, nil, "Loading upstreams…")}
+	m.layout()
+	return m
 }
 
-// columns are the list's; OAUTH only where the gateway has oauth upstreams,
-// so a gateway without keeps its room for the last error.
-func columns(oauth bool) []table.Column {
-	cols := []table.Column{
-		{Title: "NAME", Width: 12},
-		{Title: "TRANSPORT", Width: 9},
-		{Title: "STATE", Width: 14},
-		{Title: "TOOLS", Width: 5},
-		{Title: "LATENCY", Width: 7},
-		{Title: "SERVER", Width: 16},
+// tableColumns are the table widget's columns for cols.
+func tableColumns(cols []listColumn) []table.Column {
+	out := make([]table.Column, len(cols))
+	for i, c := range cols {
+		out[i] = c.col
 	}
-	if oauth {
-		// SERVER gives up room: below 100 columns its protocol date is
-		// cut, and the detail view shows it whole.
-		cols[5].Width = 11
-		cols = append(cols, table.Column{Title: "OAUTH", Width: 11})
+	return out
+}
+
+// col names a column of the list.
+type col int
+
+const (
+	colName col = iota
+	colTransport
+	colState
+	colTools
+	colCalls
+	colTrend
+	colErrors
+	colP95
+	colLatency
+	colServer
+	colOAuth
+	colLastError
+)
+
+// listColumn is a column of the list with its rank: when the pane is too
+// narrow for every column, the lowest rank gives way first. NAME, STATE and
+// LAST ERROR (rank 0) always stay; everything a column gives up is in the
+// detail view.
+type listColumn struct {
+	id   col
+	col  table.Column
+	rank int
+}
+
+// listColumns are the list's columns, left to right. The order in which
+// they give way (lowest rank first): SERVER, TRANSPORT, LATENCY (the last
+// ping or connect, where P95 tells more about calls), TREND, P95, OAUTH,
+// ERRORS, CALLS/MIN, TOOLS. At 100 columns the traffic columns and the
+// sparkline fit beside the state and the last error; at 80 calls/min,
+// errors and p95 stay.
+var listColumns = []listColumn{
+	{colName, table.Column{Title: "NAME", Width: 12}, 0},
+	{colTransport, table.Column{Title: "TRANSPORT", Width: 9}, 2},
+	{colState, table.Column{Title: "STATE", Width: 14}, 0},
+	{colTools, table.Column{Title: "TOOLS", Width: 5}, 10},
+	{colCalls, table.Column{Title: "CALLS/MIN", Width: 9}, 9},
+	{colTrend, table.Column{Title: "TREND", Width: listTrendMinutes}, 4},
+	{colErrors, table.Column{Title: "ERRORS", Width: 6}, 8},
+	{colP95, table.Column{Title: "P95", Width: 6}, 6},
+	{colLatency, table.Column{Title: "LATENCY", Width: 7}, 3},
+	{colServer, table.Column{Title: "SERVER", Width: 16}, 1},
+	{colOAuth, table.Column{Title: "OAUTH", Width: 11}, 7},
+	{colLastError, table.Column{Title: "LAST ERROR", Width: 1, Flex: true}, 0},
+}
+
+// minLastError is the room LAST ERROR keeps: other columns give way
+// before it gets less.
+const minLastError = 12
+
+// fitColumns chooses the columns that fit width, in listColumns' order:
+// OAUTH only where the gateway has oauth upstreams, then, while the fixed
+// columns leave LAST ERROR less than minLastError cells, the lowest-ranked
+// column left gives way.
+func fitColumns(width int, oauth bool) []listColumn {
+	cols := make([]listColumn, 0, len(listColumns))
+	used := 2 // the cursor
+	for _, c := range listColumns {
+		if c.id == colOAuth && !oauth {
+			continue
+		}
+		cols = append(cols, c)
+		if !c.col.Flex {
+			used += c.col.Width + 1
+		}
 	}
-	return append(cols, table.Column{Title: "LAST ERROR", Width: 1, Flex: true})
+	for used+minLastError > width {
+		drop := -1
+		for i, c := range cols {
+			if c.rank > 0 && (drop < 0 || c.rank < cols[drop].rank) {
+				drop = i
+			}
+		}
+		if drop < 0 {
+			break
+		}
+		used -= cols[drop].col.Width + 1
+		cols = slices.Delete(cols, drop, drop+1)
+	}
+	return cols
 }
 
 // SetOAuth sets the oauth upstreams' credential scopes, from the gateway's
 // details, and reads their connections.
 func (m *Model) SetOAuth(scopes map[string]string) tea.Cmd {
-	if (len(scopes) > 0) != (len(m.oauth) > 0) {
-		m.table.SetColumns(columns(len(scopes) > 0))
-	}
 	m.oauth = scopes
-	if m.loaded {
-		m.SetUpstreams(m.ups)
-	}
+	m.layout()
 	return m.LoadConnections()
 }
 
@@ -160,10 +241,26 @@ func (m *Model) Capturing() bool {
 // SetSize lays the pane out.
 func (m *Model) SetSize(w, h int) {
 	m.width, m.height = w, h
-	m.table.SetSize(w, h)
 	m.vp.Width, m.vp.Height = w, max(h-1, 1)
 	m.conns.SetSize(w, h)
+	m.layout()
 	m.refreshView()
+}
+
+// layout is the pane's one resize path: the list's columns that fit the
+// width (fitColumns), the table sized to the pane, and the rows, whose
+// cells follow the columns, rebuilt when the columns changed.
+func (m *Model) layout() {
+	cols := fitColumns(m.width, len(m.oauth) > 0)
+	changed := !slices.EqualFunc(cols, m.cols, func(a, b listColumn) bool { return a.id == b.id })
+	m.cols = cols
+	if changed {
+		m.table.SetColumns(tableColumns(cols))
+	}
+	m.table.SetSize(m.width, m.height)
+	if changed && m.loaded {
+		m.setRows()
+	}
 }
 
 // SetUpstreams replaces the upstream list.
@@ -171,15 +268,77 @@ func (m *Model) SetUpstreams(ups []core.UpstreamStatus) {
 	m.ups = ups
 	m.loaded = true
 	m.table.SetEmpty("No upstreams configured.")
-	th := m.c.Theme
-	rows := make([]table.Row, 0, len(ups))
-	for _, u := range ups {
-		glyph, st := th.State(u.State)
-		st2 := st
-		tools := fmt.Sprint(u.Tools)
-		if u.State != core.StateConnected && u.Tools == 0 {
-			tools = "—"
+	m.setRows()
+	if m.mode == modeDetail {
+		m.refreshView()
+	}
+}
+
+// setRows builds the list's rows for the columns that fit, the traffic
+// counted up to now.
+func (m *Model) setRows() {
+	now := m.c.Now()
+	if minute := now.Truncate(time.Minute); !minute.Equal(m.rowsMinute) {
+		m.rowsMinute, m.sums = minute, nil // every window moved
+	}
+	traffic := m.needsTraffic()
+	rows := make([]table.Row, 0, len(m.ups))
+	for _, u := range m.ups {
+		var tr trafficSummary
+		if traffic {
+			tr = m.cachedSummary(u.Name, now)
 		}
+		cells := make([]table.Cell, len(m.cols))
+		for i, c := range m.cols {
+			cells[i] = m.cell(c.id, u, tr)
+		}
+		rows = append(rows, table.Row{Key: u.Name, Cells: cells})
+	}
+	m.table.SetRows(rows)
+}
+
+// needsTraffic reports whether a traffic column is shown.
+func (m *Model) needsTraffic() bool {
+	for _, c := range m.cols {
+		switch c.id {
+		case colCalls, colTrend, colErrors, colP95:
+			return true
+		}
+	}
+	return false
+}
+
+// cell is u's cell in column id; tr is its traffic. Styles point into the
+// theme, built once.
+func (m *Model) cell(id col, u core.UpstreamStatus, tr trafficSummary) table.Cell {
+	th := m.c.Theme
+	switch id {
+	case colName:
+		return table.Cell{Text: u.Name}
+	case colTransport:
+		return table.Cell{Text: u.Transport}
+	case colState:
+		glyph, st := th.State(u.State)
+		return table.Cell{Text: glyph + " " + string(u.State), Style: &st}
+	case colTools:
+		if u.State != core.StateConnected && u.Tools == 0 {
+			return table.Cell{Text: "—"}
+		}
+		return table.Cell{Text: fmt.Sprint(u.Tools)}
+	case colCalls:
+		return table.Cell{Text: tr.rateText()}
+	case colTrend:
+		return table.Cell{Text: tr.trend(), Style: &th.Muted}
+	case colErrors:
+		if tr.errors > 0 {
+			return table.Cell{Text: tr.errorText(), Style: &th.Err}
+		}
+		return table.Cell{Text: tr.errorText()}
+	case colP95:
+		return table.Cell{Text: common.Duration(tr.p95)}
+	case colLatency:
+		return table.Cell{Text: common.Duration(u.Latency)}
+	case colServer:
 		server := u.Server.Version
 		if u.Server.Protocol != "" {
 			server = strings.TrimSpace(server + " " + u.Server.Protocol)
@@ -187,44 +346,44 @@ func (m *Model) SetUpstreams(ups []core.UpstreamStatus) {
 		if server == "" {
 			server = "—"
 		}
-		errStyle := th.Err
-		cells := []table.Cell{
-			{Text: u.Name},
-			{Text: u.Transport},
-			{Text: glyph + " " + string(u.State), Style: &st2},
-			{Text: tools},
-			{Text: common.Duration(u.Latency)},
-			{Text: server},
-		}
-		if len(m.oauth) > 0 {
-			cells = append(cells, table.Cell{Text: m.oauthCell(u.Name)})
-		}
-		rows = append(rows, table.Row{Key: u.Name, Cells: append(cells, table.Cell{Text: u.LastError, Style: &errStyle})})
+		return table.Cell{Text: server}
+	case colOAuth:
+		return table.Cell{Text: m.oauthCell(u.Name)}
+	case colLastError:
+		return table.Cell{Text: u.LastError, Style: &th.Err}
 	}
-	m.table.SetRows(rows)
-	if m.mode == modeDetail {
-		m.refreshView()
-	}
+	return table.Cell{}
 }
 
-// Counting reports whether an upstream waits for its next attempt, so the
-// console keeps a tick running for the countdown.
+// Counting reports whether an upstream waits for its next attempt, or has
+// calls in the traffic window, so the console keeps a tick running for the
+// countdown and for the traffic columns, which age by the minute.
 func (m *Model) Counting() bool {
 	for _, u := range m.ups {
 		if !u.NextAttempt.IsZero() {
 			return true
 		}
 	}
+	cut := m.c.Now().Truncate(time.Minute).Add(-trafficMinutes * time.Minute)
+	for _, t := range m.traffic {
+		if n := len(t.minutes); n > 0 && t.minutes[n-1].start.After(cut) {
+			return true
+		}
+	}
 	return false
 }
 
-// Tick re-renders the countdown of the upstream shown in detail.
+// Tick re-renders the countdown of the upstream shown in detail, and the
+// list's traffic columns when a minute has passed since they were counted.
 func (m *Model) Tick() {
 	switch m.mode {
 	case modeDetail:
 		m.refreshView()
 	case modeConnections:
 		m.conns.Tick()
+	}
+	if m.loaded && m.needsTraffic() && !m.c.Now().Truncate(time.Minute).Equal(m.rowsMinute) {
+		m.setRows()
 	}
 }
 
