@@ -135,4 +135,3 @@ func listingSizes(b *testing.B) (full, meta int) {
 	}
 	return list(all), list([]json.RawMessage{SearchToolJSON, CallToolJSON})
 }
-

@@ -192,6 +192,7 @@ func TestTerms(t *testing.T) {
 		{"Créer des Dépôts", "creer des depot"},
 		{"creating created creates create", "creat creat creat creat"},
 		{"repositories Issues mapped filled", "repository issu map fill"},
+		{"creation deletion relations relation", "creat delet relat relat"},
 		{"the list of all branches", "list branch"},
 		{"ファイルを読む", "ファイルを読む"},
 	} {

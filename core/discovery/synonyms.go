@@ -7,7 +7,7 @@ import "strings"
 // is one group; every word of it widens to the others (at weightSynonym).
 // General vocabulary of software tools only: nothing here names a tool.
 var synonymGroups = []string{
-	"delete remove erase destroy drop",
+	"delete remove erase destroy drop forget",
 	"create make add new open",
 	"update edit modify change set",
 	"get fetch retrieve read show view look",
@@ -39,6 +39,8 @@ var synonymGroups = []string{
 	"team organization org workspace",
 	"label tag",
 	"assign assignee owner",
+	"whoami me self viewer authenticated",
+	"sum add total plus",
 }
 
 // synonyms maps a term to the other terms of its groups.

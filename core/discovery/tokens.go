@@ -80,20 +80,19 @@ func fold(w string) string {
 	return b.String()
 }
 
-// Stem reduces an English word to a light stem: plurals, -ing and -ed go,
-// then a final e, so that "create", "creates", "created" and "creating"
-// meet. It is deliberately light: heavier stemmers join words that differ
+// Stem reduces an English word to a light stem: plurals, -ing, -ed and
+// the -ion of -tion go, then a final e, so that "create", "creates",
+// "created", "creating" and "creation" meet. It is deliberately light: heavier stemmers join words that differ
 // in meaning ("organization", "organ"). Words of other scripts pass
 // through unchanged but folded.
 func Stem(w string) string {
-	n := len(w)
-	if n <= 3 || w[n-1] >= utf8.RuneSelf {
+	if len(w) <= 3 || w[len(w)-1] >= utf8.RuneSelf {
 		return w
 	}
+	// Plurals first, so that "relations" and "relation" go on alike.
+	n := len(w)
 	switch {
 	case strings.HasSuffix(w, "ies") && n > 4:
-		w = w[:n-3] + "y"
-	case strings.HasSuffix(w, "ied") && n > 4:
 		w = w[:n-3] + "y"
 	case strings.HasSuffix(w, "sses"):
 		w = w[:n-2]
@@ -102,10 +101,18 @@ func Stem(w string) string {
 	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
 	case strings.HasSuffix(w, "s"):
 		w = w[:n-1]
+	}
+	n = len(w)
+	switch {
+	case strings.HasSuffix(w, "ied") && n > 4:
+		w = w[:n-3] + "y"
 	case strings.HasSuffix(w, "ing") && n > 5:
 		w = undouble(w[:n-3])
 	case strings.HasSuffix(w, "ed") && n > 4:
 		w = undouble(w[:n-2])
+	case strings.HasSuffix(w, "tion") && n > 7:
+		// "creation", "deletion", "association" meet their verbs.
+		w = w[:n-3]
 	}
 	if n := len(w); n > 3 && w[n-1] == 'e' {
 		w = w[:n-1]
