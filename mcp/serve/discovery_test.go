@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -232,5 +233,47 @@ func TestDiscoveryOff(t *testing.T) {
 	_, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "search_tools", "arguments": map[string]any{"query": "x"}})
 	if rpcErr == nil || !strings.Contains(rpcErr.Message, "unknown tool") {
 		t.Fatalf("search_tools without discovery: %v", rpcErr)
+	}
+}
+
+// DS-2, RV-3: a tool the review withholds (the registry's custom check,
+// as the gateway's review gate) is never found and answers as unknown
+// through call_tool; its sibling the review passed is found and runs.
+func TestDiscoveryHidesWhatReviewWithholds(t *testing.T) {
+	reg := core.NewRegistry(&core.RegistryOptions{CanUse: func(_ context.Context, _ core.Actor, tool *core.Tool) bool {
+		return tool.Name != "up_withheld"
+	}})
+	run := func(context.Context, json.RawMessage) (core.Result, error) { return core.TextResult("ran"), nil }
+	for _, n := range []string{"up_withheld", "up_reviewed"} {
+		if err := reg.Register(core.Tool{Name: n, Source: "up", RemoteName: strings.TrimPrefix(n, "up_"), Kind: core.KindRead,
+			Description: "Exports the quarterly report.", Handler: run}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ep, err := serve.NewEndpoint(serve.EndpointOptions{Path: "/mcp", Registry: reg, Actor: testActor,
+		Discovery: &serve.Discovery{AlwaysList: []string{"up_withheld"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(testAuth(ep))
+	t.Cleanup(func() {
+		_ = ep.Close(context.Background())
+		srv.Close()
+	})
+	c := testClient(srv.URL+"/mcp", "m", "MEMBER")
+	initialize(t, c)
+	if names, _ := listNames(t, c); !slices.Equal(names, []string{"call_tool", "search_tools"}) {
+		t.Errorf("tools/list: %v", names)
+	}
+	if got := searchNames(t, c, "quarterly report"); !slices.Equal(got, []string{"up_reviewed"}) {
+		t.Errorf("search: %v, want only the reviewed tool", got)
+	}
+	_, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "up_withheld"}})
+	if rpcErr == nil || rpcErr.Message != "unknown tool: up_withheld" {
+		t.Errorf("call_tool on the withheld tool: %v", rpcErr)
+	}
+	res, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "up_reviewed"}})
+	if rpcErr != nil || !strings.Contains(string(res), `"ran"`) {
+		t.Errorf("call_tool on the reviewed tool: %s %v", res, rpcErr)
 	}
 }
