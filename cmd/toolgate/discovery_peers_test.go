@@ -36,6 +36,7 @@ const discoveryPeerKey = "discovery-SECRET-dev-key-8f1e2d3c4b"
 // slack_post_message to everyone whatever the arguments; slack's server
 // adds time.json's tools once MARKER exists and says its list changed.
 // slack's and linear's names carry their product already: no prefix.
+// Code searches wait for an operator; issue lists are rated 1/min.
 const discoveryPeerConfig = `gateway:
   confirm:
     secret: ${TOOLGATE_CONFIRM_SECRET}
@@ -84,6 +85,16 @@ policies:
       when: tool.name == "slack_post_message"
       effect: deny
       reason: posting to Slack is off
+    - id: ask-before-code-search
+      when: tool.name == "github_search_code"
+      effect: approve
+      reason: code searches need an operator
+limits:
+  - id: issue-list-rate
+    per: actor+tool
+    match: tool.name == "github_list_issues"
+    rate: 1/min
+    burst: 1
 `
 
 // sdkLine is one line of sdk-driver.mjs: a result or an error with its
@@ -153,7 +164,8 @@ func searchResultNames(t *testing.T, text string, structured json.RawMessage) []
 // or by a policy, and call_tool on one answers exactly as on a name nobody
 // has; a tool an upstream adds is found once its list_changed arrived; the
 // audit names the inner tool and call_tool; policy test --via call_tool
-// says the hidden tool is unknown there. A 2026-07-28 client does the same
+// says the hidden tool is unknown there; an operator's approval and a
+// rate limit hold for calls through call_tool. A 2026-07-28 client does the same
 // without a session.
 func TestDiscoveryServeSDK(t *testing.T) {
 	dir := peers.Dir(t)
@@ -267,6 +279,26 @@ func TestDiscoveryServeSDK(t *testing.T) {
 	var trial struct{ Rule, Effect, Reason, Via string }
 	if code != 0 || json.Unmarshal([]byte(out), &trial) != nil || trial.Effect != "deny" || trial.Reason != "unknown tool: slack_post_message" || trial.Via != "call_tool" {
 		t.Errorf("policy test --via call_tool: %d %s %s", code, out, errOut)
+	}
+
+	// An operator's approval and a rate limit hold through call_tool.
+	d.send("call_tool", map[string]any{"name": "github_search_code", "arguments": map[string]any{"q": "parser"}})
+	id := waitTopoPending(t, "http://"+adminAddr)
+	if code, out, errOut := runTool(t, map[string]string{"TOOLGATE_ADMIN_KEY": topoAdminKey}, "", "approve", id, "--attach", "http://"+adminAddr); code != 0 {
+		t.Fatalf("toolgate approve: exit %d\n%s%s", code, out, errOut)
+	}
+	var approved sdkLine
+	if err := json.Unmarshal([]byte(d.next(sdkCallWait)), &approved); err != nil || approved.Result == nil || approved.Result.IsError ||
+		!strings.Contains(approved.Result.Content[0].Text, `search_code ran with {"q":"parser"}`) {
+		t.Fatalf("the approved code search: %+v %v", approved, err)
+	}
+	list := map[string]any{"name": "github_list_issues", "arguments": map[string]any{"owner": "o", "repo": "r"}}
+	if first := d.line("call_tool", list); first.Result == nil || first.Result.IsError {
+		t.Fatalf("the first issue list: %+v", first)
+	}
+	if second := d.line("call_tool", list); second.Result == nil || !second.Result.IsError ||
+		!strings.Contains(second.Result.Content[0].Text, "rate limit reached for issue-list-rate") {
+		t.Fatalf("the second issue list within a minute: %+v", second)
 	}
 
 	t.Run("2026-07-28", func(t *testing.T) { discoveryModern(t, url) })
