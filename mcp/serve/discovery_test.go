@@ -201,8 +201,9 @@ func TestDiscoverySearchFollowsTheRegistry(t *testing.T) {
 	}
 }
 
-// DS-1, SV-1: the same on a 2026-07-28 request: search, call_tool, and a
-// hidden tool refused as unknown with the revision's status.
+// DS-1, SV-1, SV-2: the same on a stateless endpoint, for a 2026-07-28
+// request (search, call_tool, a hidden tool refused as unknown with the
+// revision's status) and a legacy one without a session.
 func TestDiscoveryModern(t *testing.T) {
 	s, _ := discoveryEndpoint(t, true)
 	status, body := sendModern(t, s.url, "tools/list", "", `{`+modernMetaJSON+`}`, nil)
@@ -223,6 +224,17 @@ func TestDiscoveryModern(t *testing.T) {
 	if status != directStatus || strings.ReplaceAll(body, "admin_only", "nope") != direct {
 		t.Fatalf("hidden through call_tool: %d %s, unknown directly: %d %s", status, body, directStatus, direct)
 	}
+
+	// A legacy request without a session, as a stateless endpoint takes.
+	c := testClient(s.url, "m", "MEMBER")
+	if got := searchNames(t, c, "search"); !slices.Equal(got, []string{"gh_search"}) {
+		t.Errorf("legacy search on a stateless endpoint: %v", got)
+	}
+	res, rpcErr := rpc(t, c, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "gh_search", "arguments": map[string]any{"q": "l"}}})
+	if rpcErr != nil || !strings.Contains(string(res), `echo {\"q\":\"l\"}`) {
+		t.Fatalf("legacy call_tool on a stateless endpoint: %s %v", res, rpcErr)
+	}
+	<-s.calls
 }
 
 // DS-1: without discovery the meta-tool names are nobody's.
