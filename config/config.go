@@ -165,7 +165,28 @@ type Endpoint struct {
 	Actor *Actor `koanf:"actor" json:"actor,omitempty" yaml:"actor,omitempty"`
 	// Policies run after the top-level ones (PO-1); nil: none.
 	Policies *Policies `koanf:"policies" json:"policies,omitempty" yaml:"policies,omitempty"`
+	// Discovery lists search_tools and call_tool instead of every tool
+	// (DS-1); nil: off.
+	Discovery *Discovery `koanf:"discovery" json:"discovery,omitempty" yaml:"discovery,omitempty"`
 }
+
+// Discovery modes (DS-1).
+const (
+	DiscoveryOff    = "off"
+	DiscoverySearch = "search"
+)
+
+// Discovery is an endpoint's tool search (DS-1).
+type Discovery struct {
+	// Mode is off (every tool listed) or search (the two meta-tools and
+	// AlwaysList). Empty is off.
+	Mode string `koanf:"mode" json:"mode,omitempty" yaml:"mode,omitempty"`
+	// AlwaysList names tools listed beside the meta-tools.
+	AlwaysList []string `koanf:"alwaysList" json:"alwaysList,omitempty" yaml:"alwaysList,omitempty"`
+}
+
+// Search reports whether d turns tool search on.
+func (d *Discovery) Search() bool { return d != nil && d.Mode == DiscoverySearch }
 
 // Open reports whether the endpoint runs in open mode (AU-7).
 func (e Endpoint) Open() bool { return e.Auth == nil && e.Actor != nil }

@@ -261,6 +261,37 @@ func (v *validator) endpoints() {
 		if e.Auth != nil {
 			v.auth(p+".auth", *e.Auth, false)
 		}
+		if e.Discovery != nil {
+			v.discovery(p+".discovery", *e.Discovery)
+		}
+	}
+}
+
+// discovery checks an endpoint's tool search (DS-1).
+func (v *validator) discovery(p string, d Discovery) {
+	switch d.Mode {
+	case "", DiscoveryOff, DiscoverySearch:
+	default:
+		v.fail(p+".mode", "must be %s or %s, not %q", DiscoveryOff, DiscoverySearch, d.Mode)
+	}
+	seen := map[string]int{}
+	for j, n := range d.AlwaysList {
+		q := fmt.Sprintf("%s.alwaysList[%d]", p, j)
+		switch {
+		case n == "":
+			v.fail(q, "empty tool name")
+		case n == "search_tools" || n == "call_tool":
+			v.fail(q, "%q is one of the two tools discovery lists itself", n)
+		case !core.ValidToolName(n):
+			v.fail(q, "%q is not a tool name (letters, digits, _ and -, at most 64)", n)
+		}
+		if k, dup := seen[n]; dup && n != "" {
+			v.fail(q, "%q is already alwaysList[%d]", n, k)
+		}
+		seen[n] = j
+	}
+	if len(d.AlwaysList) > 0 && !d.Search() {
+		v.warn(p+".alwaysList", "has no effect unless mode is %s", DiscoverySearch)
 	}
 }
 

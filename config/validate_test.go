@@ -104,6 +104,20 @@ func TestValidateRules(t *testing.T) {
 		{"reserved subpath", func(c *Config) { c.Endpoints[0].Path = "/healthz/x" },
 			[]FieldError{{"endpoints[0].path", `"/healthz/x" is reserved for the gateway (/healthz, /readyz, /metrics, /.well-known)`}}},
 		{"root path ok", func(c *Config) { c.Endpoints[0].Path = "/" }, nil},
+		{"DS-1 search with alwaysList ok", func(c *Config) {
+			c.Endpoints[0].Discovery = &Discovery{Mode: DiscoverySearch, AlwaysList: []string{"notes_search", "github_get_me"}}
+		}, nil},
+		{"DS-1 off ok", func(c *Config) { c.Endpoints[0].Discovery = &Discovery{Mode: DiscoveryOff} }, nil},
+		{"DS-1 bad mode", func(c *Config) { c.Endpoints[0].Discovery = &Discovery{Mode: "Search"} },
+			[]FieldError{{"endpoints[0].discovery.mode", `must be off or search, not "Search"`}}},
+		{"DS-1 alwaysList names", func(c *Config) {
+			c.Endpoints[0].Discovery = &Discovery{Mode: DiscoverySearch, AlwaysList: []string{"a", "", "call_tool", "a", "no spaces"}}
+		}, []FieldError{
+			{"endpoints[0].discovery.alwaysList[1]", "empty tool name"},
+			{"endpoints[0].discovery.alwaysList[2]", `"call_tool" is one of the two tools discovery lists itself`},
+			{"endpoints[0].discovery.alwaysList[3]", `"a" is already alwaysList[0]`},
+			{"endpoints[0].discovery.alwaysList[4]", `"no spaces" is not a tool name (letters, digits, _ and -, at most 64)`},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

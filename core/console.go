@@ -154,6 +154,9 @@ type PolicyQuestion struct {
 	Actor    string          `json:"actor"`
 	Tool     string          `json:"tool"`
 	Args     json.RawMessage `json:"args,omitempty"`
+	// Via asks about the call made through that meta-tool ("call_tool",
+	// DS-2) instead of directly; empty: a direct call.
+	Via string `json:"via,omitempty"`
 }
 
 // PolicyTrial is the answer to a PolicyQuestion: the deciding rule's id (or
@@ -168,6 +171,7 @@ type PolicyTrial struct {
 	Reason   string `json:"reason,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Listed   bool   `json:"listed"`
+	Via      string `json:"via,omitempty"`
 }
 
 // AuditCheck is one audit record of a call and whether its place in its

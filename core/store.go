@@ -108,6 +108,9 @@ type AuditRecord struct {
 	// Connection is the upstream OAuth connection the call went upstream
 	// with (UI-3): its id, never a token; empty for other upstreams.
 	Connection string `json:"connection,omitempty"`
+	// Via names the meta-tool the call came through ("call_tool", DS-2);
+	// Tool is the tool it called. Empty for a direct call.
+	Via string `json:"via,omitempty"`
 }
 
 // AuditIntent is the outcome of the record a confirmed action's call gets

@@ -21,7 +21,9 @@ func TestAuditRecordHasNoArgumentValuesOP6(t *testing.T) {
 		// A rule's id from the config, never the rule's inputs (PO-4).
 		"Rule",
 		// An upstream connection's id, never its token (UI-3).
-		"Connection"}
+		"Connection",
+		// The meta-tool a call came through, "call_tool" or none (DS-2).
+		"Via"}
 	if !slices.Equal(got, want) {
 		t.Errorf("AuditRecord fields = %v\nwant %v", got, want)
 	}

@@ -44,6 +44,9 @@ type ToolCall struct {
 	// NeedsOperator: a policy rule sends the call to an operator before it
 	// runs, as `approval: operator` does (PO-1, CF-5).
 	NeedsOperator bool
+	// Via names the meta-tool the call came through ("call_tool", DS-2);
+	// empty for a direct call. Every gate reads the inner call alike.
+	Via string
 
 	schema *schema.Schema
 

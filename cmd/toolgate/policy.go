@@ -24,9 +24,10 @@ const (
 
 func policySubs() []reviewSub {
 	return []reviewSub{
-		{"test", "[--config F | --attach URL [--admin-key K]] --actor ID [--roles a,b] [--tenant T] --tool NAME [--args JSON] [--endpoint PATH] [--json]",
+		{"test", "[--config F | --attach URL [--admin-key K]] --actor ID [--roles a,b] [--tenant T] --tool NAME [--args JSON] [--endpoint PATH] [--via call_tool] [--json]",
 			"print the rule that decides the call, its effect and reason; nothing is called. With --config the upstreams are imported\n" +
-				"        to find the tool; with --attach the running gateway answers over its admin API, with the rules it runs", runPolicyTest},
+				"        to find the tool; with --attach the running gateway answers over its admin API, with the rules it runs.\n" +
+				"        --via call_tool tries the call as made through the endpoint's tool search", runPolicyTest},
 		{"list", "[--config F] [--json]",
 			"print each endpoint's rules in evaluation order and its default", runPolicyList},
 	}
@@ -49,6 +50,7 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	tool := fs.String("tool", "", "the tool's registry name")
 	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON object")
 	endpoint := fs.String("endpoint", "", "the endpoint's path (default: the first)")
+	via := fs.String("via", "", "call_tool: try the call as made through the endpoint's tool search, which finds only what the listing shows")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
 	attach := fs.String("attach", "", "ask a running gateway's admin API instead: http://host:port or unix:/path")
 	key := fs.String("admin-key", "", "the admin key for --attach (default $"+admin.EnvAdminKey+")")
@@ -67,6 +69,9 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	case !json.Valid([]byte(*argsJSON)) || !strings.HasPrefix(strings.TrimSpace(*argsJSON), "{"):
 		fmt.Fprintln(c.stderr, "toolgate policy test: --args must be a JSON object")
 		return 2
+	case *via != "" && *via != gateway.ViaCallTool:
+		fmt.Fprintf(c.stderr, "toolgate policy test: --via must be %s, not %q\n", gateway.ViaCallTool, *via)
+		return 2
 	}
 	var rolesList []string
 	for r := range strings.SplitSeq(*roles, ",") {
@@ -79,7 +84,7 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 			fmt.Fprintln(c.stderr, "toolgate policy test: --attach and --config exclude each other: with --attach the running gateway's rules decide")
 			return 2
 		}
-		req := admin.PolicyTestRequest{Endpoint: *endpoint, Actor: *actorID, Tool: *tool, Args: json.RawMessage(*argsJSON)}
+		req := admin.PolicyTestRequest{Endpoint: *endpoint, Actor: *actorID, Tool: *tool, Args: json.RawMessage(*argsJSON), Via: *via}
 		if set["roles"] {
 			req.Roles = &rolesList
 		}
@@ -121,7 +126,7 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
 		return 1
 	}
-	trial, err := g.TryPolicy(ctx, *endpoint, actor, *tool, json.RawMessage(*argsJSON))
+	trial, err := g.TryPolicy(ctx, *endpoint, actor, *tool, json.RawMessage(*argsJSON), *via)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
 		return 1
@@ -148,6 +153,9 @@ func (c *cli) printTrial(trial policy.Trial, asJSON bool) int {
 		listed = "no (denied whatever the arguments)"
 	}
 	fmt.Fprintf(tw, "listed:\t%s\n", listed)
+	if trial.Via != "" {
+		fmt.Fprintf(tw, "via:\t%s\n", trial.Via)
+	}
 	fmt.Fprintf(tw, "actor:\t%s roles=%s tenant=%s\n", trial.Actor.ID, strings.Join(trial.Actor.Roles, ","), trial.Actor.Tenant)
 	fmt.Fprintf(tw, "endpoint:\t%s\n", trial.Endpoint)
 	_ = tw.Flush()

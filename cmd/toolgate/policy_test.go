@@ -156,6 +156,10 @@ func TestPolicyTestRefuses(t *testing.T) {
 		{"an unknown tool", []string{"--actor", "carl", "--tool", "nope"}, 1, "unknown tool"},
 		{"invalid arguments", []string{"--actor", "carl", "--tool", "notes_search", "--args", `{"query":1}`}, 1, "invalid arguments"},
 		{"an unknown endpoint", []string{"--actor", "carl", "--tool", "notes_search", "--endpoint", "/nope"}, 1, "no such endpoint"},
+		// DS-2: only call_tool is a route a call can take, and only where
+		// the endpoint has tool search.
+		{"via another tool", []string{"--actor", "carl", "--tool", "notes_search", "--via", "search_tools"}, 2, `--via must be call_tool, not "search_tools"`},
+		{"via call_tool without search", []string{"--actor", "carl", "--tool", "notes_search", "--via", "call_tool"}, 1, "serves no call_tool: its discovery mode is not search"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

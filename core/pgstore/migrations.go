@@ -173,4 +173,9 @@ ALTER TABLE {s}.audit ADD COLUMN connection text NOT NULL DEFAULT '';
 CREATE INDEX audit_call ON {s}.audit (call_id);
 CREATE INDEX audit_chain ON {s}.audit (chain_id, seq);
 `,
+	// 10: the meta-tool a call came through (DS-2); '' for a direct call
+	// and for records written before.
+	`
+ALTER TABLE {s}.audit ADD COLUMN via text NOT NULL DEFAULT '';
+`,
 }

@@ -17,4 +17,8 @@ type Trial struct {
 	Error string `json:"error,omitempty"`
 	// Listed: tools/list shows the tool to the actor (PO-2).
 	Listed bool `json:"listed"`
+	// Via is the meta-tool the call was tried through ("call_tool",
+	// DS-2); empty for a direct call. Through it, a tool the listing hides
+	// is not found: the call is denied as unknown.
+	Via string `json:"via,omitempty"`
 }

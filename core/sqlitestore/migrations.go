@@ -130,4 +130,9 @@ ALTER TABLE audit ADD COLUMN connection TEXT NOT NULL DEFAULT '';
 CREATE INDEX audit_call ON audit (call_id);
 CREATE INDEX audit_chain ON audit (chain_id, seq);
 `,
+	// 10: the meta-tool a call came through (DS-2); "" for a direct call
+	// and for records written before.
+	`
+ALTER TABLE audit ADD COLUMN via TEXT NOT NULL DEFAULT '';
+`,
 }

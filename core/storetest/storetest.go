@@ -414,6 +414,7 @@ func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
 		CallID:         callID,
 		Rule:           "big-refunds",
 		Connection:     "conn_0123",
+		Via:            "call_tool",
 	}
 }
 

@@ -111,6 +111,9 @@ type PolicyTestRequest struct {
 	Tenant   *string         `json:"tenant,omitempty"`
 	Tool     string          `json:"tool"`
 	Args     json.RawMessage `json:"args,omitempty"`
+	// Via tries the call through that meta-tool ("call_tool", DS-2);
+	// empty: a direct call.
+	Via string `json:"via,omitempty"`
 }
 
 // RejectRequest carries a rejection's reason; the body may be empty.

@@ -85,6 +85,10 @@ func TestConsolePoliciesCountsAuditHits(t *testing.T) {
 	if _, err := g.Console().TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "no_such_tool"}); err == nil {
 		t.Error("an unknown tool was tried")
 	}
+	// DS-2: this endpoint has no tool search, so no call goes through it.
+	if _, err := g.Console().TryPolicy(ctx, core.PolicyQuestion{Actor: "alice", Tool: "notes_search", Via: "call_tool"}); err == nil || !strings.Contains(err.Error(), "discovery mode is not search") {
+		t.Errorf("a trial via call_tool on an endpoint without search: %v", err)
+	}
 	again, err := g.Console().Policies(ctx)
 	if err != nil || ruleStats(t, again, "no-secret-search").Hits != 2 {
 		t.Errorf("a dry run counted as a hit: %+v, %v", again, err)

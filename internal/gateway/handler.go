@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/toolgate/toolgate/auth"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
@@ -50,7 +51,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			ListTTL:        cfg.Gateway.ListTTL,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica,
-			Policy: policies[e.Path], CallLimits: callLimits,
+			Policy: policies[e.Path], CallLimits: callLimits, Discovery: endpointDiscovery(e),
 		})
 		if err != nil {
 			return err
@@ -105,4 +106,12 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// endpointDiscovery is an endpoint's tool search (DS-1); nil when off.
+func endpointDiscovery(e config.Endpoint) *serve.Discovery {
+	if !e.Discovery.Search() {
+		return nil
+	}
+	return &serve.Discovery{AlwaysList: e.Discovery.AlwaysList}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/discovery"
 	"github.com/toolgate/toolgate/core/policy"
 )
 
@@ -91,13 +92,25 @@ var ErrNoEndpoint = errors.New("no such endpoint")
 // making it: the tool is looked up in the registry (so the upstreams must
 // have been imported: Start) and the arguments validated against its
 // schema first.
-func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, tool string, args json.RawMessage) (PolicyTrial, error) {
+//
+// via "call_tool" tries the call as made through the endpoint's tool
+// search (DS-2): the same rules decide it, but a tool the listing hides
+// from the actor whatever the arguments is not found there, so the call is
+// denied as unknown instead of by its rule's reason.
+func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, tool string, args json.RawMessage, via string) (PolicyTrial, error) {
 	cfg := g.Config()
 	i := slices.IndexFunc(cfg.Endpoints, func(e config.Endpoint) bool { return path == "" || e.Path == path })
 	if i < 0 {
 		return PolicyTrial{}, fmt.Errorf("%w: %q", ErrNoEndpoint, path)
 	}
 	e := cfg.Endpoints[i]
+	switch {
+	case via == "":
+	case via != ViaCallTool:
+		return PolicyTrial{}, fmt.Errorf("via must be %s or nothing, not %q", ViaCallTool, via)
+	case !e.Discovery.Search():
+		return PolicyTrial{}, fmt.Errorf("endpoint %s serves no %s: its discovery mode is not %s", e.Path, ViaCallTool, config.DiscoverySearch)
+	}
 	p, err := EndpointPolicy(cfg, i)
 	if err != nil {
 		return PolicyTrial{}, err
@@ -121,8 +134,15 @@ func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, 
 	if d.Err != nil {
 		trial.Error = d.Err.Error()
 	}
+	if trial.Via = via; via != "" && !trial.Listed {
+		// What the client reads: call_tool answers a hidden tool as unknown.
+		trial.Effect, trial.Reason, trial.Error = string(policy.Deny), "unknown tool: "+tool, ""
+	}
 	return trial, nil
 }
+
+// ViaCallTool is the meta-tool a trial can be made through (DS-2).
+const ViaCallTool = discovery.CallToolName
 
 // callLimits compiles cfg's rates and quotas over the gateway's store
 // (PO-3); nil when there are none.

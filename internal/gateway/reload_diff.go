@@ -141,6 +141,9 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 		if !slices.Equal(e.Tools, n.Tools) {
 			d.toolsChanged = append(d.toolsChanged, e.Path)
 		}
+		if !reflect.DeepEqual(e.Discovery, n.Discovery) {
+			d.restart = append(d.restart, fmt.Sprintf("endpoints[%d].discovery", i))
+		}
 		for _, k := range []struct {
 			key       string
 			from, not string

@@ -27,6 +27,12 @@
 // can ask its user for rides an input request whose requestState the
 // gateway seals (server_state.go).
 //
+// An endpoint with tool search (discovery.go) lists two tools of its own
+// instead of the registry's: search_tools is answered from an index of
+// the served tools filtered by the caller's listing test, and call_tool
+// is unwrapped into the tools/call of its inner tool, which then goes the
+// one way every call goes.
+//
 // # What mcp-go serves, and why
 //
 // The gateway answers the two methods that carry nearly all traffic and

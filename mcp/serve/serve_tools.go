@@ -134,6 +134,11 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		}
 		name, args, progress = p.Name, p.Arguments, p.progressToken()
 	}
+	// search_tools is answered there; call_tool goes on as its inner call.
+	name, args, via, done := e.discoveryCall(ctx, cs, tr, name, args)
+	if done {
+		return
+	}
 	c, err := e.resolve(ctx, tr.actor, name, args)
 	if err != nil {
 		// Unknown, or off this actor's list: one answer for both (SV-5),
@@ -145,7 +150,7 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		writeUnknownTool(cs, tr.rawID, name, status)
 		return
 	}
-	c.RequestID = tr.requestID()
+	c.RequestID, c.Via = tr.requestID(), via
 	if tr.modern != nil {
 		e.serveModernCall(ctx, cs, tr, c, state, inputs)
 		return
@@ -167,7 +172,9 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 // the retried request (CF-6, server_state.go, modern_relay.go).
 func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, tr *inbound, c *core.ToolCall, state *string, inputs map[string]json.RawMessage) {
 	req, actor := tr.modern, tr.actor
-	if bytes.Contains(c.Tool.InputSchema, []byte("x-mcp-header")) {
+	// Through call_tool the headers are call_tool's, whose arguments hold
+	// the inner ones: there is nothing of the inner tool's to bind.
+	if c.Via == "" && bytes.Contains(c.Tool.InputSchema, []byte("x-mcp-header")) {
 		// Arguments bound to headers travel twice: the two must agree.
 		if err := checkParamHeaders(tr.header, c.Tool, tr.params); err != nil {
 			writeModernError(cs, tr.rawID, &modernError{code: mcpgo.HEADER_MISMATCH, message: err.Error()})
@@ -273,8 +280,8 @@ func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *inbou
 	}
 	buf.WriteString(`"tools":[`)
 	first := true
-	e.listed.each(func(name string, raw []byte) {
-		if name <= after && after != "" || !listable(name) {
+	e.eachListed(listable, func(name string, raw []byte) {
+		if name <= after && after != "" {
 			return
 		}
 		if !first {

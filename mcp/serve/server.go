@@ -126,6 +126,9 @@ type EndpointOptions struct {
 	// Limits are rates and quotas, shared by the gateway's endpoints
 	// (PO-3); nil applies none. SetLimits replaces them.
 	CallLimits *policy.Limits
+	// Discovery lists search_tools and call_tool instead of every tool
+	// (DS-1, discovery.go); nil lists every tool.
+	Discovery *Discovery
 	// raced, set only by tests, runs where requests of one session race,
 	// so that a test orders the race it makes; nil otherwise.
 	raced *raceHooks
@@ -211,6 +214,8 @@ type Endpoint struct {
 	// infoMeta is the _meta naming this server that every 2026-07-28
 	// result carries.
 	infoMeta []byte
+	// disco is the tool search (DS-1); nil without discovery.
+	disco *discoverer
 }
 
 // NewEndpoint builds the endpoint and starts following the registry.
@@ -266,6 +271,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.tools.Store(&opts.Tools)
 	e.policy.Store(opts.Policy)
 	e.limits.Store(opts.CallLimits)
+	e.disco = newDiscoverer(opts.Discovery)
 
 	hooks := &server.Hooks{}
 	// The endpoint's own sessions are opened and ended by the endpoint
@@ -443,6 +449,9 @@ func (e *Endpoint) flush(b *burst) {
 	defer e.notifying.Unlock()
 	if b.tools || b.notify {
 		e.changes.tools++
+	}
+	if b.tools && e.disco != nil {
+		e.disco.changed() // DS-3
 	}
 	// The burst, whatever it held, is one notification to every session
 	// (IM-25): a start-up of 2,000 tools in 20 bursts is 20, not 2,000.

@@ -58,7 +58,7 @@ func (e *Endpoint) auditRecord(call core.Call, actor core.Actor, c *core.ToolCal
 	return core.AuditRecord{
 		Time: time.Now(), Endpoint: e.opts.Path, ActorID: actor.ID, Tenant: actor.Tenant, Session: call.Session,
 		Tool: c.Tool.Name, Source: c.Tool.Source, RemoteName: c.Tool.RemoteName,
-		ArgsHash: e.argsHash(c), CallID: call.CallID, Rule: c.Rule,
+		ArgsHash: e.argsHash(c), CallID: call.CallID, Rule: c.Rule, Via: c.Via,
 	}
 }
 

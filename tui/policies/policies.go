@@ -37,10 +37,14 @@ const (
 	fieldTool
 	fieldArgs
 	fieldEndpoint
+	fieldVia
 	numFields
 )
 
-var fieldLabels = [numFields]string{"actor", "tool", "args", "endpoint"}
+var fieldLabels = [numFields]string{"actor", "tool", "args", "endpoint", "via"}
+
+// viaCallTool is the one meta-tool a call can be tried through (DS-2).
+const viaCallTool = "call_tool"
 
 // Model is the pane.
 type Model struct {
@@ -80,7 +84,8 @@ func New(c *common.Common) *Model {
 		{Title: "LAST", Width: 8},
 	}, "Loading the policy rules…")}
 	placeholders := [numFields]string{"an actor id, e.g. alice", "a tool name (ctrl+n/ctrl+p: the gateway's tools)",
-		`the arguments as a JSON object, e.g. {"query":"x"}`, "an endpoint path (empty: the first)"}
+		`the arguments as a JSON object, e.g. {"query":"x"}`, "an endpoint path (empty: the first)",
+		"empty: a direct call; call_tool: through the endpoint's tool search"}
 	for i := range m.inputs {
 		in := textinput.New()
 		in.Prompt = ""
@@ -326,7 +331,12 @@ func (m *Model) try() tea.Cmd {
 		}
 		return m.focusField(fieldArgs)
 	}
-	q := core.PolicyQuestion{Endpoint: strings.TrimSpace(m.inputs[fieldEndpoint].Value()), Actor: actor, Tool: tool, Args: json.RawMessage(args)}
+	via := strings.TrimSpace(m.inputs[fieldVia].Value())
+	if via != "" && via != viaCallTool {
+		m.trialErr = "via is empty (a direct call) or " + viaCallTool
+		return m.focusField(fieldVia)
+	}
+	q := core.PolicyQuestion{Endpoint: strings.TrimSpace(m.inputs[fieldEndpoint].Value()), Actor: actor, Tool: tool, Args: json.RawMessage(args), Via: via}
 	m.trialErr, m.running = "", true
 	m.nextID++
 	m.waitTrial = m.nextID
@@ -439,6 +449,9 @@ func (m *Model) trialView(t core.PolicyTrial) string {
 		th.Label.Render("reason   ") + orDash(common.OneLine(t.Reason)),
 		th.Label.Render("listed   ") + listed,
 		th.Label.Render("endpoint ") + t.Endpoint + th.Muted.Render("  roles "+orDash(strings.Join(t.Actor.Roles, ","))),
+	}
+	if t.Via != "" {
+		lines = append(lines, th.Label.Render("via      ")+t.Via+th.Muted.Render("  found only if listed"))
 	}
 	if t.Error != "" {
 		lines = append(lines, th.Err.Render("error    "+common.OneLine(t.Error)))
