@@ -203,6 +203,7 @@ type containerfile struct {
 	volumes    []string
 	entrypoint []string
 	cmd        []string
+	stopSignal string
 	copyOwners map[string]string // destination → --chown
 }
 
@@ -257,6 +258,8 @@ func readContainerfile(t *testing.T) containerfile {
 			cf.entrypoint = jsonList(t, rest)
 		case "CMD":
 			cf.cmd = jsonList(t, rest)
+		case "STOPSIGNAL":
+			cf.stopSignal = rest
 		case "COPY":
 			f := strings.Fields(rest)
 			owner := ""
