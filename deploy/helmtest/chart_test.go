@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
@@ -632,4 +633,24 @@ func volume(r *rendered, name string) corev1.Volume {
 		}
 	}
 	return corev1.Volume{}
+}
+
+// TestStrictDecodeRefusesOP11: the decoding the render checks rely on does
+// refuse a misspelt field, a misplaced one and a duplicate key, which a
+// lenient decoder would drop silently.
+func TestStrictDecodeRefusesOP11(t *testing.T) {
+	base := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers:\n        - name: c\n          image: i\n"
+	var d appsv1.Deployment
+	if err := decodeStrict([]byte(base), &d); err != nil {
+		t.Fatalf("a valid Deployment: %v", err)
+	}
+	for name, doc := range map[string]string{
+		"misspelt":  base + "          securityContext: {readOnlyRootFileSystem: true}\n",
+		"misplaced": base + "          terminationGracePeriodSeconds: 30\n",
+		"duplicate": base + "          image: j\n",
+	} {
+		if err := decodeStrict([]byte(doc), &appsv1.Deployment{}); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
 }

@@ -287,7 +287,10 @@ func (l *load) run(ctx context.Context, c *client.Client, name string) {
 		req := mcpgo.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = tool, args
 		// A call is never cut by the test: the load stops between calls.
-		res, err := c.CallTool(context.WithoutCancel(ctx), req)
+		// The bound only keeps a hung call from hanging the test.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressWait)
+		defer cancel()
+		res, err := c.CallTool(cctx, req)
 		switch {
 		case err != nil:
 			return nil, fmt.Sprintf("%s %s %v: %v", name, tool, args, err)

@@ -23,6 +23,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -133,7 +134,7 @@ func (r *rendered) decode(t *testing.T, file string, doc []byte) {
 		if head.APIVersion != apiVersion {
 			t.Fatalf("%s: %s is %s, want %s", file, head.Kind, head.APIVersion, apiVersion)
 		}
-		if err := yaml.UnmarshalStrict(doc, into); err != nil {
+		if err := decodeStrict(doc, into); err != nil {
 			t.Fatalf("%s: %s does not decode strictly: %v\n%s", file, head.Kind, err, doc)
 		}
 	}
@@ -178,7 +179,7 @@ func (r *rendered) decode(t *testing.T, file string, doc []byte) {
 		if head.APIVersion != "monitoring.coreos.com/v1" {
 			t.Fatalf("%s: ServiceMonitor is %s", file, head.APIVersion)
 		}
-		if err := yaml.UnmarshalStrict(doc, &r.serviceMonitor); err != nil {
+		if err := decodeStrict(doc, &r.serviceMonitor); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
 	default:
@@ -217,4 +218,20 @@ func (r *rendered) secretRefs(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// decodeStrict decodes a YAML object into its API type as the API server
+// does in strict mode: field names match case-sensitively (encoding/json
+// alone would take readOnlyRootFileSystem for readOnlyRootFilesystem), and
+// unknown fields and keys given twice are refused.
+func decodeStrict(doc []byte, into any) error {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, into, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
