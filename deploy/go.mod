@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/toolgate/toolgate => ../
 
 require (
-	github.com/mark3labs/mcp-go v1.6.0
+	github.com/mark3labs/mcp-go v1.2.1
 	github.com/toolgate/toolgate v0.0.0-00010101000000-000000000000
 	helm.sh/helm/v4 v4.3.2
 	k8s.io/api v0.37.2
