@@ -24,8 +24,9 @@ import (
 )
 
 // valueSets are the installs the chart is checked for (OP-11).
-func valueSets() map[string]map[string]any {
+func valueSets(t *testing.T) map[string]map[string]any {
 	return map[string]map[string]any{
+		"operations-doc": docValues(t),
 		"defaults":       baseValues(),
 		"everything-on":  allOnValues(),
 		"sqlite-single":  sqliteValues(),
@@ -41,7 +42,7 @@ func valueSets() map[string]map[string]any {
 // strictly and checks it as a reviewer would.
 func TestChartRendersOP11(t *testing.T) {
 	bin := toolgateBinary(t)
-	for name, vals := range valueSets() {
+	for name, vals := range valueSets(t) {
 		t.Run(name, func(t *testing.T) {
 			r := mustRender(t, vals)
 			merged := mergedValues(t, vals)
@@ -52,6 +53,25 @@ func TestChartRendersOP11(t *testing.T) {
 			checkOptional(t, r, merged)
 		})
 	}
+}
+
+// docValues is the values file docs/operations.md shows, read as the helm
+// command reads a values file.
+func docValues(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(# toolgate-values.yaml\n.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/operations.md shows no toolgate-values.yaml")
+	}
+	v, err := common.ReadValues(m[1])
+	if err != nil {
+		t.Fatalf("docs/operations.md's values: %v", err)
+	}
+	return v
 }
 
 // mergedValues is vals over the chart's values.yaml, as the templates see
@@ -348,7 +368,8 @@ func configVars(cfg string) []string {
 // the environment the pod would have.
 func checkConfig(t *testing.T, r *rendered, bin string) {
 	t.Helper()
-	p := newPod(t, r, map[string]string{"toolgate-db/dsn": "postgres://toolgate@127.0.0.1:1/toolgate"})
+	dsn := "postgres://toolgate@127.0.0.1:1/toolgate" // never connected to
+	p := newPod(t, r, map[string]string{"toolgate-db/dsn": dsn, "toolgate/dsn": dsn})
 	cmd := exec.Command(bin, "check", "--offline", "--config", p.configPath)
 	cmd.Env = p.env
 	cmd.Dir = p.root
@@ -520,7 +541,7 @@ func TestChartLintOP11(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, vals := range valueSets() {
+	for name, vals := range valueSets(t) {
 		t.Run(name, func(t *testing.T) {
 			res := lint.RunAll(chartDir, vals, namespace, lint.WithKubeVersion(kv))
 			for _, m := range res.Messages {

@@ -14,7 +14,7 @@ import (
 // over the config file.
 func TestContainerfileMatchesChartOP11(t *testing.T) {
 	img := readContainerfile(t)
-	for name, vals := range valueSets() {
+	for name, vals := range valueSets(t) {
 		t.Run(name, func(t *testing.T) {
 			r := mustRender(t, vals)
 			c := r.container(t)

@@ -15,6 +15,10 @@ var testSecrets = map[string]string{
 	"toolgate-admin/alice":            "helm-test-admin-alice-7c3e9b1a",
 	"toolgate-admin/bob":              "helm-test-admin-bob-2d8f4a6c0e",
 	"notes-upstream/token":            "helm-test-upstream-token-4e7a",
+	// The Secret docs/operations.md creates.
+	"toolgate/dsn":            "", // not connected to: check --offline
+	"toolgate/confirm-secret": "helm-test-doc-confirm-secret-fedcba9876543210",
+	"toolgate/ci-key":         "helm-test-doc-ci-key-1b3d5f7a9c",
 }
 
 // baseValues is the least an install needs: the store and confirm secret
@@ -57,7 +61,7 @@ func allOnValues() map[string]any {
 	v["imagePullSecrets"] = []any{map[string]any{"name": "regcred"}}
 	v["priorityClassName"] = "high"
 	cfg := v["config"].(map[string]any)
-	cfg["gateway"] = map[string]any{"review": map[string]any{"mode": "warn"}, "publicUrl": "https://mcp.example.com", "confirm": map[string]any{"ttl": "10m"}}
+	cfg["gateway"] = map[string]any{"review": map[string]any{"mode": "warn"}, "maxRequestBytes": 8388608, "sessionIdleTimeout": "45m", "publicUrl": "https://mcp.example.com", "confirm": map[string]any{"ttl": "10m"}}
 	eps := cfg["endpoints"].([]any)
 	eps = append(eps, map[string]any{
 		"path": "/bots",
