@@ -71,12 +71,14 @@ type Entry struct {
 
 // Proxy is an http.Handler; safe for concurrent use.
 type Proxy struct {
-	pool   atomic.Pointer[pool]
-	poolMu sync.Mutex // serialises Add and Remove
 	rp     *httputil.ReverseProxy
 	tr     *http.Transport
 	record bool
 	next   atomic.Uint64
+
+	// pool is read without a lock; poolMu serialises Add and Remove.
+	poolMu sync.Mutex
+	pool   atomic.Pointer[pool]
 
 	mu      sync.Mutex
 	log     []Entry
@@ -168,8 +170,9 @@ func (p *Proxy) Add(base string) (int, error) {
 	return len(old.all), nil
 }
 
-// Remove takes backend i out of the set: once it returns, no new request
-// is sent there (nor failed over to it); requests already sent carry on.
+// Remove takes backend i out of the set: a request that comes after it
+// returns is never sent there, not even failing over; requests that came
+// before carry on where they are.
 func (p *Proxy) Remove(i int) {
 	p.poolMu.Lock()
 	defer p.poolMu.Unlock()
