@@ -498,10 +498,13 @@ func (p *runningPod) terminate(t *testing.T, limit time.Duration) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	kill := time.NewTimer(limit)
 	defer kill.Stop()
 	select {
 	case <-p.exited:
+		// A figure for the record, not a bound the test holds it to.
+		t.Logf("pod %d stopped %v after SIGTERM (allowed: %v)", p.index, time.Since(start).Round(time.Millisecond), limit)
 	case <-kill.C:
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.exited
