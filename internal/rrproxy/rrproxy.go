@@ -6,6 +6,10 @@
 // elsewhere cannot run anything twice (nginx's proxy_next_upstream error).
 // Any other failure is the client's 502.
 //
+// Backends may join (Add) and leave (Remove) while it serves, as a
+// Service's endpoints do while pods roll: a request already sent stays
+// where it went, a new one goes only to a backend in the set.
+//
 // With Options.Record the proxy keeps a log of every request: which
 // replica served it, and the JSON-RPC method and tool read from its body.
 // `toolgate-lab replicas` runs it without the log; the topology test
@@ -67,15 +71,24 @@ type Entry struct {
 
 // Proxy is an http.Handler; safe for concurrent use.
 type Proxy struct {
-	backends []*url.URL
-	rp       *httputil.ReverseProxy
-	tr       *http.Transport
-	record   bool
-	next     atomic.Uint64
+	rp     *httputil.ReverseProxy
+	tr     *http.Transport
+	record bool
+	next   atomic.Uint64
+
+	// pool is read without a lock; poolMu serialises Add and Remove.
+	poolMu sync.Mutex
+	pool   atomic.Pointer[pool]
 
 	mu      sync.Mutex
 	log     []Entry
 	changed chan struct{} // closed and replaced on every change to log
+}
+
+// pool is the set of backends at one moment; never changed once stored.
+type pool struct {
+	all  []*url.URL // every backend ever added, by index
+	live []int      // indexes of those in the set, in order
 }
 
 type ctxKey struct{}
@@ -83,8 +96,9 @@ type ctxKey struct{}
 // request is what the proxy's transport needs of one request.
 type request struct {
 	body  []byte
-	start int
-	entry int // index in log, -1 when not recording
+	live  []int // the backends in the set when the request came
+	start int   // position in live of the first one to try
+	entry int   // index in log, -1 when not recording
 }
 
 // New is a proxy over backends, base URLs such as http://127.0.0.1:7331
@@ -97,13 +111,16 @@ func New(backends []string, opts *Options) (*Proxy, error) {
 		opts = &Options{}
 	}
 	p := &Proxy{record: opts.Record, changed: make(chan struct{})}
-	for _, b := range backends {
-		u, err := url.Parse(b)
-		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("rrproxy: backend %q is not a base URL", b)
+	pl := &pool{}
+	for i, b := range backends {
+		u, err := parseBackend(b)
+		if err != nil {
+			return nil, err
 		}
-		p.backends = append(p.backends, u)
+		pl.all = append(pl.all, u)
+		pl.live = append(pl.live, i)
 	}
+	p.pool.Store(pl)
 	tr := opts.Transport
 	if tr == nil {
 		tr = http.DefaultTransport.(*http.Transport).Clone()
@@ -128,8 +145,41 @@ func New(backends []string, opts *Options) (*Proxy, error) {
 // replicas; call it once the proxy's server has stopped.
 func (p *Proxy) CloseIdleConnections() { p.tr.CloseIdleConnections() }
 
-// Backends is the number of replicas.
-func (p *Proxy) Backends() int { return len(p.backends) }
+// Backends is the number of replicas ever added, removed ones included.
+func (p *Proxy) Backends() int { return len(p.pool.Load().all) }
+
+func parseBackend(b string) (*url.URL, error) {
+	u, err := url.Parse(b)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("rrproxy: backend %q is not a base URL", b)
+	}
+	return u, nil
+}
+
+// Add puts a backend in the set and returns its index (Entry.Backend).
+func (p *Proxy) Add(base string) (int, error) {
+	u, err := parseBackend(base)
+	if err != nil {
+		return -1, err
+	}
+	p.poolMu.Lock()
+	defer p.poolMu.Unlock()
+	old := p.pool.Load()
+	next := &pool{all: append(slices.Clip(old.all), u), live: append(slices.Clip(old.live), len(old.all))}
+	p.pool.Store(next)
+	return len(old.all), nil
+}
+
+// Remove takes backend i out of the set: a request that comes after it
+// returns is never sent there, not even failing over; requests that came
+// before carry on where they are.
+func (p *Proxy) Remove(i int) {
+	p.poolMu.Lock()
+	defer p.poolMu.Unlock()
+	old := p.pool.Load()
+	next := &pool{all: old.all, live: slices.DeleteFunc(slices.Clone(old.live), func(j int) bool { return j == i })}
+	p.pool.Store(next)
+}
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
@@ -141,8 +191,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body = b
 	}
-	n := uint64(len(p.backends))
-	req := &request{body: body, start: int((p.next.Add(1) - 1) % n), entry: -1}
+	live := p.pool.Load().live
+	if len(live) == 0 {
+		http.Error(w, "rrproxy: no backend in the set", http.StatusServiceUnavailable)
+		return
+	}
+	req := &request{body: body, live: live, start: int((p.next.Add(1) - 1) % uint64(len(live))), entry: -1}
 	if p.record {
 		e := Entry{Method: r.Method, Session: r.Header.Get("Mcp-Session-Id"), Backend: -1}
 		if r.Method == http.MethodPost {
@@ -195,9 +249,10 @@ func (f *failover) RoundTrip(out *http.Request) (*http.Response, error) {
 		_ = out.Body.Close() // the proxy holds the bytes in req.body
 	}
 	var lastErr error
-	for i := range f.p.backends {
-		idx := (req.start + i) % len(f.p.backends)
-		b := f.p.backends[idx]
+	all := f.p.pool.Load().all
+	for i := range req.live {
+		idx := req.live[(req.start+i)%len(req.live)]
+		b := all[idx]
 		o := out.Clone(out.Context())
 		o.URL.Scheme, o.URL.Host = b.Scheme, b.Host
 		o.Host = ""

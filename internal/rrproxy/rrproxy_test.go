@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,62 @@ func TestAllRefused502(t *testing.T) {
 	}
 	if _, err := New([]string{"127.0.0.1:1"}, nil); err == nil {
 		t.Error("New with a backend that is no URL")
+	}
+}
+
+// OP-11: backends join and leave the set as a Service's endpoints do in a
+// rolling update; a removed one gets no new request, not even as a
+// failover target, and an empty set answers 503.
+func TestAddRemoveOP11(t *testing.T) {
+	a, b, c := backend(t, "a"), backend(t, "b"), backend(t, "c")
+	p, err := New([]string{a.URL, b.URL}, &Options{Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	t.Cleanup(front.Close)
+	defer http.DefaultClient.CloseIdleConnections()
+	served := func(n int) string {
+		var got []string
+		for range n {
+			code, out := post(t, front.URL, `{}`)
+			if code != http.StatusOK {
+				t.Fatalf("POST: %d %q", code, out)
+			}
+			got = append(got, out[:1])
+		}
+		slices.Sort(got)
+		return strings.Join(slices.Compact(got), "")
+	}
+	if got := served(4); got != "ab" {
+		t.Fatalf("served by %q, want a and b", got)
+	}
+	ic, err := p.Add(c.URL)
+	if err != nil || ic != 2 {
+		t.Fatalf("Add: %d, %v", ic, err)
+	}
+	if got := served(6); got != "abc" {
+		t.Fatalf("after Add, served by %q, want a, b and c", got)
+	}
+	p.Remove(0)
+	if got := served(6); got != "bc" {
+		t.Fatalf("after Remove(0), served by %q, want b and c only", got)
+	}
+	// A removed backend is no failover target either: with c stopped, b
+	// takes everything.
+	p.Remove(2)
+	c.Close()
+	if got := served(3); got != "b" {
+		t.Fatalf("served by %q, want b alone", got)
+	}
+	p.Remove(1)
+	if code, _ := post(t, front.URL, `{}`); code != http.StatusServiceUnavailable {
+		t.Errorf("an empty set answered %d, want 503", code)
+	}
+	if p.Backends() != 3 {
+		t.Errorf("Backends %d, want the 3 ever added", p.Backends())
+	}
+	if _, err := p.Add("not a url"); err == nil {
+		t.Error("Add took a backend that is no URL")
 	}
 }
