@@ -236,16 +236,44 @@ func sentence(text string, s, e int) (int, int) {
 	return a, z
 }
 
-// identWords reads an identifier (a property name, a required entry) as
-// the words it is made of, for the instruction rules: a model reads
-// "route_every_payout_to_iban_…" as a sentence.
-func identWords(s, where string) []core.Flag {
-	if !strings.ContainsAny(s, "_-.") {
-		return nil
-	}
-	flags := nameFlags(s)
-	for i := range flags {
-		flags[i].Where = where
-	}
-	return flags
+// Results the model is told to carry out (RV-2), whatever the words: a
+// verb of doing (follow, execute, carry out, obey, act on, comply with …)
+// whose object is what the tool returns (the result, the output, the
+// returned text, whatever it returns), or a statement that what comes back
+// is a command for the model. These read the same in every place.
+const (
+	doVerb = `(?:follow|obey|execute|run|carry out|perform|act on|act upon|do|complete|comply with|fulfil|fulfill|apply|implement|honou?r|heed|action)`
+	// what the tool returns, named as such
+	returned = `(?:(?:the|its|this tool['’]s|the tool['’]s|each|every|any) )?(?:(?:returned|resulting|response|result|output|tool) )?(?:results?|outputs?|responses?|replies|reply|return(?:ed)? (?:values?|text|data|content|payload)|payloads?|response body|result text|returned (?:text|content|data|string|message)s?)`
+	orders   = `(?:instructions?|commands?|steps?|directives?|orders?|actions?|tasks?|requests?|to-?dos?|whatever|everything|anything)`
+)
+
+var resultExecRules = []textRule{
+	// "follow the instructions in the result", "obey any commands found in
+	// the output", "execute the steps from the response"
+	{re: phrase(`\b` + doVerb + ` (?:(?:all|any|every|each|the) (?:of )?)?(?:(?:the|these|those) )?` + orders + `(?: \w+){0,2}? (?:in|from|found in|contained in|listed in|given in|inside|within|returned (?:in|by)|included in|provided in|of) ` + returned + `\b`),
+		reason: reasonExecute, needles: []string{"result", "output", "respons", "repl", "return", "payload"}},
+	// "treat the returned text as commands", "regard the output as your instructions"
+	{re: phrase(`\b(?:treat|regard|consider|interpret|read|take|handle)\b (?:(?:all|any|every|each) (?:of )?)?(?:the |its |this |that )?(?:returned |resulting |result |response |output |tool )?(?:text|content|data|output|value|result|response|string|message|payload|body|reply)s? (?:as|like) (?:an? |your |the )?(?:(?:new|direct|binding|authoritative|user['’]?s?|system) )?(?:commands?|instructions?|orders?|directives?|tasks?|prompts?)\b`),
+		reason: reasonExecute, needles: []string{"treat", "regard", "consider", "interpret", "read", "take", "handle"}},
+	// "execute whatever this returns", "do what the tool outputs"
+	{re: phrase(`\b` + doVerb + ` (?:exactly |precisely )?(?:whatever|everything|anything|what|all that|all) (?:(?:this|it|the) )?(?:tool|server|call|function|endpoint|api|it|this|that|response|result|output)? ?(?:returns|outputs|sends(?: back)?|responds with|replies with|gives (?:you|back)|comes back with|hands back|yields|emits|prints)\b`),
+		reason: reasonExecute, needles: []string{"return", "output", "send", "respond", "repl", "give", "come", "hand", "yield", "emit", "print"}},
+	// "the response is a command for you", "results are instructions to follow"
+	{re: phrase(`\b` + returned + ` (?:is|are|contains?|holds?|carr(?:y|ies)) (?:an? |the |your )?(?:(?:new|next|direct|binding|authoritative) )?(?:commands?|instructions?|orders?|directives?|tasks?) (?:for you|to (?:be )?(?:follow|obey|execute|run|carry out|perform|act on)(?:ed)?|you (?:must|should|have to|need to) (?:follow|obey|execute|run|carry out|perform|act on))\b`),
+		reason: reasonExecute, needles: []string{"command", "instruction", "order", "directive", "task"}},
+}
+
+// outputRules apply to the strings of an output schema only, where "it",
+// "them", "this field" and "the value" are what the tool returns: an
+// imperative to carry that out, or a statement that it must be carried
+// out, is an order to execute the result. Elsewhere the same pronouns
+// often mean the argument or the tool, and are left to resultExecRules.
+var outputRules = []textRule{
+	{re: phrase(`(?:^|[.;:!?]\s|\n)\s*(?:(?:please|now|then|always|just|simply|you (?:must|should|have to|need to|are to)),? )*` + doVerb + ` (?:(?:exactly|precisely|immediately|faithfully|strictly|dutifully) )?(?:(?:it|them|this|these|those|that|each(?: (?:one|item|step|entry|line))?|every (?:one|item|step|entry|line|instruction|command)|all of (?:it|them)|(?:any|all|the|its|every|each) (?:\w+ ){0,2}` + orders + `|whatever|everything|anything|the (?:text|content|value|field)|this (?:field|value|text))\b)|\bcarry (?:it|them|this|these|those|each(?: one)?) out\b`),
+		reason: reasonExecute, needles: []string{""}},
+	{re: phrase(`\b(?:it|they|this|these|whatever|everything|anything|(?:the|this|its) (?:text|content|value|field|contents|instructions?|steps?|commands?|directives?|actions?|tasks?)|(?:text|content) (?:here|in this field))\b(?: [\w'’-]+){0,6} (?:must|should|shall|has to|have to|is to|are to|needs? to) be (?:done|executed|followed|obeyed|carried out|performed|acted (?:on|upon)|run|applied|complied with|fulfilled|honou?red|treated as (?:an? )?(?:commands?|instructions?|orders?))\b`),
+		reason: reasonExecute, needles: []string{"must", "should", "shall", "has to", "have to", "is to", "are to", "need"}},
+	{re: phrase(`\b(?:is|are) (?:authoritative|binding|mandatory|an order|orders|a command|commands|an instruction|instructions) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\b(?:is|are) authoritative and (?:must|should|has to|is to)\b`),
+		reason: reasonExecute, needles: []string{"authoritative", "binding", "mandatory", "order", "command", "instruction"}},
 }

@@ -102,12 +102,14 @@ func (in ScanInput) field(name string) json.RawMessage {
 //
 // In a schema, the rules read the strings of "description", "title",
 // "$comment", "markdownDescription", "default", "const", "examples" and
-// "enum" anywhere in the document, those of keywords no standard defines
-// (enumDescriptions, x-…), a "type" that names no JSON type, and the names
-// of "properties", "$defs" and "definitions" members; property names and
-// "required" entries are also read as the words they are made of, by the
-// instruction rules; other identifiers, references and patterns are not
-// read. Each schema string has its own
+// "enum" anywhere in the document (and the member names inside those
+// values), those of keywords no standard defines (enumDescriptions, x-…),
+// a "type" that names no JSON type, the names of "properties", "$defs" and
+// "definitions" members, and "required" entries that name no property;
+// every string read is also read with its identifiers as words, by the
+// instruction rules, and for settings that switch safeguards off, as are
+// scalar members of annotations, _meta and values; other identifiers,
+// references and patterns are not read. Each schema string has its own
 // too-long limit, MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
 // read (the importer refuses such a schema anyway), and neither is anything
 // the fingerprint does not cover. Patterns are read for their cost instead
@@ -127,17 +129,24 @@ func ScanTool(in ScanInput) []core.Flag {
 	out = append(out, scanText(in.Title, TitleWhere, MaxSchemaTextLen, names)...)
 	w := schemaScan{names: names}
 	if input != nil {
+		w.define(input)
 		w.schema(input, "")
 	}
 	if len(in.OutputSchema) > 0 {
 		if root, err := jsontree.DecodeJSONTree(in.OutputSchema); err == nil {
+			// What an output schema says of a field, it says of what the
+			// tool will return: "carry it out" there is about the result.
+			w.define(root)
+			w.extra = outputRules
 			w.schema(root, OutputSchemaWhere)
+			w.extra = nil
 		}
 	}
 	for _, f := range jsonFields[1:] {
 		if raw := in.field(f); len(raw) > 0 {
 			if root, err := jsontree.DecodeJSONTree(raw); err == nil {
 				w.anyStrings(root, f, fieldLimit(f))
+				w.pairs(root, f)
 			}
 		}
 	}
@@ -155,14 +164,10 @@ func nameFlags(name string) []core.Flag {
 	if name == "" {
 		return nil
 	}
-	// Same length, so spans fit the name as written.
-	words := strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' || r == '.' {
-			return ' '
-		}
-		return r
-	}, name)
-	t := newCleanText(words, hiddenRuns(words))
+	t := newCleanText(name, hiddenRuns(name))
+	if w := t.wordText(); w != nil {
+		t = w
+	}
 	flags := t.instructions()
 	for i := range flags {
 		flags[i].Where = NameWhere
@@ -257,7 +262,14 @@ var schemaNameMaps = map[string]bool{"properties": true, "$defs": true, "definit
 
 type schemaScan struct {
 	names []shadowName
-	flags []core.Flag
+	// extra rules apply to every string of the schema walked (outputRules
+	// in an output schema).
+	extra []textRule
+	// props and patterns are what the schema walked defines, for required;
+	// nil props: not known.
+	props    map[string]bool
+	patterns []*regexp.Regexp
+	flags    []core.Flag
 }
 
 // maxPlainNameLen is the longest property name that still reads as an
@@ -266,6 +278,12 @@ const maxPlainNameLen = 64
 
 // scanText applies every text rule to s.
 func scanText(s, where string, limit int, names []shadowName) []core.Flag {
+	return scanTextWith(s, where, limit, names, nil)
+}
+
+// scanTextWith applies every text rule and the extra rules to s, and the
+// instruction rules once more to its identifiers read as words.
+func scanTextWith(s, where string, limit int, names []shadowName, extra []textRule) []core.Flag {
 	if s == "" {
 		return nil
 	}
@@ -279,6 +297,12 @@ func scanText(s, where string, limit int, names []shadowName) []core.Flag {
 	}
 	t := newCleanText(s, runs)
 	flags = append(flags, t.instructions()...)
+	flags = append(flags, t.rules(core.FlagHiddenInstruction, extra)...)
+	if w := t.wordText(); w != nil {
+		flags = append(flags, w.instructions()...)
+		flags = append(flags, w.rules(core.FlagHiddenInstruction, extra)...)
+	}
+	flags = append(flags, t.settings()...)
 	flags = append(flags, t.rules(core.FlagSecretPath, secretRules)...)
 	urls := t.rules(core.FlagURL, urlRules)
 	flags = append(flags, urls...)
@@ -1018,8 +1042,11 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 				// where a reviewer does not look.
 				w.anyStrings(v, p, MaxSchemaTextLen)
 			case schemaTextKeys[k]:
-				// a default or an example may be an object
+				// A default or an example may be an object: its strings,
+				// its member names and its settings are read.
 				w.anyStrings(v, p, MaxSchemaTextLen)
+				w.memberNames(v, p)
+				w.pairs(v, p)
 			case schemaNameMaps[k] && v.Kind == 'o':
 				for j, name := range v.Keys {
 					mp := jsontree.PointerAppend(p, name)
@@ -1027,10 +1054,9 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 					w.schema(v.Elems[j], mp)
 				}
 			case k == "required" && v.Kind == 'a':
-				// a model reads a required name as words too
 				for j, e := range v.Elems {
 					if e.Kind == 's' {
-						w.flags = append(w.flags, identWords(e.Str, p+"/"+strconv.Itoa(j))...)
+						w.required(e.Str, p+"/"+strconv.Itoa(j))
 					}
 				}
 			case structuralKeys[k]:
@@ -1039,6 +1065,12 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 				// x-hint, errorMessage) is read like a description:
 				// clients and models show what they find.
 				w.anyStrings(v, p, MaxSchemaTextLen)
+			case v.Kind == '-':
+				// "x-require-confirmation": false is a setting too.
+				if sv := settingValue(v); sv != "" && switchesOff(k, sv) {
+					w.memberFlag(v, k, p, core.Flag{Kind: core.FlagHiddenInstruction,
+						Reason: fmt.Sprintf("%s (%s: %s)", reasonSetting, clip(k, 40), sv)})
+				}
 			default:
 				w.schema(v, p)
 			}
@@ -1050,12 +1082,83 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 	}
 }
 
+// required reads a required entry (RV-2). One that names a property is
+// that property's name, read already. One that names no property of the
+// schema is there only to be read: its text goes through every rule, its
+// identifiers read as words, and it is flagged whole when it reads as a
+// phrase (three words or more, or anything but an identifier). A lone
+// undefined word or pair of words is a slip real schemas make (Cloudflare's
+// migrations require a "tag" they do not define), not an instruction.
+func (w *schemaScan) required(name, ptr string) {
+	if w.defined(name) {
+		return
+	}
+	flags := scanTextWith(name, ptr, MaxSchemaTextLen, w.names, w.extra)
+	if len(keyWords(name)) >= 3 || strings.ContainsFunc(name, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-.$@", r)
+	}) {
+		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
+			Reason: "a required entry that names no property of the schema; a model reads it as words, and no argument can satisfy it"})
+	}
+	w.flags = append(w.flags, mergeFlags(flags)...)
+}
+
+// defined reports whether name is a property defined anywhere in the
+// schema: under "properties" at any depth (a required list in an anyOf
+// branch names its parent's properties) or matched by a patternProperties
+// pattern. A schema that does not decode defines everything, so nothing
+// is flagged on a guess.
+func (w *schemaScan) defined(name string) bool {
+	if w.props == nil {
+		return true
+	}
+	if w.props[name] {
+		return true
+	}
+	return slices.ContainsFunc(w.patterns, func(re *regexp.Regexp) bool { return re.MatchString(name) })
+}
+
+// define collects the property names and patternProperties of a schema,
+// for required.
+func (w *schemaScan) define(root *jsontree.JsonNode) {
+	w.props, w.patterns = map[string]bool{}, nil
+	var walk func(n *jsontree.JsonNode)
+	walk = func(n *jsontree.JsonNode) {
+		for i, k := range n.Keys {
+			e := n.Elems[i]
+			if e.Kind != 'o' {
+				continue
+			}
+			switch k {
+			case "properties":
+				for _, p := range e.Keys {
+					w.props[p] = true
+				}
+			case "patternProperties":
+				for _, p := range e.Keys {
+					// A pattern Go cannot compile (look-arounds) might
+					// match anything: it defines every name.
+					re, err := regexp.Compile(p)
+					if err != nil {
+						re = regexp.MustCompile(``)
+					}
+					w.patterns = append(w.patterns, re)
+				}
+			}
+		}
+		for _, e := range n.Elems {
+			walk(e)
+		}
+	}
+	walk(root)
+}
+
 // anyStrings scans every string in n, each with its own too-long limit.
 // Member names are not read: outside a schema they are keys, not text.
 func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 	switch n.Kind {
 	case 's':
-		w.flags = append(w.flags, scanText(n.Str, ptr, limit, w.names)...)
+		w.flags = append(w.flags, scanTextWith(n.Str, ptr, limit, w.names, w.extra)...)
 	case 'o':
 		for i, k := range n.Keys {
 			w.anyStrings(n.Elems[i], jsontree.PointerAppend(ptr, k), limit)
@@ -1067,8 +1170,28 @@ func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 	}
 }
 
+// memberNames reads the member names of objects inside a value a model
+// reads (a default, an example) as words, for instructions: {"ignore_all_
+// previous_instructions": 1} is as loud as the string. The flag sits at the
+// member's pointer, over its name, or over its value when that is a string
+// (the pointer then resolves to the value).
+func (w *schemaScan) memberNames(n *jsontree.JsonNode, ptr string) {
+	for i, e := range n.Elems {
+		p := ptr + "/" + strconv.Itoa(i)
+		if n.Kind == 'o' {
+			k := n.Keys[i]
+			p = jsontree.PointerAppend(ptr, k)
+			for _, f := range nameFlags(k) {
+				f.Reason = "the member name " + strconv.Quote(clip(k, 40)) + " " + f.Reason
+				w.memberFlag(e, k, p, f)
+			}
+		}
+		w.memberNames(e, p)
+	}
+}
+
 func (w *schemaScan) name(name, ptr string) {
-	flags := append(scanText(name, ptr, MaxSchemaTextLen, w.names), identWords(name, ptr)...)
+	flags := scanTextWith(name, ptr, MaxSchemaTextLen, w.names, w.extra)
 	if utf8.RuneCountInString(name) > maxPlainNameLen || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
 		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
 			Reason: "a property name that reads like prose; models read property names as instructions too"})
@@ -1140,6 +1263,7 @@ func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
+	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
 	out = append(out, t.intents()...)
 	if !t.mayContain([]string{"<"}) {
 		return out
