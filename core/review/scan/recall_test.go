@@ -92,6 +92,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"training.json", 40, 0.95},
 		{"heldout.json", 40, 0.90},
 		{"fresh.json", 40, 0},
+		{"fresh2.json", 40, 0},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
