@@ -23,11 +23,11 @@ var concealRules = []intentRule{
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,
-		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas besoin de (?:le )?savoir\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach|\ben secret\b|\bs['’]en aper\w+`,
+		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas besoin de (?:le )?savoir\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach|\ben secret\b|\bs['’]en aper\w+|\bne (?:rien |pas |jamais )(?:l(?:e|ui|eur) )?(?:informer|prévenir|avertir|dire|mentionner|signaler|montrer|révéler|notifier)\b`,
 		"utilisat", "client"),
 	// German
 	conceal(`\b(?:Benutzer|Nutzer|Anwender|Kunde)\w*`,
-		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
+		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bnichts (?:davon |darüber |dazu )?(?:sagen|erzählen|mitteilen|erwähnen|verraten|zeigen)\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
 		"benutzer", "nutzer", "anwender", "kunde"),
 	{re: ire(`\bbehalte? (?:das|es|dies) für dich\b`), reason: reasonConceal, needles: []string{"für dich"}},
 	// Italian

@@ -249,6 +249,9 @@ const (
 )
 
 var resultExecRules = []textRule{
+	// "complete each item on it without checking back with the user"
+	{re: phrase(`\b` + doVerb + ` (?:each|every|all)(?: of the)? (?:items?|steps?|tasks?|entr(?:y|ies)|instructions?|commands?|actions?|to-?dos?|ones?)\b(?: [\w'’-]+){0,4}? without (?:asking|checking|confirm\w*|consulting|review\w*|question\w*|hesitat\w*|telling|waiting)\b`),
+		reason: reasonExecute, needles: []string{"without"}},
 	// "follow the instructions in the result", "obey any commands found in
 	// the output", "execute the steps from the response"
 	{re: phrase(`\b` + doVerb + ` (?:(?:all|any|every|each|the) (?:of )?)?(?:(?:the|these|those) )?` + orders + `(?: \w+){0,2}? (?:in|from|found in|contained in|listed in|given in|inside|within|returned (?:in|by)|included in|provided in|of) ` + returned + `\b`),

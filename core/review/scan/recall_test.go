@@ -82,7 +82,11 @@ func measureRecall(t *testing.T, name string) (caught, total int) {
 // TestRV2ScanRecall measures recall on poisoned tools that carry none of
 // the usual trigger words. The held-out set was written before the rules
 // were tuned and never tuned on: its floor is what was measured, not a
-// target, and it is expected to stay below the training set's.
+// target, and it is expected to stay below the training set's. fresh.json
+// was written before the rules that read identifiers in values, required
+// entries, output schemas and settings, and was tuned on afterwards;
+// fresh2.json was written before that tuning and is only measured, its
+// floor again what was measured.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
 		file  string
@@ -91,8 +95,8 @@ func TestRV2ScanRecall(t *testing.T) {
 	}{
 		{"training.json", 40, 0.95},
 		{"heldout.json", 40, 0.90},
-		{"fresh.json", 40, 0},
-		{"fresh2.json", 40, 0},
+		{"fresh.json", 40, 0.95},
+		{"fresh2.json", 40, 0.69},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
