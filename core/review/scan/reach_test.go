@@ -201,3 +201,27 @@ func TestRV2ScanRequiredNamingNoProperty(t *testing.T) {
 		logFlags(t, flags, in.Text)
 	}
 }
+
+// RV-2: an identifier inside prose is read as words too, and the flag's
+// span is the identifier as written; prose without identifiers gives no
+// word text, and honest identifiers ("e.g.", "utf-8", "readOnlyHint")
+// read as nothing.
+func TestRV2ScanIdentifierSpans(t *testing.T) {
+	for _, id := range []string{"ignore_all_previous_instructions", "ignoreAllPreviousInstructions", "ignore-all-previous-instructions", "ignore.all.previous.instructions"} {
+		s := "Set the mode to `" + id + "` for speed."
+		in := ScanInput{Name: "t", Description: s}
+		flags := ScanTool(in)
+		checkFlags(t, in, flags)
+		want := []span{at(t, core.FlagHiddenInstruction, DescriptionWhere, s, id)}
+		if got := spans(flags); !slices.Equal(got, want) {
+			t.Errorf("%s: spans %+v, want %+v", id, got, want)
+		}
+	}
+	if w := newCleanText("Returns the rows of a table.", nil).wordText(); w != nil {
+		t.Errorf("prose read as identifiers: %q", w.text)
+	}
+	w := newCleanText("Use readOnlyHint, e.g. utf-8 or HTTPServer_v2.", nil).wordText()
+	if w == nil || w.text != "read Only Hint,\ne g.\nutf 8\nHTTP Server v2." {
+		t.Errorf("word text = %q", w.text)
+	}
+}

@@ -34,7 +34,8 @@ import (
 // prose ("Review: none of these apply") is not read as a setting.
 var settingPair = regexp.MustCompile(`(?i)(?:^|[\s{,\[("'\x60])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)]|#))`)
 
-// settingNeedles: a pair can only be found in text that holds ':' or '='.
+// settingNeedles: a pair can only be found in text that holds ':' or '=',
+// and only flagged when its key holds one of settingKeyNeedles.
 var settingNeedles = []string{":", "="}
 
 var (
@@ -51,6 +52,10 @@ var (
 	// aloneWords mean "out of the user's sight" on their own.
 	aloneWords = []string{"silent", "silently", "stealth", "stealthy", "yolo", "unrestricted", "unsupervised", "unattended"}
 )
+
+// settingKeyNeedles are the words a key that switchesOff must hold one of.
+var settingKeyNeedles = slices.Concat(guardWords, askWords, aloneWords,
+	[]string{"hide", "hidden", "conceal", "user", "human", "operator", "person", "people", "loop"})
 
 func hasWord(words, vocab []string, prefix bool) bool {
 	return slices.ContainsFunc(words, func(w string) bool {
@@ -116,7 +121,7 @@ const reasonSetting = "a setting that switches off the user's confirmation, revi
 // settings flags the configuration pairs in the text that switch a
 // safeguard off.
 func (t *cleanText) settings() []core.Flag {
-	if !t.mayContain(settingNeedles) {
+	if !t.mayContain(settingNeedles) || !t.mayContain(settingKeyNeedles) {
 		return nil
 	}
 	var out []core.Flag

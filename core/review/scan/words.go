@@ -15,51 +15,102 @@ import (
 // "--flag" and a dash between words stay as written); a space is inserted
 // where a lower-case letter or a digit meets an upper-case one, and before
 // the last capital of a run followed by a lower-case letter ("HTTPServer").
-// It returns nil when there is no identifier to read, so prose is read once.
-// Offsets of the result map to the original through pos, like t's.
+//
+// The result holds the identifiers only, one a line: the prose around them
+// is read already, as written, and reading it twice would double the
+// scanner's work on every description that names an argument. It returns
+// nil when there is no identifier to read. Offsets of the result map to
+// the original through pos, like t's.
 func (t *cleanText) wordText() *cleanText {
 	s := t.text
 	if !strings.ContainsAny(s, "_-.") && !hasCamel(s) {
 		return nil
 	}
-	w := &cleanText{pos: make([]int, 0, len(s)+8)}
+	w := &cleanText{pos: make([]int, 0, 64)}
 	var b strings.Builder
-	b.Grow(len(s) + 8)
-	changed := false
-	var prev rune = -1
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		next, _ := utf8.DecodeRuneInString(s[i+size:])
-		if i+size >= len(s) {
-			next = -1
+		if unicode.IsSpace(r) {
+			i += size
+			continue
 		}
-		switch {
-		case r == '_':
-			r, changed = ' ', true
-		case (r == '-' || r == '.') && isWordRune(prev) && isWordRune(next) && !(r == '.' && (unicode.IsDigit(prev) || unicode.IsDigit(next))):
-			r, changed = ' ', true
-		case unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev) ||
-			unicode.IsUpper(prev) && unicode.IsLower(next)):
-			// a boundary inside a camelCase word: a space of its own,
-			// mapped to the capital it stands before
-			b.WriteByte(' ')
-			w.pos = append(w.pos, t.pos[i])
-			changed = true
+		j := i
+		for j < len(s) {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if unicode.IsSpace(r) {
+				break
+			}
+			j += size
 		}
-		n := b.Len()
-		b.WriteRune(r)
-		for k := n; k < b.Len(); k++ {
-			w.pos = append(w.pos, t.pos[min(i+k-n, i+size-1)])
+		if isIdentifier(s[i:j]) {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+				w.pos = append(w.pos, t.pos[i])
+			}
+			t.splitWords(&b, w, i, j)
 		}
-		prev = r
-		i += size
+		i = j
 	}
-	if !changed {
+	if b.Len() == 0 {
 		return nil
 	}
 	w.text = b.String()
 	w.lower = asciiLower(w.text)
 	return w
+}
+
+// isIdentifier: tok joins words with _, -, . or a change of case.
+func isIdentifier(tok string) bool {
+	prev := rune(-1)
+	for i, r := range tok {
+		next, _ := utf8.DecodeRuneInString(tok[i+utf8.RuneLen(r):])
+		if i+utf8.RuneLen(r) >= len(tok) {
+			next = -1
+		}
+		switch {
+		case r == '_' && isWordRune(prev) && isWordRune(next):
+			return true
+		case r == '-' && isWordRune(prev) && isWordRune(next),
+			r == '.' && unicode.IsLetter(prev) && unicode.IsLetter(next):
+			return true
+		case unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev)):
+			return true
+		}
+		prev = r
+	}
+	return false
+}
+
+// splitWords writes t.text[i:j] to b as words, and its positions to w.pos.
+func (t *cleanText) splitWords(b *strings.Builder, w *cleanText, i, j int) {
+	s := t.text
+	prev := rune(-1)
+	for k := i; k < j; {
+		r, size := utf8.DecodeRuneInString(s[k:])
+		next := rune(-1)
+		if k+size < j {
+			next, _ = utf8.DecodeRuneInString(s[k+size:])
+		}
+		switch {
+		case r == '_':
+			r = ' '
+		case (r == '-' || r == '.') && isWordRune(prev) && isWordRune(next) && !(r == '.' && (unicode.IsDigit(prev) || unicode.IsDigit(next))):
+			r = ' '
+		case unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev) ||
+			unicode.IsUpper(prev) && unicode.IsLower(next)):
+			// a boundary inside a camelCase word: a space of its own,
+			// mapped to the capital it stands before
+			b.WriteByte(' ')
+			w.pos = append(w.pos, t.pos[k])
+		}
+		n := b.Len()
+		b.WriteRune(r)
+		for m := n; m < b.Len(); m++ {
+			w.pos = append(w.pos, t.pos[min(k+m-n, k+size-1)])
+		}
+		prev = r
+		k += size
+	}
 }
 
 func isWordRune(r rune) bool { return r >= 0 && (unicode.IsLetter(r) || unicode.IsDigit(r)) }
