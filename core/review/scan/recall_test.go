@@ -97,6 +97,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"heldout.json", 40, 0.90},
 		{"fresh.json", 40, 0.95},
 		{"fresh2.json", 40, 0.69},
+		{"fresh3.json", 40, 0},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
