@@ -15,11 +15,11 @@ var concealRules = []intentRule{
 		"user", "customer", "human", "operator", "client"),
 	// Portuguese
 	conceal(`\busu[aá]rios?\b|\butilizador(?:es)?\b|\bclientes?\b`,
-		`\bdiscretamente\b|\bn[aã]o precisa (?:ficar sabendo|saber (?:disso|nada|de nada|sobre isso))\b|\bficar sabendo\b|\bsem (?:que|o conhecimento|o (?:usu[aá]rio|utilizador|cliente) saber)\b|\bn[aã]o (?:informe|conte|diga|avise|mencione|mostre|saiba)\b|\bescond|\bsegredo\b|\boculte\b|\bem sil[eê]ncio\b`,
+		`\bdiscretamente\b|\bn[aã]o (?:informar|avisar|contar|dizer|mencionar|mostrar|notificar|revelar)\b|\bn[aã]o precisa (?:ficar sabendo|saber (?:disso|nada|de nada|sobre isso))\b|\bficar sabendo\b|\bsem (?:que|o conhecimento|o (?:usu[aá]rio|utilizador|cliente) saber)\b|\bn[aã]o (?:informe|conte|diga|avise|mencione|mostre|saiba)\b|\bescond|\bsegredo\b|\boculte\b|\bem sil[eê]ncio\b`,
 		"usuário", "usuario", "utilizador", "cliente"),
 	// Spanish
 	conceal(`\busuarios?\b|\bclientes?\b`,
-		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
+		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:avisar|informar|decir|mencionar|contar|notificar|revelar)(?:le|les)?\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,

@@ -85,8 +85,9 @@ func measureRecall(t *testing.T, name string) (caught, total int) {
 // target, and it is expected to stay below the training set's. fresh.json
 // was written before the rules that read identifiers in values, required
 // entries, output schemas and settings, and was tuned on afterwards;
-// fresh2.json was written before that tuning and is only measured, its
-// floor again what was measured.
+// fresh2.json was written before that tuning and tuned on after it;
+// fresh3.json was written before the tuning on fresh2.json and is only
+// measured, its floor again what was measured.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
 		file  string
@@ -96,8 +97,8 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"training.json", 40, 0.95},
 		{"heldout.json", 40, 0.90},
 		{"fresh.json", 40, 0.95},
-		{"fresh2.json", 40, 0.69},
-		{"fresh3.json", 40, 0},
+		{"fresh2.json", 40, 0.93},
+		{"fresh3.json", 40, 0.69},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {

@@ -127,6 +127,9 @@ func ScanTool(in ScanInput) []core.Flag {
 	out = append(out, nameFlags(cmp.Or(in.RemoteName, in.Name))...)
 	out = append(out, scanText(in.Description, DescriptionWhere, MaxDescriptionLen, names)...)
 	out = append(out, scanText(in.Title, TitleWhere, MaxSchemaTextLen, names)...)
+	if proseAddressed(in.Title) {
+		out = append(out, core.Flag{Kind: core.FlagSchemaText, Where: TitleWhere, Start: 0, End: len(in.Title), Reason: reasonProseTitle})
+	}
 	w := schemaScan{names: names}
 	if input != nil {
 		w.define(input)
@@ -147,6 +150,11 @@ func ScanTool(in ScanInput) []core.Flag {
 			if root, err := jsontree.DecodeJSONTree(raw); err == nil {
 				w.anyStrings(root, f, fieldLimit(f))
 				w.pairs(root, f)
+				if f == AnnotationsWhere {
+					if i := slices.Index(root.Keys, "title"); i >= 0 {
+						w.prose(root.Elems[i], f+"/title", reasonProseTitle)
+					}
+				}
 			}
 		}
 	}
@@ -446,7 +454,7 @@ var instructionRules = []textRule{
 	{re: phrase(`\b(?:ignore|disregard|forget|bypass) (?:(?:the|of|these|those|my|each|every) )*(?:all|previous|prior|above|earlier|preceding|former|system|original|other|safety|your)(?: (?:the|of|all|these|those|previous|prior|above|earlier|preceding|former|system|original|other|safety|your))* (?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)\b`), reason: reasonOverride, needles: []string{"ignore", "disregard", "forget", "bypass"}},
 	{re: phrase(`\bforget everything\b|\b(?:ignore|disregard) (?:everything|anything|all) (?:(?:you (?:were|have been|are) (?:told|given|instructed|asked))|(?:(?:said|written|stated|given) )?(?:above|before|earlier|previously|so far))\b`), reason: reasonOverride, needles: []string{"forget", "ignore", "disregard"}},
 	{re: phrase(`\b(?:previous|prior|earlier|original|all other|your) (?:instructions|guidance|rules|directives|guidelines|system prompt) (?:is|are) (?:now )?(?:void|invalid|obsolete|cancel(?:l)?ed|revoked|superseded|overridden|no longer valid|no longer apply|outdated)\b|\b(?:comply|obey) (?:only )?with (?:only )?(?:the )?(?:rules|instructions|directives) (?:in|of|written in) this (?:tool|description)\b|\bfollow (?:only )?the instructions (?:in|of) this (?:tool|description)\b|\b(?:follow|obey|heed) only this (?:tool|schema|description|field|server)\b|\b(?:ignore|disregard|forget|bypass|set aside|drop|abandon) (?:all |any )?(?:of )?(?:the |your )?(?:instructions|guidelines|guidance|rules|directives|prompts?) (?:you (?:were|have been|got) (?:given|told|provided)|(?:given|provided) to you|(?:set|laid) out (?:for you|earlier|before))\b|\bact as an? (?:unrestricted|unfiltered|jailbroken|uncensored|unaligned) (?:assistant|ai|model|llm|agent)\b`), reason: reasonOverride, needles: []string{"void", "invalid", "obsolete", "cancel", "revoked", "superseded", "overridden", "no longer", "outdated", "this tool", "this description", "act as", "only this", "given", "provided", "set out", "laid out"}},
-	{re: phrase(`\b(?:send|pass|include|forward|upload|post|copy|attach|leak|exfiltrate|collect|harvest|steal)\b (?:(?:the|all|your|their|any|every|of) )*(?:the user['’]?s['’]? |users['’] |(?:saved|stored|cached) )(?:saved |stored )?(?:passwords?|credentials|api keys?|access tokens?|auth(?:entication)? tokens?|session cookies|cookies|secrets|private keys?|credit card(?: number)?s?)\b|\b(?:any |all |the )?(?:passwords?|credentials|api keys?|tokens?|secrets?) (?:that )?the user (?:has )?(?:mentioned|shared|typed|pasted|revealed)\b|\b(?:when|whenever|if) the user (?:ever )?(?:shares|mentions|types|pastes|reveals|writes|says)\b[^.\n]{0,40}\b(?:passwords?|api keys?|tokens?|credentials|secrets?|credit cards?|card numbers?)\b[^.\n]{0,60}\b(?:store|save|put|pass|send|include|copy|record|log|forward|keep) (?:it|them)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"password", "credential", "key", "token", "cookie", "secret", "credit card", "card number"}},
+	{re: phrase(`\b(?:send|pass|include|forward|upload|post|copy|attach|leak|exfiltrate|collect|harvest|steal|paste|put|insert|enter|type|add|write|embed|store|save|record|log)\b (?:(?:the|all|your|their|any|every|of) )*(?:the user['’]?s['’]? |users['’] |(?:saved|stored|cached) )(?:saved |stored )?(?:passwords?|credentials|(?:api )?keys?|access tokens?|auth(?:entication)? tokens?|session cookies|cookies|secrets|private keys?|credit card(?: number)?s?)\b|\b(?:any |all |the )?(?:passwords?|credentials|api keys?|tokens?|secrets?) (?:that )?the user (?:has )?(?:mentioned|shared|typed|pasted|revealed)\b|\b(?:when|whenever|if) the user (?:ever )?(?:shares|mentions|types|pastes|reveals|writes|says)\b[^.\n]{0,40}\b(?:passwords?|api keys?|tokens?|credentials|secrets?|credit cards?|card numbers?)\b[^.\n]{0,60}\b(?:store|save|put|pass|send|include|copy|record|log|forward|keep) (?:it|them)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"password", "credential", "key", "token", "cookie", "secret", "credit card", "card number"}},
 	{re: phrase(`\b(?:new|updated|real|actual|true|hidden|secret) (?:system )?(?:instructions?|polic(?:y|ies)|rules)\s*:`), reason: reasonOverride, needles: []string{"instruction", "polic", "rules"}},
 	{re: phrase(`\[\s*(?:system|admin|administrator|developer|root|assistant)(?: (?:override|note|message|instructions?|prompt|update|notice|directive))?\s*\]|\b(?:system|admin|developer) override\b|\b(?:system|admin|developer|security) (?:notice|message|note|alert|instruction|update)s? (?:to|for) (?:the )?(?:model|assistant|ai|llm|agent)s?\b|\bnote (?:for|to) (?:the )?(?:ai|assistant|model|llm|agent)s?\s*:|\bif you are an? (?:ai|llm|language model|ai assistant|ai agent)\b`), reason: "poses as a message from the system or the operator", needles: []string{"system", "admin", "developer", "root", "assistant", "note", "if you are"}},
 	{re: phrase(`\bfrom now on,? (?:you|always|never|every|each|all|do|don['’]t|respond|answer|reply|use|call|include|end|start|begin|treat|act|behave|ignore|send|before|after|when|whenever)\b|\b(?:you (?:must|should|will|are to)|always|never)\b[^.\n]{0,60}\bfrom now on\b`), reason: "gives the model standing orders that outlast this tool", needles: []string{"from now on"}},
@@ -475,7 +483,8 @@ var instructionRules = []textRule{
 	{re: phrase(`"role"\s*:\s*"(?:system|assistant|developer)"|</\s*(?:description|tool_description|tool|tools|function|functions|tool_use|function_results?|tool_result)\s*>`), reason: "poses as a chat turn or closes the description early, to speak to the model as someone else", needles: []string{"role", "</"}},
 	{re: phrase(`\bthe user has (?:already )?(?:agreed|consented) to\b|\b(?:has|have) (?:already )?pre-?approved (?:every|all|any)\b`), reason: "claims the user's consent for the model", needles: []string{"agreed", "consented", "approved"}},
 	{re: phrase(`\bask the user (?:for|to (?:enter|provide|type|share|give)) (?:their|his|her|your|the) (?:\w+ ){0,2}(?:password|passcode|pin|seed phrase|recovery phrase|credit card|card number|cvv|social security number)\b|\b(?:collect|gather|harvest|grab|read)\b(?:[^.\n]|\.\S){0,40}\b(?:keys|passwords|credentials|tokens|secrets|cookies)\b(?:[^.\n]|\.\S){0,80}\b(?:include|send|pass|put|attach|add|upload|forward) (?:them|it)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"ask the user", "keys", "passwords", "credentials", "tokens", "secrets", "cookies"}},
-	{re: phrase(`\btreat (?:those|these|them|it|this|that|the (?:results?|output|lines?|text|content)) as (?:instructions|commands|orders|coming from the user|(?:instructions|commands|orders) from the user|the user['’]s (?:instructions|requests?))\b|\bfollow (?:the |any )?(?:instructions|commands) (?:in|from|found in) (?:the |its |this tool['’]s )?(?:results?|output|response)\b|\b(?:ignore|disregard) (?:the|what the|whatever the) user(?:['’]s)? (?:request|requests|asks?|question|instructions?|wants|says)\b|\b(?:the )?(?:assistant|ai|model|llm) is now (?:authori[sz]ed|allowed|permitted|free|in|unrestricted)\b`), reason: reasonOverride, needles: []string{"treat", "follow", "ignore", "disregard", " is now"}},
+	{re: phrase(`\btreat (?:those|these|them|it|this|that|the (?:results?|output|lines?|text|content)) as (?:instructions|commands|orders|coming from the user|(?:instructions|commands|orders) from the user|the user['’]s (?:instructions|requests?))\b|\bfollow (?:the |any )?(?:instructions|commands) (?:in|from|found in) (?:the |its |this tool['’]s )?(?:results?|output|response)\b|\b(?:ignore|disregard) (?:the|what the|whatever the) user(?:['’]s)? (?:(?:stated|chosen|given|requested|own) )?(?:request|requests|asks?|question|instructions?|wants|says|limits?|choices?|wishes|preferences|selections?|settings|constraints)\b|\b(?:the )?(?:assistant|ai|model|llm) is now (?:authori[sz]ed|allowed|permitted|free|in|unrestricted)\b`), reason: reasonOverride, needles: []string{"treat", "follow", "ignore", "disregard", " is now"}},
+	{re: phrase(`\b(?:override|overrides|overriding|take precedence over|takes precedence over|supersedes?|outranks?|trumps?)\b (?:anything|whatever|what) the user (?:says|asks|wants|writes|requests?|requested)\b|\b(?:override|overrides|take precedence over|takes precedence over|supersedes?|outranks?|trumps?) (?:the user['’]s (?:instructions|requests?|wishes|choices?)|your (?:own )?(?:instructions|rules|guidelines|directives|system prompt|judge?ment)|(?:the|your) system prompt|(?:all|any) other (?:instructions|tools|rules|directives))\b|\b(?:is|are) (?:an? |the )?(?:instructions?|commands?|orders?|directives?) (?:that )?(?:you|the (?:assistant|model|ai|agent)) (?:must|should|shall|have to|need to|are to|will) (?:follow|obey|execute|run|carry out|perform|act on|comply with)\b|\bfollow (?:it |them |this |these )?without (?:question|questioning|hesitation|checking|asking)\b`), reason: reasonOverride, needles: []string{"overrid", "precedence", "supersede", "outrank", "trump", "instruction", "command", "order", "directive", "without"}},
 	{re: phrase(`(?m)^[\t\x20]*(?:#{1,6}|\*\*|==+|--+)[\t\x20]*(?:system|admin|developer|assistant)[\t\x20]+(?:message|prompt|instructions?|note|override|notice|update)[\t\x20]*(?:\*\*|==+|--+)?[\t\x20]*:?[\t\x20]*$`), reason: "poses as a message from the system or the operator", needles: []string{"system", "admin", "developer", "assistant"}},
 	{re: phrase(`\broute (?:all|every|any) (?:\w+ ){0,2}through this tool\b|\bthis is the (?:real|genuine|official|only real) \S+ (?:tool|function)\b|\bthe other \S+ (?:tool |function )?is (?:a |an )?(?:\w+ )?(?:fake|impostor|counterfeit|malicious|compromised)\b|\balso (?:post|send|forward|copy|mirror|upload) (?:the same|a copy|copies|it|them|everything|all)\b`), reason: "steers how the model treats the user and other tools", needles: []string{"through this tool", "this is the", "the other", "also"}},
 	{re: phrase(`\b(?:the )?user (?:has )?(?:mentioned|said|shared|typed|written|asked|told you) (?:so far|earlier|before|previously|in (?:this|the) (?:chat|conversation))\b`), reason: "asks the model to pass the conversation along", needles: []string{"user"}},
@@ -1047,6 +1056,12 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 				w.anyStrings(v, p, MaxSchemaTextLen)
 				w.memberNames(v, p)
 				w.pairs(v, p)
+				switch {
+				case dataKeys[k]:
+					w.prose(v, p, reasonProseValue)
+				case k == "title":
+					w.prose(v, p, reasonProseTitle)
+				}
 			case schemaNameMaps[k] && v.Kind == 'o':
 				for j, name := range v.Keys {
 					mp := jsontree.PointerAppend(p, name)
@@ -1350,7 +1365,9 @@ func (t *cleanText) shadowing(names []shadowName) []core.Flag {
 				after = t.lower[e]
 			}
 			if n.plain {
-				if !strings.ContainsRune("`'\"", rune(before)) || before == 0 || after != before {
+				quoted := strings.ContainsRune("`'\"", rune(before)) && before != 0 && after == before
+				word := !isIdentByte(before) && !isIdentByte(after) && after != '-'
+				if !quoted && !(word && steered(t.lower, s, e)) {
 					continue
 				}
 			} else if (before != 0 && isIdentByte(before) && before != '_') || (after != 0 && isIdentByte(after)) {
@@ -1368,6 +1385,21 @@ func (t *cleanText) shadowing(names []shadowName) []core.Flag {
 		}
 	}
 	return out
+}
+
+// steerBefore and steerAfter are the words around a plain name (a single
+// everyday word, "fetch") that make it a tool being steered away from:
+// "use secure_fetch instead of fetch", "never call fetch", "fetch is
+// unsafe". Unquoted, a plain name is otherwise prose.
+var (
+	steerBefore = regexp.MustCompile(`(?:\binstead of|\brather than|\bin place of|\b(?:never|don['’]?t|do not|must not|stop) (?:use|call|invoke|run|trust)(?: the)?|\bavoid(?: using| calling)?(?: the)?)[\s\p{Z}]+$`)
+	steerAfter  = regexp.MustCompile(`^(?:[\s\p{Z}]+(?:tool|function))?[\s\p{Z}]+(?:is|are|was) (?:now )?(?:deprecated|unsafe|insecure|broken|compromised|malicious|wrong|fake|untrusted|not to be trusted|leaking|leaks)\b|^[\s\p{Z}]+(?:tool )?(?:leaks|is leaking)\b`)
+)
+
+// steered reports whether the plain name at lower[s:e] is named as a tool
+// to avoid.
+func steered(lower string, s, e int) bool {
+	return steerBefore.MatchString(lower[max(0, s-30):s]) || steerAfter.MatchString(lower[e:min(len(lower), e+40)])
 }
 
 // tagText is the ASCII the run's tag characters spell.
@@ -1401,4 +1433,58 @@ func (r hiddenRun) reason() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Labels and values that read as sentences (RV-2). An enum, const, default
+// or example value is data, and a title is a label: in the 713 real tools
+// of the benign corpus no such value runs past four words and no title
+// speaks to the model or of the user. One that is a sentence of six words
+// or more and speaks to the model, of the user, or in the words of an
+// order is there to be read as one.
+const (
+	reasonProseValue = "a value that reads as a sentence addressed to the model; enum, const, default and example values are data, and models read them as instructions too"
+	reasonProseTitle = "a title that reads as a sentence addressed to the model; a title is a label, and models read it as an instruction too"
+	minProseWords    = 6
+)
+
+// dataKeys are the schema keywords whose values are data.
+var dataKeys = map[string]bool{"default": true, "const": true, "examples": true, "enum": true}
+
+// addressCue: a word that speaks to the model, of the user, or orders.
+var addressCue = regexp.MustCompile(`(?i)\b(?:you|your|yourself|assistant|model|ai|agent|llm|users?|user['’]s|human|operator|always|never|instead|must|should|don['’]?t|do not|without|ignore|disregard|forget|secretly|quietly|silently|also|otherwise|regardless|whatever)\b`)
+
+// proseAddressed reports whether s, its identifiers read as words, is a
+// sentence of minProseWords words or more holding an addressCue.
+func proseAddressed(s string) bool {
+	if len(s) < 2*minProseWords {
+		return false
+	}
+	t := newCleanText(s, hiddenRuns(s))
+	text := t.text
+	n := len(strings.FieldsFunc(text, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
+	}))
+	if w := t.wordText(); w != nil {
+		text += "\n" + w.text
+		n = max(n, len(strings.Fields(w.text)))
+	}
+	return n >= minProseWords && addressCue.MatchString(text)
+}
+
+// prose flags every string in n that proseAddressed, whole, with reason.
+func (w *schemaScan) prose(n *jsontree.JsonNode, ptr, reason string) {
+	switch n.Kind {
+	case 's':
+		if proseAddressed(n.Str) {
+			w.flags = append(w.flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(n.Str), Reason: reason})
+		}
+	case 'o':
+		for i, k := range n.Keys {
+			w.prose(n.Elems[i], jsontree.PointerAppend(ptr, k), reason)
+		}
+	case 'a':
+		for i, e := range n.Elems {
+			w.prose(e, ptr+"/"+strconv.Itoa(i), reason)
+		}
+	}
 }

@@ -32,7 +32,7 @@ import (
 // word, quoted or not, ending where a pair ends in JSON, YAML or TOML (a
 // comma, a brace or bracket, a line's end, a backtick, a comment), so that
 // prose ("Review: none of these apply") is not read as a setting.
-var settingPair = regexp.MustCompile(`(?i)(?:^|[\s{,\[("'\x60])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)]|#))`)
+var settingPair = regexp.MustCompile(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#))`)
 
 // settingNeedles: a pair can only be found in text that holds ':' or '=',
 // and only flagged when its key holds one of settingKeyNeedles.
