@@ -99,6 +99,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh.json", 40, 0.95},
 		{"fresh2.json", 40, 0.93},
 		{"fresh3.json", 40, 0.69},
+		{"fresh4.json", 40, 0},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
