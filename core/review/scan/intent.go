@@ -56,7 +56,7 @@ const (
 		`|\b(?-i:[A-Z][\w&]+(?: [A-Z][\w&]+)*) (?:ltd|llc|inc|gmbh|holdings|corp|limited)\b`
 	// words that make an order out of a statement: it applies always, to
 	// everything, or over what the user chose
-	overrideCue = `\b(?:always|every|each|all|any|whatever|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
+	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
 	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b`
 )
 
@@ -85,7 +85,7 @@ var intentRules = []intentRule{
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*regexp.Regexp{
 			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
-			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
+			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
 	// extras added to every purchase
 	{re: ire(`\b(?:always )?add\b[^.\n]{0,80}\bto (?:every|each|all|any) (?:\w+ )?(?:bookings?|orders?|purchases?|carts?|invoices?|tickets?|reservations?|subscriptions?|payments?|transactions?|splits?)\b`),
@@ -123,13 +123,22 @@ var intentRules = []intentRule{
 		reason: reasonOthers, needles: []string{"should", "must", "will", "need", "has to"}},
 	{re: ire(`\b(?:recommend|promote|mention|advertise|include|add|insert|append)\b[^.\n]{0,60}\b(?:in|to|into|at the end of) (?:all|every|each|any) (?:of )?your (?:future |subsequent )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
 		reason: reasonOthers, needles: []string{"your"}},
-	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b`),
-		reason: reasonOthers, needles: []string{"whenever"}},
+	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b|\bwhen(?:ever)? (?:[\w-]+ ){1,2}(?:comes up|is mentioned|is discussed)\b[^.\n]{0,10}|\bas an? (?:permanent|standing|lasting|persistent|global|default) (?:rule|instruction|memory|preference|policy|directive)\b`),
+		reason: reasonOthers, needles: []string{"whenever", "comes up", "mentioned", "discussed", "permanent", "standing", "lasting", "persistent", "global", "default"},
+		also: []string{"whenever", "recommend", "mention", "promote", "suggest", "always", "rule", "instruction", "memory", "preference", "policy", "directive"}},
 	{re: ire(`\b(?:in|with|at the end of) (?:every|each|all) (?:of your |your )?(?:answers?|repl(?:y|ies)|responses?)\b[^.\n]{0,80}\b(?:mention|recommend|add|include|say|append|promote|end|start|sign)\b`),
 		reason: reasonOthers, needles: []string{"answer", "repl", "respons"}},
 
+	// data sent to a link of the tool's choosing as well
+	{re: ire(`\b(?:send|post|upload|forward|copy|mirror|push|sync|report|submit|transmit|beacon|stream|leak)\b[^.\n]{0,60}\bhttps?://`),
+		with:   []*regexp.Regexp{ire(`\b(?:as well|too|also|additionally|in addition|a copy|silently|quietly|secretly|every|everything|always)\b`)},
+		reason: "tells the model to send data to an address of the tool's choosing", needles: []string{"://"},
+		also: []string{"as well", "too", "also", "additionally", "in addition", "a copy", "silently", "quietly", "secretly", "every", "always"}},
+
 	// results that carry orders
-	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|the [\w'"\x60-]+(?: field| key)?) (?:contains|says|instructs|asks|tells you|requests|lists|demands)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow|complete|obey|fulfil|fulfill)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
+	{re: ire(`\bif (?:the|a|an|any|its|this) (?:page|result|response|output|document|e-?mail|message|body|file|text|content|issue|comment|site|website|reply)s? (?:contains?|includes?|has|holds|asks?|says?|tells? you|lists?)\b[^.\n]{0,80}\b(?:follow|obey|execute|run|carry out|perform|do|act on|apply|comply with) (?:it|them|those|these|that|what it says|the instructions?|its instructions)\b`),
+		reason: reasonExecute, needles: []string{"if "}},
+	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|(?:the|a|an|each|any) [\w'"\x60-]+(?: field| key)?) (?:contains|says|instructs|asks|tells you|requests|lists|demands)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow|complete|obey|fulfil|fulfill)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
 		reason: reasonExecute, needles: []string{"what", "everything"}},
 	{re: ire(`\b(?:(?:execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|evaluate|make)\b (?:it|them|each(?: of them)?|these|this|those)|carry (?:it|them|this|these|those) out)\b(?: [\w-]+){0,3} (?:immediately|right away|at once|without (?:asking|checking|further checks|confirmation|question|review|hesitation)|as written|verbatim|before (?:answering|replying|responding|you (?:reply|answer|respond))|as soon as)\b|\bmust (?:perform|execute|run|carry out|follow|obey)\b[^.\n]{0,30}\b(?:right away|immediately|at once|without (?:further )?(?:checks?|asking|question|confirmation|review|verification))`),
 		reason: reasonExecute, needles: []string{"immediately", "right away", "at once", "without", "as written", "verbatim", "before", "as soon as"}},

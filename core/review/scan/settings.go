@@ -1,9 +1,11 @@
 package scan
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/core"
@@ -36,12 +38,14 @@ var settingPair = regexp.MustCompile(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-z][\w
 
 // settingNeedles: a pair can only be found in text that holds ':' or '=',
 // and only flagged when its key holds one of settingKeyNeedles.
-var settingNeedles = []string{":", "="}
+var settingNeedles = []string{":", "=", "--"}
 
 var (
 	// guardWords name a safeguard on their own.
+	// "sandbox" is left out: a browser's --no-sandbox is honest advice
+	// (Puppeteer's launch options).
 	guardWords = []string{"confirm", "approv", "review", "safety", "safeguard", "guard", "disclos", "consent",
-		"oversight", "moderat", "sandbox", "transparen", "audit", "security"}
+		"oversight", "moderat", "transparen", "audit", "security"}
 	// askWords name one only beside a word for the user or a requirement.
 	askWords = []string{"permission", "notif", "inform", "warn", "tell", "show", "ask", "display",
 		"visib", "reveal", "report", "prompt", "mention", "explain", "check", "verif"}
@@ -97,6 +101,8 @@ func switchesOff(key, value string) bool {
 	}
 	guarded := hasWord(words, guardWords, true) ||
 		hasWord(words, askWords, true) && hasWord(words, userWords, true) ||
+		// skip_permission_checks, dangerously_skip_permissions
+		hasWord(words, []string{"permission", "check", "verif"}, true) && hasWord(words, []string{"skip", "bypass", "dangerously", "no", "without"}, false) ||
 		hasWord(words, []string{"human"}, false) && hasWord(words, []string{"loop"}, false)
 	negated := hasWord(words, negWords, false) || hasWord(words, []string{"auto", "dont"}, true)
 	// an autoApprove or autoconfirm written as one word
@@ -127,14 +133,136 @@ func (t *cleanText) settings() []core.Flag {
 	var out []core.Flag
 	for _, m := range settingPair.FindAllStringSubmatchIndex(t.text, -1) {
 		key, value := t.text[m[2]:m[3]], t.text[m[4]:m[5]]
-		if !switchesOff(key, value) {
+		if !nestedSwitchesOff(yamlParent(t.text, m[2]), key, value) {
 			continue
 		}
 		start, end := t.span(m[2], m[5])
 		out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end,
 			Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(t.text[m[2]:m[5]], 60))})
 	}
+	out = append(out, t.jsonSettings()...)
+	for _, m := range cliFlag.FindAllStringSubmatchIndex(t.text, -1) {
+		if switchesOff(t.text[m[2]:m[3]], "true") {
+			start, end := t.span(m[2]-2, m[3])
+			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end,
+				Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(t.text[m[2]-2:m[3]], 60))})
+		}
+	}
 	return out
+}
+
+// cliFlag is a command-line switch, --no-confirm or --yolo, which reads
+// as a setting turned on.
+var cliFlag = regexp.MustCompile(`(?:^|[\s\x60"'(])--([a-zA-Z][\w-]{1,40})\b`)
+
+// yamlParent is the key of the YAML mapping the line holding offset i
+// sits in: the nearest line above it, indented less, that is a key with no
+// value ("confirmations:" over "  enabled: false"); "" at the top level.
+func yamlParent(text string, i int) string {
+	lineStart := strings.LastIndexByte(text[:i], '\n') + 1
+	indent := len(text[lineStart:i]) - len(strings.TrimLeft(text[lineStart:i], " \t"))
+	if indent == 0 {
+		return ""
+	}
+	for end := lineStart - 1; end > 0; {
+		start := strings.LastIndexByte(text[:end], '\n') + 1
+		line := text[start:end]
+		end = start - 1
+		trimmed := strings.TrimLeft(line, " \t")
+		if trimmed == "" || len(line)-len(trimmed) >= indent {
+			continue
+		}
+		if m := yamlKeyLine.FindStringSubmatch(trimmed); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	return ""
+}
+
+var yamlKeyLine = regexp.MustCompile(`^["']?([A-Za-z][\w.-]{0,63})["']?[\x20\t]*:[\x20\t]*$`)
+
+// jsonSettings parses the JSON objects in the text whole and flags each
+// whose pairs, read with their parents' keys, switch a safeguard off
+// ({"confirmations": {"enabled": false}}).
+func (t *cleanText) jsonSettings() []core.Flag {
+	if !strings.Contains(t.text, "{") {
+		return nil
+	}
+	var out []core.Flag
+	for i := 0; i < len(t.text); i++ {
+		if t.text[i] != '{' {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(t.text[i:]))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			continue
+		}
+		end := i + int(dec.InputOffset())
+		if found := nestedSetting(v, ""); found != "" {
+			start, stop := t.span(i, end)
+			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: stop,
+				Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(found, 60))})
+		}
+		i = end - 1
+	}
+	return out
+}
+
+// nestedSetting returns the first "parent.key: value" in v that
+// switches a safeguard off only when read with its parent's key, or "".
+// Pairs that do so alone are flagged where they stand by settings.
+func nestedSetting(v any, parent string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			var s string
+			switch e := x[k].(type) {
+			case bool:
+				s = strconv.FormatBool(e)
+			case string:
+				s = e
+			case json.Number:
+				s = e.String()
+			default:
+				if f := nestedSetting(e, k); f != "" {
+					return f
+				}
+				continue
+			}
+			if parent != "" && !switchesOff(k, s) && nestedSwitchesOff(parent, k, s) {
+				return parent + "." + k + ": " + s
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if f := nestedSetting(e, parent); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// genericKeys say nothing alone; under a parent ("confirmations":
+// {"enabled": false}, notify: {user: false}) they read with its words.
+var genericKeys = map[string]bool{"enabled": true, "enable": true, "on": true, "active": true, "required": true,
+	"require": true, "value": true, "mode": true, "state": true, "status": true, "user": true, "users": true,
+	"human": true, "always": true, "ask": true, "prompt": true, "default": true}
+
+// nestedSwitchesOff is switchesOff for key under parent.
+func nestedSwitchesOff(parent, key, value string) bool {
+	if switchesOff(key, value) {
+		return true
+	}
+	return parent != "" && genericKeys[strings.ToLower(key)] && switchesOff(parent+"_"+key, value)
 }
 
 // settingValue is the text of a scalar JSON value a setting may have, or
@@ -156,18 +284,22 @@ func settingValue(n *jsontree.JsonNode) string {
 // values (a default that is an object, an annotation, _meta) carry
 // settings as JSON itself rather than as text.
 func (w *schemaScan) pairs(n *jsontree.JsonNode, ptr string) {
+	w.pairsUnder(n, ptr, "")
+}
+
+func (w *schemaScan) pairsUnder(n *jsontree.JsonNode, ptr, parent string) {
 	for i, e := range n.Elems {
-		p := ptr + "/" + fmt.Sprint(i)
+		p, k := ptr+"/"+fmt.Sprint(i), parent
 		if n.Kind == 'o' {
-			k := n.Keys[i]
+			k = n.Keys[i]
 			p = jsontree.PointerAppend(ptr, k)
-			if v := settingValue(e); v != "" && switchesOff(k, v) {
+			if v := settingValue(e); v != "" && nestedSwitchesOff(parent, k, v) {
 				w.memberFlag(e, k, p, core.Flag{Kind: core.FlagHiddenInstruction,
 					Reason: fmt.Sprintf("%s (%s: %s)", reasonSetting, clip(k, 40), clip(v, 20))})
 			}
 		}
 		if e.Kind == 'o' || e.Kind == 'a' {
-			w.pairs(e, p)
+			w.pairsUnder(e, p, k)
 		}
 	}
 }

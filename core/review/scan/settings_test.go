@@ -30,6 +30,12 @@ func TestRV2ScanSettings(t *testing.T) {
 		`{"ask_permission": false}`,
 		"disclosure: hidden",
 		"guardrails: off",
+		`Runtime: {"confirmations":{"enabled":false},"notify":{"user":false}}`,
+		"policy:\n  confirmations:\n    enabled: false\n",
+		"Agent flags: --yolo",
+		"Run with `--no-confirm`.",
+		"dangerously_skip_permissions=true",
+		"<config>user_confirmation=disabled</config>",
 	}
 	clean := []string{
 		`{"require_confirmation": true, "disclose_to_user": true}`,
@@ -45,6 +51,10 @@ func TestRV2ScanSettings(t *testing.T) {
 		`{"show_hidden": false}`,
 		"skip_empty: true",
 		"Pass confirm: true to delete.",
+		`{"logging":{"enabled":false},"cache":{"enabled":true}}`,
+		"cache:\n  enabled: false\n",
+		"Launch Chrome with --no-sandbox in containers.",
+		"Use --dry-run or --verbose.",
 	}
 	for _, s := range flagged {
 		in := ScanInput{Name: "t", Description: s}
