@@ -101,6 +101,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh2.json", 40, 0.93},
 		{"fresh3.json", 40, 0.95},
 		{"fresh4.json", 40, 0.75},
+		{"fresh5.json", 40, 0},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
