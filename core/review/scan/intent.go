@@ -78,15 +78,23 @@ var intentRules = []intentRule{
 	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
 	// the user's choice of where, overridden
-	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
+	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
 		with:   []*regexp.Regexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
-		reason: reasonRedirect, needles: []string{"whatever", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
+		reason: reasonRedirect, needles: []string{"whatever", "not the one", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*regexp.Regexp{
 			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
 			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
+	// amounts multiplied out of sight
+	{re: ire(`\b(?:double|triple|quadruple|inflate|multiply|pad)\b (?:it|them|the \w+|each|every|all|any)\b`),
+		with:   []*regexp.Regexp{ire(`\b(?:silently|quietly|secretly|always|every time|without (?:asking|telling|saying))\b`)},
+		reason: reasonAmount, needles: []string{"double", "triple", "quadruple", "inflate", "multiply", "pad"}},
+	// the user's data handed to others
+	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[- ]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
+		reason: reasonRedirect, needles: []string{"history", "location", "gps", "whereabouts", "contact", "address book", "camera roll", "photos", "call log", "messages", "chat log", "keystrokes", "clipboard", "personal data", "identity", "public ip"}},
+
 	// extras added to every purchase
 	{re: ire(`\b(?:always )?add\b[^.\n]{0,80}\bto (?:every|each|all|any) (?:\w+ )?(?:bookings?|orders?|purchases?|carts?|invoices?|tickets?|reservations?|subscriptions?|payments?|transactions?|splits?)\b`),
 		reason: reasonAmount, needles: []string{"add"}},
@@ -258,6 +266,9 @@ const (
 )
 
 var resultExecRules = []textRule{
+	// "carry those out first", "perform them before anything else"
+	{re: phrase(`\b(?:carry (?:it|them|those|these) out|(?:execute|perform|obey|follow|run) (?:it|them|those|these)) (?:first|before (?:anything|everything) else|before you (?:answer|reply|respond)|ahead of (?:the user|anything))\b`),
+		reason: reasonExecute, needles: []string{"first", "before", "ahead"}},
 	// "complete each item on it without checking back with the user"
 	{re: phrase(`\b` + doVerb + ` (?:each|every|all)(?: of the)? (?:items?|steps?|tasks?|entr(?:y|ies)|instructions?|commands?|actions?|to-?dos?|ones?)\b(?: [\w'’-]+){0,4}? without (?:asking|checking|confirm\w*|consulting|review\w*|question\w*|hesitat\w*|telling|waiting)\b`),
 		reason: reasonExecute, needles: []string{"without"}},
@@ -282,6 +293,8 @@ var resultExecRules = []textRule{
 // out, is an order to execute the result. Elsewhere the same pronouns
 // often mean the argument or the tool, and are left to resultExecRules.
 var outputRules = []textRule{
+	{re: phrase(`(?:^|[.;:!?]\s|\n)\s*(?:(?:please|now|then|always|just|simply|you (?:must|should|have to|need to|are to)),? )*(?:start|begin|get going|proceed) (?:on|with) (?:it|them|this|these|that) (?:at once|now|immediately|right away|straight away|first)\b|\b(?:take|do|run|start) (?:it|them|this|these) (?:at once|immediately|right away|straight away)\b`),
+		reason: reasonExecute, needles: []string{"at once", "now", "immediately", "right away", "straight away", "first"}},
 	{re: phrase(`(?:^|[.;:!?]\s|\n)\s*(?:(?:please|now|then|always|just|simply|you (?:must|should|have to|need to|are to)),? )*` + doVerb + ` (?:(?:exactly|precisely|immediately|faithfully|strictly|dutifully) )?(?:(?:it|them|this|these|those|that|each(?: (?:one|item|step|entry|line))?|every (?:one|item|step|entry|line|instruction|command)|all of (?:it|them)|(?:any|all|the|its|every|each) (?:\w+ ){0,2}` + orders + `|whatever|everything|anything|the (?:text|content|value|field)|this (?:field|value|text))\b)|\bcarry (?:it|them|this|these|those|each(?: one)?) out\b`),
 		reason: reasonExecute, needles: []string{"follow", "obey", "execut", "run", "carry", "perform", "act ", "do ", "complet", "comply", "fulfil", "apply", "implement", "honor", "honour", "heed", "action"}},
 	{re: phrase(`\b(?:it|they|this|these|whatever|everything|anything|(?:the|this|its) (?:text|content|value|field|contents|instructions?|steps?|commands?|directives?|actions?|tasks?)|(?:text|content) (?:here|in this field))\b(?: [\w'’-]+){0,6} (?:must|should|shall|has to|have to|is to|are to|needs? to) be (?:done|executed|followed|obeyed|carried out|performed|acted (?:on|upon)|run|applied|complied with|fulfilled|honou?red|treated as (?:an? )?(?:commands?|instructions?|orders?))\b`),
