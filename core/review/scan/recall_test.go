@@ -102,6 +102,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh3.json", 40, 0.95},
 		{"fresh4.json", 40, 0.95},
 		{"fresh5.json", 40, 0.80},
+		{"fresh6.json", 40, 0},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
