@@ -11,7 +11,7 @@ import "regexp"
 var concealRules = []intentRule{
 	// English, beyond the fixed phrases of instructionRules
 	conceal(`\b(?:user|customer|human|operator|client)s?\b`,
-		`\bout of the loop\b|\bin the dark\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:be told|find out|(?:know|hear) (?:about )?(?:it|this|that|anything))\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
+		`\bout of the loop\b|\bin the dark\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:be told|find out|(?:know|hear) (?:about )?(?:it|this|that|anything))\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bwithout (?:telling|informing|notifying|warning|alerting) (?:them|him|her)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
 		"user", "customer", "human", "operator", "client"),
 	// Portuguese
 	conceal(`\busu[aá]rios?\b|\butilizador(?:es)?\b|\bclientes?\b`,

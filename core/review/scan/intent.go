@@ -56,7 +56,7 @@ const (
 		`|\b(?-i:[A-Z][\w&]+(?: [A-Z][\w&]+)*) (?:ltd|llc|inc|gmbh|holdings|corp|limited)\b`
 	// words that make an order out of a statement: it applies always, to
 	// everything, or over what the user chose
-	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
+	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|plus|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
 	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b`
 )
 
@@ -74,6 +74,10 @@ var intentRules = []intentRule{
 		with:   []*regexp.Regexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
 		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also", "share", "invite", "grant", "post"},
 		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+	// an address added to a list of the tool's choosing
+	{re: ire(`\b(?:add|include|invite|cc|bcc|loop in|copy in)\b (?:the (?:address|account|user) )?[\w.+-]+@[\w-]+(?:\.[\w-]+)+`),
+		with:   []*regexp.Regexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
+		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
 	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
@@ -266,6 +270,9 @@ const (
 )
 
 var resultExecRules = []textRule{
+	// "apply every directive you find", "tasks for the AI; perform them"
+	{re: phrase(`\b` + doVerb + ` (?:every|each|all|any) (?:of the )?(?:directives?|instructions?|commands?|orders?|prompts?)\b (?:you (?:find|see|encounter|come across|read)|found|there|inside|in (?:it|them|the (?:page|text|document|result|message)s?))\b|\b(?:instructions?|commands?|orders?|directives?|tasks?|prompts?) (?:for|to|meant for) (?:you|the (?:assistant|model|ai|agent|llm))\b[;:,]? (?:\w+ ){0,2}(?:perform|execute|run|carry out|follow|obey|do|complete|fulfil|fulfill) (?:them|it|those|these)\b`),
+		reason: reasonExecute, needles: []string{"directive", "instruction", "command", "order", "prompt", "task"}},
 	// "carry those out first", "perform them before anything else"
 	{re: phrase(`\b(?:carry (?:it|them|those|these) out|(?:execute|perform|obey|follow|run) (?:it|them|those|these)) (?:first|before (?:anything|everything) else|before you (?:answer|reply|respond)|ahead of (?:the user|anything))\b`),
 		reason: reasonExecute, needles: []string{"first", "before", "ahead"}},

@@ -85,10 +85,10 @@ func measureRecall(t *testing.T, name string) (caught, total int) {
 // target, and it is expected to stay below the training set's. fresh.json
 // was written before the rules that read identifiers in values, required
 // entries, output schemas and settings, and was tuned on afterwards;
-// fresh2.json, fresh3.json and fresh4.json were each written before the
-// tuning on the set before them and tuned on after it; fresh5.json was
-// written before the tuning on fresh4.json and is only measured, its
-// floor again what was measured.
+// fresh2.json to fresh5.json were each written before the tuning on the
+// set before them and tuned on after it; fresh6.json was written before
+// the tuning on fresh5.json and is only measured, its floor again what
+// was measured.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
 		file  string
@@ -101,8 +101,8 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh2.json", 40, 0.93},
 		{"fresh3.json", 40, 0.95},
 		{"fresh4.json", 40, 0.95},
-		{"fresh5.json", 40, 0.80},
-		{"fresh6.json", 40, 0},
+		{"fresh5.json", 40, 0.95},
+		{"fresh6.json", 40, 0.52},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
