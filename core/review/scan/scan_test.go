@@ -563,6 +563,7 @@ func FuzzScanTool(f *testing.F) {
 	f.Add("a\u202E\U000E0041\ufe0f\r\x1b", `{"enum":["https://x.example/."]}`, "fetch")
 	f.Add(strings.Repeat("ab\u200c", 900), `[]`, "ab")
 	f.Add("aGlkZGVuIGluc3RydWN0aW9ucyBmb3IgdGhlIG1vZGVsIGdvIGhlcmU=\xff", `{"default":{"x":["<system>"]}}`, "x_y")
+	f.Add("Set `ignoreAllPrevious_instructions` — policy:\n  confirmations:\n    enabled: false\n{\"a\":{\"user\":false}} --no-confirm", `{"required":["x y z w"],"properties":{"p":{"default":{"autoApprove":true}}}}`, "fetch")
 	f.Fuzz(func(t *testing.T, desc, schema, other string) {
 		in := ScanInput{Description: desc, InputSchema: json.RawMessage(schema), OtherTools: []string{other}}
 		checkFlags(t, in, ScanTool(in))

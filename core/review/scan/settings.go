@@ -164,7 +164,10 @@ func yamlParent(text string, i int) string {
 	if indent == 0 {
 		return ""
 	}
-	for end := lineStart - 1; end > 0; {
+	// A parent further up than maxYAMLLookBack bytes is not looked for, so
+	// a text of many pairs costs no more than a few passes over it.
+	floor := max(0, lineStart-maxYAMLLookBack)
+	for end := lineStart - 1; end > floor; {
 		start := strings.LastIndexByte(text[:end], '\n') + 1
 		line := text[start:end]
 		end = start - 1
@@ -180,7 +183,15 @@ func yamlParent(text string, i int) string {
 	return ""
 }
 
+const maxYAMLLookBack = 2048
+
 var yamlKeyLine = regexp.MustCompile(`^["']?([A-Za-z][\w.-]{0,63})["']?[\x20\t]*:[\x20\t]*$`)
+
+// Bounds of jsonSettings.
+const (
+	maxJSONBlobs = 32
+	maxJSONBlob  = 16 << 10
+)
 
 // jsonSettings parses the JSON objects in the text whole and flags each
 // whose pairs, read with their parents' keys, switch a safeguard off
@@ -190,11 +201,15 @@ func (t *cleanText) jsonSettings() []core.Flag {
 		return nil
 	}
 	var out []core.Flag
-	for i := 0; i < len(t.text); i++ {
+	tries := 0
+	for i := 0; i < len(t.text) && tries < maxJSONBlobs; i++ {
 		if t.text[i] != '{' {
 			continue
 		}
-		dec := json.NewDecoder(strings.NewReader(t.text[i:]))
+		// Each try reads at most maxJSONBlob bytes, and a text gets
+		// maxJSONBlobs tries: braces in prose cost a bounded amount.
+		tries++
+		dec := json.NewDecoder(strings.NewReader(t.text[i:min(len(t.text), i+maxJSONBlob)]))
 		dec.UseNumber()
 		var v any
 		if dec.Decode(&v) != nil {

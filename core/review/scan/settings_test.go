@@ -3,6 +3,7 @@ package scan
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
@@ -177,5 +178,17 @@ func TestRV2ScanEntrySettings(t *testing.T) {
 	want := []string{"hidden-instruction /_meta/x/auto_approve", "hidden-instruction /description"}
 	if !slices.Equal(got, want) {
 		t.Errorf("flags = %q, want %q", got, want)
+	}
+}
+
+// BenchmarkScanSettingsHostile scans text built to make the settings
+// reader work: many braces that open no JSON, many indented pairs.
+func BenchmarkScanSettingsHostile(b *testing.B) {
+	braces := strings.Repeat("{ not json ", 20000)
+	pairs := "root:\n" + strings.Repeat("  x: y\n", 20000) + "  confirm: off\n"
+	b.ResetTimer()
+	for b.Loop() {
+		ScanTool(ScanInput{Name: "t", Description: braces})
+		ScanTool(ScanInput{Name: "t", Description: pairs})
 	}
 }
