@@ -18,8 +18,11 @@ import (
 // {"workspace_policy": {"require_confirmation": false}}, `confirm: off`,
 // `auto_approve: true`. Whatever the syntax, such a blob is a list of
 // key/value pairs, so the scanner reads pairs: a key read as words (like
-// every identifier) and a scalar value. Nesting adds nothing to what a
-// pair means, so a pair is judged alone.
+// every identifier) and a scalar value. A pair is judged alone, except
+// that a key which says nothing by itself (enabled, user, required) is
+// read with its parent's ({"confirmations": {"enabled": false}}, a YAML
+// mapping by its indentation). A command-line switch (--no-confirm,
+// --yolo) is a key set to true.
 //
 // A key names a safeguard when one of its words is one (confirmation,
 // approval, review, safety, consent, disclosure, oversight …), or when it
