@@ -35,9 +35,12 @@ const (
 	// FlagTooLong: more text than a person reviewing it will read; the span
 	// is the excess.
 	FlagTooLong FlagKind = "too-long"
-	// FlagSchemaText: an input-schema property name that reads like prose.
-	// Models read property names as much as descriptions, and model APIs
-	// expect identifiers there.
+	// FlagSchemaText: a name, label or value that reads like prose where
+	// an identifier, a label or data belongs: a property name, a required
+	// entry that names no property, an enum, const, default or example
+	// value or a title that is a sentence addressed to the model. Models
+	// read them as much as descriptions, and model APIs expect identifiers
+	// there.
 	FlagSchemaText FlagKind = "schema-text"
 	// FlagObfuscated: text written to slip past a reader or a filter — hex
 	// or escapes that decode to text, words spelt letter by letter, in

@@ -13,6 +13,7 @@ type JsonNode struct {
 	Kind  byte // 'o' object, 'a' array, 's' string, '-' anything else
 	Str   string
 	Num   json.Number // a number's text (Kind '-'), for keywords such as maxLength
+	Lit   string      // "true", "false" or "null" (Kind '-'), for readers of settings
 	Keys  []string    // object member names; arrays leave this empty
 	Elems []*JsonNode
 }
@@ -69,8 +70,13 @@ func decodeJSONNode(dec *json.Decoder, depth int) (*JsonNode, error) {
 		return &JsonNode{Kind: 's', Str: t}, nil
 	case json.Number:
 		return &JsonNode{Kind: '-', Num: t}, nil
+	case bool:
+		if t {
+			return &JsonNode{Kind: '-', Lit: "true"}, nil
+		}
+		return &JsonNode{Kind: '-', Lit: "false"}, nil
 	default:
-		return &JsonNode{Kind: '-'}, nil
+		return &JsonNode{Kind: '-', Lit: "null"}, nil
 	}
 }
 

@@ -11,23 +11,23 @@ import "regexp"
 var concealRules = []intentRule{
 	// English, beyond the fixed phrases of instructionRules
 	conceal(`\b(?:user|customer|human|operator|client)s?\b`,
-		`\bout of the loop\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:be told|find out|(?:know|hear) (?:about )?(?:it|this|that|anything))\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
+		`\bout of the loop\b|\bin the dark\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:be told|find out|(?:know|hear) (?:about )?(?:it|this|that|anything))\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bwithout (?:telling|informing|notifying|warning|alerting) (?:them|him|her)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
 		"user", "customer", "human", "operator", "client"),
 	// Portuguese
 	conceal(`\busu[aá]rios?\b|\butilizador(?:es)?\b|\bclientes?\b`,
-		`\bdiscretamente\b|\bn[aã]o precisa (?:ficar sabendo|saber (?:disso|nada|de nada|sobre isso))\b|\bficar sabendo\b|\bsem (?:que|o conhecimento|o (?:usu[aá]rio|utilizador|cliente) saber)\b|\bn[aã]o (?:informe|conte|diga|avise|mencione|mostre|saiba)\b|\bescond|\bsegredo\b|\boculte\b|\bem sil[eê]ncio\b`,
+		`\bdiscretamente\b|\bn[aã]o (?:informar|avisar|contar|dizer|mencionar|mostrar|notificar|revelar)\b|\bn[aã]o precisa (?:ficar sabendo|saber (?:disso|nada|de nada|sobre isso))\b|\bficar sabendo\b|\bsem (?:que|o conhecimento|o (?:usu[aá]rio|utilizador|cliente) saber)\b|\bn[aã]o (?:informe|conte|diga|avise|mencione|mostre|saiba)\b|\bescond|\bsegredo\b|\boculte\b|\bem sil[eê]ncio\b`,
 		"usuário", "usuario", "utilizador", "cliente"),
 	// Spanish
 	conceal(`\busuarios?\b|\bclientes?\b`,
-		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
+		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:avisar|informar|decir|mencionar|contar|notificar|revelar)(?:le|les)?\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,
-		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas besoin de (?:le )?savoir\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach|\ben secret\b|\bs['’]en aper\w+`,
+		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas (?:besoin de|à) (?:le )?savoir\b|\bgarde[sz]? (?:ça|cela|le|les) pour (?:toi|vous)\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach|\ben secret\b|\bs['’]en aper\w+|\bne (?:rien |pas |jamais )(?:l(?:e|ui|eur) )?(?:informer|prévenir|avertir|dire|mentionner|signaler|montrer|révéler|notifier)\b`,
 		"utilisat", "client"),
 	// German
 	conceal(`\b(?:Benutzer|Nutzer|Anwender|Kunde)\w*`,
-		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
+		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bnichts (?:davon |darüber |dazu )?(?:sagen|erzählen|mitteilen|erwähnen|verraten|zeigen)\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
 		"benutzer", "nutzer", "anwender", "kunde"),
 	{re: ire(`\bbehalte? (?:das|es|dies) für dich\b`), reason: reasonConceal, needles: []string{"für dich"}},
 	// Italian

@@ -30,5 +30,18 @@
 // reaches past this tool to other tools or later turns, or tells the model
 // to carry out what a result says; and, in the languages most people speak
 // (conceal.go), a word for the user beside a word for keeping something
-// from them. Property names and required entries are read as words as well.
+// from them.
+//
+// Identifiers are read as the words they are made of wherever they are —
+// the tool's name, property names, enum and const values, defaults,
+// examples, required entries, words inside a description — whether written
+// in snake_case, kebab-case, dotted or camelCase (words.go). A required
+// entry that names no property is there only to be read, and is flagged
+// when it reads as a phrase. In an output schema, what a description says
+// of "it" or "this field" it says of the result, so an order to carry that
+// out is flagged there (outputRules). Configuration-shaped text — JSON,
+// YAML, a flow map, a TOML line, inline or fenced — and JSON values
+// themselves (a default that is an object, an annotation, _meta) are read
+// as key/value pairs for settings that switch the user's confirmation,
+// review or disclosure off (settings.go).
 package scan

@@ -43,6 +43,7 @@ func ScanEntry(in EntryInput) []core.Flag {
 			w.anyStrings(v, p, math.MaxInt)
 		default:
 			w.anyStrings(v, p, MaxSchemaTextLen)
+			w.pairs(v, p)
 		}
 	}
 	sortFlags(w.flags)

@@ -226,6 +226,16 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: "an HTML comment, hidden wherever the text is rendered as markdown or HTML"})
 	}
+	for _, m := range hiddenElement.FindAllStringIndex(t.text, -1) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: "an HTML element its own markup hides (hidden, display:none, zero size or opacity), unseen wherever the text is rendered"})
+	}
+	for _, m := range markdownComment.FindAllStringIndex(t.text, -1) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: "a markdown comment (a link definition nothing uses), hidden wherever the text is rendered as markdown"})
+	}
 	for _, m := range letterSpaced.FindAllStringIndex(t.text, -1) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
@@ -297,6 +307,14 @@ var blankRun = regexp.MustCompile(`[\t \x{00A0}\x{3000}]{80,}|(?:[\t \x{00A0}]*\
 
 // htmlComment is a comment with something in it.
 var htmlComment = regexp.MustCompile(`<!--[\s\S]*?[\pL\pN][\s\S]*?-->`)
+
+// hiddenElement is an inline or block element whose attributes hide it,
+// with words in it.
+var hiddenElement = regexp.MustCompile(`(?i)<(?:span|div|p|section|font|small|sub|sup|i|b|em|strong|a)\b[^>]*?(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt|%)?\s*[;"']|opacity\s*:\s*0(?:\.0+)?\s*[;"'])[^>]*>[^<]*?[\pL\pN][\s\S]*?</\s*(?:span|div|p|section|font|small|sub|sup|i|b|em|strong|a)\s*>`)
+
+// markdownComment is the idiom [//]: # (text) or [comment]: <> (text): a
+// link reference definition, which renders as nothing.
+var markdownComment = regexp.MustCompile(`(?m)^[\t\x20]{0,3}\[[^\]\n]{0,40}\]:[\t\x20]*(?:#|<>)[\t\x20]*(?:\([^)\n]*[\pL\pN][^)\n]*\)|"[^"\n]*[\pL\pN][^"\n]*")`)
 
 func reverse(s string) string {
 	b := []byte(s) // squeezed text is ASCII but for '#'

@@ -56,7 +56,7 @@ const (
 		`|\b(?-i:[A-Z][\w&]+(?: [A-Z][\w&]+)*) (?:ltd|llc|inc|gmbh|holdings|corp|limited)\b`
 	// words that make an order out of a statement: it applies always, to
 	// everything, or over what the user chose
-	overrideCue = `\b(?:always|every|each|all|any|whatever|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
+	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|plus|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
 	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b`
 )
 
@@ -70,30 +70,42 @@ var (
 
 var intentRules = []intentRule{
 	// a copy to a party of the tool's choosing
-	{re: ire(`\b(?:b?cc|blind[-\x20]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[-\x20]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
+	{re: ire(`\b(?:b?cc|blind[-\x20]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[-\x20]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|share|invite|grant|cross-?post|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
 		with:   []*regexp.Regexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
-		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also"},
+		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also", "share", "invite", "grant", "post"},
 		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+	// an address added to a list of the tool's choosing
+	{re: ire(`\b(?:add|include|invite|cc|bcc|loop in|copy in)\b (?:the (?:address|account|user) )?[\w.+-]+@[\w-]+(?:\.[\w-]+)+`),
+		with:   []*regexp.Regexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
+		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
 	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
 	// the user's choice of where, overridden
-	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
+	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
 		with:   []*regexp.Regexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
-		reason: reasonRedirect, needles: []string{"whatever", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
+		reason: reasonRedirect, needles: []string{"whatever", "not the one", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*regexp.Regexp{
 			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
-			ire(`\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
+			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
+	// amounts multiplied out of sight
+	{re: ire(`\b(?:double|triple|quadruple|inflate|multiply|pad)\b (?:it|them|the \w+|each|every|all|any)\b`),
+		with:   []*regexp.Regexp{ire(`\b(?:silently|quietly|secretly|always|every time|without (?:asking|telling|saying))\b`)},
+		reason: reasonAmount, needles: []string{"double", "triple", "quadruple", "inflate", "multiply", "pad"}},
+	// the user's data handed to others
+	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[- ]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
+		reason: reasonRedirect, needles: []string{"history", "location", "gps", "whereabouts", "contact", "address book", "camera roll", "photos", "call log", "messages", "chat log", "keystrokes", "clipboard", "personal data", "identity", "public ip"}},
+
 	// extras added to every purchase
 	{re: ire(`\b(?:always )?add\b[^.\n]{0,80}\bto (?:every|each|all|any) (?:\w+ )?(?:bookings?|orders?|purchases?|carts?|invoices?|tickets?|reservations?|subscriptions?|payments?|transactions?|splits?)\b`),
 		reason: reasonAmount, needles: []string{"add"}},
 	// confirmation switched off
-	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*)\b`),
-		with:   []*regexp.Regexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
-		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori"}},
+	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*|merge|review)\b`),
+		with:   []*regexp.Regexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
+		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori", "merge", "review"}},
 	// rights handed to a party of the tool's choosing
 	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b(?:[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}|s? (?:of|on|in|for|to) )\b(?:every|each|all|any)\b`),
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
@@ -123,13 +135,22 @@ var intentRules = []intentRule{
 		reason: reasonOthers, needles: []string{"should", "must", "will", "need", "has to"}},
 	{re: ire(`\b(?:recommend|promote|mention|advertise|include|add|insert|append)\b[^.\n]{0,60}\b(?:in|to|into|at the end of) (?:all|every|each|any) (?:of )?your (?:future |subsequent )?(?:answers?|repl(?:y|ies)|responses?|messages?)\b`),
 		reason: reasonOthers, needles: []string{"your"}},
-	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b`),
-		reason: reasonOthers, needles: []string{"whenever"}},
+	{re: ire(`\bwhenever (?:money|pricing|price|payments?|banking|investing|hosting) (?:comes up|is mentioned|is discussed)\b|\bwhen(?:ever)? (?:[\w-]+ ){1,2}(?:comes up|is mentioned|is discussed)\b[^.\n]{0,10}|\bas an? (?:permanent|standing|lasting|persistent|global|default) (?:rule|instruction|memory|preference|policy|directive)\b`),
+		reason: reasonOthers, needles: []string{"whenever", "comes up", "mentioned", "discussed", "permanent", "standing", "lasting", "persistent", "global", "default"},
+		also: []string{"whenever", "recommend", "mention", "promote", "suggest", "always", "rule", "instruction", "memory", "preference", "policy", "directive"}},
 	{re: ire(`\b(?:in|with|at the end of) (?:every|each|all) (?:of your |your )?(?:answers?|repl(?:y|ies)|responses?)\b[^.\n]{0,80}\b(?:mention|recommend|add|include|say|append|promote|end|start|sign)\b`),
 		reason: reasonOthers, needles: []string{"answer", "repl", "respons"}},
 
+	// data sent to a link of the tool's choosing as well
+	{re: ire(`\b(?:send|post|upload|forward|copy|mirror|push|sync|report|submit|transmit|beacon|stream|leak)\b[^.\n]{0,60}\bhttps?://`),
+		with:   []*regexp.Regexp{ire(`\b(?:as well|too|also|additionally|in addition|a copy|silently|quietly|secretly|every|everything|always)\b`)},
+		reason: "tells the model to send data to an address of the tool's choosing", needles: []string{"://"},
+		also: []string{"as well", "too", "also", "additionally", "in addition", "a copy", "silently", "quietly", "secretly", "every", "always"}},
+
 	// results that carry orders
-	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|the [\w'"\x60-]+(?: field| key)?) (?:contains|says|instructs|asks|tells you|requests|lists|demands)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow|complete|obey|fulfil|fulfill)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
+	{re: ire(`\bif (?:the|a|an|any|its|this) (?:page|result|response|output|document|e-?mail|message|body|file|text|content|issue|comment|site|website|reply)s? (?:contains?|includes?|has|holds|asks?|says?|tells? you|lists?)\b[^.\n]{0,80}\b(?:follow|obey|execute|run|carry out|perform|do|act on|apply|comply with) (?:it|them|those|these|that|what it says|the instructions?|its instructions)\b`),
+		reason: reasonExecute, needles: []string{"if "}},
+	{re: ire(`\b(?:do|execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|complete|apply)\b (?:(?:exactly|precisely) )?(?:what(?:ever)?|everything) (?:it|this|that|they|the [\w'"\x60-]+(?: field| key)?|this (?:field|message|key|text)) (?:says|contains|tells you|asks|instructs|requests|lists)\b|\bwhatever (?:this|it|(?:the|a|an|each|any) [\w'"\x60-]+(?: field| key)?) (?:contains|says|instructs|asks|tells you|requests|lists|demands)\b[^.\n]{0,30}\b(?:do|execute|run|carry out|perform|follow|complete|obey|fulfil|fulfill)\b|\bwhatever appears in\b[^.\n]{0,40}\b(?:must|should|is to) be (?:executed|run|carried out|performed|followed|obeyed|done)\b`),
 		reason: reasonExecute, needles: []string{"what", "everything"}},
 	{re: ire(`\b(?:(?:execute|run|carry out|perform|follow|obey|act on|fulfil|fulfill|evaluate|make)\b (?:it|them|each(?: of them)?|these|this|those)|carry (?:it|them|this|these|those) out)\b(?: [\w-]+){0,3} (?:immediately|right away|at once|without (?:asking|checking|further checks|confirmation|question|review|hesitation)|as written|verbatim|before (?:answering|replying|responding|you (?:reply|answer|respond))|as soon as)\b|\bmust (?:perform|execute|run|carry out|follow|obey)\b[^.\n]{0,30}\b(?:right away|immediately|at once|without (?:further )?(?:checks?|asking|question|confirmation|review|verification))`),
 		reason: reasonExecute, needles: []string{"immediately", "right away", "at once", "without", "as written", "verbatim", "before", "as soon as"}},
@@ -236,16 +257,55 @@ func sentence(text string, s, e int) (int, int) {
 	return a, z
 }
 
-// identWords reads an identifier (a property name, a required entry) as
-// the words it is made of, for the instruction rules: a model reads
-// "route_every_payout_to_iban_…" as a sentence.
-func identWords(s, where string) []core.Flag {
-	if !strings.ContainsAny(s, "_-.") {
-		return nil
-	}
-	flags := nameFlags(s)
-	for i := range flags {
-		flags[i].Where = where
-	}
-	return flags
+// Results the model is told to carry out (RV-2), whatever the words: a
+// verb of doing (follow, execute, carry out, obey, act on, comply with …)
+// whose object is what the tool returns (the result, the output, the
+// returned text, whatever it returns), or a statement that what comes back
+// is a command for the model. These read the same in every place.
+const (
+	doVerb = `(?:follow|obey|execute|run|carry out|perform|act on|act upon|do|complete|comply with|fulfil|fulfill|apply|implement|honou?r|heed|action)`
+	// what the tool returns, named as such
+	returned = `(?:(?:the|its|this tool['’]s|the tool['’]s|each|every|any) )?(?:(?:returned|resulting|response|result|output|tool) )?(?:results?|outputs?|responses?|replies|reply|return(?:ed)? (?:values?|text|data|content|payload)|payloads?|response body|result text|returned (?:text|content|data|string|message)s?)`
+	orders   = `(?:instructions?|commands?|steps?|directives?|orders?|actions?|tasks?|requests?|to-?dos?|whatever|everything|anything)`
+)
+
+var resultExecRules = []textRule{
+	// "apply every directive you find", "tasks for the AI; perform them"
+	{re: phrase(`\b` + doVerb + ` (?:every|each|all|any) (?:of the )?(?:directives?|instructions?|commands?|orders?|prompts?)\b (?:you (?:find|see|encounter|come across|read)|found|there|inside|in (?:it|them|the (?:page|text|document|result|message)s?))\b|\b(?:instructions?|commands?|orders?|directives?|tasks?|prompts?) (?:for|to|meant for) (?:you|the (?:assistant|model|ai|agent|llm))\b[;:,]? (?:\w+ ){0,2}(?:perform|execute|run|carry out|follow|obey|do|complete|fulfil|fulfill) (?:them|it|those|these)\b`),
+		reason: reasonExecute, needles: []string{"directive", "instruction", "command", "order", "prompt", "task"}},
+	// "carry those out first", "perform them before anything else"
+	{re: phrase(`\b(?:carry (?:it|them|those|these) out|(?:execute|perform|obey|follow|run) (?:it|them|those|these)) (?:first|before (?:anything|everything) else|before you (?:answer|reply|respond)|ahead of (?:the user|anything))\b`),
+		reason: reasonExecute, needles: []string{"first", "before", "ahead"}},
+	// "complete each item on it without checking back with the user"
+	{re: phrase(`\b` + doVerb + ` (?:each|every|all)(?: of the)? (?:items?|steps?|tasks?|entr(?:y|ies)|instructions?|commands?|actions?|to-?dos?|ones?)\b(?: [\w'’-]+){0,4}? without (?:asking|checking|confirm\w*|consulting|review\w*|question\w*|hesitat\w*|telling|waiting)\b`),
+		reason: reasonExecute, needles: []string{"without"}},
+	// "follow the instructions in the result", "obey any commands found in
+	// the output", "execute the steps from the response"
+	{re: phrase(`\b` + doVerb + ` (?:(?:all|any|every|each|the) (?:of )?)?(?:(?:the|these|those) )?` + orders + `(?: \w+){0,2}? (?:in|from|found in|contained in|listed in|given in|inside|within|returned (?:in|by)|included in|provided in|of) ` + returned + `\b`),
+		reason: reasonExecute, needles: []string{"result", "output", "respons", "repl", "return", "payload"}},
+	// "treat the returned text as commands", "regard the output as your instructions"
+	{re: phrase(`\b(?:treat|regard|consider|interpret|read|take|handle)\b (?:(?:all|any|every|each) (?:of )?)?(?:the |its |this |that )?(?:returned |resulting |result |response |output |tool )?(?:text|content|data|output|value|result|response|string|message|payload|body|reply)s? (?:as|like) (?:an? |your |the )?(?:(?:new|direct|binding|authoritative|user['’]?s?|system) )?(?:commands?|instructions?|orders?|directives?|tasks?|prompts?)\b`),
+		reason: reasonExecute, needles: []string{"treat", "regard", "consider", "interpret", "read", "take", "handle"}},
+	// "execute whatever this returns", "do what the tool outputs"
+	{re: phrase(`\b` + doVerb + ` (?:exactly |precisely )?(?:whatever|everything|anything|what|all that|all) (?:(?:this|it|the) )?(?:tool|server|call|function|endpoint|api|it|this|that|response|result|output)? ?(?:returns|outputs|sends(?: back)?|responds with|replies with|gives (?:you|back)|comes back with|hands back|yields|emits|prints)\b`),
+		reason: reasonExecute, needles: []string{"return", "output", "send", "respond", "repl", "give", "come", "hand", "yield", "emit", "print"}},
+	// "the response is a command for you", "results are instructions to follow"
+	{re: phrase(`\b` + returned + ` (?:is|are|contains?|holds?|carr(?:y|ies)) (?:an? |the |your )?(?:(?:new|next|direct|binding|authoritative) )?(?:commands?|instructions?|orders?|directives?|tasks?) (?:for you|to (?:be )?(?:follow|obey|execute|run|carry out|perform|act on)(?:ed)?|you (?:must|should|have to|need to) (?:follow|obey|execute|run|carry out|perform|act on))\b`),
+		reason: reasonExecute, needles: []string{"command", "instruction", "order", "directive", "task"}},
+}
+
+// outputRules apply to the strings of an output schema only, where "it",
+// "them", "this field" and "the value" are what the tool returns: an
+// imperative to carry that out, or a statement that it must be carried
+// out, is an order to execute the result. Elsewhere the same pronouns
+// often mean the argument or the tool, and are left to resultExecRules.
+var outputRules = []textRule{
+	{re: phrase(`(?:^|[.;:!?]\s|\n)\s*(?:(?:please|now|then|always|just|simply|you (?:must|should|have to|need to|are to)),? )*(?:start|begin|get going|proceed) (?:on|with) (?:it|them|this|these|that) (?:at once|now|immediately|right away|straight away|first)\b|\b(?:take|do|run|start) (?:it|them|this|these) (?:at once|immediately|right away|straight away)\b`),
+		reason: reasonExecute, needles: []string{"at once", "now", "immediately", "right away", "straight away", "first"}},
+	{re: phrase(`(?:^|[.;:!?]\s|\n)\s*(?:(?:please|now|then|always|just|simply|you (?:must|should|have to|need to|are to)),? )*` + doVerb + ` (?:(?:exactly|precisely|immediately|faithfully|strictly|dutifully) )?(?:(?:it|them|this|these|those|that|each(?: (?:one|item|step|entry|line))?|every (?:one|item|step|entry|line|instruction|command)|all of (?:it|them)|(?:any|all|the|its|every|each) (?:\w+ ){0,2}` + orders + `|whatever|everything|anything|the (?:text|content|value|field)|this (?:field|value|text))\b)|\bcarry (?:it|them|this|these|those|each(?: one)?) out\b`),
+		reason: reasonExecute, needles: []string{"follow", "obey", "execut", "run", "carry", "perform", "act ", "do ", "complet", "comply", "fulfil", "apply", "implement", "honor", "honour", "heed", "action"}},
+	{re: phrase(`\b(?:it|they|this|these|whatever|everything|anything|(?:the|this|its) (?:text|content|value|field|contents|instructions?|steps?|commands?|directives?|actions?|tasks?)|(?:text|content) (?:here|in this field))\b(?: [\w'’-]+){0,6} (?:must|should|shall|has to|have to|is to|are to|needs? to) be (?:done|executed|followed|obeyed|carried out|performed|acted (?:on|upon)|run|applied|complied with|fulfilled|honou?red|treated as (?:an? )?(?:commands?|instructions?|orders?))\b`),
+		reason: reasonExecute, needles: []string{"must", "should", "shall", "has to", "have to", "is to", "are to", "need"}},
+	{re: phrase(`\b(?:is|are) (?:authoritative|binding|mandatory|an order|orders|a command|commands|an instruction|instructions) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\b(?:is|are) authoritative and (?:must|should|has to|is to)\b`),
+		reason: reasonExecute, needles: []string{"authoritative", "binding", "mandatory", "order", "command", "instruction"}},
 }

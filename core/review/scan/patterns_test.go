@@ -26,6 +26,10 @@ const (
 	uaPoco = `\b(poco[\w ]+|m2\d{3}j\d\d[a-z]{2})(?: bui|\))`
 	// A user-agent version: cubic on runs of spaces.
 	uaVersion = `\s*(?:[\w\s]*\/)?\s*([\w.]+)\s*$`
+	// A trim of white space and ZWNJ at either end, as behind the 2016
+	// Stack Overflow outage: the second branch, tried at every offset,
+	// is quadratic on a run of spaces the input does not end with.
+	trimBoth = `^[\s\u200c]+|[\s\u200c]+$`
 	// ajv-formats' date and email formats.
 	ajvDate  = `^(\d\d\d\d)-(\d\d)-(\d\d)$`
 	ajvEmail = "^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$"
@@ -66,6 +70,17 @@ func TestSlowPatternDegrees(t *testing.T) {
 		{momentParens, ``, 2, "6,300", "no maxLength bounds it"},
 		{uaPoco, ``, 2, "6,300", "no maxLength bounds it"},
 		{uaVersion, ``, 3, "630", "no maxLength bounds it"},
+		// A branch unanchored at its start and ending in $ is backtracked
+		// whatever the other branches are: a search stops only where a
+		// branch without $ succeeds.
+		{trimBoth, ``, 2, "6,300", "no maxLength bounds it"},
+		{`^\s+|\s+$`, ``, 2, "6,300", "no maxLength bounds it"},
+		{`\s+$|^a`, ``, 2, "6,300", "no maxLength bounds it"},
+		{`b|[a-z]+$`, ``, 2, "6,300", "no maxLength bounds it"},
+		{trimBoth, `,"maxLength":1000`, 0, "", ""},
+		// Anchored at the start, the $ branch is tried once: linear.
+		{`^(?:\s+|\s+$)`, ``, 0, "", ""},
+		{`^\s+$|^a`, ``, 0, "", ""},
 		// A maxLength too long to help is named with what it lets through.
 		{`\s+$`, `,"maxLength":10000`, 2, "6,300", "its maxLength of 10000 lets one take about 2.5 s"},
 		{`^.*.*.*=$`, `,"maxLength":1000`, 3, "630", "its maxLength of 1000 lets one take about 4.0 s"},

@@ -102,12 +102,14 @@ func (in ScanInput) field(name string) json.RawMessage {
 //
 // In a schema, the rules read the strings of "description", "title",
 // "$comment", "markdownDescription", "default", "const", "examples" and
-// "enum" anywhere in the document, those of keywords no standard defines
-// (enumDescriptions, x-…), a "type" that names no JSON type, and the names
-// of "properties", "$defs" and "definitions" members; property names and
-// "required" entries are also read as the words they are made of, by the
-// instruction rules; other identifiers, references and patterns are not
-// read. Each schema string has its own
+// "enum" anywhere in the document (and the member names inside those
+// values), those of keywords no standard defines (enumDescriptions, x-…),
+// a "type" that names no JSON type, the names of "properties", "$defs" and
+// "definitions" members, and "required" entries that name no property;
+// every string read is also read with its identifiers as words, by the
+// instruction rules, and for settings that switch safeguards off, as are
+// scalar members of annotations, _meta and values; other identifiers,
+// references and patterns are not read. Each schema string has its own
 // too-long limit, MaxSchemaTextLen, as has the title. A field that is not valid JSON is not
 // read (the importer refuses such a schema anyway), and neither is anything
 // the fingerprint does not cover. Patterns are read for their cost instead
@@ -125,19 +127,34 @@ func ScanTool(in ScanInput) []core.Flag {
 	out = append(out, nameFlags(cmp.Or(in.RemoteName, in.Name))...)
 	out = append(out, scanText(in.Description, DescriptionWhere, MaxDescriptionLen, names)...)
 	out = append(out, scanText(in.Title, TitleWhere, MaxSchemaTextLen, names)...)
+	if proseAddressed(in.Title) {
+		out = append(out, core.Flag{Kind: core.FlagSchemaText, Where: TitleWhere, Start: 0, End: len(in.Title), Reason: reasonProseTitle})
+	}
 	w := schemaScan{names: names}
 	if input != nil {
+		w.define(input)
 		w.schema(input, "")
 	}
 	if len(in.OutputSchema) > 0 {
 		if root, err := jsontree.DecodeJSONTree(in.OutputSchema); err == nil {
+			// What an output schema says of a field, it says of what the
+			// tool will return: "carry it out" there is about the result.
+			w.define(root)
+			w.extra = outputRules
 			w.schema(root, OutputSchemaWhere)
+			w.extra = nil
 		}
 	}
 	for _, f := range jsonFields[1:] {
 		if raw := in.field(f); len(raw) > 0 {
 			if root, err := jsontree.DecodeJSONTree(raw); err == nil {
 				w.anyStrings(root, f, fieldLimit(f))
+				w.pairs(root, f)
+				if f == AnnotationsWhere {
+					if i := slices.Index(root.Keys, "title"); i >= 0 {
+						w.prose(root.Elems[i], f+"/title", reasonProseTitle)
+					}
+				}
 			}
 		}
 	}
@@ -155,14 +172,10 @@ func nameFlags(name string) []core.Flag {
 	if name == "" {
 		return nil
 	}
-	// Same length, so spans fit the name as written.
-	words := strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' || r == '.' {
-			return ' '
-		}
-		return r
-	}, name)
-	t := newCleanText(words, hiddenRuns(words))
+	t := newCleanText(name, hiddenRuns(name))
+	if w := t.wordText(); w != nil {
+		t = w
+	}
 	flags := t.instructions()
 	for i := range flags {
 		flags[i].Where = NameWhere
@@ -257,7 +270,14 @@ var schemaNameMaps = map[string]bool{"properties": true, "$defs": true, "definit
 
 type schemaScan struct {
 	names []shadowName
-	flags []core.Flag
+	// extra rules apply to every string of the schema walked (outputRules
+	// in an output schema).
+	extra []textRule
+	// props and patterns are what the schema walked defines, for required;
+	// nil props: not known.
+	props    map[string]bool
+	patterns []*regexp.Regexp
+	flags    []core.Flag
 }
 
 // maxPlainNameLen is the longest property name that still reads as an
@@ -266,6 +286,12 @@ const maxPlainNameLen = 64
 
 // scanText applies every text rule to s.
 func scanText(s, where string, limit int, names []shadowName) []core.Flag {
+	return scanTextWith(s, where, limit, names, nil)
+}
+
+// scanTextWith applies every text rule and the extra rules to s, and the
+// instruction rules once more to its identifiers read as words.
+func scanTextWith(s, where string, limit int, names []shadowName, extra []textRule) []core.Flag {
 	if s == "" {
 		return nil
 	}
@@ -279,6 +305,12 @@ func scanText(s, where string, limit int, names []shadowName) []core.Flag {
 	}
 	t := newCleanText(s, runs)
 	flags = append(flags, t.instructions()...)
+	flags = append(flags, t.rules(core.FlagHiddenInstruction, extra)...)
+	if w := t.wordText(); w != nil {
+		flags = append(flags, w.instructions()...)
+		flags = append(flags, w.rules(core.FlagHiddenInstruction, extra)...)
+	}
+	flags = append(flags, t.settings()...)
 	flags = append(flags, t.rules(core.FlagSecretPath, secretRules)...)
 	urls := t.rules(core.FlagURL, urlRules)
 	flags = append(flags, urls...)
@@ -419,20 +451,20 @@ const (
 )
 
 var instructionRules = []textRule{
-	{re: phrase(`\b(?:ignore|disregard|forget|bypass) (?:(?:the|of|these|those|my|each|every) )*(?:all|previous|prior|above|earlier|preceding|former|system|original|other|safety|your)(?: (?:the|of|all|these|those|previous|prior|above|earlier|preceding|former|system|original|other|safety|your))* (?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)\b`), reason: reasonOverride, needles: []string{"ignore", "disregard", "forget", "bypass"}},
+	{re: phrase(`\b(?:ignore|disregard|forget|bypass) (?:(?:the|of|these|those|my|each|every|its|their|any) )*(?:all|previous|prior|above|earlier|preceding|former|system|original|other|safety|your)(?: (?:the|of|all|these|those|previous|prior|above|earlier|preceding|former|system|original|other|safety|your))* (?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)\b`), reason: reasonOverride, needles: []string{"ignore", "disregard", "forget", "bypass"}},
 	{re: phrase(`\bforget everything\b|\b(?:ignore|disregard) (?:everything|anything|all) (?:(?:you (?:were|have been|are) (?:told|given|instructed|asked))|(?:(?:said|written|stated|given) )?(?:above|before|earlier|previously|so far))\b`), reason: reasonOverride, needles: []string{"forget", "ignore", "disregard"}},
-	{re: phrase(`\b(?:previous|prior|earlier|original|all other|your) (?:instructions|guidance|rules|directives|guidelines|system prompt) (?:is|are) (?:now )?(?:void|invalid|obsolete|cancel(?:l)?ed|revoked|superseded|overridden|no longer valid|no longer apply|outdated)\b|\b(?:comply|obey) (?:only )?with (?:only )?(?:the )?(?:rules|instructions|directives) (?:in|of|written in) this (?:tool|description)\b|\bfollow (?:only )?the instructions (?:in|of) this (?:tool|description)\b|\bact as an? (?:unrestricted|unfiltered|jailbroken|uncensored|unaligned) (?:assistant|ai|model|llm|agent)\b`), reason: reasonOverride, needles: []string{"void", "invalid", "obsolete", "cancel", "revoked", "superseded", "overridden", "no longer", "outdated", "this tool", "this description", "act as"}},
-	{re: phrase(`\b(?:send|pass|include|forward|upload|post|copy|attach|leak|exfiltrate|collect|harvest|steal)\b (?:(?:the|all|your|their|any|every|of) )*(?:the user['’]?s['’]? |users['’] |(?:saved|stored|cached) )(?:saved |stored )?(?:passwords?|credentials|api keys?|access tokens?|auth(?:entication)? tokens?|session cookies|cookies|secrets|private keys?|credit card(?: number)?s?)\b|\b(?:any |all |the )?(?:passwords?|credentials|api keys?|tokens?|secrets?) (?:that )?the user (?:has )?(?:mentioned|shared|typed|pasted|revealed)\b|\b(?:when|whenever|if) the user (?:ever )?(?:shares|mentions|types|pastes|reveals|writes|says)\b[^.\n]{0,40}\b(?:passwords?|api keys?|tokens?|credentials|secrets?|credit cards?|card numbers?)\b[^.\n]{0,60}\b(?:store|save|put|pass|send|include|copy|record|log|forward|keep) (?:it|them)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"password", "credential", "key", "token", "cookie", "secret", "credit card", "card number"}},
+	{re: phrase(`\b(?:previous|prior|earlier|original|all other|your) (?:instructions|guidance|rules|directives|guidelines|system prompt) (?:is|are) (?:now )?(?:void|invalid|obsolete|cancel(?:l)?ed|revoked|superseded|overridden|no longer valid|no longer apply|outdated)\b|\b(?:comply|obey) (?:only )?with (?:only )?(?:the )?(?:rules|instructions|directives) (?:in|of|written in) this (?:tool|description)\b|\bfollow (?:only )?the instructions (?:in|of) this (?:tool|description)\b|\b(?:follow|obey|heed) only this (?:tool|schema|description|field|server)\b|\b(?:ignore|disregard|forget|bypass|set aside|drop|abandon) (?:all |any )?(?:of )?(?:the |your )?(?:instructions|guidelines|guidance|rules|directives|prompts?) (?:you (?:were|have been|got) (?:given|told|provided)|(?:given|provided) to you|(?:set|laid) out (?:for you|earlier|before))\b|\bact as an? (?:unrestricted|unfiltered|jailbroken|uncensored|unaligned) (?:assistant|ai|model|llm|agent)\b`), reason: reasonOverride, needles: []string{"void", "invalid", "obsolete", "cancel", "revoked", "superseded", "overridden", "no longer", "outdated", "this tool", "this description", "act as", "only this", "given", "provided", "set out", "laid out"}},
+	{re: phrase(`\b(?:send|pass|include|forward|upload|post|copy|attach|leak|exfiltrate|collect|harvest|steal|paste|put|insert|enter|type|add|write|embed|store|save|record|log)\b (?:(?:the|all|your|their|any|every|of) )*(?:the user['’]?s['’]? |users['’] |(?:saved|stored|cached) )(?:saved |stored )?(?:passwords?|credentials|(?:api )?keys?|access tokens?|auth(?:entication)? tokens?|session cookies|cookies|secrets|private keys?|credit card(?: number)?s?)\b|\b(?:any |all |the )?(?:passwords?|credentials|api keys?|tokens?|secrets?) (?:that )?the user (?:has )?(?:mentioned|shared|typed|pasted|revealed)\b|\b(?:when|whenever|if) the user (?:ever )?(?:shares|mentions|types|pastes|reveals|writes|says)\b[^.\n]{0,40}\b(?:passwords?|api keys?|tokens?|credentials|secrets?|credit cards?|card numbers?)\b[^.\n]{0,60}\b(?:store|save|put|pass|send|include|copy|record|log|forward|keep) (?:it|them)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"password", "credential", "key", "token", "cookie", "secret", "credit card", "card number"}},
 	{re: phrase(`\b(?:new|updated|real|actual|true|hidden|secret) (?:system )?(?:instructions?|polic(?:y|ies)|rules)\s*:`), reason: reasonOverride, needles: []string{"instruction", "polic", "rules"}},
 	{re: phrase(`\[\s*(?:system|admin|administrator|developer|root|assistant)(?: (?:override|note|message|instructions?|prompt|update|notice|directive))?\s*\]|\b(?:system|admin|developer) override\b|\b(?:system|admin|developer|security) (?:notice|message|note|alert|instruction|update)s? (?:to|for) (?:the )?(?:model|assistant|ai|llm|agent)s?\b|\bnote (?:for|to) (?:the )?(?:ai|assistant|model|llm|agent)s?\s*:|\bif you are an? (?:ai|llm|language model|ai assistant|ai agent)\b`), reason: "poses as a message from the system or the operator", needles: []string{"system", "admin", "developer", "root", "assistant", "note", "if you are"}},
 	{re: phrase(`\bfrom now on,? (?:you|always|never|every|each|all|do|don['’]t|respond|answer|reply|use|call|include|end|start|begin|treat|act|behave|ignore|send|before|after|when|whenever)\b|\b(?:you (?:must|should|will|are to)|always|never)\b[^.\n]{0,60}\bfrom now on\b`), reason: "gives the model standing orders that outlast this tool", needles: []string{"from now on"}},
 	{re: phrase(`\byou are now (?:(?:in|a|an) )?(?:unbound|unrestricted|jailbroken|unfiltered|dan|developer mode|admin mode|god mode|free)\b`), reason: "tries to change the model's role", needles: []string{"now"}},
 	{re: phrase(`\b(?:reveal|print|output|repeat|leak|dump|disclose) (?:your (?:system |initial |hidden )?(?:prompt|instructions)|the (?:system|initial|hidden) prompt)\b`), reason: "asks the model to reveal its instructions", needles: []string{"prompt", "instruction"}},
 	{re: phrase(`\b(?:include|pass|send|put|add|attach|copy|paste|share|append|insert|provide|forward) (?:(?:all|any) (?:of )?)?(?:your|the) (?:(?:full|entire|complete|whole|exact) )?(?:system|initial|hidden|original) (?:prompt|instructions|message)s?\b`), reason: "asks the model to reveal its instructions", needles: []string{"prompt", "instruction", "message"}},
-	{re: phrase(`\b(?:pass|put|send|include|attach|embed|append|add|copy|insert|provide|forward|share|upload|post|paste|with|contain|contains|containing)\b[^.;\n]{0,40}?\b(?:(?:the|your|this) )?(?:(?:entire|full|whole|complete|previous|prior|earlier) (?:conversation|chat|dialog(?:ue)?|message history)|(?:conversation|chat|dialog(?:ue)?) (?:history|transcript|log|so far)|(?:all|every|the|the user['’]s) (?:previous|prior|earlier) (?:user )?messages|(?:all |the )?(?:prior|previous|earlier) conversation turns|(?:(?:full|entire|whole|complete) )?transcript of (?:this|the) (?:session|conversation|chat)|(?:entire|full|whole|complete) transcript|everything the user (?:has )?(?:said|wrote|written|typed|asked)|the user['’]s (?:full|entire|complete|original|exact|whole) (?:message|prompt|request|question|input)s?)\b`), reason: "asks the model to pass the conversation along", needles: []string{"conversation", "chat", "dialog", "history", "messages", "the user", "transcript"}},
+	{re: phrase(`\b(?:pass|put|send|include|attach|embed|append|add|copy|insert|provide|forward|share|upload|post|paste|with|contain|contains|containing|export|dump|save|store|log|submit|transmit|sync|mirror|hand over)\b[^.;\n]{0,40}?\b(?:(?:the|your|this) )?(?:(?:entire|full|whole|complete|previous|prior|earlier) (?:conversation|chat|dialog(?:ue)?|message history)|(?:conversation|chat|dialog(?:ue)?) (?:history|transcript|log|so far)|(?:all|every|the|the user['’]s) (?:previous|prior|earlier) (?:user )?messages|(?:all |the )?(?:prior|previous|earlier) conversation turns|(?:the )?(?:last|previous|recent|latest|earlier) (?:\w+ )?(?:messages|turns|prompts) (?:the user|you) (?:wrote|sent|typed|exchanged|entered)|(?:(?:full|entire|whole|complete) )?transcript of (?:this|the) (?:session|conversation|chat)|(?:entire|full|whole|complete) transcript|everything the user (?:has )?(?:said|wrote|written|typed|asked)|the user['’]s (?:full|entire|complete|original|exact|whole) (?:message|prompt|request|question|input)s?)\b`), reason: "asks the model to pass the conversation along", needles: []string{"conversation", "chat", "dialog", "history", "messages", "the user", "transcript"}},
 	{re: phrase(`\b(?:before (?:using|calling|invoking|running|executing) any (?:other )?tools?|(?:call|use|invoke|run) this tool (?:before|after) (?:any|every|each|all) (?:other )?(?:tools?|requests?|messages?|responses?|answers?|replies|turns?|actions?)|(?:call|use|invoke|run) this tool (?:on|for|with) (?:every|each) (?:user )?(?:requests?|messages?|turns?|prompts?|quer(?:y|ies))|(?:in|at the end of|after|before|with) (?:every|each|all) (?:of )?your (?:future |subsequent )?(?:responses?|answers?|replies|reply)|(?:in|at the end of|after|with) (?:every|each) (?:response|answer|reply) you (?:give|write|send)|after (?:every|each) user message|(?:for|before|after) (?:every|each) (?:command|call|request|message|file|action|query) you (?:run|make|send|execute|read|take|write))\b`), reason: "makes the model act on every turn, not only when it needs the tool", needles: []string{"any", "this tool", "every", "each", "all"}},
 	{re: phrase(`\b(?:do not|don['’]t|never|must not|no need to) (?:use|call|trust|rely on) (?:any )?other (?:\w+ )?tools?\b|\bother (?:\w+ )?tools? (?:is|are) (?:compromised|malicious|unsafe|untrusted|insecure|not to be trusted|fakes?|impostors?)\b|\b(?:this is )?the only (?:trusted|trustworthy|safe|secure|official|approved|legitimate) (?:\w+ )?tool\b|\b(?:descriptions?|instructions?) of (?:all |any |the )?other tools?\b`), reason: "steers the model away from other tools", needles: []string{"other", "only"}},
-	{re: phrase(`\b(?:do not|don['’]t|never|no need to) (?:ask|wait for|request|seek) (?:the user|the human|the operator)(?: for)? (?:(?:their|any|a) )?(?:confirmation|approval|permission|consent)\b|\b(?:confirmation|permission|approval|consent) (?:has|was|is) already (?:been )?(?:granted|given|obtained)\b`), reason: "tells the model to skip the user's confirmation", needles: []string{"confirm", "approv", "permission", "consent"}},
+	{re: phrase(`\b(?:do not|don['’]?t|never|no need to) (?:ask|wait for|request|seek) (?:the user|the human|the operator)(?: for)? (?:(?:their|any|a) )?(?:confirmation|approval|permission|consent)\b|\b(?:do not|don['’]?t|never|no need to|without) (?:ask|asking|check(?:ing)?(?: back)? with|consult(?:ing)?|wait(?:ing)? for) (?:(?:the )?(?:user|human|operator)s? )?(?:(?:first|again) )?(?:before|prior to)\b|\b(?:do not|don['’]?t|never|no need to) wait (?:for|on) (?:the )?(?:user|human|operator)s?\b|\b(?:skip|skipping|bypass|bypassing|waive|waiving|omit|omitting|suppress|suppressing) (?:the |any |all )?(?:user['’]?s? |human |operator['’]?s? )?(?:confirmations?|approvals?|consent|permission checks?|review)(?: (?:step|prompts?|dialogs?))? (?:for|on|when|before|of) (?:all|every|each|any)\b|\b(?:confirmation|permission|approval|consent) (?:has|was|is) already (?:been )?(?:granted|given|obtained)\b`), reason: "tells the model to skip the user's confirmation", needles: []string{"confirm", "approv", "permission", "consent", "before", "prior to", "review", "wait"}},
 
 	{re: phrase(`\b(?:do not|don['’]?t|never|must not|should not|shouldn['’]?t|avoid) (?:(?:ever|even|explicitly|directly|actually) )?(?:tell|telling|inform|informing|notify|notifying|alert|alerting|mention|mentioning|reveal|revealing|disclose|disclosing)\b`), reason: reasonConceal, needles: []string{"not", "don", "never", "avoid"}},
 	{re: phrase(`\b(?:do not|don['’]?t|never) (?:show|display|report|explain) (?:this|it|that|these)\b`), reason: reasonConceal, needles: []string{"not", "don", "never"}},
@@ -442,16 +474,17 @@ var instructionRules = []textRule{
 	{re: phrase(`\b(?:must|should|is to|are to) (?:not|never) be (?:shown|mentioned|revealed|disclosed|reported|displayed) to (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"shown", "mentioned", "revealed", "disclosed", "reported", "displayed"}},
 	{re: phrase(`\bwithout (?:the )?(?:user|human|operator)(?:['’]s)? (?:knowledge|knowing|noticing|consent|awareness|seeing)\b`), reason: reasonConceal, needles: []string{"without"}},
 	{re: phrase(`\b(?:hide|conceal|keep) (?:this|it|that|these|them) (?:(?:hidden|secret) )?from (?:the )?(?:user|human|operator)s?\b`), reason: reasonConceal, needles: []string{"from"}},
-	{re: phrase(`\bkeep (?:this|it|that) (?:a )?(?:secret|hidden|confidential)\b`), reason: reasonConceal, needles: []string{"keep"}},
+	{re: phrase(`\bkeep (?:this|it|that) (?:a )?(?:secret|hidden|confidential)\b|\btell no ?one\b|\bleave the (?:user|human|operator) out of (?:it|this|the loop)\b`), reason: reasonConceal, needles: []string{"keep", "tell no", "leave the"}},
 	{re: phrase(`\b(?:quietly|silently) (?:call|run|invoke|send|upload|delete|execute|forward|copy|add|include|read|post|transfer)\b`), reason: "asks for something to be done out of the user's sight", needles: []string{"quietly", "silently"}},
 	{re: phrase(`\b(?:pretend|imagine|act as if) (?:that )?you (?:are|were) (?:dan\b|an? (?:ai|assistant|model|llm|chatbot)\b[^.\n]{0,30}\b(?:no|without) (?:restrictions|limits|rules|filters|guidelines))|\b(?:an? )?(?:ai|assistant|model|llm|chatbot) with no (?:restrictions|limits|rules|filters|guidelines)\b|\bwithout (?:ever )?refusing\b|\bnever refuse\b`), reason: "tries to change the model's role", needles: []string{"pretend", "imagine", "act as if", "with no", "refus"}},
-	{re: phrase(`\b(?:prioriti[sz]e|prefer) (?:calls to |using |calling )?this tool (?:over|above|before) (?:any|all|every)\b|\b(?:do not|don['’]t|never|must not) (?:question|doubt|verify|second-guess|double-check) (?:its|this tool['’]s|the tool['’]s|these|the) (?:output|results?|answers?|responses?)\b|\bover (?:any|every|the) user(?:['’]s)? (?:requests?|instructions?|wishes)\b|\bwhen(?:ever)? the user asks (?:the |another |any )?(?:[\w-]+ ){0,2}(?:server|tool) to\b`), reason: "steers how the model treats the user and other tools", needles: []string{"this tool", "question", "doubt", "verify", "second-guess", "double-check", "user"}},
+	{re: phrase(`\b(?:prioriti[sz]e|prefer) (?:it|this one|me) (?:over|above|before|to) (?:every|any|all) (?:the )?other (?:\w+ )?tools?\b|\b(?:prioriti[sz]e|prefer) (?:calls to |using |calling )?this tool (?:over|above|before) (?:any|all|every)\b|\b(?:do not|don['’]t|never|must not) (?:question|doubt|verify|second-guess|double-check) (?:its|this tool['’]s|the tool['’]s|these|the) (?:output|results?|answers?|responses?)\b|\bover (?:any|every|the) user(?:['’]s)? (?:requests?|instructions?|wishes)\b|\bwhen(?:ever)? the user asks (?:the |another |any )?(?:[\w-]+ ){0,2}(?:server|tool) to\b`), reason: "steers how the model treats the user and other tools", needles: []string{"this tool", "other tool", "question", "doubt", "verify", "second-guess", "double-check", "user"}},
 	{re: phrase(`\byour (?:system|initial|hidden|original) (?:prompt|instructions|message)s?\b|\btools (?:that are )?available to you\b|\btools you (?:have access to|can (?:use|call|access))\b|\b(?:names?|list|descriptions?) of (?:all )?(?:the )?other tools\b`), reason: "asks the model about its own instructions or tools, which a tool has no need of", needles: []string{"your", "available to you", "tools you", "other tools"}},
 	{re: phrase(`\b(?:begin|start|prefix|open) (?:each |every |all )?(?:of )?your (?:replies|reply|answers?|responses?|messages?) with\b|\bfuture turns\b|\bfor the rest of (?:the|this) (?:conversation|session|chat)\b|\bremember (?:permanently|forever)\b`), reason: "gives the model standing orders that outlast this tool", needles: []string{"your", "future", "rest of", "remember"}},
 	{re: phrase(`"role"\s*:\s*"(?:system|assistant|developer)"|</\s*(?:description|tool_description|tool|tools|function|functions|tool_use|function_results?|tool_result)\s*>`), reason: "poses as a chat turn or closes the description early, to speak to the model as someone else", needles: []string{"role", "</"}},
 	{re: phrase(`\bthe user has (?:already )?(?:agreed|consented) to\b|\b(?:has|have) (?:already )?pre-?approved (?:every|all|any)\b`), reason: "claims the user's consent for the model", needles: []string{"agreed", "consented", "approved"}},
 	{re: phrase(`\bask the user (?:for|to (?:enter|provide|type|share|give)) (?:their|his|her|your|the) (?:\w+ ){0,2}(?:password|passcode|pin|seed phrase|recovery phrase|credit card|card number|cvv|social security number)\b|\b(?:collect|gather|harvest|grab|read)\b(?:[^.\n]|\.\S){0,40}\b(?:keys|passwords|credentials|tokens|secrets|cookies)\b(?:[^.\n]|\.\S){0,80}\b(?:include|send|pass|put|attach|add|upload|forward) (?:them|it)\b`), reason: "asks the model to hand over the user's secrets", needles: []string{"ask the user", "keys", "passwords", "credentials", "tokens", "secrets", "cookies"}},
-	{re: phrase(`\btreat (?:those|these|them|it|this|that|the (?:results?|output|lines?|text|content)) as (?:instructions|commands|orders|coming from the user|(?:instructions|commands|orders) from the user|the user['’]s (?:instructions|requests?))\b|\bfollow (?:the |any )?(?:instructions|commands) (?:in|from|found in) (?:the |its |this tool['’]s )?(?:results?|output|response)\b|\b(?:ignore|disregard) (?:the|what the|whatever the) user(?:['’]s)? (?:request|requests|asks?|question|instructions?|wants|says)\b|\b(?:the )?(?:assistant|ai|model|llm) is now (?:authori[sz]ed|allowed|permitted|free|in|unrestricted)\b`), reason: reasonOverride, needles: []string{"treat", "follow", "ignore", "disregard", " is now"}},
+	{re: phrase(`\btreat (?:those|these|them|it|this|that|the (?:results?|output|lines?|text|content)) as (?:instructions|commands|orders|coming from the user|(?:instructions|commands|orders) from the user|the user['’]s (?:instructions|requests?))\b|\bfollow (?:the |any )?(?:instructions|commands) (?:in|from|found in) (?:the |its |this tool['’]s )?(?:results?|output|response)\b|\b(?:ignore|disregard) (?:the|what the|whatever the) user(?:['’]s)? (?:(?:stated|chosen|given|requested|own) )?(?:request|requests|asks?|question|instructions?|wants|says|limits?|choices?|wishes|preferences|selections?|settings|constraints)\b|\b(?:the )?(?:assistant|ai|model|llm) is now (?:authori[sz]ed|allowed|permitted|free|in|unrestricted)\b`), reason: reasonOverride, needles: []string{"treat", "follow", "ignore", "disregard", " is now"}},
+	{re: phrase(`\b(?:override|overrides|overriding|take precedence over|takes precedence over|supersedes?|outranks?|trumps?)\b (?:anything|whatever|what) the user (?:says|asks|wants|writes|requests?|requested)\b|\b(?:override|overrides|take precedence over|takes precedence over|supersedes?|outranks?|trumps?) (?:the user['’]s (?:instructions|requests?|wishes|choices?)|your (?:own )?(?:instructions|rules|guidelines|directives|system prompt|judge?ment)|(?:the|your) system prompt|(?:all|any) other (?:instructions|tools|rules|directives))\b|\b(?:override|overrides|supersedes?|take precedence over|takes precedence over) (?:yours|your own)\b|\b(?:replaces?|supersedes?|overrides?|overwrites?|becomes?) (?:your|the (?:model|assistant|ai)['’]s) (?:new |current |existing |own |original )?(?:guidelines|instructions|rules|system prompt|directives|polic(?:y|ies))\b|\b(?:instructions?|commands?|orders?|directives?|tasks?) (?:meant|intended|written|addressed) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\b(?:is|are) (?:an? |the )?(?:instructions?|commands?|orders?|directives?) (?:that )?(?:you|the (?:assistant|model|ai|agent)) (?:must|should|shall|have to|need to|are to|will) (?:follow|obey|execute|run|carry out|perform|act on|comply with)\b|\bfollow (?:it |them |this |these )?without (?:question|questioning|hesitation|checking|asking)\b`), reason: reasonOverride, needles: []string{"overrid", "precedence", "supersede", "outrank", "trump", "instruction", "command", "order", "directive", "without", "replace", "becomes", "overwrite", "meant", "intended", "written", "addressed"}},
 	{re: phrase(`(?m)^[\t\x20]*(?:#{1,6}|\*\*|==+|--+)[\t\x20]*(?:system|admin|developer|assistant)[\t\x20]+(?:message|prompt|instructions?|note|override|notice|update)[\t\x20]*(?:\*\*|==+|--+)?[\t\x20]*:?[\t\x20]*$`), reason: "poses as a message from the system or the operator", needles: []string{"system", "admin", "developer", "assistant"}},
 	{re: phrase(`\broute (?:all|every|any) (?:\w+ ){0,2}through this tool\b|\bthis is the (?:real|genuine|official|only real) \S+ (?:tool|function)\b|\bthe other \S+ (?:tool |function )?is (?:a |an )?(?:\w+ )?(?:fake|impostor|counterfeit|malicious|compromised)\b|\balso (?:post|send|forward|copy|mirror|upload) (?:the same|a copy|copies|it|them|everything|all)\b`), reason: "steers how the model treats the user and other tools", needles: []string{"through this tool", "this is the", "the other", "also"}},
 	{re: phrase(`\b(?:the )?user (?:has )?(?:mentioned|said|shared|typed|written|asked|told you) (?:so far|earlier|before|previously|in (?:this|the) (?:chat|conversation))\b`), reason: "asks the model to pass the conversation along", needles: []string{"user"}},
@@ -1018,8 +1051,17 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 				// where a reviewer does not look.
 				w.anyStrings(v, p, MaxSchemaTextLen)
 			case schemaTextKeys[k]:
-				// a default or an example may be an object
+				// A default or an example may be an object: its strings,
+				// its member names and its settings are read.
 				w.anyStrings(v, p, MaxSchemaTextLen)
+				w.memberNames(v, p)
+				w.pairs(v, p)
+				switch {
+				case dataKeys[k]:
+					w.prose(v, p, reasonProseValue)
+				case k == "title":
+					w.prose(v, p, reasonProseTitle)
+				}
 			case schemaNameMaps[k] && v.Kind == 'o':
 				for j, name := range v.Keys {
 					mp := jsontree.PointerAppend(p, name)
@@ -1027,10 +1069,9 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 					w.schema(v.Elems[j], mp)
 				}
 			case k == "required" && v.Kind == 'a':
-				// a model reads a required name as words too
 				for j, e := range v.Elems {
 					if e.Kind == 's' {
-						w.flags = append(w.flags, identWords(e.Str, p+"/"+strconv.Itoa(j))...)
+						w.required(e.Str, p+"/"+strconv.Itoa(j))
 					}
 				}
 			case structuralKeys[k]:
@@ -1039,6 +1080,12 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 				// x-hint, errorMessage) is read like a description:
 				// clients and models show what they find.
 				w.anyStrings(v, p, MaxSchemaTextLen)
+			case v.Kind == '-':
+				// "x-require-confirmation": false is a setting too.
+				if sv := settingValue(v); sv != "" && switchesOff(k, sv) {
+					w.memberFlag(v, k, p, core.Flag{Kind: core.FlagHiddenInstruction,
+						Reason: fmt.Sprintf("%s (%s: %s)", reasonSetting, clip(k, 40), sv)})
+				}
 			default:
 				w.schema(v, p)
 			}
@@ -1050,12 +1097,83 @@ func (w *schemaScan) schema(n *jsontree.JsonNode, ptr string) {
 	}
 }
 
+// required reads a required entry (RV-2). One that names a property is
+// that property's name, read already. One that names no property of the
+// schema is there only to be read: its text goes through every rule, its
+// identifiers read as words, and it is flagged whole when it reads as a
+// phrase (three words or more, or anything but an identifier). A lone
+// undefined word or pair of words is a slip real schemas make (Cloudflare's
+// migrations require a "tag" they do not define), not an instruction.
+func (w *schemaScan) required(name, ptr string) {
+	if w.defined(name) {
+		return
+	}
+	flags := scanTextWith(name, ptr, MaxSchemaTextLen, w.names, w.extra)
+	if len(keyWords(name)) >= 3 || strings.ContainsFunc(name, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-.$@", r)
+	}) {
+		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
+			Reason: "a required entry that names no property of the schema; a model reads it as words, and no argument can satisfy it"})
+	}
+	w.flags = append(w.flags, mergeFlags(flags)...)
+}
+
+// defined reports whether name is a property defined anywhere in the
+// schema: under "properties" at any depth (a required list in an anyOf
+// branch names its parent's properties) or matched by a patternProperties
+// pattern. A schema that does not decode defines everything, so nothing
+// is flagged on a guess.
+func (w *schemaScan) defined(name string) bool {
+	if w.props == nil {
+		return true
+	}
+	if w.props[name] {
+		return true
+	}
+	return slices.ContainsFunc(w.patterns, func(re *regexp.Regexp) bool { return re.MatchString(name) })
+}
+
+// define collects the property names and patternProperties of a schema,
+// for required.
+func (w *schemaScan) define(root *jsontree.JsonNode) {
+	w.props, w.patterns = map[string]bool{}, nil
+	var walk func(n *jsontree.JsonNode)
+	walk = func(n *jsontree.JsonNode) {
+		for i, k := range n.Keys {
+			e := n.Elems[i]
+			if e.Kind != 'o' {
+				continue
+			}
+			switch k {
+			case "properties":
+				for _, p := range e.Keys {
+					w.props[p] = true
+				}
+			case "patternProperties":
+				for _, p := range e.Keys {
+					// A pattern Go cannot compile (look-arounds) might
+					// match anything: it defines every name.
+					re, err := regexp.Compile(p)
+					if err != nil {
+						re = regexp.MustCompile(``)
+					}
+					w.patterns = append(w.patterns, re)
+				}
+			}
+		}
+		for _, e := range n.Elems {
+			walk(e)
+		}
+	}
+	walk(root)
+}
+
 // anyStrings scans every string in n, each with its own too-long limit.
 // Member names are not read: outside a schema they are keys, not text.
 func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 	switch n.Kind {
 	case 's':
-		w.flags = append(w.flags, scanText(n.Str, ptr, limit, w.names)...)
+		w.flags = append(w.flags, scanTextWith(n.Str, ptr, limit, w.names, w.extra)...)
 	case 'o':
 		for i, k := range n.Keys {
 			w.anyStrings(n.Elems[i], jsontree.PointerAppend(ptr, k), limit)
@@ -1067,8 +1185,28 @@ func (w *schemaScan) anyStrings(n *jsontree.JsonNode, ptr string, limit int) {
 	}
 }
 
+// memberNames reads the member names of objects inside a value a model
+// reads (a default, an example) as words, for instructions: {"ignore_all_
+// previous_instructions": 1} is as loud as the string. The flag sits at the
+// member's pointer, over its name, or over its value when that is a string
+// (the pointer then resolves to the value).
+func (w *schemaScan) memberNames(n *jsontree.JsonNode, ptr string) {
+	for i, e := range n.Elems {
+		p := ptr + "/" + strconv.Itoa(i)
+		if n.Kind == 'o' {
+			k := n.Keys[i]
+			p = jsontree.PointerAppend(ptr, k)
+			for _, f := range nameFlags(k) {
+				f.Reason = "the member name " + strconv.Quote(clip(k, 40)) + " " + f.Reason
+				w.memberFlag(e, k, p, f)
+			}
+		}
+		w.memberNames(e, p)
+	}
+}
+
 func (w *schemaScan) name(name, ptr string) {
-	flags := append(scanText(name, ptr, MaxSchemaTextLen, w.names), identWords(name, ptr)...)
+	flags := scanTextWith(name, ptr, MaxSchemaTextLen, w.names, w.extra)
 	if utf8.RuneCountInString(name) > maxPlainNameLen || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
 		flags = append(flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(name),
 			Reason: "a property name that reads like prose; models read property names as instructions too"})
@@ -1140,6 +1278,7 @@ func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
+	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
 	out = append(out, t.intents()...)
 	if !t.mayContain([]string{"<"}) {
 		return out
@@ -1226,7 +1365,9 @@ func (t *cleanText) shadowing(names []shadowName) []core.Flag {
 				after = t.lower[e]
 			}
 			if n.plain {
-				if !strings.ContainsRune("`'\"", rune(before)) || before == 0 || after != before {
+				quoted := strings.ContainsRune("`'\"", rune(before)) && before != 0 && after == before
+				word := !isIdentByte(before) && !isIdentByte(after) && after != '-'
+				if !quoted && !(word && steered(t.lower, s, e)) {
 					continue
 				}
 			} else if (before != 0 && isIdentByte(before) && before != '_') || (after != 0 && isIdentByte(after)) {
@@ -1244,6 +1385,21 @@ func (t *cleanText) shadowing(names []shadowName) []core.Flag {
 		}
 	}
 	return out
+}
+
+// steerBefore and steerAfter are the words around a plain name (a single
+// everyday word, "fetch") that make it a tool being steered away from:
+// "use secure_fetch instead of fetch", "never call fetch", "fetch is
+// unsafe". Unquoted, a plain name is otherwise prose.
+var (
+	steerBefore = regexp.MustCompile(`(?:\binstead of|\brather than|\bin place of|\b(?:never|don['’]?t|do not|must not|stop) (?:use|call|invoke|run|trust)(?: the)?|\bavoid(?: using| calling)?(?: the)?)[\s\p{Z}]+$`)
+	steerAfter  = regexp.MustCompile(`^(?:[\s\p{Z}]+(?:tool|function))?[\s\p{Z}]+(?:is|are|was) (?:now )?(?:deprecated|unsafe|insecure|broken|compromised|malicious|wrong|fake|untrusted|not to be trusted|leaking|leaks)\b|^[\s\p{Z}]+(?:tool )?(?:leaks|is leaking)\b`)
+)
+
+// steered reports whether the plain name at lower[s:e] is named as a tool
+// to avoid.
+func steered(lower string, s, e int) bool {
+	return steerBefore.MatchString(lower[max(0, s-30):s]) || steerAfter.MatchString(lower[e:min(len(lower), e+40)])
 }
 
 // tagText is the ASCII the run's tag characters spell.
@@ -1277,4 +1433,58 @@ func (r hiddenRun) reason() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Labels and values that read as sentences (RV-2). An enum, const, default
+// or example value is data, and a title is a label: in the 713 real tools
+// of the benign corpus no such value runs past four words and no title
+// speaks to the model or of the user. One that is a sentence of six words
+// or more and speaks to the model, of the user, or in the words of an
+// order is there to be read as one.
+const (
+	reasonProseValue = "a value that reads as a sentence addressed to the model; enum, const, default and example values are data, and models read them as instructions too"
+	reasonProseTitle = "a title that reads as a sentence addressed to the model; a title is a label, and models read it as an instruction too"
+	minProseWords    = 6
+)
+
+// dataKeys are the schema keywords whose values are data.
+var dataKeys = map[string]bool{"default": true, "const": true, "examples": true, "enum": true}
+
+// addressCue: a word that speaks to the model, of the user, or orders.
+var addressCue = regexp.MustCompile(`(?i)\b(?:you|your|yourself|assistant|model|ai|agent|llm|users?|user['’]s|human|operator|always|never|instead|must|should|don['’]?t|do not|without|ignore|disregard|forget|secretly|quietly|silently|also|otherwise|regardless|whatever)\b`)
+
+// proseAddressed reports whether s, its identifiers read as words, is a
+// sentence of minProseWords words or more holding an addressCue.
+func proseAddressed(s string) bool {
+	if len(s) < 2*minProseWords {
+		return false
+	}
+	t := newCleanText(s, hiddenRuns(s))
+	text := t.text
+	n := len(strings.FieldsFunc(text, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
+	}))
+	if w := t.wordText(); w != nil {
+		text += "\n" + w.text
+		n = max(n, len(strings.Fields(w.text)))
+	}
+	return n >= minProseWords && addressCue.MatchString(text)
+}
+
+// prose flags every string in n that proseAddressed, whole, with reason.
+func (w *schemaScan) prose(n *jsontree.JsonNode, ptr, reason string) {
+	switch n.Kind {
+	case 's':
+		if proseAddressed(n.Str) {
+			w.flags = append(w.flags, core.Flag{Kind: core.FlagSchemaText, Where: ptr, Start: 0, End: len(n.Str), Reason: reason})
+		}
+	case 'o':
+		for i, k := range n.Keys {
+			w.prose(n.Elems[i], jsontree.PointerAppend(ptr, k), reason)
+		}
+	case 'a':
+		for i, e := range n.Elems {
+			w.prose(e, ptr+"/"+strconv.Itoa(i), reason)
+		}
+	}
 }

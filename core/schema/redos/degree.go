@@ -63,9 +63,9 @@ const maxCandidates = 256
 // IDA criterion of Weber and Seidl): the longest chain of loops p1 … pd
 // where, for some word v, pi reads v back to itself, pi+1 does too, and pi
 // reads v to pi+1. Each link multiplies the ways to split a pumped input by
-// its length. Without a final $ the search stops at its first success, so
-// no way through a position the match can end at is ever backtracked:
-// those positions are left out. It also returns the loops of the chain,
+// its length. The search stops at its first success, so no way through a
+// position in last (where a match ends with no $ still to pass) is ever
+// backtracked: unless ended, those positions are left out. It also returns the loops of the chain,
 // outermost start first.
 func (a *automaton) degree(last []int32, ended bool) (int, []*rxNode, bool) {
 	n := int32(len(a.posLabel))

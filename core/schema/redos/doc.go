@@ -46,10 +46,14 @@
 //     v on to the next, decided on the product of three copies of the
 //     automaton. Each link multiplies the ways to split a pumped input by
 //     its length. An unanchored pattern is searched from every offset, so
-//     it starts with an implicit [^]*; without a final $ the search stops
-//     at its first success, so no way through a position the match can end
-//     at is ever backtracked, and those positions are left out (JSON
-//     Schema's search semantics). Degree 4 and more is refused: `^(a+){4}$`
+//     it starts with an implicit [^]*; the search stops at its first
+//     success, so no way through a position a match can end at with no $
+//     still to pass is ever backtracked, and those positions are left out
+//     (JSON Schema's search semantics). A branch that ends in $ keeps its
+//     positions whatever the other branches do: the trim
+//     `^[\s\u200c]+|[\s\u200c]+$` behind the 2016 Stack Overflow outage
+//     tries its second branch at every offset of a run of spaces the input
+//     does not end with, and is quadratic. Degree 4 and more is refused: `^(a+){4}$`
 //     takes V8 seconds on 200 characters, and `^((a+){1,10}){1,10}$` is
 //     degree 100. Degree 3 passes, because it needs kilobytes to cost a
 //     second and published schemas carry it: ajv-formats' url (0.2 s on

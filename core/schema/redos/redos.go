@@ -120,6 +120,9 @@ type rxNode struct {
 	label int32          // rxLeaf: index into automaton.labels
 	min   int            // rxLoop
 	src   *syntax.Regexp // rxLoop and unrolled repeats: as parsed, for the reason
+	// end: an rxEmpty that is an end anchor ($), which a match can only
+	// end at where the input ends.
+	end bool
 
 	// Set by walk: the subtree's node ids (preorder) and positions.
 	id, idEnd   int32
@@ -185,7 +188,10 @@ func screenTree(re *syntax.Regexp, anchored bool, work *int) (reason string, bad
 		return "", false, 0, ""
 	}
 	ended := endAnchored(re)
-	deg, loops, exhausted := a.degree(f.last, ended)
+	// Only positions a match can end at without a $ still to pass stop a
+	// search at its first success; a branch ending in $ is backtracked
+	// whatever the others do (`^\s+|\s+$`).
+	deg, loops, exhausted := a.degree(f.free, false)
 	if exhausted {
 		return reasonTooComplex + " in " + renderRegexp(re), true, 0, ""
 	}
@@ -275,6 +281,13 @@ func truncate(s string) string {
 type followSets struct {
 	nullable    bool
 	first, last []int32
+	// free are the positions of last after which a match can end with no
+	// end anchor still to pass, and freeNullable says the tree can match
+	// the empty string with none: where a search may stop at its first
+	// success. In `^\s+|\s+$` the first \s+ ends a match anywhere and the
+	// second only at the end of the input, so a search backtracks it.
+	free         []int32
+	freeNullable bool
 }
 
 const maxDenseLabels = 512
@@ -523,6 +536,8 @@ func (a *automaton) build(re *syntax.Regexp) *rxNode {
 			n.subs = append(n.subs, a.build(s))
 		}
 		return n
+	case syntax.OpEndText, syntax.OpEndLine:
+		return &rxNode{op: rxEmpty, end: true}
 	default:
 		return &rxNode{op: rxEmpty}
 	}
@@ -573,12 +588,13 @@ func (a *automaton) walk(n *rxNode) followSets {
 	switch n.op {
 	case rxEmpty:
 		f.nullable = true
+		f.freeNullable = !n.end
 	case rxLeaf:
 		p := int32(len(a.posLabel))
 		a.posLabel = append(a.posLabel, n.label)
-		f = followSets{first: []int32{p}, last: []int32{p}}
+		f = followSets{first: []int32{p}, last: []int32{p}, free: []int32{p}}
 	case rxCat:
-		f.nullable = true
+		f.nullable, f.freeNullable = true, true
 		for i, s := range n.subs {
 			g := a.walk(s)
 			if i == 0 {
@@ -586,29 +602,36 @@ func (a *automaton) walk(n *rxNode) followSets {
 				continue
 			}
 			a.link(f.last, g.first, n.id)
-			first, last := f.first, g.last
+			first, last, free := f.first, g.last, g.free
 			if f.nullable {
 				first = slices.Concat(f.first, g.first)
 			}
 			if g.nullable {
 				last = slices.Concat(f.last, g.last)
 			}
-			f = followSets{f.nullable && g.nullable, first, last}
+			if g.freeNullable {
+				free = slices.Concat(f.free, g.free)
+			}
+			f = followSets{nullable: f.nullable && g.nullable, first: first, last: last,
+				free: free, freeNullable: f.freeNullable && g.freeNullable}
 		}
 	case rxAlt:
 		for _, s := range n.subs {
 			g := a.walk(s)
 			f.nullable = f.nullable || g.nullable
+			f.freeNullable = f.freeNullable || g.freeNullable
 			f.first = slices.Concat(f.first, g.first)
 			f.last = slices.Concat(f.last, g.last)
+			f.free = slices.Concat(f.free, g.free)
 		}
 	case rxOpt:
 		f = a.walk(n.subs[0])
-		f.nullable = true
+		f.nullable, f.freeNullable = true, true
 	case rxLoop:
 		f = a.walk(n.subs[0])
 		a.link(f.last, f.first, n.id)
 		f.nullable = f.nullable || n.min == 0
+		f.freeNullable = f.freeNullable || n.min == 0
 	}
 	n.idEnd = a.nextID
 	n.posEnd = int32(len(a.posLabel))

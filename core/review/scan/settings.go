@@ -1,0 +1,336 @@
+package scan
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/jsontree"
+)
+
+// Settings that switch the user's safeguards off (RV-2). A poisoned tool
+// can carry a configuration-shaped blob — JSON, YAML, a flow map, a TOML
+// line, inline or fenced — that a model reads as the workspace's policy:
+// {"workspace_policy": {"require_confirmation": false}}, `confirm: off`,
+// `auto_approve: true`. Whatever the syntax, such a blob is a list of
+// key/value pairs, so the scanner reads pairs: a key read as words (like
+// every identifier) and a scalar value. A pair is judged alone, except
+// that a key which says nothing by itself (enabled, user, required) is
+// read with its parent's ({"confirmations": {"enabled": false}}, a YAML
+// mapping by its indentation). A command-line switch (--no-confirm,
+// --yolo) is a key set to true.
+//
+// A key names a safeguard when one of its words is one (confirmation,
+// approval, review, safety, consent, disclosure, oversight …), or when it
+// joins a word for the user to a word for telling or asking them
+// (notify_user, showToUser, ask_permission). Such a key is switched off by
+// false/off/no/disabled/none/0/never/skip/bypass/auto/not required. A key
+// that already negates its safeguard (skip_confirmation, bypass_review,
+// auto_approve, hide_from_user) or means "out of sight" alone (silent,
+// stealth, yolo) is switched off by true/on/yes/enabled/1/always.
+
+// settingPair finds key: value and key = value pairs whose value is one
+// word, quoted or not, ending where a pair ends in JSON, YAML or TOML (a
+// comma, a brace or bracket, a line's end, a backtick, a comment), so that
+// prose ("Review: none of these apply") is not read as a setting.
+var settingPair = regexp.MustCompile(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#))`)
+
+// settingNeedles: a pair can only be found in text that holds ':' or '=',
+// and only flagged when its key holds one of settingKeyNeedles.
+var settingNeedles = []string{":", "=", "--"}
+
+var (
+	// guardWords name a safeguard on their own.
+	// "sandbox" is left out: a browser's --no-sandbox is honest advice
+	// (Puppeteer's launch options).
+	guardWords = []string{"confirm", "approv", "review", "safety", "safeguard", "guard", "disclos", "consent",
+		"oversight", "moderat", "transparen", "audit", "security"}
+	// askWords name one only beside a word for the user or a requirement.
+	askWords = []string{"permission", "notif", "inform", "warn", "tell", "show", "ask", "display",
+		"visib", "reveal", "report", "prompt", "mention", "explain", "check", "verif"}
+	userWords = []string{"user", "human", "operator", "person", "people", "require", "need", "must", "ask"}
+	// negWords in a key mean the safeguard is already negated.
+	negWords = []string{"skip", "bypass", "disable", "no", "not", "without", "suppress", "hide", "hidden",
+		"ignore", "dont", "never", "off", "auto", "silent", "silently", "quiet", "quietly", "conceal", "unsafe", "dangerously"}
+	// aloneWords mean "out of the user's sight" on their own.
+	aloneWords = []string{"silent", "silently", "stealth", "stealthy", "yolo", "unrestricted", "unsupervised", "unattended"}
+)
+
+// settingKeyNeedles are the words a key that switchesOff must hold one of.
+var settingKeyNeedles = slices.Concat(guardWords, askWords, aloneWords,
+	[]string{"hide", "hidden", "conceal", "user", "human", "operator", "person", "people", "loop"})
+
+func hasWord(words, vocab []string, prefix bool) bool {
+	return slices.ContainsFunc(words, func(w string) bool {
+		return slices.ContainsFunc(vocab, func(v string) bool {
+			if prefix {
+				return strings.HasPrefix(w, v)
+			}
+			return w == v
+		})
+	})
+}
+
+// keyWords splits a setting's key into lower-case words, the way
+// wordText reads identifiers.
+func keyWords(key string) []string {
+	t := newCleanText(key, nil)
+	if w := t.wordText(); w != nil {
+		t = w
+	}
+	return strings.Fields(strings.ToLower(strings.NewReplacer("-", " ", ".", " ").Replace(t.text)))
+}
+
+// switchesOff reports whether key = value turns a safeguard off.
+func switchesOff(key, value string) bool {
+	words := keyWords(key)
+	if len(words) == 0 {
+		return false
+	}
+	v := strings.ToLower(strings.Trim(value, `"' `))
+	v = strings.NewReplacer("_", " ", "-", " ").Replace(v)
+	off, on := false, false
+	switch v {
+	case "false", "off", "no", "n", "disabled", "disable", "none", "null", "nobody", "0", "never",
+		"skip", "skipped", "bypass", "bypassed", "ignore", "ignored", "silent", "hidden", "auto",
+		"automatic", "not required", "not needed":
+		off = true
+	case "true", "on", "yes", "y", "enabled", "enable", "1", "always", "all":
+		on = true
+	}
+	guarded := hasWord(words, guardWords, true) ||
+		hasWord(words, askWords, true) && hasWord(words, userWords, true) ||
+		// skip_permission_checks, dangerously_skip_permissions
+		hasWord(words, []string{"permission", "check", "verif"}, true) && hasWord(words, []string{"skip", "bypass", "dangerously", "no", "without"}, false) ||
+		hasWord(words, []string{"human"}, false) && hasWord(words, []string{"loop"}, false)
+	negated := hasWord(words, negWords, false) || hasWord(words, []string{"auto", "dont"}, true)
+	// an autoApprove or autoconfirm written as one word
+	for _, w := range words {
+		if strings.HasPrefix(w, "auto") && len(w) > 4 && hasWord([]string{w[4:]}, guardWords, true) {
+			negated, guarded = true, true
+		}
+	}
+	switch {
+	case guarded && !negated:
+		return off
+	case guarded && negated, hasWord(words, aloneWords, false):
+		return on
+	case hasWord(words, []string{"hide", "hidden", "conceal"}, false) && hasWord(words, userWords[:5], true):
+		return on
+	}
+	return false
+}
+
+const reasonSetting = "a setting that switches off the user's confirmation, review or safeguards, or keeps things from the user"
+
+// settings flags the configuration pairs in the text that switch a
+// safeguard off.
+func (t *cleanText) settings() []core.Flag {
+	if !t.mayContain(settingNeedles) || !t.mayContain(settingKeyNeedles) {
+		return nil
+	}
+	var out []core.Flag
+	for _, m := range settingPair.FindAllStringSubmatchIndex(t.text, -1) {
+		key, value := t.text[m[2]:m[3]], t.text[m[4]:m[5]]
+		if !nestedSwitchesOff(yamlParent(t.text, m[2]), key, value) {
+			continue
+		}
+		start, end := t.span(m[2], m[5])
+		out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end,
+			Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(t.text[m[2]:m[5]], 60))})
+	}
+	out = append(out, t.jsonSettings()...)
+	for _, m := range cliFlag.FindAllStringSubmatchIndex(t.text, -1) {
+		if switchesOff(t.text[m[2]:m[3]], "true") {
+			start, end := t.span(m[2]-2, m[3])
+			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end,
+				Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(t.text[m[2]-2:m[3]], 60))})
+		}
+	}
+	return out
+}
+
+// cliFlag is a command-line switch, --no-confirm or --yolo, which reads
+// as a setting turned on.
+var cliFlag = regexp.MustCompile(`(?:^|[\s\x60"'(])--([a-zA-Z][\w-]{1,40})\b`)
+
+// yamlParent is the key of the YAML mapping the line holding offset i
+// sits in: the nearest line above it, indented less, that is a key with no
+// value ("confirmations:" over "  enabled: false"); "" at the top level.
+func yamlParent(text string, i int) string {
+	lineStart := strings.LastIndexByte(text[:i], '\n') + 1
+	indent := len(text[lineStart:i]) - len(strings.TrimLeft(text[lineStart:i], " \t"))
+	if indent == 0 {
+		return ""
+	}
+	// A parent further up than maxYAMLLookBack bytes is not looked for, so
+	// a text of many pairs costs no more than a few passes over it.
+	floor := max(0, lineStart-maxYAMLLookBack)
+	for end := lineStart - 1; end > floor; {
+		start := strings.LastIndexByte(text[:end], '\n') + 1
+		line := text[start:end]
+		end = start - 1
+		trimmed := strings.TrimLeft(line, " \t")
+		if trimmed == "" || len(line)-len(trimmed) >= indent {
+			continue
+		}
+		if m := yamlKeyLine.FindStringSubmatch(trimmed); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	return ""
+}
+
+const maxYAMLLookBack = 2048
+
+var yamlKeyLine = regexp.MustCompile(`^["']?([A-Za-z][\w.-]{0,63})["']?[\x20\t]*:[\x20\t]*$`)
+
+// Bounds of jsonSettings.
+const (
+	maxJSONBlobs = 32
+	maxJSONBlob  = 16 << 10
+)
+
+// jsonSettings parses the JSON objects in the text whole and flags each
+// whose pairs, read with their parents' keys, switch a safeguard off
+// ({"confirmations": {"enabled": false}}).
+func (t *cleanText) jsonSettings() []core.Flag {
+	if !strings.Contains(t.text, "{") {
+		return nil
+	}
+	var out []core.Flag
+	tries := 0
+	for i := 0; i < len(t.text) && tries < maxJSONBlobs; i++ {
+		if t.text[i] != '{' {
+			continue
+		}
+		// Each try reads at most maxJSONBlob bytes, and a text gets
+		// maxJSONBlobs tries: braces in prose cost a bounded amount.
+		tries++
+		dec := json.NewDecoder(strings.NewReader(t.text[i:min(len(t.text), i+maxJSONBlob)]))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			continue
+		}
+		end := i + int(dec.InputOffset())
+		if found := nestedSetting(v, ""); found != "" {
+			start, stop := t.span(i, end)
+			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: stop,
+				Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(found, 60))})
+		}
+		i = end - 1
+	}
+	return out
+}
+
+// nestedSetting returns the first "parent.key: value" in v that
+// switches a safeguard off only when read with its parent's key, or "".
+// Pairs that do so alone are flagged where they stand by settings.
+func nestedSetting(v any, parent string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			var s string
+			switch e := x[k].(type) {
+			case bool:
+				s = strconv.FormatBool(e)
+			case string:
+				s = e
+			case json.Number:
+				s = e.String()
+			default:
+				if f := nestedSetting(e, k); f != "" {
+					return f
+				}
+				continue
+			}
+			if parent != "" && !switchesOff(k, s) && nestedSwitchesOff(parent, k, s) {
+				return parent + "." + k + ": " + s
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if f := nestedSetting(e, parent); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// genericKeys say nothing alone; under a parent ("confirmations":
+// {"enabled": false}, notify: {user: false}) they read with its words.
+var genericKeys = map[string]bool{"enabled": true, "enable": true, "on": true, "active": true, "required": true,
+	"require": true, "value": true, "mode": true, "state": true, "status": true, "user": true, "users": true,
+	"human": true, "always": true, "ask": true, "prompt": true, "default": true}
+
+// nestedSwitchesOff is switchesOff for key under parent.
+func nestedSwitchesOff(parent, key, value string) bool {
+	if switchesOff(key, value) {
+		return true
+	}
+	return parent != "" && genericKeys[strings.ToLower(key)] && switchesOff(parent+"_"+key, value)
+}
+
+// settingValue is the text of a scalar JSON value a setting may have, or
+// "" for one that is not a scalar.
+func settingValue(n *jsontree.JsonNode) string {
+	switch {
+	case n.Kind == 's' && len(n.Str) <= 20:
+		return n.Str
+	case n.Kind == '-' && n.Lit != "":
+		return n.Lit
+	case n.Kind == '-':
+		return string(n.Num)
+	}
+	return ""
+}
+
+// pairs flags the members of the object n, and of every object in it,
+// that switch a safeguard off, each at the member's pointer: structured
+// values (a default that is an object, an annotation, _meta) carry
+// settings as JSON itself rather than as text.
+func (w *schemaScan) pairs(n *jsontree.JsonNode, ptr string) {
+	w.pairsUnder(n, ptr, "")
+}
+
+func (w *schemaScan) pairsUnder(n *jsontree.JsonNode, ptr, parent string) {
+	for i, e := range n.Elems {
+		p, k := ptr+"/"+fmt.Sprint(i), parent
+		if n.Kind == 'o' {
+			k = n.Keys[i]
+			p = jsontree.PointerAppend(ptr, k)
+			if v := settingValue(e); v != "" && nestedSwitchesOff(parent, k, v) {
+				w.memberFlag(e, k, p, core.Flag{Kind: core.FlagHiddenInstruction,
+					Reason: fmt.Sprintf("%s (%s: %s)", reasonSetting, clip(k, 40), clip(v, 20))})
+			}
+		}
+		if e.Kind == 'o' || e.Kind == 'a' {
+			w.pairsUnder(e, p, k)
+		}
+	}
+}
+
+// memberFlag adds f at the member k of an object, whose value is v, at
+// pointer p. Text(p) is the member's string value when it has one, and
+// its name otherwise: the span covers whichever that is.
+func (w *schemaScan) memberFlag(v *jsontree.JsonNode, k, p string, f core.Flag) {
+	f.Where, f.Start, f.End = p, 0, len(k)
+	if v.Kind == 's' {
+		f.End = len(v.Str)
+	}
+	if f.End > 0 {
+		w.flags = append(w.flags, f)
+	}
+}
