@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/admin"
+	"github.com/toolgate/toolgate/internal/signals"
 )
 
 // Set at build time with -ldflags "-X main.version=… -X main.commit=…".
@@ -27,6 +28,9 @@ type cli struct {
 	// there to answer (nil: stdin is a terminal). Tests set both.
 	stdin io.Reader
 	tty   func() bool
+	// signals is the process's signal router (nil when run from a test):
+	// commands say through it what a SIGHUP means to them.
+	signals *signals.Router
 }
 
 type command struct {
@@ -56,7 +60,12 @@ func commands() []command {
 
 // run executes one command line and returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdout: stdout, stderr: stderr}
+	return runWith(ctx, &cli{stdout: stdout, stderr: stderr}, args)
+}
+
+// runWith is run with the invocation's world given whole.
+func runWith(ctx context.Context, c *cli, args []string) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
 		return runConsole(ctx, c, args)
 	}

@@ -24,6 +24,9 @@ import (
 )
 
 func runConsole(ctx context.Context, c *cli, args []string) int {
+	// A terminal program's SIGHUP says its terminal went away: stop as
+	// for SIGTERM, children and all (OP-12).
+	c.signals.OnHangup(c.signals.Stop)
 	fs := c.commandFlags("console")
 	path := fs.String("config", "", "config file (default ./toolgate.yaml, then the user config dir; none starts the demo)")
 	attach := fs.String("attach", "", "attach to a running gateway's admin API: http://host:port or unix:/path (default $"+admin.EnvAttach+" when --config is not given)")
@@ -62,6 +65,10 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 
 	log, logPath, closeLog := consoleLog()
 	defer closeLog()
+	c.signals.OnHangup(func() {
+		log.Info("terminal hung up; stopping")
+		c.signals.Stop()
+	})
 
 	var (
 		cfg    *config.Config
@@ -129,6 +136,7 @@ func runConsole(ctx context.Context, c *cli, args []string) int {
 	cancelImport()
 	<-imported
 	stopErr := closeGateway(g)
+	log.Info("console stopped", "clean", stopErr == nil)
 	code := 0
 	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && !errors.Is(runErr, context.Canceled) {
 		fmt.Fprintf(c.stderr, "toolgate console: %v\n", runErr)

@@ -6,13 +6,16 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/toolgate/toolgate/internal/signals"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	// The signals were caught since package signals' init (OP-12); here
+	// they get their meaning: SIGINT/SIGTERM end ctx, SIGHUP is what the
+	// command makes of it.
+	ctx, sigs, release := signals.Start(context.Background())
+	code := runWith(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr, signals: sigs}, os.Args[1:])
+	release()
 	os.Exit(code)
 }

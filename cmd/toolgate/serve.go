@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
@@ -83,26 +80,18 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	}
 	log.Info("ready", "tools", len(g.Registry().Names(""))+len(g.Importer().ImportedTools()))
 
-	// SIGHUP (systemctl reload) reloads the config, as a change of the
-	// file does under gateway.watchConfig (OP-8); Go's default would end
-	// the process and every session with it.
+	// SIGHUP (systemctl reload, logrotate's postrotate) reloads the
+	// config, as a change of the file does under gateway.watchConfig
+	// (OP-8). One that came during start-up was held until now and is
+	// applied once, here (OP-12).
 	if err := g.StartReloads(gateway.ReloadSource{Path: file, Load: reloadLoader(file, *listen, *insecureOpen, log)}); err != nil {
 		log.Error("config reload unavailable", "err", err)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				g.ReopenAuditExport() // after logrotate moved it (OP-10)
-				g.RequestReload("SIGHUP")
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	c.signals.OnHangup(func() {
+		g.ReopenAuditExport() // after logrotate moved it (OP-10)
+		g.RequestReload("SIGHUP")
+	})
+	defer c.signals.OnHangup(nil)
 
 	select {
 	case <-ctx.Done():
