@@ -124,6 +124,8 @@ var keys = []Key{
 	{Path: "endpoints[].name", Default: DefaultEndpointName, Reload: Restart},
 	{Path: "endpoints[].version", Derived: true, About: "toolgate's version", Reload: Restart},
 	{Path: "endpoints[].instructions", Reload: Restart},
+	{Path: "endpoints[].discovery.mode", Default: DiscoveryOff, Reload: Restart},
+	{Path: "endpoints[].discovery.alwaysList", Reload: Restart},
 	{Path: "endpoints[].tools", Derived: true, About: `["*"]: every tool`, Reload: Live},
 	{Path: "endpoints[].auth.apiKeys[].key", Reload: Live},
 	{Path: "endpoints[].auth.apiKeys[].actor.id", Reload: Live},
