@@ -12,8 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/internal/waittest"
@@ -309,24 +305,8 @@ func TestDiscoveryServeSDK(t *testing.T) {
 func discoveryModern(t *testing.T, url string) {
 	ctx, cancel := context.WithTimeout(context.Background(), servePeerRunWait)
 	defer cancel()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	defer tr.CloseIdleConnections()
-	st, err := transport.NewStreamableHTTP(url,
-		transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + discoveryPeerKey}),
-		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(st, client.WithProtocolVersion(mcpgo.ProtocolVersion20260728))
-	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcpgo.InitializeRequest{}
-	init.Params.ProtocolVersion = mcpgo.ProtocolVersion20260728
-	init.Params.ClientInfo = mcpgo.Implementation{Name: "modern-peer", Version: "1"}
-	if res, err := c.Initialize(ctx, init); err != nil || res.ProtocolVersion != mcpgo.ProtocolVersion20260728 || c.GetSessionId() != "" {
+	c := startModernClient(t, ctx, url, discoveryPeerKey)
+	if res, err := c.Initialize(ctx, modernInitialize()); err != nil || res.ProtocolVersion != mcpgo.ProtocolVersion20260728 || c.GetSessionId() != "" {
 		t.Fatalf("initialize: %v %+v", err, res)
 	}
 	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})

@@ -51,24 +51,8 @@ func TestServeBothErasAtOnce(t *testing.T) {
 	leader := holdLeader(cmd.Process.Pid)
 	t.Cleanup(func() { leader.killGroup(); leader.release() })
 
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	defer tr.CloseIdleConnections()
-	st, err := transport.NewStreamableHTTP(url,
-		transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + serveGatewayKey}),
-		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(st, client.WithProtocolVersion(mcpgo.ProtocolVersion20260728))
-	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcpgo.InitializeRequest{}
-	init.Params.ProtocolVersion = mcpgo.ProtocolVersion20260728
-	init.Params.ClientInfo = mcpgo.Implementation{Name: "modern-peer", Version: "1"}
-	res, err := c.Initialize(ctx, init)
+	c := startModernClient(t, ctx, url, serveGatewayKey)
+	res, err := c.Initialize(ctx, modernInitialize())
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -110,4 +94,33 @@ func TestServeBothErasAtOnce(t *testing.T) {
 	if out.run.Call == nil || out.run.Call.IsError || len(out.run.Call.Content) != 1 || !strings.Contains(out.run.Call.Content[0].Text, "Welcome to toolgate.") {
 		t.Errorf("the SDK client's call: %+v", out.run.Call)
 	}
+}
+
+// startModernClient starts an mcp-go client pinned to 2026-07-28 on url,
+// sending key as its bearer token; it is closed when the test ends.
+func startModernClient(t *testing.T, ctx context.Context, url, key string) *client.Client {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	st, err := transport.NewStreamableHTTP(url,
+		transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(st, client.WithProtocolVersion(mcpgo.ProtocolVersion20260728))
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// modernInitialize is the initialize request of a 2026-07-28 client.
+func modernInitialize() mcpgo.InitializeRequest {
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.ProtocolVersion20260728
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "modern-peer", Version: "1"}
+	return init
 }
