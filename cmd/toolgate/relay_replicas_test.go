@@ -3,19 +3,24 @@
 package main
 
 // OP-15: any request on any replica. Three `toolgate serve` processes on
-// one PostgreSQL behind the round-robin proxy, a 2026-07-28 mcp-go client
-// whose every request goes to the next replica: its retries answering an
-// upstream's elicitation and sampling requests reach the replica the call
-// is parked in; a request forged as coming from a replica is refused.
+// one PostgreSQL behind the round-robin proxy, every client request on
+// another replica than the one before: a 2026-07-28 mcp-go client's
+// retries answering an upstream's elicitation and sampling requests, and a
+// 2025-06-18 client's POSTed answers to the same requests, reach the
+// replica the call runs in; a 2026-07-28 notifications/cancelled reaches
+// the replica running the call it names; a request forged as coming from
+// a replica is refused.
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -46,13 +51,23 @@ upstreams:
     url: %s
     transport: http
     required: true
-    reads: [ask]
+    reads: [ask, hold]
+    # Longer than the test waits for a cancellation: only the client's
+    # cancellation can end hold.
+    timeout: 30m
 `
 
-// startAskingUpstream serves ask, which asks its caller a question and
-// then for a sampled message, and reports both answers.
-func startAskingUpstream(t *testing.T) string {
+// askingUpstream serves ask, which asks its caller a question and then for
+// a sampled message, and reports both answers; and hold, which runs until
+// it is cancelled and says so on held and cancelled.
+type askingUpstream struct {
+	url             string
+	held, cancelled chan string
+}
+
+func startAskingUpstream(t *testing.T) *askingUpstream {
 	t.Helper()
+	u := &askingUpstream{held: make(chan string, 4), cancelled: make(chan string, 4)}
 	up := server.NewMCPServer("asks", "1", server.WithToolCapabilities(false), server.WithElicitation())
 	up.AddTool(mcpgo.NewTool("ask", mcpgo.WithDescription("Asks."), mcpgo.WithReadOnlyHintAnnotation(true)),
 		func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -73,9 +88,75 @@ func startAskingUpstream(t *testing.T) string {
 			text, _ := sm.Content.(mcpgo.TextContent)
 			return mcpgo.NewToolResultText(fmt.Sprintf("colour %v, sampled %q", el.Content, text.Text)), nil
 		})
+	up.AddTool(mcpgo.NewTool("hold", mcpgo.WithDescription("Holds."), mcpgo.WithReadOnlyHintAnnotation(true), mcpgo.WithString("tag")),
+		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			tag := req.GetString("tag", "")
+			u.held <- tag
+			<-ctx.Done()
+			u.cancelled <- tag
+			return mcpgo.NewToolResultError("cancelled"), nil
+		})
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(up))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp"
+	u.url = srv.URL + "/mcp"
+	return u
+}
+
+// relayClient is an mcp-go client of protocol version through url that
+// answers elicitation and sampling.
+func relayClient(t *testing.T, url, version string) *client.Client {
+	t.Helper()
+	st, err := transport.NewStreamableHTTP(url,
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + topoClientKey}),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(st, client.WithProtocolVersion(version),
+		client.WithElicitationHandler(relayElicit{}), client.WithSamplingHandler(relaySample{}))
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ProtocolVersion: version}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// askAcross calls ask with c and checks both answers reached the upstream
+// and that each of the call's requests (the call, and the answers: retries
+// or POSTed responses) went to another replica than the one before.
+func askAcross(t *testing.T, c *client.Client, proxy *rrproxy.Proxy, what string, wantRequests int) {
+	t.Helper()
+	from := len(proxy.Entries())
+	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "asks_ask"}})
+	if err != nil {
+		t.Fatalf("%s: call: %v\n%s", what, err, logText(proxy.Entries()))
+	}
+	var text string
+	for _, ct := range res.Content {
+		if tc, ok := ct.(mcpgo.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	if res.IsError || !strings.Contains(text, "teal") || !strings.Contains(text, `"heron"`) {
+		t.Fatalf("%s: the call answered %q (isError %v); want both answers passed to the upstream\n%s", what, text, res.IsError, logText(proxy.Entries()))
+	}
+	var reqs []rrproxy.Entry
+	for _, e := range proxy.Entries()[from:] {
+		if e.Method == http.MethodPost && (e.RPC == "tools/call" || e.RPC == "") {
+			reqs = append(reqs, e)
+		}
+	}
+	if len(reqs) != wantRequests {
+		t.Fatalf("%s: the proxy saw %d requests of the call, want %d\n%s", what, len(reqs), wantRequests, logText(proxy.Entries()))
+	}
+	for i := 1; i < len(reqs); i++ {
+		if reqs[i].Backend < 0 || reqs[i].Backend == reqs[i-1].Backend {
+			t.Fatalf("%s: request %d was served by the replica of the one before it\n%s", what, i, logText(proxy.Entries()))
+		}
+	}
 }
 
 type relayElicit struct{}
@@ -93,7 +174,8 @@ func (relaySample) CreateMessage(context.Context, mcpgo.CreateMessageRequest) (*
 
 func TestAnyRequestOnAnyReplicaOP15(t *testing.T) {
 	dsn := pgtest.Start(t, nil).NewDatabase(t)
-	cfg := writeServeConfig(t, fmt.Sprintf(relayConfig, dsn, startAskingUpstream(t)))
+	up := startAskingUpstream(t)
+	cfg := writeServeConfig(t, fmt.Sprintf(relayConfig, dsn, up.url))
 	rs := startTopoReplicas(t, cfg, dsn, 3)
 	var bases []string
 	for _, r := range rs {
@@ -106,45 +188,51 @@ func TestAnyRequestOnAnyReplicaOP15(t *testing.T) {
 	front := httptest.NewServer(proxy)
 	t.Cleanup(proxy.CloseIdleConnections)
 	t.Cleanup(front.Close)
-
-	st, err := transport.NewStreamableHTTP(front.URL+"/mcp",
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + topoClientKey}),
-		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(st, client.WithProtocolVersion(mcpgo.ProtocolVersion20260728),
-		client.WithElicitationHandler(relayElicit{}), client.WithSamplingHandler(relaySample{}))
-	t.Cleanup(func() { _ = c.Close() })
 	ctx := t.Context()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+
+	// A 2026-07-28 client: the call, then a retry answering the
+	// elicitation, then one answering the sampling request.
+	modern := relayClient(t, front.URL+"/mcp", mcpgo.ProtocolVersion20260728)
+	askAcross(t, modern, proxy, "2026-07-28 client", 3)
+
+	// A client of a revision with sessions: the call, then its POSTed
+	// answers to the two server requests.
+	legacy := relayClient(t, front.URL+"/mcp", mcpgo.ProtocolVersion20250618)
+	askAcross(t, legacy, proxy, "2025-06-18 client", 3)
+
+	// A 2026-07-28 client's notifications/cancelled reaching another
+	// replica than the one running its call.
+	callCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	from := len(proxy.Entries())
-	res, err := c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "asks_ask"}})
-	if err != nil {
-		t.Fatalf("call: %v\n%s", err, logText(proxy.Entries()))
+	ended := make(chan error, 1)
+	go func() {
+		_, err := modernPost(callCtx, front.URL+"/mcp", "tools/call", "asks_hold",
+			`{"jsonrpc":"2.0","id":"call-9","method":"tools/call","params":{"name":"asks_hold","arguments":{"tag":"modern"},`+relayMeta+`}}`)
+		ended <- err
+	}()
+	waitTag(t, up.held, "modern", "the call reaching the upstream")
+	if code, err := modernPost(ctx, front.URL+"/mcp", "notifications/cancelled", "",
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call-9","reason":"stop",`+relayMeta+`}}`); err != nil || code != http.StatusAccepted {
+		t.Fatalf("the cancellation: %d %v", code, err)
 	}
-	var text string
-	for _, ct := range res.Content {
-		if tc, ok := ct.(mcpgo.TextContent); ok {
-			text += tc.Text
+	waitTag(t, up.cancelled, "modern", "the upstream's call being cancelled")
+	select {
+	case <-ended:
+	case <-time.After(relayEventWait):
+		t.Fatalf("the cancelled call's request did not end within %s", relayEventWait)
+	}
+	var callAt, cancelAt = -1, -1
+	for _, e := range proxy.Entries()[from:] {
+		switch e.RPC {
+		case "tools/call":
+			callAt = e.Backend
+		case "notifications/cancelled":
+			cancelAt = e.Backend
 		}
 	}
-	if res.IsError || !strings.Contains(text, "teal") || !strings.Contains(text, `"heron"`) {
-		t.Fatalf("the call answered %q (isError %v); want both answers passed to the upstream\n%s", text, res.IsError, logText(proxy.Entries()))
-	}
-	calls := toolCalls(proxy.Entries()[from:])
-	if len(calls) != 3 {
-		t.Fatalf("the proxy saw %d tools/call, want the call and its two retries\n%s", len(calls), logText(proxy.Entries()))
-	}
-	for i := 1; i < len(calls); i++ {
-		if calls[i].Backend < 0 || calls[i].Backend == calls[i-1].Backend {
-			t.Fatalf("retry %d was served by the replica of the request before it; the proxy did not spread them\n%s", i, logText(proxy.Entries()))
-		}
+	if callAt < 0 || cancelAt < 0 || callAt == cancelAt {
+		t.Fatalf("the call ran on replica %d and its cancellation went to %d; want two different ones\n%s", callAt+1, cancelAt+1, logText(proxy.Entries()))
 	}
 
 	// A request claiming to come from a replica, not signed by one.
@@ -159,5 +247,49 @@ func TestAnyRequestOnAnyReplicaOP15(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a forged forwarded request got %d, want 403", resp.StatusCode)
+	}
+}
+
+const relayMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernPost posts one 2026-07-28 request as the test's client and reads
+// the answer whole.
+func modernPost(ctx context.Context, url, method, tool, body string) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+topoClientKey)
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if tool != "" {
+		req.Header.Set("Mcp-Name", tool)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// relayEventWait bounds waiting for an event of the test; the upstream's
+// timeout is far longer, so a call ended before it was ended by the test.
+const relayEventWait = 2 * time.Minute
+
+// waitTag waits, bounded, for tag on ch.
+func waitTag(t *testing.T, ch <-chan string, tag, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), relayEventWait)
+	defer cancel()
+	for {
+		select {
+		case got := <-ch:
+			if got == tag {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s within %s", what, relayEventWait)
+		}
 	}
 }

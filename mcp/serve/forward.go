@@ -261,8 +261,26 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		ctx, cancel := context.WithDeadline(r.Context(), time.Unix(b.Expires, 0))
 		defer cancel()
 		return e.forwardTo(ctx, w, r, p, b.Replica)
-	case p.modern != nil && p.env.Kind == jsonrpc.Notification && p.env.Method == string(mcpgo.MethodNotificationCancelled):
+	case p.isModern && p.env.Kind == jsonrpc.Notification && p.env.Method == string(mcpgo.MethodNotificationCancelled):
 		e.fanOutCancel(r, p)
+		return false
+	case p.legacy && p.id != "" && p.env.Kind == jsonrpc.Notification && p.env.Method == string(mcpgo.MethodNotificationCancelled):
+		// The session's call may run on any replica that holds the
+		// session; one running here is cancelled here.
+		var q struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(p.env.ParamsOrEmpty(), &q) == nil && q.RequestID != nil && !e.ids.inflight.Has(p.id+"\x00"+jsonrpc.IDKey(q.RequestID)) {
+			ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
+			defer cancel()
+			e.tellOthers(ctx, r, p)
+		}
+		if !e.ids.live(p.id) {
+			// Told where the call runs; nothing of this session is here to
+			// adopt for a notification.
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
 		return false
 	case p.id != "" && !p.isModern && !e.opts.Stateless && e.seal != nil && !e.ids.live(p.id):
 		replica, ok := e.opts.Peers.SessionReplica(core.SessionKey(p.id))
@@ -315,27 +333,54 @@ func (e *Endpoint) fanOutCancel(r *http.Request, p *post) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 	defer cancel()
+	e.tellOthers(ctx, r, p)
+}
+
+// tellOthers passes p to every other replica at once and reports whether
+// one accepted it (202): the one holding what it names.
+func (e *Endpoint) tellOthers(ctx context.Context, r *http.Request, p *post) bool {
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := false
 	for replica, addr := range e.opts.Peers.Addrs(ctx) {
 		if replica == e.opts.Replica {
 			continue
 		}
 		wg.Go(func() {
-			// The answer is a 202 with nothing in it.
-			if err := e.fwd.forward(ctx, discard{}, r, p.body, replica, addr); err != nil {
-				e.opts.Logger.Warn("telling another replica of a cancellation failed", "replica", replica, "err", err)
+			d := &discard{}
+			if err := e.fwd.forward(ctx, d, r, p.body, replica, addr); err != nil {
+				e.opts.Logger.Warn("passing a request to another replica failed", "replica", replica, "err", err)
+				return
+			}
+			if d.status == http.StatusAccepted {
+				mu.Lock()
+				accepted = true
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	return accepted
 }
 
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{}
+// answerElsewhere passes a legacy session's answer to a request no one
+// here waits for to the other replicas: the request may have gone out from
+// the one running the call it belongs to (OP-15). true when one took it.
+func (e *Endpoint) answerElsewhere(r *http.Request, p *post) bool {
+	if e.fwd == nil || p.forwarded {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
+	defer cancel()
+	return e.tellOthers(ctx, r, p)
+}
 
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return io.Discard.Write(b) }
-func (discard) WriteHeader(int)             {}
+// discard is a ResponseWriter that keeps only the status.
+type discard struct{ status int }
+
+func (*discard) Header() http.Header         { return http.Header{} }
+func (*discard) Write(b []byte) (int, error) { return io.Discard.Write(b) }
+func (d *discard) WriteHeader(status int)    { d.status = status }
 
 // has reports whether actor has exactly one call of id in flight here,
 // the one a cancellation would end.

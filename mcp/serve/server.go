@@ -936,7 +936,15 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
+		if e.answerElsewhere(r, p) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if !p.forwarded {
+			// Passed to every replica, an answer is unsolicited at all but
+			// one: the one it came to says so if none took it.
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
+		}
 		http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
 		return
 	}
