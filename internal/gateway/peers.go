@@ -72,8 +72,10 @@ func (g *Gateway) advertise() {
 }
 
 // advertiseAddr is the configured address, or the bound one with, for a
-// host binding every interface, the pod's address (POD_IP, as Kubernetes'
-// downward API names it in the chart) or the host name.
+// host binding every interface, the pod's address: POD_IP (as Kubernetes'
+// downward API is usually named), else the first address of the machine's
+// interfaces that is neither loopback nor link-local (a pod's own), else
+// the host name.
 func advertiseAddr(configured, bound string) string {
 	if configured != "" {
 		return configured
@@ -83,11 +85,24 @@ func advertiseAddr(configured, bound string) string {
 		return bound
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		if pod := os.Getenv("POD_IP"); pod != "" {
-			host = pod
-		} else if name, err := os.Hostname(); err == nil {
-			host = name
-		}
+		host = reachableHost()
 	}
 	return net.JoinHostPort(host, port)
+}
+
+func reachableHost() string {
+	if pod := os.Getenv("POD_IP"); pod != "" {
+		return pod
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && !n.IP.IsLinkLocalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	if name, err := os.Hostname(); err == nil {
+		return name
+	}
+	return "localhost"
 }
