@@ -246,6 +246,17 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		return true
 	}
 	p.forwarded = forwarded
+	if forwarded && p.legacy && p.id != "" && e.seal != nil && !e.ids.live(p.id) &&
+		(p.env.Kind == jsonrpc.Response || p.env.Method == string(mcpgo.MethodNotificationCancelled)) {
+		// Told to every replica, an answer or a cancellation is for the
+		// one holding the session; one that does not takes no copy of it.
+		if p.env.Kind == jsonrpc.Response {
+			http.Error(w, "unknown session", http.StatusNotFound)
+		} else {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		return true
+	}
 	if forwarded || e.fwd == nil {
 		// Never forwarded twice: no loops between replicas.
 		return false
