@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -100,3 +102,46 @@ func TestForwardedRequestSignatureOP15(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// BenchmarkForwardHop measures what passing a request to another replica
+// adds (OP-15): signing, one loopback HTTP round trip and the receiver's
+// check, against the same request posted directly. go test -run '^$'
+// -bench ForwardHop ./mcp/serve/
+func BenchmarkForwardHop(b *testing.B) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	recv := newForwarder("b", key, noPeers{})
+	body := []byte(`{"jsonrpc":"2.0","id":"upstream-1","result":{"action":"accept","content":{"colour":"teal"}}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ := io.ReadAll(r.Body)
+		if _, err := recv.verify(r, got); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	b.Run("direct", func(b *testing.B) {
+		hc := &http.Client{Transport: &http.Transport{}}
+		defer hc.CloseIdleConnections()
+		for b.Loop() {
+			res, err := hc.Post(srv.URL+"/mcp", "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	})
+	b.Run("forwarded", func(b *testing.B) {
+		send := newForwarder("a", key, noPeers{})
+		defer send.close()
+		in := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		for b.Loop() {
+			d := &discard{}
+			if err := send.forward(b.Context(), d, in, body, "b", addr); err != nil || d.status != http.StatusAccepted {
+				b.Fatalf("forward: %v, status %d", err, d.status)
+			}
+		}
+	})
+}
