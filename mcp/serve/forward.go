@@ -199,9 +199,10 @@ func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, r *http.
 		w.Header()[k] = v
 	}
 	w.WriteHeader(res.StatusCode)
-	// Streamed as it comes: an event stream's events reach the client
-	// when the replica sends them.
+	// Streamed as it comes: the header at once (an event stream may be
+	// silent a while), then each event when the replica sends it.
 	rc := http.NewResponseController(w)
+	_ = rc.Flush()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := res.Body.Read(buf)
@@ -304,21 +305,18 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 }
 
 // forwardTo passes p to replica; false, with nothing written, when the
-// replica advertises no address (gone: the request is served here, as it
-// would be with no replicas).
+// replica advertises no address or cannot be reached (gone, perhaps
+// crashed before its beat went stale): the request is then served here as
+// it would be with no replicas, so a legacy session continues here and a
+// retry for a call lost with its replica is told so.
 func (e *Endpoint) forwardTo(ctx context.Context, w http.ResponseWriter, r *http.Request, p *post, replica string) bool {
 	addr, ok := e.opts.Peers.Addrs(ctx)[replica]
 	if !ok {
 		return false
 	}
 	if err := e.fwd.forward(ctx, w, r, p.body, replica, addr); err != nil {
-		e.opts.Logger.Warn("passing a request to the replica holding its call or session failed", "replica", replica, "err", err)
-		msg := err.Error() + "; nothing was passed on"
-		if p.modern != nil {
-			writeModernError(w, p.modern.rawID, &modernError{code: mcpgo.INTERNAL_ERROR, message: msg + " — call the tool again"})
-			return true
-		}
-		http.Error(w, msg, http.StatusBadGateway)
+		e.opts.Logger.Warn("passing a request to the replica holding its call or session failed; serving it here", "replica", replica, "err", err)
+		return false
 	}
 	return true
 }

@@ -45,8 +45,8 @@ func hostOf(t *testing.T, raw string) string {
 
 // OP-15: two replicas that pass requests on. A retry reaching the replica
 // its call does not wait in is passed to the one it waits in and answered
-// there; a replica listed but unreachable is a clear error at once that
-// spends nothing (the same retry at the right replica still goes
+// there; a replica listed but unreachable leaves the retry to be served
+// where it came, a clear error that spends nothing (the same retry at the right replica still goes
 // through); a passed request is never passed again, even when the
 // directory points back at the sender.
 func TestModernRetryPassedToItsReplicaOP15(t *testing.T) {
@@ -85,7 +85,7 @@ func TestModernRetryPassedToItsReplicaOP15(t *testing.T) {
 	input, state = askUser(t, urlA, "the gate")
 	peers.set("host-a:1", dead)
 	code, ans = retry(t, urlB, "alice", "the gate", input, state, good)
-	if msg := errorMessage(ans); code == http.StatusOK || !strings.Contains(msg, `"host-a:1"`) || !strings.Contains(msg, "could not be reached") ||
+	if msg := errorMessage(ans); code != http.StatusBadRequest || !strings.Contains(msg, `"host-a:1"`) || !strings.Contains(msg, "is gone") ||
 		!strings.Contains(msg, "nothing was passed on") {
 		t.Fatalf("the retry with its replica unreachable: HTTP %d %s", code, mustJSON(ans))
 	}
