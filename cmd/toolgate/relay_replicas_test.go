@@ -7,7 +7,8 @@ package main
 // another replica than the one before: a 2026-07-28 mcp-go client's
 // retries answering an upstream's elicitation and sampling requests, and a
 // 2025-06-18 client's POSTed answers to the same requests, reach the
-// replica the call runs in; a 2026-07-28 notifications/cancelled reaches
+// replica the call runs in; the legacy session's DELETE on any replica
+// ends it on all; a 2026-07-28 notifications/cancelled reaches
 // the replica running the call it names; a request forged as coming from
 // a replica is refused.
 
@@ -200,6 +201,21 @@ func TestAnyRequestOnAnyReplicaOP15(t *testing.T) {
 	legacy := relayClient(t, front.URL+"/mcp", mcpgo.ProtocolVersion20250618)
 	askAcross(t, legacy, proxy, "2025-06-18 client", 3)
 
+	// Its DELETE, on whichever replica it reaches, ends the session on
+	// every replica: its next requests, each on another replica, are 404.
+	sid := legacy.GetSessionId()
+	if sid == "" {
+		t.Fatal("the 2025-06-18 client has no session")
+	}
+	if code := sessionRequest(t, front.URL+"/mcp", http.MethodDelete, sid, ""); code != http.StatusOK {
+		t.Fatalf("DELETE of the session: %d", code)
+	}
+	for i := range rs {
+		if code := sessionRequest(t, front.URL+"/mcp", http.MethodPost, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`); code != http.StatusNotFound {
+			t.Fatalf("request %d on the ended session: %d, want 404\n%s", i+1, code, logText(proxy.Entries()))
+		}
+	}
+
 	// A 2026-07-28 client's notifications/cancelled reaching another
 	// replica than the one running its call.
 	callCtx, stop := context.WithCancel(ctx)
@@ -292,4 +308,23 @@ func waitTag(t *testing.T, ch <-chan string, tag, what string) {
 			t.Fatalf("no %s within %s", what, relayEventWait)
 		}
 	}
+}
+
+// sessionRequest sends one request of legacy session sid as the test's
+// client and returns its status.
+func sessionRequest(t *testing.T, url, method, sid, body string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+topoClientKey)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }
