@@ -46,8 +46,11 @@ import (
 // over the sender, the time, the method, the path, the session and
 // protocol headers and the body. A forwarded request is never forwarded
 // again, and a forged or stale one is refused. A replica that is gone
-// drops out of the directory with its beat, and one that does not answer
-// is a clear error, never a hang.
+// drops out of the directory with its beat; one listed that cannot be
+// reached (crashed, its beat not yet stale) is given up within
+// forwardDialWait. Either way the request is served where it came, as
+// with no replicas: a legacy session continues there, a retry for a call
+// lost with its replica is told so. Never a hang.
 
 // Peers finds the other replicas (OP-15). Safe for concurrent use.
 type Peers interface {
