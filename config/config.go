@@ -39,6 +39,10 @@ type Gateway struct {
 	// OAuth resource URLs behind a proxy (AU-6). Empty: use the request's.
 	PublicURL string `koanf:"publicUrl" json:"publicUrl,omitempty" yaml:"publicUrl,omitempty"`
 	Stateless bool   `koanf:"stateless" json:"stateless" yaml:"stateless"`
+	// Advertise is host:port where the other replicas sharing the store
+	// reach this one (OP-11). Empty: the listen address, its host taken
+	// from POD_IP, else the host name, when it binds every interface.
+	Advertise string `koanf:"advertise" json:"advertise,omitempty" yaml:"advertise,omitempty"`
 	// Store is an embedded database file or a postgres:// URL (OP-5).
 	// Empty means the store package's default location.
 	Store           string `koanf:"store" json:"store,omitempty" yaml:"store,omitempty"`

@@ -86,6 +86,7 @@ var keys = []Key{
 	{Path: "gateway.listen", Env: "TOOLGATE_GATEWAY_LISTEN", Default: DefaultListen, Reload: Restart},
 	{Path: "gateway.publicUrl", Env: "TOOLGATE_GATEWAY_PUBLICURL", About: "the request's scheme and Host", Reload: Live},
 	{Path: "gateway.stateless", Env: "TOOLGATE_GATEWAY_STATELESS", Default: false, Reload: Restart},
+	{Path: "gateway.advertise", Env: "TOOLGATE_GATEWAY_ADVERTISE", About: "the listen address as bound; for a host binding every interface, POD_IP or the first non-loopback interface address", Reload: Restart},
 	{Path: "gateway.store", Env: "TOOLGATE_GATEWAY_STORE", About: "toolgate.db in the user data dir", Reload: Restart},
 	{Path: "gateway.maxRequestBytes", Env: "TOOLGATE_GATEWAY_MAXREQUESTBYTES", Default: int64(DefaultMaxRequestBytes), Unit: "bytes", Reload: Restart},
 	{Path: "gateway.sessionIdleTimeout", Env: "TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT", Default: DefaultSessionIdleTimeout, Reload: Restart},

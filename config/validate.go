@@ -126,6 +126,13 @@ func (v *validator) gateway() {
 	} else if strings.ContainsAny(host, " /") {
 		v.fail("gateway.listen", "must be host:port, such as 127.0.0.1:7331")
 	}
+	if g.Advertise != "" {
+		if host, port, err := net.SplitHostPort(g.Advertise); err != nil || host == "" || strings.ContainsAny(host, " /") {
+			v.fail("gateway.advertise", "must be host:port where the other replicas reach this one, such as 10.0.0.5:7331")
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			v.fail("gateway.advertise", "port must be a number from 1 to 65535")
+		}
+	}
 	if g.PublicURL != "" {
 		if msg := checkOrigin(g.PublicURL); msg != "" {
 			v.fail("gateway.publicUrl", "%s", msg)

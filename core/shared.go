@@ -139,3 +139,16 @@ func SessionKey(id string) string {
 	sum := sha256.Sum256([]byte("toolgate session key\x00" + id))
 	return hex.EncodeToString(sum[:16])
 }
+
+// ReplicaDirectory is a Store through which replicas tell each other where
+// they can be reached, so a request that belongs to a call or session
+// living on another replica can be passed to it (OP-11). An address lives
+// as long as its replica's beat (SharedSessions); DropReplica forgets it.
+// Methods are safe for concurrent use, across goroutines and processes.
+type ReplicaDirectory interface {
+	// AdvertiseReplica records that replica is reached at addr (host:port).
+	AdvertiseReplica(ctx context.Context, replica, addr string, now time.Time) error
+	// ReplicaAddrs maps every replica alive at since or later that
+	// advertised an address to that address.
+	ReplicaAddrs(ctx context.Context, since time.Time) (map[string]string, error)
+}

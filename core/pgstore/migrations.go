@@ -178,4 +178,10 @@ CREATE INDEX audit_chain ON {s}.audit (chain_id, seq);
 	`
 ALTER TABLE {s}.audit ADD COLUMN via text NOT NULL DEFAULT '';
 `,
+	// 11: where each replica can be reached by the others, for a request
+	// that belongs to a call or session living there (OP-11); '' for a
+	// replica that advertises nothing.
+	`
+ALTER TABLE {s}.replicas ADD COLUMN addr text NOT NULL DEFAULT '';
+`,
 }

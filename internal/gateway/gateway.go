@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 	if g.ln, err = net.Listen("tcp", cfg.Gateway.Listen); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	g.advertise()
 	if err = g.bindAdmin(); err != nil {
 		return nil, err
 	}

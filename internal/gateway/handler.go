@@ -34,6 +34,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		return err
 	}
 	var ends []*serve.Endpoint
+	peers, forwardKey := g.forwarding(sessionKey)
 	for i, e := range cfg.Endpoints {
 		epAuth, err := endpointAuth(ctx, cfg, e, g.log)
 		if err != nil {
@@ -50,7 +51,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			WriteTimeout:         cfg.Gateway.WriteTimeout, HeartbeatInterval: cfg.Gateway.HeartbeatInterval,
 			ListTTL:        cfg.Gateway.ListTTL,
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
-			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica,
+			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica, Peers: peers, ForwardKey: forwardKey,
 			Policy: policies[e.Path], CallLimits: callLimits, Discovery: endpointDiscovery(e),
 		})
 		if err != nil {

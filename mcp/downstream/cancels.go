@@ -40,3 +40,10 @@ func (c *Cancels) Cancel(key string) {
 		cancel()
 	}
 }
+
+// Has reports whether a request under key is in progress.
+func (c *Cancels) Has(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key] != nil
+}

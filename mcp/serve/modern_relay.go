@@ -366,8 +366,10 @@ func (e *Endpoint) resumeRelay(ctx context.Context, cs *callStream, rawID json.R
 	if b.Replica != e.opts.Replica {
 		// Checked before the state is spent: the replica holding the call
 		// can still take this answer.
-		refuse("the call this answer is for waits in gateway replica %q, not this one (or ended with it), and only that replica can pass it on; "+
-			"nothing was passed on — behind a load balancer, route each client to one replica, or call the tool again", b.Replica)
+		// Another replica passes such a retry on (forward.go): here it
+		// came when that replica is gone, or was passed on already.
+		refuse("the call this answer is for waited in gateway replica %q, which is gone or could not take it; "+
+			"nothing was passed on — call the tool again", b.Replica)
 		return
 	}
 	if !e.states.spend(b.Nonce, time.Unix(b.Expires, 0), time.Now()) {

@@ -66,7 +66,8 @@ func serveRelayed(t *testing.T, upURL string, wait time.Duration) (string, *serv
 	return serveRelayedWith(t, upURL, wait, serve.EndpointOptions{})
 }
 
-// serveRelayedWith is serveRelayed with opts' SessionKey and Replica.
+// serveRelayedWith is serveRelayed with opts' SessionKey, Replica, Peers
+// and ForwardKey.
 func serveRelayedWith(t *testing.T, upURL string, wait time.Duration, opts serve.EndpointOptions) (string, *serve.Endpoint) {
 	t.Helper()
 	hub := serve.NewHub()
@@ -86,7 +87,7 @@ func serveRelayedWith(t *testing.T, upURL string, wait time.Duration, opts serve
 		t.Fatal(err)
 	}
 	ep, err := serve.NewEndpoint(serve.EndpointOptions{Path: "/mcp", Registry: reg, Catalog: im, Hub: hub, Actor: testActor, Gate: gate,
-		SessionKey: opts.SessionKey, Replica: opts.Replica})
+		SessionKey: opts.SessionKey, Replica: opts.Replica, Peers: opts.Peers, ForwardKey: opts.ForwardKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,9 +321,10 @@ func TestModernRelayedInputBadRetries(t *testing.T) {
 	}
 }
 
-// SV-1, SV-2: Behind a balancer, a retry reaching a replica other than the
-// one its call waits in is refused there with a message naming that
-// replica, and loses nothing: the state is not spent, and the same retry
+// SV-1, SV-2: Where replicas do not pass requests on (no shared store, or
+// the replica holding the call is gone), a retry reaching a replica other
+// than the one its call waits in is refused there with a message naming
+// that replica, and loses nothing: the state is not spent, and the same retry
 // at the right replica still answers the upstream.
 func TestModernRelayedInputOtherReplica(t *testing.T) {
 	up := startElicitingUpstream(t)

@@ -119,7 +119,12 @@ type EndpointOptions struct {
 	SessionTerminated func(id string)
 	// Replica names this gateway process in the sessions it records.
 	Replica string
-	Logger  *slog.Logger
+	// Peers and ForwardKey let a request that belongs to another
+	// replica's call or session reach it (forward.go); nil serves every
+	// request here.
+	Peers      Peers
+	ForwardKey []byte
+	Logger     *slog.Logger
 	// Policy decides calls and hides tools by rules (PO-1, PO-2); nil
 	// applies none. SetPolicy replaces it.
 	Policy *policy.Policy
@@ -209,6 +214,8 @@ type Endpoint struct {
 	// states seals the requestState of confirmations asked as input
 	// requests (CF-6, revision 2026-07-28).
 	states *requestStates
+	// fwd passes requests to other replicas; nil without Peers.
+	fwd *forwarder
 	// clients are the 2026-07-28 clients served, for the console (CO-5).
 	clients *modernClients
 	// infoMeta is the _meta naming this server that every 2026-07-28
@@ -264,6 +271,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		e.seal = seal
 	}
 	e.states = newRequestStates(opts.SessionKey)
+	e.fwd = newForwarder(opts.Replica, opts.ForwardKey, opts.Peers)
 	e.clients = newModernClients(opts)
 	e.infoMeta = e.serverInfoMeta()
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
@@ -741,6 +749,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.id = r.Header.Get(server.HeaderKeySessionID)
 	}
 	p.legacy = !e.opts.Stateless && !p.isModern
+	if e.route(w, r, p) {
+		return
+	}
 	if p.id != "" && p.legacy {
 		done, ok := e.enterSession(w, r, p)
 		if !ok {
@@ -781,6 +792,8 @@ type post struct {
 	// owed are the list changes a woken session missed while parked: told
 	// on this request's answer ahead of it, or else queued for its stream.
 	owed []string
+	// forwarded: another replica passed the request on (forward.go).
+	forwarded bool
 }
 
 // readBody reads a POST's body whole, at most one byte past the limit: a
@@ -923,7 +936,15 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
+		if e.answerElsewhere(r, p) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if !p.forwarded {
+			// Passed to every replica, an answer is unsolicited at all but
+			// one: the one it came to says so if none took it.
+			e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
+		}
 		http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
 		return
 	}
@@ -1185,6 +1206,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.swept.Wait()
 	e.clients.close()
 	e.states.closeRelays()
+	e.fwd.close()
 	// From here on no session opens: every one that did is in the
 	// snapshot below, told to SessionStarted before its end.
 	e.adopting.Lock()
