@@ -103,6 +103,8 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh4.json", 40, 0.95},
 		{"fresh5.json", 40, 0.95},
 		{"fresh6.json", 40, 0.52},
+		{"fresh7.json", 40, 0.68},
+		{"fresh8.json", 40, 0.64},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
