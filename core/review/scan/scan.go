@@ -1280,6 +1280,7 @@ func (t *cleanText) instructions() []core.Flag {
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
 	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
 	out = append(out, t.intents()...)
+	out = append(out, t.signals()...)
 	if !t.mayContain([]string{"<"}) {
 		return out
 	}

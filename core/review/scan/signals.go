@@ -1,0 +1,150 @@
+package scan
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// Signals (RV-2): the phrase rules name wordings; these name what an order
+// smuggled to the model is made of, whatever the wording. A sentence is
+// marked with each signal it carries — it speaks to the model, it moves
+// data, it names something private (keys, secrets, the conversation), it
+// points at a place outside, it asks for silence, it overrides what the
+// user chose, it sets a trigger, it tells the model to carry out what it
+// reads, it drops the user's say — and is flagged only when it carries a
+// pair that honest text does not: one signal alone is how ordinary
+// descriptions talk ("sends the message", "the API token", "when the user
+// asks"), two together are an order.
+
+type signal uint16
+
+const (
+	sigAddressed signal = 1 << iota // spoken to the model
+	sigMove                         // a verb that moves or discloses data
+	sigPrivate                      // keys, secrets, the conversation, the user's private data
+	sigOutside                      // a literal place outside: e-mail, URL, IP address
+	sigSilence                      // keep it from the user
+	sigOverride                     // over what the user chose, or over other tools
+	sigTrigger                      // a condition that reaches other turns or tools
+	sigObey                         // carry out what is read
+	sigForModel                     // orders meant for the model in content it reads
+	sigNoConsent                    // without the user's say
+	sigAuthority                    // urgency or authority invoked
+	sigAdditive                     // also, too, every time, then
+	sigSteer                        // shapes the answer the user gets
+	sigTools                        // other tools, or every call
+	sigField                        // a field, argument or request body of the call
+	sigInstead                      // instead of, rather than: weaker than sigOverride
+)
+
+type signalRule struct {
+	sig signal
+	re  *regexp.Regexp
+}
+
+var signalRules = []signalRule{
+	{sigAddressed, phrase(`(?:^|[(\[{:;,.!?\-–—]\s*|\b(?:hey|hi|dear|note (?:to|for)|tip (?:to|for)|memo (?:to|for)|message (?:to|for)|reminder (?:to|for)|hint (?:to|for)|psst),? )(?:the )?(?:assistant|model|ai(?: agent| model| assistant)?|agent|llm|claude|gpt|chatbot|copilot)\s*[:,!]|\b(?:the |you,? the )?(?:assistant|model|ai|agent|llm)(?: agent)? (?:should|must|ought to|needs? to|has to|is to|will need to|is expected to|is required to|shall)\b|\b(?:note|tip|memo|message|reminder|hint|instructions?) (?:to|for) (?:the )?(?:assistant|model|ai|agent|llm)\b|\byou are (?:now )?(?:an? |the )?(?:\w+ )?(?:assistant|bot|agent|ai)\b`)},
+	{sigMove, phrase(`\b(?:send|sends|sent|sending|upload\w*|include[sd]?|including|attach\w*|put|paste[sd]?|copy|copie[sd]|forward\w*|pass(?:ed|es)? (?:along|on|over|it|them|in)|hand(?:ed)? (?:over|it|them)|mirror\w*|fill|drop (?:it|them)? ?into|grab|collect|append\w*|post(?:ed|s)?|transmit\w*|leak\w*|exfiltrat\w*|share[sd]?|reveal|disclose|dump|email|e-mail|message|beacon|report (?:back )?to|relay\w*|sync\w* to|store|save|write (?:it|them|down)|summari[sz]e|read (?:out|back)?|list)\b`)},
+	{sigPrivate, phrase(`~/\.|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env\b|\.netrc\b|\.aws/|/etc/(?:shadow|passwd)\b|\b(?:private|ssh|signing|secret|access|refresh|oauth|session|bearer)[\x20-](?:access )?(?:keys?|tokens?|cookies?)\b|\b(?:(?:every|all|any|each|the user['’]?s|their|your|stored|saved|cached|browser)(?: \w+){0,2} )(?:api[\x20-]keys?|tokens?|passwords?|passphrases?|secrets?|credentials?|cookies?|keys?|pins?|2fa codes?|otp codes?)\b|\b(?:passwords?|secrets?|credentials?|api[\x20-]keys?|tokens?) (?:(?:stored |found |kept )?(?:from|in) (?:the |your |their )?(?:config\w*|environment|workspace|diff|conversation|chat|repo\w*|browser|keychain|vault|home)|it has seen|you (?:have )?(?:seen|noticed)|it notices|you notice)\b|\benvironment variables?\b|\boutput of \x60?env\x60?|\bsystem prompt\b|\b(?:whole|entire|full) (?:conversation|chat|transcript|history)\b|\b(?:conversation|chat) (?:history|transcript|log)s?\b|\bconversation transcript\b|\blast \w+ messages\b|\b(?:the user['’]?s|their) (?:private \w+|dms?|direct messages|location|home address|documents?(?: folder)?|files|browsing history|clipboard|contacts)\b|\bprivate dms?\b|\b(?:all|every) customer (?:e-?mails?|data|records|details)\b|\bhome directory\b|\bcontrase(?:ñ|n)as\b|\bmots? de passe\b|\bpassw(?:ö|o)rter?\b|\bsenhas?\b|\bпарол\w*|\bключ\w*`)},
+	{sigOutside, phrase(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|s?ftp|wss?)://|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:our|an? (?:external|remote|outside|third[- ]party)) (?:server|endpoint|host|service|bucket|partner)\b`)},
+	{sigSilence, phrase(`\b(?:do not|don['’]t|never|not to|no (?:need|reason) to|without|nor|avoid|refrain from) (?:\w+ ){0,2}(?:mention\w*|tell\w*|tellin|disclos\w*|reveal\w*|show\w*|report\w*|bring (?:it|this|that) up|inform\w*|notify\w*|alert\w*|let (?:the user|them|anyone) know)\b[^.\n]{0,60}\b(?:user|human|person|people|customer|anyone|them|owner)\b|\b(?:is|are) not to be (?:disclosed|mentioned|shown|reported|revealed)\b|\bkeep (?:it|this|that|this step|the \w+) (?:out of|off|from)\b|\bkeep (?:it|this) between us\b|\bas (?:though|if) nothing (?:was|were|had been|happened)\b|\bshould not (?:appear|show up|be visible) in\b|\bnever show (?:the )?users?\b|\bbehind the (?:scenes|user['’]s back)\b|\bno reason to bring (?:it|this) up\b`)},
+	{sigOverride, phrase(`\bregardless of (?:what|whatever|which|the user)\b|\btakes? (?:priority|precedence) over\b|\bsupersedes?\b|\beven (?:when|if) the user\b|\bwhatever (?:the user|address|account|they|you)\b|\balways prefer\b`)},
+	{sigInstead, phrase(`\binstead of\b|\brather than\b|\bprefer\b[^.\n]{0,30}\b(?:over|to) (?:any|all|the|other)\b|\buse [\w-]+ instead\b`)},
+	{sigField, phrase(`\b(?:in|into|as|to|inside) (?:the |this |that |its )?[\x60'"]?[\w-]+[\x60'"]? (?:field|parameter|param|argument|arg|property)\b|\b(?:as|in|into) the (?:payload|request(?: body)?|body)\b|\ben el campo\b|\bdans le champ\b|\bin das feld\b|\bno campo\b|\bв поле\b`)},
+	{sigTrigger, phrase(`\b(?:when|whenever|if|each time|every time|once) (?:the user|someone|anyone|they|a user) (?:asks?|requests?|mentions?|wants?|says?|types?)\b|\bwhen(?:ever)? [\w-]+ (?:runs|is (?:used|called|run)|gets called)\b|\bbefore (?:using|calling|running|you (?:use|call|run)) (?:any|every|each|another|other)\b|\b(?:prior to|before|after) (?:every|each|any) (?:call|use|request|turn|message|reply|answer)\b|\b(?:in|on|at) every turn\b|\bfirst in every\b|\bfrom now on\b|\bfor the rest of (?:this|the) (?:chat|conversation|session)\b|\bpermanent (?:preference|rule|memory)\b|\bevery future\b`)},
+	{sigObey, phrase(`\b(?:follow|obey|execute|perform|complete|carry out|comply|act on|honou?r|heed|run)\b (?:(?:them|it|those|these|this|that)\b(?: [\w-]+){0,2} ?(?:literally|verbatim|exactly|immediately|first|as written|straight away|right away|before answering|before replying|unprompted|now)?|(?:straight|right) away)|\b(?:comply|obey)\b|\bruns? (?:unprompted|verbatim)\b|\b(?:must|should) (?:complete|perform|execute|carry out|follow|obey)\b|\bwork through (?:all|each|every)\b`)},
+	{sigForModel, phrase(`\b(?:directions?|instructions?|commands?|orders?|tasks?|directives?|prompts?|steps?)\b[^.\n]{0,30}\b(?:for you|to you|meant for (?:you|the (?:assistant|model|ai|agent))|for the (?:assistant|model|ai|agent))\b|\b(?:is|are|as) an? (?:command|task|order|instruction|directive) (?:for you|you must)\b|\b(?:marked|labell?ed|tagged|prefixed|starting|starts?|beginning|begins?) (?:with )?['"\x60\[][^'"\x60\]]{1,20}['"\x60\]]|\bembedded (?:prompts|instructions|commands)\b|\bfrom your operator\b`)},
+	{sigNoConsent, phrase(`\bwithout (?:asking|checking|confirm\w*|consent|telling|prompting|the user['’]s? (?:knowing|knowledge|approval|consent|say)|their (?:knowledge|approval|consent))\b|\bwithout checking (?:with|back)\b|\bunprompted\b|\b(?:be )?(?:skipped|bypassed|suppressed|waived)\b|\bno (?:confirmation|approval|prompt)s?\b`)},
+	{sigAuthority, phrase(`\bper (?:\w+ ){0,2}(?:policy|order|mandate|directive)\b|\b(?:the )?(?:admin|administrator|security team|platform team|compliance|director|management|it department)\w* (?:requires?|has mandated|mandates?|insists?|demands?|orders?)\b|\bhas (?:been )?mandated\b|\bstanding order\b|\burgent\b|\beffective immediately\b`)},
+	{sigAdditive, phrase(`\b(?:also|too|as well|in addition|additionally|alongside|along with|after (?:each|every) (?:call|use|run|request)|every time|with (?:each|every) call|then|afterwards|quietly|silently|secretly)\b`)},
+	{sigSteer, phrase(`\bsteer\w*\b|\bupsell\w*\b|\bnudge\w*\b|\b(?:say|claim|state|tell (?:them|the user)) (?:that )?(?:the|our|it|they)\b[^.\n]{0,40}\b(?:discontinued|shutting down|unsafe|insecure|worse|better|deprecated|broken)\b|\b(?:mention|recommend|promote|advertise) [\w-]+ in (?:each|every|all)\b`)},
+	{sigTools, phrase(`\b(?:any|every|each|all|another|other)(?: other)? tools?\b|\bthis one\b|\b(?:every|each) (?:call|turn)\b`)},
+}
+
+// signalNeedles: a sentence with none of them holds no pair worth
+// computing, which keeps the common honest text cheap.
+var signalNeedles = []string{"assistant", "model", "ai", "agent", "llm", "key", "token", "secret", "password", "credential", "cookie", "~/", ".env", "conversation", "chat", "prompt", "history", "messages", "private", "mention", "tell", "disclos", "reveal", "show", "between us", "nothing", "behind", "instead", "regardless", "field", "param", "argument", "payload", "body", "campo", "champ", "feld", "поле", "priority", "precedence", "supersed", "override", "rather than", "whatever", "prefer", "user", "before", "prior", "every", "permanent", "follow", "obey", "comply", "execute", "perform", "carry", "honou", "heed", "unprompted", "work through", "without", "skipped", "bypassed", "per ", "mandate", "urgent", "standing", "steer", "@", "://", "contraseñ", "passe", "passw", "senha", "парол", "ключ", "home directory", "customer"}
+
+// signalPairs are the pairs that flag, each with what it says.
+var signalPairs = []struct {
+	all    signal
+	reason string
+}{
+	{sigPrivate | sigMove | sigField, "tells the model to hand over secrets or private data"},
+	{sigPrivate | sigMove | sigAdditive, "tells the model to hand over secrets or private data"},
+	{sigPrivate | sigAddressed, "tells the model to reach for secrets or private data"},
+	{sigPrivate | sigOutside, "sends secrets or private data to a place outside"},
+	{sigMove | sigOutside | sigAdditive, "tells the model to send data to a place of the tool's choosing as well"},
+	{sigSilence | sigMove, "tells the model to keep what it sends from the user"},
+	{sigSilence | sigAddressed, "tells the model to keep something from the user"},
+	{sigSilence | sigAdditive, "tells the model to keep something from the user"},
+	{sigSilence | sigPrivate, "tells the model to keep something from the user"},
+	{sigSilence | sigOutside, "tells the model to keep something from the user"},
+	{sigOverride | sigTools, "gives orders about other tools, over what the user chose"},
+	{sigInstead | sigTools, "gives orders about other tools, over what the user chose"},
+	{sigOverride | sigTrigger, "gives orders about other tools or later turns, beyond what this tool does"},
+	{sigTrigger | sigTools, "gives orders about other tools or later turns, beyond what this tool does"},
+	{sigTrigger | sigOutside, "tells the model to send data to a place of the tool's choosing"},
+	{sigTrigger | sigSteer, "tells the model to shape its answers for the tool"},
+	{sigObey | sigForModel, "tells the model to carry out what a result or a field says"},
+	{sigObey | sigAddressed, "tells the model to carry out what a result or a field says"},
+	{sigAddressed | sigNoConsent, "tells the model to act without the user's confirmation"},
+	{sigAuthority | sigNoConsent, "invokes authority to take the user's confirmation away"},
+	{sigAuthority | sigPrivate, "invokes authority to take secrets or private data"},
+}
+
+// signals flags each sentence of t that carries one of signalPairs.
+func (t *cleanText) signals() []core.Flag {
+	if !t.mayContain(signalNeedles) {
+		return nil
+	}
+	var out []core.Flag
+	for a := 0; a < len(t.text); {
+		for a < len(t.text) && (t.text[a] == ' ' || t.text[a] == '\t') {
+			a++
+		}
+		z := sentenceEnd(t.text, a)
+		if reason := sentenceSignal(t.text[a:z]); reason != "" {
+			start, end := t.span(a, z)
+			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: reason})
+		}
+		a = z + 1
+	}
+	return out
+}
+
+// sentenceEnd returns where the sentence starting at a ends, by the
+// bounds sentence uses.
+func sentenceEnd(text string, a int) int {
+	for i := a; i < len(text); i++ {
+		if c := text[i]; c == '\n' || (c == '.' || c == '!' || c == '?') && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n') {
+			return i
+		}
+		if strings.HasPrefix(text[i:], "。") || strings.HasPrefix(text[i:], "।") || strings.HasPrefix(text[i:], "۔") {
+			return i
+		}
+	}
+	return len(text)
+}
+
+// sentenceSignal returns the reason of the first pair the sentence holds,
+// or "".
+func sentenceSignal(s string) string {
+	if strings.TrimSpace(s) == "" || !(&cleanText{text: s}).mayContain(signalNeedles) {
+		return ""
+	}
+	var have signal
+	for _, r := range signalRules {
+		if r.re.MatchString(s) {
+			have |= r.sig
+		}
+	}
+	for _, p := range signalPairs {
+		if have&p.all == p.all {
+			return p.reason
+		}
+	}
+	return ""
+}
