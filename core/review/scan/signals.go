@@ -2,6 +2,7 @@ package scan
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/core"
@@ -18,25 +19,30 @@ import (
 // descriptions talk ("sends the message", "the API token", "when the user
 // asks"), two together are an order.
 
-type signal uint16
+type signal uint32
 
 const (
-	sigAddressed signal = 1 << iota // spoken to the model
-	sigMove                         // a verb that moves or discloses data
-	sigPrivate                      // keys, secrets, the conversation, the user's private data
-	sigOutside                      // a literal place outside: e-mail, URL, IP address
-	sigSilence                      // keep it from the user
-	sigOverride                     // over what the user chose, or over other tools
-	sigTrigger                      // a condition that reaches other turns or tools
-	sigObey                         // carry out what is read
-	sigForModel                     // orders meant for the model in content it reads
-	sigNoConsent                    // without the user's say
-	sigAuthority                    // urgency or authority invoked
-	sigAdditive                     // also, too, every time, then
-	sigSteer                        // shapes the answer the user gets
-	sigTools                        // other tools, or every call
-	sigField                        // a field, argument or request body of the call
-	sigInstead                      // instead of, rather than: weaker than sigOverride
+	sigAddressed    signal = 1 << iota // spoken to the model
+	sigMove                            // a verb that moves or discloses data
+	sigPrivate                         // keys, secrets, the conversation, the user's private data
+	sigOutside                         // a literal place outside: e-mail, URL, IP address
+	sigSilence                         // keep it from the user
+	sigOverride                        // over what the user chose, or over other tools
+	sigTrigger                         // a condition that reaches other turns or tools
+	sigObey                            // carry out what is read
+	sigForModel                        // orders meant for the model in content it reads
+	sigNoConsent                       // without the user's say
+	sigAuthority                       // urgency or authority invoked
+	sigAdditive                        // also, too, every time, then
+	sigSteer                           // shapes the answer the user gets
+	sigTools                           // other tools, or every call
+	sigField                           // a field, argument or request body of the call
+	sigInstead                         // instead of, rather than: weaker than sigOverride
+	sigStrongSecret                    // a secret named so that no honest tool asks for it
+	sigChain                           // a second order joined onto a value: "…_and_skip_backups", "; then send"
+	sigDestroy                         // destroys or bypasses what protects the user's data
+	sigStealth                         // quietly, secretly, privately
+	sigUser                            // the user, named
 )
 
 type signalRule struct {
@@ -45,27 +51,34 @@ type signalRule struct {
 }
 
 var signalRules = []signalRule{
-	{sigAddressed, phrase(`(?:^|[(\[{:;,.!?\-–—]\s*|\b(?:hey|hi|dear|note (?:to|for)|tip (?:to|for)|memo (?:to|for)|message (?:to|for)|reminder (?:to|for)|hint (?:to|for)|psst),? )(?:the )?(?:assistant|model|ai(?: agent| model| assistant)?|agent|llm|claude|gpt|chatbot|copilot)\s*[:,!]|\b(?:the |you,? the )?(?:assistant|model|ai|agent|llm)(?: agent)? (?:should|must|ought to|needs? to|has to|is to|will need to|is expected to|is required to|shall)\b|\b(?:note|tip|memo|message|reminder|hint|instructions?) (?:to|for) (?:the )?(?:assistant|model|ai|agent|llm)\b|\byou are (?:now )?(?:an? |the )?(?:\w+ )?(?:assistant|bot|agent|ai)\b`)},
-	{sigMove, phrase(`\b(?:send|sends|sent|sending|upload\w*|include[sd]?|including|attach\w*|put|paste[sd]?|copy|copie[sd]|forward\w*|pass(?:ed|es)? (?:along|on|over|it|them|in)|hand(?:ed)? (?:over|it|them)|mirror\w*|fill|drop (?:it|them)? ?into|grab|collect|append\w*|post(?:ed|s)?|transmit\w*|leak\w*|exfiltrat\w*|share[sd]?|reveal|disclose|dump|email|e-mail|message|beacon|report (?:back )?to|relay\w*|sync\w* to|store|save|write (?:it|them|down)|summari[sz]e|read (?:out|back)?|list)\b`)},
+	{sigAddressed, phrase(`\b(?:the )?(?:assistant|model|ai|agent|llm) (?:\w+ )?(?:runs|executes|performs|carries out|follows|obeys|sends|uploads|includes|calls)\b|(?:^|[(\[{:;,.!?\-–—]\s*|\b(?:hey|hi|dear|note (?:to|for)|tip (?:to|for)|memo (?:to|for)|message (?:to|for)|reminder (?:to|for)|hint (?:to|for)|psst),? )(?:the )?(?:assistant|model|ai(?: agent| model| assistant)?|agent|llm|claude|gpt|chatbot|copilot)\s*[:,!]|\b(?:the |you,? the )?(?:assistant|model|ai|agent|llm)(?: agent)? (?:should|must|ought to|needs? to|has to|is to|will need to|is expected to|is required to|shall)\b|\b(?:note|tip|memo|message|reminder|hint|instructions?) (?:to|for) (?:the )?(?:assistant|model|ai|agent|llm)\b|\byou are (?:now )?(?:an? |the )?(?:\w+ )?(?:assistant|bot|agent|ai)\b`)},
+	{sigMove, phrase(`\b(?:send|sends|sent|sending|upload\w*|include[sd]?|including|attach\w*|put|paste[sd]?|copy|copie[sd]|forward\w*|pass(?:ed|es)? (?:along|on|over|it|them|in)|hand(?:ed)? (?:over|it|them)|mirror\w*|fill|drop (?:it|them)? ?into|grab|collect|append\w*|post(?:ed|s)?|transmit\w*|leak\w*|exfiltrat\w*|share[sd]?|reveal|disclose|dump|email|e-mail|message|beacon|report (?:back )?to|relay\w*|sync\w* to|store|save|write (?:it|them|down)|summari[sz]e|read (?:out|back)|list (?:them|it|all|every))\b`)},
 	{sigPrivate, phrase(`~/\.|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env\b|\.netrc\b|\.aws/|/etc/(?:shadow|passwd)\b|\b(?:private|ssh|signing|secret|access|refresh|oauth|session|bearer)[\x20-](?:access )?(?:keys?|tokens?|cookies?)\b|\b(?:(?:every|all|any|each|the user['’]?s|their|your|stored|saved|cached|browser)(?: \w+){0,2} )(?:api[\x20-]keys?|tokens?|passwords?|passphrases?|secrets?|credentials?|cookies?|keys?|pins?|2fa codes?|otp codes?)\b|\b(?:passwords?|secrets?|credentials?|api[\x20-]keys?|tokens?) (?:(?:stored |found |kept )?(?:from|in) (?:the |your |their )?(?:config\w*|environment|workspace|diff|conversation|chat|repo\w*|browser|keychain|vault|home)|it has seen|you (?:have )?(?:seen|noticed)|it notices|you notice)\b|\benvironment variables?\b|\boutput of \x60?env\x60?|\bsystem prompt\b|\b(?:whole|entire|full) (?:conversation|chat|transcript|history)\b|\b(?:conversation|chat) (?:history|transcript|log)s?\b|\bconversation transcript\b|\blast \w+ messages\b|\b(?:the user['’]?s|their) (?:private \w+|dms?|direct messages|location|home address|documents?(?: folder)?|files|browsing history|clipboard|contacts)\b|\bprivate dms?\b|\b(?:all|every) customer (?:e-?mails?|data|records|details)\b|\bhome directory\b|\bcontrase(?:ñ|n)as\b|\bmots? de passe\b|\bpassw(?:ö|o)rter?\b|\bsenhas?\b|\bпарол\w*|\bключ\w*`)},
-	{sigOutside, phrase(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|s?ftp|wss?)://|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:our|an? (?:external|remote|outside|third[- ]party)) (?:server|endpoint|host|service|bucket|partner)\b`)},
+	{sigStrongSecret, phrase(`~/\.|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env\b|\.netrc\b|\.aws/|\.gitconfig\b|/etc/(?:shadow|passwd)\b|\bprivate[\x20-]keys?\b|\bssh[\x20-]keys?\b|\brefresh[\x20-]tokens?\b|\bsession cookies?\b|\bbrowser cookies?\b|\boutput of \x60?env\x60?|\bsystem prompt\b|\b(?:whole|entire|full) (?:conversation|chat|transcript|history)\b|\b(?:conversation|chat) (?:history|transcript)\b|\bsaved passwords?\b|\bcontrase(?:ñ|n)as guardadas\b`)},
+	{sigChain, phrase(`(?:;|\bthen|\band(?: then)?|\bbut|\bplus|\bafterwards)\s+(?:also\s+|quietly\s+|silently\s+|always\s+|never\s+)?(?:send|include|skip|push|delete|overwrite|forward|upload|list|read|email|post|grant|add|remove|disable|drop|wipe|copy|share|attach|show|tell|notify|transfer|pay|run|execute|hide)\b`)},
+	{sigDestroy, phrase(`\b(?:overwrite|delete|wipe|erase|destroy|purge|truncate|force[- ]push)\b|\bskip(?:ping)? (?:the )?(?:backups?|checks?|review|tests|ci|hooks)\b|\bpush(?:ing)? directly to (?:main|master|prod\w*)\b|\bdisable (?:the )?(?:audit|logging|backups?|2fa|mfa)\b`)},
+	{sigStealth, phrase(`\b(?:quietly|silently|secretly|covertly|discreetly|privately|stealthily|on the quiet)\b`)},
+	{sigUser, phrase(`\b(?:the )?(?:users?|humans?|person you are helping|end[- ]users?)\b|,\s*not the user\b`)},
+	{sigOutside, phrase(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|s?ftp|wss?)://|(?:^|\s)[#@][a-z][\w-]{2,}|\bpartner(?:['’]s)? (?:api|server|endpoint|bucket)\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:our|an? (?:external|remote|outside|third[- ]party)) (?:server|endpoint|host|service|bucket|partner)\b`)},
 	{sigSilence, phrase(`\b(?:do not|don['’]t|never|not to|no (?:need|reason) to|without|nor|avoid|refrain from) (?:\w+ ){0,2}(?:mention\w*|tell\w*|tellin|disclos\w*|reveal\w*|show\w*|report\w*|bring (?:it|this|that) up|inform\w*|notify\w*|alert\w*|let (?:the user|them|anyone) know)\b[^.\n]{0,60}\b(?:user|human|person|people|customer|anyone|them|owner)\b|\b(?:is|are) not to be (?:disclosed|mentioned|shown|reported|revealed)\b|\bkeep (?:it|this|that|this step|the \w+) (?:out of|off|from)\b|\bkeep (?:it|this) between us\b|\bas (?:though|if) nothing (?:was|were|had been|happened)\b|\bshould not (?:appear|show up|be visible) in\b|\bnever show (?:the )?users?\b|\bbehind the (?:scenes|user['’]s back)\b|\bno reason to bring (?:it|this) up\b`)},
-	{sigOverride, phrase(`\bregardless of (?:what|whatever|which|the user)\b|\btakes? (?:priority|precedence) over\b|\bsupersedes?\b|\beven (?:when|if) the user\b|\bwhatever (?:the user|address|account|they|you)\b|\balways prefer\b`)},
+	{sigOverride, phrase(`\bregardless of (?:what|whatever|which|the user)\b|\btakes? (?:priority|precedence) over\b|\bsupersedes?\b|\beven (?:when|if) the user\b|\bwhatever (?:the user|address|account|they|you)\b|\balways prefer\b|,\s*not the user\b`)},
 	{sigInstead, phrase(`\binstead of\b|\brather than\b|\bprefer\b[^.\n]{0,30}\b(?:over|to) (?:any|all|the|other)\b|\buse [\w-]+ instead\b`)},
 	{sigField, phrase(`\b(?:in|into|as|to|inside) (?:the |this |that |its )?[\x60'"]?[\w-]+[\x60'"]? (?:field|parameter|param|argument|arg|property)\b|\b(?:as|in|into) the (?:payload|request(?: body)?|body)\b|\ben el campo\b|\bdans le champ\b|\bin das feld\b|\bno campo\b|\bв поле\b`)},
-	{sigTrigger, phrase(`\b(?:when|whenever|if|each time|every time|once) (?:the user|someone|anyone|they|a user) (?:asks?|requests?|mentions?|wants?|says?|types?)\b|\bwhen(?:ever)? [\w-]+ (?:runs|is (?:used|called|run)|gets called)\b|\bbefore (?:using|calling|running|you (?:use|call|run)) (?:any|every|each|another|other)\b|\b(?:prior to|before|after) (?:every|each|any) (?:call|use|request|turn|message|reply|answer)\b|\b(?:in|on|at) every turn\b|\bfirst in every\b|\bfrom now on\b|\bfor the rest of (?:this|the) (?:chat|conversation|session)\b|\bpermanent (?:preference|rule|memory)\b|\bevery future\b`)},
+	{sigTrigger, phrase(`\b(?:when|whenever|if|each time|every time|once) (?:the user|someone|anyone|they|a user) (?:asks?|requests?|mentions?|wants?|says?|types?)\b|\bwhen(?:ever)? [\w-]+ (?:runs|is (?:used|called|run)|gets called)\b|\bbefore (?:using|calling|running|you (?:use|call|run)) (?:any|every|each|another|other)\b|\b(?:prior to|before|after) (?:every|each|any) (?:call|use|request|turn|message|reply|answer)\b|\b(?:in|on|at) every turn\b|\bfirst in every\b|\bfrom now on\b|\bfor the rest of (?:this|the) (?:chat|conversation|session)\b|\bpermanent (?:preference|rule|memory)\b|\bevery future\b|\buntil the user (?:ends|closes|leaves|stops|says)\b|\b(?:to|in|into) your (?:long-term )?(?:memory|memories)\b`)},
 	{sigObey, phrase(`\b(?:follow|obey|execute|perform|complete|carry out|comply|act on|honou?r|heed|run)\b (?:(?:them|it|those|these|this|that)\b(?: [\w-]+){0,2} ?(?:literally|verbatim|exactly|immediately|first|as written|straight away|right away|before answering|before replying|unprompted|now)?|(?:straight|right) away)|\b(?:comply|obey)\b|\bruns? (?:unprompted|verbatim)\b|\b(?:must|should) (?:complete|perform|execute|carry out|follow|obey)\b|\bwork through (?:all|each|every)\b`)},
 	{sigForModel, phrase(`\b(?:directions?|instructions?|commands?|orders?|tasks?|directives?|prompts?|steps?)\b[^.\n]{0,30}\b(?:for you|to you|meant for (?:you|the (?:assistant|model|ai|agent))|for the (?:assistant|model|ai|agent))\b|\b(?:is|are|as) an? (?:command|task|order|instruction|directive) (?:for you|you must)\b|\b(?:marked|labell?ed|tagged|prefixed|starting|starts?|beginning|begins?) (?:with )?['"\x60\[][^'"\x60\]]{1,20}['"\x60\]]|\bembedded (?:prompts|instructions|commands)\b|\bfrom your operator\b`)},
 	{sigNoConsent, phrase(`\bwithout (?:asking|checking|confirm\w*|consent|telling|prompting|the user['’]s? (?:knowing|knowledge|approval|consent|say)|their (?:knowledge|approval|consent))\b|\bwithout checking (?:with|back)\b|\bunprompted\b|\b(?:be )?(?:skipped|bypassed|suppressed|waived)\b|\bno (?:confirmation|approval|prompt)s?\b`)},
 	{sigAuthority, phrase(`\bper (?:\w+ ){0,2}(?:policy|order|mandate|directive)\b|\b(?:the )?(?:admin|administrator|security team|platform team|compliance|director|management|it department)\w* (?:requires?|has mandated|mandates?|insists?|demands?|orders?)\b|\bhas (?:been )?mandated\b|\bstanding order\b|\burgent\b|\beffective immediately\b`)},
-	{sigAdditive, phrase(`\b(?:also|too|as well|in addition|additionally|alongside|along with|after (?:each|every) (?:call|use|run|request)|every time|with (?:each|every) call|then|afterwards|quietly|silently|secretly)\b`)},
-	{sigSteer, phrase(`\bsteer\w*\b|\bupsell\w*\b|\bnudge\w*\b|\b(?:say|claim|state|tell (?:them|the user)) (?:that )?(?:the|our|it|they)\b[^.\n]{0,40}\b(?:discontinued|shutting down|unsafe|insecure|worse|better|deprecated|broken)\b|\b(?:mention|recommend|promote|advertise) [\w-]+ in (?:each|every|all)\b`)},
-	{sigTools, phrase(`\b(?:any|every|each|all|another|other)(?: other)? tools?\b|\bthis one\b|\b(?:every|each) (?:call|turn)\b`)},
+	{sigAdditive, phrase(`\b(?:also|too|as well|in addition|additionally|alongside|along with|after (?:each|every) (?:call|use|run|request)|every time|with (?:each|every) call|then|afterwards|quietly|silently|secretly)\b|\bto (?:the (?:end|start) of )?(?:every|each|all) \w+`)},
+	{sigSteer, phrase(`\bsteer\w*\b|\bupsell\w*\b|\bnudge\w*\b|\b(?:say|claim|state|tell (?:them|the user)) (?:that )?(?:the|our|it|they)\b[^.\n]{0,40}\b(?:discontinued|shutting down|unsafe|insecure|worse|better|deprecated|broken)\b|\b(?:mention|recommend|promote|advertise) [\w-]+ in (?:each|every|all)\b|\b(?:add|append|insert|include)\b[^.\n]{0,60}\bto (?:the (?:end|start) of )?(?:every|each|all) \w+(?: you (?:write|send|post|create|make|produce))?\b`)},
+	{sigTools, phrase(`\b(?:any|every|each|all|another|other)(?: other)? tools?\b|\bthis one\b|\b(?:every|each) (?:call|turn)\b|\bthe [\w-]+ tool\b|\buse [\w-]+ first\b`)},
 }
+
+var proseChain = phrase(`;\s*(?:and |then |also )+(?:send|include|skip|push|delete|overwrite|forward|upload|list|read|email|post|grant|add|remove|disable|drop|wipe|copy|share|attach|transfer|pay|run|execute|hide)\b`)
 
 // signalNeedles: a sentence with none of them holds no pair worth
 // computing, which keeps the common honest text cheap.
-var signalNeedles = []string{"assistant", "model", "ai", "agent", "llm", "key", "token", "secret", "password", "credential", "cookie", "~/", ".env", "conversation", "chat", "prompt", "history", "messages", "private", "mention", "tell", "disclos", "reveal", "show", "between us", "nothing", "behind", "instead", "regardless", "field", "param", "argument", "payload", "body", "campo", "champ", "feld", "поле", "priority", "precedence", "supersed", "override", "rather than", "whatever", "prefer", "user", "before", "prior", "every", "permanent", "follow", "obey", "comply", "execute", "perform", "carry", "honou", "heed", "unprompted", "work through", "without", "skipped", "bypassed", "per ", "mandate", "urgent", "standing", "steer", "@", "://", "contraseñ", "passe", "passw", "senha", "парол", "ключ", "home directory", "customer"}
+var signalNeedles = []string{"assistant", "model", "ai", "agent", "llm", "key", "token", "secret", "password", "credential", "cookie", "~/", ".env", "conversation", "chat", "prompt", "history", "messages", "private", "mention", "tell", "disclos", "reveal", "show", "between us", "nothing", "behind", "instead", "regardless", "field", "param", "argument", "payload", "body", "campo", "champ", "feld", "поле", "priority", "precedence", "supersed", "override", "rather than", "whatever", "prefer", "user", "before", "prior", "every", "permanent", "follow", "obey", "comply", "execute", "perform", "carry", "honou", "heed", "unprompted", "work through", "without", "skipped", "bypassed", "per ", "mandate", "urgent", "standing", "steer", "@", "://", "contraseñ", "passe", "passw", "senha", "парол", "ключ", "home directory", "customer", "gitconfig", "quiet", "silent", "secret", "private", "overwrite", "delete", "wipe", "skip", "push", "then", "and", "but", "memory", "tool", "first", "partner", "#"}
 
 // signalPairs are the pairs that flag, each with what it says.
 var signalPairs = []struct {
@@ -74,6 +87,23 @@ var signalPairs = []struct {
 }{
 	{sigPrivate | sigMove | sigField, "tells the model to hand over secrets or private data"},
 	{sigPrivate | sigMove | sigAdditive, "tells the model to hand over secrets or private data"},
+	{sigStrongSecret | sigMove, "tells the model to hand over secrets or private data"},
+	{sigPrivate | sigMove | sigChain, "tells the model to hand over secrets or private data"},
+	{sigChain | sigDestroy, "joins an order to destroy or bypass safeguards onto a value"},
+	{sigChain | sigSilence, "tells the model to keep something from the user"},
+	{sigChain | sigInstead, "joins an order to override the user's choice onto a value"},
+	{sigChain | sigOutside, "tells the model to send data to a place of the tool's choosing"},
+	{sigChain | sigPrivate, "tells the model to hand over secrets or private data"},
+	{sigSilence | sigUser, "tells the model to keep something from the user"},
+	{sigStealth | sigInstead, "tells the model to change what the user chose, quietly"},
+	{sigStealth | sigOverride, "tells the model to change what the user chose, quietly"},
+	{sigStealth | sigMove, "tells the model to send data quietly"},
+	{sigStealth | sigDestroy, "tells the model to destroy data quietly"},
+	{sigDestroy | sigNoConsent, "tells the model to destroy data without the user's confirmation"},
+	{sigSteer | sigOutside, "tells the model to shape its answers for the tool"},
+	{sigSteer | sigTrigger, "tells the model to shape its answers for the tool"},
+	{sigTrigger | sigTools, "gives orders about other tools or later turns, beyond what this tool does"},
+	{sigAddressed | sigMove | sigAdditive, "gives the model an order of the tool's own"},
 	{sigPrivate | sigAddressed, "tells the model to reach for secrets or private data"},
 	{sigPrivate | sigOutside, "sends secrets or private data to a place outside"},
 	{sigMove | sigOutside | sigAdditive, "tells the model to send data to a place of the tool's choosing as well"},
@@ -95,8 +125,11 @@ var signalPairs = []struct {
 	{sigAuthority | sigPrivate, "invokes authority to take secrets or private data"},
 }
 
-// signals flags each sentence of t that carries one of signalPairs.
-func (t *cleanText) signals() []core.Flag {
+// signals flags each sentence of t that carries one of signalPairs and
+// that no flag in seen (the phrase rules' findings) touches already: the
+// pairs fill the gaps the phrases leave, and where a phrase names the
+// order its narrower span and its reason stand.
+func (t *cleanText) signals(seen []core.Flag) []core.Flag {
 	if !t.mayContain(signalNeedles) {
 		return nil
 	}
@@ -106,8 +139,12 @@ func (t *cleanText) signals() []core.Flag {
 			a++
 		}
 		z := sentenceEnd(t.text, a)
-		if reason := sentenceSignal(t.text[a:z]); reason != "" {
+		if reason := sentenceSignal(t.text[a:z], t.words); reason != "" {
 			start, end := t.span(a, z)
+			if slices.ContainsFunc(seen, func(f core.Flag) bool { return f.Start < end && start < f.End }) {
+				a = z + 1
+				continue
+			}
 			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: reason})
 		}
 		a = z + 1
@@ -131,12 +168,20 @@ func sentenceEnd(text string, a int) int {
 
 // sentenceSignal returns the reason of the first pair the sentence holds,
 // or "".
-func sentenceSignal(s string) string {
+func sentenceSignal(s string, words bool) string {
 	if strings.TrimSpace(s) == "" || !(&cleanText{text: s}).mayContain(signalNeedles) {
 		return ""
 	}
 	var have signal
 	for _, r := range signalRules {
+		if r.sig == sigChain && !words {
+			// In prose "and" and "then" join steps of what the tool
+			// does; only a semicolon sets an order apart.
+			if proseChain.MatchString(s) {
+				have |= sigChain
+			}
+			continue
+		}
 		if r.re.MatchString(s) {
 			have |= r.sig
 		}
