@@ -105,6 +105,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh6.json", 40, 0.52},
 		{"fresh7.json", 40, 0.68},
 		{"fresh8.json", 40, 0.64},
+		{"fresh9.json", 40, 0.52},
 	} {
 		caught, total := measureRecall(t, set.file)
 		if total < set.min {
