@@ -2,6 +2,7 @@ package scan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,6 +105,14 @@ func TestRV2ScanSignalPairsExercised(t *testing.T) {
 					views = append(views, w)
 				}
 				for _, v := range views {
+					if len(v.text) <= maxCrossText {
+						have := signalsIn(v.text, v.words, ^signal(0))
+						for i, p := range signalPairs {
+							if have&p.all == p.all && slices.ContainsFunc(crossPairs, func(c signalPair) bool { return c.all == p.all }) {
+								fired[i] = true
+							}
+						}
+					}
 					for a := 0; a < len(v.text); a = next(v.text, sentenceEnd(v.text, a)) {
 						s := v.text[a:sentenceEnd(v.text, a)]
 						have := signalsIn(s, v.words, ^signal(0))
