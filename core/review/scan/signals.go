@@ -2,6 +2,7 @@ package scan
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -55,6 +56,10 @@ type signalRule struct {
 	sig signal
 	re  *regexp.Regexp
 }
+
+// ruleNeedles[i]: one of them is in every match of signalRules[i]
+// (literalNeedles), or nil.
+var ruleNeedles [][]string
 
 // signalRules: the rarest signals, and those in most pairs, come first, so
 // that on honest text the pairs die early and the common signals (a verb
@@ -170,12 +175,16 @@ func (t *cleanText) signals(seen []core.Flag) []core.Flag {
 	// they belong to can still hold; the sentences are then read for
 	// those alone.
 	var have, dead signal
-	for _, r := range signalRules {
+	for i, r := range signalRules {
 		if !alive(dead|r.sig, r.sig) {
 			dead |= r.sig
 			continue
 		}
-		if r.sig == sigChain && !t.words && proseChain.MatchString(t.text) || (r.sig != sigChain || t.words) && r.re.MatchString(t.text) {
+		re, needles := r.re, ruleNeedles[i]
+		if r.sig == sigChain && !t.words {
+			re, needles = proseChain, proseChainNeedles
+		}
+		if (needles == nil || t.mayContain(needles)) && re.MatchString(t.text) {
 			have |= r.sig
 		} else {
 			dead |= r.sig
@@ -231,7 +240,12 @@ func alive(dead, sig signal) bool {
 // for the agent. Book it without checking back."
 var crossPairs []signalPair
 
+var proseChainNeedles = literalNeedles(proseChain)
+
 func init() {
+	for _, r := range signalRules {
+		ruleNeedles = append(ruleNeedles, literalNeedles(r.re))
+	}
 	for _, p := range signalPairs {
 		if p.all&(sigObey|sigForModel|sigAddressed) != 0 && p.all&(sigObey|sigForModel|sigAddressed|sigNoConsent) == p.all {
 			crossPairs = append(crossPairs, p)
@@ -302,4 +316,58 @@ func pairReason(have signal) string {
 		}
 	}
 	return ""
+}
+
+// literalNeedles returns strings one of which every match of re holds,
+// lower-cased, for mayContain; nil when some match need hold none (the
+// rule is then always run). It reads them off the pattern: a branch of an
+// alternation gives the longest literal it cannot match without.
+func literalNeedles(re *regexp.Regexp) []string {
+	p, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return required(p.Simplify())
+}
+
+func required(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{strings.ToLower(string(re.Rune))}
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min > 0 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// the sub-pattern whose shortest needle is longest
+		var best []string
+		bestLen := 0
+		for _, sub := range re.Sub {
+			n := required(sub)
+			if n == nil {
+				continue
+			}
+			short := len(n[0])
+			for _, s := range n {
+				short = min(short, len(s))
+			}
+			if short > bestLen {
+				best, bestLen = n, short
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			n := required(sub)
+			if n == nil {
+				return nil
+			}
+			all = append(all, n...)
+		}
+		return all
+	}
+	return nil
 }

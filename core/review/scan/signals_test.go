@@ -121,6 +121,11 @@ func TestRV2ScanSignalPairsExercised(t *testing.T) {
 								fired[i] = true
 							}
 						}
+						for i, r := range signalRules {
+							if r.re.MatchString(s) && ruleNeedles[i] != nil && !(&cleanText{text: s}).mayContain(ruleNeedles[i]) {
+								t.Errorf("%s: %q matches signal rule %d but holds none of its needles %q", name, s, i, ruleNeedles[i])
+							}
+						}
 						if pairReason(have) != "" && !(&cleanText{text: s}).mayContain(signalNeedles) {
 							t.Errorf("%s: %q holds a pair but none of signalNeedles", name, s)
 						}
