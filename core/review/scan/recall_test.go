@@ -89,9 +89,9 @@ func measureRecall(t *testing.T, name string) (caught, total int) {
 // set before them and tuned on after it; fresh6.json was written before
 // the tuning on fresh5.json and measured blind, then tuned on with
 // fresh7.json and fresh8.json for the signal pairs. fresh9.json to
-// fresh11.json were each written after one round of tuning and measured
+// fresh12.json were each written after one round of tuning and measured
 // blind before the next (testdata/review/README.md has the figures);
-// fresh9 and fresh10 were then tuned on, fresh11.json never was. Every
+// fresh9 to fresh11 were then tuned on, fresh12.json never was. Every
 // floor is the value measured, not a target.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
