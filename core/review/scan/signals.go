@@ -52,6 +52,7 @@ const (
 	sigUser                            // the user, named
 )
 
+// signalRule marks a text with sig where re matches.
 type signalRule struct {
 	sig signal
 	re  *regexp.Regexp
@@ -85,8 +86,8 @@ var signalRules = []signalRule{
 	{sigAmount, phrase(`\b(?:twice|double|triple|two times|three times|an extra \w+|surcharge)\b`)},
 	{sigInstead, phrase(`,\s*not (?:the|their|what|whatever) (?:account|address|one|recipient|card|amount)\b|\binstead of\b|\brather than\b|\bprefer\b[^.\n]{0,30}\b(?:over|to) (?:any|all|the|other)\b|\buse [\w-]+ instead\b`)},
 	{sigTools, phrase(`\b(?:any|every|each|all|another|other)(?: other)? tools?\b|\bthis one\b|\b(?:every|each) (?:call|turn)\b|\bthe [\w-]+ tool\b|\buse [\w-]+ first\b`)},
-	{sigOutside, phrase(destLiteral + `|\bpartner[- ][\w-]+|外部サーバ|外部|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:example|com|net|org|io|dev|app|xyz|ru|cn|co)\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:example|com|net|org|io|dev|app|xyz|ru|cn|info|biz|co)/[\w/.-]*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|s?ftp|wss?)://|(?:^|\s)[#@][a-z][\w-]{2,}|\bpartner(?:['’]s)? (?:api|server|endpoint|bucket)\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:our|an? (?:external|remote|outside|third[- ]party)) (?:server|endpoint|host|service|bucket|partner)\b`)},
 	{sigAdditive, phrase(`\b(?:nightly|daily|hourly|weekly|every (?:night|day|hour|week)|while you['’]re at it|on top of that)\b|\bonto (?:every|each|all) \w+|\b(?:also|too|as well|in addition|additionally|alongside|along with|after (?:each|every) (?:call|use|run|request)|every time|with (?:each|every) call|then|afterwards|quietly|silently|secretly)\b|\bto (?:the (?:end|start) of )?(?:every|each|all) \w+`)},
+	{sigOutside, phrase(destLiteral + `|\bpartner[- ][\w-]+|外部サーバ|外部|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:example|com|net|org|io|dev|app|xyz|ru|cn|co)\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:example|com|net|org|io|dev|app|xyz|ru|cn|info|biz|co)/[\w/.-]*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|s?ftp|wss?)://|(?:^|\s)[#@][a-z][\w-]{2,}|\bpartner(?:['’]s)? (?:api|server|endpoint|bucket)\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:our|an? (?:external|remote|outside|third[- ]party)) (?:server|endpoint|host|service|bucket|partner)\b`)},
 	{sigNoConsent, phrase(`\bon the user['’]s behalf\b|\bautomatically\b|\bwithout waiting for\b|\b(?:is|are) trusted\b|\b(?:has|have) (?:already )?been (?:vetted|approved|verified|cleared)\b|\bimmediately\b|\bno questions asked\b|\bwithout (?:further |any )?(?:review|question|hesitation|verification|delay)\b|\bwithout (?:asking|checking|confirm\w*|consent|telling|prompting|the user['’]s? (?:knowing|knowledge|approval|consent|say)|their (?:knowledge|approval|consent))\b|\bwithout checking (?:with|back)\b|\bunprompted\b|\b(?:be )?(?:skipped|bypassed|suppressed|waived)\b|\bno (?:confirmation|approval|prompt)s?\b`)},
 	{sigField, phrase(`\b(?:to|in|into|onto) the (?:[\w-]+ )?(?:request|call|query|payload)\b|\b(?:in|into|as|inside|under) (?:the )?\x60[\w.-]+\x60|\b(?:in|into|as|to|inside) (?:the |this |that |its )?[\x60'"]?[\w-]+[\x60'"]? (?:field|parameter|param|argument|arg|property)\b|\b(?:as|in|into) the (?:payload|request(?: body)?|body)\b|\ben el campo\b|\bdans le champ\b|\bin das feld\b|\bno campo\b|\bв поле\b`)},
 	{sigMove, phrase(`\b(?:send|sent|upload|include|attach|put|paste|cop(?:y|ie)|forward|mirror|fill|grab|collect|append|post|transmit|leak|exfiltrat|share|reveal|disclose|dump|e-?mail|mail|message|beacon|relay|store|save|summari[sz]e|carr(?:y|ie)|travel|receive|suppl(?:y|ie)|provide|submit|echo|export|mention|tack|bundle|piggyback|deliver|transfer|stream|publish|expose|redirect|divert|reroute)(?:s|es|ed|d|ing|ted)?\b|\b(?:pass(?:ed|es)? (?:along|on|over|it|them|in)|hand(?:ed)? (?:over|it|them)|drop (?:it|them)? ?into|report (?:back )?to|sync\w* to|write (?:it|them|down)|read (?:out|back)|list (?:them|it|all|every)|keep a copy|give (?:it|them)|belongs? in|go(?:es)? to|lands? in|(?:is|are) logged (?:to|in)|logs? (?:it|them) to|press enter)\b`)},
@@ -95,11 +96,6 @@ var signalRules = []signalRule{
 
 var proseChain = phrase(`;\s*(?:and |then |also )*(?:shred|export|dump|send|include|skip|push|delete|overwrite|forward|upload|list|read|email|post|grant|add|remove|disable|drop|wipe|copy|share|attach|transfer|pay|run|execute|hide)\b`)
 
-// signalNeedles: a sentence with none of them holds no pair worth
-// computing, which keeps the common honest text cheap.
-var signalNeedles = []string{"assistant", "model", "ai", "agent", "llm", "key", "token", "secret", "password", "credential", "cookie", "~/", ".env", "conversation", "chat", "prompt", "history", "messages", "private", "mention", "tell", "disclos", "reveal", "show", "between us", "nothing", "behind", "instead", "regardless", "field", "param", "argument", "payload", "body", "campo", "champ", "feld", "поле", "priority", "precedence", "supersed", "override", "rather than", "whatever", "prefer", "user", "before", "prior", "every", "permanent", "follow", "obey", "comply", "execute", "perform", "carry", "honou", "heed", "unprompted", "work through", "without", "skipped", "bypassed", "per ", "mandate", "urgent", "standing", "steer", "@", "://", "contraseñ", "passe", "passw", "senha", "парол", "ключ", "home directory", "customer", "gitconfig", "quiet", "silent", "secret", "private", "overwrite", "delete", "wipe", "skip", "push", "then", "and", "but", "memory", "tool", "first", "partner", "#", "expected", "required", "supposed", "carry", "carries", "travel", "receive", "provide", "supply", "copy", "code", "seed", "certificate", "keystore", "deploy", "confidential", "need", "know", "hear", "leave", "keep", "nicht", "silence", "savoir", "say", "claim", "asked", "where", "if ", "when", "route", "no ", "until", "unless", "is to", "are to", "your", "order", "yourself", "question", "review", "effect", "principal", "operator", "twice", "double", "triple", "extra", "surcharge", "/", "tabs", "details", "data", "info", "funds", "money", "mailbox", "inbox", "address book", "bank", "salar", "generated", "variable", "developer", "routing", "account", ".", "stay", "remain", "unmentioned", "avoid", "bring", "discuss", "talk", "não", "nao", "no ", "请勿", "不要", "别", "勿", "go ahead", "should", "apply", "meant", "waiting", "trusted", "vetted", "approved", "immediately", "policy", "rule", "law", "through", "asks", "grant", "edit", "rights", "dire", "evita", "内緒", "秘密", "外部", "ユーザー", "利用者", "사용자", "пользовател"}
-
-// signalPairs are the pairs that flag, each with what it says.
 // signalPair is a set of signals that flags a sentence holding all of
 // them, and what the flag says.
 type signalPair struct {
@@ -107,6 +103,8 @@ type signalPair struct {
 	reason string
 }
 
+// signalPairs are the pairs that flag; the first a sentence holds gives
+// the reason.
 var signalPairs = []signalPair{
 	{sigPrivate | sigMove | sigField, "tells the model to hand over secrets or private data"},
 	{sigPrivate | sigMove | sigAdditive, "tells the model to hand over secrets or private data"},
@@ -152,7 +150,6 @@ var signalPairs = []signalPair{
 	{sigOverride | sigTools, "gives orders about other tools, over what the user chose"},
 	{sigInstead | sigTools, "gives orders about other tools, over what the user chose"},
 	{sigOverride | sigTrigger, "gives orders about other tools or later turns, beyond what this tool does"},
-	{sigTrigger | sigTools, "gives orders about other tools or later turns, beyond what this tool does"},
 	{sigTrigger | sigOutside, "tells the model to send data to a place of the tool's choosing"},
 	{sigTrigger | sigSteer, "tells the model to shape its answers for the tool"},
 	{sigObey | sigForModel, "tells the model to carry out what a result or a field says"},
@@ -168,9 +165,6 @@ var signalPairs = []signalPair{
 // pairs fill the gaps the phrases leave, and where a phrase names the
 // order its narrower span and its reason stand.
 func (t *cleanText) signals(seen []core.Flag) []core.Flag {
-	if !t.mayContain(signalNeedles) {
-		return nil
-	}
 	// Which signals the text holds anywhere, looked for only while a pair
 	// they belong to can still hold; the sentences are then read for
 	// those alone.
@@ -280,9 +274,6 @@ func sentenceEnd(text string, a int) int {
 // sentenceSignal returns the reason of the first pair the sentence holds,
 // or "". words: the sentence is an identifier read as words.
 func sentenceSignal(s string, words bool) string {
-	if strings.TrimSpace(s) == "" || !(&cleanText{text: s}).mayContain(signalNeedles) {
-		return ""
-	}
 	return pairReason(signalsIn(s, words, ^signal(0)))
 }
 

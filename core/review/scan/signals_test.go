@@ -85,8 +85,8 @@ func TestRV2ScanSignalIdentifier(t *testing.T) {
 }
 
 // TestRV2ScanSignalPairsExercised: every pair holds in some sentence of the
-// recall sets, and every sentence in which a pair holds carries one of
-// signalNeedles, so the prefilter never hides a finding.
+// recall sets, and every match of a signal rule there holds one of the
+// needles read off its pattern, so the prefilter never hides a finding.
 func TestRV2ScanSignalPairsExercised(t *testing.T) {
 	fired := make([]bool, len(signalPairs))
 	for _, name := range []string{"fresh6.json", "fresh7.json", "fresh8.json", "fresh9.json", "fresh10.json", "fresh11.json"} {
@@ -125,9 +125,6 @@ func TestRV2ScanSignalPairsExercised(t *testing.T) {
 							if r.re.MatchString(s) && ruleNeedles[i] != nil && !(&cleanText{text: s}).mayContain(ruleNeedles[i]) {
 								t.Errorf("%s: %q matches signal rule %d but holds none of its needles %q", name, s, i, ruleNeedles[i])
 							}
-						}
-						if pairReason(have) != "" && !(&cleanText{text: s}).mayContain(signalNeedles) {
-							t.Errorf("%s: %q holds a pair but none of signalNeedles", name, s)
 						}
 					}
 				}
