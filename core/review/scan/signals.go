@@ -332,11 +332,21 @@ func required(re *syntax.Regexp) []string {
 			return required(re.Sub[0])
 		}
 	case syntax.OpConcat:
-		// the sub-pattern whose shortest needle is longest
+		// the sub-pattern whose shortest needle is longest; a literal is
+		// joined to what the next sub-pattern starts with, since parsing
+		// factors common prefixes out ("a(?:ssistant|gent)")
 		var best []string
 		bestLen := 0
-		for _, sub := range re.Sub {
+		for i, sub := range re.Sub {
 			n := required(sub)
+			if sub.Op == syntax.OpLiteral && i+1 < len(re.Sub) {
+				if next := prefixes(re.Sub[i+1]); next != nil {
+					n = nil
+					for _, p := range next {
+						n = append(n, strings.ToLower(string(sub.Rune))+p)
+					}
+				}
+			}
 			if n == nil {
 				continue
 			}
@@ -353,6 +363,32 @@ func required(re *syntax.Regexp) []string {
 		var all []string
 		for _, sub := range re.Sub {
 			n := required(sub)
+			if n == nil {
+				return nil
+			}
+			all = append(all, n...)
+		}
+		return all
+	}
+	return nil
+}
+
+// prefixes returns strings one of which every match of re starts with,
+// lower-cased, or nil.
+func prefixes(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{strings.ToLower(string(re.Rune))}
+	case syntax.OpCapture:
+		return prefixes(re.Sub[0])
+	case syntax.OpConcat:
+		if len(re.Sub) > 0 {
+			return prefixes(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			n := prefixes(sub)
 			if n == nil {
 				return nil
 			}
