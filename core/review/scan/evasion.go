@@ -281,6 +281,10 @@ func compatLatin(r rune) (string, bool) {
 	if r < 0x80 {
 		return "", false
 	}
+	// Small capitals have no compatibility mapping, yet read as Latin.
+	if c, ok := smallCaps[r]; ok {
+		return string(c), true
+	}
 	n := norm.NFKC.String(string(r))
 	if n == string(r) || n == "" {
 		return "", false
@@ -293,6 +297,13 @@ func compatLatin(r rune) (string, bool) {
 	}
 	return n, true
 }
+
+// smallCaps are the small capital letters (ᴀ, ʙ, ꜱ …) a reader takes for
+// Latin ones.
+var smallCaps = map[rune]byte{0x1D00: 'a', 0x0299: 'b', 0x1D04: 'c', 0x1D05: 'd', 0x1D07: 'e', 0xA730: 'f',
+	0x0262: 'g', 0x029C: 'h', 0x026A: 'i', 0x1D0A: 'j', 0x1D0B: 'k', 0x029F: 'l', 0x1D0D: 'm', 0x0274: 'n',
+	0x1D0F: 'o', 0x1D18: 'p', 0x01EB: 'q', 0x0280: 'r', 0xA731: 's', 0x1D1B: 't', 0x1D1C: 'u', 0x1D20: 'v',
+	0x1D21: 'w', 0x028F: 'y', 0x1D22: 'z'}
 
 func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
 

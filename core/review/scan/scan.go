@@ -372,6 +372,8 @@ type cleanText struct {
 	text  string
 	lower string // text with ASCII letters folded; same byte offsets
 	pos   []int  // pos[i]: offset in orig of text[i]
+	// words: the text is identifiers read as words, one a line (wordText).
+	words bool
 	// folded is text lower-cased the way (?i) matches, for needles only:
 	// its offsets differ.
 	folded                 string
@@ -1280,6 +1282,7 @@ func (t *cleanText) instructions() []core.Flag {
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
 	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
 	out = append(out, t.intents()...)
+	out = append(out, t.signals(out)...)
 	if !t.mayContain([]string{"<"}) {
 		return out
 	}

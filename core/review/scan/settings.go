@@ -48,11 +48,11 @@ var (
 	// "sandbox" is left out: a browser's --no-sandbox is honest advice
 	// (Puppeteer's launch options).
 	guardWords = []string{"confirm", "approv", "review", "safety", "safeguard", "guard", "disclos", "consent",
-		"oversight", "moderat", "transparen", "audit", "security"}
+		"oversight", "moderat", "transparen", "audit", "security", "four_eyes", "four-eyes", "foureyes", "dual_control", "maker_checker"}
 	// askWords name one only beside a word for the user or a requirement.
 	askWords = []string{"permission", "notif", "inform", "warn", "tell", "show", "ask", "display",
 		"visib", "reveal", "report", "prompt", "mention", "explain", "check", "verif"}
-	userWords = []string{"user", "human", "operator", "person", "people", "require", "need", "must", "ask"}
+	userWords = []string{"user", "human", "operator", "person", "people", "require", "need", "must", "ask", "customer", "owner"}
 	// negWords in a key mean the safeguard is already negated.
 	negWords = []string{"skip", "bypass", "disable", "no", "not", "without", "suppress", "hide", "hidden",
 		"ignore", "dont", "never", "off", "auto", "silent", "silently", "quiet", "quietly", "conceal", "unsafe", "dangerously"}

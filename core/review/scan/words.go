@@ -26,7 +26,7 @@ func (t *cleanText) wordText() *cleanText {
 	if !strings.ContainsAny(s, "_-.") && !hasCamel(s) {
 		return nil
 	}
-	w := &cleanText{pos: make([]int, 0, 64)}
+	w := &cleanText{pos: make([]int, 0, 64), words: true}
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])

@@ -1,0 +1,400 @@
+package scan
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+// Signals (RV-2): the phrase rules name wordings; these name what an order
+// smuggled to the model is made of, whatever the wording. A sentence is
+// marked with each signal it carries — it speaks to the model, it moves
+// data, it names something private (keys, secrets, the conversation), it
+// points at a place outside, it asks for silence, it overrides what the
+// user chose, it sets a trigger, it tells the model to carry out what it
+// reads, it drops the user's say — and is flagged only when it carries a
+// pair that honest text does not: one signal alone is how ordinary
+// descriptions talk ("sends the message", "the API token", "when the user
+// asks"), two together are an order.
+
+type signal uint32
+
+const (
+	sigAddressed    signal = 1 << iota // spoken to the model
+	sigMove                            // a verb that moves or discloses data
+	sigPrivate                         // keys, secrets, the conversation, the user's private data
+	sigOutside                         // a literal place outside: e-mail, URL, IP address
+	sigSilence                         // keep it from the user
+	sigOverride                        // over what the user chose, or over other tools
+	sigTrigger                         // a condition that reaches other turns or tools
+	sigObey                            // carry out what is read
+	sigForModel                        // orders meant for the model in content it reads
+	sigNoConsent                       // without the user's say
+	sigAuthority                       // urgency or authority invoked
+	sigAdditive                        // also, too, every time, then
+	sigSteer                           // shapes the answer the user gets
+	sigTools                           // other tools, or every call
+	sigField                           // a field, argument or request body of the call
+	sigInstead                         // instead of, rather than: weaker than sigOverride
+	sigStrongSecret                    // a secret named so that no honest tool asks for it
+	sigChain                           // a second order joined onto a value: "…_and_skip_backups", "; then send"
+	sigDestroy                         // destroys or bypasses what protects the user's data
+	sigStealth                         // quietly, secretly, privately
+	sigUserData                        // the user's own data, named
+	sigAccount                         // a bank account or routing number
+	sigGrant                           // rights handed over
+	sigScript                          // a scripted answer to give the user
+	sigAmount                          // twice, an extra fee
+	sigUser                            // the user, named
+)
+
+// signalRule marks a text with sig where re matches.
+type signalRule struct {
+	sig signal
+	re  *regexp.Regexp
+}
+
+// ruleNeedles[i]: one of them is in every match of signalRules[i]
+// (literalNeedles), or nil.
+var ruleNeedles [][]string
+
+// signalRules: the rarest signals, and those in most pairs, come first, so
+// that on honest text the pairs die early and the common signals (a verb
+// of sending, a field, the user) are never looked for.
+var signalRules = []signalRule{
+	{sigStrongSecret, phrase(`\byour instructions from\b|\binstructions (?:you got |you were given )?from the developer\b|\bvariables?\b[^.\n]{0,30}\b(?:key|token|secret|password)s?\b[^.\n]{0,10}|~/\.|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env\b|\.netrc\b|\.aws/|\.gitconfig\b|/etc/(?:shadow|passwd)\b|\bprivate[\x20-]keys?\b|\bssh[\x20-]keys?\b|\brefresh[\x20-]tokens?\b|\bsession cookies?\b|\bbrowser cookies?\b|\boutput of \x60?env\x60?|\bsystem prompt\b|\b(?:whole|entire|full) (?:conversation|chat|transcript|history)\b|\b(?:conversation|chat) (?:history|transcript)\b|\bsaved passwords?\b|\bseed phrases?\b|\b(?:signing|client) (?:certificates?|keys?)\b|\bkeystores?\b|\bdeploy keys?\b|\bcontrase(?:ñ|n)as guardadas\b`)},
+	{sigPrivate, phrase(`\b(?:resembl\w*|look\w* like|appears? to be) (?:an? )?(?:api )?(?:keys?|passwords?|tokens?|secrets?|credentials?)\b|\b\w+['’]s(?: [\w-]+){0,2} (?:secrets|tokens|passwords|credentials|api keys|private keys)\b|\b(?:full|whole|entire|complete) (?:customer|client|user|contact|employee) (?:list|database|records|data)\b|\b(?:the user['’]?s|their)(?: own| recent| full| entire| private| saved)* (?:browsing history|call logs?|location history|keystrokes)\b|\b(?:whole|entire|full) (?:address book|contacts? list|mailbox|inbox)\b|\bbank (?:details|account numbers?)\b|\bsalar(?:y|ies)\b|\bgenerated passwords?\b|~/\.|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env\b|\.netrc\b|\.aws/|/etc/(?:shadow|passwd)\b|\b(?:private|ssh|signing|secret|access|refresh|oauth|session|bearer)[\x20-](?:access )?(?:keys?|tokens?|cookies?)\b|\b(?:(?:every|all|any|each|the user['’]?s|their|your|stored|saved|cached|browser)(?: \w+){0,2} )(?:api[\x20-]keys?|tokens?|passwords?|passphrases?|secrets?|credentials?|cookies?|keys?|pins?|2fa codes?|otp codes?)\b|\b(?:passwords?|secrets?|credentials?|api[\x20-]keys?|tokens?) (?:(?:stored |found |kept )?(?:from|in) (?:the |your |their )?(?:config\w*|environment|workspace|diff|conversation|chat|repo\w*|browser|keychain|vault|home)|it has seen|you (?:have )?(?:seen|noticed)|it notices|you notice)\b|\benvironment variables?\b|\boutput of \x60?env\x60?|\bsystem prompt\b|\b(?:whole|entire|full) (?:conversation|chat|transcript|history)\b|\b(?:conversation|chat) (?:history|transcript|log)s?\b|\bconversation transcript\b|\blast \w+ messages\b|\b(?:the user['’]?s|their) (?:private \w+|dms?|direct messages|location|home address|documents?(?: folder)?|files|browsing history|clipboard|contacts)\b|\bprivate dms?\b|\b(?:all|every) customer (?:e-?mails?|data|records|details)\b|\bhome directory\b|\b(?:one-time|2fa|otp|verification|recovery|backup) (?:codes?|passwords?)\b|\bseed phrases?\b|\b(?:signing|client|private) (?:certificates?|keys?)\b|\bkeystores?\b|\b(?:marked|labell?ed|classified) (?:as )?confidential\b|\bconfidential (?:documents?|files?|data|records)\b|\b(?:the user['’]?s|their) (?:saved |stored )?(?:[\w-]+ )?(?:passwords?|credentials?|pins?|addresses?)\b|\bcontrase(?:ñ|n)as\b|\bmots? de passe\b|\bpassw(?:ö|o)rter?\b|\bsenhas?\b|\bпарол\w*|\bключ\w*`)},
+	{sigUserData, phrase(`\b(?:the user['’]?s|their)(?: own| recent| current| full| entire| private| saved| personal| home)* (?:[\w-]+ )?(?:open tabs|history|messages|details|data|information|info|funds|money|mailbox|inbox|numbers?|call logs?|contacts|location|address(?:es)?|files|folders?|director(?:y|ies)|drives?|documents|photos|e-?mails|calendar|notes|downloads)\b`)},
+	{sigSilence, phrase(`内緒|秘密にして|\bevita di (?:dire|menzionare|raccontare)\b|\bnon (?:dire|dirlo|menzionare)\b|\b(?:stays?|remains?|kept|left|goes?) (?:unmentioned|unreported|undisclosed|unsaid|off the record)\b|\b(?:avoid|don['’]t|do not|never|refrain from)\b (?:\w+ ){0,2}(?:bring\w* (?:it |this |that |the \w+ )?up|talk\w* about|discuss\w*|speak\w* (?:of|about))\b|\bn[ãa]o (?:comente|conte|diga|mencione|fale)\b|\bno (?:le )?(?:cuentes|digas|menciones|comentes)\b|(?:请勿|不要|别|勿)[^。]{0,12}(?:透露|告诉|提及|说)|\b(?:say|claim|answer|reply|respond|tell (?:them|the user))\b (?:that )?(?:it|they|this|nothing|the \w+)\b[^.\n]{0,30}\b(?:stayed|remained|never|nothing|wasn['’]?t|weren['’]?t|didn['’]?t|was not|were not|did not)\b|\b(?:has no need|no need|doesn['’]t need|does not need|need not|needn['’]t|should not|shouldn['’]t|must not|mustn['’]t|is not to|never (?:needs? )?to)\b (?:to )?(?:hear|know|learn|find out|be told|notice|be aware|see)(?: (?:about|of) (?:it|this|that)| about\b| that\b|\s*[.;!]|\s*$)|\b(?:leave|keep)\b[^.\n]{0,50}\bout of (?:anything|everything|whatever|what|your|the (?:answer|reply|summary|report))\b|\b(?:erwähne|sage?|verrate|erzähle?)\b[^.\n]{0,40}\bnicht\b|\bgarde le silence\b|\bn['’]a pas à le savoir\b|\b(?:do not|don['’]t|never|not to|no (?:need|reason) to|without|nor|avoid|refrain from) (?:\w+ ){0,2}(?:mention\w*|tell\w*|tellin|disclos\w*|reveal\w*|show\w*|report\w*|bring (?:it|this|that) up|inform\w*|notify\w*|alert\w*|let (?:the user|them|anyone) know)\b[^.\n]{0,60}\b(?:user|human|person|people|customer|anyone|them|owner)\b|\b(?:is|are) not to be (?:disclosed|mentioned|shown|reported|revealed)\b|\bkeep (?:it|this|that|this step|the \w+) (?:out of|off|from)\b|\bkeep (?:it|this) between us\b|\bas (?:though|if) nothing (?:was|were|had been|happened)\b|\bshould not (?:appear|show up|be visible) in\b|\bnever show (?:the )?users?\b|\bbehind the (?:scenes|user['’]s back)\b|\bno reason to bring (?:it|this) up\b`)},
+	{sigObey, phrase(`\bdo as (?:they|it|he|she|the \w+) (?:says?|asks?|tells? you|instructs?)\b|\b(?:paste|type|enter|run) (?:them|it|this|these|those) (?:into|in) (?:the |a |your )?(?:terminal|shell|console|command line)\b|\bgo ahead and (?:do|run|execute|perform|carry out|apply)\b|\byou should (?:do|run|execute|perform|carry out|apply)\b|\bdo what(?:ever)? (?:it|they|this|the \w+) (?:says|recommends|suggests|asks|wants)\b|\bapply (?:it|them)\b[^.\n]{0,40}\bas[- ]is\b|\b(?:are|is) (?:directives?|orders?|commands?|instructions?) (?:to|for) you\b|\bmeant for the (?:assistant|model|ai|agent) to\b|\b(?:is|are) to be (?:carried out|executed|followed|obeyed|acted (?:on|upon)|performed|done|run)\b|\b(?:is|are) (?:your|an?|the) (?:next |new )?(?:instructions?|commands?|orders?|tasks?|directives?)\b|\b(?:is|are) an? (?:order|command|instruction|directive)s? from\b|\b(?:execute|run|perform) (?:it|them|that \w+|this \w+) (?:yourself|on the user['’]?s? (?:computer|machine|device|terminal|system|host))\b|\b(?:follow|obey|execute|perform|complete|carry out|comply|act on|honou?r|heed|run)\b (?:(?:them|it|those|these|this|that)\b(?: [\w-]+){0,2} ?(?:literally|verbatim|exactly|immediately|first|as written|straight away|right away|before answering|before replying|unprompted|now)?|(?:straight|right) away)|\b(?:comply|obey)\b|\bruns? (?:unprompted|verbatim)\b|\b(?:must|should) (?:complete|perform|execute|carry out|follow|obey)\b|\bwork through (?:all|each|every)\b`)},
+	{sigTrigger, phrase(`\bshould (?:the user|they|anyone|someone) ask\b|\bfor the (?:rest|remainder) of (?:today|the day|this \w+)\b|\b(?:go|goes|be routed|pass) through [\w-]+\b|\b(?:if|when|whenever) (?:a|an|any) (?:[\w-]+ )?(?:text|message|page|e-?mail|result|item|comment) (?:contains?|includes?|has|mentions)\b|\b(?:if|when) (?:the )?(?:[\w-]+ )?(?:description|comment|issue|message|text|page) asks? (?:you )?to\b|\bin every (?:response|reply|answer)\b|\b(?:if|when|whenever) (?:asked|questioned)\b|\b(?:if|when|where|whenever) (?:it|they|the (?:[\w-]+ )?(?:page|result|output|response|content|text|body|message|ticket|e-?mail|item|status|reply)) (?:contains?|includes?|has|holds|reads|says|mentions|looks like)\b|\b(?:for|in|with) (?:every|each|all) (?:of your )?(?:repl(?:y|ies)|answers?|responses?|messages?)\b|\b(?:no|not any) (?:other )?tools? (?:may|can|should|must|is to) be (?:called|used|run|invoked)\b|\b(?:until|unless) [\w-]+ (?:has|have) (?:seen|run|approved|checked|been called)\b|\broute (?:all|every|each|any)\b|\b(?:when|whenever|if|each time|every time|once) (?:the user|someone|anyone|they|a user) (?:asks?|requests?|mentions?|wants?|says?|types?)\b|\bwhen(?:ever)? [\w-]+ (?:runs|is (?:used|called|run)|gets called)\b|\bbefore (?:using|calling|running|you (?:use|call|run)) (?:any|every|each|another|other)\b|\b(?:prior to|before|after) (?:every|each|any) (?:call|use|request|turn|message|reply|answer)\b|\b(?:in|on|at) every turn\b|\bfirst in every\b|\bfrom now on\b|\bfor the rest of (?:this|the) (?:chat|conversation|session)\b|\bpermanent (?:preference|rule|memory)\b|\bevery future\b|\buntil the user (?:ends|closes|leaves|stops|says)\b|\b(?:to|in|into) your (?:long-term )?(?:memory|memories)\b`)},
+	{sigAddressed, phrase(`\byou are (?:expected|required|supposed|meant|asked|instructed) to\b|\b(?:the )?(?:assistant|model|ai|agent|llm) (?:\w+ )?(?:runs|executes|performs|carries out|follows|obeys|sends|uploads|includes|calls)\b|(?:^|[(\[{:;,.!?\-–—]\s*|\b(?:hey|hi|dear|note (?:to|for)|tip (?:to|for)|memo (?:to|for)|message (?:to|for)|reminder (?:to|for)|hint (?:to|for)|psst),? )(?:the )?(?:assistant|model|ai(?: agent| model| assistant)?|agent|llm|claude|gpt|chatbot|copilot)\s*[:,!]|\b(?:the |you,? the )?(?:assistant|model|ai|agent|llm)(?: agent)? (?:should|must|ought to|needs? to|has to|is to|will need to|is expected to|is required to|shall)\b|\b(?:note|tip|memo|message|reminder|hint|instructions?) (?:to|for) (?:the )?(?:assistant|model|ai|agent|llm)\b|\byou are (?:now )?(?:an? |the )?(?:\w+ )?(?:assistant|bot|agent|ai)\b`)},
+	{sigChain, phrase(`(?:;|\bthen|\band(?: then)?|\bbut|\bplus|\bafterwards)\s+(?:also\s+|quietly\s+|silently\s+|always\s+|never\s+)?(?:send|include|skip|push|delete|overwrite|forward|upload|list|read|email|post|grant|add|remove|disable|drop|wipe|copy|share|attach|show|tell|notify|transfer|pay|run|execute|hide|charge|bill|debit|refund|buy|sell|order|make|grant|give|invite|shred|export|dump|erase|purge|close)\b`)},
+	{sigStealth, phrase(`\b(?:quietly|silently|secretly|covertly|discreetly|privately|stealthily|on the quiet)\b`)},
+	{sigAuthority, phrase(`\b(?:policy|rule|regulation|law|contract)\b[^.\n]{0,20}\b(?:obliges|requires|mandates|compels|instructs) you\b|\btakes? effect (?:at once|immediately)\b|\bfrom your (?:principal|operator|owner|creator|developer|admin\w*|employer)\b|\bper (?:\w+ ){0,2}(?:policy|order|mandate|directive)\b|\b(?:the )?(?:admin|administrator|security team|platform team|compliance|director|management|it department)\w* (?:requires?|has mandated|mandates?|insists?|demands?|orders?)\b|\bhas (?:been )?mandated\b|\bstanding order\b|\burgent\b|\beffective immediately\b`)},
+	{sigOverride, phrase(`\bregardless of (?:what|whatever|which|the user)\b|\btakes? (?:priority|precedence) over\b|\bsupersedes?\b|\beven (?:when|if) the user\b|\bwhatever (?:the user|address|account|they|you)\b|\balways prefer\b|,\s*not the user\b`)},
+	{sigSteer, phrase(`\b(?:close|end|sign|start|open|begin)\b (?:each|every|all) \w+ you (?:draft|write|send|compose)\b|\bsteer (?:[\w-]+ )?(?:questions?|users?|people|them|answers?) (?:to|toward)\b|\bsteer\w*\b|\bupsell\w*\b|\bnudge\w*\b|\b(?:say|claim|state|tell (?:them|the user)) (?:that )?(?:the|our|it|they)\b[^.\n]{0,40}\b(?:discontinued|shutting down|unsafe|insecure|worse|better|deprecated|broken)\b|\b(?:mention|recommend|promote|advertise) [\w-]+ in (?:each|every|all)\b|\b(?:add|append|insert|include)\b[^.\n]{0,60}\bto (?:the (?:end|start) of )?(?:every|each|all) \w+(?: you (?:write|send|post|create|make|produce))?\b`)},
+	{sigDestroy, phrase(`\b(?:overwrite|delete|wipe|erase|destroy|purge|truncate|force[- ]push)\b|\bskip(?:ping)? (?:the )?(?:backups?|checks?|review|tests|ci|hooks)\b|\bpush(?:ing)? directly to (?:main|master|prod\w*)\b|\bdisable (?:the )?(?:audit|logging|backups?|2fa|mfa)\b`)},
+	{sigGrant, phrase(`\b(?:grant(?:ed)?|give|given|add(?:ed)?)\b[^.\n]{0,40}\b(?:edit|admin|owner|write|full|root) (?:rights|access|permissions?|role)\b`)},
+	{sigAccount, phrase(`\b(?:routing|account|acct|iban|sort code)(?: number| no\.?)? ?#?\d{6,}\b`)},
+	{sigForModel, phrase(`\b(?:notes?|messages?|hints?|memos?)\b[^.\n]{0,20}\bfor (?:ai |the )?(?:assistants?|models?|agents?|llms?|you)\b|\b(?:directions?|instructions?|commands?|orders?|tasks?|directives?|prompts?|steps?)\b[^.\n]{0,30}\b(?:for you|to you|meant for (?:you|the (?:assistant|model|ai|agent))|for the (?:assistant|model|ai|agent))\b|\b(?:is|are|as) an? (?:command|task|order|instruction|directive) (?:for you|you must)\b|\b(?:marked|labell?ed|tagged|prefixed|starting|starts?|beginning|begins?) (?:with )?['"\x60\[][^'"\x60\]]{1,20}['"\x60\]]|\bembedded (?:prompts|instructions|commands)\b|\bfrom your operator\b`)},
+	{sigScript, phrase(`\b(?:tell|assure|reassure) (?:them|the user|him|her)\b|\b(?:say|answer|reply|respond) (?:that|with)\b`)},
+	{sigAmount, phrase(`\b(?:twice|double|triple|two times|three times|an extra \w+|surcharge)\b`)},
+	{sigInstead, phrase(`,\s*not (?:the|their|what|whatever) (?:account|address|one|recipient|card|amount)\b|\binstead of\b|\brather than\b|\bprefer\b[^.\n]{0,30}\b(?:over|to) (?:any|all|the|other)\b|\buse [\w-]+ instead\b`)},
+	{sigTools, phrase(`\b(?:any|every|each|all|another|other)(?: other)? tools?\b|\bthis one\b|\b(?:every|each) (?:call|turn)\b|\bthe [\w-]+ tool\b|\buse [\w-]+ first\b`)},
+	{sigAdditive, phrase(`\b(?:nightly|daily|hourly|weekly|every (?:night|day|hour|week)|while you['’]re at it|on top of that)\b|\bonto (?:every|each|all) \w+|\b(?:also|too|as well|in addition|additionally|alongside|along with|after (?:each|every) (?:call|use|run|request)|every time|with (?:each|every) call|then|afterwards|quietly|silently|secretly)\b|\bto (?:the (?:end|start) of )?(?:every|each|all) \w+`)},
+	{sigOutside, phrase(destLiteral + `|\bpartner[- ][\w-]+|外部サーバ|外部|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:example|com|net|org|io|dev|app|xyz|ru|cn|co)\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:example|com|net|org|io|dev|app|xyz|ru|cn|info|biz|co)/[\w/.-]*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|s?ftp|wss?)://|(?:^|\s)[#@][a-z][\w-]{2,}|\bpartner(?:['’]s)? (?:api|server|endpoint|bucket)\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:our|an? (?:external|remote|outside|third[- ]party)) (?:server|endpoint|host|service|bucket|partner)\b`)},
+	{sigNoConsent, phrase(`\bon the user['’]s behalf\b|\bautomatically\b|\bwithout waiting for\b|\b(?:is|are) trusted\b|\b(?:has|have) (?:already )?been (?:vetted|approved|verified|cleared)\b|\bimmediately\b|\bno questions asked\b|\bwithout (?:further |any )?(?:review|question|hesitation|verification|delay)\b|\bwithout (?:asking|checking|confirm\w*|consent|telling|prompting|the user['’]s? (?:knowing|knowledge|approval|consent|say)|their (?:knowledge|approval|consent))\b|\bwithout checking (?:with|back)\b|\bunprompted\b|\b(?:be )?(?:skipped|bypassed|suppressed|waived)\b|\bno (?:confirmation|approval|prompt)s?\b`)},
+	{sigField, phrase(`\b(?:to|in|into|onto) the (?:[\w-]+ )?(?:request|call|query|payload)\b|\b(?:in|into|as|inside|under) (?:the )?\x60[\w.-]+\x60|\b(?:in|into|as|to|inside) (?:the |this |that |its )?[\x60'"]?[\w-]+[\x60'"]? (?:field|parameter|param|argument|arg|property)\b|\b(?:as|in|into) the (?:payload|request(?: body)?|body)\b|\ben el campo\b|\bdans le champ\b|\bin das feld\b|\bno campo\b|\bв поле\b`)},
+	{sigMove, phrase(`\b(?:send|sent|upload|include|attach|put|paste|cop(?:y|ie)|forward|mirror|fill|grab|collect|append|post|transmit|leak|exfiltrat|share|reveal|disclose|dump|e-?mail|mail|message|beacon|relay|store|save|summari[sz]e|carr(?:y|ie)|travel|receive|suppl(?:y|ie)|provide|submit|echo|export|mention|tack|bundle|piggyback|deliver|transfer|stream|publish|expose|redirect|divert|reroute)(?:s|es|ed|d|ing|ted)?\b|\b(?:pass(?:ed|es)? (?:along|on|over|it|them|in)|hand(?:ed)? (?:over|it|them)|drop (?:it|them)? ?into|report (?:back )?to|sync\w* to|write (?:it|them|down)|read (?:out|back)|list (?:them|it|all|every)|keep a copy|give (?:it|them)|belongs? in|go(?:es)? to|lands? in|(?:is|are) logged (?:to|in)|logs? (?:it|them) to|press enter)\b`)},
+	{sigUser, phrase(`ユーザー|利用者|사용자|\bпользовател\w*|用户|\bconversation\b|\b(?:nutzer|benutzer|utilisateur|usuario|usuário|utente|kullanıcı)\w*|\b(?:the )?(?:users?|humans?|person you are helping|end[- ]users?)\b|,\s*not the user\b`)},
+}
+
+var proseChain = phrase(`;\s*(?:and |then |also )*(?:shred|export|dump|send|include|skip|push|delete|overwrite|forward|upload|list|read|email|post|grant|add|remove|disable|drop|wipe|copy|share|attach|transfer|pay|run|execute|hide)\b`)
+
+// signalPair is a set of signals that flags a sentence holding all of
+// them, and what the flag says.
+type signalPair struct {
+	all    signal
+	reason string
+}
+
+// signalPairs are the pairs that flag; the first a sentence holds gives
+// the reason.
+var signalPairs = []signalPair{
+	{sigPrivate | sigMove | sigField, "tells the model to hand over secrets or private data"},
+	{sigPrivate | sigMove | sigAdditive, "tells the model to hand over secrets or private data"},
+	{sigStrongSecret | sigMove, "tells the model to hand over secrets or private data"},
+	{sigPrivate | sigMove | sigChain, "tells the model to hand over secrets or private data"},
+	{sigChain | sigDestroy, "joins an order to destroy or bypass safeguards onto a value"},
+	{sigChain | sigSilence, "tells the model to keep something from the user"},
+	{sigChain | sigOutside, "tells the model to send data to a place of the tool's choosing"},
+	{sigGrant | sigOutside, "tells the model to grant rights to a party of the tool's choosing"},
+	{sigAccount | sigInstead, "tells the model to change who receives, or where money goes"},
+	{sigUserData | sigMove | sigField, "tells the model to hand over the user's data"},
+	{sigUserData | sigMove | sigAdditive, "tells the model to hand over the user's data"},
+	{sigUserData | sigMove | sigTrigger, "tells the model to hand over the user's data"},
+	{sigUserData | sigObey, "tells the model to carry out what a result says with the user's data"},
+	{sigPrivate | sigMove | sigTrigger, "tells the model to hand over secrets or private data"},
+	{sigTrigger | sigNoConsent, "tells the model to act without the user's confirmation"},
+	{sigTrigger | sigScript, "tells the model what to answer the user when asked"},
+	{sigPrivate | sigField, "tells the model to put private data in a field"},
+	{sigChain | sigAmount, "joins an order to change an amount onto a value"},
+	{sigStrongSecret | sigField, "tells the model to hand over secrets or private data"},
+	{sigStrongSecret | sigOutside, "sends secrets or private data to a place outside"},
+	{sigPrivate | sigMove | sigOutside, "sends secrets or private data to a place outside"},
+	{sigSilence | sigTrigger, "tells the model to keep something from the user"},
+	{sigObey | sigTrigger, "tells the model to carry out what a result or a field says"},
+	{sigObey | sigNoConsent, "tells the model to carry out what a result or a field says"},
+	{sigObey | sigAuthority, "tells the model to carry out what a result or a field says"},
+	{sigChain | sigPrivate, "tells the model to hand over secrets or private data"},
+	{sigSilence | sigUser, "tells the model to keep something from the user"},
+	{sigStealth | sigInstead, "tells the model to change what the user chose, quietly"},
+	{sigStealth | sigOverride, "tells the model to change what the user chose, quietly"},
+	{sigStealth | sigMove, "tells the model to send data quietly"},
+	{sigDestroy | sigNoConsent, "tells the model to destroy data without the user's confirmation"},
+	{sigSteer | sigOutside, "tells the model to shape its answers for the tool"},
+	{sigSteer | sigTrigger, "tells the model to shape its answers for the tool"},
+	{sigTrigger | sigTools, "gives orders about other tools or later turns, beyond what this tool does"},
+	{sigAddressed | sigMove | sigAdditive, "gives the model an order of the tool's own"},
+	{sigPrivate | sigAddressed, "tells the model to reach for secrets or private data"},
+	{sigPrivate | sigOutside, "sends secrets or private data to a place outside"},
+	{sigMove | sigOutside | sigAdditive, "tells the model to send data to a place of the tool's choosing as well"},
+	{sigSilence | sigMove, "tells the model to keep what it sends from the user"},
+	{sigSilence | sigPrivate, "tells the model to keep something from the user"},
+	{sigSilence | sigOutside, "tells the model to keep something from the user"},
+	{sigOverride | sigTools, "gives orders about other tools, over what the user chose"},
+	{sigInstead | sigTools, "gives orders about other tools, over what the user chose"},
+	{sigOverride | sigTrigger, "gives orders about other tools or later turns, beyond what this tool does"},
+	{sigTrigger | sigOutside, "tells the model to send data to a place of the tool's choosing"},
+	{sigTrigger | sigSteer, "tells the model to shape its answers for the tool"},
+	{sigObey | sigForModel, "tells the model to carry out what a result or a field says"},
+	{sigForModel | sigNoConsent, "tells the model to carry out what a result or a field says, without the user's confirmation"},
+	{sigObey | sigAddressed, "tells the model to carry out what a result or a field says"},
+	{sigAddressed | sigNoConsent, "tells the model to act without the user's confirmation"},
+	{sigAuthority | sigNoConsent, "invokes authority to take the user's confirmation away"},
+	{sigAuthority | sigPrivate, "invokes authority to take secrets or private data"},
+}
+
+// signals flags each sentence of t that carries one of signalPairs and
+// that no flag in seen (the phrase rules' findings) touches already: the
+// pairs fill the gaps the phrases leave, and where a phrase names the
+// order its narrower span and its reason stand.
+func (t *cleanText) signals(seen []core.Flag) []core.Flag {
+	// Which signals the text holds anywhere, looked for only while a pair
+	// they belong to can still hold; the sentences are then read for
+	// those alone.
+	var have, dead signal
+	for i, r := range signalRules {
+		if !alive(dead|r.sig, r.sig) {
+			dead |= r.sig
+			continue
+		}
+		re, needles := r.re, ruleNeedles[i]
+		if r.sig == sigChain && !t.words {
+			re, needles = proseChain, proseChainNeedles
+		}
+		if (needles == nil || t.mayContain(needles)) && re.MatchString(t.text) {
+			have |= r.sig
+		} else {
+			dead |= r.sig
+		}
+	}
+	if pairReason(have) == "" {
+		return nil
+	}
+	var out []core.Flag
+	for a := 0; a < len(t.text); {
+		for a < len(t.text) && (t.text[a] == ' ' || t.text[a] == '\t') {
+			a++
+		}
+		z := sentenceEnd(t.text, a)
+		if reason := pairReason(signalsIn(t.text[a:z], t.words, have)); reason != "" {
+			start, end := t.span(a, z)
+			if !slices.ContainsFunc(seen, func(f core.Flag) bool { return f.Start < end && start < f.End }) {
+				out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: reason})
+			}
+		}
+		a = next(t.text, z)
+	}
+	if len(out) == 0 && len(t.text) <= maxCrossText {
+		for _, p := range crossPairs {
+			if have&p.all == p.all {
+				start, end := t.span(0, len(t.text))
+				if !slices.ContainsFunc(seen, func(f core.Flag) bool { return f.Start < end && start < f.End }) {
+					out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: p.reason})
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// maxCrossText is the longest text whose sentences are read as one for
+// crossPairs: a field's description of two or three short sentences.
+const maxCrossText = 240
+
+// alive reports whether a pair holding sig can still hold: none of its
+// signals is dead, except sig itself, which is about to be looked for.
+func alive(dead, sig signal) bool {
+	for _, p := range signalPairs {
+		if p.all&sig != 0 && p.all&(dead&^sig) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// crossPairs hold across the sentences of a short text too: "Next step
+// for the agent. Book it without checking back."
+var crossPairs []signalPair
+
+var proseChainNeedles = literalNeedles(proseChain)
+
+func init() {
+	for _, r := range signalRules {
+		ruleNeedles = append(ruleNeedles, literalNeedles(r.re))
+	}
+	for _, p := range signalPairs {
+		if p.all&(sigObey|sigForModel|sigAddressed) != 0 && p.all&(sigObey|sigForModel|sigAddressed|sigNoConsent) == p.all {
+			crossPairs = append(crossPairs, p)
+		}
+	}
+}
+
+// next returns where the sentence after the one ending at z starts: past
+// the mark that ends it, which may be 。 or ।.
+func next(text string, z int) int {
+	if z >= len(text) {
+		return z + 1
+	}
+	_, size := utf8.DecodeRuneInString(text[z:])
+	return z + size
+}
+
+// sentenceEnd returns where the sentence starting at a ends, by the
+// bounds sentence uses.
+func sentenceEnd(text string, a int) int {
+	for i := a; i < len(text); i++ {
+		if c := text[i]; c == '\n' || (c == '.' || c == '!' || c == '?') && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n') {
+			return i
+		}
+		if strings.HasPrefix(text[i:], "。") || strings.HasPrefix(text[i:], "।") || strings.HasPrefix(text[i:], "۔") {
+			return i
+		}
+	}
+	return len(text)
+}
+
+// sentenceSignal returns the reason of the first pair the sentence holds,
+// or "". words: the sentence is an identifier read as words.
+func sentenceSignal(s string, words bool) string {
+	return pairReason(signalsIn(s, words, ^signal(0)))
+}
+
+// signalsIn returns the signals of mask the sentence carries.
+func signalsIn(s string, words bool, mask signal) signal {
+	var have signal
+	for _, r := range signalRules {
+		if r.sig&mask == 0 {
+			continue
+		}
+		if r.sig == sigChain && !words {
+			// In prose "and" and "then" join steps of what the tool
+			// does; only a semicolon sets an order apart.
+			if proseChain.MatchString(s) {
+				have |= sigChain
+			}
+			continue
+		}
+		if r.re.MatchString(s) {
+			have |= r.sig
+		}
+	}
+	return have
+}
+
+// pairReason returns the reason of the first pair in have, or "".
+func pairReason(have signal) string {
+	for _, p := range signalPairs {
+		if have&p.all == p.all {
+			return p.reason
+		}
+	}
+	return ""
+}
+
+// literalNeedles returns strings one of which every match of re holds,
+// lower-cased, for mayContain; nil when some match need hold none (the
+// rule is then always run). It reads them off the pattern: a branch of an
+// alternation gives the longest literal it cannot match without.
+func literalNeedles(re *regexp.Regexp) []string {
+	p, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return required(p.Simplify())
+}
+
+func required(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{strings.ToLower(string(re.Rune))}
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min > 0 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// the sub-pattern whose shortest needle is longest; a literal is
+		// joined to what the next sub-pattern starts with, since parsing
+		// factors common prefixes out ("a(?:ssistant|gent)")
+		var best []string
+		bestLen := 0
+		for i, sub := range re.Sub {
+			n := required(sub)
+			if sub.Op == syntax.OpLiteral && i+1 < len(re.Sub) {
+				if next := prefixes(re.Sub[i+1]); next != nil {
+					n = nil
+					for _, p := range next {
+						n = append(n, strings.ToLower(string(sub.Rune))+p)
+					}
+				}
+			}
+			if n == nil {
+				continue
+			}
+			short := len(n[0])
+			for _, s := range n {
+				short = min(short, len(s))
+			}
+			if short > bestLen {
+				best, bestLen = n, short
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			n := required(sub)
+			if n == nil {
+				return nil
+			}
+			all = append(all, n...)
+		}
+		return all
+	}
+	return nil
+}
+
+// prefixes returns strings one of which every match of re starts with,
+// lower-cased, or nil.
+func prefixes(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{strings.ToLower(string(re.Rune))}
+	case syntax.OpCapture:
+		return prefixes(re.Sub[0])
+	case syntax.OpConcat:
+		if len(re.Sub) > 0 {
+			return prefixes(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			n := prefixes(sub)
+			if n == nil {
+				return nil
+			}
+			all = append(all, n...)
+		}
+		return all
+	}
+	return nil
+}
