@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
@@ -90,6 +91,9 @@ type EndpointOptions struct {
 	// move it on with every event and heartbeat. 0 is DefaultWriteTimeout,
 	// negative none. The body-read deadline is WithDeadlines'.
 	WriteTimeout time.Duration
+	// Inspection is what calls may carry in and out (IN-1); nil inspects
+	// nothing. SetInspection replaces it.
+	Inspection *Inspection
 	// HeartbeatInterval is how often an event stream (GET streams, calls
 	// answering as SSE) gets an SSE comment; 0 is
 	// DefaultHeartbeatInterval, negative none.
@@ -206,6 +210,8 @@ type Endpoint struct {
 	// limits are the gateway's rates and quotas in force (PO-3); nil
 	// applies none.
 	limits atomic.Pointer[policy.Limits]
+	// inspection is what calls may carry in force (IN-1); nil: none.
+	inspection atomic.Pointer[Inspection]
 	// states seals the requestState of confirmations asked as input
 	// requests (CF-6, revision 2026-07-28).
 	states *requestStates
@@ -271,6 +277,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.tools.Store(&opts.Tools)
 	e.policy.Store(opts.Policy)
 	e.limits.Store(opts.CallLimits)
+	e.inspection.Store(opts.Inspection)
 	e.disco = newDiscoverer(opts.Discovery)
 
 	hooks := &server.Hooks{}
@@ -610,6 +617,11 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		_, span = telemetry.Start(ctx, "validate")
 		telemetry.End(span, c.Validate())
 	}
+	var found []inspect.Reported
+	pol := e.inspectPolicy(c.Tool.Source)
+	if err == nil && pol != nil {
+		err = e.inspectArguments(ctx, actor, c, pol, &found) // IN-1
+	}
 	switch {
 	case err != nil:
 		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
@@ -633,6 +645,9 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		if err == nil {
 			res, err = e.opts.Registry.Run(ctx, actor, c)
 		}
+	}
+	if err == nil && pol != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
+		res, err = e.inspectResult(ctx, actor, c, pol, res, &found) // IN-1
 	}
 	e.giveBack(ctx, counted, err)
 	e.audit(ctx, call, actor, c, res, err, time.Since(start))
