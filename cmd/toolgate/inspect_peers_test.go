@@ -10,14 +10,20 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 const inspectPeerKey = "inspect-SECRET-dev-key-5d4c3b2a19"
@@ -183,5 +189,116 @@ func TestInspectServeSDK(t *testing.T) {
 	})
 	if strings.Contains(g.stderr.String(), tok) {
 		t.Errorf("the gateway's log holds the credential:\n%s", g.stderr)
+	}
+}
+
+const inspectHookConfig = `gateway:
+  review: {mode: off}
+endpoints:
+  - path: /hook
+    auth: {apiKeys: [{key: "${DEV_KEY}-hook", actor: {id: dev}}]}
+    inspect:
+      hooks: [{url: "${GUARD}/verdict?key=guard-url-secret", timeout: 5s, headers: {x-guard-key: "${GUARD_KEY}"}}]
+  - path: /down-block
+    auth: {apiKeys: [{key: "${DEV_KEY}-down-block", actor: {id: dev}}]}
+    inspect:
+      hooks: [{url: "${DEAD}/verdict", on: [results], failure: block}]
+  - path: /down-allow
+    auth: {apiKeys: [{key: "${DEV_KEY}-down-allow", actor: {id: dev}}]}
+    inspect:
+      hooks: [{url: "${DEAD}/verdict", on: [results], failure: allow}]
+upstreams:
+  - name: everything
+    command: ${NODE}
+    args: ["${EVERYTHING}"]
+    defaultKind: read
+    timeout: 20s
+    required: true
+`
+
+// IN-4: a guard of the test's own, a real HTTP server on loopback, gets
+// each call's arguments and result with tool, actor and direction, and
+// its verdicts apply: block refuses (arguments: before the upstream),
+// redact replaces the spans it names, allow passes. A guard that does not
+// answer blocks or lets through as its failure mode says; its URL's query
+// never reaches the gateway's log.
+func TestInspectHookServeSDK(t *testing.T) {
+	var mu sync.Mutex
+	var seen []serve.HookRequest
+	guard := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req serve.HookRequest
+		if r.Header.Get("X-Guard-Key") != "guard-header-7c1e" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		v := serve.HookVerdict{Verdict: "allow"}
+		switch s := string(req.Content); {
+		case strings.Contains(s, "please-block"):
+			v = serve.HookVerdict{Verdict: "block", Reason: "house rules"}
+		case strings.Contains(s, "please-redact") && req.Direction == "result":
+			var res struct {
+				Content []struct{ Text string } `json:"content"`
+			}
+			_ = json.Unmarshal(req.Content, &res)
+			for i, c := range res.Content {
+				if at := strings.Index(c.Text, "please-redact"); at >= 0 {
+					v = serve.HookVerdict{Verdict: "redact", Redactions: []serve.HookRedaction{{Path: fmt.Sprintf("/content/%d/text", i), Start: at, End: at + len("please-redact"), Detector: "house"}}}
+				}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(v)
+	}))
+	t.Cleanup(guard.Close)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // nothing listens there any more
+
+	g := startServe(t, writeServeConfig(t, inspectHookConfig), map[string]string{
+		"DEV_KEY": inspectPeerKey, "NODE": peers.Node(t), "EVERYTHING": peers.EverythingJS(t),
+		"GUARD": guard.URL, "GUARD_KEY": "guard-header-7c1e", "DEAD": deadURL,
+	})
+
+	d := startSDKDriver(t, g.base+"/hook", inspectPeerKey+"-hook")
+	r, line := inspectCall(t, d, "everything_echo", map[string]any{"message": "hello"})
+	if r.IsError || !strings.Contains(r.Content[0].Text, "hello") {
+		t.Fatalf("allow: %s", line)
+	}
+	r, line = inspectCall(t, d, "everything_echo", map[string]any{"message": "please-block this"})
+	if !r.IsError || !strings.Contains(r.Content[0].Text, "Not run: the external guard at "+strings.TrimPrefix(guard.URL, "http://")+" (house rules) refused it") {
+		t.Fatalf("block: %s", line)
+	}
+	r, line = inspectCall(t, d, "everything_echo", map[string]any{"message": "say please-redact now"})
+	if r.IsError || !strings.Contains(r.Content[0].Text, "say [redacted:house] now") {
+		t.Fatalf("redact: %s", line)
+	}
+	mu.Lock()
+	var dirs []string
+	for _, s := range seen {
+		if s.Tool != "everything_echo" || s.Actor.ID != "dev" || s.Endpoint != "/hook" || s.Upstream != "everything" {
+			t.Errorf("the guard got %+v", s)
+		}
+		dirs = append(dirs, s.Direction)
+	}
+	mu.Unlock()
+	// allow: both ways; block: arguments only (never sent); redact: both.
+	if want := []string{"arguments", "result", "arguments", "arguments", "result"}; !slices.Equal(dirs, want) {
+		t.Errorf("the guard was asked %v, want %v", dirs, want)
+	}
+
+	db := startSDKDriver(t, g.base+"/down-block", inspectPeerKey+"-down-block")
+	if r, line := inspectCall(t, db, "everything_echo", map[string]any{"message": "hi"}); !r.IsError || !strings.Contains(r.Content[0].Text, "did not answer") {
+		t.Errorf("a dead guard with failure block: %s", line)
+	}
+	da := startSDKDriver(t, g.base+"/down-allow", inspectPeerKey+"-down-allow")
+	if r, line := inspectCall(t, da, "everything_echo", map[string]any{"message": "hi"}); r.IsError || !strings.Contains(r.Content[0].Text, "hi") {
+		t.Errorf("a dead guard with failure allow: %s", line)
+	}
+	for _, leak := range []string{"guard-url-secret", "guard-header-7c1e"} {
+		if strings.Contains(g.stderr.String(), leak) {
+			t.Errorf("the gateway's log holds %q:\n%s", leak, g.stderr)
+		}
 	}
 }

@@ -57,3 +57,25 @@ func BenchmarkText1MB(b *testing.B) {
 		in.Text(s, "", All)
 	}
 }
+
+// BenchmarkText1MBWithoutInjection: the same without the scanner's rules,
+// the detectors' own cost on a large result.
+func BenchmarkText1MBWithoutInjection(b *testing.B) {
+	in := mustNew(b, nil)
+	s := benchText(1 << 20)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		in.Text(s, "", All&^Bit(Injection))
+	}
+}
+
+// BenchmarkCheckOff: a policy with every action off, as a call pays it.
+func BenchmarkCheckOff(b *testing.B) {
+	p := &Policy{Inspector: mustNew(b, nil)}
+	raw := []byte(`{"content":[{"type":"text","text":"` + benchText(2048) + `"}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = p.Check(Results, raw)
+	}
+}

@@ -95,6 +95,8 @@ type Reported struct {
 	Detector string `json:"detector"`
 	Path     string `json:"path"`
 	Action   Action `json:"action"`
+	// In is "arguments" or "result": which document Path points into.
+	In string `json:"in"`
 }
 
 // Report is what Check found in one piece of content.
@@ -134,7 +136,7 @@ func (p *Policy) Check(d Direction, raw []byte) (Report, error) {
 			}
 		}
 		return Report{Action: strictest, Oversize: true,
-			Reported: []Reported{{Type: t, Detector: OversizeDetector, Path: "", Action: strictest}}}, nil
+			Reported: []Reported{{Type: t, Detector: OversizeDetector, Path: "", Action: strictest, In: d.String()}}}, nil
 	}
 	root, err := jsontree.DecodeJSONTree(raw)
 	if err != nil {
@@ -149,7 +151,7 @@ func (p *Policy) Check(d Direction, raw []byte) (Report, error) {
 	r := Report{Findings: fs, Action: ActionOff}
 	for _, f := range fs {
 		a := p.Action(d, f.Type)
-		r.Reported = append(r.Reported, Reported{Type: f.Type, Detector: f.Detector, Path: f.Path, Action: a})
+		r.Reported = append(r.Reported, Reported{Type: f.Type, Detector: f.Detector, Path: f.Path, Action: a, In: d.String()})
 		if a.strictness() > r.Action.strictness() {
 			r.Action = a
 		}

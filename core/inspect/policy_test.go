@@ -26,9 +26,9 @@ func TestPolicyCheckResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Reported{
-		{Secrets, "github-token", "/content/0/text", ActionRedact},
-		{PII, "email", "/content/1/resource/text", ActionFlag},
-		{PII, "email", "/structuredContent/owner/email", ActionFlag},
+		{Secrets, "github-token", "/content/0/text", ActionRedact, "result"},
+		{PII, "email", "/content/1/resource/text", ActionFlag, "result"},
+		{PII, "email", "/structuredContent/owner/email", ActionFlag, "result"},
 	}
 	if d := cmp.Diff(want, r.Reported); d != "" {
 		t.Errorf("reported (-want +got):\n%s", d)

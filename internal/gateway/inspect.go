@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core/inspect"
@@ -13,7 +14,7 @@ import (
 // are all off gets no policy, so its calls pay nothing; an endpoint where
 // every source is off gets nil.
 func endpointInspection(cfg *config.Config, e *config.Endpoint) (*serve.Inspection, error) {
-	by := map[string]*inspect.Policy{}
+	by := map[string]*serve.Inspect{}
 	add := func(source string, u *config.Upstream) error {
 		in := cfg.InspectFor(e, u)
 		if in.Off() {
@@ -23,7 +24,7 @@ func endpointInspection(cfg *config.Config, e *config.Endpoint) (*serve.Inspecti
 		if err != nil {
 			return fmt.Errorf("inspect of %q through %s: %w", source, e.Path, err)
 		}
-		by[source] = p
+		by[source] = &serve.Inspect{Policy: p, Hooks: inspectHooks(in.Hooks)}
 		return nil
 	}
 	if err := add("", nil); err != nil {
@@ -54,4 +55,22 @@ func inspectPolicy(in config.Inspect) (*inspect.Policy, error) {
 		Results:   [4]inspect.Action{a(in.Results.Secrets), a(in.Results.PII), a(in.Results.Injection), a(in.Results.Links)},
 		MaxBytes:  int(in.MaxBytes),
 	}, nil
+}
+
+// inspectHooks are the external guards of one merged inspect block (IN-4),
+// defaults applied by config.
+func inspectHooks(hs []config.InspectHook) []serve.Hook {
+	var out []serve.Hook
+	for _, h := range hs {
+		sh := serve.Hook{URL: h.URL, Timeout: h.Timeout, FailAllow: h.Failure == config.HookAllow,
+			Arguments: slices.Contains(h.On, config.HookArguments), Results: slices.Contains(h.On, config.HookResults)}
+		if len(h.Headers) > 0 {
+			sh.Headers = make(map[string]string, len(h.Headers))
+			for k, v := range h.Headers {
+				sh.Headers[k] = v.Reveal()
+			}
+		}
+		out = append(out, sh)
+	}
+	return out
 }

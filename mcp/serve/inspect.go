@@ -21,16 +21,23 @@ const FindingsMetaKey = "dev.toolgate/findings"
 // upstream (by name) and one for native tools (""). A nil Inspection, or
 // a source without a policy, inspects nothing.
 type Inspection struct {
-	BySource map[string]*inspect.Policy
+	BySource map[string]*Inspect
+}
+
+// Inspect is what applies to one source's calls: the detectors' policy
+// (nil: none) and the external guards, in order (IN-4).
+type Inspect struct {
+	Policy *inspect.Policy
+	Hooks  []Hook
 }
 
 // SetInspection replaces the inspection in force (a reload, OP-8): a call
 // reads the old one or the new one, whole.
 func (e *Endpoint) SetInspection(in *Inspection) { e.inspection.Store(in) }
 
-// inspectPolicy is the policy for a tool of source, nil when nothing is
+// inspectFor is the inspection of a tool of source, nil when nothing is
 // inspected: then a call pays one load and one map lookup.
-func (e *Endpoint) inspectPolicy(source string) *inspect.Policy {
+func (e *Endpoint) inspectFor(source string) *Inspect {
 	in := e.inspection.Load()
 	if in == nil {
 		return nil
@@ -52,7 +59,8 @@ func (e *resultBlockedError) Unwrap() error { return ErrInspectBlocked }
 // block refuses it (the upstream is never called), approve waits for an
 // operator who sees kinds and places, redact rewrites the arguments sent.
 // An action's preview is not held for an operator; its confirmed call is.
-func (e *Endpoint) inspectArguments(ctx context.Context, actor core.Actor, c *core.ToolCall, pol *inspect.Policy, found *[]inspect.Reported) error {
+func (e *Endpoint) inspectArguments(ctx context.Context, actor core.Actor, c *core.ToolCall, in *Inspect, found *[]inspect.Reported) error {
+	pol := in.Policy
 	r, err := pol.Check(inspect.Arguments, c.Args)
 	if err != nil {
 		return nil // not JSON: validation refuses the call
@@ -75,6 +83,13 @@ func (e *Endpoint) inspectArguments(ctx context.Context, actor core.Actor, c *co
 		}
 		c.Args = args
 	}
+	if len(in.Hooks) > 0 {
+		args, err := e.runHooks(ctx, actor, c, in.Hooks, inspect.Arguments, c.Args, found)
+		if err != nil {
+			return err
+		}
+		c.Args = args
+	}
 	return nil
 }
 
@@ -93,9 +108,10 @@ func concealedCall(c *core.ToolCall, fs []inspect.Finding) *core.ToolCall {
 // (IN-1, IN-2): block answers isError naming kinds and places, approve
 // waits for an operator, redact replaces spans (and blocks when that would
 // break the tool's output schema); every finding is listed in _meta.
-func (e *Endpoint) inspectResult(ctx context.Context, actor core.Actor, c *core.ToolCall, pol *inspect.Policy, res core.Result, found *[]inspect.Reported) (core.Result, error) {
+func (e *Endpoint) inspectResult(ctx context.Context, actor core.Actor, c *core.ToolCall, in *Inspect, res core.Result, found *[]inspect.Reported) (core.Result, error) {
+	pol := in.Policy
 	r, err := pol.Check(inspect.Results, res.JSON)
-	if err != nil || len(r.Reported) == 0 {
+	if err != nil {
 		return res, nil
 	}
 	*found = append(*found, r.Reported...)
@@ -121,7 +137,16 @@ func (e *Endpoint) inspectResult(ctx context.Context, actor core.Actor, c *core.
 			return blocked(r.Summary(inspect.Results) + ", and redacting it would break the tool's output schema")
 		}
 	}
-	out, err = withFindings(out, r.Reported)
+	if len(in.Hooks) > 0 {
+		if out, err = e.runHooks(ctx, actor, c, in.Hooks, inspect.Results, out, found); err != nil {
+			return core.Result{}, err
+		}
+	}
+	if len(*found) == 0 {
+		res.JSON = out
+		return res, nil
+	}
+	out, err = withFindings(out, *found)
 	if err != nil {
 		return blocked(r.Summary(inspect.Results))
 	}

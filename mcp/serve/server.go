@@ -618,9 +618,9 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		telemetry.End(span, c.Validate())
 	}
 	var found []inspect.Reported
-	pol := e.inspectPolicy(c.Tool.Source)
-	if err == nil && pol != nil {
-		err = e.inspectArguments(ctx, actor, c, pol, &found) // IN-1
+	insp := e.inspectFor(c.Tool.Source)
+	if err == nil && insp != nil {
+		err = e.inspectArguments(ctx, actor, c, insp, &found) // IN-1, IN-4
 	}
 	switch {
 	case err != nil:
@@ -646,8 +646,8 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 			res, err = e.opts.Registry.Run(ctx, actor, c)
 		}
 	}
-	if err == nil && pol != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
-		res, err = e.inspectResult(ctx, actor, c, pol, res, &found) // IN-1
+	if err == nil && insp != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
+		res, err = e.inspectResult(ctx, actor, c, insp, res, &found) // IN-1, IN-4
 	}
 	e.giveBack(ctx, counted, err)
 	e.audit(ctx, call, actor, c, res, err, time.Since(start))
