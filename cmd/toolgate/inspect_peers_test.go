@@ -21,7 +21,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/peers"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
@@ -33,6 +35,8 @@ const inspectPeerKey = "inspect-SECRET-dev-key-5d4c3b2a19"
 // what they do with a credential.
 const inspectPeerConfig = `gateway:
   review: {mode: off}
+audit:
+  export: {path: "${AUDIT}"}
 inspect:
   results: {pii: flag}
 endpoints:
@@ -117,10 +121,11 @@ func inspectCall(t *testing.T, d *sdkDriver, tool string, args any) (inspectResu
 // value reaches an error text or the gateway's log.
 func TestInspectServeSDK(t *testing.T) {
 	root := t.TempDir()
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	cfg := writeServeConfig(t, inspectPeerConfig)
 	g := startServe(t, cfg, map[string]string{
 		"DEV_KEY": inspectPeerKey, "NODE": peers.Node(t), "EVERYTHING": peers.EverythingJS(t),
-		"FILESYSTEM": peers.FilesystemJS(t), "ROOT": root,
+		"FILESYSTEM": peers.FilesystemJS(t), "ROOT": root, "AUDIT": auditFile,
 	})
 	tok := freshGitHubToken()
 	msg := "deploy key " + tok + " for jane.roe@example.org"
@@ -189,6 +194,22 @@ func TestInspectServeSDK(t *testing.T) {
 	})
 	if strings.Contains(g.stderr.String(), tok) {
 		t.Errorf("the gateway's log holds the credential:\n%s", g.stderr)
+	}
+	// IN-2: the audit names what was found and done, never the value. The
+	// export is appended as records commit: wait (bounded) for the block's.
+	var exported string
+	if !waittest.Poll(30*time.Second, func() bool {
+		b, _ := os.ReadFile(auditFile)
+		exported = string(b)
+		return strings.Count(exported, `\"action\":\"block\"`) >= 2
+	}) {
+		t.Fatalf("the audit export has no block findings:\n%s", exported)
+	}
+	if !strings.Contains(exported, `{\"type\":\"secrets\",\"detector\":\"github-token\",\"path\":\"/content/0/text\",\"action\":\"redact\",\"in\":\"result\"}`) {
+		t.Errorf("the audit export lacks the redaction:\n%s", exported)
+	}
+	if strings.Contains(exported, tok) || strings.Contains(exported, "jane.roe") {
+		t.Errorf("the audit export holds a found value:\n%s", exported)
 	}
 }
 

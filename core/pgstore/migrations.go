@@ -178,4 +178,10 @@ CREATE INDEX audit_chain ON {s}.audit (chain_id, seq);
 	`
 ALTER TABLE {s}.audit ADD COLUMN via text NOT NULL DEFAULT '';
 `,
+	// 11: what inspection found in a call and did (IN-2): kinds, detectors,
+	// places and actions as JSON, never values; '' for none and for
+	// records written before.
+	`
+ALTER TABLE {s}.audit ADD COLUMN findings text NOT NULL DEFAULT '';
+`,
 }

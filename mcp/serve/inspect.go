@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/jsontree"
 	"github.com/toolgate/toolgate/core/schema"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // FindingsMetaKey carries, in a result's _meta, what inspection found and
@@ -208,4 +209,26 @@ func withFindings(result []byte, found []inspect.Reported) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(m)
+}
+
+// findingsText is the audit's form of the findings (IN-2): a JSON array,
+// "" for none.
+func findingsText(found []inspect.Reported) string {
+	if len(found) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(found)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// inspectTelemetry puts the findings on the call's span (IN-2).
+func inspectTelemetry(ctx context.Context, found []inspect.Reported) {
+	types, dets, paths, acts := make([]string, len(found)), make([]string, len(found)), make([]string, len(found)), make([]string, len(found))
+	for i, f := range found {
+		types[i], dets[i], paths[i], acts[i] = string(f.Type), f.Detector, f.In+":"+f.Path, string(f.Action)
+	}
+	telemetry.Findings(ctx, types, dets, paths, acts)
 }

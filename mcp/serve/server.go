@@ -650,7 +650,7 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		res, err = e.inspectResult(ctx, actor, c, insp, res, &found) // IN-1, IN-4
 	}
 	e.giveBack(ctx, counted, err)
-	e.audit(ctx, call, actor, c, res, err, time.Since(start))
+	e.audit(ctx, call, actor, c, res, err, time.Since(start), found)
 	if err != nil {
 		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
 		return raw
