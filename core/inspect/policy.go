@@ -119,6 +119,17 @@ const OversizeDetector = "max-bytes"
 // other members are not. A nil Policy or one off for d returns an empty
 // report without reading raw.
 func (p *Policy) Check(d Direction, raw []byte) (Report, error) {
+	return p.check(d, raw, d == Arguments, d.String())
+}
+
+// CheckMessage inspects a notification an upstream sends during a call
+// (progress, log messages) under the result rules: every string of its
+// params is read. in names it in the findings ("progress", "log").
+func (p *Policy) CheckMessage(raw []byte, in string) (Report, error) {
+	return p.check(Results, raw, true, in)
+}
+
+func (p *Policy) check(d Direction, raw []byte, everyString bool, in string) (Report, error) {
 	set := p.Set(d)
 	if set == 0 {
 		return Report{Action: ActionOff}, nil
@@ -136,14 +147,14 @@ func (p *Policy) Check(d Direction, raw []byte) (Report, error) {
 			}
 		}
 		return Report{Action: strictest, Oversize: true,
-			Reported: []Reported{{Type: t, Detector: OversizeDetector, Path: "", Action: strictest, In: d.String()}}}, nil
+			Reported: []Reported{{Type: t, Detector: OversizeDetector, Path: "", Action: strictest, In: in}}}, nil
 	}
 	root, err := jsontree.DecodeJSONTree(raw)
 	if err != nil {
 		return Report{}, err
 	}
 	var fs []Finding
-	if d == Arguments {
+	if everyString {
 		p.Inspector.walk(root, "", set, &fs)
 	} else {
 		p.resultStrings(root, set, &fs)
@@ -151,7 +162,7 @@ func (p *Policy) Check(d Direction, raw []byte) (Report, error) {
 	r := Report{Findings: fs, Action: ActionOff}
 	for _, f := range fs {
 		a := p.Action(d, f.Type)
-		r.Reported = append(r.Reported, Reported{Type: f.Type, Detector: f.Detector, Path: f.Path, Action: a, In: d.String()})
+		r.Reported = append(r.Reported, Reported{Type: f.Type, Detector: f.Detector, Path: f.Path, Action: a, In: in})
 		if a.strictness() > r.Action.strictness() {
 			r.Action = a
 		}

@@ -595,6 +595,10 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	}
 	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
 		listening: e.ids.listening, asks: asks}
+	insp := e.inspectFor(c.Tool.Source)
+	if insp != nil && insp.Policy != nil {
+		down.filter = &streamFilter{pol: insp.Policy} // IN-1
+	}
 	if token != nil {
 		down.progressToken = token
 		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
@@ -618,7 +622,6 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		telemetry.End(span, c.Validate())
 	}
 	var found []inspect.Reported
-	insp := e.inspectFor(c.Tool.Source)
 	if err == nil && insp != nil {
 		err = e.inspectArguments(ctx, actor, c, insp, &found) // IN-1, IN-4
 	}
@@ -645,6 +648,9 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		if err == nil {
 			res, err = e.opts.Registry.Run(ctx, actor, c)
 		}
+	}
+	if down.filter != nil {
+		found = append(found, down.filter.taken()...)
 	}
 	if err == nil && insp != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
 		res, err = e.inspectResult(ctx, actor, c, insp, res, &found) // IN-1, IN-4
