@@ -209,6 +209,9 @@ func (v *validator) inspectBlock(p, prefix string, in *Inspect, top bool) {
 			v.fail(fmt.Sprintf("%s.allowHosts[%d]", p, i), "must be a host name such as docs.example.com, not %q", h)
 		}
 	}
+	if top && in.FlowWindow != 0 && in.FlowWindow != DefaultFlowWindow {
+		v.warn(p+".flowWindow", "has no effect yet: this version gathers no flow labels")
+	}
 	if !top && in.FlowWindow != 0 {
 		v.fail(p+".flowWindow", "is read only at the top level (inspect.flowWindow): labels are gathered per session, across upstreams and endpoints")
 	}
