@@ -323,3 +323,63 @@ func TestInspectHookServeSDK(t *testing.T) {
 		}
 	}
 }
+
+const inspectApproveConfig = `gateway:
+  confirm:
+    secret: ${TOOLGATE_CONFIRM_SECRET}
+  review: {mode: off}
+  admin:
+    listen: ${ADMIN_LISTEN}
+    keys:
+      - key: ${ADMIN_KEY}
+        operator: alice
+endpoints:
+  - path: /mcp
+    auth: {apiKeys: [{key: "${DEV_KEY}", actor: {id: dev}}]}
+inspect:
+  arguments: {secrets: approve}
+upstreams:
+  - name: everything
+    command: ${NODE}
+    args: ["${EVERYTHING}"]
+    defaultKind: read
+    timeout: 20s
+    required: true
+`
+
+// IN-1: approve holds a call whose arguments carry a credential for an
+// operator, who reads the kind and place and arguments with the value
+// replaced; once approved, the call runs.
+func TestInspectApproveServeSDK(t *testing.T) {
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", serveFreePort(t))
+	g := startServe(t, writeServeConfig(t, inspectApproveConfig), map[string]string{
+		"DEV_KEY": inspectPeerKey, "NODE": peers.Node(t), "EVERYTHING": peers.EverythingJS(t),
+		"ADMIN_LISTEN": adminAddr, "ADMIN_KEY": topoAdminKey, "TOOLGATE_CONFIRM_SECRET": serveConfirmSecret,
+	})
+	tok := freshGitHubToken()
+	d := startSDKDriver(t, g.base+"/mcp", inspectPeerKey)
+	d.send("everything_echo", map[string]any{"message": "use " + tok})
+	id := waitTopoPending(t, "http://"+adminAddr)
+	list, err := adminClient(t, "http://"+adminAddr, topoAdminKey).Confirmations(t.Context())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("confirmations: %v %v", list, err)
+	}
+	p := list[0]
+	if !strings.Contains(p.Preview, "the arguments hold a credential (github-token at /message)") ||
+		!strings.Contains(string(p.Arguments), "[redacted:github-token]") {
+		t.Errorf("the operator sees %q with %s", p.Preview, p.Arguments)
+	}
+	if strings.Contains(p.Preview+string(p.Arguments), tok) {
+		t.Errorf("the operator is shown the credential: %q %s", p.Preview, p.Arguments)
+	}
+	if code, out, errOut := runTool(t, map[string]string{"TOOLGATE_ADMIN_KEY": topoAdminKey}, "", "approve", id, "--attach", "http://"+adminAddr); code != 0 {
+		t.Fatalf("toolgate approve: exit %d\n%s%s", code, out, errOut)
+	}
+	var a struct {
+		Result *inspectResult `json:"result"`
+	}
+	line := d.next(sdkCallWait)
+	if err := json.Unmarshal([]byte(line), &a); err != nil || a.Result == nil || a.Result.IsError || !strings.Contains(a.Result.Content[0].Text, tok) {
+		t.Fatalf("the approved call: %s", line)
+	}
+}
