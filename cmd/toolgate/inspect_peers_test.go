@@ -9,9 +9,11 @@ package main
 // fresh fake credentials of GitHub's format with a valid checksum.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +24,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/peers"
@@ -192,6 +198,7 @@ func TestInspectServeSDK(t *testing.T) {
 			t.Fatalf("an endpoint with inspection off changed the result: %s", line)
 		}
 	})
+	t.Run("2026-07-28", func(t *testing.T) { inspectModern(t, g.base, tok, msg) })
 	if strings.Contains(g.stderr.String(), tok) {
 		t.Errorf("the gateway's log holds the credential:\n%s", g.stderr)
 	}
@@ -381,5 +388,68 @@ func TestInspectApproveServeSDK(t *testing.T) {
 	line := d.next(sdkCallWait)
 	if err := json.Unmarshal([]byte(line), &a); err != nil || a.Result == nil || a.Result.IsError || !strings.Contains(a.Result.Content[0].Text, tok) {
 		t.Fatalf("the approved call: %s", line)
+	}
+}
+
+// inspectModern: a 2026-07-28 client, without a session, gets the same:
+// the credential redacted with its finding in _meta, and a credential in
+// the arguments refused before the upstream.
+func inspectModern(t *testing.T, base, tok, msg string) {
+	ctx, cancel := context.WithTimeout(context.Background(), servePeerRunWait)
+	defer cancel()
+	call := func(path, name string, args map[string]any) *mcpgo.CallToolResult {
+		t.Helper()
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		defer tr.CloseIdleConnections()
+		st, err := transport.NewStreamableHTTP(base+path,
+			transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + inspectPeerKey + "-" + strings.TrimPrefix(path, "/")}),
+			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.NewClient(st, client.WithProtocolVersion(mcpgo.ProtocolVersion20260728))
+		defer c.Close()
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		init := mcpgo.InitializeRequest{}
+		init.Params.ProtocolVersion = mcpgo.ProtocolVersion20260728
+		init.Params.ClientInfo = mcpgo.Implementation{Name: "modern-peer", Version: "1"}
+		if res, err := c.Initialize(ctx, init); err != nil || res.ProtocolVersion != mcpgo.ProtocolVersion20260728 || c.GetSessionId() != "" {
+			t.Fatalf("initialize: %v %+v", err, res)
+		}
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", path, name, err)
+		}
+		return res
+	}
+	text := func(r *mcpgo.CallToolResult) string {
+		if len(r.Content) == 0 {
+			return ""
+		}
+		tc, _ := mcpgo.AsTextContent(r.Content[0])
+		if tc == nil {
+			return ""
+		}
+		return tc.Text
+	}
+	r := call("/redact", "everything_echo", map[string]any{"message": msg})
+	if r.IsError || strings.Contains(text(r), tok) || !strings.Contains(text(r), "[redacted:github-token]") {
+		t.Fatalf("redact: %+v", r)
+	}
+	if r.Meta == nil {
+		t.Fatalf("no _meta: %+v", r)
+	}
+	found, _ := json.Marshal(r.Meta.AdditionalFields["dev.toolgate/findings"])
+	if !strings.Contains(string(found), `"detector":"github-token"`) {
+		t.Errorf("_meta findings: %s", found)
+	}
+	r = call("/block", "everything_echo", map[string]any{"message": msg})
+	if !r.IsError || strings.Contains(text(r), tok) || !strings.Contains(text(r), "Not run: the arguments hold a credential (github-token at /message)") {
+		t.Errorf("argument block: %+v", r)
 	}
 }
