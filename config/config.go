@@ -284,6 +284,10 @@ type Upstream struct {
 	// Inspect overrides the top-level inspection for this upstream's
 	// tools, key by key (IN-1); nil: none.
 	Inspect *Inspect `koanf:"inspect" json:"inspect,omitempty" yaml:"inspect,omitempty"`
+	// Labels are flow labels of every tool of this upstream, ToolLabels
+	// those of the tools whose names match a glob (IN-3).
+	Labels     []string            `koanf:"labels" json:"labels,omitempty" yaml:"labels,omitempty"`
+	ToolLabels map[string][]string `koanf:"toolLabels" json:"toolLabels,omitempty" yaml:"toolLabels,omitempty"`
 
 	// From is set for upstreams appended from upstreamsFrom; it replaces
 	// "upstreams[i]" in error paths, since those entries have no index in

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/inspect"
 )
 
@@ -209,9 +210,6 @@ func (v *validator) inspectBlock(p, prefix string, in *Inspect, top bool) {
 			v.fail(fmt.Sprintf("%s.allowHosts[%d]", p, i), "must be a host name such as docs.example.com, not %q", h)
 		}
 	}
-	if top && in.FlowWindow != 0 && in.FlowWindow != DefaultFlowWindow {
-		v.warn(p+".flowWindow", "has no effect yet: this version gathers no flow labels")
-	}
 	if !top && in.FlowWindow != 0 {
 		v.fail(p+".flowWindow", "is read only at the top level (inspect.flowWindow): labels are gathered per session, across upstreams and endpoints")
 	}
@@ -244,5 +242,28 @@ func (v *validator) inspect() {
 			p = fmt.Sprintf("upstreams[%d]", i)
 		}
 		v.inspectBlock(p+".inspect", "upstreams[].inspect", u.Inspect, false)
+		v.labels(p, u)
+	}
+}
+
+// labels checks an upstream's flow labels (IN-3): names a rule can test,
+// globs the importer's syntax.
+func (v *validator) labels(p string, u Upstream) {
+	check := func(at, l string) {
+		if l == "" || strings.ContainsAny(l, " \t\n\"") {
+			v.fail(at, "must be a word such as sends-out, not %q", l)
+		}
+	}
+	for i, l := range u.Labels {
+		check(fmt.Sprintf("%s.labels[%d]", p, i), l)
+	}
+	for g, ls := range u.ToolLabels {
+		at := fmt.Sprintf("%s.toolLabels[%q]", p, g)
+		if err := core.ValidateGlob(g); err != nil {
+			v.fail(at, "%v", err)
+		}
+		for i, l := range ls {
+			check(fmt.Sprintf("%s[%d]", at, i), l)
+		}
 	}
 }

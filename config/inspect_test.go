@@ -133,20 +133,3 @@ inspect:
 		t.Errorf("dump shows the hook's header:\n%s", out)
 	}
 }
-
-// IN-3: flows are not gathered yet; a flowWindow other than the default
-// is accepted and says it has no effect.
-func TestInspectFlowWindowWarns(t *testing.T) {
-	_, warnings := mustLoad(t, writeConfig(t, `
-gateway:
-  confirm: {secret: "${TOOLGATE_CONFIRM_SECRET}"}
-inspect: {flowWindow: 2h}
-`), fixedEnv)
-	found := false
-	for _, w := range warnings {
-		found = found || w.Path == "inspect.flowWindow" && strings.Contains(w.Message, "has no effect yet")
-	}
-	if !found {
-		t.Errorf("no warning about flowWindow: %v", warnings)
-	}
-}

@@ -217,6 +217,8 @@ var keys = []Key{
 	{Path: "upstreams[].inspect.hooks[].timeout", Default: DefaultHookTimeout, Reload: Live},
 	{Path: "upstreams[].inspect.hooks[].failure", Default: HookBlock, Reload: Live},
 	{Path: "upstreams[].inspect.hooks[].headers", Reload: Live},
+	{Path: "upstreams[].labels", Reload: Live},
+	{Path: "upstreams[].toolLabels", Reload: Live},
 	{Path: "upstreamsFrom", Reload: Live},
 
 	{Path: "policies.default", Default: PolicyAllow, Derived: true, About: "read as allow when unset", Reload: Live},

@@ -3,8 +3,10 @@ package gateway
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
@@ -35,10 +37,32 @@ func endpointInspection(cfg *config.Config, e *config.Endpoint) (*serve.Inspecti
 			return nil, err
 		}
 	}
-	if len(by) == 0 {
+	labels := map[string]*serve.LabelRules{}
+	for _, u := range cfg.Upstreams {
+		if len(u.Labels) > 0 || len(u.ToolLabels) > 0 {
+			labels[u.Name] = &serve.LabelRules{Labels: u.Labels, ByGlob: u.ToolLabels}
+		}
+	}
+	// Flows are gathered where something can read or make labels: a rule
+	// on them, configured labels, or inspection (IN-3).
+	if len(by) == 0 && len(labels) == 0 && !rulesReadLabels(cfg.Policies) && !rulesReadLabels(e.Policies) {
 		return nil, nil
 	}
-	return &serve.Inspection{BySource: by}, nil
+	return &serve.Inspection{BySource: by, Labels: labels, FlowWindow: cfg.InspectFor(e, nil).FlowWindow}, nil
+}
+
+// rulesReadLabels reports whether a rule reads tool.labels or
+// session.labels.
+func rulesReadLabels(p *config.Policies) bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.Rules {
+		if strings.Contains(r.When, "tool.labels") || strings.Contains(r.When, "session.labels") {
+			return true
+		}
+	}
+	return false
 }
 
 // inspectPolicy compiles one merged inspect block.
@@ -73,4 +97,15 @@ func inspectHooks(hs []config.InspectHook) []serve.Hook {
 		out = append(out, sh)
 	}
 	return out
+}
+
+// toolLabelsOf are t's flow labels under cfg (IN-3), as an endpoint
+// computes them for a call.
+func toolLabelsOf(cfg *config.Config, t core.Tool) []string {
+	for _, u := range cfg.Upstreams {
+		if u.Name == t.Source {
+			return serve.ToolLabels(&serve.LabelRules{Labels: u.Labels, ByGlob: u.ToolLabels}, t)
+		}
+	}
+	return serve.ToolLabels(nil, t)
 }

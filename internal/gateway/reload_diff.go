@@ -69,7 +69,7 @@ func needsRestart(path string) bool {
 const confirmMessagesKey = "gateway.confirm.messages."
 
 // upstreamLive are upstream keys applied without reconnecting.
-var upstreamLive = map[string]bool{"approval": true, "inspect": true}
+var upstreamLive = map[string]bool{"approval": true, "inspect": true, "labels": true, "toolLabels": true}
 
 // diffConfigs compares the config in force with the next one. Both are
 // loaded, defaulted and valid.

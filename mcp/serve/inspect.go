@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
@@ -23,6 +24,10 @@ const FindingsMetaKey = "dev.toolgate/findings"
 // a source without a policy, inspects nothing.
 type Inspection struct {
 	BySource map[string]*Inspect
+	// Labels are each upstream's configured flow labels (IN-3).
+	Labels map[string]*LabelRules
+	// FlowWindow is how long a sessionless client's labels are kept.
+	FlowWindow time.Duration
 }
 
 // Inspect is what applies to one source's calls: the detectors' policy

@@ -212,6 +212,9 @@ type Endpoint struct {
 	limits atomic.Pointer[policy.Limits]
 	// inspection is what calls may carry in force (IN-1); nil: none.
 	inspection atomic.Pointer[Inspection]
+	// flows are the labels sessions and sessionless clients gathered
+	// (IN-3).
+	flows flowStore
 	// states seals the requestState of confirmations asked as input
 	// requests (CF-6, revision 2026-07-28).
 	states *requestStates
@@ -369,6 +372,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 func (e *Endpoint) sessionGone(id string) {
 	e.levels.forget(id)
 	e.unsolicited.forget(id)
+	if key, _ := flowKey(id, core.Actor{}, ""); key != "" {
+		e.flows.forget(key) // IN-3
+	}
 	e.releaseSubscriptions(id)
 	if e.opts.Sessions != nil {
 		e.opts.Sessions.Remove(id)
@@ -610,7 +616,11 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	var res core.Result
 	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
 	pctx, span := telemetry.Start(ctx, "policy")
-	reason, err := e.decide(pctx, actor, c)
+	var fc *flowCall
+	if in := e.inspection.Load(); in != nil {
+		fc = e.flowOf(in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool) // IN-3
+	}
+	reason, err := e.decide(pctx, actor, c, fc)
 	var counted *policy.Counted
 	if err == nil {
 		counted, err = e.limit(pctx, actor, c)
@@ -654,6 +664,9 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	}
 	if err == nil && insp != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
 		res, err = e.inspectResult(ctx, actor, c, insp, res, &found) // IN-1, IN-4
+	}
+	if fc != nil && err == nil {
+		e.finishFlow(fc, found) // IN-3: what reached the client
 	}
 	e.giveBack(ctx, counted, err)
 	e.audit(ctx, call, actor, c, res, err, time.Since(start), found)
