@@ -156,11 +156,8 @@ func (c *cli) printTrial(trial policy.Trial, asJSON bool) int {
 		listed = "no (denied whatever the arguments)"
 	}
 	fmt.Fprintf(tw, "listed:\t%s\n", listed)
-	if len(trial.ToolLabels) > 0 {
-		fmt.Fprintf(tw, "tool labels:\t%s\n", strings.Join(trial.ToolLabels, ", "))
-	}
-	if len(trial.SessionLabels) > 0 {
-		fmt.Fprintf(tw, "session labels:\t%s\n", strings.Join(trial.SessionLabels, ", "))
+	if len(trial.ToolLabels)+len(trial.SessionLabels) > 0 {
+		fmt.Fprintf(tw, "labels:\ttool %s; session %s\n", orNone(trial.ToolLabels), orNone(trial.SessionLabels))
 	}
 	if trial.Via != "" {
 		fmt.Fprintf(tw, "via:\t%s\n", trial.Via)
@@ -253,4 +250,12 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// orNone lists labels, or says there are none.
+func orNone(labels []string) string {
+	if len(labels) == 0 {
+		return "none"
+	}
+	return strings.Join(labels, ",")
 }
