@@ -30,6 +30,9 @@ type Config struct {
 	Audit Audit `koanf:"audit" json:"audit,omitzero" yaml:"audit,omitempty"`
 	// Telemetry exports OpenTelemetry traces (OP-9); off by default.
 	Telemetry Telemetry `koanf:"telemetry" json:"telemetry,omitzero" yaml:"telemetry,omitempty"`
+	// Inspect says what calls may carry in and out (IN-1); upstreams and
+	// endpoints may narrow it. Off by default.
+	Inspect Inspect `koanf:"inspect" json:"inspect,omitzero" yaml:"inspect,omitempty"`
 }
 
 // Gateway holds the process-wide settings.
@@ -172,6 +175,9 @@ type Endpoint struct {
 	// Discovery lists search_tools and call_tool instead of every tool
 	// (DS-1); nil: off.
 	Discovery *Discovery `koanf:"discovery" json:"discovery,omitempty" yaml:"discovery,omitempty"`
+	// Inspect overrides the top-level and upstreams' inspection for calls
+	// through this endpoint, key by key (IN-1); nil: none.
+	Inspect *Inspect `koanf:"inspect" json:"inspect,omitempty" yaml:"inspect,omitempty"`
 }
 
 // Discovery modes (DS-1).
@@ -278,6 +284,14 @@ type Upstream struct {
 	// paths on the gateway's machine. The downstream client's roots are
 	// never passed on: they name paths on the client's machine.
 	Roots []string `koanf:"roots" json:"roots,omitempty" yaml:"roots,omitempty"`
+
+	// Inspect overrides the top-level inspection for this upstream's
+	// tools, key by key (IN-1); nil: none.
+	Inspect *Inspect `koanf:"inspect" json:"inspect,omitempty" yaml:"inspect,omitempty"`
+	// Labels are flow labels of every tool of this upstream, ToolLabels
+	// those of the tools whose names match a glob (IN-3).
+	Labels     []string            `koanf:"labels" json:"labels,omitempty" yaml:"labels,omitempty"`
+	ToolLabels map[string][]string `koanf:"toolLabels" json:"toolLabels,omitempty" yaml:"toolLabels,omitempty"`
 
 	// From is set for upstreams appended from upstreamsFrom; it replaces
 	// "upstreams[i]" in error paths, since those entries have no index in

@@ -71,8 +71,17 @@ func (c *Config) SetDefaults(version string) []Warning {
 		}
 	}
 
+	c.Inspect.setDefaults(true)
+	for i := range c.Endpoints {
+		if in := c.Endpoints[i].Inspect; in != nil {
+			in.setDefaults(false)
+		}
+	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
+		if u.Inspect != nil {
+			u.Inspect.setDefaults(false)
+		}
 		// defaultKind action: unknown side effects are side effects (IM-15).
 		applyDefaults(reflect.ValueOf(u), "upstreams[]")
 		// Derived from the keys just defaulted.

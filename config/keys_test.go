@@ -214,11 +214,14 @@ func TestDeprecatedConfirmSecretName(t *testing.T) {
 
 // numberConfig is a config with one of each list a number key lives in.
 func numberConfig() *Config {
+	// Every inspect block with a hook, so the number keys inside them exist.
+	hooked := func() *Inspect { return &Inspect{Hooks: []InspectHook{{URL: "http://127.0.0.1:9000/inspect"}}} }
 	return &Config{
 		Gateway:   Gateway{Confirm: Confirm{Secret: goodSecret}},
-		Endpoints: []Endpoint{{Path: "/mcp", Actor: &Actor{ID: "dev"}}},
-		Upstreams: []Upstream{{Name: "github", Command: "mcp-github"}},
+		Endpoints: []Endpoint{{Path: "/mcp", Actor: &Actor{ID: "dev"}, Inspect: hooked()}},
+		Upstreams: []Upstream{{Name: "github", Command: "mcp-github", Inspect: hooked()}},
 		Limits:    []Limit{{ID: "l", Per: "actor", Rate: "10/s"}},
+		Inspect:   *hooked(),
 	}
 }
 

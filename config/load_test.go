@@ -180,6 +180,12 @@ upstreams:
 			{Name: "github", Command: "mcp-github", DefaultKind: "action", Approval: "client", Timeout: 30 * time.Second, Health: health, Reconnect: reconnect},
 			{Name: "search", URL: "https://mcp.example.com/mcp", Transport: "auto", DefaultKind: "action", Approval: "client", Timeout: 30 * time.Second, Health: health, Reconnect: reconnect},
 		},
+		// IN-1: inspection off; content up to 1 MiB read once it is on.
+		Inspect: Inspect{
+			Arguments: InspectArguments{Secrets: "off", PII: "off"},
+			Results:   InspectResults{Secrets: "off", PII: "off", Injection: "off", Links: "off"},
+			MaxBytes:  1 << 20, FlowWindow: time.Hour,
+		},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -99,6 +99,7 @@ func (c *Config) Validate() ([]Warning, error) {
 	v.audit()
 	v.credentials()
 	v.telemetry()
+	v.inspect()
 	return v.warnings, v.errs.err()
 }
 

@@ -157,6 +157,9 @@ type PolicyQuestion struct {
 	// Via asks about the call made through that meta-tool ("call_tool",
 	// DS-2) instead of directly; empty: a direct call.
 	Via string `json:"via,omitempty"`
+	// SessionLabels are the calling session's flow labels to try the rules
+	// with (IN-3); none: a fresh session.
+	SessionLabels []string `json:"sessionLabels,omitempty"`
 }
 
 // PolicyTrial is the answer to a PolicyQuestion: the deciding rule's id (or
@@ -172,6 +175,10 @@ type PolicyTrial struct {
 	Error    string `json:"error,omitempty"`
 	Listed   bool   `json:"listed"`
 	Via      string `json:"via,omitempty"`
+	// ToolLabels and SessionLabels are what tool.labels and
+	// session.labels read in the trial (IN-3).
+	ToolLabels    []string `json:"toolLabels,omitempty"`
+	SessionLabels []string `json:"sessionLabels,omitempty"`
 }
 
 // AuditCheck is one audit record of a call and whether its place in its

@@ -111,6 +111,10 @@ type AuditRecord struct {
 	// Via names the meta-tool the call came through ("call_tool", DS-2);
 	// Tool is the tool it called. Empty for a direct call.
 	Via string `json:"via,omitempty"`
+	// Findings is what inspection found in the call and did (IN-2), as a
+	// JSON array of {type, detector, path, action, in}: kinds and places,
+	// never values. Empty when nothing was found.
+	Findings string `json:"findings,omitempty"`
 }
 
 // AuditIntent is the outcome of the record a confirmed action's call gets

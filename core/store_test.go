@@ -23,7 +23,9 @@ func TestAuditRecordHasNoArgumentValuesOP6(t *testing.T) {
 		// An upstream connection's id, never its token (UI-3).
 		"Connection",
 		// The meta-tool a call came through, "call_tool" or none (DS-2).
-		"Via"}
+		"Via",
+		// Inspection's kinds, detectors, places and actions, never values (IN-2).
+		"Findings"}
 	if !slices.Equal(got, want) {
 		t.Errorf("AuditRecord fields = %v\nwant %v", got, want)
 	}

@@ -366,3 +366,19 @@ func Inject(ctx context.Context, h map[string][]string) {
 	traceparent, tracestate := Context(ctx)
 	SetHeaders(h, traceparent, tracestate)
 }
+
+// Findings notes on the call's span what inspection found and did (IN-2):
+// kinds, detectors, places and actions, one entry per finding in the same
+// order in each list; never a value.
+func Findings(ctx context.Context, types, detectors, paths, actions []string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(
+		attribute.StringSlice("toolgate.inspect.types", types),
+		attribute.StringSlice("toolgate.inspect.detectors", detectors),
+		attribute.StringSlice("toolgate.inspect.paths", paths),
+		attribute.StringSlice("toolgate.inspect.actions", actions),
+	)
+}

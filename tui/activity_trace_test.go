@@ -101,3 +101,26 @@ func TestActivityShowsUnchainedAndUnsignedRecords(t *testing.T) {
 		t.Errorf("a record from before the chains is shown as altered:\n%s", view)
 	}
 }
+
+// IN-2, CO-7: a call whose content inspection flagged, redacted or
+// blocked shows in the feed what was found where and what was done —
+// kinds, detectors and places, never a value — and so does its audit.
+func TestActivityShowsInspectionFindings(t *testing.T) {
+	const findings = `[{"type":"secrets","detector":"github-token","path":"/content/0/text","action":"redact","in":"result"}]`
+	f := newFake()
+	f.audits = map[string][]core.AuditCheck{"call-9": {{Record: core.AuditRecord{Time: t0, ActorID: "demo", Endpoint: "/mcp",
+		Tool: "ci_log", Outcome: "ok", CallID: "call-9", Findings: findings}, Verified: true}}}
+	m := ready(t, f, 200, 30)
+	press(t, m, "6")
+	m.Update(eventMsg(core.Event{Seq: 10, Time: t0, Data: core.CallFinished{
+		Record: core.AuditRecord{ActorID: "demo", Tool: "ci_log", Outcome: "ok", Endpoint: "/mcp", CallID: "call-9", Findings: findings},
+	}}))
+	want := "found secrets github-token in result /content/0/text: redact"
+	if view := m.View(); !strings.Contains(view, want) {
+		t.Fatalf("the feed lacks the finding:\n%s", view)
+	}
+	press(t, m, "enter")
+	if view := m.View(); !strings.Contains(view, "secrets github-token in result /content/0/text: redact") {
+		t.Errorf("the audit view lacks the finding:\n%s", view)
+	}
+}

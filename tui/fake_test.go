@@ -217,6 +217,7 @@ func (f *fakeConsole) TryPolicy(_ context.Context, q core.PolicyQuestion) (core.
 	if q.Tool == "create_note" && strings.Contains(string(q.Args), "secret") {
 		t.Rule, t.Effect, t.Reason = "no-secret-notes", "deny", "notes about secrets are not allowed"
 	}
+	t.SessionLabels = q.SessionLabels // IN-3: as asked
 	if t.Via = q.Via; q.Via != "" && !t.Listed {
 		t.Effect, t.Reason = "deny", "unknown tool: "+q.Tool
 	}

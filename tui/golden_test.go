@@ -79,6 +79,9 @@ func TestGolden(t *testing.T) {
 		// DS-2: tried through call_tool, a tool the listing hides is not found.
 		{"policy_dry_run_via_80x24", 80, 24, false, []step{{keys: []string{"7"}, want: "ask-before-weat"},
 			{keys: []string{"t", "alice", "tab", "forecast", "tab", "tab", "tab", "call_tool", "enter"}, want: "found only if listed"}}},
+		// IN-3: tried from a session that gathered labels.
+		{"policy_dry_run_session_80x24", 80, 24, false, []step{{keys: []string{"7"}, want: "ask-before-weat"},
+			{keys: []string{"t", "alice", "tab", "create_note", "tab", "tab", "tab", "tab", "untrusted,private", "enter"}, want: "session untrusted,private"}}},
 		{"help_100x30", 100, 30, false, []step{{keys: []string{"?"}, want: "go to pane"}}},
 		// CO-9: attached to a gateway in another process.
 		{"attached_100x30", 100, 30, true, nil},

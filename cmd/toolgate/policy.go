@@ -24,10 +24,11 @@ const (
 
 func policySubs() []reviewSub {
 	return []reviewSub{
-		{"test", "[--config F | --attach URL [--admin-key K]] --actor ID [--roles a,b] [--tenant T] --tool NAME [--args JSON] [--endpoint PATH] [--via call_tool] [--json]",
+		{"test", "[--config F | --attach URL [--admin-key K]] --actor ID [--roles a,b] [--tenant T] --tool NAME [--args JSON] [--endpoint PATH] [--via call_tool] [--session-labels a,b] [--json]",
 			"print the rule that decides the call, its effect and reason; nothing is called. With --config the upstreams are imported\n" +
 				"        to find the tool; with --attach the running gateway answers over its admin API, with the rules it runs.\n" +
-				"        --via call_tool tries the call as made through the endpoint's tool search", runPolicyTest},
+				"        --via call_tool tries the call as made through the endpoint's tool search;\n" +
+				"        --session-labels untrusted,private tries it from a session that gathered those labels", runPolicyTest},
 		{"list", "[--config F] [--json]",
 			"print each endpoint's rules in evaluation order and its default", runPolicyList},
 	}
@@ -51,6 +52,7 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON object")
 	endpoint := fs.String("endpoint", "", "the endpoint's path (default: the first)")
 	via := fs.String("via", "", "call_tool: try the call as made through the endpoint's tool search, which finds only what the listing shows")
+	sessionLabels := fs.String("session-labels", "", "the calling session's flow labels, comma-separated (untrusted,private): what session.labels reads")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
 	attach := fs.String("attach", "", "ask a running gateway's admin API instead: http://host:port or unix:/path")
 	key := fs.String("admin-key", "", "the admin key for --attach (default $"+admin.EnvAdminKey+")")
@@ -84,7 +86,8 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 			fmt.Fprintln(c.stderr, "toolgate policy test: --attach and --config exclude each other: with --attach the running gateway's rules decide")
 			return 2
 		}
-		req := admin.PolicyTestRequest{Endpoint: *endpoint, Actor: *actorID, Tool: *tool, Args: json.RawMessage(*argsJSON), Via: *via}
+		req := admin.PolicyTestRequest{Endpoint: *endpoint, Actor: *actorID, Tool: *tool, Args: json.RawMessage(*argsJSON), Via: *via,
+			SessionLabels: splitList(*sessionLabels)}
 		if set["roles"] {
 			req.Roles = &rolesList
 		}
@@ -126,7 +129,7 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
 		return 1
 	}
-	trial, err := g.TryPolicy(ctx, *endpoint, actor, *tool, json.RawMessage(*argsJSON), *via)
+	trial, err := g.TryPolicy(ctx, *endpoint, actor, *tool, json.RawMessage(*argsJSON), *via, splitList(*sessionLabels))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
 		return 1
@@ -153,6 +156,9 @@ func (c *cli) printTrial(trial policy.Trial, asJSON bool) int {
 		listed = "no (denied whatever the arguments)"
 	}
 	fmt.Fprintf(tw, "listed:\t%s\n", listed)
+	if len(trial.ToolLabels)+len(trial.SessionLabels) > 0 {
+		fmt.Fprintf(tw, "labels:\ttool %s; session %s\n", orNone(trial.ToolLabels), orNone(trial.SessionLabels))
+	}
 	if trial.Via != "" {
 		fmt.Fprintf(tw, "via:\t%s\n", trial.Via)
 	}
@@ -233,4 +239,23 @@ func runPolicyList(_ context.Context, c *cli, fs *flag.FlagSet, args []string) i
 		_ = tw.Flush()
 	}
 	return 0
+}
+
+// splitList reads a comma-separated flag: its non-empty items, trimmed.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// orNone lists labels, or says there are none.
+func orNone(labels []string) string {
+	if len(labels) == 0 {
+		return "none"
+	}
+	return strings.Join(labels, ",")
 }

@@ -89,7 +89,7 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 		return err
 	}
 	times, lat, seqs := make([]int64, n), make([]int64, n), make([]int64, n)
-	cols := make([][]string, 16)
+	cols := make([][]string, 17)
 	for i := range cols {
 		cols[i] = make([]string, n)
 	}
@@ -98,12 +98,12 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 		lat[i] = int64(r.Latency)
 		seqs[i] = links[i].Seq
 		for j, v := range []string{r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName,
-			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule, links[i].Chain, links[i].Hash, r.Connection, r.Via} {
+			r.ArgsHash, r.Outcome, r.ConfirmTokenID, r.CallID, r.Rule, links[i].Chain, links[i].Hash, r.Connection, r.Via, r.Findings} {
 			cols[j][i] = v
 		}
 	}
 	_, err = s.pool.Exec(ctx, s.sql.insertAudit, times, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
-		cols[7], cols[8], lat, cols[9], cols[10], cols[11], cols[12], seqs, cols[13], cols[14], cols[15])
+		cols[7], cols[8], lat, cols[9], cols[10], cols[11], cols[12], seqs, cols[13], cols[14], cols[15], cols[16])
 	if err != nil {
 		s.chain.Failed()
 		return s.wrap(context.Background(), "append audit", err)
@@ -123,7 +123,7 @@ func (s *Store) insertAudit(recs []core.AuditRecord) error {
 // is stored.
 func storable(r *core.AuditRecord) {
 	for _, p := range []*string{&r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-		&r.ArgsHash, &r.Outcome, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via} {
+		&r.ArgsHash, &r.Outcome, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &r.Findings} {
 		*p = text(*p)
 	}
 }
@@ -144,7 +144,7 @@ type chainQueries struct {
 func newChainQueries(ident string) chainQueries {
 	q := func(s string) string {
 		s = strings.ReplaceAll(s, "{cols}", `seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, chain_id, chain_seq, chain_hash`)
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings, chain_id, chain_seq, chain_hash`)
 		return strings.ReplaceAll(s, "{s}", ident)
 	}
 	return chainQueries{
@@ -201,7 +201,7 @@ func scanEntries(ctx context.Context, pool *pgxpool.Pool, fn func(auditchain.Ent
 		r := &e.Record
 		var at, latency int64
 		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &e.Chain, &e.Seq, &e.Hash); err != nil {
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &r.Findings, &e.Chain, &e.Seq, &e.Hash); err != nil {
 			return scanError{err}
 		}
 		r.Time = time.Unix(0, at).UTC()

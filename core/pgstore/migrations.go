@@ -184,4 +184,10 @@ ALTER TABLE {s}.audit ADD COLUMN via text NOT NULL DEFAULT '';
 	`
 ALTER TABLE {s}.replicas ADD COLUMN addr text NOT NULL DEFAULT '';
 `,
+	// 12: what inspection found in a call and did (IN-2): kinds, detectors,
+	// places and actions as JSON, never values; '' for none and for
+	// records written before.
+	`
+ALTER TABLE {s}.audit ADD COLUMN findings text NOT NULL DEFAULT '';
+`,
 }

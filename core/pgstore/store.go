@@ -103,19 +103,19 @@ func newQueries(ident string) queries {
 			FROM {s}.approvals ORDER BY source COLLATE "C", remote_name COLLATE "C"`),
 		deleteApproval: q(`DELETE FROM {s}.approvals WHERE source = $1 AND remote_name = $2`),
 		audit: q(`SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings
 			FROM {s}.audit WHERE time >= $1 ORDER BY time, seq LIMIT $2`),
 		auditCall: q(`SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings
 			FROM {s}.audit WHERE call_id = $3 AND time >= $1 ORDER BY time, seq LIMIT $2`),
 		// One statement per batch, rows in queue order: seq follows it.
 		insertAudit: q(`INSERT INTO {s}.audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-				args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash, connection, via)
-			SELECT t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, ci, cs, ch, co, vi FROM unnest(
+				args_hash, outcome, latency, confirm_token_id, call_id, rule, chain_id, chain_seq, chain_hash, connection, via, findings)
+			SELECT t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, ci, cs, ch, co, vi, fi FROM unnest(
 				$1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 				$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[],
-				$15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[])
-				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, ci, cs, ch, co, vi, n)
+				$15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[])
+				WITH ORDINALITY AS u(t, e, a, te, se, to_, so, r, h, o, l, c, ca, ru, ci, cs, ch, co, vi, fi, n)
 			ORDER BY n`),
 		identity:     q(`SELECT id FROM {s}.store_identity WHERE one = 1`),
 		recordSecret: q(`INSERT INTO {s}.confirm_secret (one, verifier, recorded_by) VALUES (1, $1, $2) ON CONFLICT (one) DO NOTHING`),
@@ -545,7 +545,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 			var r core.AuditRecord
 			var at, latency int64
 			if err := rows.Scan(&at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-				&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via); err != nil {
+				&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &r.Findings); err != nil {
 				return err
 			}
 			r.Time = time.Unix(0, at).UTC()

@@ -26,6 +26,7 @@ func (a *ActorVars) fields() *fieldCache    { return a.cache }
 func (t *ToolVars) fields() *fieldCache     { return t.cache }
 func (e *EndpointVars) fields() *fieldCache { return e.cache }
 func (c *ClientVars) fields() *fieldCache   { return c.cache }
+func (s *SessionVars) fields() *fieldCache  { return s.cache }
 
 // cacheFields wraps the environment's type provider so the fields of the
 // variables' types are read through their caches. It comes after

@@ -30,6 +30,9 @@ type Input struct {
 	Args json.RawMessage
 	// Now is the decision's time; zero is time.Now().
 	Now time.Time
+	// ToolLabels and SessionLabels are tool.labels and session.labels
+	// (IN-3); nil reads as an empty list.
+	ToolLabels, SessionLabels []string
 
 	vars *vars
 }
@@ -38,6 +41,7 @@ type Input struct {
 type vars struct {
 	in                            *Input
 	actor, tool, endpoint, client any
+	session                       any
 	args                          any
 	now                           any
 	argsDone                      bool
@@ -114,6 +118,8 @@ func (v *vars) ResolveName(name string) (any, bool) {
 			}
 			am, _ := celValue(adapt, annotations).(traits.Mapper)
 			tv.Annotations = DynMap{am}
+			ll, _ := stringList(adapt, v.in.ToolLabels).(traits.Lister)
+			tv.Labels = StringList{ll}
 			v.tool = adapt.NativeToValue(tv)
 		}
 		return v.tool, true
@@ -137,6 +143,18 @@ func (v *vars) ResolveName(name string) (any, bool) {
 			v.client = adapt.NativeToValue(&o.v)
 		}
 		return v.client, true
+	case "session":
+		if v.session == nil {
+			o := &struct {
+				v SessionVars
+				c fieldCache
+			}{}
+			ll, _ := stringList(adapt, v.in.SessionLabels).(traits.Lister)
+			o.v.Labels = StringList{ll}
+			o.v.cache = &o.c
+			v.session = adapt.NativeToValue(&o.v)
+		}
+		return v.session, true
 	case "args":
 		if !v.argsDone {
 			v.argsDone = true

@@ -158,7 +158,17 @@ type (
 		RemoteName  string `cel:"remoteName"`
 		Kind        string `cel:"kind"`
 		Annotations DynMap `cel:"annotations"`
-		cache       *fieldCache
+		// Labels are the tool's flow labels (IN-3): configured for its
+		// upstream and by glob, and open-world, read-only, destructive from
+		// its annotations.
+		Labels StringList `cel:"labels"`
+		cache  *fieldCache
+	}
+	// SessionVars is what the calling session gathered (IN-3): the labels
+	// of the tools it called, untrusted and private from what it read.
+	SessionVars struct {
+		Labels StringList `cel:"labels"`
+		cache  *fieldCache
 	}
 	EndpointVars struct {
 		Path  string `cel:"path"`
@@ -204,15 +214,16 @@ func env() (*cel.Env, error) {
 	envOnce.Do(func() {
 		celEnv, envErr = cel.NewEnv(
 			ext.NativeTypes(reflect.TypeFor[ActorVars](), reflect.TypeFor[ToolVars](),
-				reflect.TypeFor[EndpointVars](), reflect.TypeFor[ClientVars](), ext.ParseStructTags(true)),
+				reflect.TypeFor[EndpointVars](), reflect.TypeFor[ClientVars](), reflect.TypeFor[SessionVars](), ext.ParseStructTags(true)),
 			cel.Variable("actor", cel.ObjectType("policy.ActorVars")),
 			cel.Variable("tool", cel.ObjectType("policy.ToolVars")),
 			cel.Variable("endpoint", cel.ObjectType("policy.EndpointVars")),
 			cel.Variable("client", cel.ObjectType("policy.ClientVars")),
+			cel.Variable("session", cel.ObjectType("policy.SessionVars")),
 			cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 			cel.Variable("now", cel.TimestampType),
 			ext.Strings(),
-			cacheFields("policy.ActorVars", "policy.ToolVars", "policy.EndpointVars", "policy.ClientVars"),
+			cacheFields("policy.ActorVars", "policy.ToolVars", "policy.EndpointVars", "policy.ClientVars", "policy.SessionVars"),
 		)
 	})
 	return celEnv, envErr

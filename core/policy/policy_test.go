@@ -367,3 +367,27 @@ func TestDecideActorClaims(t *testing.T) {
 		})
 	}
 }
+
+// IN-3: the trifecta rule reads tool.labels and session.labels; either
+// missing a label, it does not match; labels default to empty lists.
+func TestDecideFlowLabels(t *testing.T) {
+	p := mustNew(t, global(Allow, Rule{ID: "no-send-after-untrusted",
+		When:   `"untrusted" in session.labels && "private" in session.labels && "sends-out" in tool.labels`,
+		Effect: Approve, Reason: "this session read untrusted content and private data"}))
+	send := &core.Tool{Name: "mail_send", Source: "mail", Kind: core.KindRead}
+	cases := []struct {
+		tool, session []string
+		want          Effect
+	}{
+		{[]string{"sends-out"}, []string{"untrusted", "private", "read-only"}, Approve},
+		{[]string{"sends-out"}, []string{"untrusted"}, Allow},
+		{[]string{"read-only"}, []string{"untrusted", "private"}, Allow},
+		{nil, nil, Allow},
+	}
+	for _, c := range cases {
+		d := p.Decide(&Input{Actor: alice, Tool: send, Args: json.RawMessage(`{}`), ToolLabels: c.tool, SessionLabels: c.session})
+		if d.Effect != c.want || d.Err != nil {
+			t.Errorf("tool %v, session %v: %+v, want %s", c.tool, c.session, d, c.want)
+		}
+	}
+}

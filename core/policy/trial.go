@@ -21,4 +21,8 @@ type Trial struct {
 	// DS-2); empty for a direct call. Through it, a tool the listing hides
 	// is not found: the call is denied as unknown.
 	Via string `json:"via,omitempty"`
+	// ToolLabels and SessionLabels are what tool.labels and
+	// session.labels read in the trial (IN-3).
+	ToolLabels    []string `json:"toolLabels,omitempty"`
+	SessionLabels []string `json:"sessionLabels,omitempty"`
 }

@@ -112,7 +112,7 @@ func (s *Store) ScanAuditEntries(ctx context.Context, fn func(auditchain.Entry) 
 
 // entryColumns are the columns scanEntries reads.
 const entryColumns = `seq, time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-	args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, chain_id, chain_seq, chain_hash`
+	args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings, chain_id, chain_seq, chain_hash`
 
 // What CheckCall reads, each through an index (migration 9, and the
 // checkpoints' primary key): a call's records, the record of a chain
@@ -140,7 +140,7 @@ func (s *Store) scanEntries(ctx context.Context, fn func(auditchain.Entry) error
 		r := &e.Record
 		var at, latency int64
 		if err := rows.Scan(&e.Row, &at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &e.Chain, &e.Seq, &e.Hash); err != nil {
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &r.Findings, &e.Chain, &e.Seq, &e.Hash); err != nil {
 			return s.wrap("read audit", err)
 		}
 		r.Time = time.Unix(0, at).UTC()
@@ -288,18 +288,18 @@ func (s *Store) closeChain() error {
 var auditRows = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
 
 // auditColumns is the number of parameters per row of insertAuditSQL.
-const auditColumns = 19
+const auditColumns = 20
 
 // insertAuditSQL is the insert of rows records.
 func insertAuditSQL(rows int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-		args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, chain_id, chain_seq, chain_hash) VALUES `)
+		args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings, chain_id, chain_seq, chain_hash) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	return b.String()
 }
@@ -375,6 +375,7 @@ func (w *auditWriter) write(ctx context.Context, dc any, recs []core.AuditRecord
 			w.arg(r.Rule)
 			w.arg(r.Connection)
 			w.arg(r.Via)
+			w.arg(r.Findings)
 			w.arg(links[j].Chain)
 			w.arg(links[j].Seq)
 			w.arg(links[j].Hash)

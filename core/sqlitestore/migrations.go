@@ -135,4 +135,10 @@ CREATE INDEX audit_chain ON audit (chain_id, seq);
 	`
 ALTER TABLE audit ADD COLUMN via TEXT NOT NULL DEFAULT '';
 `,
+	// 11: what inspection found in a call and did (IN-2): kinds, detectors,
+	// places and actions as JSON, never values; "" for none and for
+	// records written before.
+	`
+ALTER TABLE audit ADD COLUMN findings TEXT NOT NULL DEFAULT '';
+`,
 }

@@ -552,7 +552,7 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 		var r core.AuditRecord
 		var at, latency int64
 		if err := rows.Scan(&at, &r.Endpoint, &r.ActorID, &r.Tenant, &r.Session, &r.Tool, &r.Source, &r.RemoteName,
-			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via); err != nil {
+			&r.ArgsHash, &r.Outcome, &latency, &r.ConfirmTokenID, &r.CallID, &r.Rule, &r.Connection, &r.Via, &r.Findings); err != nil {
 			return nil, s.wrap("read audit", err)
 		}
 		r.Time = time.Unix(0, at).UTC()
@@ -570,11 +570,11 @@ func (s *Store) Audit(ctx context.Context, q core.AuditQuery) ([]core.AuditRecor
 const (
 	auditSQL = `
 		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via
+			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings
 		FROM audit WHERE time >= ? ORDER BY time, seq LIMIT ?`
 	auditCallSQL = `
 		SELECT time, endpoint, actor_id, tenant, session, tool, source, remote_name,
-			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via
+			args_hash, outcome, latency, confirm_token_id, call_id, rule, connection, via, findings
 		FROM audit WHERE call_id = ? AND time >= ? ORDER BY time, seq LIMIT ?`
 )
 

@@ -415,6 +415,7 @@ func FullAuditRecord(at time.Time, callID string) core.AuditRecord {
 		Rule:           "big-refunds",
 		Connection:     "conn_0123",
 		Via:            "call_tool",
+		Findings:       `[{"type":"secrets","detector":"github-token","path":"/content/0/text","action":"redact","in":"result"}]`,
 	}
 }
 

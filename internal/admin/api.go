@@ -114,6 +114,8 @@ type PolicyTestRequest struct {
 	// Via tries the call through that meta-tool ("call_tool", DS-2);
 	// empty: a direct call.
 	Via string `json:"via,omitempty"`
+	// SessionLabels are session.labels for the trial (IN-3).
+	SessionLabels []string `json:"sessionLabels,omitempty"`
 }
 
 // RejectRequest carries a rejection's reason; the body may be empty.

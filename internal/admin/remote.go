@@ -136,7 +136,7 @@ func (r *RemoteConsole) Policies(ctx context.Context) (core.PolicyReport, error)
 // TryPolicy asks POST /v1/policy/test; the actor's roles and tenant are
 // those the gateway's config gives its id.
 func (r *RemoteConsole) TryPolicy(ctx context.Context, q core.PolicyQuestion) (core.PolicyTrial, error) {
-	t, err := r.c.TryPolicy(ctx, PolicyTestRequest{Endpoint: q.Endpoint, Actor: q.Actor, Tool: q.Tool, Args: q.Args, Via: q.Via})
+	t, err := r.c.TryPolicy(ctx, PolicyTestRequest{Endpoint: q.Endpoint, Actor: q.Actor, Tool: q.Tool, Args: q.Args, Via: q.Via, SessionLabels: q.SessionLabels})
 	if err != nil {
 		return core.PolicyTrial{}, err
 	}

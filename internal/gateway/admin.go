@@ -215,7 +215,7 @@ func (b adminBackend) TryPolicy(ctx context.Context, req admin.PolicyTestRequest
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	trial, err := b.g.TryPolicy(ctx, req.Endpoint, actor, req.Tool, args, req.Via)
+	trial, err := b.g.TryPolicy(ctx, req.Endpoint, actor, req.Tool, args, req.Via, req.SessionLabels)
 	if err != nil {
 		return trial, &admin.Error{Status: http.StatusBadRequest, Code: admin.CodeBadRequest, Message: err.Error()}
 	}

@@ -124,7 +124,7 @@ func (p gatewayPolicy) TryPolicy(ctx context.Context, q core.PolicyQuestion) (co
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	t, err := p.g.TryPolicy(ctx, q.Endpoint, actor, q.Tool, args, q.Via)
+	t, err := p.g.TryPolicy(ctx, q.Endpoint, actor, q.Tool, args, q.Via, q.SessionLabels)
 	if err != nil {
 		return core.PolicyTrial{}, err
 	}

@@ -41,6 +41,10 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			return fmt.Errorf("endpoints[%d] %s: %w", i, e.Path, err)
 		}
 		epAuth.OnRefusal = g.authRefused(e.Path)
+		inspection, err := endpointInspection(cfg, &cfg.Endpoints[i])
+		if err != nil {
+			return err
+		}
 		ep, err := serve.NewEndpoint(serve.EndpointOptions{
 			Path: e.Path, Name: e.Name, Version: e.Version, Instructions: e.Instructions, Tools: e.Tools,
 			Stateless: cfg.Gateway.Stateless, MaxRequestBytes: cfg.Gateway.MaxRequestBytes,
@@ -53,6 +57,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica, Peers: peers, ForwardKey: forwardKey,
 			Policy: policies[e.Path], CallLimits: callLimits, Discovery: endpointDiscovery(e),
+			Inspection: inspection,
 		})
 		if err != nil {
 			return err

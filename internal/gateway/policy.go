@@ -97,7 +97,7 @@ var ErrNoEndpoint = errors.New("no such endpoint")
 // search (DS-2): the same rules decide it, but a tool the listing hides
 // from the actor whatever the arguments is not found there, so the call is
 // denied as unknown instead of by its rule's reason.
-func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, tool string, args json.RawMessage, via string) (PolicyTrial, error) {
+func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, tool string, args json.RawMessage, via string, sessionLabels []string) (PolicyTrial, error) {
 	cfg := g.Config()
 	i := slices.IndexFunc(cfg.Endpoints, func(e config.Endpoint) bool { return path == "" || e.Path == path })
 	if i < 0 {
@@ -127,9 +127,10 @@ func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, 
 		return PolicyTrial{}, fmt.Errorf("invalid arguments: %w", err)
 	}
 	in := policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: policy.EndpointVars{Path: e.Path, Name: e.Name},
-		Client: policy.ClientVars{Era: "legacy"}}
+		Client: policy.ClientVars{Era: "legacy"}, ToolLabels: toolLabelsOf(cfg, c.Tool), SessionLabels: sessionLabels} // IN-3
 	d := p.Decide(&in)
 	trial := PolicyTrial{Endpoint: e.Path, Actor: actor, Tool: tool, Rule: d.Rule, Effect: string(d.Effect), Reason: d.Reason,
+		ToolLabels: in.ToolLabels, SessionLabels: sessionLabels,
 		Listed: !p.Hides(&policy.Input{Actor: actor, Tool: &c.Tool, Endpoint: in.Endpoint, Client: in.Client})}
 	if d.Err != nil {
 		trial.Error = d.Err.Error()

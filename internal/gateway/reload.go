@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/policy"
+	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 // ReloadReport is what a reload applied (OP-8). It names upstreams,
@@ -140,6 +141,16 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	if err != nil {
 		return fail(err)
 	}
+	// Built whole before anything is applied, swapped per endpoint below
+	// (IN-1).
+	inspections := map[string]*serve.Inspection{}
+	for i := range eff.Endpoints {
+		in, err := endpointInspection(eff, &eff.Endpoints[i])
+		if err != nil {
+			return fail(err)
+		}
+		inspections[eff.Endpoints[i].Path] = in
+	}
 	// A limits change starts every bucket afresh; quotas keep their
 	// counts in the store.
 	var limits *policy.Limits
@@ -194,6 +205,7 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		if d.limits {
 			sw.ep.SetLimits(limits)
 		}
+		sw.ep.SetInspection(inspections[e.Path])
 		policyChanged := slices.Contains(d.policyChanged, e.Path)
 		if policyChanged {
 			// Swapped whole: a call reads the old set or the new one.

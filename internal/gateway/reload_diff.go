@@ -69,7 +69,7 @@ func needsRestart(path string) bool {
 const confirmMessagesKey = "gateway.confirm.messages."
 
 // upstreamLive are upstream keys applied without reconnecting.
-var upstreamLive = map[string]bool{"approval": true}
+var upstreamLive = map[string]bool{"approval": true, "inspect": true, "labels": true, "toolLabels": true}
 
 // diffConfigs compares the config in force with the next one. Both are
 // loaded, defaulted and valid.
@@ -131,6 +131,7 @@ func diffConfigs(cur, next *config.Config) *configDiff {
 		merged := e
 		merged.Auth, merged.Actor, merged.Tools = n.Auth, n.Actor, n.Tools
 		merged.Policies = n.Policies
+		merged.Inspect = n.Inspect // IN-1: read per call
 		eff.Endpoints = append(eff.Endpoints, merged)
 		if !reflect.DeepEqual(cur.Policies, next.Policies) || !reflect.DeepEqual(e.Policies, n.Policies) {
 			d.policyChanged = append(d.policyChanged, e.Path)

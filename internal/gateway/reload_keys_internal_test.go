@@ -81,6 +81,11 @@ func change(t *testing.T, path string, f reflect.Value) {
 		} else {
 			f.SetInt(f.Int() + 1)
 		}
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.String {
+			t.Fatalf("%s: cannot change a %s", path, f.Type())
+		}
+		f.Set(reflect.Append(f, reflect.ValueOf("changed").Convert(f.Type().Elem())))
 	case reflect.Map:
 		m := reflect.MakeMap(f.Type())
 		m.SetMapIndex(reflect.ValueOf("x-changed").Convert(f.Type().Key()), reflect.ValueOf("v").Convert(f.Type().Elem()))

@@ -17,6 +17,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,7 @@ type Metrics struct {
 	done       chan struct{}
 
 	calls          *prometheus.CounterVec
+	findings       *prometheus.CounterVec
 	callDuration   *prometheus.HistogramVec
 	sessionsOpened *prometheus.CounterVec
 	sessionsEnded  *prometheus.CounterVec
@@ -127,6 +129,7 @@ func New(opts Options) *Metrics {
 	m.decisions = f.counter("toolgate_confirmations_decided_total", "Confirmations that waited for an operator, by decision (approved, rejected, timed-out, abandoned).", "decision")
 	m.approvalWait = f.histogram("toolgate_approval_wait_seconds", "How long a confirmation waited for an operator, by decision.",
 		[]float64{1, 5, 10, 30, 60, 120, 300, 600, 1800}, "decision")
+	m.findings = f.counter("toolgate_inspect_findings_total", "What inspection found in calls' arguments and results, by kind (secrets, pii, injection, links, hook) and action taken (flag, redact, block, approve).", "type", "action")
 	m.refreshes = f.counter("toolgate_refreshes_total", "Tool lists applied from an upstream (the first import and every refresh), by upstream.", "upstream")
 	m.refreshSize = f.histogram("toolgate_refresh_diff_tools", "Tools added, removed or changed by one applied refresh, by upstream.",
 		[]float64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}, "upstream")
@@ -291,6 +294,9 @@ func (m *Metrics) handle(ev core.Event) {
 		} else {
 			obs.Observe(r.Latency.Seconds())
 		}
+		if r.Findings != "" {
+			m.countFindings(r.Findings)
+		}
 		if (r.Outcome == "denied" || r.Outcome == "limited") && r.Rule != "" {
 			// Rule ids come from the config: a bounded label set.
 			m.refusals.WithLabelValues(r.Rule, r.Outcome).Inc()
@@ -388,4 +394,19 @@ func (f factory) histogram(name, help string, buckets []float64, labels ...strin
 	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	f.m.register(f.m.reg, v)
 	return v
+}
+
+// countFindings counts an audit record's findings by kind and action
+// (IN-2); both come from fixed sets, so the labels stay bounded.
+func (m *Metrics) countFindings(text string) {
+	var fs []struct {
+		Type   string `json:"type"`
+		Action string `json:"action"`
+	}
+	if json.Unmarshal([]byte(text), &fs) != nil {
+		return
+	}
+	for _, f := range fs {
+		m.findings.WithLabelValues(f.Type, f.Action).Inc()
+	}
 }

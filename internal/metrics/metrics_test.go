@@ -435,3 +435,23 @@ func TestEventsLostAreCountedOP7(t *testing.T) {
 		t.Logf("nothing was lost with a 1-event buffer: the subscriber kept up with %d-event bursts", perBurst)
 	}
 }
+
+// IN-2: each finding of a finished call is counted by kind and action;
+// the record's paths and detectors are not labels.
+func TestInspectFindingsIN2(t *testing.T) {
+	r := newRig(t, metrics.Options{}, fake("notes", coretest.FakeTool("search", "Search", "")))
+	coretest.Must(t, r.im.Start(context.Background()))
+	ev := called("notes_search", "notes", "ok", time.Millisecond)
+	ev.Record.Findings = `[{"type":"secrets","detector":"github-token","path":"/content/0/text","action":"redact","in":"result"},` +
+		`{"type":"pii","detector":"email","path":"/to","action":"flag","in":"arguments"},` +
+		`{"type":"secrets","detector":"jwt","path":"/content/1/text","action":"redact","in":"result"}]`
+	r.reg.Bus().Publish(ev)
+	fams, text := scrape(t, r.m)
+	wantValue(t, fams, 2, "toolgate_inspect_findings_total", "type", "secrets", "action", "redact")
+	wantValue(t, fams, 1, "toolgate_inspect_findings_total", "type", "pii", "action", "flag")
+	for _, s := range []string{"github-token", "/content/0/text"} {
+		if strings.Contains(text, s) {
+			t.Errorf("the exposition holds %q", s)
+		}
+	}
+}

@@ -39,6 +39,9 @@ type downstream struct {
 	// asks sends a request on the call's own stream and waits for the
 	// client's answer; nil where the call is mcp-go's.
 	asks *pendingRequests
+	// filter inspects what the upstream sends during the call (IN-1); nil
+	// when nothing is inspected.
+	filter *streamFilter
 }
 
 // withDownstream puts d in ctx for the upstream side (package downstream).
@@ -67,7 +70,15 @@ func (d *downstream) LogLevel() (mcpgo.LoggingLevel, bool) {
 }
 
 // Notify implements ds.Downstream.
-func (d *downstream) Notify(method string, params map[string]any) { d.notify(method, params) }
+func (d *downstream) Notify(method string, params map[string]any) {
+	if d.filter != nil {
+		var ok bool
+		if params, ok = d.filter.apply(method, params); !ok {
+			return
+		}
+	}
+	d.notify(method, params)
+}
 
 // Streamed implements ds.Downstream.
 func (d *downstream) Streamed() bool { return d.streamed.Load() }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
@@ -90,6 +91,9 @@ type EndpointOptions struct {
 	// move it on with every event and heartbeat. 0 is DefaultWriteTimeout,
 	// negative none. The body-read deadline is WithDeadlines'.
 	WriteTimeout time.Duration
+	// Inspection is what calls may carry in and out (IN-1); nil inspects
+	// nothing. SetInspection replaces it.
+	Inspection *Inspection
 	// HeartbeatInterval is how often an event stream (GET streams, calls
 	// answering as SSE) gets an SSE comment; 0 is
 	// DefaultHeartbeatInterval, negative none.
@@ -211,6 +215,11 @@ type Endpoint struct {
 	// limits are the gateway's rates and quotas in force (PO-3); nil
 	// applies none.
 	limits atomic.Pointer[policy.Limits]
+	// inspection is what calls may carry in force (IN-1); nil: none.
+	inspection atomic.Pointer[Inspection]
+	// flows are the labels sessions and sessionless clients gathered
+	// (IN-3).
+	flows flowStore
 	// states seals the requestState of confirmations asked as input
 	// requests (CF-6, revision 2026-07-28).
 	states *requestStates
@@ -279,6 +288,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.tools.Store(&opts.Tools)
 	e.policy.Store(opts.Policy)
 	e.limits.Store(opts.CallLimits)
+	e.inspection.Store(opts.Inspection)
 	e.disco = newDiscoverer(opts.Discovery)
 
 	hooks := &server.Hooks{}
@@ -370,6 +380,9 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 func (e *Endpoint) sessionGone(id string) {
 	e.levels.forget(id)
 	e.unsolicited.forget(id)
+	if key, _ := flowKey(id, core.Actor{}, ""); key != "" {
+		e.flows.forget(key) // IN-3
+	}
 	e.releaseSubscriptions(id)
 	if e.opts.Sessions != nil {
 		e.opts.Sessions.Remove(id)
@@ -596,6 +609,10 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	}
 	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
 		listening: e.ids.listening, asks: asks}
+	insp := e.inspectFor(c.Tool.Source)
+	if insp != nil && insp.Policy != nil {
+		down.filter = &streamFilter{pol: insp.Policy} // IN-1
+	}
 	if token != nil {
 		down.progressToken = token
 		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
@@ -607,7 +624,11 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	var res core.Result
 	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
 	pctx, span := telemetry.Start(ctx, "policy")
-	reason, err := e.decide(pctx, actor, c)
+	var fc *flowCall
+	if in := e.inspection.Load(); in != nil {
+		fc = e.flowOf(in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool) // IN-3
+	}
+	reason, err := e.decide(pctx, actor, c, fc)
 	var counted *policy.Counted
 	if err == nil {
 		counted, err = e.limit(pctx, actor, c)
@@ -617,6 +638,10 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		// Validated once: the gate and Run reuse the answer.
 		_, span = telemetry.Start(ctx, "validate")
 		telemetry.End(span, c.Validate())
+	}
+	var found []inspect.Reported
+	if err == nil && insp != nil {
+		err = e.inspectArguments(ctx, actor, c, insp, &found) // IN-1, IN-4
 	}
 	switch {
 	case err != nil:
@@ -642,8 +667,17 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 			res, err = e.opts.Registry.Run(ctx, actor, c)
 		}
 	}
+	if down.filter != nil {
+		found = append(found, down.filter.taken()...)
+	}
+	if err == nil && insp != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
+		res, err = e.inspectResult(ctx, actor, c, insp, res, &found) // IN-1, IN-4
+	}
+	if fc != nil && err == nil {
+		e.finishFlow(fc, found) // IN-3: what reached the client
+	}
 	e.giveBack(ctx, counted, err)
-	e.audit(ctx, call, actor, c, res, err, time.Since(start))
+	e.audit(ctx, call, actor, c, res, err, time.Since(start), found)
 	if err != nil {
 		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
 		return raw

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
 	"github.com/toolgate/toolgate/telemetry"
@@ -18,7 +19,10 @@ import (
 
 // audit records one call (OP-6) and publishes it for the activity feed
 // (CO-7). Argument values are only ever kept as a hash.
-func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, c *core.ToolCall, res core.Result, err error, latency time.Duration) {
+func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, c *core.ToolCall, res core.Result, err error, latency time.Duration, found []inspect.Reported) {
+	if len(found) > 0 {
+		inspectTelemetry(ctx, found) // IN-2
+	}
 	if e.opts.Audit == nil {
 		return
 	}
@@ -28,6 +32,7 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	rec := e.auditRecord(call, actor, c)
 	rec.Outcome, rec.Latency = outcome(kind, c, err, res), latency
 	rec.Connection = core.ConnectionUsed(ctx) // UI-3
+	rec.Findings = findingsText(found)        // IN-2
 	switch {
 	case c.Confirm && c.Token != "":
 		rec.ConfirmTokenID = confirm.TokenID(c.Token)

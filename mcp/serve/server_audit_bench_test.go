@@ -42,7 +42,7 @@ func BenchmarkAuditCall(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c := &core.ToolCall{Tool: tool, Raw: benchAuditArgs, Args: benchAuditArgs}
-				e.audit(context.Background(), call, actor, c, res, tc.err, time.Millisecond)
+				e.audit(context.Background(), call, actor, c, res, tc.err, time.Millisecond, nil)
 			}
 		})
 	}

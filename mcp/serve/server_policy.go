@@ -80,7 +80,7 @@ func (e *Endpoint) listable(ctx context.Context, actor core.Actor, session serve
 // deciding rule for the audit, marks a call an operator must approve, and
 // answers the refusal of a denied one. A call whose arguments are invalid
 // is left to the validation that refuses it, undecided.
-func (e *Endpoint) decide(ctx context.Context, actor core.Actor, c *core.ToolCall) (reason string, err error) {
+func (e *Endpoint) decide(ctx context.Context, actor core.Actor, c *core.ToolCall, fc *flowCall) (reason string, err error) {
 	p := e.policy.Load()
 	if p == nil {
 		return "", nil
@@ -92,8 +92,12 @@ func (e *Endpoint) decide(ctx context.Context, actor core.Actor, c *core.ToolCal
 		c.Rule = policy.DefaultRule
 		return "", nil
 	}
-	d := p.Decide(&policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
-		Client: e.clientVars(ctx, server.ClientSessionFromContext(ctx))})
+	in := &policy.Input{Actor: actor, Tool: &c.Tool, Args: c.Args, Endpoint: e.endpointVars(),
+		Client: e.clientVars(ctx, server.ClientSessionFromContext(ctx))}
+	if fc != nil {
+		in.ToolLabels, in.SessionLabels = fc.tool, fc.session // IN-3
+	}
+	d := p.Decide(in)
 	c.Rule = d.Rule
 	switch d.Effect {
 	case policy.Deny:

@@ -6,6 +6,7 @@
 package activity
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -107,6 +108,9 @@ func (m *Model) Add(ev core.Event) bool {
 		if d.TraceID != "" {
 			// The whole id: what the tracing backend is searched by (OP-9).
 			detail += " trace " + d.TraceID
+		}
+		if f := findingsSummary(r.Findings); f != "" {
+			detail += " · found " + f // IN-2: kinds and places, never values
 		}
 		e = entry{callID: r.CallID, cells: []table.Cell{
 			{Text: t}, {Text: r.ActorID}, {Text: tool}, {Text: r.Outcome, Style: &style},
@@ -310,6 +314,7 @@ func (m *Model) renderDetail() {
 		line("rule", r.Rule)
 		line("confirmation", r.ConfirmTokenID)
 		line("connection", r.Connection)
+		line("found", findingsSummary(r.Findings))
 		if c.Chain != "" {
 			line("chain", fmt.Sprintf("%s seq %d", c.Chain, c.Seq))
 			line("hash", c.Hash)
@@ -386,4 +391,25 @@ func (m *Model) View() string {
 		}
 	}
 	return common.Truncate(state, m.width) + "\n" + m.table.View()
+}
+
+// findingsSummary says in a line what inspection found in a call and did
+// (IN-2): "secrets github-token in result /content/0/text: redact", one
+// per finding. The record holds no value to show.
+func findingsSummary(text string) string {
+	if text == "" {
+		return ""
+	}
+	var fs []struct {
+		Type, Detector, Path, Action, In string
+	}
+	if json.Unmarshal([]byte(text), &fs) != nil {
+		return ""
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		where := strings.TrimSpace(f.In + " " + f.Path)
+		parts = append(parts, fmt.Sprintf("%s %s in %s: %s", f.Type, f.Detector, where, f.Action))
+	}
+	return strings.Join(parts, "; ")
 }

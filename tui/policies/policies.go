@@ -38,10 +38,11 @@ const (
 	fieldArgs
 	fieldEndpoint
 	fieldVia
+	fieldSession
 	numFields
 )
 
-var fieldLabels = [numFields]string{"actor", "tool", "args", "endpoint", "via"}
+var fieldLabels = [numFields]string{"actor", "tool", "args", "endpoint", "via", "session"}
 
 // viaCallTool is the one meta-tool a call can be tried through (DS-2).
 const viaCallTool = "call_tool"
@@ -85,7 +86,8 @@ func New(c *common.Common) *Model {
 	}, "Loading the policy rules…")}
 	placeholders := [numFields]string{"an actor id, e.g. alice", "a tool name (ctrl+n/ctrl+p: the gateway's tools)",
 		`the arguments as a JSON object, e.g. {"query":"x"}`, "an endpoint path (empty: the first)",
-		"empty: a direct call; call_tool: through the endpoint's tool search"}
+		"empty: a direct call; call_tool: through the endpoint's tool search",
+		"the session's labels, e.g. untrusted,private (empty: a fresh session)"}
 	for i := range m.inputs {
 		in := textinput.New()
 		in.Prompt = ""
@@ -337,6 +339,11 @@ func (m *Model) try() tea.Cmd {
 		return m.focusField(fieldVia)
 	}
 	q := core.PolicyQuestion{Endpoint: strings.TrimSpace(m.inputs[fieldEndpoint].Value()), Actor: actor, Tool: tool, Args: json.RawMessage(args), Via: via}
+	for _, l := range strings.Split(m.inputs[fieldSession].Value(), ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			q.SessionLabels = append(q.SessionLabels, l) // IN-3
+		}
+	}
 	m.trialErr, m.running = "", true
 	m.nextID++
 	m.waitTrial = m.nextID
@@ -452,6 +459,10 @@ func (m *Model) trialView(t core.PolicyTrial) string {
 	}
 	if t.Via != "" {
 		lines = append(lines, th.Label.Render("via      ")+t.Via+th.Muted.Render("  found only if listed"))
+	}
+	if len(t.ToolLabels)+len(t.SessionLabels) > 0 {
+		lines = append(lines, th.Label.Render("labels   ")+"tool "+orDash(strings.Join(t.ToolLabels, ","))+
+			th.Muted.Render("  session ")+orDash(strings.Join(t.SessionLabels, ",")))
 	}
 	if t.Error != "" {
 		lines = append(lines, th.Err.Render("error    "+common.OneLine(t.Error)))

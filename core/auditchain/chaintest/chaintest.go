@@ -40,7 +40,7 @@ func Record(i int) core.AuditRecord {
 		Time: time.Date(2026, 1, 2, 3, 4, 5, i, time.UTC), Endpoint: "/mcp", ActorID: "alice", Tenant: "acme",
 		Session: "s1", Tool: fmt.Sprintf("tool_%d", i), Source: "up", RemoteName: "remote", ArgsHash: "hmac:ab",
 		Outcome: "ok", Latency: time.Duration(i) * time.Millisecond, ConfirmTokenID: "tok", CallID: fmt.Sprint("call-", i), Rule: "big-refunds", Connection: "conn_1",
-		Via: "call_tool",
+		Via: "call_tool", Findings: `[{"type":"pii","detector":"email","path":"/to","action":"flag","in":"arguments"}]`,
 	}
 }
 

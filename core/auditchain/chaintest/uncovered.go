@@ -44,10 +44,10 @@ func insertLinked(t *testing.T, exec func(string, ...any), r core.AuditRecord, c
 		t.Fatal(err)
 	}
 	exec(`INSERT INTO audit (time, endpoint, actor_id, tenant, session, tool, source, remote_name, args_hash, outcome,
-		latency, confirm_token_id, call_id, rule, connection, via, chain_id, chain_seq, chain_hash)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		latency, confirm_token_id, call_id, rule, connection, via, findings, chain_id, chain_seq, chain_hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		r.Time.UnixNano(), r.Endpoint, r.ActorID, r.Tenant, r.Session, r.Tool, r.Source, r.RemoteName, r.ArgsHash,
-		r.Outcome, int64(r.Latency), r.ConfirmTokenID, r.CallID, r.Rule, r.Connection, r.Via, chain, seq, h)
+		r.Outcome, int64(r.Latency), r.ConfirmTokenID, r.CallID, r.Rule, r.Connection, r.Via, r.Findings, chain, seq, h)
 }
 
 func verifyWith(t *testing.T, open func() Store, key []byte) auditchain.Report {

@@ -1,0 +1,294 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/toolgate/toolgate/core/jsontree"
+)
+
+// Type is the kind of a finding, as operators configure actions for it.
+type Type string
+
+const (
+	Secrets   Type = "secrets"
+	PII       Type = "pii"
+	Injection Type = "injection"
+	Links     Type = "links"
+)
+
+// Types is every kind, in the order findings of one span are reported.
+var Types = []Type{Secrets, PII, Injection, Links}
+
+// PII detectors, as pii.types names them.
+const (
+	PIIEmail = "email"
+	PIIPhone = "phone"
+	PIICard  = "card"
+	PIIIBAN  = "iban"
+	PIISSN   = "ssn"
+)
+
+// PIITypes is every PII detector.
+var PIITypes = []string{PIIEmail, PIIPhone, PIICard, PIIIBAN, PIISSN}
+
+// Finding is one thing found. It carries where, never what: Start and End
+// are byte offsets into the string Path points to.
+type Finding struct {
+	Type     Type   `json:"type"`
+	Detector string `json:"detector"`
+	// Path is an RFC 6901 pointer to the string inside the inspected JSON
+	// document ("" for a bare text).
+	Path  string `json:"path"`
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+}
+
+// Set selects the kinds to look for.
+type Set uint8
+
+// Bit is the Set holding only t.
+func Bit(t Type) Set {
+	for i, x := range Types {
+		if x == t {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// Has reports whether s holds t.
+func (s Set) Has(t Type) bool { return s&Bit(t) != 0 }
+
+// All holds every kind.
+const All Set = 1<<4 - 1
+
+// Options configure an Inspector; the zero value looks for every PII type
+// and allows no host.
+type Options struct {
+	// PIITypes limits the pii kind to these detectors (PIITypes when empty).
+	PIITypes []string
+	// AllowHosts are hosts links may carry data to: "example.com" allows
+	// that host and its subdomains.
+	AllowHosts []string
+	// PhoneRegions are the regions a phone number written without a
+	// country code is read in (DefaultPhoneRegions when empty).
+	PhoneRegions []string
+}
+
+// DefaultPhoneRegions are tried in order for numbers without "+".
+var DefaultPhoneRegions = []string{"US", "GB", "DE", "FR", "IN", "BR", "JP", "AU"}
+
+// ErrUnknownPIIType is returned by New for a pii type it does not know.
+var ErrUnknownPIIType = errors.New("unknown pii type")
+
+// Inspector runs detectors. Built once per configuration; safe for
+// concurrent use.
+type Inspector struct {
+	pii        map[string]bool
+	allowHosts []string
+	regions    []string
+}
+
+// New builds an Inspector; opts may be nil.
+func New(opts *Options) (*Inspector, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	in := &Inspector{pii: map[string]bool{}, regions: opts.PhoneRegions}
+	types := opts.PIITypes
+	if len(types) == 0 {
+		types = PIITypes
+	}
+	for _, t := range types {
+		known := false
+		for _, k := range PIITypes {
+			known = known || k == t
+		}
+		if !known {
+			return nil, errorf(ErrUnknownPIIType, "%q (known: %s)", t, strings.Join(PIITypes, ", "))
+		}
+		in.pii[t] = true
+	}
+	for _, h := range opts.AllowHosts {
+		in.allowHosts = append(in.allowHosts, strings.ToLower(strings.TrimPrefix(h, "*.")))
+	}
+	if len(in.regions) == 0 {
+		in.regions = DefaultPhoneRegions
+	}
+	return in, nil
+}
+
+// Text inspects one string for the kinds in set; findings' Path is path.
+// Findings are sorted by Start; overlapping spans of one kind are kept
+// once (the first detector wins).
+func (in *Inspector) Text(s, path string, set Set) []Finding {
+	if s == "" || set == 0 {
+		return nil
+	}
+	var out []Finding
+	if set.Has(Secrets) {
+		out = appendNew(out, secretFindings(s, path))
+	}
+	if set.Has(PII) {
+		out = appendNew(out, in.piiFindings(s, path))
+	}
+	if set.Has(Injection) {
+		out = appendNew(out, injectionFindings(s, path))
+	}
+	if set.Has(Links) {
+		out = appendNew(out, in.linkFindings(s, path))
+	}
+	sortFindings(out)
+	return out
+}
+
+// JSON inspects every string value (not member names) of a JSON document;
+// each finding's Path points to its string. A document that is not JSON is
+// an error.
+func (in *Inspector) JSON(raw []byte, set Set) ([]Finding, error) {
+	root, err := jsontree.DecodeJSONTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	in.walk(root, "", set, &out)
+	return out, nil
+}
+
+func (in *Inspector) walk(n *jsontree.JsonNode, path string, set Set, out *[]Finding) {
+	switch n.Kind {
+	case 's':
+		*out = append(*out, in.Text(n.Str, path, set)...)
+	case 'o':
+		for i, k := range n.Keys {
+			in.walk(n.Elems[i], jsontree.PointerAppend(path, k), set, out)
+		}
+	case 'a':
+		for i, e := range n.Elems {
+			in.walk(e, jsontree.PointerAppend(path, itoa(i)), set, out)
+		}
+	}
+}
+
+// Placeholder is what Redact puts in place of a span.
+func Placeholder(detector string) string { return "[redacted:" + detector + "]" }
+
+// Redact replaces each finding's span in s (findings for other paths are
+// ignored) with Placeholder(detector). Overlapping spans are merged under
+// the first one's detector.
+func Redact(s, path string, findings []Finding) string {
+	var spans []Finding
+	for _, f := range findings {
+		if f.Path == path && f.Start >= 0 && f.End <= len(s) && f.Start < f.End {
+			spans = append(spans, f)
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	sortFindings(spans)
+	var b strings.Builder
+	at := 0
+	for _, f := range spans {
+		if f.End <= at {
+			continue
+		}
+		if f.Start >= at {
+			b.WriteString(s[at:f.Start])
+			b.WriteString(Placeholder(f.Detector))
+		}
+		at = f.End
+	}
+	b.WriteString(s[at:])
+	return b.String()
+}
+
+// RedactJSON rewrites every string value of a JSON document that has
+// findings; members keep their order and numbers their text.
+func RedactJSON(raw []byte, findings []Finding) ([]byte, error) {
+	if len(findings) == 0 {
+		return raw, nil
+	}
+	root, err := jsontree.DecodeJSONTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	paths := map[string]bool{}
+	for _, f := range findings {
+		paths[f.Path] = true
+	}
+	var b bytes.Buffer
+	encodeRedacted(&b, root, "", paths, findings)
+	return b.Bytes(), nil
+}
+
+func encodeRedacted(b *bytes.Buffer, n *jsontree.JsonNode, path string, paths map[string]bool, fs []Finding) {
+	switch n.Kind {
+	case 's':
+		s := n.Str
+		if paths[path] {
+			s = Redact(s, path, fs)
+		}
+		writeString(b, s)
+	case 'o':
+		b.WriteByte('{')
+		for i, k := range n.Keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			encodeRedacted(b, n.Elems[i], jsontree.PointerAppend(path, k), paths, fs)
+		}
+		b.WriteByte('}')
+	case 'a':
+		b.WriteByte('[')
+		for i, e := range n.Elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			encodeRedacted(b, e, jsontree.PointerAppend(path, itoa(i)), paths, fs)
+		}
+		b.WriteByte(']')
+	default:
+		if n.Num != "" {
+			b.WriteString(string(n.Num))
+		} else {
+			b.WriteString(n.Lit)
+		}
+	}
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a Go string always encodes
+	b.Write(enc)
+}
+
+func appendNew(out, add []Finding) []Finding {
+	for _, f := range add {
+		dup := false
+		for _, g := range out {
+			if g.Type == f.Type && g.Path == f.Path && f.Start < g.End && g.Start < f.End {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].Path != fs[j].Path {
+			return fs[i].Path < fs[j].Path
+		}
+		return fs[i].Start < fs[j].Start
+	})
+}

@@ -1,0 +1,75 @@
+package inspect
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestPIIFound(t *testing.T) { // IN-1
+	in := mustNew(t, nil)
+	cases := []struct{ text, detector, span string }{
+		{"write to jane.roe+crm@mail.example.co.uk today", "email", "jane.roe+crm@mail.example.co.uk"},
+		{"call (202) 456-1111", "phone", "(202) 456-1111"},
+		{"US: +1 202-456-1111.", "phone", "+1 202-456-1111"},
+		{"London +44 20 7946 0958", "phone", "+44 20 7946 0958"},
+		{"Berlin +49 30 18272 0", "phone", "+49 30 18272 0"},
+		{"Paris: +33 1 42 92 81 00", "phone", "+33 1 42 92 81 00"},
+		{"Tokyo +81 3-3581-3111", "phone", "+81 3-3581-3111"},
+		{"Mumbai +91 22 2202 5070", "phone", "+91 22 2202 5070"},
+		{"UK national 020 7946 0958", "phone", "020 7946 0958"},
+		{"visa 4111 1111 1111 1111 exp", "card", "4111 1111 1111 1111"},
+		{"mc 5500-0000-0000-0004", "card", "5500-0000-0000-0004"},
+		{"amex 378282246310005", "card", "378282246310005"},
+		{"discover 6011111111111117", "card", "6011111111111117"},
+		{"mc2 2223003122003222", "card", "2223003122003222"},
+		{"iban GB82 WEST 1234 5698 7654 32", "iban", "GB82 WEST 1234 5698 7654 32"},
+		{"DE89370400440532013000", "iban", "DE89370400440532013000"},
+		{"FR1420041010050500013M02606", "iban", "FR1420041010050500013M02606"},
+		{"ssn 536-22-1234", "ssn", "536-22-1234"},
+	}
+	for _, c := range cases {
+		fs := in.Text(c.text, "", Bit(PII))
+		got := detectors(c.text, fs, PII)
+		if !slices.Contains(got, c.detector+"="+c.span) {
+			t.Errorf("%q: want %s=%s, got %v", c.text, c.detector, c.span, got)
+		}
+	}
+}
+
+func TestPIIBenign(t *testing.T) { // IN-1
+	in := mustNew(t, nil)
+	cases := []string{
+		"4111 1111 1111 1112",          // fails Luhn
+		"1234 5678 9012 3456",          // fails Luhn
+		"order 4111111111111111111111", // too long
+		"GB82WEST12345698765433",       // fails mod 97
+		"GB82 WEST 1234 5698 7654",     // wrong length for GB
+		"000-12-3456", "666-12-3456", "912-34-5678", "536-00-1234", "536-22-0000", "078-05-1120",
+		"commit 3f786850e387550fdab836ed7e6dc881de23001b",
+		"id 550e8400-e29b-41d4-a716-446655440000",
+		"released 2024-01-15, build 20240115",
+		"timestamp 1700000000123",
+		"version 1.22.3 and 10.0.19045.3803",
+		"price 1,234,567.89",
+		"postgres://app:Zq8vT2mLp4Xw@db.internal/app",
+		"git@github.com:org/repo.git",
+		"at 12:30:45",
+		"PIN 1234",
+	}
+	for _, s := range cases {
+		if fs := in.Text(s, "", Bit(PII)); len(fs) > 0 {
+			t.Errorf("%q: flagged %v", s, detectors(s, fs, PII))
+		}
+	}
+}
+
+func TestPIITypesLimit(t *testing.T) { // IN-1
+	in := mustNew(t, &Options{PIITypes: []string{"email"}})
+	s := "jane@example.org 4111 1111 1111 1111"
+	if got := detectors(s, in.Text(s, "", Bit(PII)), PII); !slices.Equal(got, []string{"email=jane@example.org"}) {
+		t.Errorf("got %v, want email only", got)
+	}
+	if _, err := New(&Options{PIITypes: []string{"passport"}}); err == nil {
+		t.Error("unknown pii type accepted")
+	}
+}
