@@ -113,6 +113,14 @@ type Report struct {
 // OversizeDetector names the finding of content too large to read.
 const OversizeDetector = "max-bytes"
 
+// InjectionMaxBytes bounds the content the injection detector reads. It
+// runs the description scanner's rules, written for a tool's few hundred
+// bytes of text and costing milliseconds a kilobyte; unbounded, one large
+// result would take seconds of CPU (a megabyte: up to 15 s). Above the
+// bound the injection action applies to the whole as unread, like
+// MaxBytes for every detector, while the others still read it.
+const InjectionMaxBytes = 32 << 10
+
 // Check inspects raw (a call's arguments object, or a CallToolResult) in
 // direction d. Of a result, the text of content blocks (and embedded
 // resources) and the strings of structuredContent are read; _meta and
@@ -149,6 +157,15 @@ func (p *Policy) check(d Direction, raw []byte, everyString bool, in string) (Re
 		return Report{Action: strictest, Oversize: true,
 			Reported: []Reported{{Type: t, Detector: OversizeDetector, Path: "", Action: strictest, In: in}}}, nil
 	}
+	var unread []Reported
+	if set.Has(Injection) && len(raw) > InjectionMaxBytes {
+		set &^= Bit(Injection)
+		a := p.Action(d, Injection)
+		if a == ActionRedact {
+			a = ActionBlock // no span is known to redact
+		}
+		unread = append(unread, Reported{Type: Injection, Detector: OversizeDetector, Path: "", Action: a, In: in})
+	}
 	root, err := jsontree.DecodeJSONTree(raw)
 	if err != nil {
 		return Report{}, err
@@ -159,7 +176,10 @@ func (p *Policy) check(d Direction, raw []byte, everyString bool, in string) (Re
 	} else {
 		p.resultStrings(root, set, &fs)
 	}
-	r := Report{Findings: fs, Action: ActionOff}
+	r := Report{Findings: fs, Action: ActionOff, Reported: unread}
+	for _, u := range unread {
+		r.Action = u.Action
+	}
 	for _, f := range fs {
 		a := p.Action(d, f.Type)
 		r.Reported = append(r.Reported, Reported{Type: f.Type, Detector: f.Detector, Path: f.Path, Action: a, In: in})
