@@ -82,7 +82,7 @@ func KeyByPath(path string) (Key, bool) {
 }
 
 // keys is the table. The order is docs/configuration.md's.
-var keys = []Key{
+var keys = slices.Concat([]Key{
 	{Path: "gateway.listen", Env: "TOOLGATE_GATEWAY_LISTEN", Default: DefaultListen, Reload: Restart},
 	{Path: "gateway.publicUrl", Env: "TOOLGATE_GATEWAY_PUBLICURL", About: "the request's scheme and Host", Reload: Live},
 	{Path: "gateway.stateless", Env: "TOOLGATE_GATEWAY_STATELESS", Default: false, Reload: Restart},
@@ -153,21 +153,7 @@ var keys = []Key{
 	{Path: "endpoints[].policies.rules[].when", Reload: Live},
 	{Path: "endpoints[].policies.rules[].effect", Reload: Live},
 	{Path: "endpoints[].policies.rules[].reason", Reload: Live},
-	{Path: "endpoints[].inspect.arguments.secrets", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.arguments.pii", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.results.secrets", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.results.pii", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.results.injection", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.results.links", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.allowHosts", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.pii.types", About: "the upstream's, else the top level's", Reload: Live},
-	{Path: "endpoints[].inspect.maxBytes", About: "the upstream's, else the top level's", Unit: "bytes", Reload: Live},
-	{Path: "endpoints[].inspect.flowWindow", About: "not accepted here: inspect.flowWindow", Reload: Live},
-	{Path: "endpoints[].inspect.hooks[].url", Reload: Live},
-	{Path: "endpoints[].inspect.hooks[].on", About: "both", Reload: Live},
-	{Path: "endpoints[].inspect.hooks[].timeout", Default: DefaultHookTimeout, Reload: Live},
-	{Path: "endpoints[].inspect.hooks[].failure", Default: HookBlock, Reload: Live},
-	{Path: "endpoints[].inspect.hooks[].headers", Reload: Live},
+}, inspectKeys("endpoints[].inspect", "the upstream's, else the top level's"), []Key{
 
 	{Path: "upstreams[].name", Reload: Live},
 	{Path: "upstreams[].command", Reload: Live},
@@ -205,21 +191,7 @@ var keys = []Key{
 	{Path: "upstreams[].oauth.clientAssertionAudience", Default: "issuer", Derived: true, About: "read as issuer when unset", Reload: Restart},
 	{Path: "upstreams[].oauth.scopes", About: "the scopes_supported of the upstream's protected-resource metadata", Reload: Restart},
 	{Path: "upstreams[].oauth.tokenExchange", Default: false, Reload: Restart},
-	{Path: "upstreams[].inspect.arguments.secrets", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.arguments.pii", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.results.secrets", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.results.pii", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.results.injection", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.results.links", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.allowHosts", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.pii.types", About: "the top level's", Reload: Live},
-	{Path: "upstreams[].inspect.maxBytes", About: "the top level's", Unit: "bytes", Reload: Live},
-	{Path: "upstreams[].inspect.flowWindow", About: "not accepted here: inspect.flowWindow", Reload: Live},
-	{Path: "upstreams[].inspect.hooks[].url", Reload: Live},
-	{Path: "upstreams[].inspect.hooks[].on", About: "both", Reload: Live},
-	{Path: "upstreams[].inspect.hooks[].timeout", Default: DefaultHookTimeout, Reload: Live},
-	{Path: "upstreams[].inspect.hooks[].failure", Default: HookBlock, Reload: Live},
-	{Path: "upstreams[].inspect.hooks[].headers", Reload: Live},
+}, inspectKeys("upstreams[].inspect", "the top level's"), []Key{
 	{Path: "upstreams[].labels", Reload: Live},
 	{Path: "upstreams[].toolLabels", Reload: Live},
 	{Path: "upstreamsFrom", Reload: Live},
@@ -242,21 +214,39 @@ var keys = []Key{
 	{Path: "telemetry.traces.sampleRatio", Derived: true, About: "1.0", Reload: Restart},
 	{Path: "audit.checkpointKey", Env: "TOOLGATE_AUDIT_CHECKPOINTKEY", About: "derived from gateway.confirm.secret", Reload: Restart},
 	{Path: "audit.export.path", Reload: Restart},
-	{Path: "inspect.arguments.secrets", Default: InspectOff, Reload: Live},
-	{Path: "inspect.arguments.pii", Default: InspectOff, Reload: Live},
-	{Path: "inspect.results.secrets", Default: InspectOff, Reload: Live},
-	{Path: "inspect.results.pii", Default: InspectOff, Reload: Live},
-	{Path: "inspect.results.injection", Default: InspectOff, Reload: Live},
-	{Path: "inspect.results.links", Default: InspectOff, Reload: Live},
-	{Path: "inspect.allowHosts", About: "none", Reload: Live},
-	{Path: "inspect.pii.types", About: "all", Reload: Live},
-	{Path: "inspect.maxBytes", Default: int64(DefaultInspectMaxBytes), Unit: "bytes", Reload: Live},
-	{Path: "inspect.flowWindow", Default: DefaultFlowWindow, Reload: Live},
-	{Path: "inspect.hooks[].url", Reload: Live},
-	{Path: "inspect.hooks[].on", About: "both", Reload: Live},
-	{Path: "inspect.hooks[].timeout", Default: DefaultHookTimeout, Reload: Live},
-	{Path: "inspect.hooks[].failure", Default: HookBlock, Reload: Live},
-	{Path: "inspect.hooks[].headers", Reload: Live},
+}, inspectKeys("inspect", ""))
+
+// inspectKeys are the keys of an inspect block at prefix. inherited says
+// where an unset action, list or bound of a scoped block comes from; ""
+// is the top level, which holds the defaults and the flow window.
+func inspectKeys(prefix, inherited string) []Key {
+	var ks []Key
+	for _, k := range []string{"arguments.secrets", "arguments.pii", "results.secrets", "results.pii", "results.injection", "results.links"} {
+		if inherited == "" {
+			ks = append(ks, Key{Path: prefix + "." + k, Default: InspectOff, Reload: Live})
+		} else {
+			ks = append(ks, Key{Path: prefix + "." + k, About: inherited, Reload: Live})
+		}
+	}
+	if inherited == "" {
+		ks = append(ks,
+			Key{Path: prefix + ".allowHosts", About: "none", Reload: Live},
+			Key{Path: prefix + ".pii.types", About: "all", Reload: Live},
+			Key{Path: prefix + ".maxBytes", Default: int64(DefaultInspectMaxBytes), Unit: "bytes", Reload: Live},
+			Key{Path: prefix + ".flowWindow", Default: DefaultFlowWindow, Reload: Live})
+	} else {
+		ks = append(ks,
+			Key{Path: prefix + ".allowHosts", About: inherited, Reload: Live},
+			Key{Path: prefix + ".pii.types", About: inherited, Reload: Live},
+			Key{Path: prefix + ".maxBytes", About: inherited, Unit: "bytes", Reload: Live},
+			Key{Path: prefix + ".flowWindow", About: "not accepted here: inspect.flowWindow", Reload: Live})
+	}
+	return append(ks,
+		Key{Path: prefix + ".hooks[].url", Reload: Live},
+		Key{Path: prefix + ".hooks[].on", About: "both", Reload: Live},
+		Key{Path: prefix + ".hooks[].timeout", Default: DefaultHookTimeout, Reload: Live},
+		Key{Path: prefix + ".hooks[].failure", Default: HookBlock, Reload: Live},
+		Key{Path: prefix + ".hooks[].headers", Reload: Live})
 }
 
 // keyIndex finds a key by its path.

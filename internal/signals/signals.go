@@ -48,9 +48,9 @@ type Router struct {
 
 // Start begins delivering the process's signals: ctx's child ends on the
 // first SIGINT or SIGTERM (later ones change nothing: the stop is under
-// way), SIGHUPs go to the hangup handler. release ends the delivery and
-// stops catching altogether, restoring Go's defaults; call it once, when
-// the process is about to exit.
+// way), SIGHUPs go to the hangup handler. release ends the delivery; the
+// signals stay caught for the life of the process, so one that arrives
+// while it exits cannot change its exit status. Call release once.
 func Start(ctx context.Context) (stopCtx context.Context, r *Router, release func()) {
 	stopCtx, cancel := context.WithCancel(ctx)
 	r = &Router{stop: cancel}
@@ -67,7 +67,6 @@ func Start(ctx context.Context) (stopCtx context.Context, r *Router, release fun
 		}
 	}()
 	return stopCtx, r, func() {
-		signal.Stop(caught)
 		close(quit)
 		<-done
 		cancel()

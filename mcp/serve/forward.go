@@ -224,19 +224,8 @@ func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, r *http.
 // peekState reads which replica a requestState's relayed call waits in,
 // if the state is the gateway's own; nothing is checked or spent.
 func (s *requestStates) peekState(state string) (stateBody, bool) {
-	var b stateBody
-	if len(state) > maxRequestState {
-		return b, false
-	}
-	payload, sig, ok := strings.Cut(state, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(s.sign(payload))) {
-		return b, false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil || json.Unmarshal(raw, &b) != nil {
-		return b, false
-	}
-	return b, true
+	b, err := s.unseal(state)
+	return b, err == nil
 }
 
 // route passes p to the replica it belongs to, or refuses a forged

@@ -147,6 +147,24 @@ func (s *requestStates) open(state string, actor core.Actor, c *core.ToolCall, a
 // must be one this gateway sealed, unexpired, and bound to the same actor,
 // tool and arguments. It spends nothing.
 func (s *requestStates) check(state string, actor core.Actor, c *core.ToolCall) (stateBody, error) {
+	b, err := s.unseal(state)
+	if err != nil {
+		return b, err
+	}
+	if time.Now().Unix() > b.Expires {
+		return b, errors.New("requestState refused: expired; nothing ran — call the tool again without it")
+	}
+	digest, err := argsDigest(c)
+	if err != nil || b.Actor != actor.ID || b.Tenant != actor.Tenant || b.Tool != c.Tool.Name || b.Args != digest {
+		return b, errors.New("requestState refused: it was handed out for another caller, tool or arguments; nothing ran")
+	}
+	return b, nil
+}
+
+// unseal reads a state this gateway sealed: within the size bound, its
+// signature good, its body readable. It checks no binding and spends
+// nothing.
+func (s *requestStates) unseal(state string) (stateBody, error) {
 	var b stateBody
 	if len(state) > maxRequestState {
 		return b, fmt.Errorf("requestState refused: %d bytes, at most %d; nothing ran", len(state), maxRequestState)
@@ -158,13 +176,6 @@ func (s *requestStates) check(state string, actor core.Actor, c *core.ToolCall) 
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil || json.Unmarshal(raw, &b) != nil {
 		return b, errors.New("requestState refused: unreadable; nothing ran")
-	}
-	if time.Now().Unix() > b.Expires {
-		return b, errors.New("requestState refused: expired; nothing ran — call the tool again without it")
-	}
-	digest, err := argsDigest(c)
-	if err != nil || b.Actor != actor.ID || b.Tenant != actor.Tenant || b.Tool != c.Tool.Name || b.Args != digest {
-		return b, errors.New("requestState refused: it was handed out for another caller, tool or arguments; nothing ran")
 	}
 	return b, nil
 }
