@@ -74,7 +74,7 @@ func literalsWithIDs(t *testing.T, root string) (found []string, files int) {
 // Operators read plain words: no string of the product (errors, log
 // messages and their attributes, flag help, metric HELP, console text)
 // carries a requirement id. Ids stay in comments, test names and
-// docs/behaviour.md.
+// docs/behaviour.md. (QB-4)
 func TestNoRequirementIDInProductStrings(t *testing.T) {
 	found, files := literalsWithIDs(t, ".")
 	if files < 200 {
@@ -87,7 +87,7 @@ func TestNoRequirementIDInProductStrings(t *testing.T) {
 
 // The scan finds an id in each kind of string the product prints, and
 // leaves comments, test files, test-support packages and SQL comments
-// alone.
+// alone. (QB-4)
 func TestProductStringScan(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, src string) {
@@ -133,7 +133,7 @@ var userDocs = []string{"README.md", "docs/configuration.md", "docs/operations.m
 	"testdata/demo.yaml", "deploy/Containerfile", "deploy/toolgate.service"}
 
 // The user docs say things in words and link to each other; the ids are
-// explained in docs/behaviour.md alone.
+// explained in docs/behaviour.md alone. (QB-4)
 func TestNoRequirementIDInUserDocs(t *testing.T) {
 	for _, p := range userDocs {
 		b, err := os.ReadFile(p)

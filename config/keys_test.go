@@ -144,7 +144,7 @@ func TestEveryEnvOverrideSetsItsKey(t *testing.T) {
 }
 
 // An override that is not of its key's type is an error naming the key
-// and the variable, never a silent default.
+// and the variable, never a silent default. (OP-1)
 func TestEnvOverrideOfTheWrongType(t *testing.T) {
 	path := writeConfig(t, "gateway:\n  confirm: {secret: ${TOOLGATE_CONFIRM_SECRET}}\n")
 	n := 0
@@ -327,7 +327,7 @@ func numberIn(t *testing.T, c *Config, k Key) int64 {
 	return v.Int()
 }
 
-// FormatValue writes what an operator would write in the file.
+// FormatValue writes what an operator would write in the file. (OP-1)
 func TestFormatValue(t *testing.T) {
 	for v, want := range map[any]string{
 		30 * time.Minute: "30m", time.Second: "1s", 2 * time.Minute: "2m", 100 * time.Millisecond: "100ms",

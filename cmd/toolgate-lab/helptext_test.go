@@ -9,7 +9,7 @@ import (
 )
 
 // Operators read plain words: no command's help, flag help included, names
-// a requirement id.
+// a requirement id. (QB-4)
 func TestHelpHasNoRequirementIDs(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"peers", "--help"}, {"replicas", "--help"}} {
 		var out, errOut bytes.Buffer

@@ -71,7 +71,7 @@ func subcommandsIn(page string) []string {
 }
 
 // Operators read plain words: no command's help, flag help included, names
-// a requirement id.
+// a requirement id. (QB-4)
 func TestHelpHasNoRequirementIDs(t *testing.T) {
 	pages := helpPages(t)
 	// The walk reaches subcommands and their flags, not only the top.

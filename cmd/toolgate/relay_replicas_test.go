@@ -173,6 +173,12 @@ func (relaySample) CreateMessage(context.Context, mcpgo.CreateMessageRequest) (*
 	return &mcpgo.CreateMessageResult{SamplingMessage: mcpgo.SamplingMessage{Role: mcpgo.RoleAssistant, Content: mcpgo.NewTextContent("heron")}, Model: "m"}, nil
 }
 
+// Three real replicas on one PostgreSQL behind a round-robin proxy, no
+// affinity, each request of a call on another replica than the last: a
+// 2026-07-28 client answers an elicitation and a sampling request, a legacy
+// client does the same and ends its session elsewhere, a cancel reaches the
+// replica running the call, and a forged forwarded request is refused
+// (OP-11).
 func TestAnyRequestOnAnyReplicaOP11(t *testing.T) {
 	dsn := pgtest.Start(t, nil).NewDatabase(t)
 	up := startAskingUpstream(t)

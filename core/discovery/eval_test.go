@@ -155,6 +155,9 @@ func TestRecall(t *testing.T) {
 	}
 }
 
+// Equal scores rank by name; the caller's filter applies before the limit,
+// so a hidden tool never takes a place; stopwords and unknown words find
+// nothing (DS-2, DS-3).
 func TestSearchTieBreakAndFilter(t *testing.T) {
 	ix := Build([]Doc{
 		{Name: "b_send_mail", Description: "Send an email."},
@@ -184,6 +187,8 @@ func TestSearchTieBreakAndFilter(t *testing.T) {
 	}
 }
 
+// Names split into words, case and accents folded, light stemming and
+// stopwords, text without spaces kept whole (DS-3).
 func TestTerms(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"linear_getViewer", "linear get viewer"},

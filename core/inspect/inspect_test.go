@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// Instructions addressed to the model in a result are found; text about
+// instructions is not (IN-1).
 func TestInjection(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	found := []string{
@@ -31,6 +33,8 @@ func TestInjection(t *testing.T) { // IN-1
 	}
 }
 
+// Links and images whose URL carries data to another host are found;
+// plain links and allowed hosts are not (IN-1).
 func TestLinks(t *testing.T) { // IN-1
 	in := mustNew(t, &Options{AllowHosts: []string{"docs.example.com"}})
 	found := []struct{ text, detector string }{
@@ -60,6 +64,8 @@ func TestLinks(t *testing.T) { // IN-1
 	}
 }
 
+// Findings name JSON pointers in document order, and redaction replaces
+// exactly the spans found (IN-1, IN-2).
 func TestJSONPathsAndRedact(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	tok := githubToken("ghp")
@@ -98,7 +104,7 @@ func TestJSONPathsAndRedact(t *testing.T) { // IN-1
 	}
 }
 
-// Findings carry where, never what: marshalled, they hold no found value.
+// Findings carry where, never what: marshalled, they hold no found value. (IN-2)
 func TestFindingsHoldNoValue(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	marker := "sk_live_" + fresh(24, alnum)
@@ -114,6 +120,8 @@ func TestFindingsHoldNoValue(t *testing.T) { // IN-1
 	}
 }
 
+// Overlapping spans are redacted once, as one, and spans of other paths
+// are left alone (IN-2).
 func TestRedactOverlap(t *testing.T) { // IN-1
 	s := "abcdefghij"
 	fs := []Finding{{Detector: "a", Start: 1, End: 5}, {Detector: "b", Start: 3, End: 7}, {Detector: "c", Start: 8, End: 9}, {Detector: "x", Path: "/other", Start: 0, End: 2}}

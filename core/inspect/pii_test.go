@@ -5,6 +5,8 @@ import (
 	"testing"
 )
 
+// Personal data in the real formats is found: e-mail, phone numbers of
+// several countries, Luhn-valid cards, mod-97 IBANs, SSNs (IN-1).
 func TestPIIFound(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	cases := []struct{ text, detector, span string }{
@@ -36,6 +38,8 @@ func TestPIIFound(t *testing.T) { // IN-1
 	}
 }
 
+// Look-alikes are not personal data: numbers failing Luhn or mod 97,
+// impossible SSNs, git SHAs, UUIDs, dates, timestamps and versions (IN-1).
 func TestPIIBenign(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	cases := []string{
@@ -63,6 +67,8 @@ func TestPIIBenign(t *testing.T) { // IN-1
 	}
 }
 
+// inspect.pii.types limits which kinds count, and an unknown kind is
+// refused (IN-1).
 func TestPIITypesLimit(t *testing.T) { // IN-1
 	in := mustNew(t, &Options{PIITypes: []string{"email"}})
 	s := "jane@example.org 4111 1111 1111 1111"

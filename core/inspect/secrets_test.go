@@ -10,6 +10,8 @@ import (
 // (github.com/gitleaks/gitleaks, cmd/generate/config/rules/*.go, MIT
 // licence): the true and false positives its own rules are validated with.
 
+// Credentials in the providers' formats, gitleaks' true samples among
+// them, are found (IN-1).
 func TestSecretsFound(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	pemBody := base64.StdEncoding.EncodeToString([]byte(fresh(600, alnum)))
@@ -78,6 +80,9 @@ func TestSecretsFound(t *testing.T) { // IN-1
 	}
 }
 
+// Look-alikes are not credentials: git SHAs, UUIDs, base64 blobs, AWS's
+// documented example key, bad checksums, placeholders, gitleaks' false
+// samples (IN-1).
 func TestSecretsBenign(t *testing.T) { // IN-1
 	in := mustNew(t, nil)
 	badSum := githubToken("ghp")

@@ -39,7 +39,7 @@ func valueSets(t *testing.T) map[string]map[string]any {
 }
 
 // TestChartRendersOP11 renders every value set, decodes each object
-// strictly and checks it as a reviewer would.
+// strictly and checks it as a reviewer would. (OP-11)
 func TestChartRendersOP11(t *testing.T) {
 	bin := toolgateBinary(t)
 	for name, vals := range valueSets(t) {
@@ -496,7 +496,7 @@ func checkServiceMonitor(t *testing.T, sm map[string]any, r *rendered, vals map[
 }
 
 // TestChartRefusesOP11: values that cannot make a working deployment fail
-// the render with a message naming what to change.
+// the render with a message naming what to change. (OP-11)
 func TestChartRefusesOP11(t *testing.T) {
 	cases := map[string]struct {
 		vals map[string]any
@@ -535,7 +535,7 @@ func TestChartRefusesOP11(t *testing.T) {
 }
 
 // TestChartLintOP11: the SDK's lint (what `helm lint` runs) finds nothing
-// above INFO for each value set.
+// above INFO for each value set. (OP-11)
 func TestChartLintOP11(t *testing.T) {
 	kv, err := common.ParseKubeVersion(kubeVersion)
 	if err != nil {
@@ -564,7 +564,7 @@ func TestChartLintOP11(t *testing.T) {
 // TestValuesDocumentedOP11: every value in values.yaml has a comment above
 // it (toolgate's own keys under config are documented in
 // docs/configuration.md), and every key has a schema entry with a
-// description.
+// description. (OP-11)
 func TestValuesDocumentedOP11(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
 	if err != nil {
@@ -658,7 +658,7 @@ func volume(r *rendered, name string) corev1.Volume {
 
 // TestStrictDecodeRefusesOP11: the decoding the render checks rely on does
 // refuse a misspelt field, a misplaced one and a duplicate key, which a
-// lenient decoder would drop silently.
+// lenient decoder would drop silently. (OP-11)
 func TestStrictDecodeRefusesOP11(t *testing.T) {
 	base := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers:\n        - name: c\n          image: i\n"
 	var d appsv1.Deployment

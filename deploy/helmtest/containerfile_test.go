@@ -11,7 +11,7 @@ import (
 // agree on what the pod relies on — the user, the port, the entry point and
 // config path, the writable paths under a read-only root, and the image's
 // environment overrides, which the chart must set itself since they win
-// over the config file.
+// over the config file. (OP-11)
 func TestContainerfileMatchesChartOP11(t *testing.T) {
 	img := readContainerfile(t)
 	for name, vals := range valueSets(t) {

@@ -48,7 +48,7 @@ const (
 // time as a Deployment with maxSurge 1 and maxUnavailable 0 does: a new
 // pod until ready, the old one out of the Service, its preStop, SIGTERM,
 // and its exit within the grace period. No call may fail, and no action
-// may run twice.
+// may run twice. (OP-11)
 func TestPodContractRollingRestartOP11(t *testing.T) {
 	dsn := pgtest.Start(t, nil).NewDatabase(t)
 	up := startLedger(t)

@@ -6,7 +6,7 @@ import (
 )
 
 // Every area's ids are found, in any of the forms prose gives them, and
-// words that only look alike are not.
+// words that only look alike are not. (QB-4)
 func TestFind(t *testing.T) {
 	for _, a := range Areas {
 		for _, s := range []string{a + "-1", "(" + a + "-7)", "(IM-5, " + a + "-12)", a + "-3: x", "see " + a + "-40."} {

@@ -13,7 +13,7 @@ import (
 // Operators read plain words: no metric's HELP names a requirement id. The
 // descriptions come from every collector on the gateway's registry, so a
 // metric without a series yet is read too; the registry's own gathering
-// reads the HELP of those that have one.
+// reads the HELP of those that have one. (QB-4)
 func TestHelpHasNoRequirementIDs(t *testing.T) {
 	m := New(Options{Bus: core.NewRegistry(nil).Bus(), Endpoints: []string{"/mcp"}})
 	defer m.Close()

@@ -43,7 +43,7 @@ func TestHangupOwedOnceOP12(t *testing.T) {
 	}
 }
 
-// SIGINT and SIGTERM end the stop context; a SIGHUP never does.
+// SIGINT and SIGTERM end the stop context; a SIGHUP never does. (OP-12)
 func TestStopSignalsOP12(t *testing.T) {
 	stopped := false
 	r := &Router{stop: func() { stopped = true }}
@@ -60,7 +60,7 @@ func TestStopSignalsOP12(t *testing.T) {
 	}
 }
 
-// A nil Router (a command run from a test) accepts every call.
+// A nil Router (a command run from a test) accepts every call. (OP-12)
 func TestNilRouter(t *testing.T) {
 	var r *Router
 	r.OnHangup(func() { t.Fatal("called") })
@@ -69,7 +69,7 @@ func TestNilRouter(t *testing.T) {
 
 // The real thing: this test binary imports the package, so its init has
 // caught SIGHUP and SIGTERM; both sent to the process itself are delivered
-// through Start instead of ending it.
+// through Start instead of ending it. (OP-12)
 func TestRealSignalsOP12(t *testing.T) {
 	ctx, r, release := Start(context.Background())
 	defer release()

@@ -115,7 +115,7 @@ func BenchmarkObserve(b *testing.B) {
 }
 
 // kth over sorted lists agrees with sorting their union, for every rank,
-// duplicates and empty lists included.
+// duplicates and empty lists included. (CO-1)
 func TestKth(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
@@ -143,7 +143,7 @@ func TestKth(t *testing.T) {
 
 // The pane needs the console's tick while a call is in the traffic window
 // (its columns age by the minute), and no longer once none is: the last
-// tick redraws the list without it.
+// tick redraws the list without it. (CO-1)
 func TestCountingFollowsTrafficWindow(t *testing.T) {
 	t0 := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
 	now := t0

@@ -124,7 +124,7 @@ var reachPlaces = []reachPlace{
 // TestRV2ScanReach is the proof that every string a model reads is read by
 // every rule: one marker instruction, in prose and as a snake_case,
 // kebab-case, dotted and camelCase identifier, placed in turn in each place
-// of reachPlaces, is flagged there, with the place as the flag's Where.
+// of reachPlaces, is flagged there, with the place as the flag's Where. (RV-2)
 func TestRV2ScanReach(t *testing.T) {
 	forms := []string{"prose", "snake", "kebab", "dotted", "camel"}
 	for _, pl := range reachPlaces {
@@ -157,7 +157,7 @@ func TestRV2ScanReach(t *testing.T) {
 }
 
 // TestRV2ScanReachControl: the same places holding honest text are clean,
-// so TestRV2ScanReach measures the marker, not the place.
+// so TestRV2ScanReach measures the marker, not the place. (RV-2)
 func TestRV2ScanReachControl(t *testing.T) {
 	for _, pl := range reachPlaces {
 		for _, m := range []string{"the report title", "report_title", "report-title", "reportTitle"} {

@@ -14,7 +14,7 @@ import (
 
 // TestRV2ScanSignalPairs: one signal alone is how honest descriptions
 // talk and is not flagged; two that make a pair flag the sentence that
-// holds them, and only that sentence.
+// holds them, and only that sentence. (RV-2)
 func TestRV2ScanSignalPairs(t *testing.T) {
 	tests := []struct {
 		name, desc, flagged string // flagged: the sentence flagged, or ""
@@ -74,7 +74,7 @@ func TestRV2ScanSignalPairs(t *testing.T) {
 
 // TestRV2ScanSignalIdentifier: "and", "but" and "then" join a second order
 // onto a value written as an identifier; in prose they join steps of what
-// the tool does.
+// the tool does. (RV-2)
 func TestRV2ScanSignalIdentifier(t *testing.T) {
 	if got := sentenceSignal("overwrite source and skip backups", true); got == "" {
 		t.Error("an identifier joining a destructive order onto a value is not flagged")
@@ -86,7 +86,7 @@ func TestRV2ScanSignalIdentifier(t *testing.T) {
 
 // TestRV2ScanSignalPairsExercised: every pair holds in some sentence of the
 // recall sets, and every match of a signal rule there holds one of the
-// needles read off its pattern, so the prefilter never hides a finding.
+// needles read off its pattern, so the prefilter never hides a finding. (RV-2)
 func TestRV2ScanSignalPairsExercised(t *testing.T) {
 	fired := make([]bool, len(signalPairs))
 	for _, name := range []string{"fresh6.json", "fresh7.json", "fresh8.json", "fresh9.json", "fresh10.json", "fresh11.json"} {
