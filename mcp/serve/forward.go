@@ -240,10 +240,11 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 	}
 	p.forwarded = forwarded
 	if forwarded && p.legacy && p.id != "" && e.seal != nil && !e.ids.live(p.id) &&
-		(p.env.Kind == jsonrpc.Response || p.env.Method == string(mcpgo.MethodNotificationCancelled)) {
-		// Told to every replica, an answer or a cancellation is for the
-		// one holding the session; one that does not takes no copy of it.
-		if p.env.Kind == jsonrpc.Response {
+		(r.Method == http.MethodDelete || p.env.Kind == jsonrpc.Response || p.env.Method == string(mcpgo.MethodNotificationCancelled)) {
+		// Told to every replica, an end, an answer or a cancellation is
+		// for the ones holding the session; one that does not takes no
+		// copy of it.
+		if r.Method == http.MethodDelete || p.env.Kind == jsonrpc.Response {
 			http.Error(w, "unknown session", http.StatusNotFound)
 		} else {
 			w.WriteHeader(http.StatusAccepted)
@@ -252,6 +253,20 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 	}
 	if forwarded || e.fwd == nil {
 		// Never forwarded twice: no loops between replicas.
+		return false
+	}
+	if p.legacy && p.id != "" && e.seal != nil && r.Method == http.MethodDelete {
+		// A session may be held by more than one replica (adopted where
+		// a request came before the store listed its holder): every
+		// holder ends its copy before the client is answered, not when
+		// the end's notice reaches it.
+		ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
+		defer cancel()
+		endedElsewhere := e.tellOthers(ctx, r, p, http.StatusOK)
+		if endedElsewhere && !e.ids.live(p.id) {
+			w.WriteHeader(http.StatusOK)
+			return true
+		}
 		return false
 	}
 	switch {
@@ -277,7 +292,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		if json.Unmarshal(p.env.ParamsOrEmpty(), &q) == nil && q.RequestID != nil && !e.ids.inflight.Has(p.id+"\x00"+jsonrpc.IDKey(q.RequestID)) {
 			ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 			defer cancel()
-			e.tellOthers(ctx, r, p)
+			e.tellOthers(ctx, r, p, http.StatusAccepted)
 		}
 		if !e.ids.live(p.id) {
 			// Told where the call runs; nothing of this session is here to
@@ -334,12 +349,13 @@ func (e *Endpoint) fanOutCancel(r *http.Request, p *post) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 	defer cancel()
-	e.tellOthers(ctx, r, p)
+	e.tellOthers(ctx, r, p, http.StatusAccepted)
 }
 
 // tellOthers passes p to every other replica at once and reports whether
-// one accepted it (202): the one holding what it names.
-func (e *Endpoint) tellOthers(ctx context.Context, r *http.Request, p *post) bool {
+// one answered with took (202 for an answer or a cancellation, 200 for an
+// end): one holding what it names.
+func (e *Endpoint) tellOthers(ctx context.Context, r *http.Request, p *post, took int) bool {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	accepted := false
@@ -353,7 +369,7 @@ func (e *Endpoint) tellOthers(ctx context.Context, r *http.Request, p *post) boo
 				e.opts.Logger.Warn("passing a request to another replica failed", "replica", replica, "err", err)
 				return
 			}
-			if d.status == http.StatusAccepted {
+			if d.status == took {
 				mu.Lock()
 				accepted = true
 				mu.Unlock()
@@ -373,7 +389,7 @@ func (e *Endpoint) answerElsewhere(r *http.Request, p *post) bool {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 	defer cancel()
-	return e.tellOthers(ctx, r, p)
+	return e.tellOthers(ctx, r, p, http.StatusAccepted)
 }
 
 // discard is a ResponseWriter that keeps only the status.
