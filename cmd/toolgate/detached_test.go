@@ -26,8 +26,13 @@ import (
 )
 
 const (
-	detachedRounds   = 20               // per signal
-	detachedGoneWait = 10 * time.Second // gateway exit to every detached process gone
+	detachedRounds = 20 // per signal
+	// detachedGoneWait bounds gateway exit to every detached process gone.
+	// The supervisor's own waits take up to 7 s (stopGrace, then ten
+	// rounds of killWait); the rest is room for a loaded machine, where
+	// 10 s was once not enough for that sweep. A process the sweep missed
+	// still runs at the bound, however long it is.
+	detachedGoneWait = 30 * time.Second
 )
 
 // detachedConfig is a served gateway with one stdio upstream that starts
