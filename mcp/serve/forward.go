@@ -264,6 +264,8 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		defer cancel()
 		endedElsewhere := e.tellOthers(ctx, r, p, http.StatusOK)
 		if endedElsewhere && !e.ids.live(p.id) {
+			// Ended where it lived; not to be adopted here after either.
+			e.ids.tombstone(p.id)
 			w.WriteHeader(http.StatusOK)
 			return true
 		}
