@@ -148,7 +148,15 @@ func detachedRound(t *testing.T, sig syscall.Signal) []int {
 	for _, p := range fds {
 		if !p.waitGone(deadline) {
 			survivors = append(survivors, p.pid)
+			// Say where it stands, so a miss can be traced to its cause.
+			info, _ := readProc(p.pid)
+			sup, supAlive := readProc(group)
+			t.Logf("survivor %d: state %c, parent %d, group %d, session %d; supervisor %d present %v state %c",
+				p.pid, info.state, info.ppid, info.pgid, procSession(p.pid), group, supAlive, sup.state)
 		}
+	}
+	if len(survivors) > 0 {
+		t.Logf("gateway log:\n%s", g.stderr)
 	}
 	return survivors
 }

@@ -173,6 +173,11 @@ wait:
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+	// Only now is every thread of the command gone. A child one of its
+	// threads started is reparented to the supervisor when the last of them
+	// exits, which on a loaded machine can come after the sweep above found
+	// nothing more; one more sweep ends it (IM-10).
+	stopDescendants(self, cmdPid)
 	return exitStatus(cmd.ProcessState)
 }
 
@@ -234,20 +239,28 @@ func stopDescendants(self, cmdPid int) {
 }
 
 // descendants lists the live processes below self, from /proc, together
-// with any other live member of self's process group. Zombies are left out:
-// they have already exited.
+// with any other live member of self's process group. Zombies are left out
+// of the list, since they have already exited, but the walk goes through
+// them: a multi-threaded process whose main thread has exited shows as a
+// zombie while its other threads still run, and the children they started
+// stay listed under it until the last thread is gone.
 func descendants(self int) []int {
 	children := map[int][]int{}
+	zombie := map[int]bool{}
 	var group []int
 	for _, pid := range procPIDs() {
 		if pid == self {
 			continue
 		}
 		st, ok := procStat(pid)
-		if !ok || st.state == 'Z' {
+		if !ok {
 			continue
 		}
 		children[st.ppid] = append(children[st.ppid], pid)
+		if st.state == 'Z' {
+			zombie[pid] = true
+			continue
+		}
 		if st.pgid == self {
 			group = append(group, pid)
 		}
@@ -262,7 +275,9 @@ func descendants(self int) []int {
 		for _, c := range children[p] {
 			if !seen[c] {
 				seen[c] = true
-				out = append(out, c)
+				if !zombie[c] {
+					out = append(out, c)
+				}
 				queue = append(queue, c)
 			}
 		}

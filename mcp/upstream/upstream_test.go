@@ -21,12 +21,20 @@ import (
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 )
 
+// helperMains are what the test binary runs instead of the tests when its
+// first argument names one; platform files add theirs in init.
+var helperMains = map[string]func(){}
+
 func TestMain(m *testing.M) {
 	if upstreamtest.Serve() {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == wireServerArg {
 		runWireServer()
+		return
+	}
+	if len(os.Args) > 1 && helperMains[os.Args[1]] != nil {
+		helperMains[os.Args[1]]()
 		return
 	}
 	os.Exit(m.Run())
