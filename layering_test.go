@@ -117,19 +117,61 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// The binary operators install links no test or lab package: no test
-// client, no round-robin proxy, no throwaway PostgreSQL, no *test helper.
+// productForbidden is every package the binary operators install must not
+// link, named one by one as a dependency test should: the test framework,
+// the lab (peers, proxies, throwaway clusters) and each test helper of the
+// module. A new *test or lab package fails TestForbiddenListComplete until
+// it is named here.
+var productForbidden = map[string]string{
+	"testing":                                 "the test framework",
+	"net/http/httptest":                       "test servers",
+	module + "/internal/lab/peers":            "real-peer test fixtures",
+	module + "/internal/lab/peers/confclient": "the conformance suite's client",
+	module + "/internal/lab/rrproxy":          "the round-robin proxy of replica tests",
+	module + "/auth/authtest":                 "a test identity provider",
+	module + "/core/auditchain/chaintest":     "audit chain test helpers",
+	module + "/core/coretest":                 "core test helpers",
+	module + "/core/eventbustest":             "event bus test helpers",
+	module + "/core/schema/schematest":        "schema test helpers",
+	module + "/internal/idtest":               "id test helpers",
+	module + "/internal/mcptest":              "a test MCP server",
+	module + "/internal/metrics/metricstest":  "metrics test helpers",
+	module + "/internal/oidctest":             "a test OpenID provider",
+	module + "/internal/otlptest":             "a test trace collector",
+	module + "/internal/pgtest":               "throwaway PostgreSQL clusters",
+	module + "/internal/store/storetest":      "the suite every store passes",
+	module + "/internal/upstreamtest":         "test upstream servers",
+	module + "/internal/waittest":             "bounded waits for tests",
+}
+
+// The binary operators install links none of productForbidden.
 func TestInstalledBinaryLinksNoLabOrTestPackage(t *testing.T) {
 	deps := goList(t, "./cmd/toolgate")[module+"/cmd/toolgate"]
 	if len(deps) < 20 {
 		t.Fatalf("cmd/toolgate has only %d dependencies: %q", len(deps), deps)
 	}
 	for _, d := range deps {
-		if !strings.HasPrefix(d, module+"/") {
-			continue
+		if why, bad := productForbidden[d]; bad {
+			t.Errorf("cmd/toolgate links %s (%s)", d, why)
 		}
-		if in(d, "internal/mcptest") || in(d, "internal/rrproxy") || in(d, "internal/pgtest") || strings.HasSuffix(path.Base(d), "test") {
-			t.Errorf("cmd/toolgate links %s, a test or lab package", d)
+	}
+}
+
+// Every test helper and lab package of the module is in productForbidden:
+// the list names them, so it must grow with them.
+func TestForbiddenListComplete(t *testing.T) {
+	all := goList(t, "./...")
+	for pkg := range all {
+		helper := strings.HasSuffix(path.Base(pkg), "test") || in(pkg, "internal/lab")
+		if _, listed := productForbidden[pkg]; helper && !listed {
+			t.Errorf("%s is a test or lab package missing from productForbidden", pkg)
+		}
+	}
+	for pkg := range productForbidden {
+		if strings.HasPrefix(pkg, module+"/") {
+			if _, ok := all[pkg]; !ok {
+				t.Errorf("productForbidden names %s, which does not exist", pkg)
+			}
 		}
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
-	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/store/memory"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 // BenchmarkToken is what a perActor call pays to find its actor's token:
@@ -19,9 +19,9 @@ func BenchmarkToken(b *testing.B) {
 		name string
 		open func(b *testing.B) Store
 	}{
-		{"memory", func(*testing.B) Store { return memstore.NewMemStore() }},
+		{"memory", func(*testing.B) Store { return memory.NewMemStore() }},
 		{"sqlite", func(b *testing.B) Store {
-			s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "t.db"))
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "t.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

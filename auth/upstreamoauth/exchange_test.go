@@ -16,8 +16,8 @@ import (
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 // exchangeFront is an endpoint taking the provider's JWTs, as the gateway's
@@ -95,7 +95,7 @@ func claimsOf(t *testing.T, tok string) map[string]any {
 // store file; hc, if not nil, is its HTTP client.
 func exchangeManager(t *testing.T, up upstreamoauth.Upstream, hc *http.Client, timeout time.Duration) (*upstreamoauth.Manager, *syncBuffer, *clock) {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "toolgate.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "toolgate.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/pgstore"
-	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/store/postgres"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 func startAS(t *testing.T, env ...string) string { return oidctest.Start(t, env...) }
@@ -193,9 +193,9 @@ func startGateway(t *testing.T, ups []upstreamoauth.Upstream, o gatewayOptions) 
 	}
 	var err error
 	if o.pg != "" {
-		st, err = pgstore.Open(context.Background(), o.pg)
+		st, err = postgres.Open(context.Background(), o.pg)
 	} else {
-		st, err = sqlitestore.Open(context.Background(), path)
+		st, err = sqlite.Open(context.Background(), path)
 	}
 	if err != nil {
 		t.Fatal(err)

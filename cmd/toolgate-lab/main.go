@@ -20,7 +20,7 @@ import (
 	"syscall"
 
 	"github.com/toolgate/toolgate/internal/bench"
-	"github.com/toolgate/toolgate/internal/rrproxy"
+	"github.com/toolgate/toolgate/internal/lab/rrproxy"
 )
 
 // postgresEnv holds the replicas database's URL, kept off the command line

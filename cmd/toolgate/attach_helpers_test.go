@@ -26,8 +26,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // Keys of the admin tests: none may ever show on a screen, in a log or in

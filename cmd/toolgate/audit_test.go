@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 // OP-6: `toolgate audit` prints the store's records, as a table or JSON,
@@ -19,7 +19,7 @@ import (
 func TestAuditCommand(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "toolgate.db")
-	store, err := sqlitestore.Open(context.Background(), db)
+	store, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestAuditCommand(t *testing.T) {
 func TestAuditCommandFoldsIntentsCF3(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "toolgate.db")
-	store, err := sqlitestore.Open(context.Background(), db)
+	store, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestAuditVerifyErrors(t *testing.T) {
 func TestAuditVerifyShowsUnsignedChains(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "toolgate.db")
-	store, err := sqlitestore.Open(context.Background(), db)
+	store, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

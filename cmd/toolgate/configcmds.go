@@ -11,9 +11,9 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
+	"github.com/toolgate/toolgate/internal/store/postgres"
 )
 
 // loadConfig resolves --config (or the default path) and loads it, printing
@@ -73,7 +73,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	}
 	// --offline reaches no server, a PostgreSQL store included: review
 	// states then read as if nothing were approved.
-	existing := !*offline || !pgstore.IsDSN(cfg.Gateway.Store)
+	existing := !*offline || !postgres.IsDSN(cfg.Gateway.Store)
 	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: existing})
 	if err != nil {
 		return fail(fmt.Errorf("toolgate check: %w", err))

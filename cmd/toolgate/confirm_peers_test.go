@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 )
 
 // API keys of the two actors of the confirm tests.

@@ -21,8 +21,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 const discoveryPeerKey = "discovery-SECRET-dev-key-8f1e2d3c4b"

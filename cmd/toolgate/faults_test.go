@@ -24,7 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/eventbustest"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
 	"github.com/toolgate/toolgate/internal/waittest"
@@ -44,7 +44,7 @@ func faultCtx(t *testing.T, d time.Duration) context.Context {
 
 // stdioDemoSpec is a built-in upstream run by the real binary over stdio,
 // supervised as the gateway runs it.
-func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.UpstreamSpec {
+func stdioDemoSpec(t *testing.T, name string, env map[string]string) upstreams.UpstreamSpec {
 	t.Helper()
 	up, err := upstream.New(upstream.Options{
 		Name: name, Command: toolgateBinary(t), Args: []string{"demo-upstream", name},
@@ -53,30 +53,30 @@ func stdioDemoSpec(t *testing.T, name string, env map[string]string) importer.Up
 	if err != nil {
 		t.Fatal(err)
 	}
-	return importer.UpstreamSpec{Name: name, Prefix: name, Transport: "stdio", Timeout: 20 * time.Second, Upstream: up}
+	return upstreams.UpstreamSpec{Name: name, Prefix: name, Transport: "stdio", Timeout: 20 * time.Second, Upstream: up}
 }
 
-func httpSpec(t *testing.T, name, url string) importer.UpstreamSpec {
+func httpSpec(t *testing.T, name, url string) upstreams.UpstreamSpec {
 	t.Helper()
 	up, err := upstream.New(upstream.Options{Name: name, URL: url, Transport: "http"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return importer.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Timeout: 5 * time.Second, Upstream: up}
+	return upstreams.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Timeout: 5 * time.Second, Upstream: up}
 }
 
 // startImporter imports specs into a fresh registry; the importer (and with
 // it every child process) is closed at cleanup.
-func startImporter(t *testing.T, specs ...importer.UpstreamSpec) (*core.Registry, *importer.Importer, error) {
+func startImporter(t *testing.T, specs ...upstreams.UpstreamSpec) (*core.Registry, *upstreams.Importer, error) {
 	t.Helper()
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, specs, &importer.ImporterOptions{Debounce: 100 * time.Millisecond})
+	im := upstreams.NewImporter(reg, specs, &upstreams.ImporterOptions{Debounce: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = im.Close() })
 	err := im.Start(faultCtx(t, 60*time.Second))
 	return reg, im, err
 }
 
-func statusOf(t *testing.T, im *importer.Importer, name string) core.UpstreamStatus {
+func statusOf(t *testing.T, im *upstreams.Importer, name string) core.UpstreamStatus {
 	t.Helper()
 	for _, st := range im.Statuses() {
 		if st.Name == name {
@@ -249,7 +249,7 @@ func TestFaultUpstreamDownAtStartIM8(t *testing.T) {
 	}
 	closedURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", closedPort(t))
 	reg, im, err := startImporter(t,
-		importer.UpstreamSpec{Name: "missing", Prefix: "missing", Transport: "stdio", Timeout: 5 * time.Second, Upstream: missing},
+		upstreams.UpstreamSpec{Name: "missing", Prefix: "missing", Transport: "stdio", Timeout: 5 * time.Second, Upstream: missing},
 		httpSpec(t, "closed", closedURL),
 		stdioDemoSpec(t, "notes", nil),
 	)
@@ -346,12 +346,12 @@ func TestFaultRefreshWhileDownIM23(t *testing.T) {
 func TestFaultUpstreamLostAndBackIM37(t *testing.T) {
 	proc, url := startHTTPDemo(t, "notes")
 	spec := httpSpec(t, "notes", url)
-	spec.Health = importer.HealthCheck{Interval: time.Second, Timeout: time.Second}
-	spec.Reconnect = importer.Reconnect{InitialDelay: 200 * time.Millisecond, MaxDelay: time.Second}
+	spec.Health = upstreams.HealthCheck{Interval: time.Second, Timeout: time.Second}
+	spec.Reconnect = upstreams.Reconnect{InitialDelay: 200 * time.Millisecond, MaxDelay: time.Second}
 	reg := core.NewRegistry(nil)
 	_, sub := reg.Bus().Subscribe(0)
 	defer sub.Close()
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{spec}, nil)
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{spec}, nil)
 	t.Cleanup(func() { _ = im.Close() })
 	if err := im.Start(faultCtx(t, 60*time.Second)); err != nil {
 		t.Fatal(err)

@@ -17,9 +17,9 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review"
-	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/report"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -264,7 +264,7 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 		Description: demo.ShiftyInnocent, InputSchema: json.RawMessage(`{"type":"object"}`)}
 	other := core.ToolInfo{Name: "up_shift", Source: "up", RemoteName: "shift", Kind: core.KindAction, Description: "Shift."}
 
-	st, err := sqlitestore.Open(ctx, path)
+	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err = sqlitestore.Open(ctx, path)
+	st, err = sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestReviewPersistsAcrossReopenRV4(t *testing.T) {
 		t.Errorf("changed after reopen: %q, allowed %v", got, rev.Allows(poisoned))
 	}
 
-	fresh, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "fresh.db"))
+	fresh, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fresh.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

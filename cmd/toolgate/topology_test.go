@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/lab/rrproxy"
 	"github.com/toolgate/toolgate/internal/pgtest"
-	"github.com/toolgate/toolgate/internal/rrproxy"
 	"github.com/toolgate/toolgate/internal/waittest"
 )
 

@@ -5,13 +5,13 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/canonjson"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/schema/schematest"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 func benchGate(b *testing.B) *Gate {
 	b.Helper()
-	g, err := NewGate(GateOptions{Secret: []byte("bench-confirm-secret-0123456789abcdef"), Ledger: memstore.NewMemStore()})
+	g, err := NewGate(GateOptions{Secret: []byte("bench-confirm-secret-0123456789abcdef"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, KeyBytes) }
@@ -62,7 +62,7 @@ func TestSealBindsRecordToConnection(t *testing.T) {
 // (stale), Rekey re-seals them, and after it the old key can go.
 func TestRotation(t *testing.T) {
 	ctx := context.Background()
-	s := memstore.NewMemStore()
+	s := memory.NewMemStore()
 	defer s.Close()
 	old := mustKeyring(t, key(1), nil)
 	for _, actor := range []string{"alice", "bob", core.SharedActor} {

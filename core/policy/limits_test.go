@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 // Covers PO-3.
@@ -34,7 +34,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func newLimits(t *testing.T, c *clock, specs ...LimitSpec) *Limits {
 	t.Helper()
-	l, err := NewLimits(specs, memstore.NewMemStore())
+	l, err := NewLimits(specs, memory.NewMemStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestNewLimitsRefuses(t *testing.T) {
 		{LimitSpec{ID: "a", Per: PerActor, Rate: 1, Match: `nope == 1`}, "limits[0].match: line 1, column 1"},
 	}
 	for _, tt := range tests {
-		if _, err := NewLimits([]LimitSpec{tt.spec}, memstore.NewMemStore()); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := NewLimits([]LimitSpec{tt.spec}, memory.NewMemStore()); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("NewLimits(%+v) = %v, want %q", tt.spec, err, tt.want)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 func testPrompt(source, remote, description string) Entry {
@@ -92,7 +92,7 @@ func TestEntryAllowsRV3(t *testing.T) {
 	res := testResource("up", "dict://about", "About.")
 	tool := reviewTool("up", "review", "A tool named like the prompt.")
 
-	r := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	r := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	if st := r.EntryState(p); st != core.ReviewNew || !r.AllowsEntry(p) {
 		t.Fatalf("new prompt under pin: %q, allowed %v", st, r.AllowsEntry(p))
 	}
@@ -142,7 +142,7 @@ func TestEntryAllowsRV3(t *testing.T) {
 // still reads as tools.
 func TestEntryPersistExportImportRV4(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	p := testPrompt("up", "review", "Review a change.")
 	res := testResource("up", "dict://about", "About.")
 	tool := reviewTool("up", "review", "A tool.")
@@ -185,7 +185,7 @@ func TestEntryPersistExportImportRV4(t *testing.T) {
 		t.Errorf("kinds in the file = %v, want tool (none), prompt, resource:\n%s", kinds, data)
 	}
 
-	to := newTestReviewer(t, core.ReviewRequire, memstore.NewMemStore())
+	to := newTestReviewer(t, core.ReviewRequire, memory.NewMemStore())
 	if n, err := to.Import(ctx, data); err != nil || n != 3 {
 		t.Fatalf("import: %d, %v", n, err)
 	}
@@ -198,7 +198,7 @@ func TestEntryPersistExportImportRV4(t *testing.T) {
 
 	// A file from before prompts were reviewed: every entry is a tool's.
 	old := `{"version":1,"approvals":[{"source":"up","remoteName":"review","fingerprint":"` + ToolFingerprint(tool) + `","decision":"approved","by":"x","at":"2025-01-01T00:00:00Z"}]}`
-	o := newTestReviewer(t, core.ReviewRequire, memstore.NewMemStore())
+	o := newTestReviewer(t, core.ReviewRequire, memory.NewMemStore())
 	if n, err := o.Import(ctx, []byte(old)); err != nil || n != 1 {
 		t.Fatalf("old file: %d, %v", n, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/coretest"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 // RV-1, RV-3: after approval, an output schema that
@@ -17,7 +17,7 @@ import (
 // registry's fingerprint as through Allows, until it is approved again.
 func TestReviewOutputSchemaRugPullRV3(t *testing.T) {
 	ctx := context.Background()
-	rev := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	rev := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	approved := reviewTool("shop", "lookup_order", "Looks up an order.")
 	approved.OutputSchema = json.RawMessage(`{"type":"object","properties":{"status":{"type":"string","description":"Order status."}}}`)
 	coretest.Must(t, rev.Approve(ctx, approved, "op"))
@@ -59,7 +59,7 @@ func TestReviewLegacyApprovalNotTrusted(t *testing.T) {
 	v1 := func(t core.ToolInfo) string {
 		return legacyFingerprintV1(t.RemoteName, t.Description, string(t.InputSchema), string(t.Annotations))
 	}
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	coretest.Must(t, store.PutApproval(ctx, core.Approval{Source: "docs", RemoteName: "lookup", Fingerprint: v1(tool), Decision: core.DecisionApproved, By: "old", At: at}))
 	coretest.Must(t, store.PutApproval(ctx, core.Approval{Source: "docs", RemoteName: "shady", Fingerprint: v1(rejected), Decision: core.DecisionRejected, By: "old", At: at}))
@@ -83,7 +83,7 @@ func TestReviewLegacyApprovalNotTrusted(t *testing.T) {
 	// An approvals file of the first format is read (RV-4), with the same
 	// outcome.
 	file := []byte(`{"version":1,"approvals":[{"source":"docs","remoteName":"lookup","fingerprint":"` + v1(tool) + `","decision":"approved","by":"old"}]}`)
-	rev := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	rev := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	if n, err := rev.Import(ctx, file); err != nil || n != 1 {
 		t.Fatalf("import of a first-format file: %d, %v", n, err)
 	}

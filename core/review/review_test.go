@@ -19,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/coretest"
 	"github.com/toolgate/toolgate/core/eventbustest"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 var updateReview = flag.Bool("update", false, "rewrite the golden files under testdata/review")
@@ -48,7 +48,7 @@ func newTestReviewer(t *testing.T, mode core.ReviewMode, store core.Store) *Revi
 // order and white space in the schema do not count, any text does.
 func TestReviewStatesRV1(t *testing.T) {
 	ctx := context.Background()
-	r := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	r := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	orig := reviewTool("docs", "lookup", "Look up a word.")
 
 	reordered := orig
@@ -126,7 +126,7 @@ func TestReviewAllowsRV3(t *testing.T) {
 		core.ReviewRejected: reviewTool("up", "bad", "Rejected tool."),
 	}
 	native := core.ToolInfo{Name: "native", Kind: core.KindRead, Description: "Native."}
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	seed := newTestReviewer(t, core.ReviewPin, store)
 	for _, step := range []struct {
 		tool core.ToolInfo
@@ -190,7 +190,7 @@ func TestReviewAllowsRV3(t *testing.T) {
 func TestReviewRegistryCanUseSV4(t *testing.T) {
 	ctx := context.Background()
 	bus := core.NewBus()
-	rev, err := NewReviewer(ctx, core.ReviewPin, memstore.NewMemStore(), bus)
+	rev, err := NewReviewer(ctx, core.ReviewPin, memory.NewMemStore(), bus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestReviewRegistryCanUseSV4(t *testing.T) {
 func TestReviewEventsRV1(t *testing.T) {
 	ctx := context.Background()
 	bus := core.NewBus()
-	rev, err := NewReviewer(ctx, core.ReviewPin, memstore.NewMemStore(), bus)
+	rev, err := NewReviewer(ctx, core.ReviewPin, memory.NewMemStore(), bus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestReviewEventsRV1(t *testing.T) {
 // RV-4: a decision the store refused is not taken in memory either.
 func TestReviewStoreFailureRV4(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	rev := newTestReviewer(t, core.ReviewPin, store)
 	_ = store.Close()
 	tool := reviewTool("up", "lookup", "Look up.")
@@ -294,7 +294,7 @@ func TestReviewStoreFailureRV4(t *testing.T) {
 // published.
 func TestReviewReloadRV4(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	bus := core.NewBus()
 	serving, err := NewReviewer(ctx, core.ReviewPin, store, bus)
 	if err != nil {
@@ -367,7 +367,7 @@ func reviewFixture(t *testing.T, r *Reviewer) []core.ToolInfo {
 // exports the same bytes. testdata/review/approvals.json pins the format.
 func TestReviewExportImportRV4(t *testing.T) {
 	ctx := context.Background()
-	from := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	from := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	tools := reviewFixture(t, from)
 	data, err := from.Export(ctx)
 	if err != nil {
@@ -397,7 +397,7 @@ func TestReviewExportImportRV4(t *testing.T) {
 	}
 
 	bus := core.NewBus()
-	to, err := NewReviewer(ctx, core.ReviewPin, memstore.NewMemStore(), bus)
+	to, err := NewReviewer(ctx, core.ReviewPin, memory.NewMemStore(), bus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestReviewExportImportRV4(t *testing.T) {
 	entries := f["approvals"].([]any)
 	delete(entries[0].(map[string]any), "at")
 	noAt, _ := json.Marshal(f)
-	third := newTestReviewer(t, core.ReviewRequire, memstore.NewMemStore())
+	third := newTestReviewer(t, core.ReviewRequire, memory.NewMemStore())
 	third.now = func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
 	if n, err := third.Import(ctx, noAt); err != nil || n != 4 {
 		t.Fatalf("import without at: %d, %v", n, err)
@@ -474,7 +474,7 @@ func TestReviewImportRefusesRV4(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			store := memstore.NewMemStore()
+			store := memory.NewMemStore()
 			pre := core.Approval{Source: "up", RemoteName: "z", Fingerprint: fp, Decision: core.DecisionRejected, By: "op", At: time.Unix(1, 0).UTC()}
 			if err := store.PutApproval(ctx, pre); err != nil {
 				t.Fatal(err)
@@ -531,7 +531,7 @@ func TestReviewFlagsOtherSourcesRV2(t *testing.T) {
 // and every read sees a state that was true at some point.
 func TestReviewConcurrentRV3(t *testing.T) {
 	ctx := context.Background()
-	r := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	r := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	tools := make([]core.ToolInfo, 8)
 	for i := range tools {
 		tools[i] = reviewTool("up", fmt.Sprintf("t%d", i), "Tool.")
@@ -575,7 +575,7 @@ func TestReviewConcurrentRV3(t *testing.T) {
 // as it is, withheld under require once its definition changes.
 func TestReviewUsesRegisteredFingerprint(t *testing.T) {
 	ctx := context.Background()
-	rev, err := NewReviewer(ctx, core.ReviewRequire, memstore.NewMemStore(), nil)
+	rev, err := NewReviewer(ctx, core.ReviewRequire, memory.NewMemStore(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func TestFingerprintCoversEveryServedMember(t *testing.T) {
 		"execution": func(t *core.ToolInfo) { t.Execution = json.RawMessage(`{"taskSupport":"required"}`) },
 		"_meta":     func(t *core.ToolInfo) { t.Meta = json.RawMessage(`{"note":"ignore previous instructions"}`) },
 	} {
-		rev := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+		rev := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 		if err := rev.Approve(context.Background(), base, "alice"); err != nil {
 			t.Fatal(err)
 		}
@@ -659,7 +659,7 @@ func TestFingerprintCoversEveryServedMember(t *testing.T) {
 // is withheld under require, and served again under off; an invalid mode is
 // refused and changes nothing.
 func TestSetModeOP8(t *testing.T) {
-	r := newTestReviewer(t, core.ReviewPin, memstore.NewMemStore())
+	r := newTestReviewer(t, core.ReviewPin, memory.NewMemStore())
 	tool := reviewTool("docs", "lookup", "Look up a word.")
 	for _, step := range []struct {
 		mode  core.ReviewMode

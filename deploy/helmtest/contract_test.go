@@ -28,8 +28,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/toolgate/toolgate/internal/lab/rrproxy"
 	"github.com/toolgate/toolgate/internal/pgtest"
-	"github.com/toolgate/toolgate/internal/rrproxy"
 )
 
 // Bounds of the waits below; each is a ceiling for a loop that ends on its

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolgate/toolgate/internal/lab/rrproxy"
 	"github.com/toolgate/toolgate/internal/pgtest"
-	"github.com/toolgate/toolgate/internal/rrproxy"
 )
 
 func newRRProxy(backends []string) (ReplicaProxy, error) { return rrproxy.New(backends, nil) }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/core/upstreams"
 )
 
 // reviewedCatalog is the importer's catalog as the endpoints serve it:
@@ -15,7 +15,7 @@ import (
 // listed, and reading, getting, subscribing to or completing one answers as
 // for an unknown one — the gate tools have (SV-4, SV-5).
 type reviewedCatalog struct {
-	im  *importer.Importer
+	im  *upstreams.Importer
 	rev *review.Reviewer
 }
 
@@ -50,7 +50,7 @@ func (c reviewedCatalog) resourceAllowed(uri string) error {
 		}
 	}
 	for _, t := range all.Templates {
-		if t.URI == uri || importer.TemplateMatches(t.URI, uri) {
+		if t.URI == uri || upstreams.TemplateMatches(t.URI, uri) {
 			return c.allowed(review.ResourceEntry(t), core.ErrUnknownResource, uri)
 		}
 	}
@@ -127,7 +127,7 @@ var _ core.CatalogRouter = reviewedCatalog{}
 
 // reviewEntries is every prompt and resource the importer lists with its
 // review: the console's and `review list`'s rows.
-func reviewEntries(rev *review.Reviewer, im *importer.Importer, tools []core.ToolInfo) []core.ReviewEntry {
+func reviewEntries(rev *review.Reviewer, im *upstreams.Importer, tools []core.ToolInfo) []core.ReviewEntry {
 	entries := review.EntriesOf(im.Catalog())
 	out := make([]core.ReviewEntry, 0, len(entries))
 	for _, e := range entries {

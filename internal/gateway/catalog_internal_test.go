@@ -9,9 +9,9 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/coretest"
-	"github.com/toolgate/toolgate/core/importer"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/core/upstreams"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 // RV-3 at the catalog's every door: a rejected template withholds the URIs
@@ -31,13 +31,13 @@ func TestReviewedCatalogGatesRV3(t *testing.T) {
 	up.SetCatalog(raws(`{"uri":"up://open","name":"open"}`),
 		raws(`{"uriTemplate":"up://items/{id}","name":"item","description":"An item."}`),
 		raws(`{"name":"brief","description":"Brief."}`, `{"name":"other","description":"Other."}`))
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "up", Prefix: "up", Transport: "fake", Upstream: up}},
-		&importer.ImporterOptions{Debounce: 20 * time.Millisecond})
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{Name: "up", Prefix: "up", Transport: "fake", Upstream: up}},
+		&upstreams.ImporterOptions{Debounce: 20 * time.Millisecond})
 	t.Cleanup(func() { _ = im.Close() })
 	if err := im.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := review.NewReviewer(ctx, core.ReviewPin, memstore.NewMemStore(), nil)
+	rev, err := review.NewReviewer(ctx, core.ReviewPin, memory.NewMemStore(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

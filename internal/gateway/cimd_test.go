@@ -20,8 +20,8 @@ import (
 
 	"github.com/toolgate/toolgate/auth/upstreamoauth"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // What the public origin answers for the metadata document.

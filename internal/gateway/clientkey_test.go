@@ -12,8 +12,8 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // UI-1: a perActor upstream whose pre-registered client authenticates by

@@ -13,8 +13,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // UI-2: a call whose client agreed to open the connect link waits for the

@@ -8,8 +8,8 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/core/upstreams"
 )
 
 // LocalConsole is the Console of an in-process gateway: each method is a
@@ -17,7 +17,7 @@ import (
 // the part it calls.
 type LocalConsole struct {
 	Registry  *core.Registry
-	Importer  *importer.Importer
+	Importer  *upstreams.Importer
 	Reviewer  *review.Reviewer // nil: review commands fail
 	Approvals *confirm.ApprovalQueue
 	Sessions  *core.Sessions

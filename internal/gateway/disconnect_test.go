@@ -11,8 +11,8 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 // disconnect posts the actor-disconnect route with key as the bearer and

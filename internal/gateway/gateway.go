@@ -20,10 +20,10 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/importer"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/telemetry"
 )
@@ -72,7 +72,7 @@ type Gateway struct {
 	ownStore  bool
 	export    *auditchain.Exporter // audit.export; nil: none
 	reg       *core.Registry
-	importer  *importer.Importer
+	importer  *upstreams.Importer
 	review    *review.Reviewer
 	sessions  *core.Sessions
 	gate      *confirm.Gate // nil: no confirm secret, action tools are not served
@@ -158,10 +158,10 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 		}
 		g.ownStore = g.store != nil
 		if g.store == nil {
-			g.store = memstore.NewMemStore()
+			g.store = memory.NewMemStore()
 		}
 	case g.opts.ImportOnly && !g.opts.ReviewStore:
-		g.store = memstore.NewMemStore()
+		g.store = memory.NewMemStore()
 	default:
 		if g.store, err = OpenStore(ctx, cfg.Gateway.Store); err != nil {
 			return nil, fmt.Errorf("opening the store: %w", err)
@@ -223,7 +223,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 	bus.AddSnapshotPart(func(s *core.Snapshot) { s.Reviews = rev.States(s.Tools) })
 	g.review = rev
 	g.hub = serve.NewHub()
-	specs := make([]importer.UpstreamSpec, 0, len(g.cfg.Upstreams))
+	specs := make([]upstreams.UpstreamSpec, 0, len(g.cfg.Upstreams))
 	for _, u := range g.cfg.Upstreams {
 		s, err := g.specOf(u, g.hub)
 		if err != nil {
@@ -233,7 +233,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 	}
 	// A one-shot command reports what one import found; retrying behind it
 	// would only change the answer while it is being printed.
-	g.importer = importer.NewImporter(g.reg, specs, &importer.ImporterOptions{ReviewState: rev.State, NoBackground: g.opts.ImportOnly})
+	g.importer = upstreams.NewImporter(g.reg, specs, &upstreams.ImporterOptions{ReviewState: rev.State, NoBackground: g.opts.ImportOnly})
 	return nil
 }
 
@@ -456,7 +456,7 @@ func (g *Gateway) Ready() bool { return g.ready.Load() }
 // Registry, Importer, Reviewer, Sessions and Store are the gateway's parts,
 // for the command line's reports and for tests.
 func (g *Gateway) Registry() *core.Registry          { return g.reg }
-func (g *Gateway) Importer() *importer.Importer      { return g.importer }
+func (g *Gateway) Importer() *upstreams.Importer     { return g.importer }
 func (g *Gateway) Reviewer() *review.Reviewer        { return g.review }
 func (g *Gateway) Sessions() *core.Sessions          { return g.sessions }
 func (g *Gateway) Store() core.Store                 { return g.store }

@@ -15,8 +15,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 var notesTools = []string{"notes_create_note", "notes_list_notes", "notes_search", "notes_side_effects"}
@@ -316,7 +316,7 @@ func TestCloseWithoutStart(t *testing.T) {
 func TestCloseEndsSessionsFirst(t *testing.T) {
 	ctx := testCtx(t)
 	cfg := loadConfig(t, gatewayYAML(""))
-	g := newGateway(t, cfg, &gateway.Options{Store: memstore.NewMemStore()})
+	g := newGateway(t, cfg, &gateway.Options{Store: memory.NewMemStore()})
 	if err := g.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

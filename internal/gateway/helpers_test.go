@@ -28,8 +28,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -443,7 +443,7 @@ func assertStoreReleased(t *testing.T, path string) {
 	if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s-wal is still there (%v): a connection to the store is still open", path, err)
 	}
-	st, err := sqlitestore.Open(context.Background(), path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("reopening the store: %v", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
 	"github.com/toolgate/toolgate/core/policy"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
 
@@ -105,7 +105,7 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		end context.CancelFunc
 	}
 	var auths []builtAuth
-	var built []importer.UpstreamSpec
+	var built []upstreams.UpstreamSpec
 	fail := func(err error) (*ReloadReport, error) {
 		for _, a := range auths {
 			a.end()
@@ -159,10 +159,10 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 			return fail(err)
 		}
 	}
-	specs := make([]importer.UpstreamSpec, 0, len(eff.Upstreams))
+	specs := make([]upstreams.UpstreamSpec, 0, len(eff.Upstreams))
 	for _, u := range eff.Upstreams {
 		if !slices.Contains(d.upAdded, u.Name) && !slices.Contains(d.upChanged, u.Name) {
-			specs = append(specs, importer.UpstreamSpec{Name: u.Name}) // keep it running
+			specs = append(specs, upstreams.UpstreamSpec{Name: u.Name}) // keep it running
 			continue
 		}
 		s, err := g.specOf(u, g.hub)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store/postgres"
 )
 
 // shareWait bounds how long a change on one replica may take to show on
@@ -231,7 +231,7 @@ func TestDeadReplicaPendingExpiresCF5(t *testing.T) {
 
 	// The replica that dies: a store handle that records a confirmation,
 	// says so, and is gone.
-	dead, err := pgstore.Open(ctx, dsn)
+	dead, err := postgres.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

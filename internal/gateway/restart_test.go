@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review"
-	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 // CF-4, RV-4, OP-5: used confirm tokens and review decisions live in the
@@ -40,7 +40,7 @@ func TestRestartKeepsLedgerAndApprovals(t *testing.T) {
 		t.Fatalf("confirm: %q isError=%v", resultText(res), res.IsError)
 	}
 
-	other, err := sqlitestore.Open(ctx, store)
+	other, err := sqlite.Open(ctx, store)
 	if err != nil {
 		t.Fatal(err)
 	}

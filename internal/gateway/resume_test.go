@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store/postgres"
 )
 
 const otherActorKey = "gateway-test-other-key-7c4e2a9b"
@@ -238,7 +238,7 @@ func TestSessionContinuesOnAnotherReplicaSV2(t *testing.T) {
 	closeGateway(t, rs[0].g)
 	// A's shutdown ends no session for good. Had it said otherwise, B
 	// would have heard it before this marker, sent after A was gone.
-	late, err := pgstore.Open(ctx, dsn)
+	late, err := postgres.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

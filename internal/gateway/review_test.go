@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review"
-	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -99,7 +99,7 @@ func TestReviewRugPullRV3(t *testing.T) {
 	}
 
 	// warn over another handle on the same file sees the same decision.
-	other, err := sqlitestore.Open(ctx, store)
+	other, err := sqlite.Open(ctx, store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/pgstore"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store/postgres"
 )
 
 // elsewhereWith waits on sub for the other replicas' sessions to satisfy
@@ -133,7 +133,7 @@ func TestSessionsListedAcrossReplicasCO5(t *testing.T) {
 	})
 
 	t.Run("a replica that stopped beating", func(t *testing.T) {
-		h, err := pgstore.Open(ctx, dsn)
+		h, err := postgres.Open(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}

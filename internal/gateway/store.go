@@ -10,24 +10,24 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/pgstore"
-	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/store/postgres"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 // OpenStore opens gateway.store: a postgres:// or postgresql:// URL, or a
 // file path, empty for the default file in the user data dir (OP-5).
 func OpenStore(ctx context.Context, spec string) (core.Store, error) {
-	if pgstore.IsDSN(spec) {
-		return pgstore.Open(ctx, spec)
+	if postgres.IsDSN(spec) {
+		return postgres.Open(ctx, spec)
 	}
 	path := spec
 	if path == "" {
 		var err error
-		if path, err = sqlitestore.DefaultPath(); err != nil {
+		if path, err = sqlite.DefaultPath(); err != nil {
 			return nil, fmt.Errorf("gateway.store: %w", err)
 		}
 	}
-	return sqlitestore.Open(ctx, path)
+	return sqlite.Open(ctx, path)
 }
 
 // newGate builds the confirm gate when a secret is configured; without one
@@ -118,14 +118,14 @@ func existingStore(ctx context.Context, cfg *config.Config) (core.Store, error) 
 	path := cfg.Gateway.Store
 	if path == "" {
 		var err error
-		if path, err = sqlitestore.DefaultPath(); err != nil {
+		if path, err = sqlite.DefaultPath(); err != nil {
 			return nil, nil
 		}
 	}
-	if pgstore.IsDSN(path) {
+	if postgres.IsDSN(path) {
 		// The replicas' decisions, read where they keep them (RV-3); a
 		// database with no toolgate schema yet is left as it is.
-		s, err := pgstore.OpenExisting(ctx, path)
+		s, err := postgres.OpenExisting(ctx, path)
 		if err != nil || s == nil {
 			return nil, err
 		}
@@ -137,5 +137,5 @@ func existingStore(ctx context.Context, cfg *config.Config) (core.Store, error) 
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil
 	}
-	return sqlitestore.Open(ctx, path)
+	return sqlite.Open(ctx, path)
 }

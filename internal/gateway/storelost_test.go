@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 )
 
 // CF-3, CF-4, OP-5: the store file is deleted while the gateway serves (the
@@ -100,7 +100,7 @@ func TestStoreReplacedWhileServingCF3(t *testing.T) {
 	pending := confirmArgs(previewToken(t, ctx, s, "pending"), "pending")
 
 	other := filepath.Join(dir, "other.db")
-	o, err := sqlitestore.Open(context.Background(), other)
+	o, err := sqlite.Open(context.Background(), other)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/admin"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/mcp/peers"
 )
 
 const (

@@ -8,19 +8,19 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
 // specOf is what the importer needs of one upstream's config, with its
 // connection built.
-func (g *Gateway) specOf(u config.Upstream, hub *serve.Hub) (importer.UpstreamSpec, error) {
+func (g *Gateway) specOf(u config.Upstream, hub *serve.Hub) (upstreams.UpstreamSpec, error) {
 	up, err := g.upstreamOf(u, hub)
 	if err != nil {
-		return importer.UpstreamSpec{}, fmt.Errorf("upstream %q: %w", u.Name, err)
+		return upstreams.UpstreamSpec{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 	}
-	return importer.UpstreamSpec{
+	return upstreams.UpstreamSpec{
 		Name:        u.Name,
 		Prefix:      u.EffectivePrefix(),
 		Transport:   transportOf(u),
@@ -32,8 +32,8 @@ func (g *Gateway) specOf(u config.Upstream, hub *serve.Hub) (importer.UpstreamSp
 		Roles:       u.Roles,
 		Required:    u.Required,
 		Timeout:     u.Timeout,
-		Health:      importer.HealthCheck{Disabled: !u.Health.On(), Interval: u.Health.Interval, Timeout: u.Health.Timeout},
-		Reconnect:   importer.Reconnect{Disabled: !u.Reconnect.On(), InitialDelay: u.Reconnect.InitialDelay, MaxDelay: u.Reconnect.MaxDelay},
+		Health:      upstreams.HealthCheck{Disabled: !u.Health.On(), Interval: u.Health.Interval, Timeout: u.Health.Timeout},
+		Reconnect:   upstreams.Reconnect{Disabled: !u.Reconnect.On(), InitialDelay: u.Reconnect.InitialDelay, MaxDelay: u.Reconnect.MaxDelay},
 		Upstream:    up,
 	}, nil
 }

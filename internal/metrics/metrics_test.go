@@ -19,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/coretest"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/metrics/metricstest"
 	"github.com/toolgate/toolgate/internal/waittest"
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // following their bus.
 type rig struct {
 	reg *core.Registry
-	im  *importer.Importer
+	im  *upstreams.Importer
 	m   *metrics.Metrics
 }
 
@@ -49,11 +49,11 @@ func fake(name string, tools ...core.RemoteTool) named {
 func newRig(t *testing.T, opts metrics.Options, ups ...named) *rig {
 	t.Helper()
 	reg := core.NewRegistry(nil)
-	var specs []importer.UpstreamSpec
+	var specs []upstreams.UpstreamSpec
 	for _, u := range ups {
-		specs = append(specs, importer.UpstreamSpec{Name: u.name, Prefix: u.name, Transport: "fake", Upstream: u.up})
+		specs = append(specs, upstreams.UpstreamSpec{Name: u.name, Prefix: u.name, Transport: "fake", Upstream: u.up})
 	}
-	im := importer.NewImporter(reg, specs, &importer.ImporterOptions{NoBackground: true, Backoff: func(int) time.Duration { return 0 }})
+	im := upstreams.NewImporter(reg, specs, &upstreams.ImporterOptions{NoBackground: true, Backoff: func(int) time.Duration { return 0 }})
 	opts.Bus = reg.Bus()
 	m := metrics.New(opts)
 	t.Cleanup(func() {
@@ -286,11 +286,11 @@ func TestCollisionsOP7(t *testing.T) {
 	a := coretest.NewFakeUpstream("a", coretest.FakeTool("search", "a's", ""))
 	b := coretest.NewFakeUpstream("b", coretest.FakeTool("search", "b's", ""))
 	reg := core.NewRegistry(nil)
-	specs := []importer.UpstreamSpec{
+	specs := []upstreams.UpstreamSpec{
 		{Name: "a", Transport: "fake", Upstream: a}, // no prefix: both claim "search"
 		{Name: "b", Transport: "fake", Upstream: b},
 	}
-	im := importer.NewImporter(reg, specs, &importer.ImporterOptions{NoBackground: true})
+	im := upstreams.NewImporter(reg, specs, &upstreams.ImporterOptions{NoBackground: true})
 	m := metrics.New(metrics.Options{Bus: reg.Bus()})
 	t.Cleanup(func() {
 		_ = im.Close()

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 )
 
 // CallbackPath is the gateway's redirect URI path, where a Browser stops;

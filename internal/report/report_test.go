@@ -8,15 +8,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/review"
+	"github.com/toolgate/toolgate/internal/store/memory"
 )
 
 // RV-2, CO-2: the reports print each flag as the console
 // shows it — kind, severity, where, span, the flagged text with hidden
 // characters made visible, and the reason — not only its kind.
 func TestReportFlagsRV2(t *testing.T) {
-	rev, err := review.NewReviewer(context.Background(), core.ReviewPin, memstore.NewMemStore(), nil)
+	rev, err := review.NewReviewer(context.Background(), core.ReviewPin, memory.NewMemStore(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestReportFlagTextClipped(t *testing.T) {
 // older fingerprint format is changed.
 func TestReportLegacyApprovalNote(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	tool := core.ToolInfo{Name: "up_fetch", Source: "up", RemoteName: "fetch", Kind: core.KindRead, Description: "Fetch.", InputSchema: json.RawMessage(`{}`)}
 	old := core.Approval{Source: "up", RemoteName: "fetch", Fingerprint: "sha256:" + strings.Repeat("0", 64), Decision: core.DecisionApproved, By: "op"}
 	if err := store.PutApproval(ctx, old); err != nil {

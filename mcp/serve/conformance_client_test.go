@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 )
 
 // conformanceRun bounds one scenario run of the CLI, fixture and client
@@ -55,7 +55,7 @@ func buildConfClient(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin,
-		"github.com/toolgate/toolgate/mcp/peers/confclient").CombinedOutput()
+		"github.com/toolgate/toolgate/internal/lab/peers/confclient").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build confclient: %v\n%s", err, out)
 	}

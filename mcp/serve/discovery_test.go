@@ -11,17 +11,17 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
 
 // discoveryEndpoint is the test endpoint with tool search on, a confirm
 // gate, an audit and a policy that denies "boom" whatever the arguments.
-func discoveryEndpoint(t *testing.T, stateless bool) (*served, *memstore.MemStore) {
+func discoveryEndpoint(t *testing.T, stateless bool) (*served, *memory.MemStore) {
 	t.Helper()
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func discoveryEndpoint(t *testing.T, stateless bool) (*served, *memstore.MemStor
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	s := serveEndpoint(t, serve.EndpointOptions{Gate: gate, Audit: store, Policy: pol, Stateless: stateless,
 		Discovery: &serve.Discovery{AlwaysList: []string{"gh_search", "admin_only", "boom"}}})
 	return s, store

@@ -15,8 +15,8 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/mcp/peers"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/coretest"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
@@ -37,7 +37,7 @@ func TestListChangedOncePerBurstIM25(t *testing.T) {
 	up.SetCatalog([]json.RawMessage{json.RawMessage(`{"uri":"test://a","name":"a"}`)}, nil,
 		[]json.RawMessage{json.RawMessage(`{"name":"p"}`)})
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "up", Prefix: "up", Transport: "fake", DefaultKind: core.KindRead, Upstream: up}}, nil)
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{Name: "up", Prefix: "up", Transport: "fake", DefaultKind: core.KindRead, Upstream: up}}, nil)
 	t.Cleanup(func() { _ = im.Close() })
 	if err := im.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/importer"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/core/upstreams"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/serve"
@@ -76,13 +76,13 @@ func serveRelayedWith(t *testing.T, upURL string, wait time.Duration, opts serve
 		t.Fatal(err)
 	}
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "up", DefaultKind: core.KindRead, Timeout: time.Minute, Upstream: up}}, nil)
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{Name: "up", DefaultKind: core.KindRead, Timeout: time.Minute, Upstream: up}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := im.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("relay-test-secret-0123456789abcdefgh"), Ledger: memstore.NewMemStore(), ApprovalWait: wait})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("relay-test-secret-0123456789abcdefgh"), Ledger: memory.NewMemStore(), ApprovalWait: wait})
 	if err != nil {
 		t.Fatal(err)
 	}

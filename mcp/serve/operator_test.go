@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/eventbustest"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
@@ -49,7 +49,7 @@ func serveOperatorSaying(t *testing.T, wait time.Duration, msgs confirm.ConfirmM
 	_, sub := bus.Subscribe(64)
 	queue := confirm.NewApprovalQueue(bus)
 	gate, err := confirm.NewGate(confirm.GateOptions{
-		Secret: []byte("operator-test-secret-0123456789abcdef"), Ledger: memstore.NewMemStore(),
+		Secret: []byte("operator-test-secret-0123456789abcdef"), Ledger: memory.NewMemStore(),
 		Approvals: queue, ApprovalWait: wait,
 		NeedsOperator: func(tool core.Tool) bool { return tool.Source == "gh" }, Messages: msgs,
 	})

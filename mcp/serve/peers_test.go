@@ -23,11 +23,11 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/importer"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/core/upstreams"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/internal/waittest"
-	"github.com/toolgate/toolgate/mcp/peers"
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
 
@@ -188,7 +188,7 @@ func rawToolsOf(t *testing.T, command string, args ...string) (map[string]rawToo
 }
 
 // importPeer imports one upstream through the real importer and requires it.
-func importPeer(t *testing.T, opts upstream.Options, prefix string) (*core.Registry, *importer.Importer) {
+func importPeer(t *testing.T, opts upstream.Options, prefix string) (*core.Registry, *upstreams.Importer) {
 	t.Helper()
 	up, err := upstream.New(opts)
 	if err != nil {
@@ -199,7 +199,7 @@ func importPeer(t *testing.T, opts upstream.Options, prefix string) (*core.Regis
 		transport = "stdio"
 	}
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{
 		Name: opts.Name, Prefix: prefix, Transport: transport, Required: true,
 		Timeout: peerTimeout, Upstream: up,
 	}}, nil)
@@ -304,7 +304,7 @@ func textOf(t *testing.T, r core.Result) string {
 
 // checkChildrenGone checks that the processes running in dir, there before
 // Close, are all gone once Close returns (IM-10).
-func checkChildrenGone(t *testing.T, im *importer.Importer, dir string) {
+func checkChildrenGone(t *testing.T, im *upstreams.Importer, dir string) {
 	t.Helper()
 	before, ok := peers.ProcsIn(dir)
 	if !ok {
@@ -326,7 +326,7 @@ func checkChildrenGone(t *testing.T, im *importer.Importer, dir string) {
 // checkStatus checks the upstream's visible state (IM-9). A refresh that
 // brought late tools publishes its count just after registering them, so
 // the count is awaited, bounded.
-func checkStatus(t *testing.T, im *importer.Importer, server string, tools int) {
+func checkStatus(t *testing.T, im *upstreams.Importer, server string, tools int) {
 	t.Helper()
 	waittest.Succeeds(t, 5*time.Second, "the upstream's status", func() error {
 		st := im.Statuses()
@@ -552,7 +552,7 @@ func TestPeerGoSDKEverythingListedMemberByMember(t *testing.T) {
 // member (see TestPeerEverythingListedMemberByMember).
 func checkListedMemberByMember(t *testing.T, reg *core.Registry, prefix string, raw map[string]rawTool, names []string) {
 	t.Helper()
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("a-confirm-secret-of-at-least-32-bytes!"), Ledger: memstore.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("a-confirm-secret-of-at-least-32-bytes!"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/internal/waittest"
@@ -58,7 +58,7 @@ func relayGatewayOf(t *testing.T, arg string, roots ...string) string {
 func serveImported(t *testing.T, up core.Upstream, hub *serve.Hub, timeout time.Duration) string {
 	t.Helper()
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: timeout, Upstream: up}}, nil)
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{Name: "child", DefaultKind: core.KindRead, Timeout: timeout, Upstream: up}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := im.Start(ctx); err != nil {

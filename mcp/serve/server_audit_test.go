@@ -11,8 +11,8 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/memstore"
-	"github.com/toolgate/toolgate/core/sqlitestore"
+	"github.com/toolgate/toolgate/internal/store/memory"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
 
@@ -49,7 +49,7 @@ func (a appendOnly) AppendAudit(ctx context.Context, r core.AuditRecord) error {
 // committed (AppendAudit); the record of any other call is queued when the
 // store can queue, and appended when it cannot.
 func TestEndpointAuditActionsWaitReadsQueueOP6(t *testing.T) {
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestEndpointAuditActionsWaitReadsQueueOP6(t *testing.T) {
 // the activity feed.
 func TestEndpointActionIntentBeforeRunCF3(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "toolgate.db"))
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "toolgate.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,9 @@ import (
 
 	"github.com/toolgate/toolgate/auth"
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/memstore"
-	"github.com/toolgate/toolgate/core/sqlitestore"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/store/memory"
+	"github.com/toolgate/toolgate/internal/store/sqlite"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/mcp/upstream"
@@ -138,9 +138,9 @@ func BenchmarkEndpointToolsCall(b *testing.B) {
 	}{
 		{"mcp-go", bareServer, "", "echo"},
 		{"endpoint/audit=off", func(b *testing.B) *httptest.Server { return endpointServer(b, nil) }, benchKey, "up_echo"},
-		{"endpoint/audit=memory", func(b *testing.B) *httptest.Server { return endpointServer(b, memstore.NewMemStore()) }, benchKey, "up_echo"},
+		{"endpoint/audit=memory", func(b *testing.B) *httptest.Server { return endpointServer(b, memory.NewMemStore()) }, benchKey, "up_echo"},
 		{"endpoint/audit=sqlite", func(b *testing.B) *httptest.Server {
-			st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/mcp/upstream"
@@ -23,7 +23,7 @@ func TestEndpointServesCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "notes", Prefix: "notes", Upstream: up, Timeout: 10 * time.Second}}, nil)
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{Name: "notes", Prefix: "notes", Upstream: up, Timeout: 10 * time.Second}}, nil)
 	defer im.Close()
 	if err := im.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/memstore"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
 
@@ -86,7 +86,7 @@ func callText(t *testing.T, c *client.Client, name string, args map[string]any) 
 // call; yes runs the tool once, no runs nothing; a client without the
 // capability gets the two-call preview.
 func TestEndpointElicitConfirm(t *testing.T) {
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/memstore"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
 
@@ -417,7 +417,7 @@ func TestEndpointStateless(t *testing.T) {
 // fields; the first call previews and runs nothing, the confirming call runs
 // once, a replay is refused as an isError result.
 func TestEndpointConfirmGate(t *testing.T) {
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,11 +468,11 @@ func TestEndpointConfirmGate(t *testing.T) {
 // OP-6: every call is audited with its outcome, a preview and its confirm
 // share a token id, and argument values are kept only as a hash.
 func TestEndpointAudit(t *testing.T) {
-	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memstore.NewMemStore()})
+	gate, err := confirm.NewGate(confirm.GateOptions{Secret: []byte("0123456789abcdef0123456789abcdef!"), Ledger: memory.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := memstore.NewMemStore()
+	store := memory.NewMemStore()
 	s := serveEndpoint(t, serve.EndpointOptions{Gate: gate, Audit: store, AuditKey: []byte("audit-key")})
 	_, sub := s.reg.Bus().Subscribe(0)
 	defer sub.Close()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcp/upstream"
 )
@@ -16,15 +16,15 @@ import (
 // the upstream that listed them; prompts are prefixed like tools.
 func TestCatalogThroughRealServer(t *testing.T) {
 	reg := core.NewRegistry(nil)
-	var specs []importer.UpstreamSpec
+	var specs []upstreams.UpstreamSpec
 	for _, name := range []string{"notes", "echo"} {
 		up, err := upstream.New(upstream.Options{Name: name, URL: upstreamtest.ServeDemo(t, name), Transport: "http"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		specs = append(specs, importer.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Upstream: up, Timeout: 10 * time.Second})
+		specs = append(specs, upstreams.UpstreamSpec{Name: name, Prefix: name, Transport: "http", Upstream: up, Timeout: 10 * time.Second})
 	}
-	im := importer.NewImporter(reg, specs, nil)
+	im := upstreams.NewImporter(reg, specs, nil)
 	defer im.Close()
 	if err := im.Start(context.Background()); err != nil {
 		t.Fatal(err)

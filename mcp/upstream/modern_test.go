@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/internal/waittest"
 )
@@ -191,10 +191,10 @@ func TestModernOnlyUpstreamHTTPNeverTwiceAndReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{
 		Name: "modern", Prefix: "m", Transport: "http", Actions: []string{"drop", "counted"},
 		Timeout: 5 * time.Second, Upstream: up,
-	}}, &importer.ImporterOptions{Attempts: 3, Backoff: func(int) time.Duration { return time.Millisecond }})
+	}}, &upstreams.ImporterOptions{Attempts: 3, Backoff: func(int) time.Duration { return time.Millisecond }})
 	defer im.Close()
 	if err := im.Start(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
@@ -332,9 +332,9 @@ func TestModernOnlyUpstreamStdioNeverTwiceAndReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := core.NewRegistry(nil)
-	im := importer.NewImporter(reg, []importer.UpstreamSpec{{
+	im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{
 		Name: "modern", Prefix: "m", Actions: []string{"crash", "counted"}, Timeout: 10 * time.Second, Upstream: up,
-	}}, &importer.ImporterOptions{Attempts: 3, Backoff: func(int) time.Duration { return time.Millisecond }})
+	}}, &upstreams.ImporterOptions{Attempts: 3, Backoff: func(int) time.Duration { return time.Millisecond }})
 	defer im.Close()
 	if err := im.Start(ctxT(t, 20*time.Second)); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/importer"
+	"github.com/toolgate/toolgate/core/upstreams"
 )
 
 // refusing answers one JSON-RPC method with an HTTP status and passes
@@ -158,9 +158,9 @@ func TestImporterReportsStatusAnswerIM29(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg := core.NewRegistry(nil)
-			im := importer.NewImporter(reg, []importer.UpstreamSpec{{
+			im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{
 				Name: "net", Prefix: "net", Transport: "http", Actions: []string{"t0"}, Timeout: 5 * time.Second, Upstream: up,
-			}}, &importer.ImporterOptions{Attempts: 2, Backoff: func(int) time.Duration { return time.Millisecond }})
+			}}, &upstreams.ImporterOptions{Attempts: 2, Backoff: func(int) time.Duration { return time.Millisecond }})
 			t.Cleanup(func() { _ = im.Close() })
 
 			f.refuse("initialize", code)
@@ -219,7 +219,7 @@ func TestAutoShowsResolvedTransportIM9(t *testing.T) {
 			t.Errorf("%s: transport %q before connecting", s.want, got)
 		}
 		reg := core.NewRegistry(nil)
-		im := importer.NewImporter(reg, []importer.UpstreamSpec{{Name: "auto", Prefix: "auto", Transport: "auto", Upstream: up}}, nil)
+		im := upstreams.NewImporter(reg, []upstreams.UpstreamSpec{{Name: "auto", Prefix: "auto", Transport: "auto", Upstream: up}}, nil)
 		t.Cleanup(func() { _ = im.Close() })
 		if got := im.Statuses()[0].Transport; got != "auto" {
 			t.Errorf("%s: status shows %q before connecting, want auto", s.want, got)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/core/schema/schematest"
 	// Test-only: the npm peers (recheck among them) and their installer.
-	"github.com/toolgate/toolgate/mcp/peers"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 )
 
 // Bounds of the oracle test: replays run one node each, killed at

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package sqlitestore
-
-import "time"
-
-// processCPU is not measured here: the benchmarks report no CPU time.
-func processCPU() time.Duration { return 0 }

@@ -1,0 +1,95 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/core"
+)
+
+var _ core.QuotaCounter = (*Store)(nil)
+
+func quotaUsageQuery(schema string, bounded bool) string {
+	q := `SELECT key, count FROM ` + pgx.Identifier{schema}.Sanitize() + `.quota_counts WHERE start = $1 AND key COLLATE "C" >= $2`
+	if bounded {
+		return q + ` AND key COLLATE "C" < $3 ORDER BY count DESC, key COLLATE "C" LIMIT $4`
+	}
+	return q + ` ORDER BY count DESC, key COLLATE "C" LIMIT $3`
+}
+
+func quotaQueries(schema string) (take, prune string) {
+	ident := pgx.Identifier{schema}.Sanitize()
+	q := func(s string) string { return strings.ReplaceAll(s, "{s}", ident) }
+	return q(`INSERT INTO {s}.quota_counts AS q (key, start, count) VALUES ($1, $2, 1)
+			ON CONFLICT (key, start) DO UPDATE SET count = q.count + 1 WHERE q.count < $3`),
+		q(`DELETE FROM {s}.quota_counts WHERE start < $1`)
+}
+
+// TakeQuota implements core.QuotaCounter: one upsert that counts only
+// below max, so the row lock decides between replicas taking the last
+// unit. Not retried: the statement may have committed before its answer
+// was lost, and a count taken twice only refuses a call early.
+func (s *Store) TakeQuota(ctx context.Context, key string, window time.Time, max int64, prune time.Time) (bool, error) {
+	if err := s.usable(); err != nil {
+		return false, err
+	}
+	take, pruneSQL := quotaQueries(s.d.schema)
+	at, _ := unixNano(window)
+	tag, err := s.pool.Exec(ctx, take, key, at, max)
+	if err != nil {
+		return false, s.wrap(ctx, "count quota", err)
+	}
+	taken := tag.RowsAffected() == 1
+	if taken && s.quotaTakes.Add(1)%core.PruneEvery == 0 {
+		before, _ := unixNano(prune)
+		if _, err := s.pool.Exec(ctx, pruneSQL, before); err != nil {
+			return true, s.wrap(ctx, "prune quota counts", err)
+		}
+	}
+	return taken, nil
+}
+
+// QuotaUsage implements core.QuotaCounter: the window's rows (by the
+// index on start), keys compared bytewise (COLLATE "C") as the range is
+// computed, whatever the database's collation.
+func (s *Store) QuotaUsage(ctx context.Context, prefix string, window time.Time, n int) ([]core.QuotaCount, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	at, _ := unixNano(window)
+	lo, hi, bounded := core.PrefixRange(prefix)
+	args := []any{at, lo}
+	if bounded {
+		args = append(args, hi)
+	}
+	rows, err := s.pool.Query(ctx, quotaUsageQuery(s.d.schema, bounded), append(args, n)...)
+	if err != nil {
+		return nil, s.wrap(ctx, "read quota counts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.QuotaCount, error) {
+		var c core.QuotaCount
+		err := r.Scan(&c.Key, &c.Count)
+		return c, err
+	})
+	if err != nil {
+		return nil, s.wrap(ctx, "read quota counts", err)
+	}
+	return out, nil
+}
+
+// GiveBackQuota implements core.QuotaCounter. Not retried, as TakeQuota:
+// a give-back lost counts a call that did not run, never the reverse.
+func (s *Store) GiveBackQuota(ctx context.Context, key string, window time.Time) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	at, _ := unixNano(window)
+	q := `UPDATE ` + pgx.Identifier{s.d.schema}.Sanitize() + `.quota_counts SET count = count - 1 WHERE key = $1 AND start = $2 AND count > 0`
+	if _, err := s.pool.Exec(ctx, q, key, at); err != nil {
+		return s.wrap(ctx, "give back quota", err)
+	}
+	return nil
+}
