@@ -118,7 +118,7 @@ func TestProviderSecretsBenign(t *testing.T) { // IN-1
 		"hf_" + fresh(20, letters),                                                         // too short
 		"hf_" + strings.Repeat("a", 34),                                                    // no entropy
 		"cache key-" + fresh(32, hexLower),                                                 // a hash, no Mailgun in sight
-		"SKU SK-1234 and SKIP",                                                             // not a Twilio key
+		"SKIP the SKU list, SKETCH",                                                        // not a Twilio key
 		"commit " + fresh(40, hexLower) + " -us flag",                                      // not a Mailchimp key
 		"Authorization: Bearer <token>",                                                    // placeholder
 		"Authorization: Bearer YOUR_API_TOKEN_HERE",                                        // placeholder
