@@ -138,6 +138,7 @@ func (in *Inspector) Text(s, path string, set Set) []Finding {
 	}
 	if set.Has(Injection) {
 		out = appendNew(out, injectionFindings(s, path))
+		out = appendNew(out, addressFindings(s, path))
 	}
 	if set.Has(Links) {
 		out = appendNew(out, in.linkFindings(s, path))
