@@ -281,11 +281,9 @@ func ToolCall(ctx context.Context, tool, requestID string) {
 	span.SetAttributes(toolCallAttrs(tool, requestID)...)
 }
 
-func toolCallAttrs(tool, requestID string, more ...attribute.KeyValue) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 4+len(more))
-	attrs = append(attrs, semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
-		semconv.GenAIToolName(tool), semconv.JSONRPCRequestID(requestID))
-	return append(attrs, more...)
+func toolCallAttrs(tool, requestID string) []attribute.KeyValue {
+	return []attribute.KeyValue{semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(tool), semconv.JSONRPCRequestID(requestID)}
 }
 
 // Stage is a step a request goes through inside the gateway. The MCP
@@ -316,7 +314,8 @@ const (
 	// turned away (its HTTP status says how).
 	AuthOutcomeKey = attribute.Key("toolgate.auth.outcome")
 	// OutcomeOfCallKey is a tools/call's outcome in the audit's words
-	// (ok, preview, denied, limited, refused, invalid, error …).
+	// (preview, denied, limited, refused, invalid, error …) when it is
+	// not ok: an ok call's span has none.
 	OutcomeOfCallKey = attribute.Key("toolgate.call.outcome")
 )
 
@@ -341,6 +340,9 @@ type Request struct {
 	begun           [stages]time.Time
 	took            [stages]time.Duration
 	noted           uint8 // a bit per stage whose duration is noted
+	// attrs is End's, so that the span's last attributes are gathered
+	// without growing a slice.
+	attrs [16]attribute.KeyValue
 }
 
 type requestKey struct{}
@@ -434,9 +436,11 @@ func (r *Request) Outcome(outcome string, failed bool) {
 func (r *Request) End(span trace.Span, failed bool, attrs ...attribute.KeyValue) {
 	if span.IsRecording() {
 		r.mu.Lock()
+		attrs = append(r.attrs[:0], attrs...)
 		if r.toolCall {
 			span.SetName(string(mcpToolsCall) + " " + r.tool)
-			attrs = toolCallAttrs(r.tool, r.requestID, attrs...)
+			attrs = append(attrs, semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
+				semconv.GenAIToolName(r.tool), semconv.JSONRPCRequestID(r.requestID))
 		}
 		for s := range stages {
 			if r.noted&(1<<s) != 0 {
@@ -446,7 +450,7 @@ func (r *Request) End(span trace.Span, failed bool, attrs ...attribute.KeyValue)
 		if r.authRefused {
 			attrs = append(attrs, AuthOutcomeKey.String("refused"))
 		}
-		if r.outcome != "" {
+		if r.outcome != "" && r.outcome != "ok" {
 			attrs = append(attrs, OutcomeOfCallKey.String(r.outcome))
 		}
 		if r.failed {
@@ -478,12 +482,10 @@ func Attempt(ctx context.Context, upstream, transport, remoteTool string, attemp
 	if !Recording(ctx) {
 		return ctx, trace.SpanFromContext(ctx)
 	}
-	network := semconv.NetworkTransportTCP
-	if transport == "stdio" {
-		network = semconv.NetworkTransportPipe
-	}
+	// Each attribute costs the exporter three allocations: the attempt
+	// carries what tells it apart from the request span, no more.
 	return Start(ctx, mcpToolsCall+" "+remoteTool, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(remoteTool), network,
+		semconv.McpMethodNameToolsCall, semconv.GenAIToolName(remoteTool),
 		UpstreamKey.String(upstream), TransportKey.String(transport), AttemptKey.Int(attempt)))
 }
 

@@ -115,6 +115,28 @@ func TestAppendRecordIsTheGenericCanonicalForm(t *testing.T) {
 	}
 }
 
+// OP-10: an audit.export line written field by field is json.Marshal's of
+// the record and its link, byte for byte, for the same generated records.
+func TestAppendExportLineIsJSONMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(38, 6))
+	for i := range 20000 {
+		r := randomRecord(rng)
+		l := Link{Chain: randomString(rng), Seq: rng.Int64() - rng.Int64(), Hash: randomString(rng)}
+		want, err := json.Marshal(ExportLine{AuditRecord: r, Link: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendExportLine(nil, &r, &l)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("record %d %#v:\n got %s (%v)\nwant %s", i, r, got, err, want)
+		}
+	}
+	typ := reflect.TypeFor[ExportLine]()
+	if n := reflect.TypeFor[core.AuditRecord]().NumField(); n != len(recordFields) || typ.NumField() != 2 {
+		t.Errorf("ExportLine or core.AuditRecord has fields appendExportLine does not write")
+	}
+}
+
 // OP-10: appendRecord writes exactly core.AuditRecord's JSON keys, in the
 // order of their bytes, so a field added to the record is not left out of
 // the hash.
