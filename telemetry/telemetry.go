@@ -115,7 +115,7 @@ func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error)
 		if len(s.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(s.Headers))
 		}
-		return otlptracegrpc.New(ctx, opts...)
+		return newOTLPExporter(ctx, otlptracegrpc.NewClient(opts...))
 	}
 	var opts []otlptracehttp.Option
 	if s.Endpoint != "" {
@@ -124,7 +124,7 @@ func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error)
 	if len(s.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
 	}
-	return otlptracehttp.New(ctx, opts...)
+	return newOTLPExporter(ctx, otlptracehttp.NewClient(opts...))
 }
 
 // endpointURL is the traces URL of an OTLP/HTTP endpoint given as the
