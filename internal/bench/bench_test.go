@@ -54,11 +54,11 @@ func TestParsePeer(t *testing.T) {
 // OP-9: the bench's collector counts every span the real OTLP/HTTP
 // exporter sends it, across batches, from the wire format.
 func TestCollectorCountsExportedSpans(t *testing.T) {
-	col, err := startCollector()
+	col, err := StartCollector("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer col.stop()
+	defer col.Stop()
 	ctx := context.Background()
 	p, err := telemetry.New(ctx, telemetry.Settings{Endpoint: col.URL, SampleRatio: 1})
 	if err != nil {
@@ -72,7 +72,7 @@ func TestCollectorCountsExportedSpans(t *testing.T) {
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := col.spans.Load(); got != n {
+	if got := col.Spans(); got != n {
 		t.Errorf("the collector counted %d spans of %d", got, n)
 	}
 	if _, err := countSpans([]byte{0x0a, 0x05, 0x01}); err == nil {

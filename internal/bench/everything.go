@@ -44,25 +44,29 @@ type profileResult struct {
 	Note          string `json:"note,omitempty"`
 }
 
-// collector is an OTLP/HTTP receiver on loopback that reads every export
-// in full and counts its spans from the protobuf wire format, without
-// decoding them into messages: it stands for a collector on hardware of
-// its own. It runs in this process, so its CPU (about 2 µs a call) is
-// charged to the traced gateways: the figures are a little pessimistic.
-type collector struct {
+// Collector is an OTLP/HTTP receiver that reads every export in full and
+// counts its spans from the protobuf wire format, without decoding them
+// into messages: it stands for a collector on hardware of its own. In
+// toolgate bench it runs in the bench's process, so its CPU (about 2 µs a
+// call) is charged to the traced gateways: the figures are a little
+// pessimistic. toolgate-lab collector runs one for gateways in processes
+// of their own.
+type Collector struct {
+	// URL is the OTLP/HTTP base URL, http://host:port.
 	URL   string
 	spans atomic.Int64
 	srv   *http.Server
 	done  chan struct{}
 }
 
-// startCollector serves a collector until stop.
-func startCollector() (*collector, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// StartCollector serves a Collector on addr (host:port; port 0 picks one)
+// until Stop.
+func StartCollector(addr string) (*Collector, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &collector{URL: "http://" + ln.Addr().String(), done: make(chan struct{})}
+	c := &Collector{URL: "http://" + ln.Addr().String(), done: make(chan struct{})}
 	var buf bytes.Buffer
 	var mu sync.Mutex // one export read at a time, into buf
 	c.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +93,11 @@ func startCollector() (*collector, error) {
 	return c, nil
 }
 
-func (c *collector) stop() {
+// Spans is how many spans the collector has received.
+func (c *Collector) Spans() int64 { return c.spans.Load() }
+
+// Stop closes the collector and waits for it.
+func (c *Collector) Stop() {
 	_ = c.srv.Close()
 	<-c.done
 }
@@ -185,11 +193,11 @@ func everythingOn(url, exportPath string) func(*config.Config) (*config.Config, 
 // them against base in interleaved rounds, and stops them.
 func measureProfiles(ctx context.Context, cfg Config, key, dir, echoURL string, hc *http.Client, base func() (caller, error), echoConns *countingListener) (profileResult, error) {
 	var res profileResult
-	col, err := startCollector()
+	col, err := StartCollector("127.0.0.1:0")
 	if err != nil {
 		return res, err
 	}
-	defer col.stop()
+	defer col.Stop()
 	exportPath := filepath.Join(dir, "audit-export.jsonl")
 	var mks []func() (caller, error)
 	for i, with := range []func(*config.Config) (*config.Config, error){traced(col.URL), everythingOn(col.URL, exportPath)} {
@@ -218,7 +226,7 @@ func measureProfiles(ctx context.Context, cfg Config, key, dir, echoURL string, 
 			res.Note += fmt.Sprintf(" Last error on %s: %v.", p.name, p.lastErr)
 		}
 	}
-	res.Spans = col.spans.Load()
+	res.Spans = col.Spans()
 	if b, err := os.ReadFile(exportPath); err == nil {
 		res.ExportedLines = bytes.Count(b, []byte{'\n'})
 	}
