@@ -23,7 +23,7 @@ const (
 // BatchSpanProcessor does, but wakes its exporter once per batch rather
 // than once per span: the SDK's hands every ended span to its goroutine
 // through a channel, a wake-up per span that on a busy machine cost more
-// than the spans themselves (seven of them per tools/call).
+// than the spans themselves (a tools/call had seven when it was written).
 type batcher struct {
 	exp     sdktrace.SpanExporter
 	onError func(error) // nil-safe: called with nil once exports succeed again

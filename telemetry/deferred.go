@@ -5,9 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -16,22 +14,15 @@ import (
 // rather than in a header, and the body is read once, after
 // authentication: the span opens when the body has been read (Resume),
 // back-dated to the request's arrival, so that it continues the caller's
-// trace; what ran before (the authentication) is recorded as its child
-// then, with the times it ran at.
+// trace. What ran before (the authentication) is in its Request, as for
+// any request span.
 type Deferred struct {
-	mu       sync.Mutex
-	tracer   trace.Tracer
-	name     string
-	opts     []trace.SpanStartOption
-	parent   context.Context
-	span     trace.Span
-	children []deferredChild
-}
-
-type deferredChild struct {
-	name       string
-	start, end time.Time
-	errorType  string
+	mu     sync.Mutex
+	tracer trace.Tracer
+	name   string
+	opts   []trace.SpanStartOption
+	parent context.Context
+	span   trace.Span
 }
 
 type deferredKey struct{}
@@ -83,40 +74,7 @@ func (d *Deferred) open(traceparent, tracestate string) trace.Span {
 	if traceparent != "" {
 		parent = Propagator.Extract(parent, propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
 	}
-	ctx, span := d.tracer.Start(parent, d.name, d.opts...)
+	_, span := d.tracer.Start(parent, d.name, d.opts...)
 	d.span = span
-	for _, c := range d.children {
-		d.record(ctx, c)
-	}
-	d.children = nil
 	return span
-}
-
-// Child records a child span that ran from start to end (now when zero),
-// failed with errorType unless that is empty. Before the span opens it is
-// kept until it does.
-func (d *Deferred) Child(name string, start, end time.Time, errorType string) {
-	if end.IsZero() {
-		end = time.Now()
-	}
-	c := deferredChild{name: name, start: start, end: end, errorType: errorType}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.span == nil {
-		d.children = append(d.children, c)
-		return
-	}
-	d.record(trace.ContextWithSpan(d.parent, d.span), c)
-}
-
-func (d *Deferred) record(ctx context.Context, c deferredChild) {
-	if !d.span.IsRecording() {
-		return
-	}
-	_, span := d.tracer.Start(ctx, c.name, trace.WithTimestamp(c.start))
-	if c.errorType != "" {
-		span.SetStatus(codes.Error, "")
-		span.SetAttributes(semconv.ErrorTypeKey.String(c.errorType))
-	}
-	span.End(trace.WithTimestamp(c.end))
 }

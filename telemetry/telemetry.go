@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -114,7 +115,7 @@ func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error)
 		if len(s.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(s.Headers))
 		}
-		return otlptracegrpc.New(ctx, opts...)
+		return newOTLPExporter(ctx, otlptracegrpc.NewClient(opts...))
 	}
 	var opts []otlptracehttp.Option
 	if s.Endpoint != "" {
@@ -123,7 +124,7 @@ func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error)
 	if len(s.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
 	}
-	return otlptracehttp.New(ctx, opts...)
+	return newOTLPExporter(ctx, otlptracehttp.NewClient(opts...))
 }
 
 // endpointURL is the traces URL of an OTLP/HTTP endpoint given as the
@@ -280,28 +281,154 @@ func ToolCall(ctx context.Context, tool, requestID string) {
 	span.SetAttributes(toolCallAttrs(tool, requestID)...)
 }
 
-func toolCallAttrs(tool, requestID string, more ...attribute.KeyValue) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 4+len(more))
-	attrs = append(attrs, semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
-		semconv.GenAIToolName(tool), semconv.JSONRPCRequestID(requestID))
-	return append(attrs, more...)
+func toolCallAttrs(tool, requestID string) []attribute.KeyValue {
+	return []attribute.KeyValue{semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(tool), semconv.JSONRPCRequestID(requestID)}
 }
 
+// Stage is a step a request goes through inside the gateway. The MCP
+// conventions make a request one server span (OP-9): its steps are not
+// spans of their own but attributes of that span, each the seconds the
+// step took (a double, as OpenTelemetry's durations are).
+type Stage uint8
+
+// The stages a request's span reports.
+const (
+	StageAuth     Stage = iota // the endpoint's authentication
+	StagePolicy                // policy rules and limits
+	StageValidate              // the arguments against the tool's schema
+	StageConfirm               // an action's confirm gate, an operator's wait included
+	StageAudit                 // the audit record, written or queued
+	stages
+)
+
+// The attribute each stage's duration is reported under.
+var stageKeys = [stages]attribute.Key{
+	"toolgate.auth.duration", "toolgate.policy.duration", "toolgate.validate.duration",
+	"toolgate.confirm.duration", "toolgate.audit.duration",
+}
+
+// Attribute keys of the request span's that the conventions have none for.
+const (
+	// AuthOutcomeKey is "refused" on a request the authentication
+	// turned away (its HTTP status says how).
+	AuthOutcomeKey = attribute.Key("toolgate.auth.outcome")
+	// OutcomeOfCallKey is a tools/call's outcome in the audit's words
+	// (preview, denied, limited, refused, invalid, error …) when it is
+	// not ok: an ok call's span has none.
+	OutcomeOfCallKey = attribute.Key("toolgate.call.outcome")
+)
+
+// toolErrorType is the error.type the MCP conventions give a tools/call
+// answered with isError: the JSON-RPC answer is a success, the call not.
+const toolErrorType = "tool_error"
+
 // Request is what a recorded request span learns while it is served (the
-// tools/call it turns out to be), set on the span when it ends, with the
-// attributes known only then, in one SetAttributes: the SDK copies a
-// span's attributes to a larger array each time it outgrows them.
+// tools/call it turns out to be, its stages' durations, its outcome), set
+// on the span when it ends, with the attributes known only then, in one
+// SetAttributes: the SDK copies a span's attributes to a larger array each
+// time it outgrows them, and an attribute costs far less than a span.
+// A nil *Request notes nothing: its methods are what the serving code
+// calls whether the request is traced or not.
 type Request struct {
 	mu              sync.Mutex
 	tool, requestID string
 	toolCall        bool
+	outcome         string
+	failed          bool
+	authRefused     bool
+	begun           [stages]time.Time
+	took            [stages]time.Duration
+	noted           uint8 // a bit per stage whose duration is noted
+	// attrs is End's, so that the span's last attributes are gathered
+	// without growing a slice.
+	attrs [16]attribute.KeyValue
 }
 
 type requestKey struct{}
 
-// WithRequest returns ctx holding r, which ToolCall fills.
+// WithRequest returns ctx holding r, which ToolCall and the stages fill.
 func WithRequest(ctx context.Context, r *Request) context.Context {
 	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// RequestOf is the Request ctx holds; nil when the request is not traced.
+func RequestOf(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
+}
+
+// Now is the start of a stage of r, for Took: the zero time, and no clock
+// read, when r is nil.
+func (r *Request) Now() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Took notes that stage s of r ran from start to now; a stage run twice
+// reports the sum.
+func (r *Request) Took(s Stage, start time.Time) {
+	if r == nil || start.IsZero() {
+		return
+	}
+	d := time.Since(start)
+	r.mu.Lock()
+	r.took[s] += d
+	r.noted |= 1 << s
+	r.mu.Unlock()
+}
+
+// Begin notes now as the start of stage s, which Done ends: for a stage
+// that starts in one handler and ends in another.
+func (r *Request) Begin(s Stage) {
+	if r == nil {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	r.begun[s] = now
+	r.mu.Unlock()
+}
+
+// Done notes stage s's duration since Begin and reports whether it did:
+// false when s was not begun, or is done already.
+func (r *Request) Done(s Stage) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.begun[s].IsZero() {
+		return false
+	}
+	r.took[s] += time.Since(r.begun[s])
+	r.noted |= 1 << s
+	r.begun[s] = time.Time{}
+	return true
+}
+
+// AuthRefused notes that the authentication turned the request away.
+func (r *Request) AuthRefused() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.authRefused = true
+	r.mu.Unlock()
+}
+
+// Outcome notes a tools/call's outcome in the audit's words; failed: the
+// caller was answered with isError, which marks the span failed with the
+// conventions' error.type tool_error.
+func (r *Request) Outcome(outcome string, failed bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.outcome, r.failed = outcome, failed
+	r.mu.Unlock()
 }
 
 // End ends span, the request span r was noted for, with what r noted and
@@ -309,12 +436,28 @@ func WithRequest(ctx context.Context, r *Request) context.Context {
 func (r *Request) End(span trace.Span, failed bool, attrs ...attribute.KeyValue) {
 	if span.IsRecording() {
 		r.mu.Lock()
-		tool, requestID, toolCall := r.tool, r.requestID, r.toolCall
-		r.mu.Unlock()
-		if toolCall {
-			span.SetName(string(mcpToolsCall) + " " + tool)
-			attrs = toolCallAttrs(tool, requestID, attrs...)
+		attrs = append(r.attrs[:0], attrs...)
+		if r.toolCall {
+			span.SetName(string(mcpToolsCall) + " " + r.tool)
+			attrs = append(attrs, semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
+				semconv.GenAIToolName(r.tool), semconv.JSONRPCRequestID(r.requestID))
 		}
+		for s := range stages {
+			if r.noted&(1<<s) != 0 {
+				attrs = append(attrs, stageKeys[s].Float64(r.took[s].Seconds()))
+			}
+		}
+		if r.authRefused {
+			attrs = append(attrs, AuthOutcomeKey.String("refused"))
+		}
+		if r.outcome != "" && r.outcome != "ok" {
+			attrs = append(attrs, OutcomeOfCallKey.String(r.outcome))
+		}
+		if r.failed {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(toolErrorType))
+			failed = true
+		}
+		r.mu.Unlock()
 		span.SetAttributes(attrs...)
 		if failed {
 			span.SetStatus(codes.Error, "")
@@ -339,13 +482,16 @@ func Attempt(ctx context.Context, upstream, transport, remoteTool string, attemp
 	if !Recording(ctx) {
 		return ctx, trace.SpanFromContext(ctx)
 	}
+	// Each attribute costs the exporter three allocations: the attempt
+	// carries what tells it apart from the request span, no more.
 	return Start(ctx, mcpToolsCall+" "+remoteTool, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		semconv.McpMethodNameToolsCall, semconv.GenAIToolName(remoteTool),
 		UpstreamKey.String(upstream), TransportKey.String(transport), AttemptKey.Int(attempt)))
 }
 
 // EndAttempt ends an attempt's span with its outcome: ok, tool_error (a
-// result with isError) or error.
+// result with isError, which the MCP conventions mark failed with
+// error.type tool_error) or error.
 func EndAttempt(span trace.Span, toolError bool, err error) {
 	if span.IsRecording() {
 		outcome := "ok"
@@ -353,7 +499,11 @@ func EndAttempt(span trace.Span, toolError bool, err error) {
 		case err != nil:
 			outcome = "error"
 		case toolError:
-			outcome = "tool_error"
+			outcome = toolErrorType
+			span.SetStatus(codes.Error, "")
+			span.SetAttributes(OutcomeKey.String(outcome), semconv.ErrorTypeKey.String(toolErrorType))
+			span.End()
+			return
 		}
 		span.SetAttributes(OutcomeKey.String(outcome))
 	}

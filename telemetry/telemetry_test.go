@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,107 @@ func TestEnvironmentEndpoint(t *testing.T) {
 	}
 	if h := rcv.Headers(); len(h) == 0 || len(h[0]["x-tenant"]) != 1 || h[0]["x-tenant"][0] != "blue" {
 		t.Errorf("export headers %v", h)
+	}
+}
+
+// OP-9: a request's stages are attributes of its one span, each with the
+// seconds it took; a stage begun and not done by the handler that passes
+// the request on (a refused authentication) is reported all the same; a
+// tools/call answered with isError fails the span with the conventions'
+// error.type tool_error and names its outcome (an ok call's does not).
+// A nil Request, an untraced request's, notes nothing and reads no clock.
+func TestRequestStagesAreAttributes(t *testing.T) {
+	var none *Request
+	if !none.Now().IsZero() || none.Done(StageAuth) {
+		t.Error("a nil Request read the clock or noted a stage")
+	}
+	none.Took(StagePolicy, time.Now())
+	none.Begin(StageAuth)
+	none.AuthRefused()
+	none.Outcome("denied", true)
+	if RequestOf(context.Background()) != nil {
+		t.Error("a bare context holds a Request")
+	}
+
+	rcv := otlptest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := New(ctx, Settings{Endpoint: rcv.URL, SampleRatio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, denied := range []bool{false, true} {
+		var r Request
+		sctx, span := p.Tracer().Start(ctx, "POST /mcp")
+		sctx = WithRequest(sctx, &r)
+		req := RequestOf(sctx)
+		if req != &r {
+			t.Fatal("RequestOf is not the Request WithRequest put in")
+		}
+		req.Begin(StageAuth)
+		if !req.Done(StageAuth) || req.Done(StageAuth) {
+			t.Error("Done did not end the begun stage exactly once")
+		}
+		ToolCall(sctx, "notes_search", "7")
+		t0 := req.Now()
+		req.Took(StagePolicy, t0)
+		if denied {
+			req.Outcome("denied", true)
+		} else {
+			req.Took(StageValidate, req.Now())
+			req.Took(StageAudit, req.Now())
+			req.Outcome("ok", false)
+		}
+		req.End(span, false)
+	}
+	var refused Request
+	_, span := p.Tracer().Start(ctx, "POST /mcp")
+	refused.Begin(StageAuth)
+	if refused.Done(StageAuth) {
+		refused.AuthRefused()
+	}
+	refused.End(span, false)
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Wait(t, ctx, func(s []otlptest.Span) bool { return len(s) == 3 })
+	seen := map[string]bool{}
+	for _, s := range spans {
+		// An ok call's span names no outcome; a refused request is no call.
+		outcome, named := s.Attributes["toolgate.call.outcome"]
+		switch {
+		case s.Name == "POST /mcp":
+			outcome = ""
+		case !named:
+			outcome = "ok"
+		}
+		seen[outcome] = true
+		want := map[string][]string{
+			"ok":     {"auth", "policy", "validate", "audit"},
+			"denied": {"auth", "policy"},
+			"":       {"auth"},
+		}[outcome]
+		for _, stage := range []string{"auth", "policy", "validate", "confirm", "audit"} {
+			_, has := s.Attributes["toolgate."+stage+".duration"]
+			if has != slices.Contains(want, stage) {
+				t.Errorf("%q (%s): stage %s reported %v: %v", s.Name, outcome, stage, has, s.Attributes)
+			}
+		}
+		switch outcome {
+		case "":
+			if s.Name != "POST /mcp" || s.Attributes["toolgate.auth.outcome"] != "refused" || s.StatusError {
+				t.Errorf("the refused request's span: %+v", s)
+			}
+		default:
+			if s.Name != "tools/call notes_search" || s.Attributes["gen_ai.tool.name"] != "notes_search" || s.Attributes["jsonrpc.request.id"] != "7" {
+				t.Errorf("a call's span: %+v", s)
+			}
+			if failed := outcome == "denied"; s.StatusError != failed || (s.Attributes["error.type"] == "tool_error") != failed {
+				t.Errorf("the %s call's span failed %v: %v", outcome, s.StatusError, s.Attributes)
+			}
+		}
+	}
+	if !seen["ok"] || !seen["denied"] || !seen[""] {
+		t.Errorf("spans %v", otlptest.Dump(spans))
 	}
 }

@@ -2,7 +2,7 @@
 // installed toolgate: toolgate beside other gateways in processes of their
 // own (peers), and calls per second of replicas on PostgreSQL behind a
 // round-robin proxy (replicas). It is built from the repository, never
-// installed with toolgate: its proxy (internal/rrproxy) is lab tooling, and
+// installed with toolgate: its proxy (internal/lab/rrproxy) is lab tooling, and
 // the layering test keeps it out of cmd/toolgate. `toolgate bench`, the
 // gateway's overhead against a direct call, stays in toolgate for
 // operators (QB-2).
@@ -32,6 +32,7 @@ const usage = `Usage: toolgate-lab COMMAND [flags]
 Commands:
   peers     the echo upstream called directly and through each --peer gateway, same rounds
   replicas  calls/s of one gateway on SQLite, one on PostgreSQL, and replicas behind a round-robin proxy
+  collector an OTLP/HTTP receiver that counts the spans gateways send it, for peers with traces on
 
 toolgate-lab COMMAND --help lists the command's flags.
 `
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runPeers(ctx, args[1:], stdout, stderr)
 	case "replicas":
 		return runReplicas(ctx, args[1:], stdout, stderr)
+	case "collector":
+		return runCollector(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "toolgate-lab: unknown command %q\n\n%s", args[0], usage)
 	return 2
@@ -211,5 +214,26 @@ func printJSON(stdout, stderr io.Writer, v any) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	return 0
+}
+
+// runCollector serves a span-counting OTLP/HTTP receiver until interrupted,
+// then prints how many spans it received: the collector a gateway under
+// `peers` exports its traces to, standing for one on hardware of its own.
+func runCollector(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("collector", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:4318", "the `address` to serve OTLP/HTTP on")
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	c, err := bench.StartCollector(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate-lab collector: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "toolgate-lab collector: OTLP/HTTP on %s (set telemetry.traces.endpoint to it); interrupt to stop\n", c.URL)
+	<-ctx.Done()
+	c.Stop()
+	fmt.Fprintf(stdout, "toolgate-lab collector: %d spans received\n", c.Spans())
 	return 0
 }

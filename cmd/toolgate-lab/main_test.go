@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/telemetry"
 )
 
 // OP-5, QB-2: replicas through the command, against a throwaway
@@ -67,5 +71,64 @@ func TestLabUsageErrors(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "replicas") {
 		t.Errorf("--help: exit %d, %q", code, out.String())
+	}
+}
+
+// lockedBuffer is an output the command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// OP-9, QB-2: the collector command serves OTLP/HTTP where it is told,
+// counts what a real exporter sends it, and says how many spans it got
+// when interrupted; a taken address is an error.
+func TestCollectorCommandCountsSpans(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	var out, errOut lockedBuffer
+	if code := run(t.Context(), []string{"collector", "--listen", addr}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "address already in use") {
+		t.Errorf("on a taken address: exit %d, %q", code, errOut.String())
+	}
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"collector", "--listen", addr}, &out, &errOut) }()
+	for i := 0; !strings.Contains(out.String(), "OTLP/HTTP on"); i++ {
+		if i > 1000 {
+			cancel()
+			t.Fatalf("the collector did not start: %q %q", out.String(), errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p, err := telemetry.New(t.Context(), telemetry.Settings{Endpoint: "http://" + addr, SampleRatio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		_, span := p.Tracer().Start(t.Context(), "span")
+		span.End()
+	}
+	if err := p.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if code := <-done; code != 0 || !strings.Contains(out.String(), "7 spans received") {
+		t.Errorf("exit %d: %q %q", code, out.String(), errOut.String())
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -29,7 +28,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/core/canonjson"
 )
 
 // Link is a record's place in its writer's chain.
@@ -75,8 +73,9 @@ func Normalize(r *core.AuditRecord) {
 
 // Hash is the chain hash of r at seq in chain after prev ("" for the first
 // record): hex SHA-256 over the chain, seq and prev and the canonical JSON of
-// the whole record, so a field added to core.AuditRecord is covered without
-// a change here. r is hashed as given: Normalize it first.
+// the whole record (appendRecord), so a field added to core.AuditRecord is
+// covered (a test fails until appendRecord writes it). r is hashed as
+// given: Normalize it first.
 func Hash(chain string, seq int64, prev string, r core.AuditRecord) (string, error) {
 	h, _, err := hashWith(nil, chain, seq, prev, r)
 	return h, err
@@ -84,19 +83,14 @@ func Hash(chain string, seq int64, prev string, r core.AuditRecord) (string, err
 
 // hashWith is Hash building its input in buf, returned for reuse.
 func hashWith(buf []byte, chain string, seq int64, prev string, r core.AuditRecord) (string, []byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return "", buf, fmt.Errorf("audit chain: %w", err)
-	}
-	canon, err := canonjson.CanonicalJSON(raw)
-	if err != nil {
-		return "", buf, fmt.Errorf("audit chain: %w", err)
-	}
 	buf = append(buf[:0], hashPrefix...)
 	buf = append(append(buf, chain...), 0)
 	buf = append(strconv.AppendInt(buf, seq, 10), 0)
 	buf = append(append(buf, prev...), 0)
-	buf = append(buf, canon...)
+	buf, err := appendRecord(buf, &r)
+	if err != nil {
+		return "", buf, fmt.Errorf("audit chain: %w", err)
+	}
 	sum := sha256.Sum256(buf)
 	var hx [2 * sha256.Size]byte
 	hex.Encode(hx[:], sum[:])

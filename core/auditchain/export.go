@@ -2,7 +2,6 @@ package auditchain
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +29,8 @@ type Exporter struct {
 	f      *os.File
 	w      *bufio.Writer
 	stdout io.Writer
-	err    error // the last write error, reported once by Err
+	err    error  // the last write error, reported once by Err
+	line   []byte // the line being written, reused
 }
 
 // OpenExporter opens path for appending ("-": stdout), creating it 0600 and
@@ -69,7 +69,8 @@ func (e *Exporter) Write(recs []core.AuditRecord, links []Link) {
 		return
 	}
 	for i := range recs {
-		line, err := json.Marshal(ExportLine{AuditRecord: recs[i], Link: links[i]})
+		line, err := appendExportLine(e.line[:0], &recs[i], &links[i])
+		e.line = line
 		if err != nil {
 			e.err = err
 			continue

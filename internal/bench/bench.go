@@ -170,7 +170,10 @@ type Result struct {
 	// Modern is the HTTP path for a client of revision 2026-07-28 (SV-1).
 	Modern modernEra `json:"httpModern"`
 	// Policy is the gateway with policies and limits against without.
-	Policy         policyResult  `json:"policy"`
+	Policy policyResult `json:"policy"`
+	// Profiles is the traced and the everything-on gateway against the
+	// plain one (key, roles and pin only).
+	Profiles       profileResult `json:"profiles"`
 	Startup        startupResult `json:"startup"`
 	StartupRatio   float64       `json:"startupRatio"`
 	Errors         int           `json:"errors"`
@@ -312,13 +315,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.Policy, err = measurePolicy(ctx, cfg, paths.httpVia, policed[0], policed[1], echoCount); err != nil {
 		return nil, err
 	}
+	fmt.Fprintln(progress, "toolgate bench: traces and everything on against key, roles and pin only…")
+	if res.Profiles, err = measureProfiles(ctx, cfg, key, tmp, echoURL, hc, paths.httpVia, echoCount); err != nil {
+		return nil, err
+	}
 	fmt.Fprintln(progress, "toolgate bench: idle sessions…")
 	measureIdleSessions(ctx, hc, gwURL, key, cfg.IdleSessions, res)
 	fmt.Fprintln(progress, "toolgate bench: start-up…")
 	res.Startup = measureStartup(ctx, cfg, hc, tmp)
 	res.StartupRatio = res.Startup.Ratio
 
-	res.Errors = res.HTTP.Errors + res.Stdio.Errors + res.IdleSessionErrors + res.Startup.Errors + res.Policy.Errors
+	res.Errors = res.HTTP.Errors + res.Stdio.Errors + res.IdleSessionErrors + res.Startup.Errors + res.Policy.Errors + res.Profiles.Errors
 	res.ElapsedSeconds = round3(time.Since(started).Seconds())
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -1454,6 +1461,7 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "                       (the upstream of rank i answers tools/list after %g ms·i/%d, simulated, ranks %s along the configuration; %d round(s))\n",
 		s.ListDelayMs, s.Upstreams, c.StartupOrder, len(s.Rounds))
 	r.printPolicy(w)
+	r.printProfiles(w)
 	fmt.Fprintf(w, "errors                 %d\n", r.Errors)
 	for _, t := range []transportResult{r.HTTP, r.Stdio} {
 		if t.Errors > 0 {

@@ -37,7 +37,7 @@ type ReplicasConfig struct {
 	// Progress, if not nil, gets a line per phase.
 	Progress io.Writer `json:"-"`
 	// NewProxy makes the round-robin proxy the replicas are measured
-	// behind. toolgate-lab passes internal/rrproxy's, which is lab and test
+	// behind. toolgate-lab passes internal/lab/rrproxy's, which is lab and test
 	// tooling and so stays out of the installed binary.
 	NewProxy func(backends []string) (ReplicaProxy, error) `json:"-"`
 }

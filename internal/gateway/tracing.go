@@ -7,7 +7,6 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
@@ -91,9 +90,12 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 			ctx, deferred = telemetry.Defer(ctx, tracer, name, opts...)
 		} else {
 			ctx, span = tracer.Start(ctx, name, opts...)
-			if span.IsRecording() {
-				ctx = telemetry.WithRequest(ctx, &sw.req)
-			}
+		}
+		if deferred != nil || span.IsRecording() {
+			// The request's stages (authentication, policy …) are
+			// noted in sw.req and end up as attributes of its one
+			// span; an unsampled request notes nothing.
+			ctx = telemetry.WithRequest(ctx, &sw.req)
 		}
 		defer func() {
 			if deferred != nil {
@@ -139,67 +141,30 @@ func (s *statusWriter) Flush() {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// authSpan is the authentication's span: opened before the endpoint's auth
-// middleware, ended when it passes the request on (authPassed) or, if it
-// refuses, when it returns.
-type authSpan struct {
-	span   trace.Span
-	passed bool
-	// deferred: the request span is not open yet; the authentication is
-	// recorded as its child when it opens, from start.
-	deferred *telemetry.Deferred
-	start    time.Time
-}
-
-type authSpanKey struct{}
-
-// authStarts opens the authentication span around next, the auth
-// middleware; nothing without a recorded request span.
+// authStarts notes when the endpoint's authentication, next, starts, on
+// the request span's Request; if next returns without passing the request
+// on (authPassed), it was refused. The authentication is the span's
+// attribute, not a span (OP-9).
 func authStarts(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !telemetry.Recording(r.Context()) {
-			d := telemetry.DeferredFrom(r.Context())
-			if d == nil {
-				next.ServeHTTP(w, r)
-				return
-			}
-			a := &authSpan{deferred: d, start: time.Now()}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authSpanKey{}, a)))
-			if !a.passed {
-				d.Child("authenticate", a.start, time.Time{}, "refused")
-			}
+		req := telemetry.RequestOf(r.Context())
+		if req == nil {
+			next.ServeHTTP(w, r)
 			return
 		}
-		// Not made the active span: nothing the authentication runs opens
-		// spans, and the request span stays the parent of what follows
-		// without a second copy of the request to restore it.
-		_, span := telemetry.Start(r.Context(), "authenticate")
-		a := &authSpan{span: span}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authSpanKey{}, a)))
-		if !a.passed {
-			span.SetStatus(codes.Error, "")
-			span.SetAttributes(semconv.ErrorTypeKey.String("refused"))
-			span.End()
+		req.Begin(telemetry.StageAuth)
+		next.ServeHTTP(w, r)
+		if req.Done(telemetry.StageAuth) {
+			req.AuthRefused()
 		}
 	})
 }
 
-// authPassed ends the authentication span as the request, authenticated,
-// reaches next; what follows is the request span's again.
+// authPassed ends the authentication's stage as the request,
+// authenticated, reaches next.
 func authPassed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, _ := r.Context().Value(authSpanKey{}).(*authSpan)
-		if a == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		a.passed = true
-		if a.deferred != nil {
-			a.deferred.Child("authenticate", a.start, time.Time{}, "")
-			next.ServeHTTP(w, r)
-			return
-		}
-		a.span.End()
+		telemetry.RequestOf(r.Context()).Done(telemetry.StageAuth)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +106,8 @@ func serveProbe(t *testing.T) string {
 const (
 	otlpToken = "otlp-token-7c1e0b55d4a2"
 	argValue  = "argument-value-91f3a6c2"
+	// An argument value a policy rule denies.
+	refusedValue = "refused-value-3e8d10b7"
 	// The caller's own trace, which the gateway continues.
 	callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	callerSpan  = "00f067aa0ba902b7"
@@ -140,6 +144,7 @@ func traceConfig(t *testing.T, endpoint, protocol string) *config.Config {
 		upstreamYAML("ops", serveProbe(t), true),
 		fmt.Sprintf("  - name: local\n    command: %q\n    args: [%s]\n    timeout: 20s\n    required: true\n", exe, probeStdioArg),
 	) + "policies:\n  default: allow\n  rules:\n    - {id: ask-ops, when: tool.name == \"ops_probe\", effect: approve}\n" +
+		"    - {id: no-refused, when: tool.name == \"web_probe\" && args.secret == \"" + refusedValue + "\", effect: deny}\n" +
 		fmt.Sprintf("telemetry:\n  traces:\n    endpoint: %s\n    protocol: %s\n    headers: {authorization: \"Bearer ${OTLP_TOKEN}\"}\n    sampleRatio: 1.0\n", endpoint, protocol)
 	path := filepath.Join(t.TempDir(), "toolgate.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -163,13 +168,17 @@ type probeAnswer struct {
 // OP-9: one call's whole path in a real OTLP receiver. A client that sends
 // its own traceparent calls, through a real gateway, a tool of an HTTP
 // upstream and one of a stdio child process; each call is one server span
-// in the caller's trace with children for authentication, policy,
-// validation, the upstream attempt and the audit write, and an action's
-// call has the confirm gate's. The upstreams received the attempt span's
-// context: the HTTP one as a header and in _meta, the stdio one in _meta.
-// A read a policy sends to an operator has the operator's wait as a child.
-// The collector got its header; no span holds the argument value, the API
-// key or the collector's token, and neither does the log.
+// in the caller's trace, named and attributed as the MCP conventions say,
+// whose in-process stages (authentication, policy, validation, an
+// action's confirm gate, the audit write) are its attributes with their
+// durations, and whose only child is the client span of its upstream
+// attempt. A read a policy sends to an operator also has the operator's
+// wait as a child, the one stage that is a span, since it waits on a
+// person. The upstreams received the attempt span's context: the HTTP one
+// as a header and in _meta, the stdio one in _meta. A call a rule denies
+// is a failed span with error.type tool_error. The collector got its
+// header; no span holds the argument value, the API key or the
+// collector's token, and neither does the log.
 func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 	for _, protocol := range []string{"http", "grpc"} {
 		t.Run(protocol, func(t *testing.T) {
@@ -203,6 +212,9 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 			if res := call(t, ctx, s, "web_change", map[string]any{"secret": argValue}); res.IsError {
 				t.Fatalf("web_change: %q", resultText(res))
 			}
+			if res := call(t, ctx, s, "web_probe", map[string]any{"secret": refusedValue}); !res.IsError {
+				t.Fatalf("a denied web_probe was answered %q", resultText(res))
+			}
 			// A read that waits for an operator.
 			_, sub := g.Registry().Bus().Subscribe(256)
 			waited := callAsync(ctx, s, "ops_probe", map[string]any{"secret": argValue})
@@ -232,23 +244,38 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 			spans := rcv.Spans()
 
 			for _, tool := range []string{"web_probe", "local_probe", "web_change", "ops_probe"} {
-				root := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call "+tool })
+				root := only(t, spans, func(sp otlptest.Span) bool {
+					return sp.Name == "tools/call "+tool && sp.Attributes["toolgate.call.outcome"] != "denied"
+				})
 				if root.TraceID != callerTrace || root.ParentSpanID != callerSpan || root.Kind != tracepb.Span_SPAN_KIND_SERVER {
 					t.Errorf("%s: span %+v does not continue the caller's trace %s/%s as a server span", tool, root, callerTrace, callerSpan)
 				}
-				if root.Attributes["mcp.method.name"] != "tools/call" || root.Attributes["gen_ai.tool.name"] != tool ||
-					root.Attributes["gen_ai.operation.name"] != "execute_tool" || root.Attributes["http.response.status_code"] != "200" {
-					t.Errorf("%s: request span attributes %v", tool, root.Attributes)
+				outcome := "" // an ok call's span names no outcome
+				if tool == "web_change" {
+					outcome = "preview"
 				}
-				want := []string{"authenticate", "policy", "validate", "audit write"}
+				if root.Attributes["mcp.method.name"] != "tools/call" || root.Attributes["gen_ai.tool.name"] != tool ||
+					root.Attributes["gen_ai.operation.name"] != "execute_tool" || root.Attributes["jsonrpc.request.id"] == "" ||
+					root.Attributes["http.response.status_code"] != "200" || root.Attributes["toolgate.call.outcome"] != outcome ||
+					root.StatusError || root.Attributes["error.type"] != "" {
+					t.Errorf("%s: request span attributes %v, failed %v", tool, root.Attributes, root.StatusError)
+				}
+				stages := []string{"auth", "policy", "validate", "audit"}
+				var children []string
 				switch tool {
 				case "web_change":
-					want = append(want, "confirm gate")
+					stages = append(stages, "confirm")
 				case "ops_probe":
-					want = append(want, "operator wait")
+					children = append(children, "operator wait")
 				}
-				for _, name := range want {
-					only(t, spans, func(sp otlptest.Span) bool { return sp.Name == name && sp.ParentSpanID == root.SpanID })
+				if tool != "web_change" {
+					children = append(children, "tools/call probe")
+				}
+				for _, stage := range stages {
+					stageTook(t, root, stage)
+				}
+				if got := childNames(spans, root); !slices.Equal(got, children) {
+					t.Errorf("%s: the request span's children are %q, want %q", tool, got, children)
 				}
 				if tool == "web_change" {
 					continue // a preview: nothing went upstream
@@ -277,12 +304,22 @@ func TestTracesFollowACallAcrossTheHop(t *testing.T) {
 					t.Errorf("%s: the upstream saw the traceparent header %q, want %q", tool, a.Header, sent)
 				}
 			}
+			denied := only(t, spans, func(sp otlptest.Span) bool {
+				return sp.Name == "tools/call web_probe" && sp.Attributes["toolgate.call.outcome"] == "denied"
+			})
+			if !denied.StatusError || denied.Attributes["error.type"] != "tool_error" {
+				t.Errorf("the denied call's span is not failed as a tool error: %+v", denied)
+			}
+			stageTook(t, denied, "policy")
+			if got := childNames(spans, denied); len(got) != 0 {
+				t.Errorf("the denied call went on to %q", got)
+			}
 			for _, sp := range spans {
 				if sp.Resource["service.name"] != "toolgate" || sp.Scope != "github.com/toolgate/toolgate" {
 					t.Errorf("span %q: resource %v, scope %q", sp.Name, sp.Resource, sp.Scope)
 				}
 				text := sp.Name + fmt.Sprint(sp.Attributes) + fmt.Sprint(sp.Resource)
-				for _, secret := range []string{argValue, testKey, otlpToken, testSecret} {
+				for _, secret := range []string{argValue, refusedValue, testKey, otlpToken, testSecret} {
 					if strings.Contains(text, secret) {
 						t.Errorf("span %q holds a secret or an argument value: %s", sp.Name, text)
 					}
@@ -318,6 +355,28 @@ func only(t *testing.T, spans []otlptest.Span, pred func(otlptest.Span) bool) ot
 		t.Fatalf("%d spans match, want 1; all spans:\n%s", len(found), otlptest.Dump(spans))
 	}
 	return found[0]
+}
+
+// stageTook fails the test unless span reports how long stage took (OP-9):
+// its toolgate.<stage>.duration attribute, in seconds.
+func stageTook(t *testing.T, span otlptest.Span, stage string) {
+	t.Helper()
+	v, ok := span.Attributes["toolgate."+stage+".duration"]
+	if d, err := strconv.ParseFloat(v, 64); !ok || err != nil || d < 0 || d > 600 {
+		t.Errorf("span %q: %s took %q: %v", span.Name, stage, v, span.Attributes)
+	}
+}
+
+// childNames is the names of parent's children among spans, sorted.
+func childNames(spans []otlptest.Span, parent otlptest.Span) []string {
+	var names []string
+	for _, sp := range spans {
+		if sp.ParentSpanID == parent.SpanID && sp.TraceID == parent.TraceID {
+			names = append(names, sp.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // scrapeOpenMetrics fetches url as a Prometheus server does that wants
@@ -379,11 +438,11 @@ func TestTracingOffAddsNothingUpstream(t *testing.T) {
 // OP-9: a request of revision 2026-07-28 may carry its caller's trace
 // context in _meta rather than in a header. A raw modern tools/call with
 // _meta.traceparent and no header is a server span in the caller's trace,
-// with the authentication, which ran before the body was read, as its
-// child; the HTTP and the stdio upstream receive the attempt's context in
+// with the authentication, which ran before the body was read, among its
+// stages; the HTTP and the stdio upstream receive the attempt's context in
 // the same trace. A modern call without any trace context starts a trace
 // of its own, and one refused before its body was read still has its
-// span, with the failed authentication under it.
+// span, with the failed authentication's duration and outcome on it.
 func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 	ctx := testCtx(t)
 	rcv := otlptest.Start(t)
@@ -442,11 +501,11 @@ func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 		if root.ParentSpanID != callerSpan || root.Kind != tracepb.Span_SPAN_KIND_SERVER || root.Attributes["mcp.protocol.version"] != "2026-07-28" {
 			t.Errorf("%s: span %+v does not continue the caller's trace %s/%s as a modern server span", tool, root, callerTrace, callerSpan)
 		}
-		for _, name := range []string{"authenticate", "policy", "validate", "audit write"} {
-			child := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == name && sp.ParentSpanID == root.SpanID })
-			if child.TraceID != callerTrace {
-				t.Errorf("%s: %s span in trace %s", tool, name, child.TraceID)
-			}
+		for _, stage := range []string{"auth", "policy", "validate", "audit"} {
+			stageTook(t, root, stage)
+		}
+		if got := childNames(spans, root); !slices.Equal(got, []string{"tools/call probe"}) {
+			t.Errorf("%s: the request span's children are %q", tool, got)
 		}
 		attempt := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "tools/call probe" && sp.ParentSpanID == root.SpanID })
 		if sent := "00-" + callerTrace + "-" + attempt.SpanID + "-01"; answers[tool].Meta != sent {
@@ -457,13 +516,19 @@ func TestModernCallContinuesTheTraceInItsMeta(t *testing.T) {
 	if other.ParentSpanID != "" {
 		t.Errorf("a modern call without trace context has parent %q", other.ParentSpanID)
 	}
-	only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == other.SpanID })
+	stageTook(t, other, "auth")
+	if other.Attributes["toolgate.auth.outcome"] != "" {
+		t.Errorf("an authenticated call's span: %v", other.Attributes)
+	}
 	refused := only(t, spans, func(sp otlptest.Span) bool {
 		return sp.Name == "POST /mcp" && sp.Attributes["http.response.status_code"] == "401"
 	})
-	auth := only(t, spans, func(sp otlptest.Span) bool { return sp.Name == "authenticate" && sp.ParentSpanID == refused.SpanID })
-	if !auth.StatusError || auth.Attributes["error.type"] != "refused" {
-		t.Errorf("the refused request's authentication span: %+v", auth)
+	stageTook(t, refused, "auth")
+	if refused.Attributes["toolgate.auth.outcome"] != "refused" {
+		t.Errorf("the refused request's span: %+v", refused)
+	}
+	if got := childNames(spans, refused); len(got) != 0 {
+		t.Errorf("the refused request's span has children %q", got)
 	}
 }
 

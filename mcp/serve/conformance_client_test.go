@@ -2,7 +2,7 @@ package serve_test
 
 // toolgate as the client of the official conformance suite's client
 // scenarios (@modelcontextprotocol/conformance, testdata/peers): the suite
-// starts a fixture server and runs mcp/peers/confclient against it,
+// starts a fixture server and runs internal/lab/peers/confclient against it,
 // which imports the fixture's tools through the importer and calls through
 // the registry.
 

@@ -622,22 +622,27 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 	ctx = withDownstream(ctx, down)
 	start := time.Now()
 	var res core.Result
+	// The request span's stages are its attributes, not spans (OP-9);
+	// tr is nil, and notes nothing, when the request is not traced.
+	tr := telemetry.RequestOf(ctx)
 	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
-	pctx, span := telemetry.Start(ctx, "policy")
+	t0 := tr.Now()
 	var fc *flowCall
 	if in := e.inspection.Load(); in != nil {
 		fc = e.flowOf(in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool) // IN-3
 	}
-	reason, err := e.decide(pctx, actor, c, fc)
+	reason, err := e.decide(ctx, actor, c, fc)
 	var counted *policy.Counted
 	if err == nil {
-		counted, err = e.limit(pctx, actor, c)
+		counted, err = e.limit(ctx, actor, c)
 	}
-	telemetry.End(span, err)
-	if err == nil && telemetry.Recording(ctx) {
-		// Validated once: the gate and Run reuse the answer.
-		_, span = telemetry.Start(ctx, "validate")
-		telemetry.End(span, c.Validate())
+	tr.Took(telemetry.StagePolicy, t0)
+	if err == nil && tr != nil {
+		// Validated once: the gate and Run reuse the answer; timed here
+		// so the span tells validation from the rest.
+		t0 = tr.Now()
+		_ = c.Validate()
+		tr.Took(telemetry.StageValidate, t0)
 	}
 	var found []inspect.Reported
 	if err == nil && insp != nil {
@@ -648,12 +653,12 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
 	case c.Tool.Kind == core.KindAction:
 		intent := e.intent(call, actor, c)
-		gctx, span := telemetry.Start(ctx, "confirm gate")
-		res, err = e.opts.Gate.Call(gctx, e.opts.Registry, actor, c, intent)
+		t0 = tr.Now()
+		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
 		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
-			res, err = e.confirmByElicitation(gctx, actor, c, res, intent)
+			res, err = e.confirmByElicitation(ctx, actor, c, res, intent)
 		}
-		telemetry.End(span, err)
+		tr.Took(telemetry.StageConfirm, t0)
 		if errors.Is(err, core.ErrStoreLost) {
 			// The client reads that actions are refused; the operator
 			// needs the path and what happened to it.
@@ -677,7 +682,16 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 		e.finishFlow(fc, found) // IN-3: what reached the client
 	}
 	e.giveBack(ctx, counted, err)
+	if tr != nil {
+		out := outcome(c.Tool.Kind, c, err, res)
+		tr.Outcome(out, out != "ok" && out != "preview")
+	}
+	t0 = time.Time{}
+	if e.opts.Audit != nil {
+		t0 = tr.Now()
+	}
 	e.audit(ctx, call, actor, c, res, err, time.Since(start), found)
+	tr.Took(telemetry.StageAudit, t0)
 	if err != nil {
 		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
 		return raw

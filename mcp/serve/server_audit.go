@@ -26,8 +26,6 @@ func (e *Endpoint) audit(ctx context.Context, call core.Call, actor core.Actor, 
 	if e.opts.Audit == nil {
 		return
 	}
-	ctx, span := telemetry.Start(ctx, "audit write")
-	defer span.End()
 	kind := c.Tool.Kind
 	rec := e.auditRecord(call, actor, c)
 	rec.Outcome, rec.Latency = outcome(kind, c, err, res), latency
