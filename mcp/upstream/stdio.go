@@ -24,6 +24,10 @@ import (
 	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
 )
 
+// supervisorSupported: Options.Supervisor is used on this platform (Linux:
+// elsewhere there is no parent-death signal to wake a supervisor).
+const supervisorSupported = supervisor.Supported
+
 // stopGrace is how long a stdio child's process group gets between SIGTERM
 // and SIGKILL (IM-10).
 const stopGrace = supervisor.StopGrace

@@ -12,9 +12,6 @@ import (
 	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
 )
 
-// supervisorSupported: Options.Supervisor is used on this platform.
-const supervisorSupported = true
-
 // setProcessGroup puts the child in a process group of its own, so Close can
 // stop its grandchildren too, and has the kernel signal it if the gateway
 // dies (IM-10): SIGKILL for a bare child, SIGTERM for a supervisor, which

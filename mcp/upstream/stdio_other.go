@@ -11,10 +11,6 @@ import (
 	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
 )
 
-// supervisorSupported: there is no parent-death signal here to wake a
-// supervisor, so Options.Supervisor is not used.
-const supervisorSupported = false
-
 // setProcessGroup puts the child in a process group of its own, so Close can
 // stop its grandchildren too (IM-10). Outside Linux there is no parent-death
 // signal: a gateway killed with SIGKILL leaves the child running.

@@ -9,9 +9,6 @@ import (
 	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
 )
 
-// supervisorSupported: Options.Supervisor is not used on Windows.
-const supervisorSupported = false
-
 // Windows has no process groups to signal: Close kills the direct child only,
 // and a gateway that dies leaves it running.
 func setProcessGroup(*exec.Cmd, bool) {}
