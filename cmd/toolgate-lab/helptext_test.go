@@ -11,7 +11,7 @@ import (
 // Operators read plain words: no command's help, flag help included, names
 // a requirement id. (QB-4)
 func TestHelpHasNoRequirementIDs(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"peers", "--help"}, {"replicas", "--help"}, {"collector", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"peers", "--help"}, {"replicas", "--help"}, {"collector", "--help"}, {"startup", "--help"}} {
 		var out, errOut bytes.Buffer
 		if code := run(t.Context(), args, &out, &errOut); code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errOut.String())

@@ -1,6 +1,7 @@
 // Command toolgate-lab runs the measurements that need more than the
 // installed toolgate: toolgate beside other gateways in processes of their
-// own (peers), and calls per second of replicas on PostgreSQL behind a
+// own (peers), the time from starting a gateway to its first tools/list
+// (startup), and calls per second of replicas on PostgreSQL behind a
 // round-robin proxy (replicas). It is built from the repository, never
 // installed with toolgate: its proxy (internal/lab/rrproxy) is lab tooling, and
 // the layering test keeps it out of cmd/toolgate. `toolgate bench`, the
@@ -33,6 +34,7 @@ Commands:
   peers     the echo upstream called directly and through each --peer gateway, same rounds
   replicas  calls/s of one gateway on SQLite, one on PostgreSQL, and replicas behind a round-robin proxy
   collector an OTLP/HTTP receiver that counts the spans gateways send it, for peers with traces on
+  startup   time from starting a gateway to its first tools/list that names a tool
 
 toolgate-lab COMMAND --help lists the command's flags.
 `
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runReplicas(ctx, args[1:], stdout, stderr)
 	case "collector":
 		return runCollector(ctx, args[1:], stdout, stderr)
+	case "startup":
+		return runStartup(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "toolgate-lab: unknown command %q\n\n%s", args[0], usage)
 	return 2

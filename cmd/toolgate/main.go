@@ -7,6 +7,9 @@ import (
 	"context"
 	"os"
 
+	// Runs the supervisor of a stdio upstream before the heavy packages
+	// initialise (QB-5).
+	_ "github.com/toolgate/toolgate/cmd/toolgate/internal/earlysupervise"
 	"github.com/toolgate/toolgate/internal/signals"
 )
 

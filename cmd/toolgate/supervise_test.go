@@ -86,3 +86,60 @@ func TestSuperviseArgs(t *testing.T) {
 		t.Errorf("gateway.SupervisorArgs() = %q", got)
 	}
 }
+
+// QB-5: the supervisor a stdio upstream starts under runs before the
+// binary's heavy packages initialise (the review scanner's tables, the
+// phone-number metadata, the JSON Schema meta-schemas), so none of their
+// time or heap is spent on it. The same binary asked for _supervise
+// without a command goes through the command line, after every
+// initialiser: the trace shows them there, so their absence means
+// something.
+func TestSupervisorSkipsHeavyInitsQB5(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no sh")
+	}
+	bin := toolgateBinary(t)
+	heavy := []string{
+		"github.com/toolgate/toolgate/core/review/scan ",
+		"github.com/nyaruka/phonenumbers ",
+		"github.com/santhosh-tekuri/jsonschema/v6 ",
+	}
+	trace := func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stderr.String(), "init runtime ") {
+			t.Fatalf("no init trace in %q", stderr.String())
+		}
+		return stderr.String(), code
+	}
+
+	full, code := trace("_supervise")
+	if code != upstream.SuperviseUsage {
+		t.Fatalf("_supervise without a command exited %d, want %d", code, upstream.SuperviseUsage)
+	}
+	for _, p := range heavy {
+		if !strings.Contains(full, "init "+p) {
+			t.Fatalf("the command line's trace lacks %q; the list of heavy packages is out of date", p)
+		}
+	}
+
+	early, code := trace("_supervise", "--", "sh", "-c", "exit 7")
+	if code != 7 {
+		t.Fatalf("supervised command's status = %d, want 7\n%s", code, early)
+	}
+	for _, p := range heavy {
+		if strings.Contains(early, "init "+p) {
+			t.Errorf("%sinitialised before the supervisor ran", p)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,11 +21,16 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
 )
+
+// supervisorSupported: Options.Supervisor is used on this platform (Linux:
+// elsewhere there is no parent-death signal to wake a supervisor).
+const supervisorSupported = supervisor.Supported
 
 // stopGrace is how long a stdio child's process group gets between SIGTERM
 // and SIGKILL (IM-10).
-const stopGrace = 2 * time.Second
+const stopGrace = supervisor.StopGrace
 
 // minimalEnv is what a child gets when its upstream sets no env (IM-3): enough
 // to find programs and a home, none of the gateway's secrets.
@@ -202,9 +206,9 @@ func resolveCommand(command, dir string) (string, error) {
 // Exit statuses of Supervise besides the command's own.
 const (
 	// SuperviseUsage: no command was given.
-	SuperviseUsage = 2
+	SuperviseUsage = supervisor.Usage
 	// SuperviseCannotStart: the command could not be started (as in a shell).
-	SuperviseCannotStart = 127
+	SuperviseCannotStart = supervisor.CannotStart
 )
 
 // Supervise runs argv as the supervisor named by Options.Supervisor
@@ -232,11 +236,7 @@ const (
 // becomes the command (exec), on Windows it runs the command and returns
 // its exit status.
 func Supervise(ctx context.Context, argv []string, stderr io.Writer) int {
-	if len(argv) == 0 || argv[0] == "" {
-		fmt.Fprintln(stderr, "supervise: no command to run")
-		return SuperviseUsage
-	}
-	return supervise(ctx, argv, stderr)
+	return supervisor.Run(ctx, argv, stderr)
 }
 
 // watchExit notes when the child is gone: from a pidfd where there is one,
@@ -353,21 +353,7 @@ func groupMembers(pgid, self int) []int {
 }
 
 // procPIDs lists the processes in /proc (Linux; elsewhere none).
-func procPIDs() []int {
-	dir, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	names, _ := dir.Readdirnames(-1)
-	_ = dir.Close()
-	out := make([]int, 0, len(names))
-	for _, name := range names {
-		if pid, err := strconv.Atoi(name); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+func procPIDs() []int { return supervisor.PIDs() }
 
 type procStatus struct {
 	state byte
@@ -378,25 +364,8 @@ type procStatus struct {
 // procStat reads a process's state, parent and process group from
 // /proc/PID/stat.
 func procStat(pid int) (procStatus, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStatus{}, false
-	}
-	// "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStatus{}, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return procStatus{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgid, err2 := strconv.Atoi(string(f[2]))
-	if err1 != nil || err2 != nil {
-		return procStatus{}, false
-	}
-	return procStatus{state: f[0][0], ppid: ppid, pgid: pgid}, true
+	st, ok := supervisor.Stat(pid)
+	return procStatus{state: st.State, ppid: st.PPID, pgid: st.PGID}, ok
 }
 
 // ring keeps the last n bytes written to it.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/waittest"
+	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
 )
 
 // leaderExitsArg makes the test binary a process whose main thread exits
@@ -82,7 +83,7 @@ func TestDescendantsThroughZombieLeaderIM10(t *testing.T) {
 	if st, ok := procStat(childPid); !ok || st.ppid != cmd.Process.Pid {
 		t.Fatalf("child %d: %+v, want it still listed under %d", childPid, st, cmd.Process.Pid)
 	}
-	got := descendants(os.Getpid())
+	got := supervisor.Descendants(os.Getpid())
 	if !slices.Contains(got, childPid) {
 		t.Fatalf("descendants = %v, missing %d, the child of a process whose main thread exited", got, childPid)
 	}

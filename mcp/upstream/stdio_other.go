@@ -5,16 +5,11 @@ package upstream
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"syscall"
-)
 
-// supervisorSupported: there is no parent-death signal here to wake a
-// supervisor, so Options.Supervisor is not used.
-const supervisorSupported = false
+	"github.com/toolgate/toolgate/mcp/upstream/supervisor"
+)
 
 // setProcessGroup puts the child in a process group of its own, so Close can
 // stop its grandchildren too (IM-10). Outside Linux there is no parent-death
@@ -33,17 +28,4 @@ func groupAlive(pgid int) bool {
 // awaitExit waits for nothing here: watchExit polls.
 func awaitExit(int, context.Context) (exited, ok bool) { return false, false }
 
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// supervise has nothing to add here: the process becomes the command.
-func supervise(_ context.Context, argv []string, stderr io.Writer) int {
-	path, err := exec.LookPath(argv[0])
-	if err == nil {
-		err = syscall.Exec(path, argv, os.Environ())
-	}
-	fmt.Fprintf(stderr, "supervise: %v\n", err)
-	return SuperviseCannotStart
-}
+func processAlive(pid int) bool { return supervisor.Alive(pid) }
