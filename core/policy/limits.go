@@ -101,6 +101,7 @@ var ErrQuotaUncounted = errors.New("the call could not be counted against its qu
 // endpoints. Safe for concurrent use.
 type Limits struct {
 	limits []*limit
+	slots  int // inputs the matches' guards read
 	quotas core.QuotaCounter
 	now    func() time.Time
 }
@@ -109,7 +110,7 @@ type limit struct {
 	LimitSpec
 	match cel.Program // nil: every call
 	loops bool
-	guard guard // the match cannot hold for a call that fails it
+	guard guard // settles the match without CEL where it can
 
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
@@ -123,6 +124,7 @@ func NewLimits(specs []LimitSpec, quotas core.QuotaCounter) (*Limits, error) {
 		return nil, err
 	}
 	l := &Limits{quotas: quotas, now: time.Now}
+	var gs guards
 	var errs []error
 	for i, s := range specs {
 		if s.Path == "" {
@@ -143,7 +145,7 @@ func NewLimits(specs []LimitSpec, quotas core.QuotaCounter) (*Limits, error) {
 				errs = append(errs, &Error{Path: s.Path + ".match", Message: err.Error()})
 				continue
 			}
-			lim.loops, lim.guard = hasLoop(ast), guardOf(ast)
+			lim.loops, lim.guard = hasLoop(ast), gs.of(ast)
 			var opts []cel.ProgramOption
 			if lim.loops {
 				opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
@@ -158,6 +160,7 @@ func NewLimits(specs []LimitSpec, quotas core.QuotaCounter) (*Limits, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	l.slots = len(gs.slots)
 	return l, nil
 }
 
@@ -202,13 +205,17 @@ func quotaPrefix(id string) string { return id + " " }
 // applies reports whether the limit counts in's call: its match holds. A
 // match that fails to evaluate counts the call: a limit is never slipped
 // by an input its author did not foresee.
-func (lim *limit) applies(in *Input) bool {
+func (lim *limit) applies(in *Input, c *guardIn) bool {
 	if lim.match == nil {
 		return true
 	}
-	if !lim.guard.holds(in) {
-		// False, not an error: the match's CEL need not run.
-		return false
+	if lim.guard != nil {
+		switch lim.guard(c) {
+		case no:
+			return false
+		case yes:
+			return true
+		}
 	}
 	r := &rule{loops: lim.loops}
 	matched, err := result(r.eval(lim.match, in.activation()))
@@ -297,8 +304,9 @@ func (l *Limits) TakeCounted(ctx context.Context, in *Input) (*Counted, error) {
 		}
 	}
 	var quotas []*limit
+	c := newGuardIn(in, false, l.slots)
 	for _, lim := range l.limits {
-		if !lim.applies(in) {
+		if !lim.applies(in, c) {
 			continue
 		}
 		if lim.Quota > 0 {
