@@ -65,6 +65,93 @@ func QuotaConformance(t *testing.T, a, b core.QuotaCounter) {
 	}
 	quotaUsage(t, a, b)
 	quotaGiveBack(t, a, b)
+	quotaLeases(t, a, b)
+}
+
+// quotaLeases checks LeaseQuota and ReturnQuota: a lease gets n units, or
+// what is left below max, or none; units leased on both handles by racing
+// leases add up to max exactly; single takes and leases share one count;
+// units returned are leased again, and a count never goes below zero
+// (PO-3).
+func quotaLeases(t *testing.T, a, b core.QuotaCounter) {
+	ctx := context.Background()
+	w := time.Date(2026, 7, 8, 0, 0, 0, 0, time.UTC)
+	prune := w.Add(-time.Hour)
+	lease := func(q core.QuotaCounter, key string, n, max int64) int64 {
+		t.Helper()
+		got, err := q.LeaseQuota(ctx, key, w, n, max, prune)
+		if err != nil {
+			t.Fatalf("LeaseQuota(%s, %d, %d): %v", key, n, max, err)
+		}
+		return got
+	}
+	count := func(key string) int64 {
+		t.Helper()
+		got, err := b.QuotaUsage(ctx, key, w, 1)
+		if err != nil {
+			t.Fatalf("QuotaUsage: %v", err)
+		}
+		if len(got) == 0 {
+			return 0
+		}
+		return got[0].Count
+	}
+	for i, step := range []struct {
+		q       core.QuotaCounter
+		n, want int64
+	}{{a, 5, 5}, {b, 5, 5}, {a, 5, 2}, {b, 5, 0}, {a, 1, 0}} {
+		if got := lease(step.q, "lease", step.n, 12); got != step.want {
+			t.Fatalf("lease %d of %d units (max 12): granted %d, want %d", i+1, step.n, got, step.want)
+		}
+	}
+	if ok, err := a.TakeQuota(ctx, "lease", w, 12, prune); err != nil || ok {
+		t.Fatalf("a take past a quota spent by leases: %v, %v", ok, err)
+	}
+	if err := a.ReturnQuota(ctx, "lease", w, 3); err != nil {
+		t.Fatalf("ReturnQuota: %v", err)
+	}
+	if got := lease(b, "lease", 5, 12); got != 3 {
+		t.Fatalf("a lease after 3 returned: granted %d, want 3", got)
+	}
+	if ok, err := a.TakeQuota(ctx, "mixed", w, 10, prune); err != nil || !ok {
+		t.Fatalf("TakeQuota: %v, %v", ok, err)
+	}
+	if got := lease(b, "mixed", 20, 10); got != 9 {
+		t.Fatalf("a lease after one take of 10: granted %d, want 9", got)
+	}
+	if got := lease(a, "big", 50, 10); got != 10 || count("big") != 10 {
+		t.Fatalf("a first lease larger than max: granted %d, count %d; want 10, 10", got, count("big"))
+	}
+	if err := a.ReturnQuota(ctx, "big", w, 100); err != nil || count("big") != 0 {
+		t.Fatalf("returning more than counted: %v, count %d; want 0", err, count("big"))
+	}
+	for _, err := range []error{a.ReturnQuota(ctx, "never-leased", w, 2), a.ReturnQuota(ctx, "big", w.Add(time.Hour), 1)} {
+		if err != nil {
+			t.Fatalf("ReturnQuota of nothing: %v", err)
+		}
+	}
+	if got := lease(a, "zero", 0, 10); got != 0 || count("zero") != 0 {
+		t.Fatalf("a lease of 0 units: granted %d, count %d", got, count("zero"))
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 24 {
+		q := a
+		if i%2 == 1 {
+			q = b
+		}
+		wg.Go(func() {
+			got, err := q.LeaseQuota(ctx, "race-lease", w, 3, 31, prune)
+			if err != nil {
+				t.Errorf("LeaseQuota: %v", err)
+			}
+			granted.Add(got)
+		})
+	}
+	wg.Wait()
+	if n := granted.Load(); n != 31 || count("race-lease") != 31 {
+		t.Fatalf("24 racing leases of 3 (max 31) granted %d, counted %d; want 31, 31", n, count("race-lease"))
+	}
 }
 
 // quotaGiveBack checks GiveBackQuota: a count given back on one handle
