@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/policy"
+	"github.com/toolgate/toolgate/core/storetest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
@@ -55,4 +56,11 @@ func TestReplicasShareDailyQuota(t *testing.T) {
 			t.Fatalf("Usage top = %+v", top)
 		}
 	}
+}
+
+// PO-3, OP-5: three replicas' limits on three handles of one PostgreSQL
+// database lease a quota without running past it.
+func TestReplicasLeaseQuota(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	storetest.QuotaLeaseReplicas(t, mustOpen(t, dsn), mustOpen(t, dsn), mustOpen(t, dsn))
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/policy"
 )
 
 // QuotaConformance checks core.QuotaCounter on two handles of one store
@@ -235,5 +237,72 @@ func quotaUsage(t *testing.T, a, b core.QuotaCounter) {
 		if err != nil || len(none) != 0 {
 			t.Fatalf("QuotaUsage of an empty window = %+v, %v", none, err)
 		}
+	}
+}
+
+// QuotaLeaseReplicas runs the limits of one replica on each of counters
+// (handles on one store, as replicas have) against one daily quota per
+// actor, their calls interleaved by goroutines: together they never run
+// more calls than the quota, and once each has been refused they have run
+// exactly the quota. A first round stops one replica (Close) after some
+// calls, with a lease in hand: what it returns is run by the others. After
+// every replica has closed, the store counts the calls that ran (PO-3).
+func QuotaLeaseReplicas(t *testing.T, counters ...core.QuotaCounter) {
+	ctx := context.Background()
+	const quota = 700 // leases of up to 10 units
+	spec := []policy.LimitSpec{{ID: "replica-quota", Per: policy.PerActor, Quota: quota, Window: 24 * time.Hour}}
+	var replicas []*policy.Limits
+	for _, c := range counters {
+		l, err := policy.NewLimits(spec, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, l)
+	}
+	tool := &core.Tool{Name: "notes_create_note", Kind: core.KindAction}
+	in := func() *policy.Input { return &policy.Input{Actor: core.Actor{ID: "alice", Tenant: "acme"}, Tool: tool} }
+	// The first replica runs 40 calls (leases of 1, 2, 4, 8, 10, 10, 10:
+	// 5 left) and stops.
+	for i := range 40 {
+		if err := replicas[0].Take(ctx, in()); err != nil {
+			t.Fatalf("call %d on the first replica: %v", i+1, err)
+		}
+	}
+	if err := replicas[0].Close(ctx); err != nil {
+		t.Fatalf("closing the first replica: %v", err)
+	}
+	ran := atomic.Int64{}
+	ran.Store(40)
+	var wg sync.WaitGroup
+	for i, l := range replicas[1:] {
+		for range 3 {
+			wg.Go(func() {
+				for {
+					err := l.Take(ctx, in())
+					var le *policy.LimitedError
+					if errors.As(err, &le) {
+						return
+					}
+					if err != nil {
+						t.Errorf("replica %d: %v", i+1, err)
+						return
+					}
+					ran.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := ran.Load(); n != quota {
+		t.Fatalf("%d calls ran on a quota of %d across %d replicas", n, quota, len(counters))
+	}
+	for _, l := range replicas[1:] {
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	usage := policy.Usage(ctx, spec, counters[0], time.Now(), 1)
+	if len(usage) != 1 || len(usage[0].Top) != 1 || usage[0].Top[0].Count != quota {
+		t.Fatalf("the store counts %+v after every replica closed, want %d", usage, quota)
 	}
 }
