@@ -529,18 +529,51 @@ func (l *Limits) Specs() []LimitSpec {
 const UsageTop = 5
 
 // Usage reads the current window's top n counted parties of the limits
-// with a quota, highest first (PO-4): one indexed read per quota.
+// with a quota, highest first (PO-4): one indexed read per quota. The
+// store counts what replicas leased; this replica's own unused units are
+// taken off, so a single gateway shows the calls that ran, and replicas
+// show those plus what the others hold unused.
 func (l *Limits) Usage(ctx context.Context, n int) []core.QuotaUsage {
 	if l.Empty() {
 		return nil
 	}
-	return Usage(ctx, l.Specs(), l.quotas, l.now(), n)
+	return usage(ctx, l.Specs(), l.quotas, l.now(), n, l.held)
+}
+
+// held is what the replica holds unused of key's quota of limit id in the
+// window starting at w.
+func (l *Limits) held(id, key string, w time.Time) int64 {
+	if l.closed.Load() {
+		return 0
+	}
+	for _, lim := range l.limits {
+		if lim.ID != id {
+			continue
+		}
+		lim.leaseMu.Lock()
+		ls := lim.leases[key]
+		lim.leaseMu.Unlock()
+		if ls == nil {
+			return 0
+		}
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		if ls.dead || !ls.window.Equal(w) {
+			return 0
+		}
+		return ls.left
+	}
+	return 0
 }
 
 // Usage reads, for every spec with a quota, the window holding now and
 // its top n counted parties from quotas. A store that fails is reported
 // in that quota's Err, not as an error, so the others still show.
 func Usage(ctx context.Context, specs []LimitSpec, quotas core.QuotaCounter, now time.Time, n int) []core.QuotaUsage {
+	return usage(ctx, specs, quotas, now, n, nil)
+}
+
+func usage(ctx context.Context, specs []LimitSpec, quotas core.QuotaCounter, now time.Time, n int, held func(id, key string, w time.Time) int64) []core.QuotaUsage {
 	if quotas == nil {
 		return nil
 	}
@@ -555,6 +588,12 @@ func Usage(ctx context.Context, specs []LimitSpec, quotas core.QuotaCounter, now
 		counts, err := quotas.QuotaUsage(ctx, prefix, start, n)
 		if err != nil {
 			u.Err = err.Error()
+		}
+		if held != nil {
+			for i := range counts {
+				counts[i].Count = max(0, counts[i].Count-held(s.ID, counts[i].Key, start))
+			}
+			core.SortQuotaCounts(counts)
 		}
 		for _, c := range counts {
 			rest := strings.TrimPrefix(c.Key, prefix)

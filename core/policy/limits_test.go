@@ -215,14 +215,17 @@ func TestLimitsGiveBack(t *testing.T) {
 	if err := counted.GiveBack(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := daily(); n != 1 {
-		t.Fatalf("after a give-back the store counts %d for daily, want the 1 leased", n)
+	if n := daily(); n != 0 {
+		t.Fatalf("after a give-back daily counts %d", n)
+	}
+	if u, _ := l.quotas.QuotaUsage(ctx, "daily ", c.t.Truncate(24*time.Hour), 1); len(u) != 1 || u[0].Count != 1 {
+		t.Fatalf("the store counts %+v for daily, want the unit leased and kept for the next call", u)
 	}
 	if _, err := l.TakeCounted(ctx, in); err != nil {
 		t.Fatalf("second: %v", err)
 	}
-	if n := daily(); n != 1 {
-		t.Fatalf("the second call, run on the unit given back, made the store count %d, want 1", n)
+	if u, _ := l.quotas.QuotaUsage(ctx, "daily ", c.t.Truncate(24*time.Hour), 1); len(u) != 1 || u[0].Count != 1 {
+		t.Fatalf("the second call, run on the unit given back, made the store count %+v, want 1", u)
 	}
 	// one-refund is spent: the third is refused by it after daily
 	// counted (a new lease, of one unit: a quota of 5 is leased unit by
@@ -234,11 +237,14 @@ func TestLimitsGiveBack(t *testing.T) {
 	if n := daily(); n != 2 {
 		t.Fatalf("daily counts %d before the give-back, want 2", n)
 	}
-	if err := counted.GiveBack(ctx); err != nil || daily() != 2 {
-		t.Fatalf("after the give-back daily counts %d (%v), want 2 still", daily(), err)
+	if err := counted.GiveBack(ctx); err != nil || daily() != 1 {
+		t.Fatalf("after the give-back daily counts %d (%v), want 1", daily(), err)
 	}
 	if err := l.Close(ctx); err != nil || daily() != 1 {
 		t.Fatalf("after Close daily counts %d (%v), want 1: the one call that ran", daily(), err)
+	}
+	if u, _ := l.quotas.QuotaUsage(ctx, "daily ", c.t.Truncate(24*time.Hour), 1); len(u) != 1 || u[0].Count != 1 {
+		t.Fatalf("after Close the store counts %+v for daily, want the one call that ran", u)
 	}
 	// The rate kept the first two asks, the given-back one included (the
 	// third's was returned when a limit refused it): one more passes,
