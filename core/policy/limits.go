@@ -246,12 +246,15 @@ func quotaPrefix(id string) string { return id + " " }
 // applies reports whether the limit counts in's call: its match holds. A
 // match that fails to evaluate counts the call: a limit is never slipped
 // by an input its author did not foresee.
-func (lim *limit) applies(in *Input, c *guardIn) bool {
+func (lim *limit) applies(in *Input, c **guardIn, slots int) bool {
 	if lim.match == nil {
 		return true
 	}
 	if lim.guard != nil {
-		switch lim.guard(c) {
+		if *c == nil {
+			*c = newGuardIn(in, false, slots)
+		}
+		switch lim.guard(*c) {
 		case no:
 			return false
 		case yes:
@@ -470,9 +473,9 @@ func (l *Limits) TakeCounted(ctx context.Context, in *Input) (*Counted, error) {
 		}
 	}
 	var quotas []*limit
-	c := newGuardIn(in, false, l.slots)
+	var c *guardIn // built for the first match that reads it
 	for _, lim := range l.limits {
-		if !lim.applies(in, c) {
+		if !lim.applies(in, &c, l.slots) {
 			continue
 		}
 		if lim.Quota > 0 {
