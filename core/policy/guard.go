@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -77,6 +78,28 @@ func newGuardIn(in *Input, listing bool, slots int) *guardIn {
 		c.vals = make([]value, slots)
 	}
 	return c
+}
+
+// guardIns keeps guardIn values between decisions: a decision's guards
+// keep none of theirs once it returns.
+var guardIns = sync.Pool{New: func() any { return new(guardIn) }}
+
+// getGuardIn is newGuardIn from the pool; putGuardIn gives it back.
+func getGuardIn(in *Input, listing bool, slots int) *guardIn {
+	c := guardIns.Get().(*guardIn)
+	c.in, c.listing = in, listing
+	if slots <= len(c.buf) {
+		c.vals = c.buf[:slots]
+	} else {
+		c.vals = make([]value, slots)
+	}
+	return c
+}
+
+func putGuardIn(c *guardIn) {
+	clear(c.vals) // drops the values read, and marks every slot unread
+	c.in, c.vals = nil, nil
+	guardIns.Put(c)
 }
 
 // slot reads key through c.vals.

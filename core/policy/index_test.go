@@ -78,6 +78,43 @@ func TestGuardOf(t *testing.T) {
 
 func (t tri) String() string { return [...]string{"unknown", "no", "yes"}[t] }
 
+// The dnf checked before a rule's guard: the comparisons of string
+// fields with literals a rule cannot hold without.
+//
+// Covers PO-1, PO-2.
+func TestDnfOf(t *testing.T) {
+	tests := []struct{ when, want string }{
+		{`tool.name == "billing_refund" && args.amount > 100`, `tool.name == "billing_refund"`},
+		{`"billing_refund" == tool.name`, `tool.name == "billing_refund"`},
+		{`args.amount > 1 && (tool.source == "fs" && "x" in actor.roles)`, `tool.source == "fs" && "x" in actor.roles`},
+		{`tool.name == "a" && tool.source == "s"`, `tool.name == "a" && tool.source == "s"`},
+		{`tool.name == "a" || args.x == 1`, `true`},
+		{`tool.name == "a" || "r" in actor.roles && args.x == 1`, `tool.name == "a" || "r" in actor.roles`},
+		{`"r1" in actor.roles && !args.path.startsWith("/srv/") || actor.tenant == "t1" && args.amount > 1000`,
+			`"r1" in actor.roles || actor.tenant == "t1"`},
+		{`(tool.name == "a" || tool.name == "b") && (actor.id == "x" || endpoint.path == "/p")`,
+			`tool.name == "a" && actor.id == "x" || tool.name == "a" && endpoint.path == "/p" || tool.name == "b" && actor.id == "x" || tool.name == "b" && endpoint.path == "/p"`},
+		{`tool.kind == "action" && tool.name == ""`, `tool.kind == "action" && tool.name == ""`},
+		{`!(tool.name == "a")`, `true`},
+		{`tool.name != "a"`, `true`},
+		{`tool.name in ["a"]`, `true`},
+		{`tool.remoteName == "a"`, `true`},
+		{`actor.claims.x == "a"`, `true`},
+		{`"r" in actor.claims.groups`, `true`},
+		{`[1].all(tool, tool == 1) && tool.name.startsWith("a")`, `true`},
+		{`args.items.exists(i, tool.name == "a" && i == 1)`, `true`},
+	}
+	for _, tt := range tests {
+		ast, err := compile(tt.when)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.when, err)
+		}
+		if got := dnfOf(ast).String(); got != tt.want {
+			t.Errorf("%s:\n guard %s\n want  %s", tt.when, got, tt.want)
+		}
+	}
+}
+
 // Skipping the rules a call's tool excludes never changes a decision or a
 // listing: random rule sets over random calls decide the same with every
 // rule evaluated.

@@ -117,7 +117,12 @@ type Policy struct {
 // settled is what r's guard says of c's call (unknown when every rule is
 // to be evaluated): no and yes need no evaluation.
 func (p *Policy) settled(r *rule, c *guardIn) tri {
-	if p.evalAll || r.guard == nil {
+	switch {
+	case p.evalAll:
+		return unknown
+	case !r.filter.holds(c.in):
+		return no
+	case r.guard == nil:
 		return unknown
 	}
 	return r.guard(c)
@@ -133,9 +138,11 @@ type rule struct {
 	usesArgs bool
 	// loops: the rule has a comprehension (see evalDeadline).
 	loops bool
-	// guard settles the rule on a call's plain values where it can (see
-	// guard); nil when it never can.
-	guard guard
+	// filter is what a call must satisfy for the rule to hold (see dnf),
+	// checked first; guard settles the rule on a call's plain values where
+	// it can (see guard); nil when it never can.
+	filter dnf
+	guard  guard
 }
 
 // eval runs prg on act, under evalDeadline when the rule loops.
@@ -357,7 +364,7 @@ func New(layers ...Layer) (*Policy, error) {
 				continue
 			}
 			r.Path = path
-			p.rules = append(p.rules, &rule{Rule: r, prg: prg, partial: partial, usesArgs: readsArgs(ast), loops: loops, guard: gs.of(ast)})
+			p.rules = append(p.rules, &rule{Rule: r, prg: prg, partial: partial, usesArgs: readsArgs(ast), loops: loops, filter: dnfOf(ast), guard: gs.of(ast)})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -456,7 +463,8 @@ func (p *Policy) Decide(in *Input) Decision {
 		return Decision{Effect: Allow, Rule: DefaultRule}
 	}
 	act := in.activation()
-	c := newGuardIn(in, false, p.slots)
+	c := getGuardIn(in, false, p.slots)
+	defer putGuardIn(c)
 	var best *rule
 	for _, r := range p.rules {
 		var matched bool
@@ -512,7 +520,8 @@ func (p *Policy) Hides(in *Input) bool {
 		return false
 	}
 	act := in.activation()
-	c := newGuardIn(in, true, p.slots)
+	c := getGuardIn(in, true, p.slots)
+	defer putGuardIn(c)
 	var partial cel.Activation
 	mayPass := p.def != Deny
 	for _, r := range p.rules {
