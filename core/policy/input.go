@@ -61,6 +61,10 @@ func (v *vars) goArgs() (map[string]any, bool) {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			raw = json.RawMessage(`{}`)
 		}
+		if m, ok := decodeFast(raw); ok {
+			v.decoded = m
+			return m, true
+		}
 		a, err := decodeJSON(raw)
 		m, ok := a.(map[string]any)
 		if err == nil && !ok {
