@@ -28,6 +28,16 @@ type QuotaCounter interface {
 	// that starts at window, for a call refused after it was counted
 	// (PO-3); a count already at zero, or a window forgotten, stays so.
 	GiveBackQuota(ctx context.Context, key string, window time.Time) error
+	// LeaseQuota counts up to n calls at once against key in the window
+	// that starts at window, never past max: granted is how many (n, or
+	// what was left, or 0 when the quota is spent). A replica runs the
+	// calls of a lease without asking the store again (PO-3). Of
+	// concurrent leases, the units granted add up to at most max.
+	LeaseQuota(ctx context.Context, key string, window time.Time, n, max int64, prune time.Time) (granted int64, err error)
+	// ReturnQuota uncounts n calls leased and not run (a replica that
+	// stops); the count never goes below zero, and a window forgotten
+	// stays so.
+	ReturnQuota(ctx context.Context, key string, window time.Time, n int64) error
 }
 
 // QuotaCount is one key's count in one window.

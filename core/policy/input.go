@@ -45,6 +45,34 @@ type vars struct {
 	args                          any
 	now                           any
 	argsDone                      bool
+	// goArgs is the arguments decoded once, as the guards read them and
+	// as args is built from; goErr why they are not an object.
+	decoded    map[string]any
+	goErr      error
+	goArgsDone bool
+}
+
+// goArgs decodes the arguments once: false when they are not a JSON
+// object.
+func (v *vars) goArgs() (map[string]any, bool) {
+	if !v.goArgsDone {
+		v.goArgsDone = true
+		raw := v.in.Args
+		if len(bytes.TrimSpace(raw)) == 0 {
+			raw = json.RawMessage(`{}`)
+		}
+		if m, ok := decodeFast(raw); ok {
+			v.decoded = m
+			return m, true
+		}
+		a, err := decodeJSON(raw)
+		m, ok := a.(map[string]any)
+		if err == nil && !ok {
+			err = fmt.Errorf("the arguments are not an object")
+		}
+		v.decoded, v.goErr = m, err
+	}
+	return v.decoded, v.goErr == nil
 }
 
 var _ interpreter.Activation = (*vars)(nil)
@@ -158,18 +186,10 @@ func (v *vars) ResolveName(name string) (any, bool) {
 	case "args":
 		if !v.argsDone {
 			v.argsDone = true
-			raw := v.in.Args
-			if len(bytes.TrimSpace(raw)) == 0 {
-				raw = json.RawMessage(`{}`)
-			}
-			a, err := decodeJSON(raw)
-			if _, ok := a.(map[string]any); err == nil && !ok {
-				err = fmt.Errorf("the arguments are not an object")
-			}
-			if err != nil {
+			if a, ok := v.goArgs(); !ok {
 				// An error value: every rule reading args fails, and so
 				// denies.
-				v.args = types.NewErr("reading the arguments: %v", err)
+				v.args = types.NewErr("reading the arguments: %v", v.goErr)
 			} else {
 				v.args = celValue(adapt, a)
 			}

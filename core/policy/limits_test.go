@@ -187,7 +187,9 @@ func TestLimitsSweepIdleBuckets(t *testing.T) {
 
 // A call refused after it was counted gives its quotas back, and only
 // them: the rate keeps the ask. A quota refusing after another counted
-// answers the first, to give back too (PO-3).
+// answers the first, to give back too. A unit given back stays in the
+// replica's lease for its next call; Close returns the lease, so the
+// store then counts exactly the calls that ran (PO-3).
 func TestLimitsGiveBack(t *testing.T) {
 	c := &clock{time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	l := newLimits(t, c,
@@ -216,11 +218,18 @@ func TestLimitsGiveBack(t *testing.T) {
 	if n := daily(); n != 0 {
 		t.Fatalf("after a give-back daily counts %d", n)
 	}
+	if u, _ := l.quotas.QuotaUsage(ctx, "daily ", c.t.Truncate(24*time.Hour), 1); len(u) != 1 || u[0].Count != 1 {
+		t.Fatalf("the store counts %+v for daily, want the unit leased and kept for the next call", u)
+	}
 	if _, err := l.TakeCounted(ctx, in); err != nil {
 		t.Fatalf("second: %v", err)
 	}
+	if u, _ := l.quotas.QuotaUsage(ctx, "daily ", c.t.Truncate(24*time.Hour), 1); len(u) != 1 || u[0].Count != 1 {
+		t.Fatalf("the second call, run on the unit given back, made the store count %+v, want 1", u)
+	}
 	// one-refund is spent: the third is refused by it after daily
-	// counted, which is answered to give back.
+	// counted (a new lease, of one unit: a quota of 5 is leased unit by
+	// unit), which is answered to give back.
 	counted, err = l.TakeCounted(ctx, in)
 	if le := limited(t, err); le.ID != "one-refund" || counted == nil {
 		t.Fatalf("third: %v, counted %v", err, counted)
@@ -231,6 +240,12 @@ func TestLimitsGiveBack(t *testing.T) {
 	if err := counted.GiveBack(ctx); err != nil || daily() != 1 {
 		t.Fatalf("after the give-back daily counts %d (%v), want 1", daily(), err)
 	}
+	if err := l.Close(ctx); err != nil || daily() != 1 {
+		t.Fatalf("after Close daily counts %d (%v), want 1: the one call that ran", daily(), err)
+	}
+	if u, _ := l.quotas.QuotaUsage(ctx, "daily ", c.t.Truncate(24*time.Hour), 1); len(u) != 1 || u[0].Count != 1 {
+		t.Fatalf("after Close the store counts %+v for daily, want the one call that ran", u)
+	}
 	// The rate kept the first two asks, the given-back one included (the
 	// third's was returned when a limit refused it): one more passes,
 	// the next is refused by it.
@@ -240,6 +255,9 @@ func TestLimitsGiveBack(t *testing.T) {
 	}
 	if le := limited(t, l.Take(ctx, other)); le.ID != "asks" {
 		t.Fatalf("fifth: %v", le)
+	}
+	if n := daily(); n != 2 {
+		t.Fatalf("closed limits count call by call: daily counts %d, want 2", n)
 	}
 	var nilCounted *Counted
 	if err := nilCounted.GiveBack(ctx); err != nil {

@@ -107,14 +107,26 @@ func (e *Error) Error() string { return e.Path + ": " + e.Message }
 type Policy struct {
 	def   Effect
 	rules []*rule
+	// slots is how many inputs the rules' guards read (guards.slots).
+	slots int
 	// evalAll evaluates the rules a call's tool excludes as well, for the
 	// tests that hold the skipping to the evaluation's decisions.
 	evalAll bool
 }
 
-// skips reports whether r cannot match in's call, its guard failing, so
-// is not evaluated.
-func (p *Policy) skips(r *rule, in *Input) bool { return !p.evalAll && !r.guard.holds(in) }
+// settled is what r's guard says of c's call (unknown when every rule is
+// to be evaluated): no and yes need no evaluation.
+func (p *Policy) settled(r *rule, c *guardIn) tri {
+	switch {
+	case p.evalAll:
+		return unknown
+	case !r.filter.holds(c.in):
+		return no
+	case r.guard == nil:
+		return unknown
+	}
+	return r.guard(c)
+}
 
 type rule struct {
 	Rule
@@ -126,9 +138,11 @@ type rule struct {
 	usesArgs bool
 	// loops: the rule has a comprehension (see evalDeadline).
 	loops bool
-	// guard is what a call must satisfy for the rule to hold (see
-	// guard): a call that does not is not evaluated.
-	guard guard
+	// filter is what a call must satisfy for the rule to hold (see dnf),
+	// checked first; guard settles the rule on a call's plain values where
+	// it can (see guard); nil when it never can.
+	filter dnf
+	guard  guard
 }
 
 // eval runs prg on act, under evalDeadline when the rule loops.
@@ -306,6 +320,7 @@ func New(layers ...Layer) (*Policy, error) {
 		return nil, fmt.Errorf("the rule environment: %w", err)
 	}
 	p := &Policy{def: Allow}
+	var gs guards
 	var errs []error
 	for _, l := range layers {
 		switch {
@@ -349,12 +364,13 @@ func New(layers ...Layer) (*Policy, error) {
 				continue
 			}
 			r.Path = path
-			p.rules = append(p.rules, &rule{Rule: r, prg: prg, partial: partial, usesArgs: readsArgs(ast), loops: loops, guard: guardOf(ast)})
+			p.rules = append(p.rules, &rule{Rule: r, prg: prg, partial: partial, usesArgs: readsArgs(ast), loops: loops, filter: dnfOf(ast), guard: gs.of(ast)})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	p.slots = len(gs.slots)
 	return p, nil
 }
 
@@ -447,12 +463,20 @@ func (p *Policy) Decide(in *Input) Decision {
 		return Decision{Effect: Allow, Rule: DefaultRule}
 	}
 	act := in.activation()
+	c := getGuardIn(in, false, p.slots)
+	defer putGuardIn(c)
 	var best *rule
 	for _, r := range p.rules {
-		if p.skips(r, in) {
+		var matched bool
+		var err error
+		switch p.settled(r, c) {
+		case no:
 			continue
+		case yes:
+			matched = true
+		default:
+			matched, err = result(r.eval(r.prg, act))
 		}
-		matched, err := result(r.eval(r.prg, act))
 		switch {
 		case err != nil:
 			return Decision{Effect: Deny, Rule: r.ID, Reason: fmt.Sprintf(reasonEvalFailure, r.ID), Err: err}
@@ -496,10 +520,19 @@ func (p *Policy) Hides(in *Input) bool {
 		return false
 	}
 	act := in.activation()
+	c := getGuardIn(in, true, p.slots)
+	defer putGuardIn(c)
 	var partial cel.Activation
 	mayPass := p.def != Deny
 	for _, r := range p.rules {
-		if p.skips(r, in) {
+		switch p.settled(r, c) {
+		case no:
+			continue
+		case yes:
+			if r.Effect == Deny {
+				return true
+			}
+			mayPass = true
 			continue
 		}
 		var out ref.Val

@@ -51,9 +51,14 @@ func (p gatewayPolicy) Policies(ctx context.Context) (core.PolicyReport, error) 
 		return core.PolicyReport{}, err
 	}
 	rep := policyReport(cfg, recs, since)
-	// The windowed quotas' use, read where the calls are counted (PO-4).
-	counter, _ := p.g.store.(core.QuotaCounter)
-	rep.Quotas = policy.Usage(ctx, cfg.LimitSpecs(), counter, time.Now(), policy.UsageTop)
+	// The windowed quotas' use, read where the calls are counted (PO-4),
+	// less what this replica leased and has not run (PO-3).
+	if l := p.g.callLimits.Load(); l != nil {
+		rep.Quotas = l.Usage(ctx, policy.UsageTop)
+	} else {
+		counter, _ := p.g.store.(core.QuotaCounter)
+		rep.Quotas = policy.Usage(ctx, cfg.LimitSpecs(), counter, time.Now(), policy.UsageTop)
+	}
 	return rep, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -117,6 +118,11 @@ type Gateway struct {
 
 	// traces is the tracer provider; nil: tracing off (OP-9).
 	traces *telemetry.Provider
+
+	// callLimits are the rates and quotas in force: their quota leases
+	// are returned to the store when a reload replaces them and when the
+	// gateway closes (PO-3).
+	callLimits atomic.Pointer[policy.Limits]
 
 	endpointsClosed sync.Once
 	closeOnce       sync.Once
@@ -396,6 +402,10 @@ func (g *Gateway) close(ctx context.Context, enter func(step string)) (err error
 		g.endLife()
 	}
 	// The endpoints are closed: no session of this replica is left.
+	// No call is left to run on a quota lease: the store gets back what
+	// this replica leased and did not use, for the others.
+	enter("quota leases")
+	g.returnLeases(g.callLimits.Swap(nil))
 	enter("shared sessions")
 	g.stopSessionShare()
 	// Before the importer closes: a replica's refresh may be running.

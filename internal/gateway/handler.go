@@ -29,10 +29,11 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	callLimits, err := g.callLimits(cfg)
+	callLimits, err := g.newCallLimits(cfg)
 	if err != nil {
 		return err
 	}
+	g.useLimits(callLimits)
 	var ends []*serve.Endpoint
 	peers, forwardKey := g.forwarding(sessionKey)
 	for i, e := range cfg.Endpoints {

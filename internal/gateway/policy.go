@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
@@ -145,12 +146,36 @@ func (g *Gateway) TryPolicy(ctx context.Context, path string, actor core.Actor, 
 // ViaCallTool is the meta-tool a trial can be made through (DS-2).
 const ViaCallTool = discovery.CallToolName
 
-// callLimits compiles cfg's rates and quotas over the gateway's store
+// newCallLimits compiles cfg's rates and quotas over the gateway's store
 // (PO-3); nil when there are none.
-func (g *Gateway) callLimits(cfg *config.Config) (*policy.Limits, error) {
+func (g *Gateway) newCallLimits(cfg *config.Config) (*policy.Limits, error) {
 	if len(cfg.Limits) == 0 {
 		return nil, nil
 	}
 	counter, _ := g.store.(core.QuotaCounter)
 	return policy.NewLimits(cfg.LimitSpecs(), counter)
+}
+
+// useLimits makes l the limits in force and returns the quota leases of
+// the limits it replaces (PO-3).
+func (g *Gateway) useLimits(l *policy.Limits) {
+	if old := g.callLimits.Swap(l); old != l {
+		g.returnLeases(old)
+	}
+}
+
+// returnLeasesWait bounds returning a gateway's quota leases: a store
+// that does not answer leaves them counted until their windows end.
+const returnLeasesWait = 5 * time.Second
+
+// returnLeases gives the store back what l leased and did not run.
+func (g *Gateway) returnLeases(l *policy.Limits) {
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), returnLeasesWait)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		g.log.Warn("unused quota could not be given back to the store; it stays counted until its window ends", "err", err)
+	}
 }

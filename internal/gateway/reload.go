@@ -155,7 +155,7 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	// counts in the store.
 	var limits *policy.Limits
 	if d.limits {
-		if limits, err = g.callLimits(eff); err != nil {
+		if limits, err = g.newCallLimits(eff); err != nil {
 			return fail(err)
 		}
 	}
@@ -230,6 +230,11 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	}
 	g.setOperators(eff)
 	g.setConfig(eff)
+	if d.limits {
+		// Every endpoint counts on the new limits: the old ones' unused
+		// quota goes back to the store (PO-3).
+		g.useLimits(limits)
+	}
 
 	if moved := !slices.EqualFunc(g.importer.Statuses(), eff.Upstreams, func(s core.UpstreamStatus, u config.Upstream) bool { return s.Name == u.Name }); moved || len(built) > 0 {
 		res, err := g.importer.Reconfigure(ctx, specs)

@@ -39,6 +39,44 @@ func (m *MemStore) TakeQuota(ctx context.Context, key string, window time.Time, 
 	return true, nil
 }
 
+// LeaseQuota implements core.QuotaCounter.
+func (m *MemStore) LeaseQuota(ctx context.Context, key string, window time.Time, n, max int64, prune time.Time) (int64, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if m.quotas == nil {
+		m.quotas = map[quotaKey]int64{}
+	}
+	k := quotaKey{key, window.UnixNano()}
+	c, ok := m.quotas[k]
+	if n <= 0 || c >= max {
+		return 0, nil
+	}
+	if !ok {
+		for old := range m.quotas {
+			if old.window < prune.UnixNano() {
+				delete(m.quotas, old)
+			}
+		}
+	}
+	granted := min(n, max-c)
+	m.quotas[k] = c + granted
+	return granted, nil
+}
+
+// ReturnQuota implements core.QuotaCounter.
+func (m *MemStore) ReturnQuota(ctx context.Context, key string, window time.Time, n int64) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if k := (quotaKey{key, window.UnixNano()}); m.quotas[k] > 0 && n > 0 {
+		m.quotas[k] = max(0, m.quotas[k]-n)
+	}
+	return nil
+}
+
 // QuotaUsage implements core.QuotaCounter.
 func (m *MemStore) QuotaUsage(ctx context.Context, prefix string, window time.Time, n int) ([]core.QuotaCount, error) {
 	if err := m.lock(); err != nil {

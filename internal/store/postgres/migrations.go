@@ -190,4 +190,10 @@ ALTER TABLE {s}.replicas ADD COLUMN addr text NOT NULL DEFAULT '';
 	`
 ALTER TABLE {s}.audit ADD COLUMN findings text NOT NULL DEFAULT '';
 `,
+	// 13: what the last lease of a quota count took (PO-3): the update's
+	// SET reads the count before it, so the lease learns how many units
+	// it got in the one statement that takes them.
+	`
+ALTER TABLE {s}.quota_counts ADD COLUMN granted bigint NOT NULL DEFAULT 0;
+`,
 }

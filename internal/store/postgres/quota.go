@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -50,6 +51,54 @@ func (s *Store) TakeQuota(ctx context.Context, key string, window time.Time, max
 		}
 	}
 	return taken, nil
+}
+
+// LeaseQuota implements core.QuotaCounter: one upsert that adds up to n
+// below max, the row lock deciding between replicas; the update's SET
+// reads the row before it, so granted says what this lease added. Not
+// retried, as TakeQuota.
+func (s *Store) LeaseQuota(ctx context.Context, key string, window time.Time, n, max int64, prune time.Time) (int64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	if n <= 0 || max <= 0 {
+		return 0, nil
+	}
+	ident := pgx.Identifier{s.d.schema}.Sanitize()
+	at, _ := unixNano(window)
+	var granted int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO `+ident+`.quota_counts AS q (key, start, count, granted) VALUES ($1, $2, LEAST($3::bigint, $4::bigint), LEAST($3::bigint, $4::bigint))
+		ON CONFLICT (key, start) DO UPDATE SET count = LEAST(q.count + $3::bigint, $4::bigint), granted = LEAST(q.count + $3::bigint, $4::bigint) - q.count
+		WHERE q.count < $4::bigint RETURNING granted`, key, at, n, max).Scan(&granted)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, s.wrap(ctx, "lease quota", err)
+	}
+	if s.quotaTakes.Add(1)%core.PruneEvery == 0 {
+		before, _ := unixNano(prune)
+		if _, err := s.pool.Exec(ctx, `DELETE FROM `+ident+`.quota_counts WHERE start < $1`, before); err != nil {
+			return granted, s.wrap(ctx, "prune quota counts", err)
+		}
+	}
+	return granted, nil
+}
+
+// ReturnQuota implements core.QuotaCounter.
+func (s *Store) ReturnQuota(ctx context.Context, key string, window time.Time, n int64) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if n <= 0 {
+		return nil
+	}
+	at, _ := unixNano(window)
+	q := `UPDATE ` + pgx.Identifier{s.d.schema}.Sanitize() + `.quota_counts SET count = GREATEST(count - $3::bigint, 0) WHERE key = $1 AND start = $2`
+	if _, err := s.pool.Exec(ctx, q, key, at, n); err != nil {
+		return s.wrap(ctx, "return quota", err)
+	}
+	return nil
 }
 
 // QuotaUsage implements core.QuotaCounter: the window's rows (by the

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store/storetest"
 )
 
 // PO-3, OP-5: two replicas' limits on one PostgreSQL database share a
@@ -55,4 +56,11 @@ func TestReplicasShareDailyQuota(t *testing.T) {
 			t.Fatalf("Usage top = %+v", top)
 		}
 	}
+}
+
+// PO-3, OP-5: three replicas' limits on three handles of one PostgreSQL
+// database lease a quota without running past it.
+func TestReplicasLeaseQuota(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	storetest.QuotaLeaseReplicas(t, mustOpen(t, dsn), mustOpen(t, dsn), mustOpen(t, dsn))
 }

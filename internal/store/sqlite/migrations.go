@@ -141,4 +141,10 @@ ALTER TABLE audit ADD COLUMN via TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE audit ADD COLUMN findings TEXT NOT NULL DEFAULT '';
 `,
+	// 12: what the last lease of a quota count took (PO-3): the update's
+	// SET reads the count before it, so the lease learns how many units
+	// it got in the one statement that takes them.
+	`
+ALTER TABLE quota_counts ADD COLUMN granted INTEGER NOT NULL DEFAULT 0;
+`,
 }

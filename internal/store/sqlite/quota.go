@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -32,6 +34,52 @@ func (s *Store) TakeQuota(ctx context.Context, key string, window time.Time, max
 		}
 	}
 	return n == 1, nil
+}
+
+// LeaseQuota implements core.QuotaCounter: one upsert that adds up to n
+// below max, the write lock deciding between concurrent leases; the
+// update's SET reads the row before it, so granted says what this lease
+// added.
+func (s *Store) LeaseQuota(ctx context.Context, key string, window time.Time, n, max int64, prune time.Time) (int64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	if n <= 0 || max <= 0 {
+		return 0, nil
+	}
+	at, _ := unixNano(window)
+	var granted int64
+	err := s.w.QueryRowContext(ctx, `INSERT INTO quota_counts (key, start, count, granted) VALUES (?1, ?2, MIN(?3, ?4), MIN(?3, ?4))
+		ON CONFLICT (key, start) DO UPDATE SET count = MIN(count + ?3, ?4), granted = MIN(count + ?3, ?4) - count
+		WHERE count < ?4 RETURNING granted`, key, at, n, max).Scan(&granted)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, s.wrap("lease quota", err)
+	}
+	if s.quotaTakes.Add(1)%core.PruneEvery == 0 {
+		before, _ := unixNano(prune)
+		if _, err := s.w.ExecContext(ctx, "DELETE FROM quota_counts WHERE start < ?", before); err != nil {
+			return granted, s.wrap("prune quota counts", err)
+		}
+	}
+	return granted, nil
+}
+
+// ReturnQuota implements core.QuotaCounter.
+func (s *Store) ReturnQuota(ctx context.Context, key string, window time.Time, n int64) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if n <= 0 {
+		return nil
+	}
+	at, _ := unixNano(window)
+	if _, err := s.w.ExecContext(ctx, `UPDATE quota_counts SET count = MAX(count - ?, 0) WHERE key = ? AND start = ?`, n, key, at); err != nil {
+		return s.wrap("return quota", err)
+	}
+	return nil
 }
 
 // QuotaUsage implements core.QuotaCounter: a range of the primary key
