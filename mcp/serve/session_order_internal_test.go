@@ -55,17 +55,36 @@ const orderWait = 30 * time.Second
 // -session.seeds sets how many seeds run, -session.seed replays one.
 func TestGeneratedSessionOrdersSV2(t *testing.T) {
 	if *orderSeed != 0 {
-		runOrder(t, *orderSeed)
+		runOrder(t, *orderSeed, false)
 		return
 	}
 	n := *orderSeeds
 	if testing.Short() {
 		n = 200
 	}
+	// Every seed runs; the first few failures are told whole, the rest
+	// by seed under the invariant they broke first, so a run says which
+	// seeds find which fault. A hang ends the run: the hung event holds
+	// what the next seeds would need.
+	failed := map[string][]uint64{}
+	var kinds []string
+	total := 0
 	for seed := uint64(1); seed <= uint64(n); seed++ {
-		if !runOrder(t, seed) {
-			return
+		kind, hung := runOrder(t, seed, total >= 3)
+		if kind != "" {
+			if failed[kind] == nil {
+				kinds = append(kinds, kind)
+			}
+			failed[kind] = append(failed[kind], seed)
+			total++
 		}
+		if hung {
+			break
+		}
+	}
+	for _, kind := range kinds {
+		seeds := failed[kind]
+		t.Errorf("%s: %d seeds, the first %v", kind, len(seeds), seeds[:min(len(seeds), 20)])
 	}
 }
 
@@ -98,16 +117,30 @@ type order struct {
 	nesting bool
 	log     []string
 	failed  bool
+	// kind names the invariant broken first.
+	kind string
+	// quiet: the failure is counted, not told.
+	quiet bool
 }
 
-func (o *order) fail(format string, args ...any) {
+func (o *order) fail(kind, format string, args ...any) {
 	o.t.Helper()
+	if o.kind == "" {
+		o.kind = kind
+	}
+	if o.failed || o.quiet {
+		o.failed = true
+		return
+	}
 	o.failed = true
 	o.t.Errorf("seed %d: %s\nevents: %s", o.seed, fmt.Sprintf(format, args...), strings.Join(o.log, "; "))
 }
 
-func runOrder(t *testing.T, seed uint64) bool {
-	o := &order{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5e55)), gone: map[string]bool{}, dying: map[string]int{}}
+// runOrder runs one seed and returns the invariant it broke first ("" for
+// none), and whether an event hung; a hung order's endpoints are left as
+// they are, since closing them would wait on the hung event.
+func runOrder(t *testing.T, seed uint64, quiet bool) (kind string, hung bool) {
+	o := &order{t: t, seed: seed, quiet: quiet, rng: rand.New(rand.NewPCG(seed, 0x5e55)), gone: map[string]bool{}, dying: map[string]int{}}
 	for i := range o.reps {
 		other := 1 - i
 		limits := NewSessionLimits(0, 0)
@@ -127,6 +160,13 @@ func runOrder(t *testing.T, seed uint64) bool {
 		o.reps[i] = &orderReplica{e: e, limits: limits, idled: map[string]bool{}}
 	}
 	defer func() {
+		if hung {
+			return
+		}
+		// The order is over: the ends of the closing run nothing more.
+		o.mu.Lock()
+		o.nesting = true
+		o.mu.Unlock()
 		for _, r := range o.reps {
 			_ = r.e.Close(context.Background())
 		}
@@ -140,12 +180,12 @@ func runOrder(t *testing.T, seed uint64) bool {
 		select {
 		case <-done:
 		case <-time.After(orderWait):
-			o.fail("an event did not return within %s", orderWait)
-			return false
+			o.fail("hang", "an event did not return within %s", orderWait)
+			return o.kind, true
 		}
 		o.check()
 	}
-	return !o.failed
+	return o.kind, false
 }
 
 // maybeNested runs, now and then, one more event inside an end's notice.
@@ -271,9 +311,9 @@ func (o *order) event(nested bool) {
 		why := o.mustNotServe(r, carried)
 		switch {
 		case id != "" && why != "":
-			o.fail("initialize carrying %q on replica %d handed out an id though %s", short(carried), r, why)
+			o.fail("opened though refused", "initialize carrying %q on replica %d handed out an id though %s", short(carried), r, why)
 		case id == "" && why == "" && !nested:
-			o.fail("initialize on replica %d handed out no id: HTTP %d %s", r, w.Code, w.Body)
+			o.fail("not opened", "initialize on replica %d handed out no id: HTTP %d %s", r, w.Code, w.Body)
 		}
 		if id != "" {
 			o.mu.Lock()
@@ -291,9 +331,9 @@ func (o *order) event(nested bool) {
 		o.note("ping@%d(%s)=%v", r, short(id), ok)
 		switch {
 		case ok && why != "":
-			o.fail("session %s served on replica %d though %s", short(id), r, why)
+			o.fail("served after its end", "session %s served on replica %d though %s", short(id), r, why)
 		case !ok && why == "" && !nested:
-			o.fail("session %s not served on replica %d: HTTP %d %s", short(id), r, w.Code, w.Body)
+			o.fail("lost", "session %s not served on replica %d: HTTP %d %s", short(id), r, w.Code, w.Body)
 		}
 	case k < 7: // DELETE
 		id := o.pick()
@@ -354,10 +394,10 @@ func (o *order) check() {
 	o.t.Helper()
 	for i, r := range o.reps {
 		if held, open := r.e.ids.count(), r.limits.Open(); held != open {
-			o.fail("replica %d: %d session records, %d places held under the caps", i, held, open)
+			o.fail("places", "replica %d: %d session records, %d places held under the caps", i, held, open)
 		}
 		if r.closed && r.limits.Open() != 0 {
-			o.fail("replica %d shut down with %d places held", i, r.limits.Open())
+			o.fail("places", "replica %d shut down with %d places held", i, r.limits.Open())
 		}
 	}
 	gone := make([]string, 0, len(o.gone))
@@ -368,10 +408,10 @@ func (o *order) check() {
 	for _, id := range gone {
 		for i, r := range o.reps {
 			if r.e.ids.live(id) {
-				o.fail("session %s ended for good, still live on replica %d", short(id), i)
+				o.fail("live after its end", "session %s ended for good, still live on replica %d", short(id), i)
 			}
 			if !r.e.ids.ended(id) {
-				o.fail("session %s ended for good, its end not recorded on replica %d", short(id), i)
+				o.fail("end lost", "session %s ended for good, its end not recorded on replica %d", short(id), i)
 			}
 		}
 	}
