@@ -94,6 +94,11 @@ type orderReplica struct {
 	e      *Endpoint
 	limits *SessionLimits
 	closed bool
+	// closing: its shutdown is under way; held are the sessions live on
+	// it as it began, which serve until the shutdown reaches them. No
+	// other opens from then on.
+	closing bool
+	held    map[string]bool
 	// idled are the ids its idle sweep ended: refused here, not told.
 	idled map[string]bool
 }
@@ -266,10 +271,24 @@ func (o *order) mustNotServe(r int, id string) string {
 		return "its end is under way there"
 	case o.reps[r].closed:
 		return "the replica shut down"
+	case o.reps[r].closing && (id == "" || !o.reps[r].held[id]):
+		return "the replica is shutting down"
 	case o.reps[r].idled[id]:
 		return "the replica's idle sweep ended it"
 	}
 	return ""
+}
+
+func (o *order) closing(r int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reps[r].closing
+}
+
+func (o *order) allIDs() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.ids)
 }
 
 // dyingOn reports whether an end of id is under way on replica r; o.mu
@@ -309,6 +328,9 @@ func (o *order) event(nested bool) {
 		id := w.Header().Get("Mcp-Session-Id")
 		o.note("init@%d(%s)=%d %s", r, short(carried), w.Code, short(id))
 		why := o.mustNotServe(r, carried)
+		if why == "" && o.closing(r) {
+			why = "the replica is shutting down"
+		}
 		switch {
 		case id != "" && why != "":
 			o.fail("opened though refused", "initialize carrying %q on replica %d handed out an id though %s", short(carried), r, why)
@@ -381,11 +403,20 @@ func (o *order) event(nested bool) {
 		if o.intN(2) == 0 {
 			return // rarer than the rest: a shut replica serves nothing more
 		}
+		held := map[string]bool{}
+		for _, id := range o.allIDs() {
+			if rep.e.ids.live(id) {
+				held[id] = true
+			}
+		}
 		o.mu.Lock()
-		rep.closed = true
+		rep.closing, rep.held = true, held
 		o.mu.Unlock()
 		o.note("close@%d", r)
 		_ = rep.e.Close(context.Background())
+		o.mu.Lock()
+		rep.closed = true
+		o.mu.Unlock()
 	}
 }
 
