@@ -130,6 +130,8 @@ type order struct {
 
 func (o *order) fail(kind, format string, args ...any) {
 	o.t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.kind == "" {
 		o.kind = kind
 	}
@@ -139,6 +141,13 @@ func (o *order) fail(kind, format string, args ...any) {
 	}
 	o.failed = true
 	o.t.Errorf("seed %d: %s\nevents: %s", o.seed, fmt.Sprintf(format, args...), strings.Join(o.log, "; "))
+}
+
+// outcome is the invariant broken first, "" for none.
+func (o *order) outcome() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.kind
 }
 
 // runOrder runs one seed and returns the invariant it broke first ("" for
@@ -176,7 +185,7 @@ func runOrder(t *testing.T, seed uint64, quiet bool) (kind string, hung bool) {
 			_ = r.e.Close(context.Background())
 		}
 	}()
-	for step := 0; step < orderSteps && !o.failed; step++ {
+	for step := 0; step < orderSteps && o.outcome() == ""; step++ {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -186,11 +195,11 @@ func runOrder(t *testing.T, seed uint64, quiet bool) (kind string, hung bool) {
 		case <-done:
 		case <-time.After(orderWait):
 			o.fail("hang", "an event did not return within %s", orderWait)
-			return o.kind, true
+			return o.outcome(), true
 		}
 		o.check()
 	}
-	return o.kind, false
+	return o.outcome(), false
 }
 
 // maybeNested runs, now and then, one more event inside an end's notice.
