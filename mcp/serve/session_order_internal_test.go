@@ -21,7 +21,7 @@ import (
 // orderSeeds is how many generated orders TestGeneratedSessionOrdersSV2
 // runs; orderSeed runs one alone, to replay a failure.
 var (
-	orderSeeds = flag.Int("session.seeds", 1500, "generated session orders to run")
+	orderSeeds = flag.Int("session.seeds", 3000, "generated session orders to run")
 	orderSeed  = flag.Uint64("session.seed", 0, "run only this generated order (0: all)")
 )
 
