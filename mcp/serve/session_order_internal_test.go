@@ -117,8 +117,13 @@ type order struct {
 	gone  map[string]bool
 	dying map[string]int
 	// nesting: an event runs inside an end's notice; nested events are
-	// not nested again.
-	mu      sync.Mutex
+	// not nested again. outer is the event (its kind, its replica) whose
+	// ends the notices are of.
+	mu    sync.Mutex
+	outer struct {
+		kind string
+		r    int
+	}
 	nesting bool
 	log     []string
 	failed  bool
@@ -163,10 +168,10 @@ func runOrder(t *testing.T, seed uint64, quiet bool) (kind string, hung bool) {
 			SessionKey: endKey, Limits: limits, SessionParkAfter: time.Hour, SessionIdleTimeout: time.Hour,
 			// The shared store: an end for good reaches the other replica.
 			SessionTerminated: func(id string) {
-				o.maybeNested("terminated")
+				o.maybeNested(i, id, "terminated")
 				o.reps[other].e.EndedElsewhere(id)
 			},
-			SessionEnded: func(string) { o.maybeNested("ended") },
+			SessionEnded: func(id string) { o.maybeNested(i, id, "ended") },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -202,8 +207,11 @@ func runOrder(t *testing.T, seed uint64, quiet bool) (kind string, hung bool) {
 	return o.outcome(), false
 }
 
-// maybeNested runs, now and then, one more event inside an end's notice.
-func (o *order) maybeNested(where string) {
+// maybeNested runs, now and then, one more event inside the notice of
+// session id's end on replica r. Within an end not for good (a shutdown's,
+// the idle sweep's) it is sometimes the session's own DELETE or an
+// operator's end, which must make that end one for good.
+func (o *order) maybeNested(r int, id, where string) {
 	o.mu.Lock()
 	if o.nesting || o.rng.IntN(3) != 0 {
 		o.mu.Unlock()
@@ -211,10 +219,36 @@ func (o *order) maybeNested(where string) {
 	}
 	o.nesting = true
 	o.log = append(o.log, "within "+where+":")
+	upgrade := where == "ended" && o.outer.r == r && (o.outer.kind == "close" || o.outer.kind == "sweep") &&
+		!o.gone[id] && o.rng.IntN(2) == 0
+	operator := o.rng.IntN(2) == 0
 	o.mu.Unlock()
-	o.event(true)
+	if upgrade {
+		o.upgrade(r, id, operator)
+	} else {
+		o.event(true)
+	}
 	o.mu.Lock()
 	o.nesting = false
+	o.mu.Unlock()
+}
+
+// upgrade ends session id on replica r for good, by its DELETE or an
+// operator, while an end not for good of it is under way there.
+func (o *order) upgrade(r int, id string, operator bool) {
+	var err error
+	if operator {
+		err = o.reps[r].e.EndSession(id)
+	} else if w := o.send(r, http.MethodDelete, id, nil); w.Code != http.StatusOK {
+		err = fmt.Errorf("HTTP %d %s", w.Code, w.Body)
+	}
+	o.note("upgrade@%d(%s, operator %v)=%v", r, short(id), operator, err == nil)
+	if err != nil {
+		o.fail("end for good refused", "session %s: an end for good during an end not for good on replica %d: %v", short(id), r, err)
+		return
+	}
+	o.mu.Lock()
+	o.gone[id] = true
 	o.mu.Unlock()
 }
 
@@ -325,9 +359,20 @@ func (o *order) ending(id string, r int) func() {
 // event runs one random event; nested: inside another's end, where what
 // must serve is not known (the outer end may be of it).
 func (o *order) event(nested bool) {
-	r := o.intN(2)
+	r, k := o.intN(2), o.intN(12)
 	rep := o.reps[r]
-	switch k := o.intN(12); {
+	if !nested {
+		o.mu.Lock()
+		o.outer.r, o.outer.kind = r, ""
+		switch {
+		case k >= 11:
+			o.outer.kind = "close"
+		case k >= 9:
+			o.outer.kind = "sweep"
+		}
+		o.mu.Unlock()
+	}
+	switch {
 	case k < 2: // initialize, sometimes carrying an existing id
 		carried := ""
 		if k == 1 {
@@ -371,10 +416,17 @@ func (o *order) event(nested bool) {
 		if id == "" {
 			return
 		}
+		why := o.mustNotServe(r, id)
+		if why == "" && o.closing(r) {
+			why = "the replica is shutting down"
+		}
 		done := o.ending(id, r)
 		w := o.send(r, http.MethodDelete, id, nil)
 		done()
 		o.note("delete@%d(%s)=%d", r, short(id), w.Code)
+		if w.Code != http.StatusOK && why == "" && !nested {
+			o.fail("end for good refused", "session %s: DELETE on replica %d: HTTP %d %s", short(id), r, w.Code, w.Body)
+		}
 		o.mu.Lock()
 		if w.Code == http.StatusOK {
 			o.gone[id] = true
