@@ -45,8 +45,9 @@
 // The legacy session transport is the endpoint's own too (legacy.go):
 // initialize and the id it hands out, the session's GET stream and its
 // DELETE, adopting a session opened elsewhere (resume.go), parking an idle
-// one and waking it. The session is a type of the gateway's
-// (legacySession: client info, capabilities, log level, protocol
+// one and waking it; each record's phase moves only through package
+// session's transition function (sessions.go). The session is a type of
+// the gateway's (legacySession: client info, capabilities, log level, protocol
 // revision, and mcp-go's requests to the client — sampling, elicitation —
 // which it asks on its GET stream), registered with mcp-go's server, so
 // mcp-go's hooks and its notifications to a session or to all reach it;

@@ -151,18 +151,16 @@ var errNotAdopted = errors.New("session cannot be continued here")
 // it).
 func (e *Endpoint) adopt(w http.ResponseWriter, r *http.Request, body []byte, id string, actor core.Actor) (answered bool, err error) {
 	c, ok := e.seal.open(id)
-	if !ok || c.Path != e.opts.Path || c.Actor != actor.ID || c.Tenant != actor.Tenant || e.ids.ended(id) ||
+	if !ok || c.Path != e.opts.Path || c.Actor != actor.ID || c.Tenant != actor.Tenant ||
 		e.ids.gone.tooOld(time.Unix(c.Issued, 0), time.Now()) {
 		return false, errNotAdopted
-	}
-	if h := e.opts.raced; h != nil && h.adoptChecked != nil {
-		h.adoptChecked(id)
 	}
 	e.adopting.Lock()
 	defer e.adopting.Unlock()
 	if e.ids.ended(id) {
-		// Ended since the check above: EndedElsewhere records the end
-		// before it takes the lock.
+		// Checked under the lock only: EndedElsewhere records the end
+		// before it takes the lock, so an adoption either sees it or
+		// opens first and is ended by it.
 		return false, errNotAdopted
 	}
 	if e.ids.known(id) {

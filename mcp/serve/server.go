@@ -138,18 +138,6 @@ type EndpointOptions struct {
 	// Discovery lists search_tools and call_tool instead of every tool
 	// (DS-1, discovery.go); nil lists every tool.
 	Discovery *Discovery
-	// raced, set only by tests, runs where requests of one session race,
-	// so that a test orders the race it makes; nil otherwise.
-	raced *raceHooks
-}
-
-// raceHooks are the points of the session transport where an end, an
-// adoption and a park race; each runs with the session's id.
-type raceHooks struct {
-	// adoptChecked: an adoption checked the id, and takes e.adopting next.
-	adoptChecked func(id string)
-	// ending: an end takes e.adopting next, to decide what it ends.
-	ending func(id string)
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is
@@ -1190,9 +1178,6 @@ func (e *Endpoint) endSession(id string, cause endCause) bool {
 // end is recorded, and told to the other replicas when the client or an
 // operator ended it (SV-2, OP-5).
 func (e *Endpoint) endFor(id string, cause endCause) (end, upgraded bool) {
-	if h := e.opts.raced; h != nil && h.ending != nil {
-		h.ending(id)
-	}
 	e.adopting.Lock()
 	end, tell := e.endLocked(id, cause)
 	if !end && (cause == endedByClient || cause == endedElsewhere) {

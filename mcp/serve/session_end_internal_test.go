@@ -95,26 +95,18 @@ func TestSessionEndHoldsUpNoWakeSV2(t *testing.T) {
 // SV-2: an operator's end racing the sweep that parks the session ends it
 // all the same. Whether the session is parked is decided where its end is,
 // at once: EndSession never reports an end while the session lives on,
-// parked, for its next request to wake.
+// parked, for its next request to wake. The park comes just before the end
+// takes the lock (the generated-order test explores the other orders).
 func TestEndRacingParkEndsTheSessionSV2(t *testing.T) {
-	var e *Endpoint
-	var raced atomic.Bool
 	limits := NewSessionLimits(0, 0)
-	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour, Limits: limits,
-		raced: &raceHooks{ending: func(id string) {
-			// The sweep parks the session as its end is about to take the
-			// lock.
-			if raced.CompareAndSwap(false, true) && !e.park(id, time.Now().Add(2*time.Hour)) {
-				t.Error("the session was not parked")
-			}
-		}}})
+	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour, Limits: limits})
 	c := mcptest.New(url, nil)
 	id := openTestSession(t, c)
+	if !e.park(id, time.Now().Add(2*time.Hour)) {
+		t.Error("the session was not parked")
+	}
 	if err := e.EndSession(id); err != nil {
 		t.Fatal(err)
-	}
-	if !raced.Load() {
-		t.Fatal("the end did not race the park")
 	}
 	if e.ids.live(id) || e.ids.known(id) {
 		t.Fatalf("EndSession reported the end, yet the session has a record (parked: %v)", e.ids.isParked(id))
@@ -207,29 +199,20 @@ func TestInitializeOnParkedSessionHandsOutItsIDSV2(t *testing.T) {
 }
 
 // SV-2, OP-5: an adoption racing another replica's word that the session
-// ended (EndedElsewhere, arriving after the adoption checked the id and
-// before it took the lock) is refused: the end is checked again under the
-// lock, and the session is not continued here.
+// ended (EndedElsewhere) is refused: the end is checked under the lock the
+// adoption opens the session under, so the word arriving before the
+// adoption takes it refuses it, and the session is not continued here.
 func TestAdoptionRacingEndedElsewhereRefusedOP5(t *testing.T) {
 	_, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
-	var e2 *Endpoint
-	var raced atomic.Bool
 	limits := NewSessionLimits(0, 0)
-	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
-		raced: &raceHooks{adoptChecked: func(id string) {
-			// The broadcast of the first replica's DELETE arrives.
-			if raced.CompareAndSwap(false, true) {
-				e2.EndedElsewhere(id)
-			}
-		}}})
+	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits})
 	id := openTestSession(t, mcptest.New(url1, nil))
+	// The broadcast of the first replica's DELETE arrives.
+	e2.EndedElsewhere(id)
 	moved := mcptest.New(url2, nil)
 	moved.SetSession(id, "2025-06-18")
 	if st := pingStatus(t, moved); st != http.StatusNotFound {
 		t.Errorf("a request of a session ended elsewhere as it was adopted: HTTP %d, want 404", st)
-	}
-	if !raced.Load() {
-		t.Fatal("the adoption did not race the end")
 	}
 	if e2.ids.known(id) || limits.Open() != 0 {
 		t.Fatalf("the session ended elsewhere is kept here: live %v, places held %d", e2.ids.live(id), limits.Open())
@@ -371,34 +354,24 @@ func TestEndDuringAnEndNotForGoodMakesItForGoodSV2(t *testing.T) {
 	}
 }
 
-// SV-2, SV-9, OP-5: an adoption that checked the id before the endpoint
-// began to close, and takes the lock after, opens nothing: it is answered
-// as a call cut at shutdown, holds no place under the caps, and no session
-// outlives Close.
+// SV-2, SV-9, OP-5: an adoption that takes the lock after the endpoint
+// began to close opens nothing: it is answered as a call cut at shutdown,
+// holds no place under the caps, and no session outlives Close.
 func TestAdoptRacingCloseOpensNothingSV2(t *testing.T) {
 	_, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
-	var e2 *Endpoint
-	var raced atomic.Bool
 	var started atomic.Int32
 	limits := NewSessionLimits(0, 0)
 	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
-		SessionStarted: func(context.Context, string) { started.Add(1) },
-		raced: &raceHooks{adoptChecked: func(id string) {
-			if raced.CompareAndSwap(false, true) {
-				if err := e2.Close(context.Background()); err != nil {
-					t.Error(err)
-				}
-			}
-		}}})
+		SessionStarted: func(context.Context, string) { started.Add(1) }})
 	id := openTestSession(t, mcptest.New(url1, nil))
+	if err := e2.Close(context.Background()); err != nil {
+		t.Error(err)
+	}
 	moved := mcptest.New(url2, nil)
 	moved.SetSession(id, "2025-06-18")
 	resp, err := moved.Post(t.Context(), pingBody, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !raced.Load() {
-		t.Fatal("the adoption did not race Close")
 	}
 	_, rpcErr, err := resp.Result()
 	if err != nil || rpcErr == nil || rpcErr.Code != codeShutdown {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	ds "github.com/toolgate/toolgate/mcp/downstream"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // sessionIDs keeps one record per legacy session: whose it is, what holds
@@ -13,6 +14,9 @@ import (
 //
 // Lock order: Endpoint.adopting, then Endpoint.notifying, then mu. mu is
 // held only inside these methods, which call nothing that locks.
+//
+// Each record's phase (package session) changes only through session.Step,
+// under mu: the methods below are the events of the session's life.
 //
 // A session ends in two steps. Under Endpoint.adopting, claim decides it
 // (whichever end claims first is the one) and the session stops being
@@ -33,55 +37,34 @@ type sessionIDs struct {
 }
 
 // endCause is what ended a session, which decides whether it ended for
-// good.
-type endCause uint8
+// good (session.Cause). A client's DELETE or an operator's end arriving
+// while an end not for good is under way makes it one for good (forGood).
+type endCause = session.Cause
 
 const (
-	// endedByClient: its DELETE, or an operator. Ended for good, and told
-	// to the other replicas (onEnded), even during a shutdown.
-	endedByClient endCause = iota
-	// endedElsewhere: another replica's word. Ended for good; the others
-	// know already.
-	endedElsewhere
-	// endedIdle: the idle sweep. Refused here from now on, but not told:
-	// the idle clock is this replica's, and other replicas where the
-	// session is in use carry on with it.
-	endedIdle
+	// endedByClient: its DELETE, or an operator. Told to the other
+	// replicas (onEnded), even during a shutdown.
+	endedByClient = session.ByClient
+	// endedElsewhere: another replica's word; the others know already.
+	endedElsewhere = session.Elsewhere
+	// endedIdle: the idle sweep. Refused here from now on, but not told.
+	endedIdle = session.Idle
 	// endedDropped: a shutdown, or a session that could not be made again.
-	// Not ended for good: another replica, or this gateway restarted, may
-	// continue it.
-	endedDropped
-	// A client's DELETE or an operator's end arriving while an end of the
-	// last two is under way makes it one for good (forGood).
-)
-
-// endState is how far a record is in its end.
-type endState uint8
-
-const (
-	notEnding endState = iota
-	// takenIdle: the idle sweep took it and ends it next; whichever end
-	// claims it first ends it.
-	takenIdle
-	// ending: claimed; what it holds is being let go of.
-	ending
+	endedDropped = session.Dropped
 )
 
 // sessionRecord is one session as the endpoint knows it; sessionIDs.mu
 // guards every field.
 type sessionRecord struct {
-	// live: the id was minted (or adopted) here and has not ended, nor
-	// been taken by the idle sweep. A record that is not live is kept
-	// until the session's end lets go of what it holds.
-	live bool
-	// end is how far the session is in its end.
-	end endState
+	// phase is where the session is in its life: live or parked (it
+	// serves), taken by the idle sweep, or ending with its cause. A record
+	// that does not serve is kept until the session's end lets go of what
+	// it holds; a record of GET streams alone (listen) is Absent.
+	phase session.Phase
 	// owner is the actor's id, "" until initialize bound the session. It
 	// is kept through the end, so that its client's DELETE racing an end
 	// that is not for good is known to be its own.
 	owner string
-	// cause is what claimed the end; ending only.
-	cause endCause
 	// session is the session as mcp-go serves it; nil while parked.
 	session *legacySession
 	// protocol is the negotiated revision.
@@ -117,7 +100,8 @@ func (m *sessionIDs) start(owner string, s *legacySession, slot *sessionSlot) bo
 	m.mu.Lock()
 	_, taken := m.byID[s.id]
 	if !taken {
-		m.byID[s.id] = &sessionRecord{live: true, owner: owner, session: s, protocol: s.ProtocolVersion(),
+		phase, _ := session.Step(session.Phase{}, session.Event{Kind: session.Open})
+		m.byID[s.id] = &sessionRecord{phase: phase, owner: owner, session: s, protocol: s.ProtocolVersion(),
 			seen: time.Now(), slot: slot}
 	}
 	m.mu.Unlock()
@@ -143,13 +127,15 @@ func (m *sessionIDs) claim(id string, cause endCause) (*legacySession, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.byID[id]
-	if rec == nil || rec.end == ending || (rec.end == notEnding && !rec.live) ||
-		(rec.session == nil && rec.parked == nil) {
+	if rec == nil {
+		return nil, false
+	}
+	phase, out := session.Step(rec.phase, session.Event{Kind: session.End, Cause: cause})
+	if out != session.Claimed {
 		return nil, false
 	}
 	s := rec.session
-	rec.end, rec.live, rec.session, rec.parked = ending, false, nil, nil
-	rec.cause = cause
+	rec.phase, rec.session, rec.parked = phase, nil, nil
 	return s, true
 }
 
@@ -161,10 +147,14 @@ func (m *sessionIDs) forGood(id string, cause endCause) (was endCause, ok bool) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.byID[id]
-	if rec == nil || rec.end != ending || (rec.cause != endedIdle && rec.cause != endedDropped) {
+	if rec == nil {
 		return 0, false
 	}
-	was, rec.cause = rec.cause, cause
+	phase, out := session.Step(rec.phase, session.Event{Kind: session.End, Cause: cause})
+	if out != session.Upgraded {
+		return 0, false
+	}
+	was, rec.phase = rec.phase.Cause, phase
 	return was, true
 }
 
@@ -174,7 +164,8 @@ func (m *sessionIDs) endingOwnedBy(id, actor string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.byID[id]
-	return rec != nil && rec.end != notEnding && (rec.owner == "" || rec.owner == actor)
+	return rec != nil && (rec.phase.State == session.TakenIdle || rec.phase.State == session.Ending) &&
+		(rec.owner == "" || rec.owner == actor)
 }
 
 // known reports whether id has a record: a session live, parked, or being
@@ -187,7 +178,7 @@ func (m *sessionIDs) known(id string) bool {
 
 // liveRecord is id's record if it is live; m.mu is held.
 func (m *sessionIDs) liveRecord(id string) *sessionRecord {
-	if rec := m.byID[id]; rec != nil && rec.live {
+	if rec := m.byID[id]; rec != nil && rec.phase.Serves() {
 		return rec
 	}
 	return nil
@@ -241,7 +232,7 @@ func (m *sessionIDs) enter(id string) func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		rec.busy--
-		if rec.live {
+		if rec.phase.Serves() {
 			rec.seen = time.Now()
 		}
 	}
@@ -256,10 +247,14 @@ func (m *sessionIDs) takeIdle(now time.Time, timeout time.Duration) []string {
 	defer m.mu.Unlock()
 	var idle []string
 	for id, rec := range m.byID {
-		if !rec.live || rec.busy > 0 || now.Sub(rec.seen) < timeout {
+		if rec.busy > 0 || now.Sub(rec.seen) < timeout {
 			continue
 		}
-		rec.live, rec.end = false, takenIdle
+		phase, out := session.Step(rec.phase, session.Event{Kind: session.TakeIdle})
+		if out == session.Refused {
+			continue
+		}
+		rec.phase = phase
 		idle = append(idle, id)
 	}
 	return idle
@@ -285,7 +280,7 @@ func (m *sessionIDs) listen(id string, max int) (func(), bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		rec.streams--
-		if rec.streams == 0 && !rec.live && rec.end == notEnding && rec.session == nil && rec.slot == nil && rec.busy == 0 && m.byID[id] == rec {
+		if rec.streams == 0 && rec.phase.State == session.Absent && rec.session == nil && rec.slot == nil && rec.busy == 0 && m.byID[id] == rec {
 			delete(m.byID, id)
 		}
 	}, true
@@ -312,9 +307,16 @@ func (m *sessionIDs) count() int {
 	return len(m.byID)
 }
 
+// forget drops the record of session id, whose end finished; a record of
+// GET streams alone (a stateless endpoint's) goes with no phase to leave.
 func (m *sessionIDs) forget(id string) {
 	m.mu.Lock()
 	rec := m.byID[id]
+	if rec != nil {
+		if phase, out := session.Step(rec.phase, session.Event{Kind: session.Forget}); out != session.Refused {
+			rec.phase = phase
+		}
+	}
 	delete(m.byID, id)
 	m.mu.Unlock()
 	if rec != nil && rec.slot != nil {
@@ -337,7 +339,7 @@ func (m *sessionIDs) parkable(now time.Time, after time.Duration) []string {
 
 // idleFor reports whether the session may be parked at now; m.mu is held.
 func (rec *sessionRecord) idleFor(now time.Time, after time.Duration) bool {
-	return rec.live && rec.busy == 0 && rec.streams == 0 && !rec.pinned && now.Sub(rec.seen) >= after
+	return rec.phase.State == session.Live && rec.busy == 0 && rec.streams == 0 && !rec.pinned && now.Sub(rec.seen) >= after
 }
 
 // markParked parks id, bound to s, if it is still idle at now; seen are
@@ -349,7 +351,11 @@ func (m *sessionIDs) markParked(id string, s *legacySession, now time.Time, afte
 	if rec == nil || rec.session != s || !rec.idleFor(now, after) {
 		return false
 	}
-	rec.session, rec.parked = nil, &seen
+	phase, out := session.Step(rec.phase, session.Event{Kind: session.Park})
+	if out == session.Refused {
+		return false
+	}
+	rec.phase, rec.session, rec.parked = phase, nil, &seen
 	return true
 }
 
@@ -357,8 +363,10 @@ func (m *sessionIDs) markParked(id string, s *legacySession, now time.Time, afte
 func (m *sessionIDs) woke(id string, s *legacySession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if rec := m.liveRecord(id); rec != nil && rec.parked != nil {
-		rec.session, rec.parked = s, nil
+	if rec := m.byID[id]; rec != nil {
+		if phase, out := session.Step(rec.phase, session.Event{Kind: session.Wake}); out != session.Refused {
+			rec.phase, rec.session, rec.parked = phase, s, nil
+		}
 	}
 }
 
@@ -372,7 +380,7 @@ func (m *sessionIDs) isParked(id string) bool {
 func (m *sessionIDs) parkedSeen(id string) (listChanges, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if rec := m.liveRecord(id); rec != nil && rec.parked != nil {
+	if rec := m.byID[id]; rec != nil && rec.phase.State == session.Parked {
 		return *rec.parked, true
 	}
 	return listChanges{}, false
@@ -385,7 +393,7 @@ func (m *sessionIDs) endable() []string {
 	defer m.mu.Unlock()
 	var ids []string
 	for id, rec := range m.byID {
-		if (rec.live || rec.end == takenIdle) && (rec.session != nil || rec.parked != nil) {
+		if rec.phase.Endable() {
 			ids = append(ids, id)
 		}
 	}
