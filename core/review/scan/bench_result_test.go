@@ -99,3 +99,14 @@ func BenchmarkScanToolOne(b *testing.B) {
 		ScanTool(in)
 	}
 }
+
+// BenchmarkFirstUse: building every rule and its gate, what the first scan
+// of a process pays once (nothing is built at package init).
+func BenchmarkFirstUse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range allRegexps {
+			l.build()
+		}
+	}
+}

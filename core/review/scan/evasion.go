@@ -191,7 +191,7 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 	for _, rd := range readings {
 		rt := &cleanText{text: rd.text}
 		for _, r := range squeezedRules {
-			if !r.re.matchIn(rt) {
+			if !r.re.mayMatch(rt) {
 				continue
 			}
 			for _, m := range r.re.FindAllStringIndex(rd.text, -1) {

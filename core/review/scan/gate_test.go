@@ -93,8 +93,15 @@ func TestRV2ScanGateExact(t *testing.T) {
 	check := func(l *lazyRegexp, texts []*cleanText) {
 		re := l.get().re
 		for _, v := range texts {
-			if got, want := l.matchIn(v), re.MatchString(v.text); got != want {
+			want := re.MatchString(v.text)
+			if got := l.matchIn(v); got != want {
 				t.Errorf("rule %s\non %q: gate says %v, the rule %v", clip(l.src, 120), clip(v.text, 200), got, want)
+			}
+			if want && !l.mayMatch(v) {
+				t.Errorf("rule %s\non %q: the gate skips a search that finds a match", clip(l.src, 120), clip(v.text, 200))
+			}
+			if ok, known := l.gate(v); known && ok != want {
+				t.Errorf("rule %s\non %q: the gate's answer is %v, the rule's %v", clip(l.src, 120), clip(v.text, 200), ok, want)
 			}
 		}
 	}

@@ -171,7 +171,7 @@ func (t *cleanText) intents() []core.Flag {
 	var out []core.Flag
 	for _, rs := range [][]intentRule{intentRules, concealRules} {
 		for _, r := range rs {
-			if !t.mayContain(r.needles) || !t.mayContain(r.also) || !t.allMatch(r.with) || !r.re.matchIn(t) {
+			if !t.mayContain(r.needles) || !t.mayContain(r.also) || !t.allMatch(r.with) || !r.re.mayMatch(t) {
 				continue
 			}
 			covered := -1

@@ -29,7 +29,9 @@ import (
 // first use. Safe for concurrent use.
 type lazyRegexp struct {
 	src string
-	get func() *gatedRegexp
+	// phrase: src is written for phrase, not yet rewritten
+	phrase bool
+	get    func() *gatedRegexp
 }
 
 // gatedRegexp is a compiled rule and its gate.
@@ -51,22 +53,29 @@ type gateBranch struct {
 // allRegexps lists every lazyRegexp, for the tests that check the gate.
 var allRegexps []*lazyRegexp
 
-func newLazy(src string) *lazyRegexp {
-	l := &lazyRegexp{src: src}
-	l.get = sync.OnceValue(func() *gatedRegexp { return newGated(regexp.MustCompile(l.src)) })
+func newLazy(src string, phrase bool) *lazyRegexp {
+	l := &lazyRegexp{src: src, phrase: phrase}
+	l.get = sync.OnceValue(l.build)
 	allRegexps = append(allRegexps, l)
 	return l
 }
 
+// build compiles the rule and its gate.
+func (l *lazyRegexp) build() *gatedRegexp {
+	src := l.src
+	if l.phrase {
+		src = `(?i)` + strings.ReplaceAll(src, " ", `[\s\p{Z}]+`)
+	}
+	return newGated(regexp.MustCompile(src))
+}
+
 // lazyMust is regexp.MustCompile, compiled on first use.
-func lazyMust(src string) *lazyRegexp { return newLazy(src) }
+func lazyMust(src string) *lazyRegexp { return newLazy(src, false) }
 
 // phrase compiles a case-insensitive pattern in which each space stands for
 // any run of white space, Unicode spaces and line breaks included. Patterns
 // write a space inside a character class as \x20.
-func phrase(pattern string) *lazyRegexp {
-	return newLazy(`(?i)` + strings.ReplaceAll(pattern, " ", `[\s\p{Z}]+`))
-}
+func phrase(pattern string) *lazyRegexp { return newLazy(pattern, true) }
 
 // maxGateBranches bounds how many branches a rule is split into; a rule
 // whose alternations multiply past it is gated whole.
@@ -79,89 +88,154 @@ func newGated(re *regexp.Regexp) *gatedRegexp {
 		return g
 	}
 	g.needles = required(p.Simplify())
-	parts := splitAlternation(p)
-	if len(parts) > maxGateBranches {
-		parts = splitShallow(p)
-	}
+	parts := splitSource(re.String())
 	if len(parts) < 2 || len(parts) > maxGateBranches {
 		return g
 	}
 	for _, part := range parts {
-		b, err := regexp.Compile(part.String())
+		b, err := regexp.Compile(part)
 		if err != nil {
-			return g
+			return &gatedRegexp{re: re, needles: g.needles}
 		}
-		g.branches = append(g.branches, gateBranch{re: b, needles: required(part.Simplify())})
+		p, err := syntax.Parse(part, syntax.Perl)
+		if err != nil {
+			return &gatedRegexp{re: re, needles: g.needles}
+		}
+		g.branches = append(g.branches, gateBranch{re: b, needles: required(p.Simplify())})
 	}
 	return g
 }
 
-// splitAlternation returns regular expressions that match a text iff re
-// does: the branches of its alternations, distributed over the
-// concatenations around them. Capture groups are dropped: they do not
-// change whether a text matches.
-func splitAlternation(re *syntax.Regexp) []*syntax.Regexp {
-	switch re.Op {
-	case syntax.OpAlternate:
-		var out []*syntax.Regexp
-		for _, sub := range re.Sub {
-			out = append(out, splitAlternation(sub)...)
+// splitSource splits a pattern at the alternations outside any group: a
+// text matches the pattern iff it matches one of the parts. A leading flag
+// group ("(?i)") is given to every part. It returns nil for a pattern it
+// cannot split so (a flag group further on, which would reach across the
+// bars, or a \Q quote). The split is made on the source, not on the parsed
+// tree: printing a parsed tree back costs seconds on these classes.
+func splitSource(src string) []string {
+	prefix := ""
+	if strings.HasPrefix(src, "(?") {
+		if end := strings.IndexByte(src, ')'); end > 0 && strings.Trim(src[2:end], "imsU-") == "" {
+			prefix, src = src[:end+1], src[end+1:]
 		}
-		return out
-	case syntax.OpCapture:
-		return splitAlternation(re.Sub[0])
-	case syntax.OpConcat:
-		for i, sub := range re.Sub {
-			parts := splitAlternation(sub)
-			if len(parts) < 2 {
-				continue
+	}
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '\\':
+			if i+1 < len(src) && src[i+1] == 'Q' {
+				return nil
 			}
-			var out []*syntax.Regexp
-			for _, part := range parts {
-				c := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags}
-				c.Sub = append(append(append(c.Sub, re.Sub[:i]...), part), re.Sub[i+1:]...)
-				out = append(out, splitAlternation(c)...)
-				if len(out) > maxGateBranches {
-					return out
+			i++
+		case '[':
+			i = classEnd(src, i)
+		case '(':
+			if strings.HasPrefix(src[i:], "(?") && !strings.HasPrefix(src[i:], "(?:") && !strings.HasPrefix(src[i:], "(?P<") && !strings.HasPrefix(src[i:], "(?<") {
+				// (?flags) or (?flags:…): flags set without a group
+				// would reach across the bars
+				end := strings.IndexAny(src[i+2:], ":)")
+				if end < 0 || src[i+2+end] == ')' {
+					return nil
 				}
 			}
-			return out
+			depth++
+		case ')':
+			depth--
+		case '|':
+			if depth == 0 {
+				parts = append(parts, prefix+src[start:i])
+				start = i + 1
+			}
 		}
 	}
-	return []*syntax.Regexp{re}
+	if depth != 0 {
+		return nil
+	}
+	parts = append(parts, prefix+src[start:])
+	// A part that starts with, or holds, a group of alternatives is split
+	// again over them, while the parts stay few: "\\b(?:ignore|forget) x"
+	// is "\\b(?:ignore) x" or "\\b(?:forget) x", each with its own literal.
+	var out []string
+	for i, part := range parts {
+		out = append(out, expandGroup(part, maxGateBranches-len(out)-(len(parts)-i-1))...)
+	}
+	return out
 }
 
-// splitShallow splits re like splitAlternation, but distributes only the
-// first alternation of each concatenation, leaving those after it whole:
-// for rules whose alternations multiply past maxGateBranches.
-func splitShallow(re *syntax.Regexp) []*syntax.Regexp {
-	switch re.Op {
-	case syntax.OpAlternate:
-		var out []*syntax.Regexp
-		for _, sub := range re.Sub {
-			out = append(out, splitShallow(sub)...)
-		}
-		return out
-	case syntax.OpCapture:
-		return splitShallow(re.Sub[0])
-	case syntax.OpConcat:
-		for i, sub := range re.Sub {
-			for sub.Op == syntax.OpCapture {
-				sub = sub.Sub[0]
+// expandGroup returns part with its first group of alternatives (not
+// followed by a repetition) distributed over the concatenation around it,
+// and so on recursively, in at most budget parts; part alone when none.
+func expandGroup(part string, budget int) []string {
+	if budget < 2 {
+		return []string{part}
+	}
+	depth := 0
+	open := -1
+	for i := 0; i < len(part); i++ {
+		switch part[i] {
+		case '\\':
+			i++
+		case '[':
+			i = classEnd(part, i)
+		case '(':
+			if depth == 0 {
+				open = i
 			}
-			if sub.Op != syntax.OpAlternate {
+			depth++
+		case ')':
+			depth--
+			if depth != 0 || open < 0 {
 				continue
 			}
-			var out []*syntax.Regexp
-			for _, part := range sub.Sub {
-				c := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags}
-				c.Sub = append(append(append(c.Sub, re.Sub[:i]...), part), re.Sub[i+1:]...)
-				out = append(out, c)
+			body := part[open+1 : i]
+			switch {
+			case strings.HasPrefix(body, "?:"):
+				body = body[2:]
+			case strings.HasPrefix(body, "?"):
+				open = -1
+				continue // a flag or named group: left whole
+			}
+			if i+1 < len(part) && strings.IndexByte("*+?{", part[i+1]) >= 0 {
+				open = -1
+				continue
+			}
+			alts := splitSource(body)
+			if len(alts) < 2 || len(alts) > budget {
+				open = -1
+				continue
+			}
+			var out []string
+			for k, alt := range alts {
+				rest := budget - len(out) - (len(alts) - k - 1)
+				out = append(out, expandGroup(part[:open]+"(?:"+alt+")"+part[i+1:], rest)...)
 			}
 			return out
 		}
 	}
-	return []*syntax.Regexp{re}
+	return []string{part}
+}
+
+// classEnd returns the index of the ] that closes the class opening at i.
+func classEnd(src string, i int) int {
+	i++
+	if i < len(src) && src[i] == '^' {
+		i++
+	}
+	if i < len(src) && src[i] == ']' {
+		i++
+	}
+	for ; i < len(src) && src[i] != ']'; i++ {
+		switch {
+		case src[i] == '\\':
+			i++
+		case strings.HasPrefix(src[i:], "[:"):
+			if end := strings.Index(src[i+2:], ":]"); end >= 0 {
+				i += end + 3
+			}
+		}
+	}
+	return i
 }
 
 // matchIn reports whether the rule matches t.text: exactly
@@ -171,18 +245,62 @@ func (l *lazyRegexp) matchIn(t *cleanText) bool {
 	if gateOff {
 		return g.re.MatchString(t.text)
 	}
+	ok, known := l.gate(t)
+	if known {
+		return ok
+	}
+	return g.re.MatchString(t.text)
+}
+
+// mayMatch is false only when the rule does not match t.text: the gate
+// for a search that reports the matches, which then runs whole.
+func (l *lazyRegexp) mayMatch(t *cleanText) bool {
+	if gateOff {
+		return true
+	}
+	ok, known := l.gate(t)
+	return ok || !known
+}
+
+// maxAskedBranches: when more branches than this hold their literals, the
+// text is likely to match (hostile text holds many), and one pass of the
+// whole rule costs less than a pass of each branch.
+const maxAskedBranches = 3
+
+// gate answers whether the rule matches t.text, when it can tell cheaply.
+func (l *lazyRegexp) gate(t *cleanText) (ok, known bool) {
+	g := l.get()
 	if !t.mayContain(g.needles) {
-		return false
+		return false, true
 	}
 	if g.branches == nil {
-		return g.re.MatchString(t.text)
+		return false, false
 	}
+	var asked [maxAskedBranches]*regexp.Regexp
+	n := 0
 	for _, b := range g.branches {
-		if t.mayContain(b.needles) && b.re.MatchString(t.text) {
-			return true
+		if t.mayContain(b.needles) {
+			if n == len(asked) {
+				return false, false
+			}
+			asked[n] = b.re
+			n++
 		}
 	}
-	return false
+	for _, re := range asked[:n] {
+		if re.MatchString(t.text) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// matchWhole is matchIn for a short text, a sentence: the rule is run
+// whole behind its needles, since one pass of it over a few words costs
+// less than asking its branches one by one.
+func (l *lazyRegexp) matchWhole(t *cleanText) bool {
+	g := l.get()
+	return (gateOff || t.mayContain(g.needles)) && g.re.MatchString(t.text)
 }
 
 // gateOff runs every rule whole, for the tests that compare the gate with

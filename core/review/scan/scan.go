@@ -1238,7 +1238,7 @@ func (t *cleanText) span(start, end int) (int, int) {
 func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 	var out []core.Flag
 	for _, r := range rules {
-		if !t.mayContain(r.needles) || !r.re.matchIn(t) {
+		if !t.mayContain(r.needles) || !r.re.mayMatch(t) {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(t.text, -1) {
@@ -1268,7 +1268,7 @@ func (t *cleanText) instructions() []core.Flag {
 	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
 	out = append(out, t.intents()...)
 	out = append(out, t.signals(out)...)
-	if !t.mayContain([]string{"<"}) || !instructionTag.matchIn(t) {
+	if !t.mayContain([]string{"<"}) || !instructionTag.mayMatch(t) {
 		return out
 	}
 	// A tag block is flagged whole, from its opening tag to the next

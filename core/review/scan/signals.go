@@ -278,12 +278,12 @@ func signalsIn(s string, words bool, mask signal) signal {
 		if r.sig == sigChain && !words {
 			// In prose "and" and "then" join steps of what the tool
 			// does; only a semicolon sets an order apart.
-			if proseChain.matchIn(t) {
+			if proseChain.matchWhole(t) {
 				have |= sigChain
 			}
 			continue
 		}
-		if r.re.matchIn(t) {
+		if r.re.matchWhole(t) {
 			have |= r.sig
 		}
 	}
