@@ -79,7 +79,7 @@ func phrase(pattern string) *lazyRegexp { return newLazy(pattern, true) }
 
 // maxGateBranches bounds how many branches a rule is split into; a rule
 // whose alternations multiply past it is gated whole.
-const maxGateBranches = 160
+const maxGateBranches = 40
 
 func newGated(re *regexp.Regexp) *gatedRegexp {
 	g := &gatedRegexp{re: re}
