@@ -19,11 +19,13 @@ import (
 // even where none can match. The gate splits a rule into its branches and
 // reads off each branch the literals every match of it holds (needles);
 // whether the rule matches a text is then asked only of the branches whose
-// needles the text holds. That answer is exactly the rule's (a text matches
-// an alternation iff it matches one branch; a match holds its needles), and
-// TestRV2ScanGateExact checks it over every corpus and generated text. The
-// rules that report spans (FindAll…) still run whole, and only on text the
-// gate says they match, so spans and their order are the rule's own.
+// needles the text holds, when there are at most three of them (more, and
+// the rule runs whole: one pass costs less). That answer is exactly the
+// rule's (a text matches an alternation iff it matches one branch; a match
+// holds its needles), and TestRV2ScanGateExact checks it over every corpus
+// and generated text. The rules that report spans (FindAll…) still run
+// whole, and only on text the gate does not rule out, so spans and their
+// order are the rule's own.
 
 // lazyRegexp is a regular expression compiled, and split into its gate, on
 // first use. Safe for concurrent use.
