@@ -55,6 +55,8 @@ type gateBranch struct {
 // allRegexps lists every lazyRegexp, for the tests that check the gate.
 var allRegexps []*lazyRegexp
 
+// newLazy is for package-level rules only: it records the rule in
+// allRegexps, which nothing guards after init.
 func newLazy(src string, phrase bool) *lazyRegexp {
 	l := &lazyRegexp{src: src, phrase: phrase}
 	l.get = sync.OnceValue(l.build)
