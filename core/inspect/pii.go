@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/nyaruka/phonenumbers"
@@ -14,7 +13,7 @@ import (
 // alike (order numbers, timestamps, hashes) are not personal data.
 
 var (
-	ibanRe = regexp.MustCompile(`^[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`)
+	ibanRe = lazyCompile(`^[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`)
 )
 
 func (in *Inspector) piiFindings(s, path string) []Finding {
@@ -261,9 +260,9 @@ func leadingDigits(s string) int {
 	return n
 }
 
-var ssnShape = regexp.MustCompile(`^\d{3}[- ]\d{2}[- ]\d{4}$`)
+var ssnShape = lazyCompile(`^\d{3}[- ]\d{2}[- ]\d{4}$`)
 
-var dateRe = regexp.MustCompile(`^\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d{1,2}[-./]\d{1,2}[-./]\d{4}|^\d{1,2}[.:]\d{2}(?:[.:]\d{2})?$`)
+var dateRe = lazyCompile(`^\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d{1,2}[-./]\d{1,2}[-./]\d{4}|^\d{1,2}[.:]\d{2}(?:[.:]\d{2})?$`)
 
 func looksLikeDate(s string) bool { return dateRe.MatchString(s) }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"hash/crc32"
-	"regexp"
 	"strings"
 )
 
@@ -23,7 +22,7 @@ type secretRule struct {
 	detector string
 	keywords []string
 	fold     bool // keywords match case-insensitively
-	re       *regexp.Regexp
+	re       *lazyRegexp
 	// back and fwd bound the window the regexp reads around each keyword
 	// (bytes before its start, after its end): the regexp never reads the
 	// whole text, which keeps a large result linear and cheap.
@@ -38,29 +37,29 @@ type secretRule struct {
 
 var secretRules = []secretRule{
 	{detector: "private-key", back: 130, fwd: 20000, keywords: []string{"PRIVATE KEY"},
-		re:    regexp.MustCompile(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
+		re:    lazyCompile(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
 		check: func(s string) bool { return entropy(pemBody(s)) >= 4 }},
 	{detector: "aws-access-key", back: 1, fwd: 22, keywords: []string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T"},
-		re:         regexp.MustCompile(`\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b`),
+		re:         lazyCompile(`\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b`),
 		minEntropy: 3,
 		// AWS documents AKIAIOSFODNN7EXAMPLE and its kin as examples.
 		check: func(s string) bool { return !strings.HasSuffix(s, "EXAMPLE") }},
 	{detector: "aws-secret-key", back: 1, fwd: 150, keywords: []string{"aws"}, fold: true,
-		re:         regexp.MustCompile(`(?i)aws.{0,20}?(?:secret|sk|private)[a-z_ -]{0,20}?["']?\s*[:=]+\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)`),
+		re:         lazyCompile(`(?i)aws.{0,20}?(?:secret|sk|private)[a-z_ -]{0,20}?["']?\s*[:=]+\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)`),
 		group:      1,
 		minEntropy: 4,
 		check:      func(s string) bool { return !strings.Contains(s, "EXAMPLEKEY") }},
 	{detector: "github-token", back: 1, fwd: 42, keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"},
-		re:    regexp.MustCompile(`\bgh[pousr]_[0-9A-Za-z]{36}\b`),
+		re:    lazyCompile(`\bgh[pousr]_[0-9A-Za-z]{36}\b`),
 		check: githubChecksum},
 	{detector: "github-pat", back: 1, fwd: 90, keywords: []string{"github_pat_"},
-		re:         regexp.MustCompile(`\bgithub_pat_[0-9A-Za-z]{22}_[0-9A-Za-z]{59}\b`),
+		re:         lazyCompile(`\bgithub_pat_[0-9A-Za-z]{22}_[0-9A-Za-z]{59}\b`),
 		minEntropy: 4},
 	{detector: "gitlab-token", back: 1, fwd: 300, keywords: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glft-", "glsoat-", "gloas-", "glagent-", "glffct-", "GR1348941"},
-		re:         regexp.MustCompile(`\b(?:(?:glpat|gldt|glrt|glft|glsoat|glffct)-[\w-]{20}(?:[\w-]{7,280}\.[0-9a-z]{9})?|glptt-[0-9a-f]{40}|glcbt-[0-9a-zA-Z]{1,5}_[\w-]{20}|glimt-[\w-]{25}|glagent-[\w-]{50}|gloas-[\w-]{64}|GR1348941[\w-]{20})\b`),
+		re:         lazyCompile(`\b(?:(?:glpat|gldt|glrt|glft|glsoat|glffct)-[\w-]{20}(?:[\w-]{7,280}\.[0-9a-z]{9})?|glptt-[0-9a-f]{40}|glcbt-[0-9a-zA-Z]{1,5}_[\w-]{20}|glimt-[\w-]{25}|glagent-[\w-]{50}|gloas-[\w-]{64}|GR1348941[\w-]{20})\b`),
 		minEntropy: 3},
 	{detector: "slack-token", back: 6, fwd: 200, keywords: []string{"xox", "xapp-"},
-		re: regexp.MustCompile(`xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}` +
+		re: lazyCompile(`xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}` +
 			`|xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*` +
 			`|xoxb-[0-9]{8,14}-[a-zA-Z0-9]{18,26}` +
 			`|xox[os]-\d+-\d+-\d+-[a-fA-F\d]+` +
@@ -70,35 +69,35 @@ var secretRules = []secretRule{
 			`|(?i:xoxe-\d-[A-Z0-9]{146})`),
 		minEntropy: 2.5},
 	{detector: "slack-webhook", back: 0, fwd: 80, keywords: []string{"hooks.slack.com"},
-		re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}`)},
+		re: lazyCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}`)},
 	{detector: "stripe-key", back: 1, fwd: 110, keywords: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
-		re:         regexp.MustCompile(`\b[sr]k_(?:live|test)_[0-9A-Za-z]{10,99}\b`),
+		re:         lazyCompile(`\b[sr]k_(?:live|test)_[0-9A-Za-z]{10,99}\b`),
 		minEntropy: 3},
 	{detector: "google-api-key", back: 1, fwd: 40, keywords: []string{"AIza"},
-		re:         regexp.MustCompile(`(?:^|[^\w-])(AIza[\w-]{35})(?:[^\w-]|$)`),
+		re:         lazyCompile(`(?:^|[^\w-])(AIza[\w-]{35})(?:[^\w-]|$)`),
 		group:      1,
 		minEntropy: 4,
 		check:      func(s string) bool { return !firebaseExamples[s] }},
 	{detector: "openai-key", back: 215, fwd: 210, keywords: []string{"T3BlbkFJ"},
-		re:         regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,200}|[A-Za-z0-9]{20})T3BlbkFJ[A-Za-z0-9_-]{20,200}`),
+		re:         lazyCompile(`\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,200}|[A-Za-z0-9]{20})T3BlbkFJ[A-Za-z0-9_-]{20,200}`),
 		minEntropy: 3},
 	{detector: "anthropic-key", back: 1, fwd: 400, keywords: []string{"sk-ant-"},
-		re: regexp.MustCompile(`\bsk-ant-(?:(?:api03|admin01)-[\w-]{93}AA|(?:oat01|ort01)-[\w-]{40,})(?:[^\w-]|$)`)},
+		re: lazyCompile(`\bsk-ant-(?:(?:api03|admin01)-[\w-]{93}AA|(?:oat01|ort01)-[\w-]{40,})(?:[^\w-]|$)`)},
 	{detector: "npm-token", back: 1, fwd: 40, keywords: []string{"npm_"},
-		re:         regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`),
+		re:         lazyCompile(`\bnpm_[A-Za-z0-9]{36}\b`),
 		minEntropy: 3},
 	{detector: "pypi-token", back: 0, fwd: 1010, keywords: []string{"pypi-AgEIcHlwaS5vcmc"},
-		re: regexp.MustCompile(`pypi-AgEIcHlwaS5vcmc[\w-]{50,1000}`)},
+		re: lazyCompile(`pypi-AgEIcHlwaS5vcmc[\w-]{50,1000}`)},
 	{detector: "jwt", back: 1, fwd: 8192, keywords: []string{"eyJ"},
-		re:    regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}={0,2}`),
+		re:    lazyCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}={0,2}`),
 		check: jwtHeader},
 	{detector: "url-password", back: 34, fwd: 300, keywords: []string{"://"},
-		re:    regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/?#@"'<>]{1,128}:([^\s/?#@"'<>]{3,128})@[A-Za-z0-9.\[\]_-]`),
+		re:    lazyCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/?#@"'<>]{1,128}:([^\s/?#@"'<>]{3,128})@[A-Za-z0-9.\[\]_-]`),
 		group: 1,
 		check: notPlaceholder,
 		gate:  authorityHasPassword},
 	{detector: "password-assignment", back: 15, fwd: 230, keywords: []string{"pass", "pwd", "secret", "token", "key"}, fold: true,
-		re:         regexp.MustCompile(`(?i)(?:^|[^a-z0-9])(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|token|auth[_-]?token|access[_-]?token|api[_-]?key|apikey|private[_-]?key)["']?[ \t]*(?:=|:=|:|=>)[ \t]*["']?([^\s"'&,;<>{}()\[\]]{8,200})`),
+		re:         lazyCompile(`(?i)(?:^|[^a-z0-9])(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|token|auth[_-]?token|access[_-]?token|api[_-]?key|apikey|private[_-]?key)["']?[ \t]*(?:=|:=|:|=>)[ \t]*["']?([^\s"'&,;<>{}()\[\]]{8,200})`),
 		group:      1,
 		minEntropy: 3,
 		check:      genericSecret,

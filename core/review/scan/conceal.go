@@ -1,7 +1,5 @@
 package scan
 
-import "regexp"
-
 // concealRules ask for something to be kept from the user, in the
 // languages most people speak: a word for the user in the same sentence as
 // a word for not telling, hiding, or doing it unnoticed. Either alone is
@@ -156,7 +154,7 @@ var concealRules = []intentRule{
 // conceal is a rule that flags a sentence holding a word for the user and
 // a word for keeping something from them.
 func conceal(user, cue string, needles ...string) intentRule {
-	return intentRule{re: ire(user), with: []*regexp.Regexp{ire(cue)}, reason: reasonConceal, needles: needles}
+	return intentRule{re: ire(user), with: []*lazyRegexp{ire(cue)}, reason: reasonConceal, needles: needles}
 }
 
 // conceal3 is a rule that flags a sentence holding a word for the user, a
@@ -167,5 +165,5 @@ func conceal(user, cue string, needles ...string) intentRule {
 // know the id, call list_ids" and "the user need not know SQL" are how
 // honest descriptions speak.
 func conceal3(user, cond, neg, know string, needles ...string) intentRule {
-	return intentRule{re: ire(user), with: []*regexp.Regexp{ire(neg), ire(know)}, unless: ire(cond), reason: reasonConceal, needles: needles}
+	return intentRule{re: ire(user), with: []*lazyRegexp{ire(neg), ire(know)}, unless: ire(cond), reason: reasonConceal, needles: needles}
 }

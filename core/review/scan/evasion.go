@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -25,18 +24,18 @@ import (
 // is flagged only if it decodes to text (hashes and ids decode to noise),
 // so the thresholds can be low.
 var encodedRules = []struct {
-	re     *regexp.Regexp
+	re     *lazyRegexp
 	name   string
 	decode func(string) ([]byte, bool)
 	// ascii: the decoded text must be mostly ASCII letters; %XX of
 	// non-ASCII text is how URLs honestly carry it.
 	ascii bool
 }{
-	{regexp.MustCompile(`\b[0-9A-Fa-f]{24,}\b`), "hex", decodeHex, false},
-	{regexp.MustCompile(`\b(?:[0-9A-Fa-f]{2}[ :,-]){11,}[0-9A-Fa-f]{2}\b`), "hex bytes", decodeHex, false},
-	{regexp.MustCompile(`(?:\\x[0-9A-Fa-f]{2}){8,}`), `\x escapes`, decodeHex, false},
-	{regexp.MustCompile(`(?:\\u[0-9A-Fa-f]{4}){6,}`), `\u escapes`, decodeUnicodeEscapes, false},
-	{regexp.MustCompile(`(?:%[0-9A-Fa-f]{2}){8,}`), "percent escapes", decodeHex, true},
+	{lazyMust(`\b[0-9A-Fa-f]{24,}\b`), "hex", decodeHex, false},
+	{lazyMust(`\b(?:[0-9A-Fa-f]{2}[ :,-]){11,}[0-9A-Fa-f]{2}\b`), "hex bytes", decodeHex, false},
+	{lazyMust(`(?:\\x[0-9A-Fa-f]{2}){8,}`), `\x escapes`, decodeHex, false},
+	{lazyMust(`(?:\\u[0-9A-Fa-f]{4}){6,}`), `\u escapes`, decodeUnicodeEscapes, false},
+	{lazyMust(`(?:%[0-9A-Fa-f]{2}){8,}`), "percent escapes", decodeHex, true},
 }
 
 func decodeHex(s string) ([]byte, bool) {
@@ -157,24 +156,24 @@ func squeeze(s string) squeezed {
 // the squeezed text. Each is long and specific: with word boundaries gone,
 // a short one would match across ordinary words.
 var squeezedRules = []struct {
-	re     *regexp.Regexp
+	re     *lazyRegexp
 	reason string
 }{
-	{regexp.MustCompile(`(?:ignore|disregard|forget|bypass|override)(?:all|the|any|of|your|my|these|those)*(?:previous|prior|above|earlier|preceding|former|system|original|safety|other)+(?:the|all)?(?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)`), reasonOverride},
-	{regexp.MustCompile(`forgeteverything(?:above|before|else)`), reasonOverride},
-	{regexp.MustCompile(`(?:donot|dont|never|mustnot)(?:ever)?(?:tell|inform|notify|mention|reveal|alert|show)(?:this|it|that|anything)?(?:to)?(?:the)?(?:users?|humans?|operators?)`), reasonConceal},
-	{regexp.MustCompile(`without(?:telling|informing|notifying|alerting|asking)(?:the)?(?:users?|humans?|operators?)`), reasonConceal},
-	{regexp.MustCompile(`youarenow(?:in|a|an)?(?:unrestricted|jailbroken|unfiltered|developermode|godmode|adminmode)`), "tries to change the model's role"},
-	{regexp.MustCompile(`(?:reveal|print|output|leak|dump|disclose)(?:your|the)(?:system|initial|hidden)prompt`), "asks the model to reveal its instructions"},
-	{regexp.MustCompile(`(?:read|cat|send|upload|exfiltrate|steal|include|attach|copy)(?:the|your|all|my|users?)*(?:sshkeys?|idrsa|privatekeys?|awscredentials|envfile|dotenv)`), "asks for the user's keys or credentials"},
-	{regexp.MustCompile(`(?:send|pass|include|forward|upload|post|copy|attach|leak)(?:the|all|your|this|a|copyof)*(?:entire|full|whole|complete)?(?:conversation|chathistory|messagehistory)`), "asks the model to pass the conversation along"},
-	{regexp.MustCompile(`(?:send|pass|include|forward|upload|post|copy|attach|leak|steal)(?:the|all|your|their|any)*(?:users?|saved|stored)+(?:passwords?|credentials|apikeys?|accesstokens?|cookies|secrets|privatekeys?)`), "asks the model to hand over the user's secrets"},
+	{lazyMust(`(?:ignore|disregard|forget|bypass|override)(?:all|the|any|of|your|my|these|those)*(?:previous|prior|above|earlier|preceding|former|system|original|safety|other)+(?:the|all)?(?:instructions?|prompts?|directives?|guidelines|guardrails|rules|commands|messages|context)`), reasonOverride},
+	{lazyMust(`forgeteverything(?:above|before|else)`), reasonOverride},
+	{lazyMust(`(?:donot|dont|never|mustnot)(?:ever)?(?:tell|inform|notify|mention|reveal|alert|show)(?:this|it|that|anything)?(?:to)?(?:the)?(?:users?|humans?|operators?)`), reasonConceal},
+	{lazyMust(`without(?:telling|informing|notifying|alerting|asking)(?:the)?(?:users?|humans?|operators?)`), reasonConceal},
+	{lazyMust(`youarenow(?:in|a|an)?(?:unrestricted|jailbroken|unfiltered|developermode|godmode|adminmode)`), "tries to change the model's role"},
+	{lazyMust(`(?:reveal|print|output|leak|dump|disclose)(?:your|the)(?:system|initial|hidden)prompt`), "asks the model to reveal its instructions"},
+	{lazyMust(`(?:read|cat|send|upload|exfiltrate|steal|include|attach|copy)(?:the|your|all|my|users?)*(?:sshkeys?|idrsa|privatekeys?|awscredentials|envfile|dotenv)`), "asks for the user's keys or credentials"},
+	{lazyMust(`(?:send|pass|include|forward|upload|post|copy|attach|leak)(?:the|all|your|this|a|copyof)*(?:entire|full|whole|complete)?(?:conversation|chathistory|messagehistory)`), "asks the model to pass the conversation along"},
+	{lazyMust(`(?:send|pass|include|forward|upload|post|copy|attach|leak|steal)(?:the|all|your|their|any)*(?:users?|saved|stored)+(?:passwords?|credentials|apikeys?|accesstokens?|cookies|secrets|privatekeys?)`), "asks the model to hand over the user's secrets"},
 }
 
 // letterSpaced is a run of twelve or more single letters, each followed by
 // spaces or a dot: words spelt out letter by letter. Prose never has so
 // many one-letter words in a row.
-var letterSpaced = regexp.MustCompile(`(?:\b\p{L}\.?[\x20\t]{1,3}){11,}\p{L}\b\.?`)
+var letterSpaced = lazyMust(`(?:\b\p{L}\.?[\x20\t]{1,3}){11,}\p{L}\b\.?`)
 
 const reasonObfuscated = "written letter by letter, in leetspeak or with look-alike letters, a way to slip words past a reader or a filter"
 
@@ -190,7 +189,11 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 		back      bool
 	}{{sq.text, "", false}, {reverse(sq.text), " (written backwards)", true}, {rot13(sq.text), " (in rot13)", false}}
 	for _, rd := range readings {
+		rt := &cleanText{text: rd.text}
 		for _, r := range squeezedRules {
+			if !r.re.mayMatch(rt) {
+				continue
+			}
 			for _, m := range r.re.FindAllStringIndex(rd.text, -1) {
 				a, z := m[0], m[1]-1
 				if rd.back {
@@ -246,7 +249,7 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 
 // spacedLetters is four single letters in a row, with anything but
 // letters and digits between them.
-var spacedLetters = regexp.MustCompile(`(?:^|[^\p{L}\p{N}])\p{L}[^\p{L}\p{N}]+\p{L}[^\p{L}\p{N}]+\p{L}[^\p{L}\p{N}]+\p{L}(?:[^\p{L}\p{N}]|$)`)
+var spacedLetters = lazyMust(`(?:^|[^\p{L}\p{N}])\p{L}[^\p{L}\p{N}]+\p{L}[^\p{L}\p{N}]+\p{L}[^\p{L}\p{N}]+\p{L}(?:[^\p{L}\p{N}]|$)`)
 
 // disguised reports whether s is written to look like other text than it
 // is: letter by letter, with digits or symbols for letters inside a word, or
@@ -310,22 +313,22 @@ func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <
 // styledRun is words in mathematical alphanumerics (four letters or more)
 // or full-width Latin (eight or more): Japanese text has a few full-width
 // letters ("ＵＲＬ"), prose never has runs of them.
-var styledRun = regexp.MustCompile(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
+var styledRun = lazyMust(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
 
 // blankRun is more blank space than layout needs: 80 spaces or tabs on a
 // line, or 20 empty lines.
-var blankRun = regexp.MustCompile(`[\t \x{00A0}\x{3000}]{80,}|(?:[\t \x{00A0}]*\n){20,}`)
+var blankRun = lazyMust(`[\t \x{00A0}\x{3000}]{80,}|(?:[\t \x{00A0}]*\n){20,}`)
 
 // htmlComment is a comment with something in it.
-var htmlComment = regexp.MustCompile(`<!--[\s\S]*?[\pL\pN][\s\S]*?-->`)
+var htmlComment = lazyMust(`<!--[\s\S]*?[\pL\pN][\s\S]*?-->`)
 
 // hiddenElement is an inline or block element whose attributes hide it,
 // with words in it.
-var hiddenElement = regexp.MustCompile(`(?i)<(?:span|div|p|section|font|small|sub|sup|i|b|em|strong|a)\b[^>]*?(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt|%)?\s*[;"']|opacity\s*:\s*0(?:\.0+)?\s*[;"'])[^>]*>[^<]*?[\pL\pN][\s\S]*?</\s*(?:span|div|p|section|font|small|sub|sup|i|b|em|strong|a)\s*>`)
+var hiddenElement = lazyMust(`(?i)<(?:span|div|p|section|font|small|sub|sup|i|b|em|strong|a)\b[^>]*?(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|pt|%)?\s*[;"']|opacity\s*:\s*0(?:\.0+)?\s*[;"'])[^>]*>[^<]*?[\pL\pN][\s\S]*?</\s*(?:span|div|p|section|font|small|sub|sup|i|b|em|strong|a)\s*>`)
 
 // markdownComment is the idiom [//]: # (text) or [comment]: <> (text): a
 // link reference definition, which renders as nothing.
-var markdownComment = regexp.MustCompile(`(?m)^[\t\x20]{0,3}\[[^\]\n]{0,40}\]:[\t\x20]*(?:#|<>)[\t\x20]*(?:\([^)\n]*[\pL\pN][^)\n]*\)|"[^"\n]*[\pL\pN][^"\n]*")`)
+var markdownComment = lazyMust(`(?m)^[\t\x20]{0,3}\[[^\]\n]{0,40}\]:[\t\x20]*(?:#|<>)[\t\x20]*(?:\([^)\n]*[\pL\pN][^)\n]*\)|"[^"\n]*[\pL\pN][^"\n]*")`)
 
 func reverse(s string) string {
 	b := []byte(s) // squeezed text is ASCII but for '#'
@@ -356,18 +359,18 @@ func containsFlag(flags []core.Flag, f func(core.Flag) bool) bool {
 
 // Links that carry data out.
 var (
-	httpLink = regexp.MustCompile(`(?i)\b(?:https?|wss?)://[^\s<>"'\x60]+`)
+	httpLink = lazyMust(`(?i)\b(?:https?|wss?)://[^\s<>"'\x60]+`)
 	// markdownImage is ![alt](link: a client that renders the text fetches
 	// the image with no click.
-	markdownImage = regexp.MustCompile(`!\[[^\]\n]{0,200}\]\(\s*<?((?:https?:)?//[^\s)>]+)`)
+	markdownImage = lazyMust(`!\[[^\]\n]{0,200}\]\(\s*<?((?:https?:)?//[^\s)>]+)`)
 	// placeholder is a slot for the model to fill: {x}, {{x}}, ${x}, $X,
 	// <x>, [X], %X%, or a word in capitals (CONVERSATION, API_KEY).
-	placeholder = regexp.MustCompile(`\{\{?[^{}]{1,60}\}\}?|\$\{[^}]{1,60}\}|\$[A-Za-z_][A-Za-z0-9_]{1,60}|<[^<>]{1,60}>|\[[^\[\]]{1,60}\]|%[A-Za-z_][A-Za-z0-9_]{1,60}%|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b`)
+	placeholder = lazyMust(`\{\{?[^{}]{1,60}\}\}?|\$\{[^}]{1,60}\}|\$[A-Za-z_][A-Za-z0-9_]{1,60}|<[^<>]{1,60}>|\[[^\[\]]{1,60}\]|%[A-Za-z_][A-Za-z0-9_]{1,60}%|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b`)
 	// sensitiveWord names what an attacker wants carried out.
-	sensitiveWord = regexp.MustCompile(`(?i)conversation|chat|history|messages?|transcript|context|prompt|memory|summary|secret|token|passw(?:or)?d|credential|ssh|private|id_rsa|\benv\b|dotenv|cookie|api[_ -]?key|session|\bpat\b|对话|對話|聊天|会话|會話|密码|密碼|令牌|密钥|密鑰|会話|履歴|パスワード|переписк|парол|токен`)
+	sensitiveWord = lazyMust(`(?i)conversation|chat|history|messages?|transcript|context|prompt|memory|summary|secret|token|passw(?:or)?d|credential|ssh|private|id_rsa|\benv\b|dotenv|cookie|api[_ -]?key|session|\bpat\b|对话|對話|聊天|会话|會話|密码|密碼|令牌|密钥|密鑰|会話|履歴|パスワード|переписк|парол|токен`)
 	// envSecret is the name of a variable that holds a secret
 	// (GITHUB_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY).
-	envSecret = regexp.MustCompile(`\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b`)
+	envSecret = lazyMust(`\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b`)
 )
 
 // secretParams are query parameter names that only a link built to carry
@@ -447,22 +450,22 @@ func around(text string, s, e, n int) string {
 // slotHost is a host name whose first label is a slot ({token}.e.example,
 // <the user's key>.e.example): resolving it sends the slot's content to
 // whoever runs the domain's DNS.
-var slotHost = regexp.MustCompile(`(?i)(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\}|\$[A-Z_][A-Z0-9_]{2,60})\.(?:[a-z0-9-]+\.)+[a-z]{2,}\b`)
+var slotHost = lazyMust(`(?i)(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\}|\$[A-Z_][A-Z0-9_]{2,60})\.(?:[a-z0-9-]+\.)+[a-z]{2,}\b`)
 
 // slotParam is a query parameter whose value is a slot, outside a link
 // ("append ?ref=<the conversation summary>").
-var slotParam = regexp.MustCompile(`[?&][\w.-]{1,30}=(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\})`)
+var slotParam = lazyMust(`[?&][\w.-]{1,30}=(<[^<>\n]{1,60}>|\{\{?[^{}\n]{1,60}\}\}?|\$\{[^}\n]{1,60}\})`)
 
 // Active content.
 var (
-	dataURI = regexp.MustCompile(`(?i)\bdata:([a-z]+/[\w.+-]+)((?:;[\w=.+-]+)*),([^\s<>"'\x60]*)`)
+	dataURI = lazyMust(`(?i)\bdata:([a-z]+/[\w.+-]+)((?:;[\w=.+-]+)*),([^\s<>"'\x60]*)`)
 	// scriptLink is a javascript: or vbscript: link with code after it
 	// ("JavaScript: the language" is prose, with a space).
-	scriptLink = regexp.MustCompile(`(?i)\b(?:javascript|vbscript):[^\s"'<>\x60]{3,}`)
+	scriptLink = lazyMust(`(?i)\b(?:javascript|vbscript):[^\s"'<>\x60]{3,}`)
 	// pipeToShell downloads code and runs it.
-	pipeToShell = regexp.MustCompile(`(?i)\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:iwr|invoke-webrequest)\b[^|\n]{0,200}\|\s*iex\b`)
+	pipeToShell = lazyMust(`(?i)\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:iwr|invoke-webrequest)\b[^|\n]{0,200}\|\s*iex\b`)
 	// scriptMarker is what script in HTML or SVG looks like.
-	scriptMarker = regexp.MustCompile(`(?i)<\s*script\b|\bon(?:load|error|click|mouseover|focus|begin|end)\s*=|javascript:|\beval\s*\(|document\.cookie|\bfetch\s*\(|XMLHttpRequest|localStorage|window\.location|<\s*iframe\b|<\s*foreignObject\b`)
+	scriptMarker = lazyMust(`(?i)<\s*script\b|\bon(?:load|error|click|mouseover|focus|begin|end)\s*=|javascript:|\beval\s*\(|document\.cookie|\bfetch\s*\(|XMLHttpRequest|localStorage|window\.location|<\s*iframe\b|<\s*foreignObject\b`)
 )
 
 // activeTypes run as a page or a script when a client opens them.

@@ -1,7 +1,6 @@
 package scan
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/toolgate/toolgate/core"
@@ -22,14 +21,14 @@ import (
 // intentRule flags the sentence around a match of re when every pattern of
 // with matches somewhere in that sentence too.
 type intentRule struct {
-	re      *regexp.Regexp
-	with    []*regexp.Regexp
+	re      *lazyRegexp
+	with    []*lazyRegexp
 	reason  string
 	needles []string
 	// also: the text must hold one of these too, beside one of needles.
 	also []string
 	// unless: the sentence must not match it.
-	unless *regexp.Regexp
+	unless *lazyRegexp
 }
 
 const (
@@ -60,7 +59,7 @@ const (
 	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b`
 )
 
-func ire(p string) *regexp.Regexp { return phrase(p) }
+func ire(p string) *lazyRegexp { return phrase(p) }
 
 // Compiled once, shared by rules, so allMatch asks each text once.
 var (
@@ -71,29 +70,29 @@ var (
 var intentRules = []intentRule{
 	// a copy to a party of the tool's choosing
 	{re: ire(`\b(?:b?cc|blind[-\x20]cop(?:y|ies)|hidden cop(?:y|ies)|carbon[-\x20]cop(?:y|ies)|cop(?:y|ies)|duplicate|mirror|forward|relay|on copy|mention|guest|attendee|watcher|share|invite|grant|cross-?post|also (?:send|post|deliver|notify|email|message|text|invite|add|include))\b`),
-		with:   []*regexp.Regexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
+		with:   []*lazyRegexp{destRe, ire(overrideCue + `|\b(?:hidden|blind|secret|silent)\b`)},
 		reason: reasonRedirect, needles: []string{"cc", "cop", "duplicate", "mirror", "forward", "relay", "mention", "guest", "attendee", "watcher", "also", "share", "invite", "grant", "post"},
 		also: []string{"@", "#", "+", "://", " at ", "ltd", "llc", "inc", "gmbh", "holdings", "corp", "limited", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
 	// an address added to a list of the tool's choosing
 	{re: ire(`\b(?:add|include|invite|cc|bcc|loop in|copy in)\b (?:the (?:address|account|user) )?[\w.+-]+@[\w-]+(?:\.[\w-]+)+`),
-		with:   []*regexp.Regexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
+		with:   []*lazyRegexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
 		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: destRe, with: []*regexp.Regexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
+	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
-		with:   []*regexp.Regexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
+		with:   []*lazyRegexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
 		reason: reasonRedirect, needles: []string{"whatever", "not the one", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
-		with: []*regexp.Regexp{
+		with: []*lazyRegexp{
 			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
 			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
 	// amounts multiplied out of sight
 	{re: ire(`\b(?:double|triple|quadruple|inflate|multiply|pad)\b (?:it|them|the \w+|each|every|all|any)\b`),
-		with:   []*regexp.Regexp{ire(`\b(?:silently|quietly|secretly|always|every time|without (?:asking|telling|saying))\b`)},
+		with:   []*lazyRegexp{ire(`\b(?:silently|quietly|secretly|always|every time|without (?:asking|telling|saying))\b`)},
 		reason: reasonAmount, needles: []string{"double", "triple", "quadruple", "inflate", "multiply", "pad"}},
 	// the user's data handed to others
 	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[- ]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
@@ -104,7 +103,7 @@ var intentRules = []intentRule{
 		reason: reasonAmount, needles: []string{"add"}},
 	// confirmation switched off
 	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*|merge|review)\b`),
-		with:   []*regexp.Regexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
+		with:   []*lazyRegexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
 		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori", "merge", "review"}},
 	// rights handed to a party of the tool's choosing
 	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b(?:[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}|s? (?:of|on|in|for|to) )\b(?:every|each|all|any)\b`),
@@ -121,7 +120,7 @@ var intentRules = []intentRule{
 		reason: reasonOthers, needles: []string{"from now until", "until the user says", "next time", "after this", "once this"}},
 	// orders about tools in general
 	{re: ire(`\b(?:whenever|when|if|every time|each time|any time|anytime)\b[^.\n]{0,40}?\b(?:any|another|other|a|some) (?:[\w-]+ ){0,2}tools?\b`),
-		with: []*regexp.Regexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
+		with: []*lazyRegexp{ire(`\b(?:also|first|instead|add|include|copy|append|prepend|pass|sign|set|route|call this|use this|run this|b?cc)\b`)},
 		// naming other tools as the fallback is how honest tools do it
 		unless: ire(`\b(?:unable|fails?|failed|cannot|can['’]t|could not|couldn['’]t|not (?:able|enough|sufficient)|insufficient|no other)\b`),
 		reason: reasonOthers, needles: []string{"tool"}, also: []string{"when", "if", "time"}},
@@ -143,7 +142,7 @@ var intentRules = []intentRule{
 
 	// data sent to a link of the tool's choosing as well
 	{re: ire(`\b(?:send|post|upload|forward|copy|mirror|push|sync|report|submit|transmit|beacon|stream|leak)\b[^.\n]{0,60}\bhttps?://`),
-		with:   []*regexp.Regexp{ire(`\b(?:as well|too|also|additionally|in addition|a copy|silently|quietly|secretly|every|everything|always)\b`)},
+		with:   []*lazyRegexp{ire(`\b(?:as well|too|also|additionally|in addition|a copy|silently|quietly|secretly|every|everything|always)\b`)},
 		reason: "tells the model to send data to an address of the tool's choosing", needles: []string{"://"},
 		also: []string{"as well", "too", "also", "additionally", "in addition", "a copy", "silently", "quietly", "secretly", "every", "always"}},
 
@@ -172,7 +171,7 @@ func (t *cleanText) intents() []core.Flag {
 	var out []core.Flag
 	for _, rs := range [][]intentRule{intentRules, concealRules} {
 		for _, r := range rs {
-			if !t.mayContain(r.needles) || !t.mayContain(r.also) || !t.allMatch(r.with) {
+			if !t.mayContain(r.needles) || !t.mayContain(r.also) || !t.allMatch(r.with) || !r.re.mayMatch(t) {
 				continue
 			}
 			covered := -1
@@ -204,13 +203,13 @@ func (t *cleanText) intents() []core.Flag {
 // allMatch reports whether every pattern matches somewhere in the text, a
 // condition for matching in one of its sentences; the answers are kept,
 // since rules share patterns.
-func (t *cleanText) allMatch(res []*regexp.Regexp) bool {
+func (t *cleanText) allMatch(res []*lazyRegexp) bool {
 	for _, re := range res {
 		ok, seen := t.matched[re]
 		if !seen {
-			ok = re.MatchString(t.text)
+			ok = re.matchIn(t)
 			if t.matched == nil {
-				t.matched = map[*regexp.Regexp]bool{}
+				t.matched = map[*lazyRegexp]bool{}
 			}
 			t.matched[re] = ok
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -168,7 +167,7 @@ func TestRV2ScanIntentRulesExercised(t *testing.T) {
 			clean := newCleanText(text, hiddenRuns(text)).text
 			for _, m := range r.re.FindAllStringIndex(clean, -1) {
 				a, z := sentence(clean, m[0], m[1])
-				if !slices.ContainsFunc(r.with, func(w *regexp.Regexp) bool { return !w.MatchString(clean[a:z]) }) &&
+				if !slices.ContainsFunc(r.with, func(w *lazyRegexp) bool { return !w.MatchString(clean[a:z]) }) &&
 					(r.unless == nil || !r.unless.MatchString(clean[a:z])) {
 					fired = true
 					if probe := (&cleanText{text: clean[a:z]}); !probe.mayContain(r.needles) || !probe.mayContain(r.also) {

@@ -379,7 +379,7 @@ type cleanText struct {
 	folded                 string
 	foldedSet, foldedASCII bool
 	// matched caches whether a pattern matches the text (allMatch).
-	matched map[*regexp.Regexp]bool
+	matched map[*lazyRegexp]bool
 }
 
 func newCleanText(s string, runs []hiddenRun) *cleanText {
@@ -417,7 +417,7 @@ func asciiLower(s string) string {
 // set, picks the capture group that is the span (Go's regexp has no
 // look-behind, so a boundary is matched and left out).
 type textRule struct {
-	re     *regexp.Regexp
+	re     *lazyRegexp
 	reason string
 	group  int
 	// quote adds the matched text to the reason.
@@ -428,13 +428,6 @@ type textRule struct {
 	// of these (none: always try). Most prose contains none, and skipping the
 	// regular expression is most of the scanner's speed.
 	needles []string
-}
-
-// phrase compiles a case-insensitive pattern in which each space stands for
-// any run of white space, Unicode spaces and line breaks included. Patterns
-// write a space inside a character class as \x20.
-func phrase(pattern string) *regexp.Regexp {
-	return regexp.MustCompile(`(?i)` + strings.ReplaceAll(pattern, " ", `[\s\p{Z}]+`))
 }
 
 // clip shortens s to n runes for a reason, showing hidden characters.
@@ -549,8 +542,8 @@ var secretRules = []textRule{
 }
 
 var urlRules = []textRule{
-	{re: regexp.MustCompile(`(?i)\b(?:https?|ftp|file|wss?)://[^\s<>"'\x60]+`), reason: "links to", quote: true, trim: trimURL, needles: []string{"://"}},
-	{re: regexp.MustCompile(`(?i)\bdata:[a-z]+/[\w.+-]+(?:;[\w=.+-]+)*,[^\s<>"'\x60]*`), reason: "embeds a data: URI", needles: []string{"data:"}},
+	{re: lazyMust(`(?i)\b(?:https?|ftp|file|wss?)://[^\s<>"'\x60]+`), reason: "links to", quote: true, trim: trimURL, needles: []string{"://"}},
+	{re: lazyMust(`(?i)\bdata:[a-z]+/[\w.+-]+(?:;[\w=.+-]+)*,[^\s<>"'\x60]*`), reason: "embeds a data: URI", needles: []string{"data:"}},
 }
 
 // trimURL drops the sentence punctuation a link is usually followed by, and
@@ -572,7 +565,7 @@ func trimURL(s string) string {
 
 // base64Run is a candidate: 40 or more characters of either alphabet,
 // with optional padding.
-var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
+var base64Run = lazyMust(`[A-Za-z0-9+/_-]{40,}={0,2}`)
 
 // Thresholds for FlagBase64. A run that decodes to readable text is flagged
 // from 40 characters; one that decodes to bytes only from 60, and only if it
@@ -1223,15 +1216,7 @@ func (t *cleanText) mayContain(needles []string) bool {
 		return true
 	}
 	if !t.foldedSet {
-		t.folded = strings.Map(func(r rune) rune {
-			switch r {
-			case 0x017F: // ſ, which (?i) matches as s
-				return 's'
-			case 0x212A: // Kelvin sign, which (?i) matches as k
-				return 'k'
-			}
-			return unicode.ToLower(r)
-		}, t.text)
+		t.folded = strings.Map(foldRune, t.text)
 		t.foldedASCII = !strings.ContainsFunc(t.folded, func(r rune) bool { return r >= utf8.RuneSelf })
 		t.foldedSet = true
 	}
@@ -1253,7 +1238,7 @@ func (t *cleanText) span(start, end int) (int, int) {
 func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 	var out []core.Flag
 	for _, r := range rules {
-		if !t.mayContain(r.needles) {
+		if !t.mayContain(r.needles) || !r.re.mayMatch(t) {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(t.text, -1) {
@@ -1283,7 +1268,7 @@ func (t *cleanText) instructions() []core.Flag {
 	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
 	out = append(out, t.intents()...)
 	out = append(out, t.signals(out)...)
-	if !t.mayContain([]string{"<"}) {
+	if !t.mayContain([]string{"<"}) || !instructionTag.mayMatch(t) {
 		return out
 	}
 	// A tag block is flagged whole, from its opening tag to the next
@@ -1395,8 +1380,8 @@ func (t *cleanText) shadowing(names []shadowName) []core.Flag {
 // "use secure_fetch instead of fetch", "never call fetch", "fetch is
 // unsafe". Unquoted, a plain name is otherwise prose.
 var (
-	steerBefore = regexp.MustCompile(`(?:\binstead of|\brather than|\bin place of|\b(?:never|don['’]?t|do not|must not|stop) (?:use|call|invoke|run|trust)(?: the)?|\bavoid(?: using| calling)?(?: the)?)[\s\p{Z}]+$`)
-	steerAfter  = regexp.MustCompile(`^(?:[\s\p{Z}]+(?:tool|function))?[\s\p{Z}]+(?:is|are|was) (?:now )?(?:deprecated|unsafe|insecure|broken|compromised|malicious|wrong|fake|untrusted|not to be trusted|leaking|leaks)\b|^[\s\p{Z}]+(?:tool )?(?:leaks|is leaking)\b`)
+	steerBefore = lazyMust(`(?:\binstead of|\brather than|\bin place of|\b(?:never|don['’]?t|do not|must not|stop) (?:use|call|invoke|run|trust)(?: the)?|\bavoid(?: using| calling)?(?: the)?)[\s\p{Z}]+$`)
+	steerAfter  = lazyMust(`^(?:[\s\p{Z}]+(?:tool|function))?[\s\p{Z}]+(?:is|are|was) (?:now )?(?:deprecated|unsafe|insecure|broken|compromised|malicious|wrong|fake|untrusted|not to be trusted|leaking|leaks)\b|^[\s\p{Z}]+(?:tool )?(?:leaks|is leaking)\b`)
 )
 
 // steered reports whether the plain name at lower[s:e] is named as a tool
@@ -1454,7 +1439,7 @@ const (
 var dataKeys = map[string]bool{"default": true, "const": true, "examples": true, "enum": true}
 
 // addressCue: a word that speaks to the model, of the user, or orders.
-var addressCue = regexp.MustCompile(`(?i)\b(?:you|your|yourself|assistant|model|ai|agent|llm|users?|user['’]s|human|operator|always|never|instead|must|should|don['’]?t|do not|without|ignore|disregard|forget|secretly|quietly|silently|also|otherwise|regardless|whatever)\b`)
+var addressCue = lazyMust(`(?i)\b(?:you|your|yourself|assistant|model|ai|agent|llm|users?|user['’]s|human|operator|always|never|instead|must|should|don['’]?t|do not|without|ignore|disregard|forget|secretly|quietly|silently|also|otherwise|regardless|whatever)\b`)
 
 // proseAddressed reports whether s, its identifiers read as words, is a
 // sentence of minProseWords words or more holding an addressCue.

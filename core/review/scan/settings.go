@@ -3,7 +3,6 @@ package scan
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +36,7 @@ import (
 // word, quoted or not, ending where a pair ends in JSON, YAML or TOML (a
 // comma, a brace or bracket, a line's end, a backtick, a comment), so that
 // prose ("Review: none of these apply") is not read as a setting.
-var settingPair = regexp.MustCompile(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#))`)
+var settingPair = lazyMust(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#))`)
 
 // settingNeedles: a pair can only be found in text that holds ':' or '=',
 // and only flagged when its key holds one of settingKeyNeedles.
@@ -156,7 +155,7 @@ func (t *cleanText) settings() []core.Flag {
 
 // cliFlag is a command-line switch, --no-confirm or --yolo, which reads
 // as a setting turned on.
-var cliFlag = regexp.MustCompile(`(?:^|[\s\x60"'(])--([a-zA-Z][\w-]{1,40})\b`)
+var cliFlag = lazyMust(`(?:^|[\s\x60"'(])--([a-zA-Z][\w-]{1,40})\b`)
 
 // yamlParent is the key of the YAML mapping the line holding offset i
 // sits in: the nearest line above it, indented less, that is a key with no
@@ -188,7 +187,7 @@ func yamlParent(text string, i int) string {
 
 const maxYAMLLookBack = 2048
 
-var yamlKeyLine = regexp.MustCompile(`^["']?([A-Za-z][\w.-]{0,63})["']?[\x20\t]*:[\x20\t]*$`)
+var yamlKeyLine = lazyMust(`^["']?([A-Za-z][\w.-]{0,63})["']?[\x20\t]*:[\x20\t]*$`)
 
 // Bounds of jsonSettings.
 const (

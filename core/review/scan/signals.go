@@ -1,7 +1,6 @@
 package scan
 
 import (
-	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -55,12 +54,8 @@ const (
 // signalRule marks a text with sig where re matches.
 type signalRule struct {
 	sig signal
-	re  *regexp.Regexp
+	re  *lazyRegexp
 }
-
-// ruleNeedles[i]: one of them is in every match of signalRules[i]
-// (literalNeedles), or nil.
-var ruleNeedles [][]string
 
 // signalRules: the rarest signals, and those in most pairs, come first, so
 // that on honest text the pairs die early and the common signals (a verb
@@ -169,16 +164,16 @@ func (t *cleanText) signals(seen []core.Flag) []core.Flag {
 	// they belong to can still hold; the sentences are then read for
 	// those alone.
 	var have, dead signal
-	for i, r := range signalRules {
+	for _, r := range signalRules {
 		if !alive(dead|r.sig, r.sig) {
 			dead |= r.sig
 			continue
 		}
-		re, needles := r.re, ruleNeedles[i]
+		re := r.re
 		if r.sig == sigChain && !t.words {
-			re, needles = proseChain, proseChainNeedles
+			re = proseChain
 		}
-		if (needles == nil || t.mayContain(needles)) && re.MatchString(t.text) {
+		if re.matchIn(t) {
 			have |= r.sig
 		} else {
 			dead |= r.sig
@@ -234,12 +229,7 @@ func alive(dead, sig signal) bool {
 // for the agent. Book it without checking back."
 var crossPairs []signalPair
 
-var proseChainNeedles = literalNeedles(proseChain)
-
 func init() {
-	for _, r := range signalRules {
-		ruleNeedles = append(ruleNeedles, literalNeedles(r.re))
-	}
 	for _, p := range signalPairs {
 		if p.all&(sigObey|sigForModel|sigAddressed) != 0 && p.all&(sigObey|sigForModel|sigAddressed|sigNoConsent) == p.all {
 			crossPairs = append(crossPairs, p)
@@ -280,6 +270,7 @@ func sentenceSignal(s string, words bool) string {
 // signalsIn returns the signals of mask the sentence carries.
 func signalsIn(s string, words bool, mask signal) signal {
 	var have signal
+	t := &cleanText{text: s}
 	for _, r := range signalRules {
 		if r.sig&mask == 0 {
 			continue
@@ -287,12 +278,12 @@ func signalsIn(s string, words bool, mask signal) signal {
 		if r.sig == sigChain && !words {
 			// In prose "and" and "then" join steps of what the tool
 			// does; only a semicolon sets an order apart.
-			if proseChain.MatchString(s) {
+			if proseChain.matchWhole(t) {
 				have |= sigChain
 			}
 			continue
 		}
-		if r.re.MatchString(s) {
+		if r.re.matchWhole(t) {
 			have |= r.sig
 		}
 	}
@@ -309,22 +300,18 @@ func pairReason(have signal) string {
 	return ""
 }
 
-// literalNeedles returns strings one of which every match of re holds,
-// lower-cased, for mayContain; nil when some match need hold none (the
-// rule is then always run). It reads them off the pattern: a branch of an
-// alternation gives the longest literal it cannot match without.
-func literalNeedles(re *regexp.Regexp) []string {
-	p, err := syntax.Parse(re.String(), syntax.Perl)
-	if err != nil {
-		return nil
-	}
-	return required(p.Simplify())
-}
+// required returns strings one of which every match of re holds, folded
+// for mayContain; nil when some match need hold none (the rule is then
+// always run). It reads them off the pattern: a branch of an alternation
+// gives the longest literal it cannot match without.
 
 func required(re *syntax.Regexp) []string {
 	switch re.Op {
 	case syntax.OpLiteral:
-		return []string{strings.ToLower(string(re.Rune))}
+		if n := literalNeedle(re.Rune); n != "" {
+			return []string{n}
+		}
+		return nil
 	case syntax.OpCapture, syntax.OpPlus:
 		return required(re.Sub[0])
 	case syntax.OpRepeat:
@@ -340,10 +327,10 @@ func required(re *syntax.Regexp) []string {
 		for i, sub := range re.Sub {
 			n := required(sub)
 			if sub.Op == syntax.OpLiteral && i+1 < len(re.Sub) {
-				if next := prefixes(re.Sub[i+1]); next != nil {
+				if next := prefixes(re.Sub[i+1]); next != nil && literalNeedle(sub.Rune) != "" {
 					n = nil
 					for _, p := range next {
-						n = append(n, strings.ToLower(string(sub.Rune))+p)
+						n = append(n, literalNeedle(sub.Rune)+p)
 					}
 				}
 			}
@@ -378,7 +365,10 @@ func required(re *syntax.Regexp) []string {
 func prefixes(re *syntax.Regexp) []string {
 	switch re.Op {
 	case syntax.OpLiteral:
-		return []string{strings.ToLower(string(re.Rune))}
+		if n := literalNeedle(re.Rune); n != "" {
+			return []string{n}
+		}
+		return nil
 	case syntax.OpCapture:
 		return prefixes(re.Sub[0])
 	case syntax.OpConcat:

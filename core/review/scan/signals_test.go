@@ -122,8 +122,8 @@ func TestRV2ScanSignalPairsExercised(t *testing.T) {
 							}
 						}
 						for i, r := range signalRules {
-							if r.re.MatchString(s) && ruleNeedles[i] != nil && !(&cleanText{text: s}).mayContain(ruleNeedles[i]) {
-								t.Errorf("%s: %q matches signal rule %d but holds none of its needles %q", name, s, i, ruleNeedles[i])
+							if r.re.MatchString(s) && r.re.needles() != nil && !(&cleanText{text: s}).mayContain(r.re.needles()) {
+								t.Errorf("%s: %q matches signal rule %d but holds none of its needles %q", name, s, i, r.re.needles())
 							}
 						}
 					}
