@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -31,14 +30,15 @@ type addressRule struct {
 	anchors   []string
 	stems     bool // anchors may end inside a word ("oubli" in "oubliez")
 	back, fwd int
-	re        *regexp.Regexp
+	src       string // the expression, on lowercased text
+	re        *lazyRegexp
 	// pre, when set, must match the text just before an anchor (its end
 	// anchored there) for the anchor to count.
-	pre *regexp.Regexp
+	pre *lazyRegexp
 	// at is re anchored at its start, for rules whose matches begin at
 	// an anchor (back 0): each occurrence is tried where it stands,
 	// instead of searching a window.
-	at *regexp.Regexp
+	at *lazyRegexp
 }
 
 // aiReader names a reader that can only be a model; bare "assistant",
@@ -48,7 +48,7 @@ const aiReader = `(?:ai|a\.i\.|ai (?:assistants?|agents?|models?|systems?|tools?
 
 // clauseStart: what may stand before a vocative — the start of the text,
 // of a line or of a clause, a greeting or a filler, an article.
-var clauseStart = regexp.MustCompile(`(?:^|[\n.!?:;(\[{<"'*#>@—–-]|\bby the way,?|\balso,?|\bso,?|\bok(?:ay)?,?|\bdear|\bhey|\battention,?)\s*(?:the |an? )?$`)
+var clauseStart = lazyCompile(`(?:^|[\n.!?:;(\[{<"'*#>@—–-]|\bby the way,?|\balso,?|\bso,?|\bok(?:ay)?,?|\bdear|\bhey|\battention,?)\s*(?:the |an? )?$`)
 
 // anyReader adds the bare words.
 const anyReader = `(?:` + aiReader + `|(?:the |an? )?(?:assistant|model|bot|agent)s?)`
@@ -65,96 +65,96 @@ var addressRules = []addressRule{
 	// reads too.
 	{detector: "instruction-override", back: 0, fwd: 160,
 		anchors: []string{"ignore", "disregard", "forget", "override", "bypass", "set aside", "abandon", "skip", "discard"},
-		re: regexp.MustCompile(`\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:instructions?|directions?|directives?|rules?|guidelines?|guidance|prompts?|context|commands?|orders?|tasks?|messages?|constraints?|programming|polic(?:y|ies)|restrictions?|question|request|safeguards?)\b` +
-			`|\b(?:ignore|disregard|forget)\s+(?:(?:everything|all|anything|the text|the)\s+)?(?:above|before this|you were told|said (?:above|before))\b`)},
+		src: `\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:instructions?|directions?|directives?|rules?|guidelines?|guidance|prompts?|context|commands?|orders?|tasks?|messages?|constraints?|programming|polic(?:y|ies)|restrictions?|question|request|safeguards?)\b` +
+			`|\b(?:ignore|disregard|forget)\s+(?:(?:everything|all|anything|the text|the)\s+)?(?:above|before this|you were told|said (?:above|before))\b`},
 	{detector: "instruction-override", back: 0, fwd: 120,
 		anchors: []string{"oubli", "ignore", "olvid", "ignora", "descart", "esque", "ignorier", "vergiss", "dimentica", "ne tenez pas"}, stems: true,
-		re: regexp.MustCompile(`\b(?:oublie[zr]?|ignore[zr]?|ne tenez pas compte)\b.{0,40}\b(?:instructions?|consignes?|règles|directives?)\b` +
+		src: `\b(?:oublie[zr]?|ignore[zr]?|ne tenez pas compte)\b.{0,40}\b(?:instructions?|consignes?|règles|directives?)\b` +
 			`|\b(?:olvid[ae]\w*|ignora\w*|descarta\w*|esque[cç]a\w*)\b.{0,40}(?:instrucci|indicaciones|reglas|instruç|regras|istruzioni|regole)` +
 			`|\b(?:ignoriere\w*|vergiss\w*|vergessen sie)\b.{0,40}\b(?:anweisung|regeln|vorgaben|instruktion)` +
-			`|\bdimentica\w*\b.{0,40}\b(?:istruzioni|regole)\b`)},
+			`|\bdimentica\w*\b.{0,40}\b(?:istruzioni|regole)\b`},
 	{detector: "instruction-override", back: 0, fwd: 120,
 		anchors: []string{"игнор", "Игнор", "забуд", "Забуд", "忽略", "无视", "無視", "忘记", "忘掉", "忘れ", "不要理会"}, stems: true,
-		re: regexp.MustCompile(`(?i:игнорир|проигнорир|забуд).{0,40}(?i:инструкци|указани|правил)` +
+		src: `(?i:игнорир|проигнорир|забуд).{0,40}(?i:инструкци|указани|правил)` +
 			`|(?:忽略|无视|忘记|忘掉|不要理会).{0,20}(?:指令|指示|说明|规则|提示)` +
-			`|(?:指示|命令|ルール|指令).{0,10}(?:無視|忘れ)|(?:無視|忘れ).{0,10}(?:指示|命令|ルール)`)},
+			`|(?:指示|命令|ルール|指令).{0,10}(?:無視|忘れ)|(?:無視|忘れ).{0,10}(?:指示|命令|ルール)`},
 
 	// The text calls its reader a model, by name or by what it does.
 	{detector: "address-to-model", back: 0, fwd: 120, anchors: []string{"note", "message", "instruction", "memo", "notice", "reminder", "p.s", "ps", "hint", "directive", "attention", "important", "hidden", "system notice", "translator", "comment"},
-		re: regexp.MustCompile(`\b(?:note|message|instructions?|memo|notice|reminder|p\.?s\.?|hint|directive|attention|important(?: message)?|hidden (?:text|note|message|instructions?)|system notice|translator'?s note|comment)\s+(?:to|for)\s+(?:the |all |any |every )?` + anyReader +
-			`(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|handling|that reads|who reads)\s+(?:this|these|my|the|our)\b[\w ]{0,20})?\s*(?:[:,;—–(-]|\.\s|$)`)},
+		src: `\b(?:note|message|instructions?|memo|notice|reminder|p\.?s\.?|hint|directive|attention|important(?: message)?|hidden (?:text|note|message|instructions?)|system notice|translator'?s note|comment)\s+(?:to|for)\s+(?:the |all |any |every )?` + anyReader +
+			`(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|handling|that reads|who reads)\s+(?:this|these|my|the|our)\b[\w ]{0,20})?\s*(?:[:,;—–(-]|\.\s|$)`},
 	{detector: "address-to-model", back: 0, fwd: 60, anchors: []string{"attention", "dear", "hey", "hello", "hi", "greetings", "psst"},
-		re: regexp.MustCompile(`\b(?:attention|dear|hey|hello|hi|greetings|psst),?\s+` + aiReader + `\b`)},
+		src: `\b(?:attention|dear|hey|hello|hi|greetings|psst),?\s+` + aiReader + `\b`},
 	{detector: "address-to-model", back: 0, fwd: 80, anchors: []string{"if you"},
-		re: regexp.MustCompile(`\bif you(?:'re| are)\s+(?:an?\s+|the\s+)?` + anyReader + `\b`)},
+		src: `\bif you(?:'re| are)\s+(?:an?\s+|the\s+)?` + anyReader + `\b`},
 	{detector: "address-to-model", back: 0, fwd: 120, anchors: append([]string{"artificial", "any", "all", "every"}, aiAnchors...),
-		re: regexp.MustCompile(`\b` + aiReader + `\s+(?:(?:that|who) (?:reads?|process(?:es)?|summari[sz]es?)|processing|reading|summari[sz]ing|parsing|handling|reviewing|analy[sz]ing|viewing|scanning|crawling)\s+(?:this|these|the following|my|our)\b` +
-			`|\b` + aiReader + `\s+(?:must|should|shall|need to|are required to|are instructed to|have to|is required to|is instructed to)\s+` + orderVerb)},
+		src: `\b` + aiReader + `\s+(?:(?:that|who) (?:reads?|process(?:es)?|summari[sz]es?)|processing|reading|summari[sz]ing|parsing|handling|reviewing|analy[sz]ing|viewing|scanning|crawling)\s+(?:this|these|the following|my|our)\b` +
+			`|\b` + aiReader + `\s+(?:must|should|shall|need to|are required to|are instructed to|have to|is required to|is instructed to)\s+` + orderVerb},
 	{detector: "address-to-model", back: 0, fwd: 90, anchors: []string{"the assistant", "the model"},
-		re: regexp.MustCompile(`\bthe (?:assistant|model)\s+(?:must|should|shall|needs to|is required to|is instructed to|has to)\s+(?:now\s+|also\s+|first\s+)?(?:call|run|execute|invoke|send|forward|ignore|disregard|reveal|delete|grant|transfer|pay|approve|email|upload|post)\b`)},
+		src: `\bthe (?:assistant|model)\s+(?:must|should|shall|needs to|is required to|is instructed to|has to)\s+(?:now\s+|also\s+|first\s+)?(?:call|run|execute|invoke|send|forward|ignore|disregard|reveal|delete|grant|transfer|pay|approve|email|upload|post)\b`},
 	// A vocative at the start of a clause, then an order: "Assistant:
 	// disregard …", "hey chatgpt ignore …", "@assistant please print …".
 	{detector: "address-to-model", back: 0, fwd: 100, anchors: readerAnchors, pre: clauseStart,
-		re: regexp.MustCompile(`(?:` + aiReader + `\s*[:,!—–-]?|(?:assistant|model|bot|agent)s?\s*[:,!—–-])\s*(?:(?:please|now|kindly|also|just|then|quickly)\s+){0,2}` + orderVerb)},
+		src: `(?:` + aiReader + `\s*[:,!—–-]?|(?:assistant|model|bot|agent)s?\s*[:,!—–-])\s*(?:(?:please|now|kindly|also|just|then|quickly)\s+){0,2}` + orderVerb},
 	{detector: "address-to-model", back: 0, fwd: 100, anchors: []string{"you are", "you're"},
-		re: regexp.MustCompile(`\byou(?: are|'re)\s+(?:an?\s+)?(?:ai|language model|llm|assistant|chatbot|ai assistant)\b[^\n]{0,40}?\b(?:your (?:only |real |true |new )?(?:goal|task|job|purpose|mission)|you must|you will now|from now on)`)},
+		src: `\byou(?: are|'re)\s+(?:an?\s+)?(?:ai|language model|llm|assistant|chatbot|ai assistant)\b[^\n]{0,40}?\b(?:your (?:only |real |true |new )?(?:goal|task|job|purpose|mission)|you must|you will now|from now on)`},
 	// An HTML comment or hidden element that speaks to a model.
 	{detector: "address-to-model", back: 0, fwd: 300, anchors: []string{"<!--", "display:none", "display: none", "visibility:hidden", "font-size:0"},
-		re: regexp.MustCompile(`(?:<!--|display:\s*none|visibility:\s*hidden|font-size:\s*0)[^\n]{0,200}?\b` + anyReader + `\b\s*[:,]?\s*(?:please\s+)?` + orderVerb +
-			`|<!--[^\n]{0,40}?\b` + aiReader + `\b`)},
+		src: `(?:<!--|display:\s*none|visibility:\s*hidden|font-size:\s*0)[^\n]{0,200}?\b` + anyReader + `\b\s*[:,]?\s*(?:please\s+)?` + orderVerb +
+			`|<!--[^\n]{0,40}?\b` + aiReader + `\b`},
 
 	// Tags and headings of chat templates, and "new instructions".
 	{detector: "role-tag", back: 1, fwd: 60, anchors: []string{"[inst", "[system", "[sys", "[admin", "[developer", "[ai", "[assistant", "[llm", "[/inst"}, stems: true,
-		re: regexp.MustCompile(`\[/?(?:instructions?|system|sys|admin|developer|ai|assistant|llm|inst)\b[^\]\n]{0,40}\]`)},
+		src: `\[/?(?:instructions?|system|sys|admin|developer|ai|assistant|llm|inst)\b[^\]\n]{0,40}\]`},
 	{detector: "role-tag", back: 0, fwd: 30, anchors: []string{"<important", "</important", "<system", "</system", "<instruction", "</instruction", "<assistant_instructions", "<|", "](#"}, stems: true,
-		re: regexp.MustCompile(`</?(?:important|system|instructions?|assistant_instructions)>|<\|(?:im_start|im_end|system|endoftext|user|assistant)\|>|\]\(#(?:instructions?|system)\)`)},
+		src: `</?(?:important|system|instructions?|assistant_instructions)>|<\|(?:im_start|im_end|system|endoftext|user|assistant)\|>|\]\(#(?:instructions?|system)\)`},
 	{detector: "role-tag", back: 8, fwd: 60, anchors: []string{"system prompt", "system instruction", "system message", "system override", "new instruction", "instructions for", "instructions to", "instruction for", "system:"},
-		re: regexp.MustCompile(`(?:^|\n)\s*#{1,4}\s*(?:system (?:prompt|instructions?|message|override)|new instructions?|instructions? (?:for|to) (?:the )?` + anyReader + `)\b` +
-			`|(?:^|\n)\s*system\s*:\s*(?:you|ignore|from now|new)\b`)},
+		src: `(?:^|\n)\s*#{1,4}\s*(?:system (?:prompt|instructions?|message|override)|new instructions?|instructions? (?:for|to) (?:the )?` + anyReader + `)\b` +
+			`|(?:^|\n)\s*system\s*:\s*(?:you|ignore|from now|new)\b`},
 	{detector: "role-tag", back: 10, fwd: 40, anchors: []string{"instruction", "rule", "system prompt", "directive", "task", "goal", "job", "objective", "purpose", "mission", "override"},
-		re: regexp.MustCompile(`\b(?:new|updated|revised|real|actual|true|hidden|secret|additional|override|priority) (?:instructions?|rules?|system prompt|directives?)\s*[:\-—]` +
+		src: `\b(?:new|updated|revised|real|actual|true|hidden|secret|additional|override|priority) (?:instructions?|rules?|system prompt|directives?)\s*[:\-—]` +
 			`|\byour (?:real|actual|true|new|only|updated|primary) (?:task|goal|instructions?|job|objective|purpose|mission)\b` +
-			`|\b(?:system|admin|developer) override\b`)},
+			`|\b(?:system|admin|developer) override\b`},
 
 	// Out of its role: a new persona, a mode without rules.
 	{detector: "jailbreak", back: 40, fwd: 80, anchors: []string{" mode", "you are now", "you're now", "from now on", "pretend", "act as", "roleplay", "role-play", "restrictions", "no longer bound", "no longer restricted"},
-		re: regexp.MustCompile(`\b(?:you are now|you're now|enter|enable|activate|switch to|in)\s+(?:in\s+)?(?:developer|dan|jailbreak|jailbroken|god|unrestricted|unfiltered|sudo|debug|evil) mode\b` +
+		src: `\b(?:you are now|you're now|enter|enable|activate|switch to|in)\s+(?:in\s+)?(?:developer|dan|jailbreak|jailbroken|god|unrestricted|unfiltered|sudo|debug|evil) mode\b` +
 			`|\byou(?: are|'re) now\s+(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|dan|free from|no longer|evil|a different|a new)\b` +
 			`|\bfrom now on,?\s+(?:you (?:must|will|should|are to|have to|only)|respond|reply|answer|act|always|only respond|only reply|never|ignore)\b` +
 			`|\b(?:act|behave|roleplay|role-play|pretend)\s+(?:as|like|to be)\s+(?:an?\s+)?(?:unrestricted|unfiltered|dan|jailbroken|evil|ai without|assistant without|model without)\b` +
 			`|\bwithout (?:any )?(?:safety|ethical|content|moral) (?:rules|restrictions|filters|guidelines)\b` +
-			`|\bno longer (?:bound|restricted) by\b`)},
+			`|\bno longer (?:bound|restricted) by\b`},
 
 	// Asking for what the model was told.
 	{detector: "prompt-leak", back: 60, fwd: 40, anchors: []string{"system prompt", "system message", "initial prompt", "hidden prompt", "original prompt", "instructions you were given", "developer message", "pre-prompt", "preprompt"},
-		re: regexp.MustCompile(`\b(?:reveal|print|output|show|repeat|leak|disclose|display|dump|return|paste|share|send|give me|write out|tell me|include)\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:(?:full|entire|complete|original|initial|hidden|exact|verbatim)\s+)*(?:system prompt|system message|initial prompt|hidden prompt|original prompt|instructions you were given|developer message|pre-?prompt)\b`)},
+		src: `\b(?:reveal|print|output|show|repeat|leak|disclose|display|dump|return|paste|share|send|give me|write out|tell me|include)\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:(?:full|entire|complete|original|initial|hidden|exact|verbatim)\s+)*(?:system prompt|system message|initial prompt|hidden prompt|original prompt|instructions you were given|developer message|pre-?prompt)\b`},
 
 	// Keeping the user out of it.
 	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"do not", "don't", "never", "without"},
-		re: regexp.MustCompile(`\b(?:do not|don't|never|without)\s+(?:(?:ever|again|first)\s+)?(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|ask(?:ing)?|show(?:ing)?|reveal(?:ing)?|let(?:ting)?|warn(?:ing)?|consult(?:ing)?|confirm(?:ing)? with|bother(?:ing)?|check(?:ing)? with)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+|about (?:this|it) (?:to\s+)?)?(?:the |your |any )?(?:user|users|human|humans|customer|customers|operator|recruiter|reviewer|owner|them)\b(?:\s+again)?`)},
+		src: `\b(?:do not|don't|never|without)\s+(?:(?:ever|again|first)\s+)?(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|ask(?:ing)?|show(?:ing)?|reveal(?:ing)?|let(?:ting)?|warn(?:ing)?|consult(?:ing)?|confirm(?:ing)? with|bother(?:ing)?|check(?:ing)? with)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+|about (?:this|it) (?:to\s+)?)?(?:the |your |any )?(?:user|users|human|humans|customer|customers|operator|recruiter|reviewer|owner|them)\b(?:\s+again)?`},
 	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"hide", "conceal", "keep this", "keep it", "behind the user", "without the user", "à l'insu", "sans ", "sin ", "ohne ", "senza "},
-		re: regexp.MustCompile(`\b(?:hide|conceal|keep)\s+(?:this|it|the following)\s+(?:note\s+|message\s+)?(?:secret\s+)?from\s+(?:the )?(?:user|human|recruiter|reviewer|customer|operator)` +
+		src: `\b(?:hide|conceal|keep)\s+(?:this|it|the following)\s+(?:note\s+|message\s+)?(?:secret\s+)?from\s+(?:the )?(?:user|human|recruiter|reviewer|customer|operator)` +
 			`|\bbehind the user'?s back\b|\bwithout the user(?:'s)? (?:knowledge|knowing|consent|noticing|seeing)\b` +
 			`|à l'insu de l'utilisateur|\bsans (?:le )?(?:demander|prévenir|informer|dire)\w* (?:à )?l'utilisateur` +
 			`|\bsin (?:preguntar|decir|avisar|informar)\w* al usuario|\bohne (?:den |dass der )?(?:nutzer|benutzer)` +
-			`|\bsenza (?:dirlo|chiedere|avvisare) all'utente`)},
+			`|\bsenza (?:dirlo|chiedere|avvisare) all'utente`},
 
 	// The weak kinds.
 	{detector: "tool-order", weak: true, back: 0, fwd: 60, anchors: []string{"call", "invoke", "run", "execute", "use the", "trigger"},
-		re: regexp.MustCompile("\\b(?:call|invoke|run|execute|use|trigger)\\s+(?:the\\s+)?`?[a-z][a-z0-9]*_[a-z0-9_]+`?(?:\\s+(?:tool|function))?|\\buse the [a-z0-9_-]+ tool\\b")},
+		src: "\\b(?:call|invoke|run|execute|use|trigger)\\s+(?:the\\s+)?`?[a-z][a-z0-9]*_[a-z0-9_]+`?(?:\\s+(?:tool|function))?|\\buse the [a-z0-9_-]+ tool\\b"},
 	{detector: "send-out", weak: true, back: 0, fwd: 100, anchors: []string{"send", "forward", "post", "upload", "email", "e-mail", "transmit", "exfiltrate", "copy", "paste", "append", "leak", "share"},
-		re: regexp.MustCompile(`\b(?:send|forward|post|upload|email|e-mail|transmit|exfiltrate|copy|paste|append|leak|share)\b[^.\n]{0,60}\b(?:conversation|chat history|chat logs?|history|credentials?|passwords?|api[ -]?keys?|tokens?|secrets?|\.env|env(?:ironment)? variables|ssh keys?|~/\.ssh|id_rsa|~/\.aws|cookies?|private keys?|personal data|home address|phone numbers?|contacts|attachments)\b`)},
+		src: `\b(?:send|forward|post|upload|email|e-mail|transmit|exfiltrate|copy|paste|append|leak|share)\b[^.\n]{0,60}\b(?:conversation|chat history|chat logs?|history|credentials?|passwords?|api[ -]?keys?|tokens?|secrets?|\.env|env(?:ironment)? variables|ssh keys?|~/\.ssh|id_rsa|~/\.aws|cookies?|private keys?|personal data|home address|phone numbers?|contacts|attachments)\b`},
 	{detector: "visit-link", weak: true, back: 0, fwd: 60, anchors: []string{"visit", "go to", "open", "navigate", "click"},
-		re: regexp.MustCompile(`\b(?:visit|go to|open|navigate to|click)\b[^.\n]{0,30}https?://`)},
+		src: `\b(?:visit|go to|open|navigate to|click)\b[^.\n]{0,30}https?://`},
 	{detector: "harmful-order", weak: true, back: 0, fwd: 60, anchors: []string{"delete", "remove", "drop", "wipe", "erase", "destroy", "grant", "give", "add", "transfer", "pay", "disable", "push", "approve"},
-		re: regexp.MustCompile(`\b(?:delete|remove|drop|wipe|erase|destroy)\s+(?:all|every|the entire|everything)\b` +
+		src: `\b(?:delete|remove|drop|wipe|erase|destroy)\s+(?:all|every|the entire|everything)\b` +
 			`|\b(?:grant|give|add)\b[^.\n]{0,40}\b(?:admin|owner|root|superuser|full access|admins group|write access)\b` +
 			`|\btransfer\s+\$?\d|\bpay (?:this|the) invoice\b|\bdisable (?:security|logging|2fa|mfa|the firewall|antivirus|auditing)\b` +
-			`|\bpush\b[^.\n]{0,30}--force|\bapprove\b[^.\n]{0,30}\bautomatically\b`)},
+			`|\bpush\b[^.\n]{0,30}--force|\bapprove\b[^.\n]{0,30}\bautomatically\b`},
 	{detector: "urgency", weak: true, back: 0, fwd: 40, anchors: []string{"do it", "do this", "do so", "without delay", "no approval", "no need to ask", "already consented", "already authorized", "already approved", "is authorized"},
-		re: regexp.MustCompile(`\b(?:do (?:it|this|so) (?:now|immediately|right now|right away)|without delay|no approval (?:is )?needed|no need to ask|already (?:consented|authorized|approved)|this is authorized)\b`)},
+		src: `\b(?:do (?:it|this|so) (?:now|immediately|right now|right away)|without delay|no approval (?:is )?needed|no need to ask|already (?:consented|authorized|approved)|this is authorized)\b`},
 	{detector: "speak-for", weak: true, back: 0, fwd: 40, anchors: []string{"tell the", "tell every", "tell all", "respond only", "reply only", "answer only", "respond with", "reply with"},
-		re: regexp.MustCompile(`\btell (?:the|every|all) (?:users?|customers?|people)\b|\b(?:respond|reply|answer) (?:only )?with\b`)},
+		src: `\btell (?:the|every|all) (?:users?|customers?|people)\b|\b(?:respond|reply|answer) (?:only )?with\b`},
 }
 
 // pairReach is how far apart two weak findings may be and still count as
@@ -254,10 +254,13 @@ func wordEnds(s string, i int) bool {
 	return i >= len(s) || !isLetter(s[i])
 }
 
+// The expressions compile on first use, like the other detectors'.
 func init() {
 	for i := range addressRules {
-		if r := &addressRules[i]; r.back == 0 {
-			r.at = regexp.MustCompile(`^(?:` + r.re.String() + `)`)
+		r := &addressRules[i]
+		r.re = lazyCompile(r.src)
+		if r.back == 0 {
+			r.at = lazyCompile(`^(?:` + r.src + `)`)
 		}
 	}
 }

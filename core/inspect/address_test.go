@@ -163,3 +163,18 @@ func BenchmarkAddress2KB(b *testing.B) {
 		})
 	}
 }
+
+// Every detector's expression compiles: they compile on first use, so a
+// bad one would otherwise show only when its anchor first appears (IN-1).
+func TestDetectorExpressionsCompile(t *testing.T) {
+	for _, r := range addressRules {
+		r.re.get()
+		if r.at != nil {
+			r.at.get()
+		}
+	}
+	clauseStart.get()
+	for _, r := range secretRules {
+		r.re.get()
+	}
+}

@@ -23,3 +23,7 @@ func (l *lazyRegexp) FindStringIndex(s string) []int { return l.get().FindString
 func (l *lazyRegexp) FindAllStringSubmatchIndex(s string, n int) [][]int {
 	return l.get().FindAllStringSubmatchIndex(s, n)
 }
+
+func (l *lazyRegexp) FindAllStringIndex(s string, n int) [][]int {
+	return l.get().FindAllStringIndex(s, n)
+}
