@@ -190,7 +190,7 @@ func hangupDuringStartUp(t *testing.T, round int, after time.Duration, burst int
 	if code := g.terminate(t); code != 0 {
 		t.Errorf("round %d: exit %d after SIGTERM, want 0\n%s", round, code, g.stderr)
 	}
-	t.Logf("round %d: SIGHUP×%d at %v (sent before the signals were caught, so held until they were: %v; ready before: %v)", round, burst, sentAt.Round(time.Millisecond), early, readyBefore)
+	t.Logf("round %d: SIGHUP×%d at %v (the moment fell before the signals were caught, so it was sent once they were: %v; ready before: %v)", round, burst, sentAt.Round(time.Millisecond), early, readyBefore)
 }
 
 // OP-12: the console's terminal going away (tmux closing the pane sends
