@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"strings"
+	"sync"
 )
 
 // Instructions aimed at the model, as they appear in tool results (IN-1).
@@ -162,12 +163,25 @@ var addressRules = []addressRule{
 const pairReach = 400
 
 // addressFindings returns the spans of s that address the model (IN-1).
+// addressKeywords indexes every rule's anchors, which match the lowercased
+// text as they are.
+var addressKeywords = sync.OnceValue(func() *keywordSet {
+	return newKeywordSet(len(addressRules),
+		func(r int) []string { return addressRules[r].anchors },
+		func(int) bool { return false })
+})
+
 func addressFindings(s, path string) []Finding {
 	lower := asciiLower(s)
+	hits, done := addressKeywords().scan(lower, len(addressRules))
+	defer done()
 	var strong, weak []Finding
 	for i := range addressRules {
+		if len(hits[i]) == 0 {
+			continue
+		}
 		r := &addressRules[i]
-		fs := r.find(s, lower, path)
+		fs := r.find(s, lower, path, hits[i])
 		if r.weak {
 			weak = append(weak, fs...)
 		} else {
@@ -189,7 +203,7 @@ func addressFindings(s, path string) []Finding {
 	return strong
 }
 
-func (r *addressRule) find(s, lower, path string) []Finding {
+func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 	var out []Finding
 	add := func(start, end int) {
 		f := Finding{Type: Injection, Detector: r.detector, Path: path, Start: start, End: end}
@@ -202,31 +216,25 @@ func (r *addressRule) find(s, lower, path string) []Finding {
 		}
 	}
 	var wins [][2]int
-	for _, a := range r.anchors {
+	for _, h := range hits {
+		a, i := r.anchors[h.kw], h.at
+		at := i + len(a)
 		first, last := isLetter(a[0]), isLetter(a[len(a)-1])
-		for at := 0; at < len(lower); {
-			i := strings.Index(lower[at:], a)
-			if i < 0 {
-				break
-			}
-			i += at
-			at = i + len(a)
-			// A word anchor is a word of its own ("ai" is not in "said"
-			// or "aim"; " mode" is not in " model"), or its plural.
-			if !r.stems && (first && i > 0 && isLetter(lower[i-1]) || last && !wordEnds(lower, at)) {
-				continue
-			}
-			if r.pre != nil && !r.pre.MatchString(lower[max(0, i-40):i]) {
-				continue
-			}
-			if r.at != nil {
-				if m := r.at.FindStringIndex(lower[i:min(len(lower), at+r.fwd)]); m != nil {
-					add(i+m[0], i+m[1])
-				}
-				continue
-			}
-			wins = append(wins, [2]int{max(0, i-r.back), min(len(lower), at+r.fwd)})
+		// A word anchor is a word of its own ("ai" is not in "said"
+		// or "aim"; " mode" is not in " model"), or its plural.
+		if !r.stems && (first && i > 0 && isLetter(lower[i-1]) || last && !wordEnds(lower, at)) {
+			continue
 		}
+		if r.pre != nil && !r.pre.MatchString(lower[max(0, i-40):i]) {
+			continue
+		}
+		if r.at != nil {
+			if m := r.at.FindStringIndex(lower[i:min(len(lower), at+r.fwd)]); m != nil {
+				add(i+m[0], i+m[1])
+			}
+			continue
+		}
+		wins = append(wins, [2]int{max(0, i-r.back), min(len(lower), at+r.fwd)})
 	}
 	if len(wins) == 0 {
 		return out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"strings"
+	"sync"
 )
 
 // The secrets rule table (IN-1). It follows gitleaks' rules for the same
@@ -117,30 +118,40 @@ var firebaseExamples = map[string]bool{
 	"AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE": true, "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY": true,
 }
 
+// secretKeywords indexes every rule's keywords, once the table is whole.
+var secretKeywords = sync.OnceValue(func() *keywordSet {
+	return newKeywordSet(len(secretRules),
+		func(r int) []string { return secretRules[r].keywords },
+		func(r int) bool { return secretRules[r].fold })
+})
+
 func secretFindings(s, path string) []Finding {
+	hits, done := secretKeywords().scan(s, len(secretRules))
+	defer done()
 	var out []Finding
 	for i := range secretRules {
-		out = secretRules[i].find(s, path, out)
+		if len(hits[i]) > 0 {
+			out = secretRules[i].find(s, path, out, hits[i])
+		}
 	}
 	return out
 }
 
 // find appends the rule's matches in s. Each keyword occurrence opens a
 // window; windows that touch are read as one.
-func (r *secretRule) find(s, path string, out []Finding) []Finding {
+func (r *secretRule) find(s, path string, out []Finding, hits []keywordHit) []Finding {
 	var wins [][2]int
-	for _, k := range r.keywords {
-		for at := 0; at < len(s); {
-			i := indexFrom(s, k, at, r.fold)
-			if i < 0 {
-				break
-			}
-			if r.gate == nil || r.gate(s, i) {
-				wins = append(wins, [2]int{max(0, i-r.back), min(len(s), i+len(k)+r.fwd)})
-			}
-			at = i + len(k)
+	for _, h := range hits {
+		k, i := r.keywords[h.kw], h.at
+		if r.gate == nil || r.gate(s, i) {
+			wins = append(wins, [2]int{max(0, i-r.back), min(len(s), i+len(k)+r.fwd)})
 		}
 	}
+	return r.matchWindows(s, path, out, wins)
+}
+
+// matchWindows reads the windows, merged where they touch, in order.
+func (r *secretRule) matchWindows(s, path string, out []Finding, wins [][2]int) []Finding {
 	if len(wins) == 0 {
 		return out
 	}
