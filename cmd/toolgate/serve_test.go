@@ -30,6 +30,7 @@ import (
 
 	"github.com/toolgate/toolgate/auth/authtest"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/lab/peers"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/demo"
@@ -291,12 +292,7 @@ func (g *servedGateway) waitExit(t *testing.T) int {
 // serveFreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
 func serveFreePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return peers.FreePort(t)
 }
 
 // serveStat reads parent and process group from /proc/PID/stat; zombies

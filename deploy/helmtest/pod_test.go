@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/toolgate/toolgate/internal/lab/peers"
 )
 
 // The pod's contract as local processes: the image's environment
@@ -186,12 +188,7 @@ func (p *pod) base() string { return fmt.Sprintf("http://127.0.0.1:%d", p.port) 
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return peers.FreePort(t)
 }
 
 // containerfile is what the test reads of deploy/Containerfile's run stage.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -207,14 +208,29 @@ func file(t testing.TB, path string) string {
 }
 
 // FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+// It is closed again before the caller's process binds it, and a port the
+// kernel hands out for ":0" or for an outgoing connection could be taken
+// in between (it happened under load), so it comes from below the
+// ephemeral range, where the kernel never hands one out, at random.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("peers: %v", err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			_ = l.Close()
+			return port
+		}
+	}
+	t.Fatalf("peers: no free port below the ephemeral range")
+	return 0
 }
 
 // Listening reports whether something accepts connections on
