@@ -144,7 +144,7 @@ var productForbidden = map[string]string{
 	module + "/internal/waittest":             "bounded waits for tests",
 }
 
-// The binary operators install links none of productForbidden.
+// The binary operators install links none of productForbidden (QB-5).
 func TestInstalledBinaryLinksNoLabOrTestPackage(t *testing.T) {
 	deps := goList(t, "./cmd/toolgate")[module+"/cmd/toolgate"]
 	if len(deps) < 20 {
@@ -158,7 +158,7 @@ func TestInstalledBinaryLinksNoLabOrTestPackage(t *testing.T) {
 }
 
 // Every test helper and lab package of the module is in productForbidden:
-// the list names them, so it must grow with them.
+// the list names them, so it must grow with them (QB-5).
 func TestForbiddenListComplete(t *testing.T) {
 	all := goList(t, "./...")
 	for pkg := range all {

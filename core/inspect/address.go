@@ -236,21 +236,11 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 		}
 		wins = append(wins, [2]int{max(0, i-r.back), min(len(lower), at+r.fwd)})
 	}
-	if len(wins) == 0 {
-		return out
-	}
-	sortWindows(wins)
-	lo, hi := wins[0][0], wins[0][1]
-	for _, w := range append(wins[1:], [2]int{len(lower) + 1, 0}) {
-		if w[0] <= hi {
-			hi = max(hi, w[1])
-			continue
-		}
+	eachMergedWindow(wins, len(lower), func(lo, hi int) {
 		for _, m := range r.re.FindAllStringIndex(lower[lo:hi], -1) {
 			add(lo+m[0], lo+m[1])
 		}
-		lo, hi = w[0], w[1]
-	}
+	})
 	return out
 }
 
@@ -271,23 +261,4 @@ func init() {
 			r.at = lazyCompile(`^(?:` + r.src + `)`)
 		}
 	}
-}
-
-func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-// asciiLower lowers ASCII letters only, so every byte offset of the result
-// is the same offset in s.
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if c := b[j]; 'A' <= c && c <= 'Z' {
-					b[j] = c + 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
 }

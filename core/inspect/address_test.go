@@ -150,7 +150,7 @@ func TestAddressSpansIN1(t *testing.T) {
 }
 
 // BenchmarkAddress2KB is the result rules alone on 2 KB of an ordinary
-// result, and on 2 KB of prose full of their anchor words.
+// result, and on 2 KB of prose full of their anchor words (IN-1).
 func BenchmarkAddress2KB(b *testing.B) {
 	wordy := strings.Repeat("The assistant model and the agent said they would ignore the previous bot run; do not send the user email now. ", 20)[:2048]
 	for name, s := range map[string]string{"ordinary": benchText(2048), "anchor-heavy": wordy} {

@@ -26,13 +26,6 @@ type keywordHit struct{ kw, at int }
 
 func pairOf(a, b byte) uint16 { return uint16(lowerASCII(a))<<8 | uint16(lowerASCII(b)) }
 
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
 // newKeywordSet indexes keywords(rule) of every rule; fold(rule) says
 // whether the rule's keywords match in any case. A keyword is at least two
 // bytes long.

@@ -152,20 +152,8 @@ func (r *secretRule) find(s, path string, out []Finding, hits []keywordHit) []Fi
 
 // matchWindows reads the windows, merged where they touch, in order.
 func (r *secretRule) matchWindows(s, path string, out []Finding, wins [][2]int) []Finding {
-	if len(wins) == 0 {
-		return out
-	}
-	sortWindows(wins)
 	first := len(out)
-	lo, hi := wins[0][0], wins[0][1]
-	for _, w := range append(wins[1:], [2]int{len(s) + 1, 0}) {
-		if w[0] <= hi {
-			hi = max(hi, w[1])
-			continue
-		}
-		out = r.match(s, lo, hi, path, first, out)
-		lo, hi = w[0], w[1]
-	}
+	eachMergedWindow(wins, len(s), func(lo, hi int) { out = r.match(s, lo, hi, path, first, out) })
 	return out
 }
 
@@ -198,15 +186,6 @@ func overlaps(fs []Finding, f Finding) bool {
 		}
 	}
 	return false
-}
-
-func sortWindows(w [][2]int) {
-	// Insertion sort: a text has few keyword hits, and this allocates nothing.
-	for i := 1; i < len(w); i++ {
-		for j := i; j > 0 && w[j][0] < w[j-1][0]; j-- {
-			w[j], w[j-1] = w[j-1], w[j]
-		}
-	}
 }
 
 // indexFrom is strings.Index from at; with fold, keyword (lower case)

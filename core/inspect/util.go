@@ -63,3 +63,55 @@ func digitsOnly(s string) string {
 	}
 	return string(b)
 }
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// asciiLower lowers ASCII letters only, so every byte offset of the result
+// is the same offset in s.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if isUpper(s[i]) {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				b[j] = lowerASCII(b[j])
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// eachMergedWindow calls f on each window of wins, in order, windows that
+// touch merged into one; wins is sorted in place. end is past every
+// window.
+func eachMergedWindow(wins [][2]int, end int, f func(lo, hi int)) {
+	if len(wins) == 0 {
+		return
+	}
+	sortWindows(wins)
+	lo, hi := wins[0][0], wins[0][1]
+	for _, w := range append(wins[1:], [2]int{end + 1, 0}) {
+		if w[0] <= hi {
+			hi = max(hi, w[1])
+			continue
+		}
+		f(lo, hi)
+		lo, hi = w[0], w[1]
+	}
+}
+
+func sortWindows(w [][2]int) {
+	// Insertion sort: a text has few keyword hits, and this allocates nothing.
+	for i := 1; i < len(w); i++ {
+		for j := i; j > 0 && w[j][0] < w[j-1][0]; j-- {
+			w[j], w[j-1] = w[j-1], w[j]
+		}
+	}
+}
