@@ -32,6 +32,9 @@ const (
 	ActionApproveConfirmation = "confirmation.approve"
 	ActionRejectConfirmation  = "confirmation.reject"
 	ActionEndSession          = "session.end"
+	ActionRevokeConnection    = "revoke_connection"
+	ActionConnectShared       = "connect_shared"
+	ActionRekeyConnections    = "rekey_connections"
 )
 
 // ConnectionLost is delivered by a console's subscription to a gateway in

@@ -34,7 +34,7 @@ func adminCommands() []command {
 		{"reject", "ID [--reason TEXT] " + conn, "reject a pending confirmation: the waiting call gets isError with the reason", runReject},
 		{"sessions", conn, "list the live client sessions of a running gateway and of the other replicas on its store", runSessions},
 		{"end-session", "KEY|ID " + conn, "end a client session of a running gateway, or of another replica on its store: its next request fails", runEndSession},
-		{"connections", "[revoke ID | rekey] " + conn, "list a running gateway's upstream OAuth connections, revoke one, or re-seal them all with gateway.credentialsKey", runConnections},
+		{"connections", "[" + subVerb(admin.RouteRevokeConnection) + " ID | " + subVerb(admin.RouteRekeyConnections) + "] " + conn, "list a running gateway's upstream OAuth connections, revoke one, or re-seal them all with gateway.credentialsKey", runConnections},
 		{"connect", "NAME " + conn, "print the link where an operator connects a shared OAuth upstream's account", runConnect},
 	}
 }

@@ -8,7 +8,15 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
 )
+
+// subVerb is the word after the command in r's CLI verb: "revoke" of
+// "connections revoke"; the admin API declares it with the route.
+func subVerb(r admin.Route) string {
+	_, sub, _ := strings.Cut(r.Verb, " ")
+	return sub
+}
 
 // runConnections is `connections [revoke ID | rekey]` (UI-3): a running
 // gateway's upstream connections, never a token.
@@ -19,11 +27,12 @@ func runConnections(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return code
 	}
+	revoke, rekey := subVerb(admin.RouteRevokeConnection), subVerb(admin.RouteRekeyConnections)
 	switch {
 	case len(pos) == 0:
-	case pos[0] == "revoke" && len(pos) == 2, pos[0] == "rekey" && len(pos) == 1:
+	case pos[0] == revoke && len(pos) == 2, pos[0] == rekey && len(pos) == 1:
 	default:
-		fmt.Fprintf(c.stderr, "toolgate connections: want no argument, revoke ID or rekey (see toolgate connections --help)\n")
+		fmt.Fprintf(c.stderr, "toolgate connections: want no argument, %s ID or %s (see toolgate connections --help)\n", revoke, rekey)
 		return 2
 	}
 	a, ok := c.connect("connections", f)
@@ -31,7 +40,7 @@ func runConnections(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	if len(pos) > 0 && pos[0] == "revoke" {
+	if len(pos) > 0 && pos[0] == revoke {
 		conn, err := a.client.RevokeConnection(ctx, pos[1])
 		if err != nil {
 			return a.fail(err)
@@ -42,7 +51,7 @@ func runConnections(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "revoked connection %s of %s on %s: the next call asks to connect again\n", conn.ID, core.ActorLabel(conn.ActorID), conn.Upstream)
 		return 0
 	}
-	if len(pos) > 0 && pos[0] == "rekey" {
+	if len(pos) > 0 && pos[0] == rekey {
 		r, err := a.client.RekeyConnections(ctx)
 		if err != nil {
 			return a.fail(err)

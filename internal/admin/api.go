@@ -39,6 +39,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/core"
@@ -46,32 +48,93 @@ import (
 	"github.com/toolgate/toolgate/core/review"
 )
 
-// Routes, as net/http patterns. Path segments in braces are escaped with
-// url.PathEscape by the client.
-const (
-	RouteInfo                = "GET /v1/info"                        // → core.ConsoleInfo
-	RouteWhoami              = "GET /v1/whoami"                      // → Whoami
-	RouteSnapshot            = "GET /v1/snapshot"                    // → core.Snapshot
-	RouteEvents              = "GET /v1/events"                      // → event stream
-	RoutePlanRefresh         = "POST /v1/refresh/plans"              // PlanRequest → core.RefreshPlan
-	RouteApplyRefresh        = "POST /v1/refresh/plans/{id}/apply"   // → core.Diff
-	RouteCancelRefresh       = "DELETE /v1/refresh/plans/{id}"       // → 204
-	RouteRefreshAll          = "POST /v1/refresh/all"                // → []core.Diff (applied at once)
-	RoutePing                = "POST /v1/upstreams/{name}/ping"      // → PingResult
-	RouteReviews             = "GET /v1/reviews"                     // → map[string]core.ReviewState
-	RouteReviewEntries       = "GET /v1/review/entries"              // → []core.ReviewEntry
-	RouteToolFlags           = "GET /v1/tools/{name}/flags"          // → []core.Flag; {name} also a prompt's or resource's core.ReviewRef
-	RouteApproveTool         = "POST /v1/tools/{name}/approve"       // → 204; {name} as for RouteToolFlags
-	RouteRejectTool          = "POST /v1/tools/{name}/reject"        // → 204; {name} as for RouteToolFlags
-	RouteConfirmations       = "GET /v1/confirmations"               // → []core.PendingConfirmation
-	RouteApproveConfirmation = "POST /v1/confirmations/{id}/approve" // → 204
-	RouteRejectConfirmation  = "POST /v1/confirmations/{id}/reject"  // RejectRequest → 204
-	RouteSessions            = "GET /v1/sessions"                    // → []core.Session: this replica's, then the others' (Elsewhere, ID a core.SessionKey)
-	RouteEndSession          = "DELETE /v1/sessions/{id}"            // {id}: a session id or a core.SessionKey, of any replica → 204
-	RouteAudit               = "GET /v1/audit"                       // ?since=RFC3339|duration&limit=N → []core.AuditRecord
-	RoutePolicyTest          = "POST /v1/policy/test"                // PolicyTestRequest → policy.Trial
-	RouteAuditCall           = "GET /v1/audit/calls/{id}"            // → []core.AuditCheck: one call's records, each with its chain check
-	RoutePolicies            = "GET /v1/policy"                      // → core.PolicyReport: rules and limits with their hits in the last hour, quotas with their heaviest users
+// Route is one admin API route, declared once for the server that serves
+// it, the client that calls it, and, for a command, the gateway's console
+// that records it and the CLI verb that runs it. Path segments in braces
+// are escaped with url.PathEscape by the client.
+type Route struct {
+	// Pattern is the net/http pattern: "METHOD /path/{param}".
+	Pattern string
+	// Action is the name an operator's command is recorded under, in the
+	// audit log and in every console's Activity (core.Action…); empty for
+	// a read.
+	Action string
+	// Verb is the headless command that runs it ("connections revoke");
+	// empty when only a console does.
+	Verb string
+}
+
+// routes is every route, in the order declared: the server serves each
+// and the tests hold the client and the CLI to them.
+var routes []Route
+
+// route declares a route; commands name their action and CLI verb.
+func route(pattern, action, verb string) Route {
+	r := Route{Pattern: pattern, Action: action, Verb: verb}
+	routes = append(routes, r)
+	return r
+}
+
+// Routes is every route of the admin API, in the order declared.
+func Routes() []Route { return slices.Clone(routes) }
+
+// Method is the route's HTTP method.
+func (r Route) Method() string {
+	m, _, _ := strings.Cut(r.Pattern, " ")
+	return m
+}
+
+// Path is the route's path with each {param} replaced, in order, by the
+// escaped value of params; it panics when the counts differ, a mistake in
+// the caller, not in what it was given.
+func (r Route) Path(params ...string) string {
+	_, p, _ := strings.Cut(r.Pattern, " ")
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(p, '{')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(p[open:], '}')
+		if end < 0 || len(params) == 0 {
+			panic("admin: too few parameters for " + r.Pattern)
+		}
+		b.WriteString(p[:open])
+		b.WriteString(seg(params[0]))
+		p, params = p[open+end+1:], params[1:]
+	}
+	if len(params) > 0 {
+		panic("admin: too many parameters for " + r.Pattern)
+	}
+	b.WriteString(p)
+	return b.String()
+}
+
+// Routes of the console's state, commands and the audit log (CO-9).
+var (
+	RouteInfo                = route("GET /v1/info", "", "")                                                           // → core.ConsoleInfo
+	RouteWhoami              = route("GET /v1/whoami", "", "")                                                         // → Whoami
+	RouteSnapshot            = route("GET /v1/snapshot", "", "")                                                       // → core.Snapshot
+	RouteEvents              = route("GET /v1/events", "", "")                                                         // → event stream
+	RoutePlanRefresh         = route("POST /v1/refresh/plans", core.ActionRefreshPlan, "refresh")                      // PlanRequest → core.RefreshPlan
+	RouteApplyRefresh        = route("POST /v1/refresh/plans/{id}/apply", core.ActionRefreshApply, "refresh")          // → core.Diff
+	RouteCancelRefresh       = route("DELETE /v1/refresh/plans/{id}", core.ActionRefreshCancel, "refresh")             // → 204
+	RouteRefreshAll          = route("POST /v1/refresh/all", core.ActionRefreshAll, "refresh")                         // → []core.Diff (applied at once)
+	RoutePing                = route("POST /v1/upstreams/{name}/ping", core.ActionPing, "")                            // → PingResult
+	RouteReviews             = route("GET /v1/reviews", "", "")                                                        // → map[string]core.ReviewState
+	RouteReviewEntries       = route("GET /v1/review/entries", "", "")                                                 // → []core.ReviewEntry
+	RouteToolFlags           = route("GET /v1/tools/{name}/flags", "", "")                                             // → []core.Flag; {name} also a prompt's or resource's core.ReviewRef
+	RouteApproveTool         = route("POST /v1/tools/{name}/approve", core.ActionApproveTool, "review approve")        // → 204; {name} as for RouteToolFlags
+	RouteRejectTool          = route("POST /v1/tools/{name}/reject", core.ActionRejectTool, "review reject")           // → 204; {name} as for RouteToolFlags
+	RouteConfirmations       = route("GET /v1/confirmations", "", "")                                                  // → []core.PendingConfirmation
+	RouteApproveConfirmation = route("POST /v1/confirmations/{id}/approve", core.ActionApproveConfirmation, "approve") // → 204
+	RouteRejectConfirmation  = route("POST /v1/confirmations/{id}/reject", core.ActionRejectConfirmation, "reject")    // RejectRequest → 204
+	RouteSessions            = route("GET /v1/sessions", "", "")                                                       // → []core.Session: this replica's, then the others' (Elsewhere, ID a core.SessionKey)
+	RouteEndSession          = route("DELETE /v1/sessions/{id}", core.ActionEndSession, "end-session")                 // {id}: a session id or a core.SessionKey, of any replica → 204
+	RouteAudit               = route("GET /v1/audit", "", "")                                                          // ?since=RFC3339|duration&limit=N → []core.AuditRecord
+	RoutePolicyTest          = route("POST /v1/policy/test", "", "")                                                   // PolicyTestRequest → policy.Trial
+	RouteAuditCall           = route("GET /v1/audit/calls/{id}", "", "")                                               // → []core.AuditCheck: one call's records, each with its chain check
+	RoutePolicies            = route("GET /v1/policy", "", "")                                                         // → core.PolicyReport: rules and limits with their hits in the last hour, quotas with their heaviest users
 )
 
 const (

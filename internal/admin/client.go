@@ -195,6 +195,11 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 	return req, nil
 }
 
+// call runs r with params in its braces, in order.
+func (c *Client) call(ctx context.Context, r Route, q url.Values, body, out any, params ...string) error {
+	return c.do(ctx, r.Method(), r.Path(params...), q, body, out)
+}
+
 // do runs one command: it bounds it by the client's timeout, decodes an
 // error answer into *Error, and the 2xx body into out (nil: discarded).
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
@@ -305,111 +310,111 @@ func redactURL(u *url.URL) string {
 // Info is GET /v1/info.
 func (c *Client) Info(ctx context.Context) (core.ConsoleInfo, error) {
 	var v core.ConsoleInfo
-	return v, c.do(ctx, http.MethodGet, "/v1/info", nil, nil, &v)
+	return v, c.call(ctx, RouteInfo, nil, nil, &v)
 }
 
 // Whoami is GET /v1/whoami: the operator the key names.
 func (c *Client) Whoami(ctx context.Context) (Whoami, error) {
 	var v Whoami
-	return v, c.do(ctx, http.MethodGet, "/v1/whoami", nil, nil, &v)
+	return v, c.call(ctx, RouteWhoami, nil, nil, &v)
 }
 
 // Snapshot is GET /v1/snapshot.
 func (c *Client) Snapshot(ctx context.Context) (core.Snapshot, error) {
 	var v core.Snapshot
-	return v, c.do(ctx, http.MethodGet, "/v1/snapshot", nil, nil, &v)
+	return v, c.call(ctx, RouteSnapshot, nil, nil, &v)
 }
 
 // PlanRefresh is POST /v1/refresh/plans.
 func (c *Client) PlanRefresh(ctx context.Context, upstream string) (core.RefreshPlan, error) {
 	var v core.RefreshPlan
-	return v, c.do(ctx, http.MethodPost, "/v1/refresh/plans", nil, PlanRequest{Upstream: upstream}, &v)
+	return v, c.call(ctx, RoutePlanRefresh, nil, PlanRequest{Upstream: upstream}, &v)
 }
 
 // ApplyRefresh is POST /v1/refresh/plans/{id}/apply.
 func (c *Client) ApplyRefresh(ctx context.Context, planID string) (core.Diff, error) {
 	var v core.Diff
-	return v, c.do(ctx, http.MethodPost, "/v1/refresh/plans/"+seg(planID)+"/apply", nil, nil, &v)
+	return v, c.call(ctx, RouteApplyRefresh, nil, nil, &v, planID)
 }
 
 // CancelRefresh is DELETE /v1/refresh/plans/{id}.
 func (c *Client) CancelRefresh(ctx context.Context, planID string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/refresh/plans/"+seg(planID), nil, nil, nil)
+	return c.call(ctx, RouteCancelRefresh, nil, nil, nil, planID)
 }
 
 // RefreshAll is POST /v1/refresh/all: every upstream, applied at once.
 func (c *Client) RefreshAll(ctx context.Context) ([]core.Diff, error) {
 	var v []core.Diff
-	return v, c.do(ctx, http.MethodPost, "/v1/refresh/all", nil, nil, &v)
+	return v, c.call(ctx, RouteRefreshAll, nil, nil, &v)
 }
 
 // Ping is POST /v1/upstreams/{name}/ping.
 func (c *Client) Ping(ctx context.Context, upstream string) (time.Duration, error) {
 	var v PingResult
-	err := c.do(ctx, http.MethodPost, "/v1/upstreams/"+seg(upstream)+"/ping", nil, nil, &v)
+	err := c.call(ctx, RoutePing, nil, nil, &v, upstream)
 	return v.Latency, err
 }
 
 // Reviews is GET /v1/reviews.
 func (c *Client) Reviews(ctx context.Context) (map[string]core.ReviewState, error) {
 	var v map[string]core.ReviewState
-	return v, c.do(ctx, http.MethodGet, "/v1/reviews", nil, nil, &v)
+	return v, c.call(ctx, RouteReviews, nil, nil, &v)
 }
 
 // ReviewEntries is GET /v1/review/entries.
 func (c *Client) ReviewEntries(ctx context.Context) ([]core.ReviewEntry, error) {
 	var v []core.ReviewEntry
-	return v, c.do(ctx, http.MethodGet, "/v1/review/entries", nil, nil, &v)
+	return v, c.call(ctx, RouteReviewEntries, nil, nil, &v)
 }
 
 // ToolFlags is GET /v1/tools/{name}/flags.
 func (c *Client) ToolFlags(ctx context.Context, name string) ([]core.Flag, error) {
 	var v []core.Flag
-	return v, c.do(ctx, http.MethodGet, "/v1/tools/"+seg(name)+"/flags", nil, nil, &v)
+	return v, c.call(ctx, RouteToolFlags, nil, nil, &v, name)
 }
 
 // ApproveTool is POST /v1/tools/{name}/approve.
 func (c *Client) ApproveTool(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodPost, "/v1/tools/"+seg(name)+"/approve", nil, nil, nil)
+	return c.call(ctx, RouteApproveTool, nil, nil, nil, name)
 }
 
 // RejectTool is POST /v1/tools/{name}/reject.
 func (c *Client) RejectTool(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodPost, "/v1/tools/"+seg(name)+"/reject", nil, nil, nil)
+	return c.call(ctx, RouteRejectTool, nil, nil, nil, name)
 }
 
 // Confirmations is GET /v1/confirmations: the ones waiting for an operator.
 func (c *Client) Confirmations(ctx context.Context) ([]core.PendingConfirmation, error) {
 	var v []core.PendingConfirmation
-	return v, c.do(ctx, http.MethodGet, "/v1/confirmations", nil, nil, &v)
+	return v, c.call(ctx, RouteConfirmations, nil, nil, &v)
 }
 
 // ApproveConfirmation is POST /v1/confirmations/{id}/approve.
 func (c *Client) ApproveConfirmation(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/v1/confirmations/"+seg(id)+"/approve", nil, nil, nil)
+	return c.call(ctx, RouteApproveConfirmation, nil, nil, nil, id)
 }
 
 // RejectConfirmation is POST /v1/confirmations/{id}/reject.
 func (c *Client) RejectConfirmation(ctx context.Context, id, reason string) error {
-	return c.do(ctx, http.MethodPost, "/v1/confirmations/"+seg(id)+"/reject", nil, RejectRequest{Reason: reason}, nil)
+	return c.call(ctx, RouteRejectConfirmation, nil, RejectRequest{Reason: reason}, nil, id)
 }
 
 // Sessions is GET /v1/sessions.
 func (c *Client) Sessions(ctx context.Context) ([]core.Session, error) {
 	var v []core.Session
-	return v, c.do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &v)
+	return v, c.call(ctx, RouteSessions, nil, nil, &v)
 }
 
 // EndSession is DELETE /v1/sessions/{id}.
 func (c *Client) EndSession(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/sessions/"+seg(id), nil, nil, nil)
+	return c.call(ctx, RouteEndSession, nil, nil, nil, id)
 }
 
 // TryPolicy is POST /v1/policy/test: which policy rule decides a call,
 // without making it (PO-4).
 func (c *Client) TryPolicy(ctx context.Context, req PolicyTestRequest) (policy.Trial, error) {
 	var out policy.Trial
-	err := c.do(ctx, http.MethodPost, "/v1/policy/test", nil, req, &out)
+	err := c.call(ctx, RoutePolicyTest, nil, req, &out)
 	return out, err
 }
 
@@ -417,14 +422,14 @@ func (c *Client) TryPolicy(ctx context.Context, req PolicyTestRequest) (policy.T
 // hits in the last hour (PO-4).
 func (c *Client) Policies(ctx context.Context) (core.PolicyReport, error) {
 	var v core.PolicyReport
-	return v, c.do(ctx, http.MethodGet, "/v1/policy", nil, nil, &v)
+	return v, c.call(ctx, RoutePolicies, nil, nil, &v)
 }
 
 // AuditOf is GET /v1/audit/calls/{id}: one call's audit records with
 // their chain checks.
 func (c *Client) AuditOf(ctx context.Context, callID string) ([]core.AuditCheck, error) {
 	var v []core.AuditCheck
-	return v, c.do(ctx, http.MethodGet, "/v1/audit/calls/"+url.PathEscape(callID), nil, nil, &v)
+	return v, c.call(ctx, RouteAuditCall, nil, nil, &v, callID)
 }
 
 // Audit is GET /v1/audit; a zero since and limit ≤ 0 leave them out.
@@ -437,5 +442,5 @@ func (c *Client) Audit(ctx context.Context, since time.Time, limit int) ([]core.
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var v []core.AuditRecord
-	return v, c.do(ctx, http.MethodGet, "/v1/audit", q, nil, &v)
+	return v, c.call(ctx, RouteAudit, q, nil, &v)
 }

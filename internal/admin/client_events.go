@@ -56,7 +56,7 @@ func (c *Client) Events(ctx context.Context, idle time.Duration) (*EventStream, 
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &EventStream{cancel: cancel, ctx: sctx, idle: idle}
 	s.watchdog = time.AfterFunc(min(idle, c.timeout), func() { cancel(ErrIdle) })
-	req, err := c.newRequest(sctx, http.MethodGet, "/v1/events", nil, nil)
+	req, err := c.newRequest(sctx, RouteEvents.Method(), RouteEvents.Path(), nil, nil)
 	if err != nil {
 		s.Close()
 		return nil, err

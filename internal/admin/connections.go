@@ -9,11 +9,11 @@ import (
 )
 
 // Routes of upstream connections (UI-2, UI-3).
-const (
-	RouteConnections      = "GET /v1/connections"               // → []core.Connection (never a token)
-	RouteRevokeConnection = "DELETE /v1/connections/{id}"       // → core.Connection, as it was
-	RouteConnectShared    = "POST /v1/upstreams/{name}/connect" // → ConnectURL: where an operator connects a shared upstream's account
-	RouteRekeyConnections = "POST /v1/connections/rekey"        // → RekeyResult: re-seal with gateway.credentialsKey
+var (
+	RouteConnections      = route("GET /v1/connections", "", "")                                                    // → []core.Connection (never a token)
+	RouteRevokeConnection = route("DELETE /v1/connections/{id}", core.ActionRevokeConnection, "connections revoke") // → core.Connection, as it was
+	RouteConnectShared    = route("POST /v1/upstreams/{name}/connect", core.ActionConnectShared, "connect")         // → ConnectURL: where an operator connects a shared upstream's account
+	RouteRekeyConnections = route("POST /v1/connections/rekey", core.ActionRekeyConnections, "connections rekey")   // → RekeyResult: re-seal with gateway.credentialsKey
 )
 
 // CodeUnknownConnection: no connection of that id (404).
@@ -45,7 +45,7 @@ type Connections interface {
 var ErrNoOAuth = errors.New("this gateway has no oauth upstream")
 
 func (s *Server) connectionRoutes() {
-	handle := func(pattern string, h handler) { s.mux.Handle(pattern, opHandler{s: s, h: h}) }
+	handle := func(r Route, h handler) { s.mux.Handle(r.Pattern, opHandler{s: s, h: h}) }
 	with := func(h func(w http.ResponseWriter, r *http.Request, op string, c Connections)) handler {
 		return func(w http.ResponseWriter, r *http.Request, op string) {
 			c, ok := s.backend.(Connections)
@@ -108,23 +108,23 @@ func connErr(err error) error {
 // Connections is GET /v1/connections (UI-3).
 func (c *Client) Connections(ctx context.Context) ([]core.Connection, error) {
 	var v []core.Connection
-	return v, c.do(ctx, http.MethodGet, "/v1/connections", nil, nil, &v)
+	return v, c.call(ctx, RouteConnections, nil, nil, &v)
 }
 
 // RevokeConnection is DELETE /v1/connections/{id} (UI-3).
 func (c *Client) RevokeConnection(ctx context.Context, id string) (core.Connection, error) {
 	var v core.Connection
-	return v, c.do(ctx, http.MethodDelete, "/v1/connections/"+seg(id), nil, nil, &v)
+	return v, c.call(ctx, RouteRevokeConnection, nil, nil, &v, id)
 }
 
 // SharedConnectURL is POST /v1/upstreams/{name}/connect (UI-2).
 func (c *Client) SharedConnectURL(ctx context.Context, upstream string) (string, error) {
 	var v ConnectURL
-	return v.URL, c.do(ctx, http.MethodPost, "/v1/upstreams/"+seg(upstream)+"/connect", nil, nil, &v)
+	return v.URL, c.call(ctx, RouteConnectShared, nil, nil, &v, upstream)
 }
 
 // RekeyConnections is POST /v1/connections/rekey (UI-3).
 func (c *Client) RekeyConnections(ctx context.Context) (RekeyResult, error) {
 	var v RekeyResult
-	return v, c.do(ctx, http.MethodPost, "/v1/connections/rekey", nil, nil, &v)
+	return v, c.call(ctx, RouteRekeyConnections, nil, nil, &v)
 }

@@ -162,8 +162,8 @@ type handler func(w http.ResponseWriter, r *http.Request, op string)
 
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	handle := func(pattern string, h handler) {
-		s.mux.Handle(pattern, opHandler{s: s, h: h})
+	handle := func(r Route, h handler) {
+		s.mux.Handle(r.Pattern, opHandler{s: s, h: h})
 	}
 	handle(RouteInfo, s.info)
 	handle(RouteWhoami, func(w http.ResponseWriter, _ *http.Request, op string) {

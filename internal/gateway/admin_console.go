@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
 )
 
 // AdminEndpoint is the Endpoint of the audit records of operator actions
@@ -57,8 +58,9 @@ func (c *accountedConsole) who(by string) string {
 	return localOperator
 }
 
-// account publishes the action and appends its audit record.
-func (c *accountedConsole) account(ctx context.Context, op, action, target, detail string, start time.Time, err error) {
+// account publishes the action of route r and appends its audit record.
+func (c *accountedConsole) account(ctx context.Context, r admin.Route, op, target, detail string, start time.Time, err error) {
+	action := r.Action
 	ev := core.OperatorAction{Operator: op, Action: action, Target: target, Detail: detail}
 	rec := core.AuditRecord{Time: start, Endpoint: AdminEndpoint, ActorID: op, Tool: action, RemoteName: target,
 		Outcome: "ok", Latency: time.Since(start)}
@@ -100,7 +102,7 @@ func (c *accountedConsole) PlanRefresh(ctx context.Context, upstream string) (co
 	if err == nil {
 		detail = "plan " + p.ID + ", " + diffSize(p.Diff)
 	}
-	c.account(ctx, c.who(""), core.ActionRefreshPlan, upstream, detail, start, err)
+	c.account(ctx, admin.RoutePlanRefresh, c.who(""), upstream, detail, start, err)
 	return p, err
 }
 
@@ -113,21 +115,21 @@ func (c *accountedConsole) ApplyRefresh(ctx context.Context, planID string) (cor
 	if err == nil {
 		target, detail = d.Upstream, diffSize(d)
 	}
-	c.account(ctx, c.who(""), core.ActionRefreshApply, target, detail, start, err)
+	c.account(ctx, admin.RouteApplyRefresh, c.who(""), target, detail, start, err)
 	return d, err
 }
 
 func (c *accountedConsole) CancelRefresh(ctx context.Context, planID string) error {
 	start := time.Now()
 	err := c.local.CancelRefresh(ctx, planID)
-	c.account(ctx, c.who(""), core.ActionRefreshCancel, planID, "", start, err)
+	c.account(ctx, admin.RouteCancelRefresh, c.who(""), planID, "", start, err)
 	return err
 }
 
 func (c *accountedConsole) RefreshAll(ctx context.Context) ([]core.Diff, error) {
 	start := time.Now()
 	ds, err := c.local.RefreshAll(ctx)
-	c.account(ctx, c.who(""), core.ActionRefreshAll, "", fmt.Sprintf("%d upstream(s)", len(ds)), start, err)
+	c.account(ctx, admin.RouteRefreshAll, c.who(""), "", fmt.Sprintf("%d upstream(s)", len(ds)), start, err)
 	return ds, err
 }
 
@@ -138,7 +140,7 @@ func (c *accountedConsole) Ping(ctx context.Context, upstream string) (time.Dura
 	if err == nil {
 		detail = d.Round(time.Microsecond).String()
 	}
-	c.account(ctx, c.who(""), core.ActionPing, upstream, detail, start, err)
+	c.account(ctx, admin.RoutePing, c.who(""), upstream, detail, start, err)
 	return d, err
 }
 
@@ -146,7 +148,7 @@ func (c *accountedConsole) ApproveTool(ctx context.Context, name, by string) err
 	start := time.Now()
 	op := c.who(by)
 	err := c.local.ApproveTool(ctx, name, op)
-	c.account(ctx, op, core.ActionApproveTool, name, "", start, err)
+	c.account(ctx, admin.RouteApproveTool, op, name, "", start, err)
 	return err
 }
 
@@ -154,7 +156,7 @@ func (c *accountedConsole) RejectTool(ctx context.Context, name, by string) erro
 	start := time.Now()
 	op := c.who(by)
 	err := c.local.RejectTool(ctx, name, op)
-	c.account(ctx, op, core.ActionRejectTool, name, "", start, err)
+	c.account(ctx, admin.RouteRejectTool, op, name, "", start, err)
 	return err
 }
 
@@ -189,7 +191,7 @@ func (c *accountedConsole) ApproveConfirmation(ctx context.Context, id, by strin
 	op := c.who(by)
 	tool := c.pendingTool(id)
 	err := c.local.ApproveConfirmation(ctx, id, op)
-	c.account(ctx, op, core.ActionApproveConfirmation, id, tool, start, err)
+	c.account(ctx, admin.RouteApproveConfirmation, op, id, tool, start, err)
 	return err
 }
 
@@ -202,7 +204,7 @@ func (c *accountedConsole) RejectConfirmation(ctx context.Context, id, by, reaso
 	if reason != "" {
 		detail = joinDetail(tool, "reason: "+reason)
 	}
-	c.account(ctx, op, core.ActionRejectConfirmation, id, detail, start, err)
+	c.account(ctx, admin.RouteRejectConfirmation, op, id, detail, start, err)
 	return err
 }
 
@@ -218,7 +220,7 @@ func (c *accountedConsole) EndSession(ctx context.Context, id string) error {
 		}
 	}
 	err := c.local.EndSession(ctx, id)
-	c.account(ctx, c.who(""), core.ActionEndSession, target, detail, start, err)
+	c.account(ctx, admin.RouteEndSession, c.who(""), target, detail, start, err)
 	return err
 }
 

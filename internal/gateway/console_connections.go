@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/internal/admin"
 )
 
 // ConnectionDesk is what a console reads and does of the gateway's upstream
@@ -15,10 +16,6 @@ type ConnectionDesk interface {
 	// Revoke forgets a connection and publishes it as change.
 	Revoke(ctx context.Context, id, change string) (core.Connection, error)
 }
-
-// actionRevokeConnection is the audit's name of an operator's revoke, the
-// same from the console and the admin API.
-const actionRevokeConnection = "revoke_connection"
 
 // Connections lists every connection without its sealed tokens; a gateway
 // with no OAuth upstream has none.
@@ -62,6 +59,6 @@ func (c *accountedConsole) RevokeConnection(ctx context.Context, id, by string) 
 	if err == nil {
 		detail = fmt.Sprintf("%s on %s", core.ActorLabel(cn.ActorID), cn.Upstream)
 	}
-	c.account(ctx, c.who(by), actionRevokeConnection, id, detail, start, err)
+	c.account(ctx, admin.RouteRevokeConnection, c.who(by), id, detail, start, err)
 	return cn, err
 }

@@ -257,7 +257,7 @@ func (b adminBackend) SharedConnectURL(ctx context.Context, upstream, operator s
 	case u.Credentials != upstreamoauth.Shared:
 		return "", &admin.Error{Status: http.StatusConflict, Code: admin.CodeBadRequest, Message: fmt.Sprintf("upstream %q is perActor: each actor connects through their own link", upstream)}
 	}
-	(&accountedConsole{g: b.g, operator: operator}).account(ctx, operator, "connect_shared", upstream, "", time.Now(), nil)
+	(&accountedConsole{g: b.g, operator: operator}).account(ctx, admin.RouteConnectShared, operator, upstream, "", time.Now(), nil)
 	return m.ConnectURL(upstream, core.SharedActor), nil
 }
 
@@ -272,7 +272,7 @@ func (b adminBackend) RekeyConnections(ctx context.Context, operator string) (ad
 	start := time.Now()
 	r, err := m.Keyring().Rekey(ctx, b.g.oauthStore())
 	detail := fmt.Sprintf("%d re-sealed, %d current, %d unsealable", r.Resealed, r.Current, len(r.Unsealable))
-	(&accountedConsole{g: b.g, operator: operator}).account(ctx, operator, "rekey_connections", "", detail, start, err)
+	(&accountedConsole{g: b.g, operator: operator}).account(ctx, admin.RouteRekeyConnections, operator, "", detail, start, err)
 	return admin.RekeyResult{Resealed: r.Resealed, Current: r.Current, Unsealable: r.Unsealable}, err
 }
 
