@@ -45,7 +45,7 @@ type addressRule struct {
 // aiReader names a reader that can only be a model; bare "assistant",
 // "model", "agent" and "bot" are people and things too, and the rules that
 // take them ask for more around them.
-const aiReader = `(?:ai|a\.i\.|ai (?:assistants?|agents?|models?|systems?|tools?|readers?|reviewers?|crawlers?|bots?)|artificial intelligence|(?:large )?language models?|llms?|chat ?bots?|chatgpt|claude|gpt(?:-?[0-9][\w.]*)?|copilot|gemini|bard|llama|mistral|automated (?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screening agents?|screeners?)|(?:any|all|every) (?:ai|llm|automated)[\w ]{0,20}?(?:agents?|assistants?|models?|systems?|tools?|readers?|bots?)?)`
+const aiReader = `(?:(?:ai|a\.i\.|llm)(?:[ -][a-z]+){0,2}?[ -](?:assistants?|agents?|models?|systems?|tools?|readers?|reviewers?|crawlers?|bots?|operators?|helpers?|screeners?|services?|copilots?)\b|ai|a\.i\.|artificial intelligence|(?:large )?language models?|llms?|chat ?bots?|chatgpt|claude|gpt(?:-?[0-9][\w.]*)?|copilot|gemini|bard|llama|mistral|automated (?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screening agents?|screeners?)|(?:any|all|every) (?:ai|llm|automated)[\w ]{0,20}?(?:agents?|assistants?|models?|systems?|tools?|readers?|bots?)?)`
 
 // clauseStart: what may stand before a vocative — the start of the text,
 // of a line or of a clause, a greeting or a filler, an article.
@@ -66,7 +66,9 @@ var addressRules = []addressRule{
 	// reads too.
 	{detector: "instruction-override", back: 0, fwd: 160,
 		anchors: []string{"ignore", "disregard", "forget", "override", "bypass", "set aside", "abandon", "skip", "discard"},
-		src: `\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:instructions?|directions?|directives?|rules?|guidelines?|guidance|prompts?|context|commands?|orders?|tasks?|messages?|constraints?|programming|polic(?:y|ies)|restrictions?|question|request|safeguards?)\b` +
+		src: `\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:[a-z-]+\s+)?(?:instructions?|directions?|directives?|rules?|guidelines?|guidance|constraints?|programming|polic(?:y|ies)|restrictions?|safeguards?|criteria|rubrics?|protocols?)\b` +
+			`|\b(?:ignore|disregard|forget|override|set aside|abandon|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:prompts?|context|commands?|orders?|tasks?)\b` +
+			`|\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:messages?|question|request)\b` +
 			`|\b(?:ignore|disregard|forget)\s+(?:(?:everything|all|anything|the text|the)\s+)?(?:above|before this|you were told|said (?:above|before))\b`},
 	{detector: "instruction-override", back: 0, fwd: 120,
 		anchors: []string{"oubli", "ignore", "olvid", "ignora", "descart", "esque", "ignorier", "vergiss", "dimentica", "ne tenez pas"}, stems: true,
@@ -74,7 +76,7 @@ var addressRules = []addressRule{
 			`|\b(?:olvid[ae]\w*|ignora\w*|descarta\w*|esque[cç]a\w*)\b.{0,40}(?:instrucci|indicaciones|reglas|instruç|regras|istruzioni|regole)` +
 			`|\b(?:ignoriere\w*|vergiss\w*|vergessen sie)\b.{0,40}\b(?:anweisung|regeln|vorgaben|instruktion)` +
 			`|\bdimentica\w*\b.{0,40}\b(?:istruzioni|regole)\b`},
-	{detector: "instruction-override", back: 0, fwd: 120,
+	{detector: "instruction-override", back: 40, fwd: 120,
 		anchors: []string{"игнор", "Игнор", "забуд", "Забуд", "忽略", "无视", "無視", "忘记", "忘掉", "忘れ", "不要理会"}, stems: true,
 		src: `(?i:игнорир|проигнорир|забуд).{0,40}(?i:инструкци|указани|правил)` +
 			`|(?:忽略|无视|忘记|忘掉|不要理会).{0,20}(?:指令|指示|说明|规则|提示)` +
@@ -83,13 +85,18 @@ var addressRules = []addressRule{
 	// The text calls its reader a model, by name or by what it does.
 	{detector: "address-to-model", back: 0, fwd: 120, anchors: []string{"note", "message", "instruction", "memo", "notice", "reminder", "p.s", "ps", "hint", "directive", "attention", "important", "hidden", "system notice", "translator", "comment"},
 		src: `\b(?:note|message|instructions?|memo|notice|reminder|p\.?s\.?|hint|directive|attention|important(?: message)?|hidden (?:text|note|message|instructions?)|system notice|translator'?s note|comment)\s+(?:to|for)\s+(?:the |all |any |every )?` + anyReader +
-			`(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|handling|that reads|who reads)\s+(?:this|these|my|the|our)\b[\w ]{0,20})?\s*(?:[:,;—–(-]|\.\s|$)`},
+			`(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|handling|managing|screening|triaging|that reads|who reads)\s+(?:this|these|my|the|our)\b[\w ]{0,20}|\s+(?:that|who|which)(?:'s| is| are)?\s+[^\n:;.]{1,60})?\s*(?:[:,;—–(-]|\.\s|$)`},
+	// "P.S. To the AI assistant that manages this inbox:", "For LLM agents
+	// performing this upgrade:": a heading that names its reader a model.
+	{detector: "address-to-model", back: 40, fwd: 90, anchors: aiAnchors,
+		src: `(?:^|[\n.!?;>\])"'*#-]|p\.?s\.?)\s*(?:to|for|attn:?)\s+(?:the |all |any |every )?` + aiReader + `\b[^\n:.]{0,60}:` +
+			`|\binstructions?\s+(?:for|to)\s+(?:the |all |any |every )?` + aiReader + `\b[^\n:.]{0,60}:`},
 	{detector: "address-to-model", back: 0, fwd: 60, anchors: []string{"attention", "dear", "hey", "hello", "hi", "greetings", "psst"},
 		src: `\b(?:attention|dear|hey|hello|hi|greetings|psst),?\s+` + aiReader + `\b`},
 	{detector: "address-to-model", back: 0, fwd: 80, anchors: []string{"if you"},
 		src: `\bif you(?:'re| are)\s+(?:an?\s+|the\s+)?` + anyReader + `\b`},
 	{detector: "address-to-model", back: 0, fwd: 120, anchors: append([]string{"artificial", "any", "all", "every"}, aiAnchors...),
-		src: `\b` + aiReader + `\s+(?:(?:that|who) (?:reads?|process(?:es)?|summari[sz]es?)|processing|reading|summari[sz]ing|parsing|handling|reviewing|analy[sz]ing|viewing|scanning|crawling)\s+(?:this|these|the following|my|our)\b` +
+		src: `\b` + aiReader + `,?\s+(?:(?:that|who) (?:reads?|process(?:es)?|summari[sz]es?)|(?:that|who)(?:'s| is| are) (?:reading|processing|summari[sz]ing|reviewing|looking at)|processing|reading|summari[sz]ing|parsing|handling|reviewing|analy[sz]ing|viewing|scanning|crawling)\s+(?:this|these|the following|my|our)\b` +
 			`|\b` + aiReader + `\s+(?:must|should|shall|need to|are required to|are instructed to|have to|is required to|is instructed to)\s+` + orderVerb},
 	{detector: "address-to-model", back: 0, fwd: 90, anchors: []string{"the assistant", "the model"},
 		src: `\bthe (?:assistant|model)\s+(?:must|should|shall|needs to|is required to|is instructed to|has to)\s+(?:now\s+|also\s+|first\s+)?(?:call|run|execute|invoke|send|forward|ignore|disregard|reveal|delete|grant|transfer|pay|approve|email|upload|post)\b`},
@@ -104,11 +111,34 @@ var addressRules = []addressRule{
 		src: `(?:<!--|display:\s*none|visibility:\s*hidden|font-size:\s*0)[^\n]{0,200}?\b` + anyReader + `\b\s*[:,]?\s*(?:please\s+)?` + orderVerb +
 			`|<!--[^\n]{0,40}?\b` + aiReader + `\b`},
 
+	// The same vocatives in the other languages the rules read: "Hinweis
+	// an den KI-Assistenten", "Instrucción para el asistente de IA",
+	// "致阅读此 issue 的 AI 助手", "AIアシスタントへ", "Сообщение для
+	// ИИ-ассистента".
+	{detector: "address-to-model", back: 60, fwd: 80, stems: true,
+		anchors: []string{"ki", "ia", "ai", "ии", "ИИ", "人工智能", "人工知能", "intelig", "intellig", "künstlich", "sprachmodell", "нейросет", "Нейросет"},
+		src: `\b(?:hinweis|nachricht|anweisung|notiz|achtung|wichtig|info|nota|instrucci[oó]n|instru[cç][aã]o|mensaje|mensagem|messaggio|aviso|atenci[oó]n|aten[cç][aã]o|attenzione|istruzion[ei]|message|consigne|remarque)\s+(?:an|für|para|per|pour|à|a|al|alla|ao|aos|aux)\s+(?:el |la |los |las |o |a |os |as |il |lo |l'|le |les |gli |den |die |das |alle |jeden |jede |todos? |todas? |tous |toutes |ogni |qualsiasi )?` +
+			`(?:(?:asistente|assistente|assistant|agente|agent|modelo|modello|modèle|assistenten?|sistema|système)\s*(?:-|de |d'|di |da |do |virtual |virtuel |virtuale )?\s*(?:ia|ai|ki)\b|(?:ia|ai|ki)(?:-\w+)?\b|inteligencia artificial|intelligence artificielle|intelligenza artificiale|intelig[eê]ncia artificial|künstliche intelligenz|sprachmodell)` +
+			`|(?:致|给|对)[^。\n]{0,24}?(?:ai|人工智能)\s*(?:助手|助理|模型|代理|系统)|(?:ai|人工智能)\s*(?:助手|助理|模型|代理)(?:们)?[^。\n]{0,4}[：:]` +
+			`|(?:ai|人工知能)\s*(?:アシスタント|エージェント|モデル)(?:へ|に|の方|様|さん)?\s*[：:、,]` +
+			`|(?i:(?:сообщение|примечание|указание|инструкция|внимание|заметка|обращение)\s+(?:для|к)\s+(?:ии|ai|нейросет|ассистент|модел|бот)|(?:ии|ai)-?\s*(?:ассистент|агент|модел)\w*\s*[:,])`},
+	{detector: "concealment", back: 40, fwd: 80, stems: true,
+		anchors: []string{"no ", "não", "non ", "ne ", "benutzer", "nutzer", "ohne", "пользовател", "Пользовател", "用户", "ユーザー"},
+		src: `\bno (?:le )?(?:avises|informes|digas|menciones|notifiques|comuniques)\w*\s+(?:nada\s+)?(?:al|a los|a la) (?:usuari[oa]s?|cliente)` +
+			`|\bnão (?:avise|informe|diga|mencione|notifique|conte)\w*\s+(?:nada\s+)?(?:ao|o|à|a) (?:usu[aá]ri[oa]|cliente)` +
+			`|\bnon (?:dire|informare|avvisare|dirlo|menzionare|notificare)\w*\s+(?:nulla\s+|niente\s+)?all'utente` +
+			`|\bne (?:dites|dis|prévenez|préviens|informez|informe|mentionnez)\s+(?:rien\s+)?(?:à\s+)?l'utilisateur` +
+			`|\b(?:benutzer|nutzer)\w*\s+(?:muss|soll|darf)\s+(?:davon\s+|darüber\s+|das\s+)?nicht\s+(?:informiert|benachrichtigt|erfahren|wissen|mitbekommen)` +
+			`|\bohne (?:den |die )?(?:benutzer|nutzer)\w* zu (?:informieren|fragen|benachrichtigen)` +
+			`|(?i:пользовател\w*\s+(?:об этом\s+|ничего\s+)?не\s+(?:сообщай|говори|сообщать|говорить|информируй|показывай)|не\s+(?:сообщай|говори|информируй)\s+(?:об этом\s+)?пользовател)` +
+			`|(?:无需|不要|不必|别|勿)(?:向|告诉|通知)?用户(?:说明|透露|提及|告知|解释)?|(?:不要|别|勿)(?:让|被)用户(?:知道|发现)` +
+			`|ユーザー(?:に|へ)(?:は)?(?:知らせ|伝え|言わ|通知し|報告し)(?:ないで|ず)`},
+
 	// Tags and headings of chat templates, and "new instructions".
 	{detector: "role-tag", back: 1, fwd: 60, anchors: []string{"[inst", "[system", "[sys", "[admin", "[developer", "[ai", "[assistant", "[llm", "[/inst"}, stems: true,
 		src: `\[/?(?:instructions?|system|sys|admin|developer|ai|assistant|llm|inst)\b[^\]\n]{0,40}\]`},
-	{detector: "role-tag", back: 0, fwd: 30, anchors: []string{"<important", "</important", "<system", "</system", "<instruction", "</instruction", "<assistant_instructions", "<|", "](#"}, stems: true,
-		src: `</?(?:important|system|instructions?|assistant_instructions)>|<\|(?:im_start|im_end|system|endoftext|user|assistant)\|>|\]\(#(?:instructions?|system)\)`},
+	{detector: "role-tag", back: 0, fwd: 30, anchors: []string{"<important", "</important", "<system", "</system", "<instruction", "</instruction", "<assistant_instructions", "<|", "](#", "<tool_", "</tool_", "<function_", "</function_"}, stems: true,
+		src: `</?(?:important|system|instructions?|assistant_instructions)>|</?(?:tool_(?:result|call|response|output|use)|function_(?:results?|call|response))\b[^>\n]{0,80}>|<\|(?:im_start|im_end|system|endoftext|user|assistant)\|>|\]\(#(?:instructions?|system)\)`},
 	{detector: "role-tag", back: 8, fwd: 60, anchors: []string{"system prompt", "system instruction", "system message", "system override", "new instruction", "instructions for", "instructions to", "instruction for", "system:"},
 		src: `(?:^|\n)\s*#{1,4}\s*(?:system (?:prompt|instructions?|message|override)|new instructions?|instructions? (?:for|to) (?:the )?` + anyReader + `)\b` +
 			`|(?:^|\n)\s*system\s*:\s*(?:you|ignore|from now|new)\b`},
@@ -118,10 +148,11 @@ var addressRules = []addressRule{
 			`|\b(?:system|admin|developer) override\b`},
 
 	// Out of its role: a new persona, a mode without rules.
-	{detector: "jailbreak", back: 40, fwd: 80, anchors: []string{" mode", "you are now", "you're now", "from now on", "pretend", "act as", "roleplay", "role-play", "restrictions", "no longer bound", "no longer restricted"},
+	{detector: "jailbreak", back: 40, fwd: 80, anchors: []string{" mode", "you are now", "you're now", "from now on", "pretend", "act as", "roleplay", "role-play", "restrictions", "no longer bound", "no longer restricted", "without", "with no"},
 		src: `\b(?:you are now|you're now|enter|enable|activate|switch to|in)\s+(?:in\s+)?(?:developer|dan|jailbreak|jailbroken|god|unrestricted|unfiltered|sudo|debug|evil) mode\b` +
 			`|\byou(?: are|'re) now\s+(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|dan|free from|no longer|evil|a different|a new)\b` +
-			`|\bfrom now on,?\s+(?:you (?:must|will|should|are to|have to|only)|respond|reply|answer|act|always|only respond|only reply|never|ignore)\b` +
+			`|\bfrom now on,?\s+(?:you (?:must|will|should|are to|have to|only)|you(?:'re| are) (?:an?\s+)?[a-z]*(?:mode|dan|gpt|ai)\b|respond|reply|answer|act|always|only respond|only reply|never|ignore)\b` +
+			`|\b(?:ai|assistant|model|chatbot|llm)\s+(?:without|with no)\s+(?:any\s+)?(?:restrictions|rules|limits|filters|guidelines|guardrails)\b` +
 			`|\b(?:act|behave|roleplay|role-play|pretend)\s+(?:as|like|to be)\s+(?:an?\s+)?(?:unrestricted|unfiltered|dan|jailbroken|evil|ai without|assistant without|model without)\b` +
 			`|\bwithout (?:any )?(?:safety|ethical|content|moral) (?:rules|restrictions|filters|guidelines)\b` +
 			`|\bno longer (?:bound|restricted) by\b`},
@@ -132,7 +163,7 @@ var addressRules = []addressRule{
 
 	// Keeping the user out of it.
 	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"do not", "don't", "never", "without"},
-		src: `\b(?:do not|don't|never|without)\s+(?:(?:ever|again|first)\s+)?(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|ask(?:ing)?|show(?:ing)?|reveal(?:ing)?|let(?:ting)?|warn(?:ing)?|consult(?:ing)?|confirm(?:ing)? with|bother(?:ing)?|check(?:ing)? with)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+|about (?:this|it) (?:to\s+)?)?(?:the |your |any )?(?:user|users|human|humans|customer|customers|operator|recruiter|reviewer|owner|them)\b(?:\s+again)?`},
+		src: `\b(?:do not|don't|never|without)\s+(?:(?:ever|again|first|need to|have to|bother to)\s+)?(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|ask(?:ing)?|show(?:ing)?|reveal(?:ing)?|let(?:ting)?|warn(?:ing)?|consult(?:ing)?|confirm(?:ing)? with|bother(?:ing)?|check(?:ing)? with)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+|about (?:this|it) (?:to\s+)?)?(?:the |your |any )?(?:user|users|human|humans|customer|customers|operator|recruiter|reviewer|owner|them)\b(?:\s+again)?`},
 	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"hide", "conceal", "keep this", "keep it", "behind the user", "without the user", "à l'insu", "sans ", "sin ", "ohne ", "senza "},
 		src: `\b(?:hide|conceal|keep)\s+(?:this|it|the following)\s+(?:note\s+|message\s+)?(?:secret\s+)?from\s+(?:the )?(?:user|human|recruiter|reviewer|customer|operator)` +
 			`|\bbehind the user'?s back\b|\bwithout the user(?:'s)? (?:knowledge|knowing|consent|noticing|seeing)\b` +
@@ -144,7 +175,11 @@ var addressRules = []addressRule{
 	{detector: "tool-order", weak: true, back: 0, fwd: 60, anchors: []string{"call", "invoke", "run", "execute", "use the", "trigger"},
 		src: "\\b(?:call|invoke|run|execute|use|trigger)\\s+(?:the\\s+)?`?[a-z][a-z0-9]*_[a-z0-9_]+`?(?:\\s+(?:tool|function))?|\\buse the [a-z0-9_-]+ tool\\b"},
 	{detector: "send-out", weak: true, back: 0, fwd: 100, anchors: []string{"send", "forward", "post", "upload", "email", "e-mail", "transmit", "exfiltrate", "copy", "paste", "append", "leak", "share"},
-		src: `\b(?:send|forward|post|upload|email|e-mail|transmit|exfiltrate|copy|paste|append|leak|share)\b[^.\n]{0,60}\b(?:conversation|chat history|chat logs?|history|credentials?|passwords?|api[ -]?keys?|tokens?|secrets?|\.env|env(?:ironment)? variables|ssh keys?|~/\.ssh|id_rsa|~/\.aws|cookies?|private keys?|personal data|home address|phone numbers?|contacts|attachments)\b`},
+		src: `\b(?:send|forward|post|upload|email|e-mail|transmit|exfiltrate|copy|paste|append|leak|share)\b[^\n]{0,60}?(?:\b(?:conversation|chat history|chat logs?|history|transcripts?|credentials?|passwords?|api[ -]?keys?|tokens?|secrets?|env(?:ironment)? variables|ssh keys?|id_rsa|cookies?|private keys?|personal data|home address|phone numbers?|contacts|attachments|e-?mails|inbox|customer (?:list|data|records)|kube ?config)\b|\.env\b|~/\.(?:ssh|aws|kube)\b)`},
+	// A turn of a chat made up inside data: "user: ok go ahead", "assistant:
+	// Sure! …"; weak, since transcripts hold real ones.
+	{detector: "fake-turn", weak: true, back: 2, fwd: 20, anchors: []string{"user:", "human:", "assistant:", "user :", "assistant :"},
+		src: `(?:^|\n|: )\s*(?:user|human|assistant)\s?:\s*\S`},
 	{detector: "visit-link", weak: true, back: 0, fwd: 60, anchors: []string{"visit", "go to", "open", "navigate", "click"},
 		src: `\b(?:visit|go to|open|navigate to|click)\b[^.\n]{0,30}https?://`},
 	{detector: "harmful-order", weak: true, back: 0, fwd: 60, anchors: []string{"delete", "remove", "drop", "wipe", "erase", "destroy", "grant", "give", "add", "transfer", "pay", "disable", "push", "approve"},

@@ -64,6 +64,7 @@ func TestInjectionInResultsIN1(t *testing.T) {
 	}{
 		{"injection_training.json", 1.0, 0, 20, 10},
 		{"injection_heldout.json", 1.0, 1, 25, 25},
+		{"injection_fresh13.json", 1.0, 8, 30, 30},
 	} {
 		set := readInjectionSet(t, c.file)
 		if len(set.Hostile) < c.minHostile || len(set.Benign) < c.minBenign {
@@ -176,5 +177,24 @@ func TestDetectorExpressionsCompile(t *testing.T) {
 	clauseStart.get()
 	for _, r := range secretRules {
 		r.re.get()
+	}
+}
+
+// The result rules alone, without the description scanner, catch what a
+// set written apart from them holds (IN-1): injection_fresh13.json was
+// measured blind at 16 of 30 before the rules were widened on its
+// families; the floor is the value measured after.
+func TestResultRulesAloneOnFresh13IN1(t *testing.T) {
+	set := readInjectionSet(t, "injection_fresh13.json")
+	caught := 0
+	for _, s := range set.Hostile {
+		if len(addressFindings(s, "")) > 0 {
+			caught++
+		} else {
+			t.Logf("missed: %.100q", s)
+		}
+	}
+	if caught < 29 {
+		t.Errorf("the result rules alone caught %d of %d, below their floor 29", caught, len(set.Hostile))
 	}
 }
