@@ -115,15 +115,15 @@ var addressRules = []addressRule{
 	// an den KI-Assistenten", "Instrucción para el asistente de IA",
 	// "致阅读此 issue 的 AI 助手", "AIアシスタントへ", "Сообщение для
 	// ИИ-ассистента".
-	{detector: "address-to-model", back: 60, fwd: 80, stems: true,
-		anchors: []string{"ki", "ia", "ai", "ии", "ИИ", "人工智能", "人工知能", "intelig", "intellig", "künstlich", "sprachmodell", "нейросет", "Нейросет"},
+	{detector: "address-to-model", back: 60, fwd: 80,
+		anchors: []string{"ki", "ia", "ai", "ии", "ИИ", "人工智能", "人工知能", "inteligencia", "inteligência", "intelligence", "intelligenza", "künstliche", "sprachmodell", "нейросеть", "нейросети", "Нейросеть"},
 		src: `\b(?:hinweis|nachricht|anweisung|notiz|achtung|wichtig|info|nota|instrucci[oó]n|instru[cç][aã]o|mensaje|mensagem|messaggio|aviso|atenci[oó]n|aten[cç][aã]o|attenzione|istruzion[ei]|message|consigne|remarque)\s+(?:an|für|para|per|pour|à|a|al|alla|ao|aos|aux)\s+(?:el |la |los |las |o |a |os |as |il |lo |l'|le |les |gli |den |die |das |alle |jeden |jede |todos? |todas? |tous |toutes |ogni |qualsiasi )?` +
 			`(?:(?:asistente|assistente|assistant|agente|agent|modelo|modello|modèle|assistenten?|sistema|système)\s*(?:-|de |d'|di |da |do |virtual |virtuel |virtuale )?\s*(?:ia|ai|ki)\b|(?:ia|ai|ki)(?:-\w+)?\b|inteligencia artificial|intelligence artificielle|intelligenza artificiale|intelig[eê]ncia artificial|künstliche intelligenz|sprachmodell)` +
 			`|(?:致|给|对)[^。\n]{0,24}?(?:ai|人工智能)\s*(?:助手|助理|模型|代理|系统)|(?:ai|人工智能)\s*(?:助手|助理|模型|代理)(?:们)?[^。\n]{0,4}[：:]` +
 			`|(?:ai|人工知能)\s*(?:アシスタント|エージェント|モデル)(?:へ|に|の方|様|さん)?\s*[：:、,]` +
 			`|(?i:(?:сообщение|примечание|указание|инструкция|внимание|заметка|обращение)\s+(?:для|к)\s+(?:ии|ai|нейросет|ассистент|модел|бот)|(?:ии|ai)-?\s*(?:ассистент|агент|модел)\w*\s*[:,])`},
-	{detector: "concealment", back: 40, fwd: 80, stems: true,
-		anchors: []string{"no ", "não", "non ", "ne ", "benutzer", "nutzer", "ohne", "пользовател", "Пользовател", "用户", "ユーザー"},
+	{detector: "concealment", back: 60, fwd: 80, stems: true,
+		anchors: []string{"usuari", "usuári", "cliente", "utente", "utilisateur", "benutzer", "nutzer", "пользовател", "Пользовател", "用户", "ユーザー"},
 		src: `\bno (?:le )?(?:avises|informes|digas|menciones|notifiques|comuniques)\w*\s+(?:nada\s+)?(?:al|a los|a la) (?:usuari[oa]s?|cliente)` +
 			`|\bnão (?:avise|informe|diga|mencione|notifique|conte)\w*\s+(?:nada\s+)?(?:ao|o|à|a) (?:usu[aá]ri[oa]|cliente)` +
 			`|\bnon (?:dire|informare|avvisare|dirlo|menzionare|notificare)\w*\s+(?:nulla\s+|niente\s+)?all'utente` +
