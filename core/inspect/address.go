@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"slices"
 	"strings"
 	"sync"
 )
@@ -45,11 +46,11 @@ type addressRule struct {
 // aiReader names a reader that can only be a model; bare "assistant",
 // "model", "agent" and "bot" are people and things too, and the rules that
 // take them ask for more around them.
-const aiReader = `(?:(?:ai|a\.i\.|llm)(?:[ -][a-z]+){0,2}?[ -](?:assistants?|agents?|models?|systems?|tools?|readers?|reviewers?|crawlers?|bots?|operators?|helpers?|screeners?|services?|copilots?)\b|ai|a\.i\.|artificial intelligence|(?:large )?language models?|llms?|chat ?bots?|chatgpt|claude|gpt(?:-?[0-9][\w.]*)?|copilot|gemini|bard|llama|mistral|automated (?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screening agents?|screeners?)|(?:any|all|every) (?:ai|llm|automated)[\w ]{0,20}?(?:agents?|assistants?|models?|systems?|tools?|readers?|bots?)?)`
+const aiReader = `(?:(?:ai|a\.i\.|llm)(?:[ _-][a-z]+){0,2}?[ _-](?:assistants?|agents?|models?|systems?|tools?|readers?|reviewers?|crawlers?|bots?|operators?|helpers?|screeners?|services?|copilots?|responders?|note-?takers?|transcribers?|schedulers?|summari[sz]ers?)|ai|a\.i\.|artificial intelligence|(?:large )?language models?|llms?|chat ?bots?|chatgpt|claude|gpt(?:-?[0-9][\w.]*)?|copilot|gemini|bard|llama|mistral|automated (?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screening agents?|screeners?|responders?|note-?takers?)|(?:any|all|every) (?:ai|llm|automated)[\w ]{0,20}?(?:agents?|assistants?|models?|systems?|tools?|readers?|bots?)?)`
 
 // clauseStart: what may stand before a vocative — the start of the text,
 // of a line or of a clause, a greeting or a filler, an article.
-var clauseStart = lazyCompile(`(?:^|[\n.!?:;(\[{<"'*#>@—–-]|\bby the way,?|\balso,?|\bso,?|\bok(?:ay)?,?|\bdear|\bhey|\battention,?)\s*(?:the |an? )?$`)
+var clauseStart = lazyCompile(`(?:^|[\n.!?:;(\[{<"'*#>@/—–-]|\\n|\bby the way,?|\balso,?|\bso,?|\bok(?:ay)?,?|\bdear|\bhey|\battention,?)\s*(?:the |an? )?$`)
 
 // anyReader adds the bare words.
 const anyReader = `(?:` + aiReader + `|(?:the |an? )?(?:assistant|model|bot|agent)s?)`
@@ -93,8 +94,12 @@ var addressRules = []addressRule{
 			`|\binstructions?\s+(?:for|to)\s+(?:the |all |any |every )?` + aiReader + `\b[^\n:.]{0,60}:`},
 	{detector: "address-to-model", back: 0, fwd: 60, anchors: []string{"attention", "dear", "hey", "hello", "hi", "greetings", "psst"},
 		src: `\b(?:attention|dear|hey|hello|hi|greetings|psst),?\s+` + aiReader + `\b`},
-	{detector: "address-to-model", back: 0, fwd: 80, anchors: []string{"if you"},
-		src: `\bif you(?:'re| are)\s+(?:an?\s+|the\s+)?` + anyReader + `\b`},
+	{detector: "address-to-model", back: 0, fwd: 80, anchors: []string{"if you", "if there"},
+		src: `\bif you(?:'re| are)\s+(?:an?\s+|the\s+)?` + anyReader + `\b|\bif there(?:'s| is| are)\s+(?:an?\s+|any\s+)?` + aiReader + `\b`},
+	// "AI_AGENT_DIRECTIVE:", "LLM instructions:": the reader, then what
+	// the line is for it.
+	{detector: "address-to-model", back: 0, fwd: 80, anchors: aiAnchors,
+		src: aiReader + `[ _-]*(?:directives?|instructions?|notes?|notices?|messages?|memo|orders?|tasks?)\s*:`},
 	{detector: "address-to-model", back: 0, fwd: 120, anchors: append([]string{"artificial", "any", "all", "every"}, aiAnchors...),
 		src: `\b` + aiReader + `,?\s+(?:(?:that|who) (?:reads?|process(?:es)?|summari[sz]es?)|(?:that|who)(?:'s| is| are) (?:reading|processing|summari[sz]ing|reviewing|looking at)|processing|reading|summari[sz]ing|parsing|handling|reviewing|analy[sz]ing|viewing|scanning|crawling)\s+(?:this|these|the following|my|our)\b` +
 			`|\b` + aiReader + `\s+(?:must|should|shall|need to|are required to|are instructed to|have to|is required to|is instructed to)\s+` + orderVerb},
@@ -117,7 +122,7 @@ var addressRules = []addressRule{
 	// ИИ-ассистента".
 	{detector: "address-to-model", back: 60, fwd: 80,
 		anchors: []string{"ki", "ia", "ai", "ии", "ИИ", "人工智能", "人工知能", "inteligencia", "inteligência", "intelligence", "intelligenza", "künstliche", "sprachmodell", "нейросеть", "нейросети", "Нейросеть"},
-		src: `\b(?:hinweis|nachricht|anweisung|notiz|achtung|wichtig|info|nota|instrucci[oó]n|instru[cç][aã]o|mensaje|mensagem|messaggio|aviso|atenci[oó]n|aten[cç][aã]o|attenzione|istruzion[ei]|message|consigne|remarque)\s+(?:an|für|para|per|pour|à|a|al|alla|ao|aos|aux)\s+(?:el |la |los |las |o |a |os |as |il |lo |l'|le |les |gli |den |die |das |alle |jeden |jede |todos? |todas? |tous |toutes |ogni |qualsiasi )?` +
+		src: `\b(?:hinweis|nachricht|anweisung|notiz|achtung|wichtig|info|nota|instrucci[oó]n|instru[cç][aã]o|mensaje|mensagem|messaggio|aviso|atenci[oó]n|aten[cç][aã]o|attenzione|istruzion[ei]|message|consigne|remarque|observa[cç][aã]o|observaci[oó]n|osservazione|anmerkung|bemerkung)\s+(?:an|für|para|per|pour|à|a|al|alla|ao|aos|aux)\s+(?:el |la |los |las |o |a |os |as |il |lo |l'|le |les |gli |den |die |das |alle |jeden |jede |todos? |todas? |tous |toutes |ogni |qualsiasi )?` +
 			`(?:(?:asistente|assistente|assistant|agente|agent|modelo|modello|modèle|assistenten?|sistema|système)\s*(?:-|de |d'|di |da |do |virtual |virtuel |virtuale )?\s*(?:ia|ai|ki)\b|(?:ia|ai|ki)(?:-\w+)?\b|inteligencia artificial|intelligence artificielle|intelligenza artificiale|intelig[eê]ncia artificial|künstliche intelligenz|sprachmodell)` +
 			`|(?:致|给|对)[^。\n]{0,24}?(?:ai|人工智能)\s*(?:助手|助理|模型|代理|系统)|(?:ai|人工智能)\s*(?:助手|助理|模型|代理)(?:们)?[^。\n]{0,4}[：:]` +
 			`|(?:ai|人工知能)\s*(?:アシスタント|エージェント|モデル)(?:へ|に|の方|様|さん)?\s*[：:、,]` +
@@ -235,7 +240,33 @@ func addressFindings(s, path string) []Finding {
 			}
 		}
 	}
-	return strong
+	return slices.DeleteFunc(strong, func(f Finding) bool { return quotedMention(s, f.Start, f.End) })
+}
+
+// mentionCue, just before an opening quote, says the quote is an example
+// being talked about ("adversarial inputs such as \"ignore previous
+// instructions\""), not an order given.
+var mentionCue = lazyCompile(`(?i)\b(?:such as|e\.g\.?|for example|for instance|example|examples|like|sentence|phrase|string|strings|text|words?|containing|contains|called|known as|the classic|quoted?)\s*[:,]?\s*$`)
+
+// quotedMention reports whether [start, end) of s sits inside quotes that a
+// mention cue introduces. An order quoted as what someone said ("the user
+// says: \"…\"") is not a mention and still counts.
+func quotedMention(s string, start, end int) bool {
+	open := -1
+	for i := start - 1; i >= max(0, start-100) && s[i] != '\n'; i-- {
+		if c := s[i]; c == '"' || c == '`' || strings.HasPrefix(s[i:], "“") || strings.HasPrefix(s[i:], "«") {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return false
+	}
+	closing := strings.IndexAny(s[end:min(len(s), end+120)], "\"`”»\n")
+	if closing < 0 || s[end+closing] == '\n' {
+		return false
+	}
+	return mentionCue.MatchString(s[max(0, open-60):open])
 }
 
 func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
@@ -257,7 +288,7 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 		first, last := isLetter(a[0]), isLetter(a[len(a)-1])
 		// A word anchor is a word of its own ("ai" is not in "said"
 		// or "aim"; " mode" is not in " model"), or its plural.
-		if !r.stems && (first && i > 0 && isLetter(lower[i-1]) || last && !wordEnds(lower, at)) {
+		if !r.stems && (first && i > 0 && isLetter(lower[i-1]) && !escapedBreak(lower, i) || last && !wordEnds(lower, at)) {
 			continue
 		}
 		if r.pre != nil && !r.pre.MatchString(lower[max(0, i-40):i]) {
@@ -277,6 +308,13 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 		}
 	})
 	return out
+}
+
+// escapedBreak: the letter before i ends an escaped line break or tab
+// ("\\n" in an iCalendar DESCRIPTION or a JSON string shown as text), so a
+// word starts at i.
+func escapedBreak(s string, i int) bool {
+	return i >= 2 && s[i-2] == '\\' && strings.IndexByte("ntr", s[i-1]) >= 0
 }
 
 // wordEnds: a word that ends at i ends there, or at i+1 as a plural.
