@@ -46,7 +46,7 @@ type addressRule struct {
 // aiReader names a reader that can only be a model; bare "assistant",
 // "model", "agent" and "bot" are people and things too, and the rules that
 // take them ask for more around them.
-const aiReader = `(?:(?:ai|a\.i\.|llm)(?:[ _-][a-z]+){0,2}?[ _-](?:assistants?|agents?|models?|systems?|tools?|readers?|reviewers?|crawlers?|bots?|operators?|helpers?|screeners?|services?|copilots?|responders?|note-?takers?|transcribers?|schedulers?|summari[sz]ers?)|ai|a\.i\.|artificial intelligence|(?:large )?language models?|llms?|chat ?bots?|chatgpt|claude|gpt(?:-?[0-9][\w.]*)?|copilot|gemini|bard|llama|mistral|automated (?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screening agents?|screeners?|responders?|note-?takers?)|(?:any|all|every) (?:ai|llm|automated)[\w ]{0,20}?(?:agents?|assistants?|models?|systems?|tools?|readers?|bots?)?)`
+const aiReader = `(?:(?:ai|a\.i\.|llm)(?:[ _-][a-z]+){0,2}?[ _-](?:assistants?|agents?|models?|systems?|tools?|readers?|reviewers?|crawlers?|bots?|operators?|helpers?|screeners?|services?|copilots?|responders?|note-?takers?|transcribers?|schedulers?|summari[sz]ers?|analysts?|triagers?|classifiers?|parsers?|processors?|partners?|pipelines?|workers?)|(?:automated|automatic|autonomous)(?:[ _-][a-z]+){0,2}?[ _-](?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screeners?|responders?|note-?takers?|analysts?|triagers?|processors?|partners?|pipelines?|workers?|bots?)|ai|a\.i\.|artificial intelligence|(?:large )?language models?|llms?|chat ?bots?|chatgpt|claude|gpt(?:-?[0-9][\w.]*)?|copilot|gemini|bard|llama|mistral|automated (?:agents?|systems?|assistants?|reviewers?|readers?|tools?|screening agents?|screeners?|responders?|note-?takers?)|(?:any|all|every) (?:ai|llm|automated)[\w ]{0,20}?(?:agents?|assistants?|models?|systems?|tools?|readers?|bots?)?)`
 
 // clauseStart: what may stand before a vocative — the start of the text,
 // of a line or of a clause, a greeting or a filler, an article.
@@ -56,7 +56,7 @@ var clauseStart = lazyCompile(`(?:^|[\n.!?:;(\[{<"'*#>@/—–-]|\\n|\bby the wa
 const anyReader = `(?:` + aiReader + `|(?:the |an? )?(?:assistant|model|bot|agent)s?)`
 
 // orderVerb starts an order.
-const orderVerb = `(?:ignore|disregard|forget|do|don'?t|never|always|send|forward|call|run|execute|invoke|use|reply|respond|answer|tell|say|include|append|add|insert|delete|remove|drop|grant|give|mark|click|visit|open|output|print|reveal|show|write|post|upload|copy|paste|transfer|pay|approve|accept|cancel|rank|recommend|stop|switch|change|set|update|push|commit|merge|install|download|fetch|collect|gather|export|share|email|rotate|disable|enable|create|buy|order|sign|subscribe|secretly|quietly|silently|immediately|first|before|after|when|whenever|from now on|your|you (?:must|should|need to|will|have to|are to))\b`
+const orderVerb = `(?:ignore|disregard|forget|do|don'?t|never|always|report|omit|rate|score|classify|summari[sz]e|send|forward|call|run|execute|invoke|use|reply|respond|answer|tell|say|include|append|add|insert|delete|remove|drop|grant|give|mark|click|visit|open|output|print|reveal|show|write|post|upload|copy|paste|transfer|pay|approve|accept|cancel|rank|recommend|stop|switch|change|set|update|push|commit|merge|install|download|fetch|collect|gather|export|share|email|rotate|disable|enable|create|buy|order|sign|subscribe|secretly|quietly|silently|immediately|first|before|after|when|whenever|from now on|your|you (?:must|should|need to|will|have to|are to))\b`
 
 var aiAnchors = []string{"ai", "a.i.", "intelligence", "language model", "llm", "chatbot", "chat bot", "chatgpt", "claude", "gpt", "copilot", "gemini", "bard", "llama", "mistral", "automated"}
 
@@ -68,7 +68,7 @@ var addressRules = []addressRule{
 	{detector: "instruction-override", back: 0, fwd: 160,
 		anchors: []string{"ignore", "disregard", "forget", "override", "bypass", "set aside", "abandon", "skip", "discard"},
 		src: `\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:[a-z-]+\s+)?(?:instructions?|directions?|directives?|rules?|guidelines?|guidance|constraints?|programming|polic(?:y|ies)|restrictions?|safeguards?|criteria|rubrics?|protocols?)\b` +
-			`|\b(?:ignore|disregard|forget|override|set aside|abandon|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:prompts?|context|commands?|orders?|tasks?)\b` +
+			`|\b(?:ignore|disregard|forget|override|set aside|abandon|discard)\s+(?:(?:the|of|and)\s+)*(?:all|any|every|each|your|these|those)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:prompts?|context|commands?|orders?|tasks?)\b` +
 			`|\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:messages?|question|request)\b` +
 			`|\b(?:ignore|disregard|forget)\s+(?:(?:everything|all|anything|the text|the)\s+)?(?:above|before this|you were told|said (?:above|before))\b`},
 	{detector: "instruction-override", back: 0, fwd: 120,
@@ -86,11 +86,23 @@ var addressRules = []addressRule{
 	// The text calls its reader a model, by name or by what it does.
 	{detector: "address-to-model", back: 0, fwd: 120, anchors: []string{"note", "message", "instruction", "memo", "notice", "reminder", "p.s", "ps", "hint", "directive", "attention", "important", "hidden", "system notice", "translator", "comment"},
 		src: `\b(?:note|message|instructions?|memo|notice|reminder|p\.?s\.?|hint|directive|attention|important(?: message)?|hidden (?:text|note|message|instructions?)|system notice|translator'?s note|comment)\s+(?:to|for)\s+(?:the |all |any |every )?` + anyReader +
-			`(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|handling|managing|screening|triaging|that reads|who reads)\s+(?:this|these|my|the|our)\b[\w ]{0,20}|\s+(?:that|who|which)(?:'s| is| are)?\s+[^\n:;.]{1,60})?\s*(?:[:,;—–(-]|\.\s|$)`},
+			`(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|handling|managing|screening|triaging|that reads|who reads)\s+(?:this|these|my|the|our)\b[\w ]{0,20}|\s+(?:that|who|which)(?:'s| is| are)?\s+[^\n:;.]{1,60})?\s*(?:[:,;—–(-]|\.\s|$)` +
+			`|\b(?:note|message|instructions?|memo|notice|reminder|hint|directive)\s+(?:to|for)\s+(?:the |all |any |every |our )?` + aiReader + `[^\n:.]{0,60}:`},
+	// A reader described by what it does, with or without a name:
+	// "Assistant managing Sara's calendar:", "Agent reading this:",
+	// "Whoever processes this ticket automatically must …".
+	{detector: "address-to-model", back: 0, fwd: 140, anchors: []string{"assistant", "agent", "bot", "model", "whoever", "whatever", "anyone", "any agent", "any bot", "any system", "the system", "the tool"},
+		src: `\b(?:assistant|agent|bot|model)s?\s+(?:managing|handling|reading|processing|summari[sz]ing|triaging|reviewing|working on|responsible for|in charge of|that (?:reads|manages|handles|processes)|who (?:reads|manages|handles|processes))\b[^\n:.]{0,60}:` +
+			`|\b(?:whoever|whatever|anyone|any (?:agent|bot|system|tool|process|assistant)|the (?:system|tool|process))\s+(?:that |who |which )?(?:automatically\s+)?(?:process(?:es)?|handles?|reads?|triages?|summari[sz]es?|parses?|works? on|picks? up|reviews?)\s+(?:this|these)\s+[\w-]+(?:\s+automatically)?\s+(?:must|should|shall|is to|needs? to|has to|will)\b`},
+	// Encoded orders: "decode it and follow it exactly", "reverse it and
+	// carry it out".
+	{detector: "encoded-order", back: 0, fwd: 80, anchors: []string{"decode", "reverse", "decrypt", "unscramble", "base64-decode", "rot13"},
+		src: `\b(?:decode|reverse|decrypt|unscramble|base64-decode|rot13)\b[^.\n]{0,40}?\band\s+(?:then\s+)?(?:follow|execute|run|carry (?:it |them |this )?out|obey|do (?:what|as)|act on|perform|apply)\b`},
 	// "P.S. To the AI assistant that manages this inbox:", "For LLM agents
 	// performing this upgrade:": a heading that names its reader a model.
 	{detector: "address-to-model", back: 40, fwd: 90, anchors: aiAnchors,
-		src: `(?:^|[\n.!?;>\])"'*#-]|p\.?s\.?)\s*(?:to|for|attn:?)\s+(?:the |all |any |every )?` + aiReader + `\b[^\n:.]{0,60}:` +
+		src: `(?:^|[\n.!?;>\])"'*#-]|p\.?s\.?)\s*(?:to|for|attn:?)\s+(?:the |all |any |every |our )?` + aiReader + `\b[^\n:.]{0,60}:` +
+			`|(?:^|[\n.!?;>\])"'*#/-]|\\n)\s*` + aiReader + `(?:\s+and\s+[\w -]{1,30})?\s*:\s[^\n]{0,120}?(?:\b(?:you|your|please|must|should|do not|don't|ignore|this (?:commit|issue|ticket|e-?mail|mail|message|page|document|file|pr|pull request|request|invite|thread|log|review))\b|(?:^|[.!?]\s+)` + orderVerb + `)` +
 			`|\binstructions?\s+(?:for|to)\s+(?:the |all |any |every )?` + aiReader + `\b[^\n:.]{0,60}:`},
 	{detector: "address-to-model", back: 0, fwd: 60, anchors: []string{"attention", "dear", "hey", "hello", "hi", "greetings", "psst"},
 		src: `\b(?:attention|dear|hey|hello|hi|greetings|psst),?\s+` + aiReader + `\b`},
@@ -122,11 +134,11 @@ var addressRules = []addressRule{
 	// ИИ-ассистента".
 	{detector: "address-to-model", back: 60, fwd: 80,
 		anchors: []string{"ki", "ia", "ai", "ии", "ИИ", "人工智能", "人工知能", "inteligencia", "inteligência", "intelligence", "intelligenza", "künstliche", "sprachmodell", "нейросеть", "нейросети", "Нейросеть"},
-		src: `\b(?:hinweis|nachricht|anweisung|notiz|achtung|wichtig|info|nota|instrucci[oó]n|instru[cç][aã]o|mensaje|mensagem|messaggio|aviso|atenci[oó]n|aten[cç][aã]o|attenzione|istruzion[ei]|message|consigne|remarque|observa[cç][aã]o|observaci[oó]n|osservazione|anmerkung|bemerkung)\s+(?:an|für|para|per|pour|à|a|al|alla|ao|aos|aux)\s+(?:el |la |los |las |o |a |os |as |il |lo |l'|le |les |gli |den |die |das |alle |jeden |jede |todos? |todas? |tous |toutes |ogni |qualsiasi )?` +
+		src: `\b(?:hinweis|nachricht|anweisung|notiz|achtung|wichtig|info|nota|instrucci[oó]n|instru[cç][aã]o|mensaje|mensagem|messaggio|aviso|atenci[oó]n|aten[cç][aã]o|attenzione|istruzion[ei]|message|consigne|remarque|observa[cç][aã]o|observaci[oó]n|osservazione|anmerkung|bemerkung|opdracht|bericht|notitie|instructie|mededeling|let op)\s+(?:an|für|para|per|pour|à|a|al|alla|ao|aos|aux|voor|aan)\s+(?:el |la |los |las |o |a |os |as |il |lo |l'|le |les |gli |den |die |das |alle |jeden |jede |todos? |todas? |tous |toutes |ogni |qualsiasi |de |het |elke |iedere )?` +
 			`(?:(?:asistente|assistente|assistant|agente|agent|modelo|modello|modèle|assistenten?|sistema|système)\s*(?:-|de |d'|di |da |do |virtual |virtuel |virtuale )?\s*(?:ia|ai|ki)\b|(?:ia|ai|ki)(?:-\w+)?\b|inteligencia artificial|intelligence artificielle|intelligenza artificiale|intelig[eê]ncia artificial|künstliche intelligenz|sprachmodell)` +
 			`|(?:致|给|对)[^。\n]{0,24}?(?:ai|人工智能)\s*(?:助手|助理|模型|代理|系统)|(?:ai|人工智能)\s*(?:助手|助理|模型|代理)(?:们)?[^。\n]{0,4}[：:]` +
 			`|(?:ai|人工知能)\s*(?:アシスタント|エージェント|モデル)(?:へ|に|の方|様|さん)?\s*[：:、,]` +
-			`|(?i:(?:сообщение|примечание|указание|инструкция|внимание|заметка|обращение)\s+(?:для|к)\s+(?:ии|ai|нейросет|ассистент|модел|бот)|(?:ии|ai)-?\s*(?:ассистент|агент|модел)\w*\s*[:,])`},
+			`|(?i:(?:сообщение|примечание|указание|инструкция|внимание|заметка|обращение)\s+(?:для|к)\s+(?:ии|ai|нейросет|ассистент|модел|бот)|(?:^|[\n.!?:;>*-])\s*для\s+(?:ии|ai)[- ]?(?:агент|ассистент|модел|бот)\w*|(?:ии|ai)-?\s*(?:ассистент|агент|модел)\w*\s*[:,])`},
 	{detector: "concealment", back: 60, fwd: 80, stems: true,
 		anchors: []string{"usuari", "usuári", "cliente", "utente", "utilisateur", "benutzer", "nutzer", "пользовател", "Пользовател", "用户", "ユーザー"},
 		src: `\bno (?:le )?(?:avises|informes|digas|menciones|notifiques|comuniques)\w*\s+(?:nada\s+)?(?:al|a los|a la) (?:usuari[oa]s?|cliente)` +
@@ -141,7 +153,7 @@ var addressRules = []addressRule{
 
 	// Tags and headings of chat templates, and "new instructions".
 	{detector: "role-tag", back: 1, fwd: 60, anchors: []string{"[inst", "[system", "[sys", "[admin", "[developer", "[ai", "[assistant", "[llm", "[/inst"}, stems: true,
-		src: `\[/?(?:instructions?|system|sys|admin|developer|ai|assistant|llm|inst)\b[^\]\n]{0,40}\]`},
+		src: `\[/?(?:instructions?|system\w*|sys|admin|developer|ai|assistant|llm|inst)\b[^\]\n]{0,40}\]`},
 	{detector: "role-tag", back: 0, fwd: 30, anchors: []string{"<important", "</important", "<system", "</system", "<instruction", "</instruction", "<assistant_instructions", "<|", "](#", "<tool_", "</tool_", "<function_", "</function_"}, stems: true,
 		src: `</?(?:important|system|instructions?|assistant_instructions)>|</?(?:tool_(?:result|call|response|output|use)|function_(?:results?|call|response))\b[^>\n]{0,80}>|<\|(?:im_start|im_end|system|endoftext|user|assistant)\|>|\]\(#(?:instructions?|system)\)`},
 	{detector: "role-tag", back: 8, fwd: 60, anchors: []string{"system prompt", "system instruction", "system message", "system override", "new instruction", "instructions for", "instructions to", "instruction for", "system:"},
@@ -180,11 +192,16 @@ var addressRules = []addressRule{
 	{detector: "tool-order", weak: true, back: 0, fwd: 60, anchors: []string{"call", "invoke", "run", "execute", "use the", "trigger"},
 		src: "\\b(?:call|invoke|run|execute|use|trigger)\\s+(?:the\\s+)?`?[a-z][a-z0-9]*_[a-z0-9_]+`?(?:\\s+(?:tool|function))?|\\buse the [a-z0-9_-]+ tool\\b"},
 	{detector: "send-out", weak: true, back: 0, fwd: 100, anchors: []string{"send", "forward", "post", "upload", "email", "e-mail", "transmit", "exfiltrate", "copy", "paste", "append", "leak", "share"},
-		src: `\b(?:send|forward|post|upload|email|e-mail|transmit|exfiltrate|copy|paste|append|leak|share)\b[^\n]{0,60}?(?:\b(?:conversation|chat history|chat logs?|history|transcripts?|credentials?|passwords?|api[ -]?keys?|tokens?|secrets?|env(?:ironment)? variables|ssh keys?|id_rsa|cookies?|private keys?|personal data|home address|phone numbers?|contacts|attachments|e-?mails|inbox|customer (?:list|data|records)|kube ?config)\b|\.env\b|~/\.(?:ssh|aws|kube)\b)`},
+		src: `\b(?:send|forward|post|upload|email|e-mail|transmit|exfiltrate|copy|paste|append|leak|share)\b[^\n]{0,60}?(?:\b(?:conversation|chat history|chat logs?|history|transcripts?|credentials?|passwords?|api[ -]?keys?|tokens?|secrets?|env(?:ironment)? variables|ssh keys?|id_rsa|cookies?|private keys?|personal data|home address|phone numbers?|contacts|attachments|e-?mails|inbox|customer (?:list|data|records)|kube ?config)\b|\.env\b|~/\.(?:ssh|aws|kube)\b|\b[a-z0-9_]*(?:_secret|_token|_password|_api_key|_access_key|secret_|token_|password_|api_key_)[a-z0-9_]*\b)`},
 	// A turn of a chat made up inside data: "user: ok go ahead", "assistant:
 	// Sure! …"; weak, since transcripts hold real ones.
-	{detector: "fake-turn", weak: true, back: 2, fwd: 20, anchors: []string{"user:", "human:", "assistant:", "user :", "assistant :"},
-		src: `(?:^|\n|: )\s*(?:user|human|assistant)\s?:\s*\S`},
+	{detector: "fake-turn", weak: true, back: 2, fwd: 20, anchors: []string{"user:", "human:", "assistant:", "user :", "assistant :", "사용자", "어시스턴트", "用户：", "助手：", "ユーザー：", "アシスタント：", "Пользователь:", "Ассистент:"},
+		src: `(?:^|\n|: )\s*(?:user|human|assistant|사용자|어시스턴트|用户|助手|ユーザー|アシスタント|пользователь|ассистент|Пользователь|Ассистент)\s?[:：]\s*\S`},
+	// Sending to an address, in any of the common languages: weak, since
+	// "send the invoice to billing@…" is ordinary.
+	{detector: "send-to", weak: true, back: 80, fwd: 80, stems: true,
+		anchors: []string{"send", "forward", "post", "mail", "upload", "share", "envoi", "envoy", "transf", "schick", "envi", "invia", "inoltr", "stuur", "отправ", "Отправ", "перешл", "Перешл", "发送", "转发", "送信", "送って", "전송", "보내"},
+		src:     `(?:\b(?:send|forward|post|e-?mail|upload|share|envoie\w*|envoy\w*|transf[eé]r\w*|send\w*|schick\w*|env[ií][ae]\w*|invia\w*|inoltr\w*|stuur\w*|verstuur\w*)\b|(?i:отправ\w*|перешл\w*)|发送|转发|送信|送って|전송|보내)[^\n]{0,60}?[\w.+-]+@[\w-]+\.[\w.-]+|[\w.+-]+@[\w-]+\.[\w.-]+\s*(?:로|으로|に|へ|в|на)?\s*(?:전송|보내|送信|送って|发送|转发|отправ)`},
 	{detector: "visit-link", weak: true, back: 0, fwd: 60, anchors: []string{"visit", "go to", "open", "navigate", "click"},
 		src: `\b(?:visit|go to|open|navigate to|click)\b[^.\n]{0,30}https?://`},
 	{detector: "harmful-order", weak: true, back: 0, fwd: 60, anchors: []string{"delete", "remove", "drop", "wipe", "erase", "destroy", "grant", "give", "add", "transfer", "pay", "disable", "push", "approve"},
@@ -212,7 +229,7 @@ var addressKeywords = sync.OnceValue(func() *keywordSet {
 })
 
 func addressFindings(s, path string) []Finding {
-	lower := asciiLower(s)
+	lower := unescapeBreaks(asciiLower(s))
 	hits, done := addressKeywords().scan(lower, len(addressRules))
 	defer done()
 	var strong, weak []Finding
@@ -246,7 +263,7 @@ func addressFindings(s, path string) []Finding {
 // mentionCue, just before an opening quote, says the quote is an example
 // being talked about ("adversarial inputs such as \"ignore previous
 // instructions\""), not an order given.
-var mentionCue = lazyCompile(`(?i)\b(?:such as|e\.g\.?|for example|for instance|example|examples|like|sentence|phrase|string|strings|text|words?|containing|contains|called|known as|the classic|quoted?)\s*[:,]?\s*$`)
+var mentionCue = lazyCompile(`(?i)(?:\b(?:such as|e\.g\.?|for example|for instance|example|examples|like|sentence|phrase|string|strings|text|words?|containing|contains|called|known as|the classic|quoted?|write|writing|avoid|z\.\s?b\.|zum beispiel|beispielsweise|etwa|wie|par exemple|comme|por ejemplo|como|per esempio|ad esempio|come|например|типа|как)\b|例えば|たとえば|如|例如|比如|诸如)(?:\s*[:,]?\s*|[^\n.!?。]{0,40})$`)
 
 // quotedMention reports whether [start, end) of s sits inside quotes that a
 // mention cue introduces. An order quoted as what someone said ("the user
@@ -254,7 +271,7 @@ var mentionCue = lazyCompile(`(?i)\b(?:such as|e\.g\.?|for example|for instance|
 func quotedMention(s string, start, end int) bool {
 	open := -1
 	for i := start - 1; i >= max(0, start-100) && s[i] != '\n'; i-- {
-		if c := s[i]; c == '"' || c == '`' || strings.HasPrefix(s[i:], "“") || strings.HasPrefix(s[i:], "«") {
+		if c := s[i]; c == '"' || c == '`' || hasAnyPrefix(s[i:], "“", "«", "„", "「", "『") {
 			open = i
 			break
 		}
@@ -262,11 +279,20 @@ func quotedMention(s string, start, end int) bool {
 	if open < 0 {
 		return false
 	}
-	closing := strings.IndexAny(s[end:min(len(s), end+120)], "\"`”»\n")
-	if closing < 0 || s[end+closing] == '\n' {
+	closing := strings.IndexAny(s[start:min(len(s), end+120)], "\"`”“»」』\n")
+	if closing < 0 || s[start+closing] == '\n' {
 		return false
 	}
 	return mentionCue.MatchString(s[max(0, open-60):open])
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
@@ -309,6 +335,18 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 	})
 	return out
 }
+
+// unescapeBreaks turns the escaped line breaks and tabs of text shown as
+// it is stored ("\\n" in an iCalendar DESCRIPTION or a JSON string) into
+// spaces of the same length, so the rules see the lines they separate.
+func unescapeBreaks(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	return escapedBreaks.Replace(s)
+}
+
+var escapedBreaks = strings.NewReplacer(`\n`, "  ", `\r`, "  ", `\t`, "  ")
 
 // escapedBreak: the letter before i ends an escaped line break or tab
 // ("\\n" in an iCalendar DESCRIPTION or a JSON string shown as text), so a

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review/scan"
@@ -21,14 +22,19 @@ var injectionKinds = map[core.FlagKind]bool{
 // the result rules read, or markup that hides text from people.
 var addressee = lazyCompile(`(?i)\b(?:` + anyReader + `|ki|ia|ии)\b|人工智能|人工知能|アシスタント|助手|<!--|display:\s*none|visibility:\s*hidden|font-size:\s*0`)
 
+// chatRole is a message's role in a chat API's JSON: a description that
+// holds one fakes a turn, but results of tools that call or document such
+// APIs hold them as data, and the result rules read fake turns themselves.
+var chatRole = lazyCompile(`^"?role"?\s*:\s*"(?:system|assistant|user|developer|tool)"$`)
+
 // injectionFindings runs the description scanner's rules on s, read as an
 // entry's description so every rule applies and no length limit cuts it.
 // A description speaks to the model by nature, so the scanner asks no
 // more of it; a result is data, and the same words there — "confirm:
 // false" in a config file, "from now on" in a changelog, "always cc" in a
 // CRM note — are an order to the model only where the text also names it
-// as its reader, within pairReach of the finding, and not inside a quoted
-// example being talked about.
+// as its reader, on the finding's line (within pairReach of it), and not
+// inside a quoted example being talked about.
 func injectionFindings(s, path string) []Finding {
 	raw, err := json.Marshal(struct {
 		Description string `json:"description"`
@@ -41,10 +47,21 @@ func injectionFindings(s, path string) []Finding {
 		if !injectionKinds[f.Kind] || f.Where != "/description" {
 			continue
 		}
-		if !addressee.MatchString(s[max(0, f.Start-pairReach):min(len(s), f.End+pairReach)]) || quotedMention(s, f.Start, f.End) {
+		if !addressee.MatchString(lineAround(s, f.Start, f.End, pairReach)) || quotedMention(s, f.Start, f.End) || chatRole.MatchString(s[f.Start:f.End]) {
 			continue
 		}
 		out = append(out, Finding{Type: Injection, Detector: string(f.Kind), Path: path, Start: f.Start, End: f.End})
 	}
 	return out
+}
+
+// lineAround is the line of s that holds [start, end), cut to reach bytes
+// on either side.
+func lineAround(s string, start, end, reach int) string {
+	lo := max(strings.LastIndexByte(s[:start], '\n')+1, start-reach, 0)
+	hi := min(len(s), end+reach)
+	if nl := strings.IndexByte(s[end:hi], '\n'); nl >= 0 {
+		hi = end + nl
+	}
+	return s[lo:hi]
 }
