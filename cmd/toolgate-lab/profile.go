@@ -24,7 +24,7 @@ func runProfile(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	listen := fs.String("listen", "127.0.0.1:18201", "the gateway's listen `ADDRESS`")
 	store := fs.String("store", "", "the store file's `PATH` (required)")
 	httpURL := fs.String("http", "", "the HTTP echo upstream's `URL`, imported as upstream \"http\"")
-	stdio := fs.Bool("stdio", true, "import `toolgate demo-upstream echo` over stdio as upstream \"stdio\"")
+	stdio := fs.Bool("stdio", true, "import \"toolgate demo-upstream echo\" over stdio as upstream \"stdio\" (--stdio=false: none)")
 	keyEnv := fs.String("key-env", "KEY", "environment `VARIABLE` holding the API key (governed and everything)")
 	collector := fs.String("collector", "http://127.0.0.1:4318", "OTLP/HTTP `URL` the everything profile sends its traces to")
 	export := fs.String("export", "audit.jsonl", "`PATH` the everything profile exports its audit to")
