@@ -35,6 +35,7 @@ Commands:
   replicas  calls/s of one gateway on SQLite, one on PostgreSQL, and replicas behind a round-robin proxy
   collector an OTLP/HTTP receiver that counts the spans gateways send it, for peers with traces on
   startup   time from starting a gateway to its first tools/list that names a tool
+  profile   print the config of a gateway the side by side runs: open, governed or everything
 
 toolgate-lab COMMAND --help lists the command's flags.
 `
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCollector(ctx, args[1:], stdout, stderr)
 	case "startup":
 		return runStartup(ctx, args[1:], stdout, stderr)
+	case "profile":
+		return runProfile(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "toolgate-lab: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -99,7 +100,8 @@ func startOnce(ctx context.Context, url, want, key string, argv []string) (time.
 		return resp, b, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	out := &tail{max: tailBytes}
+	cmd.Stdout, cmd.Stderr = io.Discard, out
 	setGroup(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -112,7 +114,7 @@ func startOnce(ctx context.Context, url, want, key string, argv []string) (time.
 	for sid := ""; time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		select {
 		case <-exited:
-			return 0, fmt.Errorf("%s exited before it listed a tool", argv[0])
+			return 0, fmt.Errorf("%s exited before it listed a tool%s", argv[0], out.said())
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		default:
@@ -127,10 +129,50 @@ func startOnce(ctx context.Context, url, want, key string, argv []string) (time.
 			}
 			_, _, _ = post(strings.TrimPrefix(sid, "-"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		}
-		_, b, err := post(strings.TrimPrefix(sid, "-"), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-		if err == nil && bytes.Contains(b, []byte(want)) {
+		resp, b, err := post(strings.TrimPrefix(sid, "-"), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		switch {
+		case err == nil && resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte(want)):
 			return time.Since(start), nil
+		case err == nil && resp.StatusCode != http.StatusOK:
+			// A session the gateway does not know (404) or a refused
+			// list: initialize again rather than ask in it until the
+			// deadline.
+			sid = ""
 		}
 	}
-	return 0, fmt.Errorf("no tools/list holding %q within %s", want, startupWait)
+	return 0, fmt.Errorf("no tools/list holding %q within %s%s", want, startupWait, out.said())
+}
+
+// tailBytes bounds what is kept of a gateway's output, for the error of a
+// run that failed.
+const tailBytes = 2048
+
+// tail keeps the last max bytes written to it; safe for the copying
+// goroutine exec starts and a reader at once.
+type tail struct {
+	max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// said is ": its last output: …" with the kept output's last lines, or ""
+// when it wrote nothing.
+func (t *tail) said() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.b))
+	if s == "" {
+		return ""
+	}
+	return "; its last output:\n" + s
 }

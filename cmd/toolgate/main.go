@@ -8,10 +8,15 @@ import (
 	"os"
 
 	// Runs the supervisor of a stdio upstream before the heavy packages
-	// initialise (QB-5).
-	_ "github.com/toolgate/toolgate/cmd/toolgate/internal/earlysupervise"
+	// initialise, then holds the collector off while they do (QB-5).
+	"github.com/toolgate/toolgate/cmd/toolgate/internal/earlygc"
 	"github.com/toolgate/toolgate/internal/signals"
 )
+
+// Package main initialises after every package it imports: the heavy
+// initialisers are done, so the collector earlygc held off resumes here,
+// before main or a test binary's main runs (QB-5).
+func init() { earlygc.Resume() }
 
 func main() {
 	// The signals were caught since package signals' init (OP-12); here

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -390,5 +392,25 @@ func TestCheckShowsResolvedTransportIM9(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`upstream legacy +sse +connected`).MatchString(out) ||
 		!regexp.MustCompile(`upstream modern +http +connected`).MatchString(out) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// QB-5: package main's initialiser resumed the collector earlygc held off
+// during the other initialisers: everything main runs has it as GOGC says.
+func TestCollectorOnAfterInitQB5(t *testing.T) {
+	want := 100
+	switch v := os.Getenv("GOGC"); v {
+	case "":
+	case "off":
+		want = -1
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Skipf("GOGC=%q", v)
+		}
+		want = n
+	}
+	if got := debug.SetGCPercent(want); got != want {
+		t.Errorf("the collector's setting in main is %d, want %d", got, want)
 	}
 }

@@ -47,26 +47,37 @@ type policyStep struct {
 	AddedCPUPerCall float64 `json:"addedCpuPerCallUs"`
 }
 
-// policedConfig adds to cfg the rules and limits of the policed gateway:
-// half the rules read the actor's roles and tenant (a guard the call
-// fails, so no CEL runs), half only the arguments (evaluated on every
-// call); a rate and a quota per actor count every call in the store
-// without refusing one.
-func policedConfig(cfg *config.Config, limits bool) (*config.Config, error) {
-	ps := &config.Policies{Default: config.PolicyAllow}
+// PolicedRules are the policed gateway's rules: half read the actor's
+// roles and tenant (a guard the call fails, so no CEL runs), half only the
+// arguments (evaluated on every call); none matches a bench call. The
+// lab's everything-on profile writes the same rules (OP-9).
+func PolicedRules() []config.PolicyRule {
+	rules := make([]config.PolicyRule, 0, policyRules)
 	for i := range policyRules {
 		when := fmt.Sprintf(`"role%[1]d" in actor.roles && !args.message.startsWith("toolgate") || actor.tenant == "t%[1]d" && size(args.message) > 10`, i)
 		if i%2 == 1 {
 			when = fmt.Sprintf(`args.message.startsWith("forbidden-%[1]d") || size(args.message) > 100%[1]d`, i)
 		}
-		ps.Rules = append(ps.Rules, config.PolicyRule{ID: fmt.Sprintf("bench-rule-%d", i), When: when, Effect: config.PolicyDeny, Reason: "never matches"})
+		rules = append(rules, config.PolicyRule{ID: fmt.Sprintf("bench-rule-%d", i), When: when, Effect: config.PolicyDeny, Reason: "never matches"})
 	}
-	cfg.Policies = ps
+	return rules
+}
+
+// PolicedLimits are a rate and a quota per actor that count every call,
+// the quota in the store, without refusing one.
+func PolicedLimits() []config.Limit {
+	return []config.Limit{
+		{ID: "bench-rate", Per: "actor", Rate: "1000000/s", Burst: 1000000},
+		{ID: "bench-quota", Per: "actor", Quota: "1000000000/day"},
+	}
+}
+
+// policedConfig adds to cfg the rules of the policed gateway and, with
+// limits, its limits.
+func policedConfig(cfg *config.Config, limits bool) (*config.Config, error) {
+	cfg.Policies = &config.Policies{Default: config.PolicyAllow, Rules: PolicedRules()}
 	if limits {
-		cfg.Limits = []config.Limit{
-			{ID: "bench-rate", Per: "actor", Rate: "1000000/s", Burst: 1000000},
-			{ID: "bench-quota", Per: "actor", Quota: "1000000000/day"},
-		}
+		cfg.Limits = PolicedLimits()
 	}
 	if _, err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("policed bench config: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/auditchain"
 	"github.com/toolgate/toolgate/core/auditqueue"
 	"github.com/toolgate/toolgate/internal/store/storetest"
 	"github.com/toolgate/toolgate/internal/waittest"
@@ -248,30 +249,47 @@ func TestBatchSizesOP6(t *testing.T) {
 
 // OP-6: a batch that fails part way commits none of its records, and
 // leaves the write connection outside any transaction: the next batch and
-// the other writes work, and the failed batch's records stay out.
+// the other writes work, and the failed batch's records stay out. The
+// inserts are INSERT OR FAIL (no statement journal): a row that fails
+// leaves the statement's earlier rows in the transaction, which the writer
+// then rolls back whole; RAISE(FAIL) is that case, RAISE(ABORT) the one
+// where SQLite undoes the statement itself.
 func TestFailedBatchRollsBackOP6(t *testing.T) {
-	ctx := context.Background()
-	path := tempPath(t)
-	s := mustOpen(t, path)
-	rawExec(t, path, `CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.call_id = 'bad'
-		BEGIN SELECT RAISE(ABORT, 'refused'); END`)
-	batch := make([]core.AuditRecord, 200) // 128 + 64 + 8: the bad one in the second statement
-	for i := range batch {
-		batch[i] = storetest.FullAuditRecord(time.Now(), fmt.Sprint("failed-", i))
-	}
-	batch[150].CallID = "bad"
-	if err := s.insertAudit(batch); err == nil || !strings.Contains(err.Error(), "refused") {
-		t.Fatalf("insertAudit of a batch with a refused record = %v, want the trigger's error", err)
-	}
-	if err := s.AppendAudit(ctx, storetest.FullAuditRecord(time.Now(), "after")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.UseToken(ctx, "tok", time.Now().Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	// Another handle sees only what was committed.
-	ids := auditIDs(t, mustOpen(t, path))
-	if len(ids) != 1 || ids["after"] != 1 {
-		t.Fatalf("records after a failed batch: %v, want only the next one", ids)
+	for _, raise := range []string{"ABORT", "FAIL"} {
+		t.Run(raise, func(t *testing.T) {
+			ctx := context.Background()
+			path := tempPath(t)
+			s := mustOpen(t, path)
+			rawExec(t, path, `CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.call_id = 'bad'
+		BEGIN SELECT RAISE(`+raise+`, 'refused'); END`)
+			batch := make([]core.AuditRecord, 200) // 128 + 64 + 8: the bad one in the second statement
+			for i := range batch {
+				batch[i] = storetest.FullAuditRecord(time.Now(), fmt.Sprint("failed-", i))
+			}
+			batch[150].CallID = "bad"
+			if err := s.insertAudit(batch); err == nil || !strings.Contains(err.Error(), "refused") {
+				t.Fatalf("insertAudit of a batch with a refused record = %v, want the trigger's error", err)
+			}
+			if err := s.AppendAudit(ctx, storetest.FullAuditRecord(time.Now(), "after")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.UseToken(ctx, "tok", time.Now().Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			// Another handle sees only what was committed.
+			o := mustOpen(t, path)
+			ids := auditIDs(t, o)
+			if len(ids) != 1 || ids["after"] != 1 {
+				t.Fatalf("records after a failed batch: %v, want only the next one", ids)
+			}
+			// The chain went on from before the failed batch (OP-10).
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := auditchain.VerifyStore(ctx, o, nil)
+			if err != nil || !rep.Intact() || len(rep.Chains) != 1 {
+				t.Fatalf("verify after a failed batch: %+v, %v", rep, err)
+			}
+		})
 	}
 }

@@ -42,6 +42,16 @@ const busyTimeout = 10 * time.Second
 // writer, so audit queries do not hold up the confirm ledger.
 const maxReaders = 4
 
+// The page caches' bounds, per connection (negative cache_size: KiB).
+// SQLite's default is 2,000 KiB each, so five connections could hold 10 MB.
+// The writer's pages are the ends of the audit table and its indexes and
+// the pages random call ids land on; readers read the ledger, the audit
+// and the quota rows once per query and gain little from a warm cache.
+const (
+	writerCacheKiB = 1024
+	readerCacheKiB = 256
+)
+
 // Store is a core.Store in a single SQLite file.
 //
 // Writes go through one connection (SQLite allows one writer at a time; a
@@ -187,7 +197,9 @@ func dsn(path string, readOnly bool) string {
 	q.Set("_synchronous", "NORMAL")
 	if readOnly {
 		q.Set("_query_only", "1")
+		q.Set("_pragma", fmt.Sprintf("cache_size(%d)", -readerCacheKiB))
 	} else {
+		q.Set("_pragma", fmt.Sprintf("cache_size(%d)", -writerCacheKiB))
 		// Take the write lock at BEGIN: a transaction that read first and
 		// then tried to write could fail with SQLITE_BUSY without waiting.
 		q.Set("_txlock", "immediate")

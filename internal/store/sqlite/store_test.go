@@ -635,3 +635,52 @@ func TestStoreLostCF3(t *testing.T) {
 	}
 	lost("deleted")
 }
+
+// TestPageCacheBoundsQB5: every connection, the writer and each reader the
+// pool opens, runs with its own page-cache bound, not SQLite's 2,000 KiB.
+func TestPageCacheBoundsQB5(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cacheSize := func(db *sql.DB) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := cacheSize(s.w); got != -writerCacheKiB {
+		t.Errorf("writer cache_size = %d, want %d", got, -writerCacheKiB)
+	}
+	// Hold several readers at once, so the pool opens more than one.
+	var conns []*sql.Conn
+	for range maxReaders {
+		c, err := s.r.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		var n int
+		if err := c.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != -readerCacheKiB {
+			t.Errorf("reader %d cache_size = %d, want %d", i, n, -readerCacheKiB)
+		}
+		c.Close()
+	}
+	// Reading still works through the smaller caches.
+	if err := s.AppendAudit(ctx, core.AuditRecord{Tool: "t", Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.Audit(ctx, core.AuditQuery{})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Audit = %d records, %v; want 1", len(recs), err)
+	}
+}
