@@ -71,8 +71,8 @@ var addressRules = []addressRule{
 	{detector: "instruction-override", back: 0, fwd: 160,
 		anchors: []string{"ignore", "disregard", "forget", "override", "bypass", "set aside", "abandon", "skip", "discard"},
 		src: `\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:[a-z-]+\s+)?(?:instructions?|directions?|directives?|rules?|guidelines?|guidance|constraints?|programming|polic(?:y|ies)|restrictions?|safeguards?|criteria|rubrics?|protocols?)\b` +
-			`|\b(?:ignore|disregard|forget|override|set aside|abandon|discard)\s+(?:(?:the|of|and)\s+)*(?:all|any|every|each|your|these|those)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:prompts?|context|commands?|orders?|tasks?)\b` +
-			`|\b(?:ignore|disregard|forget|override|bypass|set aside|abandon|skip|discard)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:messages?|question|request)\b` +
+			`|\b(?:ignore|disregard|forget|override|set aside|abandon|discard)\s+(?:(?:the|of|and)\s+)*(?:all|any|every|each|your|these|those|user'?s?)\b(?:\s+(?:all|any|every|each|of|the|your|my|these|those|this|that|prior|previous|above|earlier|preceding|original|initial|existing|former|old|current|other|system|developer|safety|user'?s?|given|stated|following|and))*\s+(?:prompts?|context|commands?|orders?|tasks?|messages?|question|request)\b` +
+
 			`|\b(?:ignore|disregard|forget)\s+(?:(?:everything|all|anything|the text|the)\s+)?(?:above|before this|you were told|said (?:above|before))\b`},
 	{detector: "instruction-override", back: 0, fwd: 120,
 		anchors: []string{"oubli", "ignore", "olvid", "ignora", "descart", "esque", "ignorier", "vergiss", "dimentica", "ne tenez pas"}, stems: true,
@@ -302,28 +302,67 @@ func addressFindings(s, path string) []Finding {
 // mentionCue, just before an opening quote, says the quote is an example
 // being talked about ("adversarial inputs such as \"ignore previous
 // instructions\""), not an order given.
-var mentionCue = lazyCompile(`(?i)(?:\b(?:such as|e\.g\.?|for example|for instance|example|examples|like|sentence|phrase|string|strings|text|words?|containing|contains|called|known as|the classic|quoted?|write|writing|avoid|z\.\s?b\.|zum beispiel|beispielsweise|etwa|wie|par exemple|comme|por ejemplo|como|per esempio|ad esempio|come|например|типа|как)\b|例えば|たとえば|如|例如|比如|诸如)(?:\s*[:,]?\s*|[^\n.!?。]{0,40})$`)
+var mentionCue = lazyCompile(`(?i)(?:\b(?:such as|e\.g\.?|for example|for instance|example|examples|like|sentence|phrase|string|strings|text|words?|containing|contains|called|known as|the classic|quoted?|write|writing|avoid|commands?|phrases?|prompts?|payloads?|lines|utterances?|z\.\s?b\.|zum beispiel|beispielsweise|etwa|wie|par exemple|comme|por ejemplo|como|per esempio|ad esempio|come|например|типа|как)\b|例えば|たとえば|如|例如|比如|诸如)(?:\s*[:,]?\s*(?:[-*•]|\d+[.)])?\s*|[^\n.!?。]{0,40})$` +
+	`|(?:^|[.!?:\n•*-]\s*|\b(?:just|try|simply|you can|then)\s+)(?:say|saying|type|typing|ask|asking|enter|paste)\s*[:,]?\s*$`)
 
-// quotedMention reports whether [start, end) of s sits inside quotes that a
-// mention cue introduces. An order quoted as what someone said ("the user
-// says: \"…\"") is not a mention and still counts.
+// aboutAttacks: text that talks about prompt injection and quotes what an
+// attack looks like.
+var aboutAttacks = lazyCompile(`(?i)\b(?:prompt[- ]injections?|injection attacks?|jailbreaks?|red[- ]team\w*|adversarial (?:inputs?|prompts?|examples?)|payloads?|attack(?:er)?s? (?:text|strings?|examples?|like))\b`)
+
+// quotedMention reports whether [start, end) of s sits inside quotes on one
+// line that a mention cue introduces, or in a text that talks about
+// attacks, where a quote is what one looks like. An order quoted as what
+// someone said ("the user says: \"…\"") is not a mention and still counts.
 func quotedMention(s string, start, end int) bool {
-	open := -1
+	open, single := -1, false
 	for i := start - 1; i >= max(0, start-100) && s[i] != '\n'; i-- {
-		if c := s[i]; c == '"' || c == '`' || hasAnyPrefix(s[i:], "“", "«", "„", "「", "『") {
+		if c := s[i]; c == '"' || c == '`' || hasAnyPrefix(s[i:], "“", "«", "„", "「", "『", "‘") {
 			open = i
+			break
+		}
+		// A single quote opens a quotation where a word starts after it,
+		// not in "don't" or "user's".
+		if s[i] == '\'' && (i == 0 || strings.IndexByte(" \t:(-", s[i-1]) >= 0) && i+1 < len(s) && isLetter(s[i+1]) {
+			open, single = i, true
 			break
 		}
 	}
 	if open < 0 {
 		return false
 	}
-	closing := strings.IndexAny(s[start:min(len(s), end+120)], "\"`”“»」』\n")
+	closers := "\"`”“»」』’\n"
+	if single {
+		closers = "'’\n"
+	}
+	closing := strings.IndexAny(s[start:min(len(s), end+120)], closers)
 	if closing < 0 || s[start+closing] == '\n' {
 		return false
 	}
-	return mentionCue.MatchString(s[max(0, open-60):open])
+	if mentionCue.MatchString(s[max(0, open-60):open]) || aboutAttacks.MatchString(s) {
+		return true
+	}
+	// A quote that opens an item of a list is introduced by the line
+	// before the list: "Try a few commands:\n - '…'\n - '…'".
+	lineStart := strings.LastIndexByte(s[:open], '\n') + 1
+	if !listItem.MatchString(s[lineStart:open]) {
+		return false
+	}
+	for end := lineStart - 1; end > 0; {
+		start := strings.LastIndexByte(s[:end], '\n') + 1
+		line := s[start:end]
+		if mentionCue.MatchString(line) {
+			return true
+		}
+		if !listItem.MatchString(line) {
+			return false
+		}
+		end = start - 1
+	}
+	return false
 }
+
+// listItem is the start of an item of a list.
+var listItem = lazyCompile(`^\s*(?:[-*•]|\d+[.)])\s*(?:$|\S)`)
 
 func hasAnyPrefix(s string, prefixes ...string) bool {
 	for _, p := range prefixes {
