@@ -1,8 +1,6 @@
 package inspect
 
 import (
-	"encoding/json"
-
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review/scan"
 )
@@ -19,15 +17,9 @@ var injectionKinds = map[core.FlagKind]bool{
 // injectionFindings runs the description scanner's rules on s, read as an
 // entry's description so every rule applies and no length limit cuts it.
 func injectionFindings(s, path string) []Finding {
-	raw, err := json.Marshal(struct {
-		Description string `json:"description"`
-	}{s})
-	if err != nil {
-		return nil
-	}
 	var out []Finding
-	for _, f := range scan.ScanEntry(scan.EntryInput{Raw: raw}) {
-		if !injectionKinds[f.Kind] || f.Where != "/description" {
+	for _, f := range scan.ScanResultText(s) {
+		if !injectionKinds[f.Kind] {
 			continue
 		}
 		out = append(out, Finding{Type: Injection, Detector: string(f.Kind), Path: path, Start: f.Start, End: f.End})

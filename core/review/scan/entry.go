@@ -57,3 +57,13 @@ func (in EntryInput) Text(where string) (string, bool) {
 	}
 	return pointerText(in.Raw, where)
 }
+
+// ScanResultText applies every rule to s as ScanEntry does to an entry's
+// description, and returns the flags it would give there, with Where
+// empty. A tool's result is one string of data, not an entry: reading it
+// needs no JSON document around it (IN-1).
+func ScanResultText(s string) []core.Flag {
+	flags := scanText(s, "", MaxDescriptionLen, nil)
+	sortFlags(flags)
+	return flags
+}

@@ -3,6 +3,9 @@ package scan
 import (
 	"regexp/syntax"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/core"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -71,6 +74,39 @@ func TestRV2ScanRunsOf(t *testing.T) {
 			if runs[0].has(r) {
 				t.Errorf("%s: %q in its run", c.src, r)
 			}
+		}
+	}
+}
+
+// TestIN1ScanResultTextIsEntryDescription: a result's text read through
+// ScanResultText gets the flags ScanEntry gives the same text as an
+// entry's description. Text decoded from JSON, as a result's is, is valid
+// UTF-8; other text an entry could not carry as it is (JSON replaces the
+// bytes), and its flags' spans stay inside it. (IN-1)
+func TestIN1ScanResultTextIsEntryDescription(t *testing.T) {
+	texts := append(generatedTexts(gateTexts(t), 60), resultText(t, 4096, true), resultText(t, 2048, false))
+	for _, c := range readCorpus[poisonedCase](t, "poisoned") {
+		texts = append(texts, c.Description)
+	}
+	for i := 0; i < len(texts); i += gateStride() {
+		s := texts[i]
+		if !utf8.ValidString(s) {
+			for _, f := range ScanResultText(s) {
+				if f.Start < 0 || f.End > len(s) || f.Start > f.End {
+					t.Errorf("on %q: span %d–%d outside the text", clip(s, 120), f.Start, f.End)
+				}
+			}
+			continue
+		}
+		var want []core.Flag
+		for _, f := range ScanEntry(entryOf(t, s)) {
+			if f.Where == "/description" {
+				f.Where = ""
+				want = append(want, f)
+			}
+		}
+		if diff := cmp.Diff(want, ScanResultText(s)); diff != "" {
+			t.Errorf("on %q (-entry +result):\n%s", clip(s, 120), diff)
 		}
 	}
 }

@@ -1235,7 +1235,7 @@ func (t *cleanText) mayContain(needles []string) bool {
 
 // minGramText is the shortest folded text given a grams bitmap: below it
 // a search costs less than the bitmap.
-const minGramText = 128
+const minGramText = 16
 
 func gramHash(a, b, c byte, shift uint) uint32 {
 	return (uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> shift

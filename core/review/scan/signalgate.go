@@ -54,8 +54,10 @@ type signalTable struct {
 	needles   []string
 	owners    [][]int32 // per needle: the branches it gates
 	single    [256][]int32
-	starts    [1 << 16 / 64]uint64
-	byPair    map[uint16][]int32
+	// pairFrom[p]:pairFrom[p+1] are the needles (in pairNeedles) of
+	// two bytes or more that start with the byte pair p.
+	pairFrom    []int32
+	pairNeedles []int32
 }
 
 var (
@@ -86,7 +88,8 @@ func readingRules(words bool) []signalRule {
 }
 
 func newSignalTable(words bool) *signalTable {
-	st := &signalTable{rules: readingRules(words), byPair: map[uint16][]int32{}}
+	st := &signalTable{rules: readingRules(words)}
+	byPair := map[uint16][]int32{}
 	index := map[string]int{}
 	add := func(re *regexp.Regexp, sig signal) {
 		b := int32(len(st.branches))
@@ -115,8 +118,7 @@ func newSignalTable(words bool) *signalTable {
 					st.single[n[0]] = append(st.single[n[0]], int32(i))
 				} else {
 					pr := uint16(n[0])<<8 | uint16(n[1])
-					st.starts[pr>>6] |= 1 << (pr & 63)
-					st.byPair[pr] = append(st.byPair[pr], int32(i))
+					byPair[pr] = append(byPair[pr], int32(i))
 				}
 			}
 			st.owners[i] = append(st.owners[i], b)
@@ -142,6 +144,12 @@ func newSignalTable(words bool) *signalTable {
 		}
 	}
 	st.always = growBits(st.always, len(st.branches))
+	st.pairFrom = make([]int32, 1<<16+1)
+	for pr := range 1 << 16 {
+		st.pairFrom[pr] = int32(len(st.pairNeedles))
+		st.pairNeedles = append(st.pairNeedles, byPair[uint16(pr)]...)
+	}
+	st.pairFrom[1<<16] = int32(len(st.pairNeedles))
 	return st
 }
 
@@ -178,11 +186,8 @@ func (st *signalTable) candidates(folded []byte, cand []uint64) signal {
 		if i+1 == len(folded) {
 			break
 		}
-		pr := uint16(folded[i])<<8 | uint16(folded[i+1])
-		if st.starts[pr>>6]&(1<<(pr&63)) == 0 {
-			continue
-		}
-		for _, n := range st.byPair[pr] {
+		pr := int(folded[i])<<8 | int(folded[i+1])
+		for _, n := range st.pairNeedles[st.pairFrom[pr]:st.pairFrom[pr+1]] {
 			w := st.needles[n]
 			if i+len(w) <= len(folded) && string(folded[i:i+len(w)]) == w {
 				mark(n)
@@ -208,22 +213,36 @@ func pairsWithin(sigs signal) signal {
 func (t *cleanText) signalsGated(seen []core.Flag) []core.Flag {
 	st := signalTableFor(t.words)
 	// whole answers, per signal, whether a rule of it matches the whole
-	// text; known records which answers are in.
+	// text; known records which answers are in. It is asked of the
+	// branches the needles of the whole text allow (a match may span
+	// sentences), found in one more pass when first needed.
 	var whole, known signal
+	var wholeCand []uint64
+	var wholeSigs signal
+	var buf []byte
 	inWhole := func(sig signal) bool {
-		if known&sig == 0 {
-			for _, r := range st.rules {
-				if r.sig == sig && r.re.matchIn(t) {
-					whole |= sig
-					break
-				}
-			}
-			known |= sig
+		if known&sig != 0 {
+			return whole&sig != 0
 		}
-		return whole&sig != 0
+		known |= sig
+		if wholeCand == nil {
+			wholeCand = slices.Clone(st.always)
+			buf = appendGateText(buf[:0], t.text)
+			wholeSigs = st.candidates(buf, wholeCand)
+		}
+		if wholeSigs&sig == 0 {
+			return false
+		}
+		k := slices.Index(st.order, sig)
+		for _, b := range st.bySig[k] {
+			if wholeCand[b/64]&(1<<(b%64)) != 0 && st.branches[b].re.MatchString(t.text) {
+				whole |= sig
+				return true
+			}
+		}
+		return false
 	}
 	cand := make([]uint64, len(st.always))
-	var buf []byte
 	var out []core.Flag
 	for a := 0; a < len(t.text); {
 		for a < len(t.text) && (t.text[a] == ' ' || t.text[a] == '\t') {
