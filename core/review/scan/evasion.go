@@ -180,6 +180,13 @@ const reasonObfuscated = "written letter by letter, in leetspeak or with look-al
 // obfuscated finds instruction phrases in the squeezed text that the plain
 // rules, given in plain, did not already find, and letter-spaced runs.
 func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
+	return t.obfuscatedReadings(plain, true)
+}
+
+// obfuscatedReadings is obfuscated; hidden false leaves out the flags of
+// text hidden from a reader (styled letters, blank space, comments, hidden
+// elements, letters spelt out), which are all FlagObfuscated.
+func (t *cleanText) obfuscatedReadings(plain []core.Flag, hidden bool) []core.Flag {
 	var out []core.Flag
 	sq := squeeze(t.text)
 	// The squeezed text is read three ways: as written, backwards (bidi
@@ -213,6 +220,9 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 					core.Flag{Kind: core.FlagObfuscated, Start: start, End: end, Reason: reasonObfuscated + rd.how})
 			}
 		}
+	}
+	if !hidden {
+		return out
 	}
 	for _, m := range styledRun.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
@@ -474,7 +484,10 @@ var activeTypes = map[string]bool{
 	"application/ecmascript": true, "text/ecmascript": true, "application/x-javascript": true,
 }
 
-func (t *cleanText) links() []core.Flag {
+// links flags links that carry data out and active content; scripts false
+// leaves out the FlagScript flags of a pipe to a shell and of a script
+// link.
+func (t *cleanText) links(scripts bool) []core.Flag {
 	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest", ">.", "}.", "$", "="}) {
 		return nil
 	}
@@ -522,6 +535,9 @@ func (t *cleanText) links() []core.Flag {
 			s, e := t.span(m[0], m[1])
 			out = append(out, payloadFlags(text, s, e, "in a data: URI")...)
 		}
+	}
+	if !scripts {
+		return out
 	}
 	for _, m := range pipeToShell.findAllIn(t) {
 		flag(core.FlagScript, m[0], m[1], "downloads code and pipes it into a shell")

@@ -317,7 +317,7 @@ func scanTextWith(s, where string, limit int, names []shadowName, extra []textRu
 	flags = append(flags, t.base64(urls)...)
 	flags = append(flags, t.encoded()...)
 	flags = append(flags, t.obfuscated(flags)...)
-	flags = append(flags, t.links()...)
+	flags = append(flags, t.links(true)...)
 	flags = append(flags, t.shadowing(names)...)
 	if n := utf8.RuneCountInString(s); n > limit {
 		start := 0
@@ -626,7 +626,7 @@ func payloadFlags(decoded string, start, end int, via string) []core.Flag {
 	var out []core.Flag
 	found := append(t.instructions(), t.rules(core.FlagSecretPath, secretRules)...)
 	found = append(found, t.obfuscated(found)...)
-	for _, f := range t.links() {
+	for _, f := range t.links(true) {
 		if f.Kind != core.FlagURL {
 			found = append(found, f)
 		}
@@ -1371,8 +1371,18 @@ func (t *cleanText) instructions() []core.Flag {
 }
 
 func (t *cleanText) base64(urls []core.Flag) []core.Flag {
+	return t.base64With(func() []core.Flag { return urls })
+}
+
+// base64With is base64 with the URL flags asked for only when a run is
+// found.
+func (t *cleanText) base64With(urlFlags func() []core.Flag) []core.Flag {
 	var out []core.Flag
-	for _, m := range base64Run.findAllIn(t) {
+	var urls []core.Flag
+	for i, m := range base64Run.findAllIn(t) {
+		if i == 0 {
+			urls = urlFlags()
+		}
 		s, e := m[0], m[1]
 		start, end := t.span(s, e)
 		if slices.ContainsFunc(urls, func(u core.Flag) bool { return start < u.End && u.Start < end }) {
