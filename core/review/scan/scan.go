@@ -762,8 +762,17 @@ type runeAt struct {
 
 // hiddenRuns finds the hidden characters of s, grouped into runs.
 func hiddenRuns(s string) []hiddenRun {
-	var rs []runeAt
+	// Most text is printable ASCII, which hides nothing: said without
+	// decoding it.
 	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c < 0x7F && (c >= 0x20 || c == '\n' || c == '\t')
+	}
+	if plain {
+		return nil
+	}
+	var rs []runeAt
 	for off := 0; off < len(s); {
 		r, size := utf8.DecodeRuneInString(s[off:])
 		if r >= 0x7F || r < 0x20 && r != '\n' && r != '\t' {

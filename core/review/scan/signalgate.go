@@ -52,7 +52,10 @@ type signalTable struct {
 	always    []uint64
 	alwaysSig signal
 	needles   []string
-	owners    [][]int32 // per needle: the branches it gates
+	// head and headMask: a needle's first eight bytes (fewer for a
+	// shorter one) as a little-endian word, and which bytes count.
+	head, headMask []uint64
+	owners         [][]int32 // per needle: the branches it gates
 	single    [256][]int32
 	// pairFrom[p]:pairFrom[p+1] are the needles (in pairNeedles) of
 	// two bytes or more that start with the byte pair p.
@@ -113,6 +116,8 @@ func newSignalTable(words bool) *signalTable {
 				i = len(st.needles)
 				index[n] = i
 				st.needles = append(st.needles, n)
+				h, m := headWord(n)
+				st.head, st.headMask = append(st.head, h), append(st.headMask, m)
 				st.owners = append(st.owners, nil)
 				if len(n) == 1 {
 					st.single[n[0]] = append(st.single[n[0]], int32(i))
@@ -153,6 +158,16 @@ func newSignalTable(words bool) *signalTable {
 	return st
 }
 
+// headWord returns the first eight bytes of s (all of a shorter s) as a
+// little-endian word, and the mask of the bytes it holds.
+func headWord(s string) (word, mask uint64) {
+	for k := 0; k < 8 && k < len(s); k++ {
+		word |= uint64(s[k]) << (8 * k)
+		mask |= 0xff << (8 * k)
+	}
+	return word, mask
+}
+
 func growBits(bits []uint64, n int) []uint64 {
 	for len(bits) < (n+63)/64 {
 		bits = append(bits, 0)
@@ -187,9 +202,17 @@ func (st *signalTable) candidates(folded []byte, cand []uint64) signal {
 			break
 		}
 		pr := int(folded[i])<<8 | int(folded[i+1])
-		for _, n := range st.pairNeedles[st.pairFrom[pr]:st.pairFrom[pr+1]] {
+		ns := st.pairNeedles[st.pairFrom[pr]:st.pairFrom[pr+1]]
+		if len(ns) == 0 {
+			continue
+		}
+		at, _ := headWord(string(folded[i:min(i+8, len(folded))]))
+		for _, n := range ns {
+			if at&st.headMask[n] != st.head[n] {
+				continue
+			}
 			w := st.needles[n]
-			if i+len(w) <= len(folded) && string(folded[i:i+len(w)]) == w {
+			if len(w) <= 8 || i+len(w) <= len(folded) && string(folded[i+8:i+len(w)]) == w[8:] {
 				mark(n)
 			}
 		}
