@@ -56,7 +56,7 @@ type signalTable struct {
 	// shorter one) as a little-endian word, and which bytes count.
 	head, headMask []uint64
 	owners         [][]int32 // per needle: the branches it gates
-	single    [256][]int32
+	single         [256][]int32
 	// pairFrom[p]:pairFrom[p+1] are the needles (in pairNeedles) of
 	// two bytes or more that start with the byte pair p.
 	pairFrom    []int32
