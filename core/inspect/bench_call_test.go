@@ -60,3 +60,21 @@ func BenchmarkInspect1MBHostile(b *testing.B) { benchCheck(b, hostileText(1_000_
 func BenchmarkInspectSentence(b *testing.B) {
 	benchCheck(b, "Echo: the deployment finished and three services restarted.")
 }
+
+// BenchmarkInspectEchoCall is what the peers bench's inspecting gateway
+// adds to one call of the echo: its arguments under arguments: {secrets,
+// pii} and its one-sentence result under every results detector.
+func BenchmarkInspectEchoCall(b *testing.B) {
+	p := resultPolicy(b)
+	p.Arguments = [4]Action{ActionBlock, ActionFlag, ActionOff, ActionOff}
+	args := []byte(`{"message":"toolgate bench: the quick brown fox jumps over the lazy dog"}`)
+	res := toolResult(b, "toolgate bench: the quick brown fox jumps over the lazy dog")
+	if _, err := p.Check(Results, res); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = p.Check(Arguments, args)
+		_, _ = p.Check(Results, res)
+	}
+}

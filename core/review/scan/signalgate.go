@@ -57,11 +57,19 @@ type signalTable struct {
 	head, headMask []uint64
 	owners         [][]int32 // per needle: the branches it gates
 	single         [256][]int32
-	// pairFrom[p]:pairFrom[p+1] are the needles (in pairNeedles) of
-	// two bytes or more that start with the byte pair p.
-	pairFrom    []int32
+	// starts marks the byte pairs a needle of two bytes or more starts
+	// with; pairFrom[h]:pairFrom[h+1] are the needles (in pairNeedles)
+	// whose first pair hashes to h. Small, so the table stays in cache
+	// beside the gateway's own work.
+	starts      [1 << 16 / 64]uint64
+	pairFrom    [pairBuckets + 1]int32
 	pairNeedles []int32
 }
+
+// pairBuckets is the size of the byte-pair hash of signalTable.
+const pairBuckets = 1 << 11
+
+func pairBucket(pr int) int { return (pr * 0x9E37 >> 5) & (pairBuckets - 1) }
 
 var (
 	proseSignals = sync.OnceValue(func() *signalTable { return newSignalTable(false) })
@@ -149,12 +157,18 @@ func newSignalTable(words bool) *signalTable {
 		}
 	}
 	st.always = growBits(st.always, len(st.branches))
-	st.pairFrom = make([]int32, 1<<16+1)
-	for pr := range 1 << 16 {
-		st.pairFrom[pr] = int32(len(st.pairNeedles))
-		st.pairNeedles = append(st.pairNeedles, byPair[uint16(pr)]...)
+	buckets := make([][]int32, pairBuckets)
+	for pr, ns := range byPair {
+		st.starts[pr/64] |= 1 << (pr % 64)
+		h := pairBucket(int(pr))
+		buckets[h] = append(buckets[h], ns...)
 	}
-	st.pairFrom[1<<16] = int32(len(st.pairNeedles))
+	for h, ns := range buckets {
+		slices.Sort(ns)
+		st.pairFrom[h] = int32(len(st.pairNeedles))
+		st.pairNeedles = append(st.pairNeedles, ns...)
+	}
+	st.pairFrom[pairBuckets] = int32(len(st.pairNeedles))
 	return st
 }
 
@@ -202,10 +216,11 @@ func (st *signalTable) candidates(folded []byte, cand []uint64) signal {
 			break
 		}
 		pr := int(folded[i])<<8 | int(folded[i+1])
-		ns := st.pairNeedles[st.pairFrom[pr]:st.pairFrom[pr+1]]
-		if len(ns) == 0 {
+		if st.starts[pr/64]&(1<<(pr%64)) == 0 {
 			continue
 		}
+		h := pairBucket(pr)
+		ns := st.pairNeedles[st.pairFrom[h]:st.pairFrom[h+1]]
 		at, _ := headWord(string(folded[i:min(i+8, len(folded))]))
 		for _, n := range ns {
 			if at&st.headMask[n] != st.head[n] {
