@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/toolgate/toolgate/core"
@@ -27,8 +26,7 @@ var addressee = lazyCompile(`(?i)\b(?:` + anyReader + `|ki|ia|ии)\b|人工智�
 // APIs hold them as data, and the result rules read fake turns themselves.
 var chatRole = lazyCompile(`^"?role"?\s*:\s*"(?:system|assistant|user|developer|tool)"$`)
 
-// injectionFindings runs the description scanner's rules on s, read as an
-// entry's description so every rule applies and no length limit cuts it.
+// injectionFindings runs the description scanner's rules for results on s.
 // A description speaks to the model by nature, so the scanner asks no
 // more of it; a result is data, and the same words there — "confirm:
 // false" in a config file, "from now on" in a changelog, "always cc" in a
@@ -36,15 +34,9 @@ var chatRole = lazyCompile(`^"?role"?\s*:\s*"(?:system|assistant|user|developer|
 // as its reader, on the finding's line (within pairReach of it), and not
 // inside a quoted example being talked about.
 func injectionFindings(s, path string) []Finding {
-	raw, err := json.Marshal(struct {
-		Description string `json:"description"`
-	}{s})
-	if err != nil {
-		return nil
-	}
 	var out []Finding
-	for _, f := range scan.ScanEntry(scan.EntryInput{Raw: raw}) {
-		if !injectionKinds[f.Kind] || f.Where != "/description" {
+	for _, f := range scan.ScanResultText(s) {
+		if !injectionKinds[f.Kind] {
 			continue
 		}
 		if !addressee.MatchString(lineAround(s, f.Start, f.End, pairReach)) || quotedMention(s, f.Start, f.End) || chatRole.MatchString(s[f.Start:f.End]) {

@@ -115,10 +115,11 @@ const OversizeDetector = "max-bytes"
 
 // InjectionMaxBytes bounds the content the injection detector reads. It
 // runs the description scanner's rules, written for a tool's few hundred
-// bytes of text and costing milliseconds a kilobyte; unbounded, one large
-// result would take seconds of CPU (a megabyte: up to 15 s). Above the
-// bound the injection action applies to the whole as unread, like
-// MaxBytes for every detector, while the others still read it.
+// bytes of text: gated, ordinary text costs them under a millisecond a
+// kilobyte, but text full of orders still about ten, so one large hostile
+// result unbounded would take seconds of CPU. Above the bound the
+// injection action applies to the whole as unread, like MaxBytes for
+// every detector, while the others still read it.
 const InjectionMaxBytes = 32 << 10
 
 // Check inspects raw (a call's arguments object, or a CallToolResult) in

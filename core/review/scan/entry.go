@@ -3,6 +3,7 @@ package scan
 import (
 	"encoding/json"
 	"math"
+	"slices"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/jsontree"
@@ -56,4 +57,47 @@ func (in EntryInput) Text(where string) (string, bool) {
 		return "", false
 	}
 	return pointerText(in.Raw, where)
+}
+
+// ResultKinds are the flags ScanResultText reports: text that addresses
+// the model with instructions, and links that carry data out. The rest of
+// what the scanner reports on descriptions (URLs, length, base64, secret
+// paths, invisible characters, script) is ordinary in a tool's result.
+var ResultKinds = []core.FlagKind{core.FlagHiddenInstruction, core.FlagExfiltration}
+
+// ScanResultText returns the flags of ResultKinds that ScanEntry gives s
+// as an entry's description, with Where empty (IN-1). A tool's result is
+// one string of data, not an entry: it needs no JSON document around it,
+// and the rules whose flags are of other kinds alone are not run (secret
+// paths, URLs but where base64 needs them, hidden and styled text, blank
+// space, script links, the length). The instruction rules still read the
+// text those rules decode (base64, escapes, tag characters, data: URIs).
+func ScanResultText(s string) []core.Flag {
+	if s == "" {
+		return nil
+	}
+	runs := hiddenRuns(s)
+	var flags []core.Flag
+	for _, r := range runs {
+		if tags := r.tagText(); tags != "" {
+			flags = append(flags, payloadFlags(tags, r.start, r.end, "hidden in tag characters")...)
+		}
+	}
+	t := newCleanText(s, runs)
+	flags = append(flags, t.instructions()...)
+	if w := t.wordText(); w != nil {
+		flags = append(flags, w.instructions()...)
+	}
+	flags = append(flags, t.settings()...)
+	flags = append(flags, t.base64With(func() []core.Flag { return t.rules(core.FlagURL, urlRules) })...)
+	flags = append(flags, t.encoded()...)
+	flags = append(flags, t.obfuscatedReadings(flags, false)...)
+	flags = append(flags, t.links(false)...)
+	flags = slices.DeleteFunc(flags, func(f core.Flag) bool { return !slices.Contains(ResultKinds, f.Kind) })
+	if len(flags) == 0 {
+		return nil
+	}
+	flags = mergeFlags(flags)
+	sortFlags(flags)
+	return flags
 }

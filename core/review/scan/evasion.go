@@ -84,7 +84,7 @@ func textLike(b []byte, ascii bool) (string, bool) {
 func (t *cleanText) encoded() []core.Flag {
 	var out []core.Flag
 	for _, r := range encodedRules {
-		for _, m := range r.re.FindAllStringIndex(t.text, -1) {
+		for _, m := range r.re.findAllIn(t) {
 			b, ok := r.decode(t.text[m[0]:m[1]])
 			if !ok {
 				continue
@@ -180,6 +180,13 @@ const reasonObfuscated = "written letter by letter, in leetspeak or with look-al
 // obfuscated finds instruction phrases in the squeezed text that the plain
 // rules, given in plain, did not already find, and letter-spaced runs.
 func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
+	return t.obfuscatedReadings(plain, true)
+}
+
+// obfuscatedReadings is obfuscated; hidden false leaves out the flags of
+// text hidden from a reader (styled letters, blank space, comments, hidden
+// elements, letters spelt out), which are all FlagObfuscated.
+func (t *cleanText) obfuscatedReadings(plain []core.Flag, hidden bool) []core.Flag {
 	var out []core.Flag
 	sq := squeeze(t.text)
 	// The squeezed text is read three ways: as written, backwards (bidi
@@ -214,32 +221,35 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 			}
 		}
 	}
-	for _, m := range styledRun.FindAllStringIndex(t.text, -1) {
+	if !hidden {
+		return out
+	}
+	for _, m := range styledRun.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: fmt.Sprintf("letters in a styled or full-width form (%q), which filters do not read as words", clip(squeeze(t.text[m[0]:m[1]]).text, 60))})
 	}
-	for _, m := range blankRun.FindAllStringIndex(t.text, -1) {
+	for _, m := range blankRun.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: "a long run of blank space, which pushes the text after it out of a reader's sight"})
 	}
-	for _, m := range htmlComment.FindAllStringIndex(t.text, -1) {
+	for _, m := range htmlComment.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: "an HTML comment, hidden wherever the text is rendered as markdown or HTML"})
 	}
-	for _, m := range hiddenElement.FindAllStringIndex(t.text, -1) {
+	for _, m := range hiddenElement.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: "an HTML element its own markup hides (hidden, display:none, zero size or opacity), unseen wherever the text is rendered"})
 	}
-	for _, m := range markdownComment.FindAllStringIndex(t.text, -1) {
+	for _, m := range markdownComment.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: "a markdown comment (a link definition nothing uses), hidden wherever the text is rendered as markdown"})
 	}
-	for _, m := range letterSpaced.FindAllStringIndex(t.text, -1) {
+	for _, m := range letterSpaced.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
 			Reason: fmt.Sprintf("words spelt letter by letter (%q), a way to slip them past a reader or a filter", clip(squeeze(t.text[m[0]:m[1]]).text, 60))})
@@ -474,7 +484,10 @@ var activeTypes = map[string]bool{
 	"application/ecmascript": true, "text/ecmascript": true, "application/x-javascript": true,
 }
 
-func (t *cleanText) links() []core.Flag {
+// links flags links that carry data out and active content; scripts false
+// leaves out the FlagScript flags of a pipe to a shell and of a script
+// link.
+func (t *cleanText) links(scripts bool) []core.Flag {
 	if !t.mayContain([]string{"://", "data:", "script:", "curl", "wget", "iwr", "invoke-webrequest", ">.", "}.", "$", "="}) {
 		return nil
 	}
@@ -484,26 +497,26 @@ func (t *cleanText) links() []core.Flag {
 		out = append(out, core.Flag{Kind: kind, Start: start, End: end, Reason: reason})
 	}
 	images := map[int]bool{}
-	for _, m := range markdownImage.FindAllStringSubmatchIndex(t.text, -1) {
+	for _, m := range markdownImage.findAllSubmatchIn(t) {
 		images[m[2]] = true
 	}
-	for _, m := range httpLink.FindAllStringIndex(t.text, -1) {
+	for _, m := range httpLink.findAllIn(t) {
 		s, e := m[0], m[0]+len(trimURL(t.text[m[0]:m[1]]))
 		if reason := exfilReason(t.text[s:e], around(t.text, s, e, 80), images[s]); reason != "" {
 			flag(core.FlagExfiltration, s, e, reason)
 		}
 	}
-	for _, m := range slotParam.FindAllStringSubmatchIndex(t.text, -1) {
+	for _, m := range slotParam.findAllSubmatchIn(t) {
 		if slot := t.text[m[2]:m[3]]; sensitiveWord.MatchString(slot) || envSecret.MatchString(slot) {
 			flag(core.FlagExfiltration, m[0], m[1], fmt.Sprintf("a query parameter with a slot %s for the model to fill: built to carry a secret or the conversation out", clip(slot, 40)))
 		}
 	}
-	for _, m := range slotHost.FindAllStringSubmatchIndex(t.text, -1) {
+	for _, m := range slotHost.findAllSubmatchIn(t) {
 		if slot := t.text[m[2]:m[3]]; sensitiveWord.MatchString(slot) || envSecret.MatchString(slot) {
 			flag(core.FlagExfiltration, m[0], m[1], fmt.Sprintf("a host name with a slot %s for the model to fill: a lookup of it carries the data out", clip(slot, 40)))
 		}
 	}
-	for _, m := range dataURI.FindAllStringSubmatchIndex(t.text, -1) {
+	for _, m := range dataURI.findAllSubmatchIn(t) {
 		mime := strings.ToLower(t.text[m[2]:m[3]])
 		params, payload := strings.ToLower(t.text[m[4]:m[5]]), t.text[m[6]:m[7]]
 		var decoded []byte
@@ -523,10 +536,13 @@ func (t *cleanText) links() []core.Flag {
 			out = append(out, payloadFlags(text, s, e, "in a data: URI")...)
 		}
 	}
-	for _, m := range pipeToShell.FindAllStringIndex(t.text, -1) {
+	if !scripts {
+		return out
+	}
+	for _, m := range pipeToShell.findAllIn(t) {
 		flag(core.FlagScript, m[0], m[1], "downloads code and pipes it into a shell")
 	}
-	for _, m := range scriptLink.FindAllStringIndex(t.text, -1) {
+	for _, m := range scriptLink.findAllIn(t) {
 		flag(core.FlagScript, m[0], m[0]+len(trimURL(t.text[m[0]:m[1]])), "a script link, which runs code when it is opened")
 	}
 	return out

@@ -45,6 +45,11 @@ type gatedRegexp struct {
 	// branches of re: re matches a text iff one of them does. Nil when re
 	// does not split; then re itself is run behind needles.
 	branches []gateBranch
+	// runs: every match is a run of one of them (nil: unknown).
+	runs []charRun
+	// windowed: re holds no ^, $, \A or \z and every match is runs[0], so
+	// it may be run over the stretches of a text that are that run.
+	windowed bool
 }
 
 type gateBranch struct {
@@ -91,7 +96,12 @@ func newGated(re *regexp.Regexp) *gatedRegexp {
 	if err != nil {
 		return g
 	}
-	g.needles = required(p.Simplify())
+	p = p.Simplify()
+	g.needles = required(p)
+	if g.needles == nil {
+		g.runs = charRuns(p)
+		g.windowed = len(g.runs) == 1 && !hasAnchor(p)
+	}
 	parts := splitSource(re.String())
 	if len(parts) < 2 || len(parts) > maxGateBranches {
 		return g
@@ -274,7 +284,7 @@ const maxAskedBranches = 3
 // gate answers whether the rule matches t.text, when it can tell cheaply.
 func (l *lazyRegexp) gate(t *cleanText) (ok, known bool) {
 	g := l.get()
-	if !t.mayContain(g.needles) {
+	if !t.mayContain(g.needles) || !t.holdsRun(g.runs) {
 		return false, true
 	}
 	if g.branches == nil {
@@ -318,6 +328,28 @@ func (l *lazyRegexp) MatchString(s string) bool { return l.get().re.MatchString(
 func (l *lazyRegexp) Match(b []byte) bool { return l.get().re.Match(b) }
 
 func (l *lazyRegexp) FindString(s string) string { return l.get().re.FindString(s) }
+
+// findAllIn is FindAllStringIndex(t.text, -1), asked only where the gate
+// allows a match.
+func (l *lazyRegexp) findAllIn(t *cleanText) [][]int {
+	if !l.mayMatch(t) {
+		return nil
+	}
+	g := l.get()
+	if g.windowed && !gateOff {
+		return g.runs[0].findAll(g.re, t.text)
+	}
+	return g.re.FindAllStringIndex(t.text, -1)
+}
+
+// findAllSubmatchIn is FindAllStringSubmatchIndex(t.text, -1), asked only
+// where the gate allows a match.
+func (l *lazyRegexp) findAllSubmatchIn(t *cleanText) [][]int {
+	if !l.mayMatch(t) {
+		return nil
+	}
+	return l.get().re.FindAllStringSubmatchIndex(t.text, -1)
+}
 
 func (l *lazyRegexp) FindAllStringIndex(s string, n int) [][]int {
 	return l.get().re.FindAllStringIndex(s, n)

@@ -317,7 +317,7 @@ func scanTextWith(s, where string, limit int, names []shadowName, extra []textRu
 	flags = append(flags, t.base64(urls)...)
 	flags = append(flags, t.encoded()...)
 	flags = append(flags, t.obfuscated(flags)...)
-	flags = append(flags, t.links()...)
+	flags = append(flags, t.links(true)...)
 	flags = append(flags, t.shadowing(names)...)
 	if n := utf8.RuneCountInString(s); n > limit {
 		start := 0
@@ -378,6 +378,11 @@ type cleanText struct {
 	// its offsets differ.
 	folded                 string
 	foldedSet, foldedASCII bool
+	// grams is a bitmap of the hashed three-byte windows of folded (nil
+	// for a short text): a needle with a window not in it is not in the
+	// text, which a search of a long text would take far longer to say.
+	grams     []uint64
+	gramShift uint
 	// matched caches whether a pattern matches the text (allMatch).
 	matched map[*lazyRegexp]bool
 }
@@ -621,7 +626,7 @@ func payloadFlags(decoded string, start, end int, via string) []core.Flag {
 	var out []core.Flag
 	found := append(t.instructions(), t.rules(core.FlagSecretPath, secretRules)...)
 	found = append(found, t.obfuscated(found)...)
-	for _, f := range t.links() {
+	for _, f := range t.links(true) {
 		if f.Kind != core.FlagURL {
 			found = append(found, f)
 		}
@@ -757,8 +762,17 @@ type runeAt struct {
 
 // hiddenRuns finds the hidden characters of s, grouped into runs.
 func hiddenRuns(s string) []hiddenRun {
-	var rs []runeAt
+	// Most text is printable ASCII, which hides nothing: said without
+	// decoding it.
 	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c < 0x7F && (c >= 0x20 || c == '\n' || c == '\t')
+	}
+	if plain {
+		return nil
+	}
+	var rs []runeAt
 	for off := 0; off < len(s); {
 		r, size := utf8.DecodeRuneInString(s[off:])
 		if r >= 0x7F || r < 0x20 && r != '\n' && r != '\t' {
@@ -1219,12 +1233,63 @@ func (t *cleanText) mayContain(needles []string) bool {
 		t.folded = strings.Map(foldRune, t.text)
 		t.foldedASCII = !strings.ContainsFunc(t.folded, func(r rune) bool { return r >= utf8.RuneSelf })
 		t.foldedSet = true
+		t.indexGrams()
 	}
 	// Most text is ASCII, and the needles of the rules for other scripts
 	// are not: those need no search.
 	return slices.ContainsFunc(needles, func(n string) bool {
-		return (!t.foldedASCII || n == "" || n[0] < utf8.RuneSelf) && strings.Contains(t.folded, n)
+		return (!t.foldedASCII || n == "" || n[0] < utf8.RuneSelf) && t.mayHoldGrams(n) && strings.Contains(t.folded, n)
 	})
+}
+
+// minGramText is the shortest folded text given a grams bitmap: below it
+// a search costs less than the bitmap.
+const minGramText = 16
+
+func gramHash(a, b, c byte, shift uint) uint32 {
+	return (uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> shift
+}
+
+// indexGrams builds t.grams from t.folded, about eight bits a byte.
+func (t *cleanText) indexGrams() {
+	f := t.folded
+	if len(f) < minGramText {
+		return
+	}
+	bits := 1 << 10
+	for bits < 8*len(f) && bits < 1<<16 {
+		bits <<= 1
+	}
+	t.gramShift = uint(32 - bitsLen(bits))
+	t.grams = make([]uint64, bits/64)
+	for i := 0; i+2 < len(f); i++ {
+		h := gramHash(f[i], f[i+1], f[i+2], t.gramShift)
+		t.grams[h/64] |= 1 << (h % 64)
+	}
+}
+
+// bitsLen is log2 of a power of two.
+func bitsLen(n int) int {
+	k := 0
+	for n > 1 {
+		n >>= 1
+		k++
+	}
+	return k
+}
+
+// mayHoldGrams is false only when a window of n is not in t.folded.
+func (t *cleanText) mayHoldGrams(n string) bool {
+	if t.grams == nil {
+		return true
+	}
+	for i := 0; i+2 < len(n); i++ {
+		h := gramHash(n[i], n[i+1], n[i+2], t.gramShift)
+		if t.grams[h/64]&(1<<(h%64)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // span maps a span of the clean text back to the original.
@@ -1315,8 +1380,18 @@ func (t *cleanText) instructions() []core.Flag {
 }
 
 func (t *cleanText) base64(urls []core.Flag) []core.Flag {
+	return t.base64With(func() []core.Flag { return urls })
+}
+
+// base64With is base64 with the URL flags asked for only when a run is
+// found.
+func (t *cleanText) base64With(urlFlags func() []core.Flag) []core.Flag {
 	var out []core.Flag
-	for _, m := range base64Run.FindAllStringIndex(t.text, -1) {
+	var urls []core.Flag
+	for i, m := range base64Run.findAllIn(t) {
+		if i == 0 {
+			urls = urlFlags()
+		}
 		s, e := m[0], m[1]
 		start, end := t.span(s, e)
 		if slices.ContainsFunc(urls, func(u core.Flag) bool { return start < u.End && u.Start < end }) {

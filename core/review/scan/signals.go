@@ -160,6 +160,15 @@ var signalPairs = []signalPair{
 // pairs fill the gaps the phrases leave, and where a phrase names the
 // order its narrower span and its reason stand.
 func (t *cleanText) signals(seen []core.Flag) []core.Flag {
+	if !gateOff {
+		return t.signalsGated(seen)
+	}
+	return t.signalsWhole(seen)
+}
+
+// signalsWhole is signals without the gate of signalgate.go: each rule is
+// asked of the whole text, then of each sentence.
+func (t *cleanText) signalsWhole(seen []core.Flag) []core.Flag {
 	// Which signals the text holds anywhere, looked for only while a pair
 	// they belong to can still hold; the sentences are then read for
 	// those alone.
