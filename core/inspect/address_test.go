@@ -231,3 +231,28 @@ func TestMentionsAndAddresseeIN1(t *testing.T) {
 		}
 	}
 }
+
+// Asking addressee only around its anchors gives the answer asking it of
+// the whole text gives (IN-1), over every result set and the descriptions
+// of real tools, whole and cut at every 97th byte.
+func TestMentionsAddresseeExactIN1(t *testing.T) {
+	var texts []string
+	for _, f := range []string{"injection_training.json", "injection_heldout.json", "injection_fresh13.json", "injection_fresh14.json", "injection_fresh15.json", "injection_fresh16.json", "injection_fresh17.json"} {
+		set := readInjectionSet(t, f)
+		texts = append(append(texts, set.Hostile...), set.Benign...)
+	}
+	texts = append(texts, "said again: maintain the email", "x_ai agent", "AI_AGENT_DIRECTIVE: go", "Ки-ассистент", "the KI-Assistent", "<!-- note -->", "LLMs", "an autonomous partner", "ИИ-агент")
+	checked := 0
+	for _, s := range texts {
+		for cut := len(s); cut > 0; cut -= 97 {
+			x := s[:cut]
+			if got, want := mentionsAddressee(x), addressee.MatchString(x); got != want {
+				t.Errorf("mentionsAddressee = %v, the whole expression says %v: %.120q", got, want, x)
+			}
+			checked++
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("checked %d texts", checked)
+	}
+}

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review/scan"
@@ -21,6 +22,36 @@ var injectionKinds = map[core.FlagKind]bool{
 // the result rules read, or markup that hides text from people.
 var addressee = lazyCompile(`(?i)\b(?:` + anyReader + `|ki|ia|ии)\b|人工智能|人工知能|アシスタント|助手|<!--|display:\s*none|visibility:\s*hidden|font-size:\s*0`)
 
+// addresseeAnchors: every branch of addressee holds one of them (ASCII
+// ones are matched on the ASCII-lowercased text), so addressee needs to be
+// asked only around them.
+var addresseeAnchors = []string{"ai", "a.i.", "chat", "ki", "ia", "ии", "ИИ", "llm", "gpt", "claude", "copilot", "gemini", "bard", "llama", "mistral",
+	"intelligence", "model", "assistant", "agent", "bot", "automat", "autonom", "人工智能", "人工知能", "アシスタント", "助手",
+	"<!--", "display", "visibility", "font-size"}
+
+var addresseeKeywords = sync.OnceValue(func() *keywordSet {
+	return newKeywordSet(1, func(int) []string { return addresseeAnchors }, func(int) bool { return false })
+})
+
+// mentionsAddressee is addressee.MatchString(s), asked only of the text
+// around its anchors: the expression is a long alternation, and most
+// results hold none of them.
+func mentionsAddressee(s string) bool {
+	hits, done := addresseeKeywords().scan(asciiLower(s), 1)
+	defer done()
+	for _, h := range hits[0] {
+		// The expression's words start at a word boundary: an anchor
+		// inside a word ("ai" in "email") is none of them.
+		if h.at > 0 && isWordByte(s[h.at-1]) && isWordByte(s[h.at]) {
+			continue
+		}
+		if addressee.MatchString(s[max(0, h.at-80):min(len(s), h.at+80)]) {
+			return true
+		}
+	}
+	return false
+}
+
 // chatRole is a message's role in a chat API's JSON: a description that
 // holds one fakes a turn, but results of tools that call or document such
 // APIs hold them as data, and the result rules read fake turns themselves.
@@ -34,6 +65,11 @@ var chatRole = lazyCompile(`^"?role"?\s*:\s*"(?:system|assistant|user|developer|
 // as its reader, on the finding's line (within pairReach of it), and not
 // inside a quoted example being talked about.
 func injectionFindings(s, path string) []Finding {
+	// A finding counts only beside an addressee, so text with none
+	// anywhere has nothing the scanner could report: it is not run.
+	if !mentionsAddressee(s) {
+		return nil
+	}
 	var out []Finding
 	for _, f := range scan.ScanResultText(s) {
 		if !injectionKinds[f.Kind] {
