@@ -45,7 +45,16 @@ func mentionsAddressee(s string) bool {
 		if h.at > 0 && isWordByte(s[h.at-1]) && isWordByte(s[h.at]) {
 			continue
 		}
-		if addressee.MatchString(s[max(0, h.at-80):min(len(s), h.at+80)]) {
+		// The window's ends move out to word boundaries, so that no word
+		// is cut into one the whole text does not hold.
+		lo, hi := max(0, h.at-80), min(len(s), h.at+80)
+		for lo > 0 && isWordByte(s[lo-1]) {
+			lo--
+		}
+		for hi < len(s) && isWordByte(s[hi]) {
+			hi++
+		}
+		if addressee.MatchString(s[lo:hi]) {
 			return true
 		}
 	}
