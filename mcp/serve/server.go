@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -1267,10 +1268,18 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// randomIDPair is two randomIDs from one read of the random source.
+// randomIDPair is a call's id and its idempotency key, 32 hex digits each,
+// from one read of the random source. The call id starts with the time in
+// nanoseconds, big-endian, and ends with 64 random bits: ids made one after
+// the other sort together, so the audit's index on call ids grows at its
+// end instead of taking a page of its own for each record (the store's
+// writer spends half its time per record on that index otherwise). The
+// idempotency key, which an upstream may trust to tell calls apart, stays
+// all random.
 func randomIDPair() (string, string) {
 	var b [32]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[8:])
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixNano()))
 	h := hex.EncodeToString(b[:])
 	return h[:32], h[32:]
 }
