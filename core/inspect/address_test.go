@@ -47,6 +47,9 @@ func measureInjection(t *testing.T, set injectionSet) (caught, falseAlarms int) 
 	return caught, falseAlarms
 }
 
+// injection_heldout18.json was measured once, after every widening the
+// other sets led to, and is never tuned on: its floor is that measurement.
+//
 // Results that address the model are found, and ordinary results that
 // share their words are not (IN-1). injection_training.json is what the
 // result rules were tuned on; injection_heldout.json was written before
@@ -69,6 +72,7 @@ func TestInjectionInResultsIN1(t *testing.T) {
 		{"injection_fresh15.json", 1.0, 2, 40, 40},
 		{"injection_fresh16.json", 0.97, 2, 40, 40},
 		{"injection_fresh17.json", 0.78, 4, 50, 50},
+		{"injection_heldout18.json", 0.30, 6, 50, 50},
 	} {
 		set := readInjectionSet(t, c.file)
 		if len(set.Hostile) < c.minHostile || len(set.Benign) < c.minBenign {
