@@ -24,6 +24,9 @@ type recallSet struct {
 		Tool       corpusTool `json:"tool"`
 		OtherTools []string   `json:"otherTools"`
 	} `json:"cases"`
+	// Benign are honest tools written beside the cases (selfcheck.json):
+	// each is scanned with the others' names as the rest of the registry.
+	Benign []corpusTool `json:"benign"`
 }
 
 func readRecallSet(t testing.TB, name string) recallSet {
@@ -76,6 +79,54 @@ func measureRecall(t *testing.T, name string) (caught, total int) {
 	t.Logf("RV-2 recall on %s: %d of %d (%.1f%%); by class: %s", name, caught, total,
 		100*float64(caught)/float64(total), strings.Join(classes, ", "))
 	return caught, total
+}
+
+// measureFalseWarnings scans a set's benign tools, each with the names of
+// the others as the rest of the registry, and returns how many got a warn
+// or danger flag, logging each.
+func measureFalseWarnings(t *testing.T, name string) (flagged, total int) {
+	s := readRecallSet(t, name)
+	var names []string
+	for _, b := range s.Benign {
+		names = append(names, b.Name)
+	}
+	for _, b := range s.Benign {
+		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == b.Name })
+		in := b.input(others)
+		flags := ScanTool(in)
+		checkFlags(t, in, flags)
+		total++
+		for _, f := range flags {
+			if f.Kind.Severity() != core.SeverityInfo {
+				flagged++
+				t.Logf("%s: false warning on benign %s: %s %q", name, b.Name, f.Kind, f.Reason)
+				break
+			}
+		}
+	}
+	t.Logf("RV-2 false warnings on %s: %d of %d honest tools", name, flagged, total)
+	return flagged, total
+}
+
+// TestRV2ScanSelfcheck measures selfcheck.json, written before the round
+// of tuning on fresh12.json and never tuned on: recall on its poisoned
+// cases and false warnings on its honest tools. The bounds are the values
+// measured before that round, not targets.
+func TestRV2ScanSelfcheck(t *testing.T) {
+	caught, total := measureRecall(t, "selfcheck.json")
+	if total < 20 {
+		t.Errorf("selfcheck.json has %d cases, want at least 20", total)
+	}
+	if r := float64(caught) / float64(total); r < selfcheckRecallFloor {
+		t.Errorf("selfcheck.json: recall %.3f below its floor %.3f", r, selfcheckRecallFloor)
+	}
+	flagged, benign := measureFalseWarnings(t, "selfcheck.json")
+	if benign < 20 {
+		t.Errorf("selfcheck.json has %d honest tools, want at least 20", benign)
+	}
+	if flagged > selfcheckFalseWarningsMax {
+		t.Errorf("selfcheck.json: %d honest tools warned about, at most %d were before", flagged, selfcheckFalseWarningsMax)
+	}
 }
 
 // TestRV2ScanRecall measures recall on poisoned tools that carry none of
@@ -181,3 +232,10 @@ func TestRV2ScanIntentRulesExercised(t *testing.T) {
 		}
 	}
 }
+
+// The selfcheck bounds as measured when the file was written, before any
+// rule was changed for this round.
+const (
+	selfcheckRecallFloor      = 0.80
+	selfcheckFalseWarningsMax = 1
+)
