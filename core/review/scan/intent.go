@@ -95,7 +95,7 @@ var intentRules = []intentRule{
 		with:   []*lazyRegexp{ire(`\b(?:silently|quietly|secretly|always|every time|without (?:asking|telling|saying))\b`)},
 		reason: reasonAmount, needles: []string{"double", "triple", "quadruple", "inflate", "multiply", "pad"}},
 	// the user's data handed to others
-	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[- ]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
+	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[-\x20]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
 		reason: reasonRedirect, needles: []string{"history", "location", "gps", "whereabouts", "contact", "address book", "camera roll", "photos", "call log", "messages", "chat log", "keystrokes", "clipboard", "personal data", "identity", "public ip"}},
 
 	// extras added to every purchase
