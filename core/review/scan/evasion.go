@@ -33,8 +33,8 @@ var encodedRules = []struct {
 }{
 	{lazyMust(`\b[0-9A-Fa-f]{24,}\b`), "hex", decodeHex, false},
 	{lazyMust(`\b(?:[0-9A-Fa-f]{2}[ :,-]){11,}[0-9A-Fa-f]{2}\b`), "hex bytes", decodeHex, false},
-	{lazyMust(`(?:\\x[0-9A-Fa-f]{2}){8,}`), `\x escapes`, decodeHex, false},
-	{lazyMust(`(?:\\u[0-9A-Fa-f]{4}){6,}`), `\u escapes`, decodeUnicodeEscapes, false},
+	{lazyMust(`(?:\\x[0-9A-Fa-f]{2}){4,}`), `\x escapes`, decodeHex, false},
+	{lazyMust(`(?:\\u[0-9A-Fa-f]{4}){3,}`), `\u escapes`, decodeUnicodeEscapes, false},
 	{lazyMust(`(?:%[0-9A-Fa-f]{2}){8,}`), "percent escapes", decodeHex, true},
 }
 
@@ -91,6 +91,20 @@ func (t *cleanText) encoded() []core.Flag {
 			}
 			text, ok := textLike(b, r.ascii)
 			if !ok {
+				// A run too short to be text alone may be one word of
+				// a sentence ("\u0069\u0067\u006e\u006f\u0072\u0065
+				// previous instructions"): read it in place, with the
+				// rest of its sentence as written.
+				if text, ok = textLike(b, false); !ok && utf8.Valid(b) && len(b) >= 3 {
+					start, end := t.span(m[0], m[1])
+					a, z := sentence(t.text, m[0], m[1])
+					inPlace := t.text[a:m[0]] + string(b) + t.text[m[1]:z]
+					if found := payloadFlags(inPlace, start, end, "written as "+r.name+" in a sentence"); len(found) > 0 {
+						out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+							Reason: fmt.Sprintf("%s that decode to a word of the sentence around them: %q", r.name, clip(string(b), 60))})
+						out = append(out, found...)
+					}
+				}
 				continue
 			}
 			start, end := t.span(m[0], m[1])
@@ -214,6 +228,11 @@ func (t *cleanText) obfuscated(plain []core.Flag) []core.Flag {
 			}
 		}
 	}
+	for _, m := range mixedScriptWords(t.text) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: fmt.Sprintf("a word that mixes Latin letters with look-alike letters of another script (%q reads as %q), which filters do not read as the word", clip(t.text[m[0]:m[1]], 40), clip(squeeze(t.text[m[0]:m[1]]).text, 40))})
+	}
 	for _, m := range styledRun.FindAllStringIndex(t.text, -1) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
@@ -276,6 +295,38 @@ func disguised(s string) bool {
 		}
 	}
 	return false
+}
+
+// mixedScriptWords returns the words of s (runs of letters) that hold
+// both ASCII letters and letters of another script that look Latin
+// ("Аlwаys" with Cyrillic а): no language writes a word so, and a reader
+// sees the Latin word a filter does not.
+func mixedScriptWords(s string) [][2]int {
+	var out [][2]int
+	start, latin, alike := -1, false, false
+	end := func(i int) {
+		if start >= 0 && latin && alike {
+			out = append(out, [2]int{start, i})
+		}
+		start, latin, alike = -1, false, false
+	}
+	for i, r := range s {
+		if !unicode.IsLetter(r) {
+			end(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+		if isASCIILetter(r) {
+			latin = true
+		} else if _, ok := lookAlike[unicode.ToLower(r)]; ok && (unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Greek, r)) {
+			// Latin letters outside ASCII (Turkish ı) are Latin
+			alike = true
+		}
+	}
+	end(len(s))
+	return out
 }
 
 // compatLatin reads a styled or full-width letter (𝐈, ｉ, ℐ, ﬁ) as the
