@@ -28,6 +28,10 @@ var concealRules = []intentRule{
 		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bnichts (?:davon |darüber |dazu )?(?:sagen|erzählen|mitteilen|erwähnen|verraten|zeigen)\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
 		"benutzer", "nutzer", "anwender", "kunde"),
 	{re: ire(`\bbehalte? (?:das|es|dies) für dich\b`), reason: reasonConceal, needles: []string{"für dich"}},
+	// English phrases that only ever mean keeping something from someone,
+	// with or without a word for the user
+	{re: ire(`\b(?:nobody|no one|no-one) (?:else )?(?:needs?|has|have|should|must|is (?:meant|supposed)) to (?:know|hear|learn|find out|notice)\b|\bkeep (?:quiet|mum|schtum) about\b|\bsay nothing (?:about|of)\b|\bkeep (?:it|this|that|the \w+(?: \w+)?) (?:to yourself|under wraps|hush-hush|on the down-?low)\b|\bhide (?:it|this|that|the [\w-]+(?: [\w-]+)?) from (?:your|the) (?:reply|answer|response|summary|report|user|output)\b`),
+		reason: reasonConceal, needles: []string{"know", "hear", "learn", "find out", "notice", "quiet", "mum", "schtum", "say nothing", "yourself", "wraps", "hush", "down", "hide"}},
 	// Italian
 	conceal(`\butent[ei]\b`,
 		`\bnon deve sap\w+|\bdi nascosto\b|\bsegretamente\b|\bsenza che\b|\bnon (?:dire|dirlo|informare|avvisare)\b|\bnascond\w*|\ball['’]insaputa\b`,

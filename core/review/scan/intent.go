@@ -78,7 +78,7 @@ var intentRules = []intentRule{
 		with:   []*lazyRegexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
 		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b`)},
+	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\bgo(?:es)? (?:straight )?to\b|\b(?:is|are|get|gets) (?:sent|paid|routed|deposited|credited|forwarded|transferred|wired|shipped|delivered) to\b|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
@@ -110,8 +110,8 @@ var intentRules = []intentRule{
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
 
 	// orders that outlast this call
-	{re: ire(`\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
-		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth"}},
+	{re: ire(`\b(?:this|these|the following|it|that)(?: (?:rule|instruction|guidance|note|preference|setting|policy)s?)? (?:appl(?:y|ies)|holds?|stays? in effect|remains? in (?:effect|force)) (?:to|for|across|throughout) (?:all|every|each|any|the rest of)(?: of)?(?: your| the| this)? (?:repl|answer|respons|message|turn|conversation|chat|session|tool|call|request)\w*|\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
+		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth", "appl", "hold", "effect", "force"}},
 	{re: ire(`\bfor the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
 		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
 	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following|remaining) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?|messages?|conversations?|chats?|tasks?|(?:[\w-]+ )?tool (?:calls?|uses?|invocations?|runs?|requests?))\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
