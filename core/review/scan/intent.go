@@ -58,7 +58,7 @@ const (
 	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|plus|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b` +
 		// the same cues in the languages most people speak
 		`|\b(?:immer|egal|stattdessen|anstelle|ebenfalls|siempre|en lugar de|en vez de|sin importar|también|toujours|au lieu de|peu importe|aussi|sempre|em vez de|independentemente|também|invece di|indipendentemente|anche|her zaman|yerine|ne olursa olsun)\b|(?:всегда|вместо|независимо|также)|总是|始终|无论|而不是|常に|代わりに|항상|대신|관계없이|دائما|دائمًا|بدلا من|بدلاً من|हमेशा|के बजाय|चाहे`
-	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b` +
+	moneyWord = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b` +
 		`|\b(?:betrag|konto|überweis\w*|zahlung\w*|geld|dinero|cuenta|pago|pagos|transferencia|importe|argent|compte|virement|paiement|montant|dinheiro|conta|pagamento|transferência|denaro|conto|bonifico|importo|para|hesap|ödeme|havale)\b|(?:деньг|сч[её]т|перевод|плат[её]ж|перевед)|钱|账户|帳戶|付款|转账|轉帳|口座|送金|振込|계좌|송금|حساب|تحويل|المبلغ|खाता|भुगतान|राशि`
 )
 
