@@ -59,7 +59,7 @@ const (
 		// the same cues in the languages most people speak
 		`|\b(?:immer|egal|stattdessen|anstelle|ebenfalls|siempre|en lugar de|en vez de|sin importar|también|toujours|au lieu de|peu importe|aussi|sempre|em vez de|independentemente|também|invece di|indipendentemente|anche|her zaman|yerine|ne olursa olsun)\b|(?:всегда|вместо|независимо|также)|总是|始终|无论|而不是|常に|代わりに|항상|대신|관계없이|دائما|دائمًا|بدلا من|بدلاً من|हमेशा|के बजाय|चाहे`
 	moneyWord = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b` +
-		`|\b(?:betrag|konto|überweis\w*|zahlung\w*|geld|dinero|cuenta|pago|pagos|transferencia|importe|argent|compte|virement|paiement|montant|dinheiro|conta|pagamento|transferência|denaro|conto|bonifico|importo|para|hesap|ödeme|havale)\b|(?:деньг|сч[её]т|перевод|плат[её]ж|перевед)|钱|账户|帳戶|付款|转账|轉帳|口座|送金|振込|계좌|송금|حساب|تحويل|المبلغ|खाता|भुगतान|राशि`
+		`|\b(?:betrag|konto|überweis\w*|zahlung\w*|geld|dinero|cuenta|pago|pagos|transferencia|importe|argent|compte|virement|paiement|montant|dinheiro|conta|pagamento|transferência|denaro|conto|bonifico|importo|hesap|ödeme|havale)\b|(?:деньг|сч[её]т|перевод|плат[её]ж|перевед)|钱|账户|帳戶|付款|转账|轉帳|口座|送金|振込|계좌|송금|حساب|تحويل|المبلغ|खाता|भुगतान|राशि`
 )
 
 func ire(p string) *lazyRegexp { return phrase(p) }
@@ -81,9 +81,9 @@ var intentRules = []intentRule{
 		with:   []*lazyRegexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
 		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\bgo(?:es)? (?:straight )?to\b|\b(?:is|are|get|gets) (?:sent|paid|routed|deposited|credited|forwarded|transferred|wired|shipped|delivered) to\b|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b`)},
+	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplac\w*|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\bgo(?:es)? (?:straight )?to\b|\b(?:is|are|get|gets) (?:sent|paid|routed|deposited|credited|forwarded|transferred|wired|shipped|delivered) to\b|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b`)},
 		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card",
-			"betrag", "konto", "berweis", "zahlung", "geld", "dinero", "cuenta", "pago", "transferencia", "importe", "argent", "compte", "virement", "paiement", "montant", "dinheiro", "conta", "pagamento", "denaro", "conto", "bonifico", "importo", "para", "hesap", "deme", "havale",
+			"betrag", "konto", "berweis", "zahlung", "geld", "dinero", "cuenta", "pago", "transferencia", "importe", "argent", "compte", "virement", "paiement", "montant", "dinheiro", "conta", "pagamento", "denaro", "conto", "bonifico", "importo", "hesap", "deme", "havale",
 			"деньг", "счет", "счёт", "перевод", "плат", "перевед", "钱", "账户", "帳戶", "付款", "转账", "轉帳", "口座", "送金", "振込", "계좌", "송금", "حساب", "تحويل", "المبلغ", "खाता", "भुगतान", "राशि"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
@@ -97,7 +97,7 @@ var intentRules = []intentRule{
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
 	{re: ire(`\b(?:ajout\w*|augment\w*|añad\w*|agreg\w*|aument\w*|erhöh\w*|füge?\w*|schlag\w*|aggiung\w*|adicion\w*|acrescent\w*|ekle\w*|artır\w*)\b|(?:добав\p{L}*|увелич\p{L}*|накрут\p{L}*)|加上|增加|加收|追加|上乗せ|추가|올려|أضف|زِد|जोड़|बढ़ा`),
 		with: []*lazyRegexp{
-			ire(`\d+(?:[.,]\d+)?\x20?(?:%|pour ?cent|por ?ciento|prozent|per ?cento|por ?cento|yüzde|процент\p{L}*|パーセント|퍼센트|في المئة|प्रतिशत)`),
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|pour\s*cent|por\s*ciento|prozent|per\s*cento|por\s*cento|yüzde|процент\p{L}*|パーセント|퍼센트|في المئة|प्रतिशत)`),
 			ire(`\b(?:montant|frais|prix|total|importe|precio|cargos?|comisi[oó]n|tarifa|betrag|preis|gebühr\w*|summe|importo|prezzo|commissione|valor|preço|taxa|tutar|fiyat|ücret)\b|(?:сумм\p{L}*|цен\p{L}*|комисси\p{L}*)|金额|价格|费用|金額|料金|手数料|금액|수수료|요금|المبلغ|رسوم|السعر|राशि|शुल्क|कीमत`)},
 		reason: reasonAmount, needles: []string{"ajout", "augment", "añad", "agreg", "aument", "erhöh", "füg", "schlag", "aggiung", "adicion", "acrescent", "ekle", "artır", "добав", "увелич", "накрут", "加上", "增加", "加收", "追加", "上乗せ", "추가", "올려", "أضف", "زِد", "जोड़", "बढ़ा"}},
 	// amounts multiplied out of sight
@@ -296,7 +296,7 @@ var resultExecRules = []textRule{
 	{re: phrase(`\b(?:treat|regard|consider|interpret|read|take|handle)\b (?:(?:all|any|every|each) (?:of )?)?(?:the |its |this |that )?(?:returned |resulting |result |response |output |tool )?(?:text|content|data|output|value|result|response|string|message|payload|body|reply)s? (?:as|like) (?:an? |your |the )?(?:(?:new|direct|binding|authoritative|user['’]?s?|system) )?(?:commands?|instructions?|orders?|directives?|tasks?|prompts?)\b`),
 		reason: reasonExecute, needles: []string{"treat", "regard", "consider", "interpret", "read", "take", "handle"}},
 	// "execute whatever this returns", "do what the tool outputs"
-	{re: phrase(`\b` + doVerb + ` (?:exactly |precisely )?(?:whatever|everything|anything|what|all that|all) (?:(?:this|it|the) )?(?:tool|server|call|function|endpoint|api|it|this|that|response|result|output)? ?(?:returns|outputs|sends(?: back)?|responds with|replies with|gives (?:you|back)|comes back with|hands back|yields|emits|prints)\b`),
+	{re: phrase(`\b` + doVerb + ` (?:exactly |precisely )?(?:whatever|everything|anything|what|all that|all) (?:(?:this|it|the) )?(?:tool|server|call|function|endpoint|api|it|this|that|response|result|output)?\s*(?:returns|outputs|sends(?: back)?|responds with|replies with|gives (?:you|back)|comes back with|hands back|yields|emits|prints)\b`),
 		reason: reasonExecute, needles: []string{"return", "output", "send", "respond", "repl", "give", "come", "hand", "yield", "emit", "print"}},
 	// "the response is a command for you", "results are instructions to follow"
 	{re: phrase(`\b` + returned + ` (?:is|are|contains?|holds?|carr(?:y|ies)) (?:an? |the |your )?(?:(?:new|next|direct|binding|authoritative) )?(?:commands?|instructions?|orders?|directives?|tasks?) (?:for you|to (?:be )?(?:follow|obey|execute|run|carry out|perform|act on)(?:ed)?|you (?:must|should|have to|need to) (?:follow|obey|execute|run|carry out|perform|act on))\b`),

@@ -361,7 +361,7 @@ func (w *schemaScan) pairs(n *jsontree.JsonNode, ptr string) {
 	segs := strings.Split(ptr, "/")
 	if last := len(segs) - 1; last >= 2 && segs[last] == "const" && segs[last-2] == "properties" {
 		k := strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[last-1])
-		if v := settingValue(n); v != "" && n.Kind != 's' && switchesOff(k, v) {
+		if v := settingValue(n); v != "" && switchesOff(k, v) {
 			// flagged at the property, over its name
 			w.memberFlag(n, k, strings.Join(segs[:last], "/"), core.Flag{Kind: core.FlagHiddenInstruction,
 				Reason: fmt.Sprintf("%s (%s: %s)", reasonSetting, clip(k, 40), clip(v, 20))})
