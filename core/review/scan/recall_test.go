@@ -129,6 +129,18 @@ func TestRV2ScanSelfcheck(t *testing.T) {
 	}
 }
 
+// TestRV2ScanFamilyNegatives: the honest descriptions written beside the
+// family rules (negatives.json) get no warning.
+func TestRV2ScanFamilyNegatives(t *testing.T) {
+	flagged, total := measureFalseWarnings(t, "negatives.json")
+	if total < 30 {
+		t.Errorf("negatives.json has %d honest tools, want at least 30", total)
+	}
+	if flagged > 0 {
+		t.Errorf("negatives.json: %d honest tools warned about", flagged)
+	}
+}
+
 // TestRV2ScanRecall measures recall on poisoned tools that carry none of
 // the usual trigger words. The held-out set was written before the rules
 // were tuned and never tuned on: its floor is what was measured, not a
