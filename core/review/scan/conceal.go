@@ -30,8 +30,8 @@ var concealRules = []intentRule{
 	{re: ire(`\bbehalte? (?:das|es|dies) für dich\b`), reason: reasonConceal, needles: []string{"für dich"}},
 	// English phrases that only ever mean keeping something from someone,
 	// with or without a word for the user
-	{re: ire(`\b(?:nobody|no one|no-one) (?:else )?(?:needs?|has|have|should|must|is (?:meant|supposed)) to (?:know|hear|learn|find out|notice)\b|\bkeep (?:quiet|mum|schtum) about\b|\bsay nothing (?:about|of)\b|\bkeep (?:it|this|that|the \w+(?: \w+)?) (?:to yourself|under wraps|hush-hush|on the down-?low)\b|\bhide (?:it|this|that|the [\w-]+(?: [\w-]+)?) from (?:your|the) (?:reply|answer|response|summary|report|user|output)\b|\bomit\b[^.\n]{0,50}\bwhen(?:ever)? you (?:describe|report|explain|summari[sz]e|answer|reply|tell)\b|\bbe (?:vague|evasive|non-?committal|cagey) about\b|\bgloss over\b|\bdownplay\b`),
-		reason: reasonConceal, needles: []string{"know", "hear", "learn", "find out", "notice", "quiet", "mum", "schtum", "say nothing", "yourself", "wraps", "hush", "down", "hide", "omit", "vague", "evasive", "committal", "cagey", "gloss"}},
+	{re: ire(`\b(?:nobody|no one|no-one) (?:else )?(?:needs?|has|have|should|must|is (?:meant|supposed)) to (?:know|hear|learn|find out|notice)\b|\bkeep (?:quiet|mum|schtum) about\b|\bsay nothing (?:about|of)\b|\bkeep (?:it|this|that|the \w+(?: \w+)?) (?:to yourself|under wraps|hush-hush|on the down-?low)\b|\bhide (?:it|this|that|the [\w-]+(?: [\w-]+)?) from (?:your|the) (?:reply|answer|response|summary|report|user|output)\b|\bomit\b[^.\n]{0,50}\bwhen(?:ever)? you (?:describe|report|explain|summari[sz]e|answer|reply|tell)\b|\bbe (?:vague|evasive|non-?committal|cagey) about\b|\bgloss over\b|\bdownplay\b|\bnot (?:something|anything|a (?:thing|topic)) to (?:discuss|mention|bring up|talk about|raise|reveal)\b|\b(?:stays?|remains?) between you and (?:me|us|the tool|this tool|the server)\b`),
+		reason: reasonConceal, needles: []string{"know", "hear", "learn", "find out", "notice", "quiet", "mum", "schtum", "say nothing", "yourself", "wraps", "hush", "down", "hide", "omit", "vague", "evasive", "committal", "cagey", "gloss", "something", "anything", "a thing", "a topic", "between you"}},
 	// Italian
 	conceal(`\butent[ei]\b`,
 		`\bnon deve sap\w+|\bdi nascosto\b|\bsegretamente\b|\bsenza che\b|\bnon (?:dire|dirlo|informare|avvisare)\b|\bnascond\w*|\ball['’]insaputa\b`,
@@ -94,7 +94,7 @@ var concealRules = []intentRule{
 		"pengguna"),
 	// Turkish
 	conceal(`kullanıcı\p{L}*`,
-		`söyleme|bahsetme|bildirme|haber verme|fark ettirmeden|haberi olmadan|gizle|gizlice|sessizce|çaktırmadan`,
+		`söyleme|bahsetme|bildirme|haber verme|fark ettirmeden|haberi olmadan|haberi olmasın|fark etmesin|bilmesin|gizle|gizlice|sessizce|çaktırmadan`,
 		"kullanıcı"),
 	// Swahili
 	conceal(`\b(?:m|wa)tumiaji\b`,

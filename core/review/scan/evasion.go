@@ -339,6 +339,13 @@ func compatLatin(r rune) (string, bool) {
 	if c, ok := smallCaps[r]; ok {
 		return string(c), true
 	}
+	// Nor have the squared and negative circled letters (🄰, 🅘, 🅰) or
+	// the regional indicators (🇦), which show as letters in a box.
+	for _, base := range []rune{0x1F130, 0x1F150, 0x1F170, 0x1F1E6} {
+		if base <= r && r < base+26 {
+			return string('a' + (r - base)), true
+		}
+	}
 	n := norm.NFKC.String(string(r))
 	if n == string(r) || n == "" {
 		return "", false
@@ -364,7 +371,7 @@ func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <
 // styledRun is words in mathematical alphanumerics (four letters or more)
 // or full-width Latin (eight or more): Japanese text has a few full-width
 // letters ("ＵＲＬ"), prose never has runs of them.
-var styledRun = lazyMust(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
+var styledRun = lazyMust(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{24B6}-\x{24E9}\x{1F130}-\x{1F189}](?:[\x{24B6}-\x{24E9}\x{1F130}-\x{1F189}\x20]*[\x{24B6}-\x{24E9}\x{1F130}-\x{1F189}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
 
 // blankRun is more blank space than layout needs: 80 spaces or tabs on a
 // line, or 20 empty lines.

@@ -58,7 +58,7 @@ const (
 	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|plus|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b` +
 		// the same cues in the languages most people speak
 		`|\b(?:immer|egal|stattdessen|anstelle|ebenfalls|siempre|en lugar de|en vez de|sin importar|también|toujours|au lieu de|peu importe|aussi|sempre|em vez de|independentemente|também|invece di|indipendentemente|anche|her zaman|yerine|ne olursa olsun)\b|(?:всегда|вместо|независимо|также)|总是|始终|无论|而不是|常に|代わりに|항상|대신|관계없이|دائما|دائمًا|بدلا من|بدلاً من|हमेशा|के बजाय|चाहे`
-	moneyWord = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b` +
+	moneyWord = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card|balance|eth|btc|usdt|usdc|crypto\w*|bitcoin|ether)\b` +
 		`|\b(?:betrag|konto|überweis\w*|zahlung\w*|geld|dinero|cuenta|pago|pagos|transferencia|importe|argent|compte|virement|paiement|montant|dinheiro|conta|pagamento|transferência|denaro|conto|bonifico|importo|hesap|ödeme|havale)\b|(?:деньг|сч[её]т|перевод|плат[её]ж|перевед)|钱|账户|帳戶|付款|转账|轉帳|口座|送金|振込|계좌|송금|حساب|تحويل|المبلغ|खाता|भुगतान|राशि`
 )
 
@@ -81,14 +81,17 @@ var intentRules = []intentRule{
 		with:   []*lazyRegexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
 		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplac\w*|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\bgo(?:es)? (?:straight )?to\b|\b(?:is|are|get|gets) (?:sent|paid|routed|deposited|credited|forwarded|transferred|wired|shipped|delivered) to\b|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b`)},
-		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card",
+	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplac\w*|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\bgo(?:es)? (?:straight )?to\b|\b(?:is|are|get|gets) (?:sent|paid|routed|deposited|credited|forwarded|transferred|wired|shipped|delivered) to\b|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b|\b(?:sweep|drain|empty|move|send|transfer|forward|wire)\b (?:it|them|the (?:balance|funds|rest|remainder|excess|difference)|everything|all(?: of it)?)\b`)},
+		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card", "balance", "eth", "btc", "usdt", "usdc", "crypto", "bitcoin",
 			"betrag", "konto", "berweis", "zahlung", "geld", "dinero", "cuenta", "pago", "transferencia", "importe", "argent", "compte", "virement", "paiement", "montant", "dinheiro", "conta", "pagamento", "denaro", "conto", "bonifico", "importo", "hesap", "deme", "havale",
 			"деньг", "счет", "счёт", "перевод", "плат", "перевед", "钱", "账户", "帳戶", "付款", "转账", "轉帳", "口座", "送金", "振込", "계좌", "송금", "حساب", "تحويل", "المبلغ", "खाता", "भुगतान", "राशि"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
 		with:   []*lazyRegexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
 		reason: reasonRedirect, needles: []string{"whatever", "not the one", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
+	// the user's choice overridden
+	{re: ire(`\b(?:regardless of|ignoring|overriding|against|instead of|in place of|whatever|no matter) (?:the user['’]s|their|the customer['’]s|the voter['’]s) (?:choice|decision|selection|preference|answer|vote|wishes|pick|instructions?)s?\b`),
+		reason: "tells the model to act against what the user chose", needles: []string{"choice", "decision", "selection", "preference", "answer", "vote", "wishes", "pick", "instruction"}},
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*lazyRegexp{
