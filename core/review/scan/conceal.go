@@ -21,7 +21,7 @@ var concealRules = []intentRule{
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,
-		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas (?:besoin de|à) (?:le )?savoir\b|\bgarde[sz]? (?:ça|cela|le|les) pour (?:toi|vous)\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach|\ben secret\b|\bs['’]en aper\w+|\bne (?:rien |pas |jamais )(?:l(?:e|ui|eur) )?(?:informer|prévenir|avertir|dire|mentionner|signaler|montrer|révéler|notifier)\b`,
+		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas (?:besoin de|à) (?:le )?savoir\b|\bgarde[sz]? (?:ça|cela|le|les) pour (?:toi|vous)\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach(?:er|ez|ons|ant|ait|é)|\ben secret\b|\bs['’]en aper\w+|\bne (?:rien |pas |jamais )(?:l(?:e|ui|eur) )?(?:informer|prévenir|avertir|dire|mentionner|signaler|montrer|révéler|notifier)\b`,
 		"utilisat", "client"),
 	// German
 	conceal(`\b(?:Benutzer|Nutzer|Anwender|Kunde)\w*`,
