@@ -95,7 +95,7 @@ var intentRules = []intentRule{
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*lazyRegexp{
-			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b|\bto the next (?:\w+ )?(?:dollars?|euros?|pounds?|ten|tens|hundred|whole (?:number|dollar|euro))\b`),
 			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
 	{re: ire(`\b(?:ajout\w*|augment\w*|añad\w*|agreg\w*|aument\w*|erhöh\w*|füge?\w*|schlag\w*|aggiung\w*|adicion\w*|acrescent\w*|ekle\w*|artır\w*)\b|(?:добав\p{L}*|увелич\p{L}*|накрут\p{L}*)|加上|增加|加收|追加|上乗せ|추가|올려|أضف|زِد|जोड़|बढ़ा`),
