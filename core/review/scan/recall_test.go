@@ -111,7 +111,8 @@ func measureFalseWarnings(t *testing.T, name string) (flagged, total int) {
 // TestRV2ScanSelfcheck measures selfcheck.json, written before the round
 // of tuning on fresh12.json and never tuned on: recall on its poisoned
 // cases and false warnings on its honest tools. The bounds are the values
-// measured before that round, not targets.
+// measured before that round (16 of 20, one honest tool warned about), not
+// targets; testdata/review/README.md gives the figure after it.
 func TestRV2ScanSelfcheck(t *testing.T) {
 	caught, total := measureRecall(t, "selfcheck.json")
 	if total < 20 {
@@ -152,9 +153,14 @@ func TestRV2ScanFamilyNegatives(t *testing.T) {
 // the tuning on fresh5.json and measured blind, then tuned on with
 // fresh7.json and fresh8.json for the signal pairs. fresh9.json to
 // fresh12.json were each written after one round of tuning and measured
-// blind before the next (testdata/review/README.md has the figures);
-// fresh9 to fresh11 were then tuned on, fresh12.json never was. Every
-// floor is the value measured, not a target.
+// blind before the next (testdata/review/README.md has the figures), then
+// tuned on; fresh12.json's misses were studied by the family of signal or
+// place that was missing, not by their words. families.json exercises each
+// family of poisoning the rules read and measures nothing;
+// paraphrase.json to paraphrase5.json were each written after a round of
+// family rules and measured before the next (their sources give the
+// figures), then tuned on. Every floor is the value measured, not a
+// target.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
 		file  string
@@ -162,19 +168,19 @@ func TestRV2ScanRecall(t *testing.T) {
 		floor float64
 	}{
 		{"training.json", 40, 0.95},
-		{"heldout.json", 40, 0.90},
+		{"heldout.json", 40, 1.0},
 		{"fresh.json", 40, 0.95},
-		{"fresh2.json", 40, 0.93},
+		{"fresh2.json", 40, 1.0},
 		{"fresh3.json", 40, 0.95},
 		{"fresh4.json", 40, 0.95},
-		{"fresh5.json", 40, 0.95},
-		{"fresh6.json", 40, 0.92},
+		{"fresh5.json", 40, 0.97},
+		{"fresh6.json", 40, 1.0},
 		{"fresh7.json", 40, 1.0},
-		{"fresh8.json", 40, 0.97},
-		{"fresh9.json", 40, 0.95},
-		{"fresh10.json", 40, 0.88},
-		{"fresh11.json", 40, 0.90},
-		{"fresh12.json", 40, 0.59},
+		{"fresh8.json", 40, 1.0},
+		{"fresh9.json", 40, 1.0},
+		{"fresh10.json", 40, 1.0},
+		{"fresh11.json", 40, 1.0},
+		{"fresh12.json", 40, 1.0},
 		{"families.json", 30, 1.0},
 		{"paraphrase.json", 40, 0.95},
 		{"paraphrase2.json", 40, 0.97},
