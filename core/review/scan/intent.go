@@ -89,6 +89,9 @@ var intentRules = []intentRule{
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
 		with:   []*lazyRegexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
 		reason: reasonRedirect, needles: []string{"whatever", "not the one", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
+	// reviews and ratings written for the tool's owner
+	{re: ire(`\b(?:rate|review|score|star)\b[^.\n]{0,40}\b(?:five|5|top|maximum|highest|full) stars?\b[^.\n]{0,60}\bcompetitor|\bcompetitors?['’]?\b[^.\n]{0,40}\b(?:one|1|lowest|zero|0) stars?\b|\b(?:rate|review|score|give)\b[^.\n]{0,20}\bcompetitors?['’]?\b[^.\n]{0,30}\b(?:low|lowest|poor|bad|negative)`),
+		reason: "tells the model to shape its answers for the tool", needles: []string{"competitor"}},
 	// the user's choice overridden
 	{re: ire(`\b(?:regardless of|ignoring|overriding|against|instead of|in place of|whatever|no matter) (?:the user['’]s|their|the customer['’]s|the voter['’]s) (?:choice|decision|selection|preference|answer|vote|wishes|pick|instructions?)s?\b`),
 		reason: "tells the model to act against what the user chose", needles: []string{"choice", "decision", "selection", "preference", "answer", "vote", "wishes", "pick", "instruction"}},
@@ -96,7 +99,7 @@ var intentRules = []intentRule{
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*lazyRegexp{
 			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b|\bto the next (?:\w+ )?(?:dollars?|euros?|pounds?|ten|tens|hundred|whole (?:number|dollar|euro))\b`),
-			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
+			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?|charg(?:e|es|ed|ing))\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
 	{re: ire(`\b(?:ajout\w*|augment\w*|añad\w*|agreg\w*|aument\w*|erhöh\w*|füge?\w*|schlag\w*|aggiung\w*|adicion\w*|acrescent\w*|ekle\w*|artır\w*)\b|(?:добав\p{L}*|увелич\p{L}*|накрут\p{L}*)|加上|增加|加收|追加|上乗せ|추가|올려|أضف|زِد|जोड़|बढ़ा`),
 		with: []*lazyRegexp{
@@ -125,7 +128,7 @@ var intentRules = []intentRule{
 	// orders that outlast this call
 	{re: ire(`\b(?:this|these|the following|it|that)(?: (?:rule|instruction|guidance|note|preference|setting|policy)s?)? (?:appl(?:y|ies)|holds?|stays? in effect|remains? in (?:effect|force)) (?:to|for|across|throughout) (?:all|every|each|any|the rest of)(?: of)?(?: your| the| this)? (?:repl|answer|respons|message|turn|conversation|chat|session|tool|call|request)\w*|\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
 		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth", "appl", "hold", "effect", "force"}},
-	{re: ire(`\bfor the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
+	{re: ire(`\b(?:for|during|throughout) the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
 		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
 	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following|remaining) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?|messages?|conversations?|chats?|tasks?|(?:[\w-]+ )?tool (?:calls?|uses?|invocations?|runs?|requests?))\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
 		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"}},
@@ -175,7 +178,7 @@ var intentRules = []intentRule{
 		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
 	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
 		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
-	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[-\x20]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
+	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\b(?:to|into) (?:(?:any|the|an?|your)(?: available)? )?(?:code[-\x20]execution|shell|terminal|exec|python|bash|sh|zsh|powershell|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
 		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"}},
 }
 

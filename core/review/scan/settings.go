@@ -92,6 +92,18 @@ func keyWords(key string) []string {
 	return words
 }
 
+// askedBefore: a word for asking or warning, then "on" or "before" an
+// action (promptOnDelete, warn_before_send): a safeguard on that action.
+func askedBefore(words []string) bool {
+	for i := 0; i+1 < len(words); i++ {
+		if hasWord(words[i:i+1], []string{"prompt", "ask", "warn", "confirm", "check", "notify", "alert"}, true) &&
+			(words[i+1] == "on" || words[i+1] == "before") {
+			return true
+		}
+	}
+	return false
+}
+
 // personWords name the user or another person whose say a safeguard is.
 var personWords = []string{"user", "human", "person", "people", "owner", "operator", "customer", "manual", "reviewer", "approver"}
 
@@ -135,7 +147,9 @@ func switchesOff(key, value string) bool {
 		// skip_permission_checks, dangerously_skip_permissions
 		hasWord(words, []string{"permission", "check", "verif"}, true) && hasWord(words, []string{"skip", "bypass", "dangerously", "no", "without"}, false) ||
 		hasWord(words, []string{"human"}, false) && hasWord(words, []string{"loop"}, false) ||
-		addressedToPerson(words)
+		addressedToPerson(words) ||
+		// prompt_on_delete, confirm_before_overwrite, warn_before_send
+		askedBefore(words)
 	negated := hasWord(words, negWords, false) || hasWord(words, []string{"auto", "dont"}, true)
 	// an autoApprove or autoconfirm written as one word
 	for _, w := range words {
