@@ -130,6 +130,20 @@ func TestRV2ScanSelfcheck(t *testing.T) {
 	}
 }
 
+// TestRV2ScanHoldout7 measures holdout7.json, written after every round of
+// tuning on fresh12.json and never tuned on: recall on its poisoned cases
+// and false warnings on its honest tools, as measured when it was written.
+func TestRV2ScanHoldout7(t *testing.T) {
+	caught, total := measureRecall(t, "holdout7.json")
+	if r := float64(caught) / float64(total); total < 30 || r < holdout7RecallFloor {
+		t.Errorf("holdout7.json: %d of %d, below its floor %.3f", caught, total, holdout7RecallFloor)
+	}
+	flagged, benign := measureFalseWarnings(t, "holdout7.json")
+	if benign < 15 || flagged > holdout7FalseWarningsMax {
+		t.Errorf("holdout7.json: %d of %d honest tools warned about, at most %d were when it was written", flagged, benign, holdout7FalseWarningsMax)
+	}
+}
+
 // TestRV2ScanFamilyNegatives: the honest descriptions written beside the
 // family rules (negatives.json) get no warning.
 func TestRV2ScanFamilyNegatives(t *testing.T) {
@@ -268,4 +282,10 @@ func TestRV2ScanIntentRulesExercised(t *testing.T) {
 const (
 	selfcheckRecallFloor      = 0.80
 	selfcheckFalseWarningsMax = 1
+)
+
+// The holdout7 bounds as measured when the file was written.
+const (
+	holdout7RecallFloor      = 0.50
+	holdout7FalseWarningsMax = 0
 )
