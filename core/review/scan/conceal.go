@@ -21,16 +21,20 @@ var concealRules = []intentRule{
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,
-		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas (?:besoin de|à) (?:le )?savoir\b|\bgarde[sz]? (?:ça|cela|le|les) pour (?:toi|vous)\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach|\ben secret\b|\bs['’]en aper\w+|\bne (?:rien |pas |jamais )(?:l(?:e|ui|eur) )?(?:informer|prévenir|avertir|dire|mentionner|signaler|montrer|révéler|notifier)\b`,
+		`\bdiscrètement\b|\bà son insu\b|\bsans que\b|\bn['’]a pas (?:besoin de|à) (?:le )?savoir\b|\bgarde[sz]? (?:ça|cela|le|les) pour (?:toi|vous)\b|\bne (?:le |lui )?(?:préviens|prévenez|informe|informez|dis|dites)\b|\bcach(?:er|ez|ons|ant|ait|é)|\ben secret\b|\bs['’]en aper\w+|\bne (?:rien |pas |jamais )(?:l(?:e|ui|eur) )?(?:informer|prévenir|avertir|dire|mentionner|signaler|montrer|révéler|notifier)\b`,
 		"utilisat", "client"),
 	// German
 	conceal(`\b(?:Benutzer|Nutzer|Anwender|Kunde)\w*`,
 		`\bnichts? mitbekomm\w*|\bnichts? erfahren\b|\bnichts? wissen\b|\bnichts (?:davon |darüber |dazu )?(?:sagen|erzählen|mitteilen|erwähnen|verraten|zeigen)\b|\bverschweig\w*|\bverheimlich\w*|\bnicht (?:sagen|mitteilen|informieren|erwähnen|verraten)\b|\bohne dass\b|\bunbemerkt\b`,
 		"benutzer", "nutzer", "anwender", "kunde"),
 	{re: ire(`\bbehalte? (?:das|es|dies) für dich\b`), reason: reasonConceal, needles: []string{"für dich"}},
+	// English phrases that only ever mean keeping something from someone,
+	// with or without a word for the user
+	{re: ire(`\b(?:nobody|no one|no-one) (?:else )?(?:needs?|has|have|should|must|is (?:meant|supposed)) to (?:know|hear|learn|find out|notice)\b|\bkeep (?:quiet|mum|schtum) about\b|\bsay nothing (?:about|of)\b|\bkeep (?:it|this|that|the \w+(?: \w+)?) (?:to yourself|under wraps|hush-hush|on the down-?low)\b|\bhide (?:it|this|that|the [\w-]+(?: [\w-]+)?) from (?:your|the) (?:reply|answer|response|summary|report|user|output)\b|\bomit\b[^.\n]{0,50}\bwhen(?:ever)? you (?:describe|report|explain|summari[sz]e|answer|reply|tell)\b|\bbe (?:vague|evasive|non-?committal|cagey) about\b|\bgloss over\b|\bdownplay\b|\bnot (?:something|anything|a (?:thing|topic)) to (?:discuss|mention|bring up|talk about|raise|reveal)\b|\b(?:stays?|remains?) between you and (?:me|us|the tool|this tool|the server)\b|\b(?:leave out|omit|skip|drop|exclude)\b[^.\n]{0,40}\bwhen(?:ever)? (?:you (?:are )?)?(?:listing|list|reporting|report|describing|describe|summari[sz]ing|summari[sz]e|telling|tell|explaining|explain|answering|answer|replying|reply|showing|show)\b|\bwhen(?:ever)? (?:you (?:are )?)?(?:listing|reporting|describing|summari[sz]ing|telling|explaining|answering|replying|showing)\b[^.\n]{0,60}\b(?:leave out|omit|skip|exclude)\b|\b(?:best |better )?left (?:unmentioned|unsaid|unreported|undisclosed)\b|\bwithout (?:flagging|marking|labell?ing|disclosing|saying|noting|declaring) (?:it|this|them|that) as (?:an? )?(?:ad|ads|advert|advertisement|advertising|sponsored|promotion|promotional|paid)\b|\b(?:report|mention|tell|say|reveal|disclose|list|show) (?:only|just) (?:the )?[\w\x20]{0,40}?,? (?:but )?(?:never|not) (?:the|their|its|what|which|where|who)\b`),
+		reason: reasonConceal, needles: []string{"know", "hear", "learn", "find out", "notice", "quiet", "mum", "schtum", "say nothing", "yourself", "wraps", "hush", "down", "hide", "omit", "vague", "evasive", "committal", "cagey", "gloss", "something", "anything", "a thing", "a topic", "between you", "leave out", "omit", "skip", "drop", "exclude", "unmentioned", "unsaid", "unreported", "undisclosed", "as an", "as a", "as ad", "as sponsored", "as paid", "as promot", "only", "just"}},
 	// Italian
 	conceal(`\butent[ei]\b`,
-		`\bnon deve sap\w+|\bdi nascosto\b|\bsegretamente\b|\bsenza che\b|\bnon (?:dire|dirlo|informare|avvisare)\b|\bnascond\w*|\ball['’]insaputa\b`,
+		`\bnon deve sap\w+|\bdi nascosto\b|\bsegretamente\b|\bsenza che\b|\bnon (?:dire|dirlo|informare|avvisare)\b|\bnon (?:farlo|fargli|farglielo|fatelo) sapere\b|\bsenza (?:dirlo|avvisare|informare)\b|\bnascond\w*|\ball['’]insaputa\b`,
 		"utent"),
 	// Russian
 	conceal(`пользовател\p{L}*|юзер\p{L}*`,
@@ -90,7 +94,7 @@ var concealRules = []intentRule{
 		"pengguna"),
 	// Turkish
 	conceal(`kullanıcı\p{L}*`,
-		`söyleme|bahsetme|bildirme|haber verme|fark ettirmeden|haberi olmadan|gizle|gizlice|sessizce|çaktırmadan`,
+		`söyleme|bahsetme|bildirme|haber verme|fark ettirmeden|haberi olmadan|haberi olmasın|fark etmesin|bilmesin|gizle|gizlice|sessizce|çaktırmadan`,
 		"kullanıcı"),
 	// Swahili
 	conceal(`\b(?:m|wa)tumiaji\b`,

@@ -33,8 +33,8 @@ var encodedRules = []struct {
 }{
 	{lazyMust(`\b[0-9A-Fa-f]{24,}\b`), "hex", decodeHex, false},
 	{lazyMust(`\b(?:[0-9A-Fa-f]{2}[ :,-]){11,}[0-9A-Fa-f]{2}\b`), "hex bytes", decodeHex, false},
-	{lazyMust(`(?:\\x[0-9A-Fa-f]{2}){8,}`), `\x escapes`, decodeHex, false},
-	{lazyMust(`(?:\\u[0-9A-Fa-f]{4}){6,}`), `\u escapes`, decodeUnicodeEscapes, false},
+	{lazyMust(`(?:\\x[0-9A-Fa-f]{2}){4,}`), `\x escapes`, decodeHex, false},
+	{lazyMust(`(?:\\u[0-9A-Fa-f]{4}){3,}`), `\u escapes`, decodeUnicodeEscapes, false},
 	{lazyMust(`(?:%[0-9A-Fa-f]{2}){8,}`), "percent escapes", decodeHex, true},
 }
 
@@ -91,6 +91,20 @@ func (t *cleanText) encoded() []core.Flag {
 			}
 			text, ok := textLike(b, r.ascii)
 			if !ok {
+				// A run too short to be text alone may be one word of
+				// a sentence ("\u0069\u0067\u006e\u006f\u0072\u0065
+				// previous instructions"): read it in place, with the
+				// rest of its sentence as written.
+				if text, ok = textLike(b, false); !ok && utf8.Valid(b) && len(b) >= 3 {
+					start, end := t.span(m[0], m[1])
+					a, z := sentence(t.text, m[0], m[1])
+					inPlace := t.text[a:m[0]] + string(b) + t.text[m[1]:z]
+					if found := payloadFlags(inPlace, start, end, "written as "+r.name+" in a sentence"); len(found) > 0 {
+						out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+							Reason: fmt.Sprintf("%s that decode to a word of the sentence around them: %q", r.name, clip(string(b), 60))})
+						out = append(out, found...)
+					}
+				}
 				continue
 			}
 			start, end := t.span(m[0], m[1])
@@ -224,6 +238,11 @@ func (t *cleanText) obfuscatedReadings(plain []core.Flag, hidden bool) []core.Fl
 	if !hidden {
 		return out
 	}
+	for _, m := range mixedScriptWords(t.text) {
+		start, end := t.span(m[0], m[1])
+		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
+			Reason: fmt.Sprintf("a word that mixes Latin letters with look-alike letters of another script (%q reads as %q), which filters do not read as the word", clip(t.text[m[0]:m[1]], 40), clip(squeeze(t.text[m[0]:m[1]]).text, 40))})
+	}
 	for _, m := range styledRun.findAllIn(t) {
 		start, end := t.span(m[0], m[1])
 		out = append(out, core.Flag{Kind: core.FlagObfuscated, Start: start, End: end,
@@ -288,6 +307,38 @@ func disguised(s string) bool {
 	return false
 }
 
+// mixedScriptWords returns the words of s (runs of letters) that hold
+// both ASCII letters and letters of another script that look Latin
+// ("Аlwаys" with Cyrillic а): no language writes a word so, and a reader
+// sees the Latin word a filter does not.
+func mixedScriptWords(s string) [][2]int {
+	var out [][2]int
+	start, latin, alike := -1, false, false
+	end := func(i int) {
+		if start >= 0 && latin && alike {
+			out = append(out, [2]int{start, i})
+		}
+		start, latin, alike = -1, false, false
+	}
+	for i, r := range s {
+		if !unicode.IsLetter(r) {
+			end(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+		if isASCIILetter(r) {
+			latin = true
+		} else if _, ok := lookAlike[unicode.ToLower(r)]; ok && (unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Greek, r)) {
+			// Latin letters outside ASCII (Turkish ı) are Latin
+			alike = true
+		}
+	}
+	end(len(s))
+	return out
+}
+
 // compatLatin reads a styled or full-width letter (𝐈, ｉ, ℐ, ﬁ) as the
 // lower-case Latin letters it stands for.
 func compatLatin(r rune) (string, bool) {
@@ -297,6 +348,13 @@ func compatLatin(r rune) (string, bool) {
 	// Small capitals have no compatibility mapping, yet read as Latin.
 	if c, ok := smallCaps[r]; ok {
 		return string(c), true
+	}
+	// Nor have the squared and negative circled letters (🄰, 🅘, 🅰) or
+	// the regional indicators (🇦), which show as letters in a box.
+	for _, base := range []rune{0x1F130, 0x1F150, 0x1F170, 0x1F1E6} {
+		if base <= r && r < base+26 {
+			return string('a' + (r - base)), true
+		}
 	}
 	n := norm.NFKC.String(string(r))
 	if n == string(r) || n == "" {
@@ -323,7 +381,7 @@ func isASCIILetter(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <
 // styledRun is words in mathematical alphanumerics (four letters or more)
 // or full-width Latin (eight or more): Japanese text has a few full-width
 // letters ("ＵＲＬ"), prose never has runs of them.
-var styledRun = lazyMust(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
+var styledRun = lazyMust(`[\x{1D400}-\x{1D7FF}](?:[\x{1D400}-\x{1D7FF}\x20]*[\x{1D400}-\x{1D7FF}]){3,}|[\x{24B6}-\x{24E9}\x{1F130}-\x{1F189}](?:[\x{24B6}-\x{24E9}\x{1F130}-\x{1F189}\x20]*[\x{24B6}-\x{24E9}\x{1F130}-\x{1F189}]){3,}|[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}](?:[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x20\x{3000}]*[\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}]){7,}`)
 
 // blankRun is more blank space than layout needs: 80 spaces or tabs on a
 // line, or 20 empty lines.

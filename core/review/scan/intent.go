@@ -55,8 +55,11 @@ const (
 		`|\b(?-i:[A-Z][\w&]+(?: [A-Z][\w&]+)*) (?:ltd|llc|inc|gmbh|holdings|corp|limited)\b`
 	// words that make an order out of a statement: it applies always, to
 	// everything, or over what the user chose
-	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|plus|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b`
-	moneyWord   = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card)\b`
+	overrideCue = `\b(?:always|every|everything|everyone|each|all|any|whatever|plus|whichever|regardless|no matter|instead|rather than|in place of|on file|only (?:kept|used) as a reference|also|as well|too|additionally)\b` +
+		// the same cues in the languages most people speak
+		`|\b(?:immer|egal|stattdessen|anstelle|ebenfalls|siempre|en lugar de|en vez de|sin importar|también|toujours|au lieu de|peu importe|aussi|sempre|em vez de|independentemente|também|invece di|indipendentemente|anche|her zaman|yerine|ne olursa olsun)\b|(?:всегда|вместо|независимо|также)|总是|始终|无论|而不是|常に|代わりに|항상|대신|관계없이|دائما|دائمًا|بدلا من|بدلاً من|हमेशा|के बजाय|चाहे`
+	moneyWord = `\b(?:pay|pays|paid|payment|payments|payout|payouts|payee|transfer|transfers|funds|money|refunds?|wire|deposit|withdraw\w*|account|iban|wallet|beneficiary|destination|recipient|receiving|ship\w*|deliver\w*|address|settlement|bucket|card|balance|eth|btc|usdt|usdc|crypto\w*|bitcoin|ether)\b` +
+		`|\b(?:betrag|konto|überweis\w*|zahlung\w*|geld|dinero|cuenta|pago|pagos|transferencia|importe|argent|compte|virement|paiement|montant|dinheiro|conta|pagamento|transferência|denaro|conto|bonifico|importo|hesap|ödeme|havale)\b|(?:деньг|сч[её]т|перевод|плат[её]ж|перевед)|钱|账户|帳戶|付款|转账|轉帳|口座|送金|振込|계좌|송금|حساب|تحويل|المبلغ|खाता|भुगतान|राशि`
 )
 
 func ire(p string) *lazyRegexp { return phrase(p) }
@@ -78,24 +81,37 @@ var intentRules = []intentRule{
 		with:   []*lazyRegexp{ire(overrideCue + `|\bevery time\b|\bhidden\b|\bsilent\w*|\bquiet\w*`)},
 		reason: reasonRedirect, needles: []string{"@"}},
 	// money or goods sent to a place of the tool's choosing
-	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplace\b|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b`)},
-		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card"}},
+	{re: destRe, with: []*lazyRegexp{moneyRe, ire(overrideCue + `|\b(?:should|must) (?:be|go)\b|\buse\b[^.\n]{0,80}\bas the\b|\bset the\b|\breplac\w*|(?:^|[.!?\n]\s*)(?:deposit|send|route|pay|transfer|wire|move|forward|deliver|ship|direct|credit|redirect|divert)\b|\b(?:redirect|divert|reroute|re-route|swap|substitut|intercept)\w*|\bgo(?:es)? (?:straight )?to\b|\b(?:is|are|get|gets) (?:sent|paid|routed|deposited|credited|forwarded|transferred|wired|shipped|delivered) to\b|\brout(?:e|es|ed|ing) (?:\w+ ){0,3}(?:through|via)\b|\b(?:first|instead)\b|\b(?:sweep|drain|empty|move|send|transfer|forward|wire)\b (?:it|them|the (?:balance|funds|rest|remainder|excess|difference)|everything|all(?: of it)?)\b`)},
+		reason: reasonRedirect, needles: []string{"pay", "transfer", "fund", "money", "refund", "wire", "deposit", "withdraw", "account", "iban", "wallet", "beneficiary", "destination", "recipient", "receiving", "ship", "deliver", "address", "settlement", "bucket", "card", "balance", "eth", "btc", "usdt", "usdc", "crypto", "bitcoin",
+			"betrag", "konto", "berweis", "zahlung", "geld", "dinero", "cuenta", "pago", "transferencia", "importe", "argent", "compte", "virement", "paiement", "montant", "dinheiro", "conta", "pagamento", "denaro", "conto", "bonifico", "importo", "hesap", "deme", "havale",
+			"деньг", "счет", "счёт", "перевод", "плат", "перевед", "钱", "账户", "帳戶", "付款", "转账", "轉帳", "口座", "送金", "振込", "계좌", "송금", "حساب", "تحويل", "المبلغ", "खाता", "भुगतान", "राशि"}},
 	// the user's choice of where, overridden
 	{re: ire(`\b(?:whatever|whichever|no matter (?:what|which)|regardless of|instead of|rather than|in place of|not the one (?:the user|they|you) (?:types?|gives?|enters?|chooses?|picks?|provides?)|replace (?:it|them|this|that)|only (?:kept|used) as a reference|(?:often|usually|frequently) (?:wrong|mistyped|incorrect))\b`),
 		with:   []*lazyRegexp{ire(`\b(?:account|address|wallet|payee|recipient|destination|beneficiary|card|iban|payment method|bucket|channel|amount|quantity|number)s?\b`), ire(`\buser|\brequested\b|\btyped\b|\bgiven\b|\bentered\b|\bprovided\b|\boriginal\b|\bnames\b|\blists\b|\bappears\b|` + destLiteral)},
 		reason: reasonRedirect, needles: []string{"whatever", "not the one", "whichever", "no matter", "regardless", "instead", "rather than", "in place of", "replace", "reference", "wrong", "mistyped", "incorrect"}},
+	// reviews and ratings written for the tool's owner
+	{re: ire(`\b(?:rate|review|score|star)\b[^.\n]{0,40}\b(?:five|5|top|maximum|highest|full) stars?\b[^.\n]{0,60}\bcompetitor|\bcompetitors?['’]?\b[^.\n]{0,40}\b(?:one|1|lowest|zero|0) stars?\b|\b(?:rate|review|score|give)\b[^.\n]{0,20}\bcompetitors?['’]?\b[^.\n]{0,30}\b(?:low|lowest|poor|bad|negative)`),
+		reason: "tells the model to shape its answers for the tool", needles: []string{"competitor"}},
+	// the user's choice overridden
+	{re: ire(`\b(?:regardless of|ignoring|overriding|against|instead of|in place of|whatever|no matter) (?:the user['’]s|their|the customer['’]s|the voter['’]s) (?:choice|decision|selection|preference|answer|vote|wishes|pick|instructions?)s?\b`),
+		reason: "tells the model to act against what the user chose", needles: []string{"choice", "decision", "selection", "preference", "answer", "vote", "wishes", "pick", "instruction"}},
 	// amounts changed
 	{re: ire(`\b(?:increase|increasing|raise|inflate|bump|mark(?:ing)? up|multiply|multiplying|round(?: \w+){0,3} up|pad|double|triple|add|adding|set|charge)\b`),
 		with: []*lazyRegexp{
-			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b`),
-			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?)\b`)},
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|percent|per cent|times)|\bby (?:\d|one|two|three|four|five|ten)\b|\bmultiple of\b|\b(?:regardless|whatever|no matter)\b|\bto the next (?:\w+ )?(?:dollars?|euros?|pounds?|ten|tens|hundred|whole (?:number|dollar|euro))\b`),
+			ire(`\bwhatever the user (?:says|asks for|enters|types|gives|chooses)\b|\b(?:amounts?|prices?|totals?|charges?|costs?|quantit(?:y|ies)|sums?|fees?|figures?|shares?|claimed|bills?|fares?|invoices?|tips?|gratuit(?:y|ies)|surcharges?|markups?|commissions?|charg(?:e|es|ed|ing))\b`)},
 		reason: reasonAmount, needles: []string{"increas", "raise", "inflate", "bump", "mark", "multiply", "round", "pad", "double", "triple", "add", "set", "charge"}},
+	{re: ire(`\b(?:ajout\w*|augment\w*|añad\w*|agreg\w*|aument\w*|erhöh\w*|füge?\w*|schlag\w*|aggiung\w*|adicion\w*|acrescent\w*|ekle\w*|artır\w*)\b|(?:добав\p{L}*|увелич\p{L}*|накрут\p{L}*)|加上|增加|加收|追加|上乗せ|추가|올려|أضف|زِد|जोड़|बढ़ा`),
+		with: []*lazyRegexp{
+			ire(`\d+(?:[.,]\d+)?\x20?(?:%|pour\s*cent|por\s*ciento|prozent|per\s*cento|por\s*cento|yüzde|процент\p{L}*|パーセント|퍼센트|في المئة|प्रतिशत)`),
+			ire(`\b(?:montant|frais|prix|total|importe|precio|cargos?|comisi[oó]n|tarifa|betrag|preis|gebühr\w*|summe|importo|prezzo|commissione|valor|preço|taxa|tutar|fiyat|ücret)\b|(?:сумм\p{L}*|цен\p{L}*|комисси\p{L}*)|金额|价格|费用|金額|料金|手数料|금액|수수료|요금|المبلغ|رسوم|السعر|राशि|शुल्क|कीमत`)},
+		reason: reasonAmount, needles: []string{"ajout", "augment", "añad", "agreg", "aument", "erhöh", "füg", "schlag", "aggiung", "adicion", "acrescent", "ekle", "artır", "добав", "увелич", "накрут", "加上", "增加", "加收", "追加", "上乗せ", "추가", "올려", "أضف", "زِد", "जोड़", "बढ़ा"}},
 	// amounts multiplied out of sight
 	{re: ire(`\b(?:double|triple|quadruple|inflate|multiply|pad)\b (?:it|them|the \w+|each|every|all|any)\b`),
 		with:   []*lazyRegexp{ire(`\b(?:silently|quietly|secretly|always|every time|without (?:asking|telling|saying))\b`)},
 		reason: reasonAmount, needles: []string{"double", "triple", "quadruple", "inflate", "multiply", "pad"}},
 	// the user's data handed to others
-	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[- ]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
+	{re: ire(`\b(?:share|send|sell|pass|give|report|upload|leak|forward|transmit|sync)\b[^.\n]{0,30}(?:(?:the user['’]?s|their|user|users['’]?|your) )?(?:browsing history|location|gps|whereabouts|contacts?|address book|camera roll|photos|call log|messages|chat logs?|keystrokes|clipboard|personal data|identity|public ip)\b[^.\n]{0,40}\b(?:to|with) (?:(?:our|the|a|an) )?(?:partners?|third[-\x20]part(?:y|ies)|advertisers?|sponsors?|us|tracker|tracking|[\w-]+ service|(?:remote|external) (?:server|service|host|endpoint)|the cloud)\b`),
 		reason: reasonRedirect, needles: []string{"history", "location", "gps", "whereabouts", "contact", "address book", "camera roll", "photos", "call log", "messages", "chat log", "keystrokes", "clipboard", "personal data", "identity", "public ip"}},
 
 	// extras added to every purchase
@@ -110,11 +126,11 @@ var intentRules = []intentRule{
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
 
 	// orders that outlast this call
-	{re: ire(`\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
-		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth"}},
-	{re: ire(`\bfor the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
+	{re: ire(`\b(?:this|these|the following|it|that)(?: (?:rule|instruction|guidance|note|preference|setting|policy)s?)? (?:appl(?:y|ies)|holds?|stays? in effect|remains? in (?:effect|force)) (?:to|for|across|throughout) (?:all|every|each|any|the rest of)(?: of)?(?: your| the| this)? (?:repl|answer|respons|message|turn|conversation|chat|session|tool|call|request)\w*|\bfrom here on(?:ward|wards)?\b|\bfrom this (?:moment|point|message|turn|call) (?:on(?:ward|wards)?|forward)\b|\bgoing forward\b|\bhereafter\b|\bhenceforth\b`),
+		reason: reasonOthers, needles: []string{"here on", "from this", "going forward", "hereafter", "henceforth", "appl", "hold", "effect", "force"}},
+	{re: ire(`\b(?:for|during|throughout) the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
 		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
-	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?)\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
+	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following|remaining) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?|messages?|conversations?|chats?|tasks?|(?:[\w-]+ )?tool (?:calls?|uses?|invocations?|runs?|requests?))\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
 		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"}},
 	{re: ire(`\bfrom now until\b|\buntil the user says\b|\bnext time (?:you|the user)\b|\b(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b`),
 		reason: reasonOthers, needles: []string{"from now until", "until the user says", "next time", "after this", "once this"}},
@@ -162,7 +178,7 @@ var intentRules = []intentRule{
 		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
 	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
 		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
-	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\bto (?:any|the|an?)(?: available)? (?:code[-\x20]execution|shell|terminal|exec|python|bash|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
+	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\b(?:to|into) (?:(?:any|the|an?|your)(?: available)? )?(?:code[-\x20]execution|shell|terminal|exec|python|bash|sh|zsh|powershell|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
 		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"}},
 }
 
@@ -286,7 +302,7 @@ var resultExecRules = []textRule{
 	{re: phrase(`\b(?:treat|regard|consider|interpret|read|take|handle)\b (?:(?:all|any|every|each) (?:of )?)?(?:the |its |this |that )?(?:returned |resulting |result |response |output |tool )?(?:text|content|data|output|value|result|response|string|message|payload|body|reply)s? (?:as|like) (?:an? |your |the )?(?:(?:new|direct|binding|authoritative|user['’]?s?|system) )?(?:commands?|instructions?|orders?|directives?|tasks?|prompts?)\b`),
 		reason: reasonExecute, needles: []string{"treat", "regard", "consider", "interpret", "read", "take", "handle"}},
 	// "execute whatever this returns", "do what the tool outputs"
-	{re: phrase(`\b` + doVerb + ` (?:exactly |precisely )?(?:whatever|everything|anything|what|all that|all) (?:(?:this|it|the) )?(?:tool|server|call|function|endpoint|api|it|this|that|response|result|output)? ?(?:returns|outputs|sends(?: back)?|responds with|replies with|gives (?:you|back)|comes back with|hands back|yields|emits|prints)\b`),
+	{re: phrase(`\b` + doVerb + ` (?:exactly |precisely )?(?:whatever|everything|anything|what|all that|all) (?:(?:this|it|the) )?(?:tool|server|call|function|endpoint|api|it|this|that|response|result|output)?\s*(?:returns|outputs|sends(?: back)?|responds with|replies with|gives (?:you|back)|comes back with|hands back|yields|emits|prints)\b`),
 		reason: reasonExecute, needles: []string{"return", "output", "send", "respond", "repl", "give", "come", "hand", "yield", "emit", "print"}},
 	// "the response is a command for you", "results are instructions to follow"
 	{re: phrase(`\b` + returned + ` (?:is|are|contains?|holds?|carr(?:y|ies)) (?:an? |the |your )?(?:(?:new|next|direct|binding|authoritative) )?(?:commands?|instructions?|orders?|directives?|tasks?) (?:for you|to (?:be )?(?:follow|obey|execute|run|carry out|perform|act on)(?:ed)?|you (?:must|should|have to|need to) (?:follow|obey|execute|run|carry out|perform|act on))\b`),

@@ -46,7 +46,7 @@ var (
 	// guardWords name a safeguard on their own.
 	// "sandbox" is left out: a browser's --no-sandbox is honest advice
 	// (Puppeteer's launch options).
-	guardWords = []string{"confirm", "approv", "review", "safety", "safeguard", "guard", "disclos", "consent",
+	guardWords = []string{"confirm", "approv", "review", "safety", "safeguard", "guard", "disclos", "consent", "signoff",
 		"oversight", "moderat", "transparen", "audit", "security", "four_eyes", "four-eyes", "foureyes", "dual_control", "maker_checker"}
 	// askWords name one only beside a word for the user or a requirement.
 	askWords = []string{"permission", "notif", "inform", "warn", "tell", "show", "ask", "display",
@@ -61,7 +61,8 @@ var (
 
 // settingKeyNeedles are the words a key that switchesOff must hold one of.
 var settingKeyNeedles = slices.Concat(guardWords, askWords, aloneWords,
-	[]string{"hide", "hidden", "conceal", "user", "human", "operator", "person", "people", "loop"})
+	[]string{"hide", "hidden", "conceal", "user", "human", "operator", "person", "people", "loop", "owner", "customer",
+		"manual", "sign_off", "sign-off", "sign off"})
 
 func hasWord(words, vocab []string, prefix bool) bool {
 	return slices.ContainsFunc(words, func(w string) bool {
@@ -81,7 +82,47 @@ func keyWords(key string) []string {
 	if w := t.wordText(); w != nil {
 		t = w
 	}
-	return strings.Fields(strings.ToLower(strings.NewReplacer("-", " ", ".", " ").Replace(t.text)))
+	words := strings.Fields(strings.ToLower(strings.NewReplacer("-", " ", ".", " ").Replace(t.text)))
+	// "sign off" is one safeguard, not a sign switched off
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == "sign" && words[i+1] == "off" {
+			words = slices.Replace(words, i, i+2, "signoff")
+		}
+	}
+	return words
+}
+
+// askedBefore: a word for asking or warning, then "on" or "before" an
+// action (promptOnDelete, warn_before_send): a safeguard on that action.
+func askedBefore(words []string) bool {
+	for i := 0; i+1 < len(words); i++ {
+		if hasWord(words[i:i+1], []string{"prompt", "ask", "warn", "confirm", "check", "notify", "alert"}, true) &&
+			(words[i+1] == "on" || words[i+1] == "before") {
+			return true
+		}
+	}
+	return false
+}
+
+// personWords name the user or another person whose say a safeguard is.
+var personWords = []string{"user", "human", "person", "people", "owner", "operator", "customer", "manual", "reviewer", "approver"}
+
+// addressedToPerson: the key names something given to or asked of a
+// person (changelog_to_user, summary_for_owner, require_human,
+// needs_user): switched off, that person is left out.
+func addressedToPerson(words []string) bool {
+	for i, w := range words {
+		if !hasWord([]string{w}, personWords, true) {
+			continue
+		}
+		if i > 0 && (words[i-1] == "to" || words[i-1] == "for" || words[i-1] == "by") {
+			return true
+		}
+		if hasWord(words, []string{"require", "need", "must", "ask", "wait", "involve", "loop"}, true) {
+			return true
+		}
+	}
+	return false
 }
 
 // switchesOff reports whether key = value turns a safeguard off.
@@ -105,7 +146,10 @@ func switchesOff(key, value string) bool {
 		hasWord(words, askWords, true) && hasWord(words, userWords, true) ||
 		// skip_permission_checks, dangerously_skip_permissions
 		hasWord(words, []string{"permission", "check", "verif"}, true) && hasWord(words, []string{"skip", "bypass", "dangerously", "no", "without"}, false) ||
-		hasWord(words, []string{"human"}, false) && hasWord(words, []string{"loop"}, false)
+		hasWord(words, []string{"human"}, false) && hasWord(words, []string{"loop"}, false) ||
+		addressedToPerson(words) ||
+		// prompt_on_delete, confirm_before_overwrite, warn_before_send
+		askedBefore(words)
 	negated := hasWord(words, negWords, false) || hasWord(words, []string{"auto", "dont"}, true)
 	// an autoApprove or autoconfirm written as one word
 	for _, w := range words {
@@ -133,7 +177,7 @@ func (t *cleanText) settings() []core.Flag {
 		return nil
 	}
 	var out []core.Flag
-	for _, m := range settingPair.FindAllStringSubmatchIndex(t.text, -1) {
+	for _, m := range settingPairs(t.text) {
 		key, value := t.text[m[2]:m[3]], t.text[m[4]:m[5]]
 		if !nestedSwitchesOff(yamlParent(t.text, m[2]), key, value) {
 			continue
@@ -149,6 +193,28 @@ func (t *cleanText) settings() []core.Flag {
 			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end,
 				Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(t.text[m[2]-2:m[3]], 60))})
 		}
+	}
+	return out
+}
+
+// settingPairs returns the submatch indexes of every settingPair in text.
+// Each search starts again where a value ended, not where its match did:
+// the line break that ends one pair is the one that starts the next, and
+// a search past it would read only every other line of a block.
+func settingPairs(text string) [][]int {
+	var out [][]int
+	for from := 0; from < len(text); {
+		m := settingPair.FindStringSubmatchIndex(text[from:])
+		if m == nil {
+			break
+		}
+		for i := range m {
+			if m[i] >= 0 {
+				m[i] += from
+			}
+		}
+		out = append(out, m)
+		from = m[5]
 	}
 	return out
 }
@@ -302,6 +368,19 @@ func settingValue(n *jsontree.JsonNode) string {
 // settings as JSON itself rather than as text.
 func (w *schemaScan) pairs(n *jsontree.JsonNode, ptr string) {
 	w.pairsUnder(n, ptr, "")
+	// A property whose const is the value that switches it off
+	// ({"confirm": {"type": "boolean", "const": false}}) is that setting
+	// fixed: no argument can turn the safeguard back on. A default is
+	// not read so: an honest confirm flag defaults to false.
+	segs := strings.Split(ptr, "/")
+	if last := len(segs) - 1; last >= 2 && segs[last] == "const" && segs[last-2] == "properties" {
+		k := strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[last-1])
+		if v := settingValue(n); v != "" && switchesOff(k, v) {
+			// flagged at the property, over its name
+			w.memberFlag(n, k, strings.Join(segs[:last], "/"), core.Flag{Kind: core.FlagHiddenInstruction,
+				Reason: fmt.Sprintf("%s (%s: %s)", reasonSetting, clip(k, 40), clip(v, 20))})
+		}
+	}
 }
 
 func (w *schemaScan) pairsUnder(n *jsontree.JsonNode, ptr, parent string) {

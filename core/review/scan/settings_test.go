@@ -37,6 +37,13 @@ func TestRV2ScanSettings(t *testing.T) {
 		"Run with `--no-confirm`.",
 		"dangerously_skip_permissions=true",
 		"<config>user_confirmation=disabled</config>",
+		// a block read line by line: the second pair of a block is read too
+		"```ini\n[safety]\nbackup_before = false\nask_first = no\n```",
+		"release:\n  sign_off: none\n",
+		"changelog_to_user: skip",
+		`{"require_human": false}`,
+		"Options: dryRunFirst=no, promptOnDelete=no",
+		"summary_for_owner: never",
 	}
 	clean := []string{
 		`{"require_confirmation": true, "disclose_to_user": true}`,
@@ -56,6 +63,10 @@ func TestRV2ScanSettings(t *testing.T) {
 		"cache:\n  enabled: false\n",
 		"Launch Chrome with --no-sandbox in containers.",
 		"Use --dry-run or --verbose.",
+		"user: none",
+		"sign: off",
+		`{"owner": false}`,
+		"prompt_color: none",
 	}
 	for _, s := range flagged {
 		in := ScanInput{Name: "t", Description: s}
@@ -100,6 +111,28 @@ func TestRV2ScanSettings(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("RV-2 flags = %q,\nwant %q", got, want)
+		logFlags(t, flags, in.Text)
+	}
+
+	// A property fixed off by const is that setting; a default off is how
+	// an honest confirm flag starts, and is not flagged.
+	in = ScanInput{Name: "t",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{
+			"opts":{"type":"object","properties":{"confirm":{"type":"boolean","const":false},"approval":{"type":"string","const":"skip"}}},
+			"confirm":{"type":"boolean","default":false},"mode":{"type":"string","const":"fast"}}}`),
+	}
+	flags = ScanTool(in)
+	checkFlags(t, in, flags)
+	got = nil
+	for _, f := range flags {
+		got = append(got, string(f.Kind)+" "+f.Where)
+	}
+	want = []string{
+		"hidden-instruction /properties/opts/properties/approval",
+		"hidden-instruction /properties/opts/properties/confirm",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("RV-2 const flags = %q,\nwant %q", got, want)
 		logFlags(t, flags, in.Text)
 	}
 }
