@@ -67,6 +67,10 @@ type legacySession struct {
 	caps        atomic.Pointer[mcpgo.ClientCapabilities]
 	protocol    atomic.Pointer[string]
 	level       atomic.Pointer[mcpgo.LoggingLevel]
+	// listening: the session is a subscriptions/listen stream's, which
+	// gets only the kinds filter names.
+	listening atomic.Bool
+	filter    atomic.Pointer[mcpgo.SubscriptionFilter]
 }
 
 func newLegacySession(id string) *legacySession {
@@ -90,13 +94,43 @@ func sessionFromSeal(id string, c sealedSession) *legacySession {
 }
 
 var (
-	_ server.ClientSession              = (*legacySession)(nil)
-	_ server.SessionWithLogging         = (*legacySession)(nil)
-	_ server.SessionWithClientInfo      = (*legacySession)(nil)
-	_ server.SessionWithProtocolVersion = (*legacySession)(nil)
-	_ server.SessionWithSampling        = (*legacySession)(nil)
-	_ server.SessionWithElicitation     = (*legacySession)(nil)
+	_ server.ClientSession                 = (*legacySession)(nil)
+	_ server.SessionWithLogging            = (*legacySession)(nil)
+	_ server.SessionWithClientInfo         = (*legacySession)(nil)
+	_ server.SessionWithProtocolVersion    = (*legacySession)(nil)
+	_ server.SessionWithSampling           = (*legacySession)(nil)
+	_ server.SessionWithElicitation        = (*legacySession)(nil)
+	_ server.SessionWithSubscriptionFilter = (*legacySession)(nil)
 )
+
+func (s *legacySession) SetSubscriptionFilter(f mcpgo.SubscriptionFilter) { s.filter.Store(&f) }
+
+// SubscriptionFilter is active while the session serves a listen stream:
+// it gets nothing before its filter is recorded, or after it is cleared.
+func (s *legacySession) SubscriptionFilter() (mcpgo.SubscriptionFilter, bool) {
+	var f mcpgo.SubscriptionFilter
+	if p := s.filter.Load(); p != nil {
+		f = *p
+	}
+	return f, s.listening.Load()
+}
+
+// wants reports whether a broadcast of method reaches the session, as
+// mcp-go decides it for the sessions it knows.
+func (s *legacySession) wants(method string) bool {
+	f, on := s.SubscriptionFilter()
+	switch {
+	case !on:
+		return true
+	case method == mcpgo.MethodNotificationToolsListChanged:
+		return f.ToolsListChanged
+	case method == mcpgo.MethodNotificationPromptsListChanged:
+		return f.PromptsListChanged
+	case method == mcpgo.MethodNotificationResourcesListChanged:
+		return f.ResourcesListChanged
+	}
+	return false
+}
 
 func (s *legacySession) SessionID() string { return s.id }
 func (s *legacySession) Initialize()       { s.initialized.Store(true) }
@@ -271,7 +305,7 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 			cs.Header().Set(server.HeaderKeySessionID, s.id)
 		}
 	}
-	writeAnswer(cs, answer)
+	writeAnswer(cs, answer, http.StatusOK)
 }
 
 // errSessionTaken: a session of that id is still live, or being ended.
@@ -320,12 +354,12 @@ func (e *Endpoint) serveLegacy(ctx context.Context, cs *callStream, s *legacySes
 	if s != nil {
 		ctx = e.mcp.WithContext(ctx, s)
 	}
-	writeAnswer(cs, e.mcp.HandleMessage(ctx, body))
+	writeAnswer(cs, e.mcp.HandleMessage(ctx, body), http.StatusOK)
 }
 
-// writeAnswer writes a JSON-RPC answer as mcp-go's transport would: 202
-// with no body when there is none (a notification, a response).
-func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
+// writeAnswer writes a JSON-RPC answer with status: 202 with no body when
+// there is none (a notification, a response).
+func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage, status int) {
 	if answer == nil {
 		cs.WriteHeader(http.StatusAccepted)
 		return
@@ -335,7 +369,7 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
 		out = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the answer could not be written"}}`)
 	}
 	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
+	cs.WriteHeader(status)
 	_, _ = cs.Write(append(out, '\n'))
 }
 

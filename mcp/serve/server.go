@@ -151,10 +151,16 @@ type Endpoint struct {
 	// cannot.
 	router CatalogRouter
 	mcp    *server.MCPServer
-	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
-	sub    *core.BusSubscription
-	synced sync.WaitGroup
+	// streams are a stateless endpoint's GET streams' sessions by id
+	// (concurrent GETs of an id share one); listeners the open
+	// subscriptions/listen streams' (set), which fanOut passes broadcasts
+	// to until stopFanOut closes.
+	streams, listeners sync.Map
+	stopFanOut         chan struct{}
+	fanned             sync.WaitGroup
+	sub                *core.BusSubscription
+	synced             sync.WaitGroup
 	// table names the tools served, as follow last set them; only follow
 	// (and NewEndpoint before it) touches it.
 	table map[string]struct{}
@@ -280,15 +286,6 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.disco = newDiscoverer(opts.Discovery)
 
 	hooks := &server.Hooks{}
-	// The endpoint's own sessions are opened and ended by the endpoint
-	// (legacy.go); these hooks see the sessions of mcp-go's transport: a
-	// stateless endpoint's GET streams.
-	hooks.AddOnRegisterSession(e.sessionStarted)
-	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
-		if _, own := s.(*legacySession); !own {
-			e.sessionGone(s.SessionID())
-		}
-	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			e.levels.set(s.SessionID(), req.Params.Level)
@@ -324,19 +321,16 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 	}
 	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
-
-	// mcp-go's transport serves what has no legacy session: a stateless
-	// endpoint, and the 2026-07-28 requests the gateway leaves to it
-	// (doc.go). Its default session-id manager is never asked for an id:
-	// every request that would mint one is the endpoint's.
-	httpOpts := []server.StreamableHTTPOption{
-		server.WithEndpointPath(opts.Path),
-		server.WithStreamableHTTPLogger(slog.New(quietHandler{opts.Logger.Handler()})),
-	}
-	if opts.Stateless {
-		httpOpts = append(httpOpts, server.WithStateLess(true))
-	}
-	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
+	// Broadcasts reach listen streams through one session of them all.
+	fan := newLegacySession(fanOutID)
+	fan.Initialize()
+	_ = e.mcp.RegisterSession(context.Background(), fan)
+	e.stopFanOut = make(chan struct{})
+	e.fanned.Add(1)
+	go func() {
+		defer e.fanned.Done()
+		e.fanOut(fan, e.stopFanOut)
+	}()
 	if opts.Sessions != nil {
 		// Stateless endpoints list 2026-07-28 clients, whose listen
 		// streams an operator can end.
@@ -727,37 +721,14 @@ func toolError(name string, err error) *mcpgo.CallToolResult {
 	return mcpgo.NewToolResultError(err.Error())
 }
 
-// sessionStarted lists a session of mcp-go's transport (a stateless
-// endpoint's GET stream) as it starts.
-func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
-	if _, own := s.(*legacySession); own {
-		return
-	}
-	actor, _ := e.opts.Actor(ctx)
-	e.ids.setProtocol(s.SessionID(), server.RequestProtocolVersion(ctx))
-	if e.opts.SessionStarted != nil {
-		e.opts.SessionStarted(ctx, s.SessionID())
-	}
-	if e.opts.Sessions == nil {
-		return
-	}
-	sess := core.Session{ID: s.SessionID(), Endpoint: e.opts.Path, Actor: actor, Protocol: server.RequestProtocolVersion(ctx), Replica: e.opts.Replica}
-	if ci, ok := s.(server.SessionWithClientInfo); ok {
-		info := ci.GetClientInfo()
-		sess.ClientName, sess.ClientVersion = info.Name, info.Version
-	}
-	e.opts.Sessions.Add(sess)
-}
-
 // ServeHTTP enforces the body limit and the session's owner, then serves
 // the request: the gateway's own methods, the legacy session transport
 // (legacy.go), or what mcp-go serves (doc.go). The body is read once, and
 // every step dispatches on its envelope (SV-1).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
-		// No session, no GET stream, nothing to DELETE: mcp-go answers
-		// 405 (SV-2).
-		e.library(w, r, nil)
+		// No session, no GET stream, nothing to DELETE (SV-2).
+		e.serveSessionlessMethod(w, r, "")
 		return
 	}
 	body, ok := e.readBody(w, r)
@@ -911,29 +882,13 @@ func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post)
 }
 
 // serveNonPost answers what is not a POST: a legacy session's GET stream
-// and DELETE, or mcp-go's for a stateless endpoint.
+// and DELETE, or a stateless endpoint's.
 func (e *Endpoint) serveNonPost(w http.ResponseWriter, r *http.Request, p *post) {
 	if p.legacy {
 		e.serveSessionMethod(w, r, p.id, &p.owed)
 		return
 	}
-	if r.Method != http.MethodGet {
-		e.library(w, r, nil)
-		return
-	}
-	if p.id != "" {
-		// A stateless endpoint's GET streams, which mcp-go serves for any
-		// id, are capped per id all the same.
-		leave, ok := e.ids.listen(p.id, e.opts.MaxStreamsPerSession)
-		if !ok {
-			tooManyStreams(w, e.opts.MaxStreamsPerSession)
-			return
-		}
-		defer leave()
-	}
-	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
-	defer sw.keepAlive(e.opts.HeartbeatInterval)()
-	e.library(sw, r, nil)
+	e.serveSessionlessMethod(w, r, p.id)
 }
 
 // acceptable checks what every POST must be, whoever answers it: JSON, and
@@ -941,11 +896,7 @@ func (e *Endpoint) serveNonPost(w http.ResponseWriter, r *http.Request, p *post)
 // answer is written.
 func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-		if p.legacy {
-			http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
-			return false
-		}
-		e.library(w, r, p.body)
+		http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
 		return false
 	}
 	if p.legacy && p.env.Kind == jsonrpc.Invalid && !json.Valid(p.body) {
@@ -984,14 +935,9 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 		http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
 		return
 	}
-	// An answer to mcp-go's own request (sampling, elicitation) is
-	// accepted with 202; anything else answers nothing the gateway
-	// asked, and is logged within bounds.
-	sw := &statusWriter{ResponseWriter: w}
-	e.library(sw, r, p.body)
-	if sw.status != http.StatusAccepted {
-		e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
-	}
+	cs := newCallStream(w)
+	e.serveSessionless(cs, r, p)
+	cs.finish()
 }
 
 // serveMessage serves a request or notification from one table: the
@@ -1001,7 +947,8 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 	// opens: an initialize, which opens a new session even when it carries
 	// an id, held to the caps as any other.
 	var slot *sessionSlot
-	opens := p.legacy && p.env.Is(mcpgo.MethodInitialize)
+	m := methodOf(p.env.Method)
+	opens := p.legacy && p.env.Kind == jsonrpc.Request && m.opens
 	if opens {
 		actor, _ := e.opts.Actor(r.Context())
 		var err error
@@ -1050,7 +997,7 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	if in, ok := e.readInbound(r, &p.env, p.modern, p.id, cancel); ok {
-		ownMethods[p.env.Method](e, r.Context(), cs, in)
+		m.own(e, r.Context(), cs, in)
 		cs.finish()
 		return
 	}
@@ -1063,12 +1010,11 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 		// errors of what no method serves.
 		e.serveLegacy(r.Context(), cs, session, p.body)
 	default:
-		// A stateless endpoint's, and the 2026-07-28 methods mcp-go
-		// serves: server/discover and subscriptions/listen.
+		// A stateless endpoint's, or a 2026-07-28 client's.
 		if p.env.Kind == jsonrpc.Notification {
 			e.cancelModern(r, &p.env)
 		}
-		e.library(cs, r, p.body)
+		e.serveSessionless(cs, r, p)
 	}
 	cs.finish()
 }
@@ -1232,6 +1178,7 @@ func (e *Endpoint) ended(id string, tell bool) {
 // session (SV-9).
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
+		close(e.stopFanOut)
 		if e.stopSweep != nil {
 			close(e.stopSweep)
 		}
@@ -1256,8 +1203,12 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	}
 	e.sub.Close()
 	e.synced.Wait()
-	// A stateless endpoint's GET streams are mcp-go's.
-	e.http.CloseSessions(ctx)
+	e.streams.Range(func(_, s any) bool {
+		s.(*legacySession).close()
+		e.streamGone(s.(*legacySession))
+		return true
+	})
+	e.fanned.Wait()
 	return nil
 }
 
