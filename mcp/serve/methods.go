@@ -48,7 +48,7 @@ const (
 )
 
 // methods is every method a client sends, in either era (SV-1). A method
-// not listed is answered as unknownMethod: HandleMessage's error.
+// not listed reads as the zero entry: HandleMessage answers its error.
 var methods = map[string]method{
 	string(mcpgo.MethodToolsCall): {own: (*Endpoint).serveToolsCall, legacy: true, modern: true},
 	string(mcpgo.MethodToolsList): {own: (*Endpoint).serveToolsList, legacy: true, modern: true},
@@ -70,16 +70,6 @@ var methods = map[string]method{
 	string(mcpgo.MethodNotificationInitialized):      {legacy: true},
 	string(mcpgo.MethodNotificationCancelled):        {legacy: true, modern: true},
 	string(mcpgo.MethodNotificationRootsListChanged): {legacy: true},
-}
-
-var unknownMethod method
-
-// methodOf is name's entry in the table.
-func methodOf(name string) method {
-	if m, ok := methods[name]; ok {
-		return m
-	}
-	return unknownMethod
 }
 
 // serveSessionless answers, through HandleMessage, a POST with no legacy
@@ -132,7 +122,7 @@ func (e *Endpoint) serveSessionless(cs *callStream, r *http.Request, p *post) {
 		s = newLegacySession(p.id)
 		s.Initialize()
 	}
-	listening := modern && methodOf(string(msg.Method)).streams && id != nil
+	listening := modern && methods[string(msg.Method)].streams && id != nil
 	if listening {
 		s.listening.Store(true)
 		e.listeners.Store(s, nil)

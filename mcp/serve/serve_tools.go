@@ -41,13 +41,13 @@ type inbound struct {
 	cancel context.CancelCauseFunc
 }
 
-// readInbound reads env as a request the pipeline answers itself: a method
-// the gateway answers (methods) from an authenticated actor. ok is false for anything else,
+// readInbound reads env as a request of a method the gateway answers
+// (methods) from an authenticated actor. ok is false for anything else,
 // and for what is refused before any method runs (a legacy request without
 // the session a stateful endpoint requires, or naming a protocol revision
-// the endpoint does not serve), which the endpoint or mcp-go then answers.
+// the endpoint does not serve), which HandleMessage's path then answers.
 func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*inbound, bool) {
-	if env.Kind != jsonrpc.Request || methodOf(env.Method).own == nil {
+	if env.Kind != jsonrpc.Request || methods[env.Method].own == nil {
 		return nil, false
 	}
 	actor, ok := e.opts.Actor(r.Context())

@@ -546,9 +546,8 @@ func (e *Endpoint) advertisedSchemas(t core.ToolInfo) (input, output json.RawMes
 }
 
 // ServeHTTP enforces the body limit and the session's owner, then serves
-// the request: the gateway's own methods, the legacy session transport
-// (legacy.go), or what mcp-go serves (doc.go). The body is read once, and
-// every step dispatches on its envelope (SV-1).
+// the request from the method table (methods.go): the body is read once,
+// and every step dispatches on its envelope (SV-1).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
 		// No session, no GET stream, nothing to DELETE (SV-2).
@@ -590,8 +589,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer done()
 	}
-	if r.Method != http.MethodPost {
-		e.serveNonPost(w, r, p)
+	switch {
+	case r.Method != http.MethodPost && p.legacy:
+		e.serveSessionMethod(w, r, p.id, &p.owed)
+		return
+	case r.Method != http.MethodPost:
+		e.serveSessionlessMethod(w, r, p.id)
 		return
 	}
 	if !e.acceptable(w, r, p) {
@@ -705,16 +708,6 @@ func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post)
 	return func() { e.tellOwed(p.id, p.owed); leave() }, true
 }
 
-// serveNonPost answers what is not a POST: a legacy session's GET stream
-// and DELETE, or a stateless endpoint's.
-func (e *Endpoint) serveNonPost(w http.ResponseWriter, r *http.Request, p *post) {
-	if p.legacy {
-		e.serveSessionMethod(w, r, p.id, &p.owed)
-		return
-	}
-	e.serveSessionlessMethod(w, r, p.id)
-}
-
 // acceptable checks what every POST must be, whoever answers it: JSON, and
 // on a legacy session parseable and of a revision served. false when the
 // answer is written.
@@ -734,8 +727,8 @@ func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) b
 }
 
 // serveAnswer takes a client's answer to a request made of it: the
-// gateway's (an upstream's, relayed), a legacy session's GET stream's, or
-// mcp-go's on a stateless endpoint. The session's owner was checked, so
+// gateway's (an upstream's, relayed) or a legacy session's GET stream's;
+// without a legacy session, it answers nothing asked (serveSessionless). The session's owner was checked, so
 // only the client a request went to can answer it.
 func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) {
 	if p.id != "" && e.asks.answer(p.id, p.env.RawID, p.body) {
@@ -764,14 +757,14 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 	cs.finish()
 }
 
-// serveMessage serves a request or notification from one table: the
-// gateway's own methods (ownMethods), initialize and the rest of a legacy
-// session (legacy.go), or what mcp-go serves.
+// serveMessage serves a request or notification from the method table:
+// the gateway's own methods, initialize and the rest of a legacy session
+// (legacy.go), or the rest without one (serveSessionless).
 func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post) {
 	// opens: an initialize, which opens a new session even when it carries
 	// an id, held to the caps as any other.
 	var slot *sessionSlot
-	m := methodOf(p.env.Method)
+	m := methods[p.env.Method]
 	opens := p.legacy && p.env.Kind == jsonrpc.Request && m.opens
 	if opens {
 		actor, _ := e.opts.Actor(r.Context())
