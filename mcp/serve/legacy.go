@@ -115,23 +115,6 @@ func (s *legacySession) SubscriptionFilter() (mcpgo.SubscriptionFilter, bool) {
 	return f, s.listening.Load()
 }
 
-// wants reports whether a broadcast of method reaches the session, as
-// mcp-go decides it for the sessions it knows.
-func (s *legacySession) wants(method string) bool {
-	f, on := s.SubscriptionFilter()
-	switch {
-	case !on:
-		return true
-	case method == mcpgo.MethodNotificationToolsListChanged:
-		return f.ToolsListChanged
-	case method == mcpgo.MethodNotificationPromptsListChanged:
-		return f.PromptsListChanged
-	case method == mcpgo.MethodNotificationResourcesListChanged:
-		return f.ResourcesListChanged
-	}
-	return false
-}
-
 func (s *legacySession) SessionID() string { return s.id }
 func (s *legacySession) Initialize()       { s.initialized.Store(true) }
 func (s *legacySession) Initialized() bool { return s.initialized.Load() }

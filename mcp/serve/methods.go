@@ -123,10 +123,15 @@ func (e *Endpoint) serveSessionless(cs *callStream, r *http.Request, p *post) {
 		s.Initialize()
 	}
 	listening := modern && methods[string(msg.Method)].streams && id != nil
+	var listen string
 	if listening {
+		// mcp-go's broadcasts reach the sessions registered with it, by
+		// id: the stream's is registered under a key of its own while it
+		// runs, and gets only what its filter lets through.
 		s.listening.Store(true)
-		e.listeners.Store(s, nil)
-		defer e.listeners.Delete(s)
+		listen = "\x00listen-" + randomID()
+		_ = e.mcp.RegisterSession(r.Context(), listenKey{s, listen})
+		defer e.mcp.UnregisterSession(context.Background(), listen)
 	}
 	ctx := server.WithSupportedProtocolVersions(e.mcp.WithContext(r.Context(), s), mcpgo.ValidProtocolVersions)
 	stop, forwarded := make(chan struct{}), make(chan struct{})
@@ -151,7 +156,7 @@ func (e *Endpoint) serveSessionless(cs *callStream, r *http.Request, p *post) {
 	}()
 	answer := e.mcp.HandleMessage(ctx, p.body)
 	if listening {
-		e.listeners.Delete(s)
+		e.mcp.UnregisterSession(context.Background(), listen)
 	}
 	close(stop)
 	<-forwarded
@@ -314,33 +319,15 @@ func (e *Endpoint) streamGone(s *legacySession) {
 	}
 }
 
-// fanOut passes what mcp-go broadcasts to the session fan, registered for
-// them all, on to every open subscriptions/listen stream (e.listeners)
-// that asked for its kind, until stop closes: those streams have no id
-// (each is its request's own), and mcp-go keeps its registry of them
-// unexported. A full stream drops it, as a full session does.
-func (e *Endpoint) fanOut(fan *legacySession, stop <-chan struct{}) {
-	for {
-		select {
-		case n := <-fan.notes:
-			e.listeners.Range(func(k, _ any) bool {
-				if s := k.(*legacySession); s.wants(n.Method) {
-					select {
-					case s.notes <- n:
-					default:
-					}
-				}
-				return true
-			})
-		case <-stop:
-			return
-		}
-	}
+// listenKey is a listen stream's session as registered with mcp-go, under
+// a key no header value can name: the session itself keeps its empty id,
+// as every 2026-07-28 request's.
+type listenKey struct {
+	*legacySession
+	key string
 }
 
-// fanOutID names the session broadcasts to listen streams go through; no
-// header value can name it.
-const fanOutID = "\x00listen"
+func (l listenKey) SessionID() string { return l.key }
 
 // tagSubscription tags a notification with the id of the
 // subscriptions/listen request whose stream carries it; _meta is copied,

@@ -151,14 +151,10 @@ type Endpoint struct {
 	mcp    *server.MCPServer
 	ids    *sessionIDs
 	// streams are a stateless endpoint's GET streams' sessions by id
-	// (concurrent GETs of an id share one); listeners the open
-	// subscriptions/listen streams' (set), which fanOut passes broadcasts
-	// to until stopFanOut closes.
-	streams, listeners sync.Map
-	stopFanOut         chan struct{}
-	fanned             sync.WaitGroup
-	sub                *core.BusSubscription
-	synced             sync.WaitGroup
+	// (concurrent GETs of an id share one).
+	streams sync.Map
+	sub     *core.BusSubscription
+	synced  sync.WaitGroup
 	// table names the tools served, as follow last set them; only follow
 	// (and NewEndpoint before it) touches it.
 	table map[string]struct{}
@@ -319,16 +315,6 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 	}
 	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
-	// Broadcasts reach listen streams through one session of them all.
-	fan := newLegacySession(fanOutID)
-	fan.Initialize()
-	_ = e.mcp.RegisterSession(context.Background(), fan)
-	e.stopFanOut = make(chan struct{})
-	e.fanned.Add(1)
-	go func() {
-		defer e.fanned.Done()
-		e.fanOut(fan, e.stopFanOut)
-	}()
 	if opts.Sessions != nil {
 		// Stateless endpoints list 2026-07-28 clients, whose listen
 		// streams an operator can end.
@@ -995,7 +981,6 @@ func (e *Endpoint) ended(id string, tell bool) {
 // session (SV-9).
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
-		close(e.stopFanOut)
 		if e.stopSweep != nil {
 			close(e.stopSweep)
 		}
@@ -1025,7 +1010,6 @@ func (e *Endpoint) Close(ctx context.Context) error {
 		e.streamGone(s.(*legacySession))
 		return true
 	})
-	e.fanned.Wait()
 	return nil
 }
 
