@@ -18,19 +18,11 @@ import (
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
-// Legacy sessions (SV-2). The endpoint serves the session transport of the
-// revisions before 2026-07-28 itself: initialize and the id it hands out,
-// the session's GET stream and its DELETE. mcp-go answers the session's
-// bookkeeping methods (initialize's result, ping, logging, resources,
-// prompts, completions) through MCPServer.HandleMessage, with a
-// legacySession in the context; the session is registered with mcp-go so
-// its hooks and its notifications to sessions reach it.
-//
-// Owning the transport is what lets the endpoint mint an id only once
-// initialize succeeded, make a session from its sealed id without a
-// made-up initialize (adoption, waking), let go of one without asking
-// mcp-go, and keep what is queued for a session on its queue until the
-// session's GET stream takes it: no POST's answer takes it from there.
+// Legacy sessions (SV-2): the endpoint's own transport (doc.go). Owning it
+// is what lets the endpoint mint an id only once initialize succeeded,
+// make a session from its sealed id without a made-up initialize
+// (adoption, waking), let go of one without asking mcp-go, and keep what
+// is queued for a session until its GET stream takes it.
 
 // legacyQueue is how many notifications wait for a session's GET stream,
 // and legacyAsks how many requests to its client: what mcp-go's transport
