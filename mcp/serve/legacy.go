@@ -356,8 +356,9 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage, status int) {
 // A session's streams share its queue: each notification goes out on one.
 func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacySession) {
 	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
-	setEventStream(sw.Header())
-	sw.WriteHeader(http.StatusOK)
+	setEventStream(w.Header())
+	sw.dl.extend()
+	w.WriteHeader(http.StatusOK)
 	sw.Flush()
 	defer sw.keepAlive(e.opts.HeartbeatInterval)()
 	ctx := r.Context()

@@ -34,16 +34,15 @@ type method struct {
 }
 
 // offer is what an endpoint offers by its options, which mcp-go's
-// capabilities follow.
+// capabilities follow: always; a Catalog (resources and prompts); a
+// Catalog that routes (CatalogRouter); that and a Hub, on a stateful
+// endpoint.
 type offer uint8
 
 const (
 	always offer = iota
-	// catalog: a Catalog (resources and prompts).
 	catalog
-	// completions: a Catalog that routes (CatalogRouter).
 	completions
-	// subscriptions: a routing Catalog and a Hub, on a stateful endpoint.
 	subscriptions
 )
 
