@@ -2,7 +2,6 @@ package serve
 
 import (
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 )
@@ -71,15 +70,14 @@ func (d *deadline) extend() {
 	_ = d.rc.SetWriteDeadline(now.Add(d.timeout))
 }
 
-// streamWriter is a GET stream's response as mcp-go writes it: every write
-// moves the write deadline on, and once the stream is an event stream a
-// heartbeat keeps it alive through proxies and the deadline alike.
+// streamWriter is a GET stream's event stream, its header sent: every
+// write moves the write deadline on, and a heartbeat keeps it alive
+// through proxies and the deadline alike.
 type streamWriter struct {
 	w  http.ResponseWriter
 	dl deadline
 
-	mu  sync.Mutex
-	sse bool
+	mu sync.Mutex
 	// ended: the handler returned; nothing may write any more.
 	ended bool
 }
@@ -94,16 +92,6 @@ func (s *streamWriter) keepAlive(interval time.Duration) (stop func()) {
 		s.ended = true
 		s.mu.Unlock()
 	}
-}
-
-func (s *streamWriter) Header() http.Header { return s.w.Header() }
-
-func (s *streamWriter) WriteHeader(code int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sse = code == http.StatusOK && strings.HasPrefix(s.w.Header().Get("Content-Type"), "text/event-stream")
-	s.dl.extend()
-	s.w.WriteHeader(code)
 }
 
 func (s *streamWriter) Write(p []byte) (int, error) {
@@ -126,7 +114,7 @@ func (s *streamWriter) Flush() {
 func (s *streamWriter) ping() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.sse || s.ended {
+	if s.ended {
 		return
 	}
 	s.dl.extend()

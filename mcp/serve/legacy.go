@@ -18,19 +18,11 @@ import (
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
-// Legacy sessions (SV-2). The endpoint serves the session transport of the
-// revisions before 2026-07-28 itself: initialize and the id it hands out,
-// the session's GET stream and its DELETE. mcp-go answers the session's
-// bookkeeping methods (initialize's result, ping, logging, resources,
-// prompts, completions) through MCPServer.HandleMessage, with a
-// legacySession in the context; the session is registered with mcp-go so
-// its hooks and its notifications to sessions reach it.
-//
-// Owning the transport is what lets the endpoint mint an id only once
-// initialize succeeded, make a session from its sealed id without a
-// made-up initialize (adoption, waking), let go of one without asking
-// mcp-go, and keep what is queued for a session on its queue until the
-// session's GET stream takes it: no POST's answer takes it from there.
+// Legacy sessions (SV-2): the endpoint's own transport (doc.go). Owning it
+// is what lets the endpoint mint an id only once initialize succeeded,
+// make a session from its sealed id without a made-up initialize
+// (adoption, waking), let go of one without asking mcp-go, and keep what
+// is queued for a session until its GET stream takes it.
 
 // legacyQueue is how many notifications wait for a session's GET stream,
 // and legacyAsks how many requests to its client: what mcp-go's transport
@@ -67,6 +59,10 @@ type legacySession struct {
 	caps        atomic.Pointer[mcpgo.ClientCapabilities]
 	protocol    atomic.Pointer[string]
 	level       atomic.Pointer[mcpgo.LoggingLevel]
+	// listening: the session is a subscriptions/listen stream's, which
+	// gets only the kinds filter names.
+	listening atomic.Bool
+	filter    atomic.Pointer[mcpgo.SubscriptionFilter]
 }
 
 func newLegacySession(id string) *legacySession {
@@ -90,13 +86,26 @@ func sessionFromSeal(id string, c sealedSession) *legacySession {
 }
 
 var (
-	_ server.ClientSession              = (*legacySession)(nil)
-	_ server.SessionWithLogging         = (*legacySession)(nil)
-	_ server.SessionWithClientInfo      = (*legacySession)(nil)
-	_ server.SessionWithProtocolVersion = (*legacySession)(nil)
-	_ server.SessionWithSampling        = (*legacySession)(nil)
-	_ server.SessionWithElicitation     = (*legacySession)(nil)
+	_ server.ClientSession                 = (*legacySession)(nil)
+	_ server.SessionWithLogging            = (*legacySession)(nil)
+	_ server.SessionWithClientInfo         = (*legacySession)(nil)
+	_ server.SessionWithProtocolVersion    = (*legacySession)(nil)
+	_ server.SessionWithSampling           = (*legacySession)(nil)
+	_ server.SessionWithElicitation        = (*legacySession)(nil)
+	_ server.SessionWithSubscriptionFilter = (*legacySession)(nil)
 )
+
+func (s *legacySession) SetSubscriptionFilter(f mcpgo.SubscriptionFilter) { s.filter.Store(&f) }
+
+// SubscriptionFilter is active while the session serves a listen stream:
+// it gets nothing before its filter is recorded, or after it is cleared.
+func (s *legacySession) SubscriptionFilter() (mcpgo.SubscriptionFilter, bool) {
+	var f mcpgo.SubscriptionFilter
+	if p := s.filter.Load(); p != nil {
+		f = *p
+	}
+	return f, s.listening.Load()
+}
 
 func (s *legacySession) SessionID() string { return s.id }
 func (s *legacySession) Initialize()       { s.initialized.Store(true) }
@@ -271,7 +280,7 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 			cs.Header().Set(server.HeaderKeySessionID, s.id)
 		}
 	}
-	writeAnswer(cs, answer)
+	writeAnswer(cs, answer, http.StatusOK)
 }
 
 // errSessionTaken: a session of that id is still live, or being ended.
@@ -320,12 +329,12 @@ func (e *Endpoint) serveLegacy(ctx context.Context, cs *callStream, s *legacySes
 	if s != nil {
 		ctx = e.mcp.WithContext(ctx, s)
 	}
-	writeAnswer(cs, e.mcp.HandleMessage(ctx, body))
+	writeAnswer(cs, e.mcp.HandleMessage(ctx, body), http.StatusOK)
 }
 
-// writeAnswer writes a JSON-RPC answer as mcp-go's transport would: 202
-// with no body when there is none (a notification, a response).
-func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
+// writeAnswer writes a JSON-RPC answer with status: 202 with no body when
+// there is none (a notification, a response).
+func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage, status int) {
 	if answer == nil {
 		cs.WriteHeader(http.StatusAccepted)
 		return
@@ -335,7 +344,7 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
 		out = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the answer could not be written"}}`)
 	}
 	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
+	cs.WriteHeader(status)
 	_, _ = cs.Write(append(out, '\n'))
 }
 
@@ -347,8 +356,9 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage) {
 // A session's streams share its queue: each notification goes out on one.
 func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacySession) {
 	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
-	setEventStream(sw.Header())
-	sw.WriteHeader(http.StatusOK)
+	setEventStream(w.Header())
+	sw.dl.extend()
+	w.WriteHeader(http.StatusOK)
 	sw.Flush()
 	defer sw.keepAlive(e.opts.HeartbeatInterval)()
 	ctx := r.Context()

@@ -37,7 +37,7 @@ type downstream struct {
 	// listening reports whether a session has a GET stream open.
 	listening func(session string) bool
 	// asks sends a request on the call's own stream and waits for the
-	// client's answer; nil where the call is mcp-go's.
+	// client's answer; nil without a legacy session.
 	asks *pendingRequests
 	// filter inspects what the upstream sends during the call (IN-1); nil
 	// when nothing is inspected.
@@ -343,8 +343,8 @@ type pendingRequests struct {
 	waiting map[string]chan json.RawMessage // session + id → answer
 }
 
-// askPrefix starts the ids of the gateway's own requests, so their answers
-// are told apart from the answers to mcp-go's (integer ids).
+// askPrefix starts the ids of the requests asked on a call's own stream,
+// told apart from a GET stream's (getAskPrefix).
 const askPrefix = "tg-ask-"
 
 func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, method string, params json.RawMessage) (any, error) {

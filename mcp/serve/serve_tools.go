@@ -41,21 +41,13 @@ type inbound struct {
 	cancel context.CancelCauseFunc
 }
 
-// ownMethods are the methods the gateway answers itself, for every era and
-// session mode (SV-1): one table, one implementation each. mcp-go serves
-// every other method (doc.go says which and why).
-var ownMethods = map[string]func(*Endpoint, context.Context, *callStream, *inbound){
-	string(mcpgo.MethodToolsCall): (*Endpoint).serveToolsCall,
-	string(mcpgo.MethodToolsList): (*Endpoint).serveToolsList,
-}
-
-// readInbound reads env as a request the pipeline answers itself: one of
-// ownMethods from an authenticated actor. ok is false for anything else,
+// readInbound reads env as a request of a method the gateway answers
+// (methods) from an authenticated actor. ok is false for anything else,
 // and for what is refused before any method runs (a legacy request without
 // the session a stateful endpoint requires, or naming a protocol revision
-// the endpoint does not serve), which the endpoint or mcp-go then answers.
+// the endpoint does not serve), which HandleMessage's path then answers.
 func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *modernInbound, session string, cancel context.CancelCauseFunc) (*inbound, bool) {
-	if env.Kind != jsonrpc.Request || ownMethods[env.Method] == nil {
+	if env.Kind != jsonrpc.Request || methods[env.Method].own == nil {
 		return nil, false
 	}
 	actor, ok := e.opts.Actor(r.Context())

@@ -24,9 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
-	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/policy"
-	"github.com/toolgate/toolgate/core/schema"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
 	"github.com/toolgate/toolgate/telemetry"
 )
@@ -152,10 +150,12 @@ type Endpoint struct {
 	// cannot.
 	router CatalogRouter
 	mcp    *server.MCPServer
-	http   *server.StreamableHTTPServer
 	ids    *sessionIDs
-	sub    *core.BusSubscription
-	synced sync.WaitGroup
+	// streams are a stateless endpoint's GET streams' sessions by id
+	// (concurrent GETs of an id share one).
+	streams sync.Map
+	sub     *core.BusSubscription
+	synced  sync.WaitGroup
 	// table names the tools served, as follow last set them; only follow
 	// (and NewEndpoint before it) touches it.
 	table map[string]struct{}
@@ -281,15 +281,6 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.disco = newDiscoverer(opts.Discovery)
 
 	hooks := &server.Hooks{}
-	// The endpoint's own sessions are opened and ended by the endpoint
-	// (legacy.go); these hooks see the sessions of mcp-go's transport: a
-	// stateless endpoint's GET streams.
-	hooks.AddOnRegisterSession(e.sessionStarted)
-	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
-		if _, own := s.(*legacySession); !own {
-			e.sessionGone(s.SessionID())
-		}
-	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			e.levels.set(s.SessionID(), req.Params.Level)
@@ -325,19 +316,6 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		}
 	}
 	e.mcp = server.NewMCPServer(opts.Name, opts.Version, serverOpts...)
-
-	// mcp-go's transport serves what has no legacy session: a stateless
-	// endpoint, and the 2026-07-28 requests the gateway leaves to it
-	// (doc.go). Its default session-id manager is never asked for an id:
-	// every request that would mint one is the endpoint's.
-	httpOpts := []server.StreamableHTTPOption{
-		server.WithEndpointPath(opts.Path),
-		server.WithStreamableHTTPLogger(slog.New(quietHandler{opts.Logger.Handler()})),
-	}
-	if opts.Stateless {
-		httpOpts = append(httpOpts, server.WithStateLess(true))
-	}
-	e.http = server.NewStreamableHTTPServer(e.mcp, httpOpts...)
 	if opts.Sessions != nil {
 		// Stateless endpoints list 2026-07-28 clients, whose listen
 		// streams an operator can end.
@@ -554,211 +532,13 @@ func (e *Endpoint) advertisedSchemas(t core.ToolInfo) (input, output json.RawMes
 	return input, output, true
 }
 
-// resolve parses one tools/call into the value every later step reads:
-// the tool looked up once under the endpoint's allow-list and the actor's
-// gates, the arguments split once into the tool's own and the confirm
-// gate's (CF-1).
-func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, args json.RawMessage) (*core.ToolCall, error) {
-	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
-		// No arguments at all is an empty object, as the schema sees it.
-		args = json.RawMessage(`{}`)
-	}
-	c, err := e.opts.Registry.Resolve(ctx, actor, e.allowList(), name, args)
-	if err != nil {
-		return nil, err
-	}
-	if !e.served(core.ToolInfo{Kind: c.Tool.Kind, Disabled: c.Tool.Disabled}) {
-		return nil, fmt.Errorf("%w: %q", core.ErrUnknownTool, name)
-	}
-	confirm.Split(c)
-	return c, nil
-}
-
-// invoke runs one parsed tools/call for the session in ctx and returns the
-// result as JSON: the upstream's own bytes, or an isError result the model
-// can read. asks carries requests to the client on the call's own stream
-// when the gateway serves the call itself; nil where mcp-go does.
-func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
-	callID, idemKey := randomIDPair()
-	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", RequestID: c.RequestID, CallID: callID, IdempotencyKey: idemKey}
-	if s := server.ClientSessionFromContext(ctx); s != nil {
-		call.Session = s.SessionID()
-	}
-	if e.opts.Sessions != nil && call.Session != "" {
-		e.opts.Sessions.Touch(call.Session, true)
-	}
-	ctx = core.WithCall(ctx, call)
-	logLevel := e.levels.getter(call.Session)
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		// 2026-07-28: the level is the request's own _meta's, and a
-		// request that names none is sent no log message ("" is below
-		// none).
-		level := info.LogLevel
-		logLevel = func() (mcpgo.LoggingLevel, bool) { return level, true }
-	}
-	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
-		listening: e.ids.listening, asks: asks}
-	insp := e.inspectFor(c.Tool.Source)
-	if insp != nil && insp.Policy != nil {
-		down.filter = &streamFilter{pol: insp.Policy} // IN-1
-	}
-	if token != nil {
-		down.progressToken = token
-		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
-	}
-	// What the upstream sends during the call comes back to this
-	// session.
-	ctx = withDownstream(ctx, down)
-	start := time.Now()
-	var res core.Result
-	// The request span's stages are its attributes, not spans (OP-9);
-	// tr is nil, and notes nothing, when the request is not traced.
-	tr := telemetry.RequestOf(ctx)
-	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
-	t0 := tr.Now()
-	var fc *flowCall
-	if in := e.inspection.Load(); in != nil {
-		fc = e.flowOf(in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool) // IN-3
-	}
-	reason, err := e.decide(ctx, actor, c, fc)
-	var counted *policy.Counted
-	if err == nil {
-		counted, err = e.limit(ctx, actor, c)
-	}
-	tr.Took(telemetry.StagePolicy, t0)
-	if err == nil && tr != nil {
-		// Validated once: the gate and Run reuse the answer; timed here
-		// so the span tells validation from the rest.
-		t0 = tr.Now()
-		_ = c.Validate()
-		tr.Took(telemetry.StageValidate, t0)
-	}
-	var found []inspect.Reported
-	if err == nil && insp != nil {
-		err = e.inspectArguments(ctx, actor, c, insp, &found) // IN-1, IN-4
-	}
-	switch {
-	case err != nil:
-		// Denied by policy or a limit: nothing runs (PO-1, PO-3).
-	case c.Tool.Kind == core.KindAction:
-		intent := e.intent(call, actor, c)
-		t0 = tr.Now()
-		res, err = e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
-		if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
-			res, err = e.confirmByElicitation(ctx, actor, c, res, intent)
-		}
-		tr.Took(telemetry.StageConfirm, t0)
-		if errors.Is(err, core.ErrStoreLost) {
-			// The client reads that actions are refused; the operator
-			// needs the path and what happened to it.
-			e.opts.Logger.Error("the store is lost: action calls are refused until a restart", "tool", c.Tool.Name, "err", err)
-		}
-	default:
-		if c.NeedsOperator {
-			err = e.waitOperator(ctx, actor, c, reason)
-		}
-		if err == nil {
-			res, err = e.opts.Registry.Run(ctx, actor, c)
-		}
-	}
-	if down.filter != nil {
-		found = append(found, down.filter.taken()...)
-	}
-	if err == nil && insp != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
-		res, err = e.inspectResult(ctx, actor, c, insp, res, &found) // IN-1, IN-4
-	}
-	if fc != nil && err == nil {
-		e.finishFlow(fc, found) // IN-3: what reached the client
-	}
-	e.giveBack(ctx, counted, err)
-	if tr != nil {
-		out := outcome(c.Tool.Kind, c, err, res)
-		tr.Outcome(out, out != "ok" && out != "preview")
-	}
-	t0 = time.Time{}
-	if e.opts.Audit != nil {
-		t0 = tr.Now()
-	}
-	e.audit(ctx, call, actor, c, res, err, time.Since(start), found)
-	tr.Took(telemetry.StageAudit, t0)
-	if err != nil {
-		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
-		return raw
-	}
-	return res.JSON
-}
-
-// operatorWaitProgress sends notifications/progress to the calling session
-// while a confirmation of tool waits for an operator (CF-5), with the
-// gate's waiting message (CF-7). Only the gate waits, so gate is set
-// whenever it is called.
-func operatorWaitProgress(down *downstream, gate *confirm.Gate, tool core.Tool) confirm.Progress {
-	return func(waited, total time.Duration) {
-		down.notify(string(mcpgo.MethodNotificationProgress), map[string]any{
-			"progressToken": down.progressToken,
-			"progress":      waited.Seconds(),
-			"total":         total.Seconds(),
-			"message":       gate.WaitingText(tool),
-		})
-	}
-}
-
-// toolError turns a refusal or failure into an isError result the model can
-// read and recover from (SV-6). A tool that vanished or was refused between
-// the list check and the call reads like an unknown tool (SV-5).
-func toolError(name string, err error) *mcpgo.CallToolResult {
-	var ve *schema.ValidationError
-	var refused *confirm.RefusedError
-	var denied *policy.DeniedError
-	var limited *policy.LimitedError
-	switch {
-	case errors.As(err, &refused):
-		return mcpgo.NewToolResultError(refused.Text)
-	case errors.As(err, &denied):
-		return mcpgo.NewToolResultError(denied.Reason)
-	case errors.As(err, &limited):
-		res := mcpgo.NewToolResultError(limited.Error())
-		res.Meta = mcpgo.NewMetaFromMap(map[string]any{RetryAfterMetaKey: limited.RetrySeconds()})
-		return res
-	case errors.Is(err, core.ErrUnknownTool), errors.Is(err, core.ErrNotPermitted), errors.Is(err, core.ErrToolDisabled):
-		return mcpgo.NewToolResultError(unknownToolText(name))
-	case errors.As(err, &ve):
-		return mcpgo.NewToolResultError("invalid arguments: " + ve.Error())
-	}
-	return mcpgo.NewToolResultError(err.Error())
-}
-
-// sessionStarted lists a session of mcp-go's transport (a stateless
-// endpoint's GET stream) as it starts.
-func (e *Endpoint) sessionStarted(ctx context.Context, s server.ClientSession) {
-	if _, own := s.(*legacySession); own {
-		return
-	}
-	actor, _ := e.opts.Actor(ctx)
-	e.ids.setProtocol(s.SessionID(), server.RequestProtocolVersion(ctx))
-	if e.opts.SessionStarted != nil {
-		e.opts.SessionStarted(ctx, s.SessionID())
-	}
-	if e.opts.Sessions == nil {
-		return
-	}
-	sess := core.Session{ID: s.SessionID(), Endpoint: e.opts.Path, Actor: actor, Protocol: server.RequestProtocolVersion(ctx), Replica: e.opts.Replica}
-	if ci, ok := s.(server.SessionWithClientInfo); ok {
-		info := ci.GetClientInfo()
-		sess.ClientName, sess.ClientVersion = info.Name, info.Version
-	}
-	e.opts.Sessions.Add(sess)
-}
-
 // ServeHTTP enforces the body limit and the session's owner, then serves
-// the request: the gateway's own methods, the legacy session transport
-// (legacy.go), or what mcp-go serves (doc.go). The body is read once, and
-// every step dispatches on its envelope (SV-1).
+// the request from the method table (methods.go): the body is read once,
+// and every step dispatches on its envelope (SV-1).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
-		// No session, no GET stream, nothing to DELETE: mcp-go answers
-		// 405 (SV-2).
-		e.library(w, r, nil)
+		// No session, no GET stream, nothing to DELETE (SV-2).
+		e.serveSessionlessMethod(w, r, "")
 		return
 	}
 	body, ok := e.readBody(w, r)
@@ -796,8 +576,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer done()
 	}
-	if r.Method != http.MethodPost {
-		e.serveNonPost(w, r, p)
+	switch {
+	case r.Method != http.MethodPost && p.legacy:
+		e.serveSessionMethod(w, r, p.id, &p.owed)
+		return
+	case r.Method != http.MethodPost:
+		e.serveSessionlessMethod(w, r, p.id)
 		return
 	}
 	if !e.acceptable(w, r, p) {
@@ -911,42 +695,12 @@ func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post)
 	return func() { e.tellOwed(p.id, p.owed); leave() }, true
 }
 
-// serveNonPost answers what is not a POST: a legacy session's GET stream
-// and DELETE, or mcp-go's for a stateless endpoint.
-func (e *Endpoint) serveNonPost(w http.ResponseWriter, r *http.Request, p *post) {
-	if p.legacy {
-		e.serveSessionMethod(w, r, p.id, &p.owed)
-		return
-	}
-	if r.Method != http.MethodGet {
-		e.library(w, r, nil)
-		return
-	}
-	if p.id != "" {
-		// A stateless endpoint's GET streams, which mcp-go serves for any
-		// id, are capped per id all the same.
-		leave, ok := e.ids.listen(p.id, e.opts.MaxStreamsPerSession)
-		if !ok {
-			tooManyStreams(w, e.opts.MaxStreamsPerSession)
-			return
-		}
-		defer leave()
-	}
-	sw := &streamWriter{w: w, dl: newDeadline(w, e.opts.WriteTimeout)}
-	defer sw.keepAlive(e.opts.HeartbeatInterval)()
-	e.library(sw, r, nil)
-}
-
 // acceptable checks what every POST must be, whoever answers it: JSON, and
 // on a legacy session parseable and of a revision served. false when the
 // answer is written.
 func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-		if p.legacy {
-			http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
-			return false
-		}
-		e.library(w, r, p.body)
+		http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
 		return false
 	}
 	if p.legacy && p.env.Kind == jsonrpc.Invalid && !json.Valid(p.body) {
@@ -960,8 +714,8 @@ func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) b
 }
 
 // serveAnswer takes a client's answer to a request made of it: the
-// gateway's (an upstream's, relayed), a legacy session's GET stream's, or
-// mcp-go's on a stateless endpoint. The session's owner was checked, so
+// gateway's (an upstream's, relayed) or a legacy session's GET stream's;
+// without a legacy session, it answers nothing asked (serveSessionless). The session's owner was checked, so
 // only the client a request went to can answer it.
 func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) {
 	if p.id != "" && e.asks.answer(p.id, p.env.RawID, p.body) {
@@ -985,24 +739,20 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 		http.Error(w, "no request of this id is waiting for an answer", http.StatusBadRequest)
 		return
 	}
-	// An answer to mcp-go's own request (sampling, elicitation) is
-	// accepted with 202; anything else answers nothing the gateway
-	// asked, and is logged within bounds.
-	sw := &statusWriter{ResponseWriter: w}
-	e.library(sw, r, p.body)
-	if sw.status != http.StatusAccepted {
-		e.unsolicited.note(e.opts.Logger, e.opts.Path, p.id, p.body)
-	}
+	cs := newCallStream(w)
+	e.serveSessionless(cs, r, p)
+	cs.finish()
 }
 
-// serveMessage serves a request or notification from one table: the
-// gateway's own methods (ownMethods), initialize and the rest of a legacy
-// session (legacy.go), or what mcp-go serves.
+// serveMessage serves a request or notification from the method table:
+// the gateway's own methods, initialize and the rest of a legacy session
+// (legacy.go), or the rest without one (serveSessionless).
 func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post) {
 	// opens: an initialize, which opens a new session even when it carries
 	// an id, held to the caps as any other.
 	var slot *sessionSlot
-	opens := p.legacy && p.env.Is(mcpgo.MethodInitialize)
+	m := methods[p.env.Method]
+	opens := p.legacy && p.env.Kind == jsonrpc.Request && m.opens
 	if opens {
 		actor, _ := e.opts.Actor(r.Context())
 		var err error
@@ -1051,7 +801,7 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 	}
 	r = r.WithContext(context.WithValue(ctx, callStreamKey{}, cs))
 	if in, ok := e.readInbound(r, &p.env, p.modern, p.id, cancel); ok {
-		ownMethods[p.env.Method](e, r.Context(), cs, in)
+		m.own(e, r.Context(), cs, in)
 		cs.finish()
 		return
 	}
@@ -1064,12 +814,11 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 		// errors of what no method serves.
 		e.serveLegacy(r.Context(), cs, session, p.body)
 	default:
-		// A stateless endpoint's, and the 2026-07-28 methods mcp-go
-		// serves: server/discover and subscriptions/listen.
+		// A stateless endpoint's, or a 2026-07-28 client's.
 		if p.env.Kind == jsonrpc.Notification {
 			e.cancelModern(r, &p.env)
 		}
-		e.library(cs, r, p.body)
+		e.serveSessionless(cs, r, p)
 	}
 	cs.finish()
 }
@@ -1257,8 +1006,11 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	}
 	e.sub.Close()
 	e.synced.Wait()
-	// A stateless endpoint's GET streams are mcp-go's.
-	e.http.CloseSessions(ctx)
+	e.streams.Range(func(_, s any) bool {
+		s.(*legacySession).close()
+		e.streamGone(s.(*legacySession))
+		return true
+	})
 	return nil
 }
 

@@ -21,8 +21,8 @@ import (
 // read here once, checked against the revision's wire rules, and, for
 // tools/call and tools/list, answered by the same code that answers a
 // session's (invoke, the kept listing JSON), so both eras are governed
-// alike and cost alike. Its other methods go to mcp-go, which serves them
-// per request.
+// alike and cost alike. Its other methods are HandleMessage's, with a
+// session of the request's own (methods.go).
 
 // modernInbound is a 2026-07-28 request as read from its body.
 type modernInbound struct {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 )
@@ -23,12 +22,10 @@ import (
 // belongs to. Writing them here keeps them on the call's stream and in
 // order.
 //
-// The answer — the gateway's own, or mcp-go's (HandleMessage's, or its
-// transport's) — is written through this writer. Until the gateway sends
-// an event, everything passes straight through. Once it has, the response
-// is SSE: an answer then written in plain JSON is held back and sent as
-// one final event when the request ends (finish); if mcp-go's transport
-// switched to SSE itself, its events pass through.
+// The answer, always JSON, is written through this writer. Until the
+// gateway sends an event, it passes straight through. Once it has, the
+// response is SSE: the answer is held back and sent as one final event
+// when the request ends (finish).
 type callStream struct {
 	// dl moves the write deadline on before every write (SV-9).
 	dl deadline
@@ -40,12 +37,9 @@ type callStream struct {
 	hdr http.Header
 	// upgraded: the real response went out as text/event-stream.
 	upgraded bool
-	// libHeader: the answer's writer sent its header; libSSE: as an event
-	// stream.
-	libHeader, libSSE bool
-	// done: the gateway wrote the call's answer itself; what mcp-go
-	// writes after it is its own rendering of the same answer and is
-	// dropped.
+	// libHeader: the answer's writer sent its header.
+	libHeader bool
+	// done: the call's answer is written; later writes are dropped.
 	done bool
 	// ended: finish ran and the handler is returning; the ResponseWriter
 	// is no longer ours. A late write (an upstream withdrawing its
@@ -89,7 +83,6 @@ func (c *callStream) writeHeaderLocked(code int) {
 		return
 	}
 	c.libHeader = true
-	c.libSSE = strings.HasPrefix(c.hdr.Get("Content-Type"), "text/event-stream")
 	if c.upgraded {
 		return // the event stream's header went out already
 	}
@@ -98,7 +91,6 @@ func (c *callStream) writeHeaderLocked(code int) {
 	}
 	c.dl.extend()
 	c.w.WriteHeader(code)
-	c.upgraded = c.libSSE
 }
 
 func (c *callStream) Write(p []byte) (int, error) {
@@ -111,7 +103,7 @@ func (c *callStream) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	c.writeHeaderLocked(http.StatusOK)
-	if c.upgraded && !c.libSSE {
+	if c.upgraded {
 		return c.held.Write(p)
 	}
 	c.dl.extend()

@@ -1,10 +1,8 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +20,6 @@ const (
 
 // unsolicitedMsg is the log text of an unsolicited response.
 const unsolicitedMsg = "ignored a response to a request the gateway never made"
-
-// mcpGoUnsolicitedMsg is what mcp-go logs at ERROR for the same thing; the
-// endpoint logs it itself, rate-limited, instead.
-const mcpGoUnsolicitedMsg = "Failed to handle sampling response"
 
 // unsolicited rate-limits the log lines of unsolicited responses.
 type unsolicited struct {
@@ -93,42 +87,3 @@ func (u *unsolicited) forget(session string) {
 // UnsolicitedResponses is how many responses to requests the gateway never
 // made clients have posted, logged or not.
 func (e *Endpoint) UnsolicitedResponses() int64 { return e.unsolicited.total.Load() }
-
-// statusWriter remembers the status a handler answered with.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// quietHandler drops mcp-go's own ERROR line for an unsolicited response:
-// the endpoint logs those itself, rate-limited.
-type quietHandler struct{ slog.Handler }
-
-func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == mcpGoUnsolicitedMsg {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quietHandler{h.Handler.WithAttrs(attrs)}
-}
-
-func (h quietHandler) WithGroup(name string) slog.Handler {
-	return quietHandler{h.Handler.WithGroup(name)}
-}
