@@ -531,7 +531,7 @@ var secretRules = []textRule{
 	{re: phrase(`(?:^|[^\w.])((?:~|\$home|%userprofile%|/home/[\w.-]+|/users/[\w.-]+|/root)?/?\.ssh\b(?:/[\w.-]+)?)`), group: 1, reason: reasonSSH, quote: true, needles: []string{"ssh"}},
 	{re: phrase(`(?:^|[^a-z0-9])(id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?)(?:[^a-z0-9]|$)`), group: 1, reason: reasonSSH, quote: true, needles: []string{"id_"}},
 	{re: phrase(`(?:^|[^\w.])((?:~/)?\.aws/(?:credentials|config))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{".aws"}},
-	{re: phrase(`(?:^|[\s'"\x60(\[{,:=~/])(\.env(?:\.[\w-]+)?)\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{".env"}},
+	{re: phrase(`(?:^|[\s'"\x60(\[{,:=~/])(\.env(?:\.(?:local|production|prod|development|dev|staging|stage|test|ci|docker|secrets?|private|backup|bak|old|save))?)(?:$|[^\w.-]|\.(?:$|\s))`), group: 1, reason: reasonCreds, quote: true, needles: []string{".env"}},
 	{re: phrase(`(?:^|[^\w.])(\.(?:npmrc|netrc|pypirc|pgpass|git-credentials|docker/config\.json|kube/config|config/gcloud|gnupg|bash_history|zsh_history))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{"npmrc", "netrc", "pypirc", "pgpass", "git-credentials", "docker/config", "kube/config", "gcloud", "gnupg", "_history"}},
 	{re: phrase(`(?:^|[^\w.])((?:[\w.-]+/)*(?:\.htpasswd|master\.key|config/secrets\.ya?ml|\.config/github-copilot(?:/[\w.-]+)?))\b`), group: 1, reason: reasonCreds, quote: true, needles: []string{"htpasswd", "master.key", "secrets.y", "github-copilot"}},
 	{re: phrase(`\b((?:the )?(?:user['’]?s )?browser['’]?s? (?:saved )?(?:passwords|credentials|password manager|keychain))\b`), group: 1, reason: "names the browser's credential stores", quote: true, needles: []string{"browser"}},

@@ -844,3 +844,25 @@ func TestRV2ScanEvasions(t *testing.T) {
 		})
 	}
 }
+
+// A template of a dotenv file (.env.example, .env.sample) holds no secret;
+// the file itself and its variants that do (.env.local, .env.production)
+// are named as secret paths (RV-2).
+func TestRV2DotenvTemplatesAreNoSecretPath(t *testing.T) {
+	for desc, want := range map[string]bool{
+		"Copies .env.example to a new project.":           false,
+		"Validates .env.sample and .env.template files.":  false,
+		"Reads .env and prints every key.":                true,
+		"Reads .env.local before the build.":              true,
+		"Loads `.env.production` into the deploy job.":    true,
+		"Keys missing compared to .env.example, by name.": false,
+	} {
+		got := false
+		for _, f := range ScanTool(ScanInput{Name: "dotenv_tool", Description: desc}) {
+			got = got || f.Kind == core.FlagSecretPath
+		}
+		if got != want {
+			t.Errorf("%q: secret path flagged %v, want %v", desc, got, want)
+		}
+	}
+}
