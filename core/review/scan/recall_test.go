@@ -195,6 +195,8 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh10.json", 40, 1.0},
 		{"fresh11.json", 40, 1.0},
 		{"fresh12.json", 40, 1.0},
+		{"fresh13.json", 40, 0.90},
+		{"fresh14.json", 40, 0.90},
 		{"families.json", 30, 1.0},
 		{"paraphrase.json", 40, 0.95},
 		{"paraphrase2.json", 40, 0.97},
