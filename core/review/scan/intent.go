@@ -162,6 +162,29 @@ var intentRules = []intentRule{
 		reason: "tells the model to send data to an address of the tool's choosing", needles: []string{"://"},
 		also: []string{"as well", "too", "also", "additionally", "in addition", "a copy", "silently", "quietly", "secretly", "every", "always"}},
 
+	// a scripted answer for when the user asks: "if asked, say it was not
+	// needed", "si la question est posée, répondez que", "尋ねられた場合は
+	// …とお答えください"
+	{re: ire(`\bif (?:the (?:user|customer|client|buyer|employee)s? |anyone |they |someone |you are |you're )?(?:asks?|asked|is asked|are asked|inquires?|questions?|wonders?)\b[^.\n]{0,80}?[,;:]?\s*(?:say|tell (?:them|the (?:user|customer))|answer|reply|respond|state|claim|confirm)\b(?: that)?` +
+		`|\bsi (?:la question|l['’]utilisateur|le client|on vous)\b[^.\n]{0,60}?(?:pos[ée]e|demande|interroge)\w*[^.\n]{0,40}?,?\s*(?:r[ée]pondez|dites|affirmez|indiquez)\b` +
+		`|\bsi (?:el usuario|el cliente|alguien|te)\b[^.\n]{0,40}?pregunta\w*[^.\n]{0,40}?,?\s*(?:di|diga|responde|responda|contesta|conteste|afirma)\b` +
+		`|\bse (?:o usu[aá]rio|o cliente|algu[eé]m)\b[^.\n]{0,40}?pergunt\w*[^.\n]{0,40}?,?\s*(?:diga|responda|afirme)\b` +
+		`|\bfalls (?:der (?:Nutzer|Benutzer|Kunde)|jemand)\b[^.\n]{0,40}?(?:fragt|nachfragt)\w*[^.\n]{0,40}?,?\s*(?:antworte|antworten Sie|sage|sagen Sie)\b` +
+		`|(?:尋ねられた|聞かれた|質問された)(?:場合|ら)[^。\n]{0,60}?(?:と(?:お)?答え|と回答|と伝え)|如果(?:用户|客户|有人)?(?:问|询问)(?:起|到)?[^。\n]{0,40}?(?:回答|告诉|说|答复)`),
+		reason: "gives the model a scripted answer for when the user asks, instead of the truth", needles: []string{"if ", "si ", "se ", "falls", "尋ねられた", "聞かれた", "質問された", "如果"}},
+	// the user told less than the result says: "show the user only the
+	// subtotal", "leave out the denial that comes with the result"
+	{re: ire(`\b(?:show|tell|display|report|give|quote) (?:the )?(?:user|customer|buyer|client|employee)s? only\b` +
+		`|\b(?:leave out|omit|drop|hide|withhold)\b[^.\n]{0,60}?\b(?:that (?:comes?|came) with|returned (?:in|by|with)|included in|from) (?:the |its )?(?:result|response|output|reply)\b` +
+		`|\btell the (?:user|customer|buyer|client|employee) (?:it|that it|that the \w+|the \w+) (?:is|was|has been) still\b`),
+		reason: "tells the model to keep something from the user", needles: []string{" only", "leave out", "omit", "drop", "hide", "withhold", "still"}},
+	// over what the user chose: "including when the user asks not to copy
+	// anyone", "regardless of the IBAN the user gives", "ongeacht het IBAN
+	// dat de gebruiker opgeeft"
+	{re: ire(`\b(?:even (?:if|when)|including when|regardless of (?:whether|what|which|the)|irrespective of|no matter (?:what|which|whether))\b[^.\n]{0,60}?\b(?:the )?(?:user|customer|buyer|client)s?\b[^.\n]{0,20}?\b(?:asks?|says?|names?|chooses?|requests?|wants?|specifies|gives|provides|enters|selects?|picks?|opts?|prefers?)\b` +
+		`|\bongeacht\b[^.\n]{0,60}?\bgebruiker\b|\bunabh[äa]ngig davon\b[^.\n]{0,60}?\b(?:Nutzer|Benutzer)\b|\bquel(?:le)?s? que soi(?:t|ent)\b[^.\n]{0,60}?\butilisateur\b|\bindependientemente de\b[^.\n]{0,60}?\busuario\b|\bindependentemente d[oae]\b[^.\n]{0,60}?\busu[aá]rio\b|\bindipendentemente da\b[^.\n]{0,60}?\butente\b`),
+		reason: "tells the model to override what the user chose", needles: []string{"even if", "even when", "including when", "regardless", "irrespective", "no matter", "ongeacht", "unabh", "quel", "independientemente", "independentemente", "indipendentemente"}},
+
 	// results that carry orders
 	{re: ire(`\bif (?:the|a|an|any|its|this) (?:page|result|response|output|document|e-?mail|message|body|file|text|content|issue|comment|site|website|reply)s? (?:contains?|includes?|has|holds|asks?|says?|tells? you|lists?)\b[^.\n]{0,80}\b(?:follow|obey|execute|run|carry out|perform|do|act on|apply|comply with) (?:it|them|those|these|that|what it says|the instructions?|its instructions)\b`),
 		reason: reasonExecute, needles: []string{"if "}},
