@@ -73,6 +73,7 @@ func TestInjectionInResultsIN1(t *testing.T) {
 		{"injection_fresh16.json", 0.97, 2, 40, 40},
 		{"injection_fresh17.json", 0.78, 4, 50, 50},
 		{"injection_heldout18.json", 0.30, 6, 50, 50},
+		{"injection_fresh19.json", 0.48, 2, 50, 50},
 	} {
 		set := readInjectionSet(t, c.file)
 		if len(set.Hostile) < c.minHostile || len(set.Benign) < c.minBenign {
@@ -196,7 +197,7 @@ func TestDetectorExpressionsCompile(t *testing.T) {
 // at 7 of 40 after that and injection_fresh17.json at 23 of 50 after that;
 // the floors are the values measured after each was tuned on.
 func TestResultRulesAloneOnFreshSetsIN1(t *testing.T) {
-	for file, floor := range map[string]int{"injection_fresh13.json": 29, "injection_fresh14.json": 25, "injection_fresh15.json": 38, "injection_fresh16.json": 36, "injection_fresh17.json": 36} {
+	for file, floor := range map[string]int{"injection_fresh13.json": 29, "injection_fresh14.json": 25, "injection_fresh15.json": 38, "injection_fresh16.json": 36, "injection_fresh17.json": 36, "injection_fresh19.json": 21} {
 		set := readInjectionSet(t, file)
 		caught := 0
 		for _, s := range set.Hostile {
