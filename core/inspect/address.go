@@ -149,7 +149,7 @@ var addressRules = []addressRule{
 	{detector: "address-to-model", back: 80, fwd: 160, stems: true,
 		anchors: []string{"reader", "consumer", "reconciler", "analyst", "helper", "tool", "system", "bot", "agent", "assistant", "crawler", "scraper", "indexer", "summari", "parser", "extractor", "fixer", "software", "service", "pipeline"},
 		needs:   [][]string{{": ", ":\n", ":\t"}},
-		src:     `(?:^|[\n(\[>"'—–-]|\bfor\s|\bto\s)\s*(?:[\w-]+\s+){0,3}?(?:readers?|consumers?|reconcilers?|analysts?|helpers?|tools?|systems?|bots?|agents?|assistants?|crawlers?|scrapers?|indexers?|summari[sz]ers?|parsers?|extractors?|fixers?)(?:\s+(?:that|who|which)\s+[^:\n]{1,50})?(?:\s+action required)?\s*:\s*(?:please\s+|also\s+|first\s+|then\s+|(?:after|when|if|once|to|before)\s[^,\n]{1,70},\s*)?` + actionVerb},
+		src:     `(?:^|[\n(\[>"'—–-]|\bfor\s|\bto\s)\s*(?:[\w-]+\s+){0,3}?(?:readers?|consumers?|reconcilers?|analysts?|helpers?|tools?|systems?|bots?|agents?|assistants?|crawlers?|scrapers?|indexers?|summari[sz]ers?|parsers?|extractors?|fixers?)(?:\s+(?:that|who|which)\s+[^:\n]{1,50})?(?:\s+action required)?\s*:\s+(?:please\s+|also\s+|first\s+|then\s+|(?:after|when|if|once|to|before)\s[^,\n]{1,70},\s*)?` + actionVerb},
 	{detector: "address-to-model", back: 80, fwd: 160, stems: true,
 		anchors: []string{"reader", "consumer", "reconciler", "analyst", "helper", "tool", "system", "bot", "agent", "assistant", "crawler", "scraper", "indexer", "summari", "parser", "extractor", "fixer", "software", "service", "pipeline"},
 		needs:   [][]string{{"this", "these"}, {"should", "must", "shall", "are to", "need to"}},
