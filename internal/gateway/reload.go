@@ -141,8 +141,7 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 	if err != nil {
 		return fail(err)
 	}
-	// Built whole before anything is applied, swapped per endpoint below
-	// (IN-1).
+	// Built whole before anything is applied (IN-1).
 	inspections := map[string]*serve.Inspection{}
 	for i := range eff.Endpoints {
 		in, err := endpointInspection(eff, &eff.Endpoints[i])
@@ -158,6 +157,31 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		if limits, err = g.newCallLimits(eff); err != nil {
 			return fail(err)
 		}
+	}
+	// Each endpoint's rules are built whole before anything is applied
+	// and swapped below in one store, so a call reads the old set or the
+	// new one, never a mix (OP-8). A part the diff finds unchanged keeps
+	// the value in force: the limits hold the rate buckets, and an
+	// allow-list or policy carried over tells no session of a change that
+	// is none.
+	rules := map[string]*serve.Rules{}
+	for _, e := range eff.Endpoints {
+		sw := g.switches[e.Path]
+		if sw == nil {
+			continue
+		}
+		cur := sw.ep.Rules()
+		r := &serve.Rules{Tools: cur.Tools, Policy: cur.Policy, Limits: cur.Limits, Inspection: inspections[e.Path]}
+		if d.limits {
+			r.Limits = limits
+		}
+		if slices.Contains(d.policyChanged, e.Path) {
+			r.Policy = policies[e.Path]
+		}
+		if slices.Contains(d.toolsChanged, e.Path) {
+			r.Tools = e.Tools
+		}
+		rules[e.Path] = r
 	}
 	specs := make([]upstreams.UpstreamSpec, 0, len(eff.Upstreams))
 	for _, u := range eff.Upstreams {
@@ -202,19 +226,9 @@ func (g *Gateway) Reload(ctx context.Context, next *config.Config) (*ReloadRepor
 		if sw == nil {
 			continue
 		}
-		if d.limits {
-			sw.ep.SetLimits(limits)
-		}
-		sw.ep.SetInspection(inspections[e.Path])
-		policyChanged := slices.Contains(d.policyChanged, e.Path)
-		if policyChanged {
-			// Swapped whole: a call reads the old set or the new one.
-			sw.ep.SetPolicy(policies[e.Path]) // notifies
-		}
+		sw.ep.SetRules(rules[e.Path]) // notifies when the allow-list or policy changed
 		switch {
-		case slices.Contains(d.toolsChanged, e.Path):
-			sw.ep.SetTools(e.Tools) // notifies
-		case policyChanged:
+		case slices.Contains(d.policyChanged, e.Path), slices.Contains(d.toolsChanged, e.Path):
 		case slices.Contains(d.authChanged, e.Path), d.reviewMode:
 			// Roles or review decide what an actor sees.
 			sw.ep.ToolsChanged()

@@ -161,13 +161,13 @@ func (l *listedTools) get(name string) ([]byte, bool) {
 // a direct call takes, with via set for the audit, unless the caller may
 // not call the inner tool directly, which is answered exactly as an
 // unknown tool (done). Any other name is left as it came.
-func (e *Endpoint) discoveryCall(ctx context.Context, cs *callStream, tr *inbound, name string, args json.RawMessage) (inner string, innerArgs json.RawMessage, via string, done bool) {
+func (e *Endpoint) discoveryCall(ctx context.Context, cs *callStream, tr *inbound, r *Rules, name string, args json.RawMessage) (inner string, innerArgs json.RawMessage, via string, done bool) {
 	if e.disco == nil {
 		return name, args, "", false
 	}
 	switch name {
 	case discovery.SearchToolName:
-		e.serveSearch(ctx, cs, tr, args)
+		e.serveSearch(ctx, cs, tr, r, args)
 		return "", nil, "", true
 	case discovery.CallToolName:
 	default:
@@ -180,7 +180,7 @@ func (e *Endpoint) discoveryCall(ctx context.Context, cs *callStream, tr *inboun
 	}
 	// The listing's test, the policy's "hidden whatever the arguments"
 	// included: what search never shows, call_tool never reaches.
-	if _, served := e.listed.get(inner); !served || !e.listable(ctx, tr.actor, tr.session)(inner) {
+	if _, served := e.listed.get(inner); !served || !e.listable(ctx, r, tr.actor, tr.session)(inner) {
 		status := http.StatusOK
 		if tr.modern != nil {
 			status = http.StatusBadRequest
@@ -225,7 +225,7 @@ func readCallTool(args json.RawMessage) (string, json.RawMessage, error) {
 // serveSearch answers search_tools (DS-1): the best matches among the
 // tools the caller may call directly (DS-2), as structuredContent and as
 // the same JSON in a text block.
-func (e *Endpoint) serveSearch(ctx context.Context, cs *callStream, tr *inbound, args json.RawMessage) {
+func (e *Endpoint) serveSearch(ctx context.Context, cs *callStream, tr *inbound, r *Rules, args json.RawMessage) {
 	query, limit, err := readSearch(args)
 	if err != nil {
 		e.writeToolResult(cs, tr, toolErrorJSON(discovery.SearchToolName, err))
@@ -235,7 +235,7 @@ func (e *Endpoint) serveSearch(ctx context.Context, cs *callStream, tr *inbound,
 	// this request is in the index it searches.
 	e.applied.wait(ctx, e.opts.Registry.Bus().Seq())
 	b := e.disco.index(e)
-	listable := e.listable(ctx, tr.actor, tr.session)
+	listable := e.listable(ctx, r, tr.actor, tr.session)
 	hits := b.index.Search(query, limit, func(name string) bool {
 		_, ok := b.results[name]
 		return ok && listable(name)

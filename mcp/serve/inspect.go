@@ -37,20 +37,6 @@ type Inspect struct {
 	Hooks  []Hook
 }
 
-// SetInspection replaces the inspection in force (a reload, OP-8): a call
-// reads the old one or the new one, whole.
-func (e *Endpoint) SetInspection(in *Inspection) { e.inspection.Store(in) }
-
-// inspectFor is the inspection of a tool of source, nil when nothing is
-// inspected: then a call pays one load and one map lookup.
-func (e *Endpoint) inspectFor(source string) *Inspect {
-	in := e.inspection.Load()
-	if in == nil {
-		return nil
-	}
-	return in.BySource[source]
-}
-
 // ErrInspectBlocked marks a call or result refused for what it carried.
 var ErrInspectBlocked = errors.New("blocked by inspection")
 

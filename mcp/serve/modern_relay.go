@@ -257,7 +257,7 @@ func relays(req *modernInbound) (elicits, samples bool) {
 // startRelay runs call c of actor beyond this HTTP request, so its
 // upstream's requests can reach the client as input requests, and follows
 // it on cs. false: the gateway is closing; the call did not start.
-func (e *Endpoint) startRelay(ctx context.Context, cs *callStream, actor core.Actor, c *core.ToolCall, req *modernInbound, elicits, samples bool) bool {
+func (e *Endpoint) startRelay(ctx context.Context, cs *callStream, rules *Rules, actor core.Actor, c *core.ToolCall, req *modernInbound, elicits, samples bool) bool {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r := &modernRelay{id: randomID(), elicits: elicits, samples: samples, bound: e.opts.Gate.ApprovalWait(),
 		asks: make(chan *relayAsk), done: make(chan json.RawMessage, 1), cancel: cancel, gone: make(chan struct{})}
@@ -270,7 +270,7 @@ func (e *Endpoint) startRelay(ctx context.Context, cs *callStream, actor core.Ac
 		// Stops when the call returns: the call's own deadlines bound it,
 		// and cancel (client gone, Close) ends it early.
 		defer cancel(nil)
-		r.done <- e.invoke(callCtx, actor, c, req.progressToken, nil)
+		r.done <- e.invoke(callCtx, rules, actor, c, req.progressToken, nil)
 		if r.orphaned() {
 			// Nobody follows the call and no answer is awaited (its
 			// upstream withdrew the request it parked on): no retry can

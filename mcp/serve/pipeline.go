@@ -32,18 +32,20 @@ import (
 //	inspectResult     what the result carries (IN-1, IN-4), before the client sees it
 //	settle            the flow's labels (IN-3), limits given back, the audit (OP-6)
 //
-// invoke runs them from admit on.
+// invoke runs them from admit on. A call loads the endpoint's rules once,
+// before resolve, and every step reads that set (OP-8): a reload swapped
+// in mid-call applies from the next call on.
 
 // resolve parses one tools/call into the value every later step reads:
 // the tool looked up once under the endpoint's allow-list and the actor's
 // gates, the arguments split once into the tool's own and the confirm
 // gate's (CF-1).
-func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, args json.RawMessage) (*core.ToolCall, error) {
+func (e *Endpoint) resolve(ctx context.Context, r *Rules, actor core.Actor, name string, args json.RawMessage) (*core.ToolCall, error) {
 	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		// No arguments at all is an empty object, as the schema sees it.
 		args = json.RawMessage(`{}`)
 	}
-	c, err := e.opts.Registry.Resolve(ctx, actor, e.allowList(), name, args)
+	c, err := e.opts.Registry.Resolve(ctx, actor, r.Tools, name, args)
 	if err != nil {
 		return nil, err
 	}
@@ -54,18 +56,19 @@ func (e *Endpoint) resolve(ctx context.Context, actor core.Actor, name string, a
 	return c, nil
 }
 
-// invoke runs one resolved tools/call for the session in ctx and returns
+// invoke runs one resolved tools/call under rules r, the set it was
+// resolved under, for the session in ctx and returns
 // the result as JSON: the upstream's own bytes, or an isError result the
 // model can read. asks carries requests to the client on the call's own
 // stream; nil without a session.
-func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
-	ctx, call, down, insp := e.callContext(ctx, c, token, asks)
+func (e *Endpoint) invoke(ctx context.Context, r *Rules, actor core.Actor, c *core.ToolCall, token any, asks *pendingRequests) json.RawMessage {
+	ctx, call, down, insp := e.callContext(ctx, r, c, token, asks)
 	start := time.Now()
 	// The request span's stages are its attributes, not spans (OP-9);
 	// tr is nil, and notes nothing, when the request is not traced.
 	tr := telemetry.RequestOf(ctx)
 	telemetry.ToolCall(ctx, c.Tool.Name, c.RequestID)
-	reason, fc, counted, err := e.admit(ctx, actor, c, call, tr)
+	reason, fc, counted, err := e.admit(ctx, r, actor, c, call, tr)
 	if err == nil {
 		validate(c, tr)
 	}
@@ -95,7 +98,7 @@ func (e *Endpoint) invoke(ctx context.Context, actor core.Actor, c *core.ToolCal
 // callContext is ctx for the call: its record (core.Call), and the
 // downstream what the upstream sends during the call comes back through
 // (filtered by the source's inspection, insp).
-func (e *Endpoint) callContext(ctx context.Context, c *core.ToolCall, token any, asks *pendingRequests) (context.Context, core.Call, *downstream, *Inspect) {
+func (e *Endpoint) callContext(ctx context.Context, r *Rules, c *core.ToolCall, token any, asks *pendingRequests) (context.Context, core.Call, *downstream, *Inspect) {
 	callID, idemKey := randomIDPair()
 	call := core.Call{Endpoint: e.opts.Path, Channel: "mcp", RequestID: c.RequestID, CallID: callID, IdempotencyKey: idemKey}
 	if s := server.ClientSessionFromContext(ctx); s != nil {
@@ -115,7 +118,7 @@ func (e *Endpoint) callContext(ctx context.Context, c *core.ToolCall, token any,
 	}
 	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
 		listening: e.ids.listening, asks: asks}
-	insp := e.inspectFor(c.Tool.Source)
+	insp := r.inspectFor(c.Tool.Source)
 	if insp != nil && insp.Policy != nil {
 		down.filter = &streamFilter{pol: insp.Policy} // IN-1
 	}
@@ -129,14 +132,14 @@ func (e *Endpoint) callContext(ctx context.Context, c *core.ToolCall, token any,
 // admit decides the call by the policy rules, with the labels its flow
 // gathered (fc, IN-3), then counts it under the rates and quotas; reason
 // is the rule's, for an operator asked to approve.
-func (e *Endpoint) admit(ctx context.Context, actor core.Actor, c *core.ToolCall, call core.Call, tr *telemetry.Request) (reason string, fc *flowCall, counted *policy.Counted, err error) {
+func (e *Endpoint) admit(ctx context.Context, r *Rules, actor core.Actor, c *core.ToolCall, call core.Call, tr *telemetry.Request) (reason string, fc *flowCall, counted *policy.Counted, err error) {
 	t0 := tr.Now()
-	if in := e.inspection.Load(); in != nil {
+	if in := r.Inspection; in != nil {
 		fc = e.flowOf(in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool)
 	}
-	reason, err = e.decide(ctx, actor, c, fc)
+	reason, err = e.decide(ctx, r.Policy, actor, c, fc)
 	if err == nil {
-		counted, err = e.limit(ctx, actor, c)
+		counted, err = e.limit(ctx, r.Limits, actor, c)
 	}
 	tr.Took(telemetry.StagePolicy, t0)
 	return reason, fc, counted, err

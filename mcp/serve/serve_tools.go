@@ -127,11 +127,13 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		name, args, progress = p.Name, p.Arguments, p.progressToken()
 	}
 	// search_tools is answered there; call_tool goes on as its inner call.
-	name, args, via, done := e.discoveryCall(ctx, cs, tr, name, args)
+	// One set of rules for the whole call (OP-8).
+	r := e.rules.Load()
+	name, args, via, done := e.discoveryCall(ctx, cs, tr, r, name, args)
 	if done {
 		return
 	}
-	c, err := e.resolve(ctx, tr.actor, name, args)
+	c, err := e.resolve(ctx, r, tr.actor, name, args)
 	if err != nil {
 		// Unknown, or off this actor's list: one answer for both (SV-5),
 		// with the status the 2026-07-28 revision gives -32602.
@@ -144,7 +146,7 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 	}
 	c.RequestID, c.Via = tr.requestID(), via
 	if tr.modern != nil {
-		e.serveModernCall(ctx, cs, tr, c, state, inputs)
+		e.serveModernCall(ctx, cs, tr, r, c, state, inputs)
 		return
 	}
 	var asks *pendingRequests
@@ -156,13 +158,13 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		defer e.ids.inflight.Remove(key)
 		asks = &e.asks
 	}
-	writeResult(cs, tr.rawID, e.invoke(ctx, tr.actor, c, progress, asks))
+	writeResult(cs, tr.rawID, e.invoke(ctx, r, tr.actor, c, progress, asks))
 }
 
 // serveModernCall is the rest of a 2026-07-28 tools/call, whose client
 // carries its confirmation or its answers to an upstream's questions in
 // the retried request (CF-6, server_state.go, modern_relay.go).
-func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, tr *inbound, c *core.ToolCall, state *string, inputs map[string]json.RawMessage) {
+func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, tr *inbound, r *Rules, c *core.ToolCall, state *string, inputs map[string]json.RawMessage) {
 	req, actor := tr.modern, tr.actor
 	// Through call_tool the headers are call_tool's, whose arguments hold
 	// the inner ones: there is nothing of the inner tool's to bind.
@@ -201,11 +203,11 @@ func (e *Endpoint) serveModernCall(ctx context.Context, cs *callStream, tr *inbo
 		// The upstream may ask the client something during the call: the
 		// call runs beyond this request, so the question can reach the
 		// client as an input request (modern_relay.go).
-		if e.startRelay(ctx, cs, actor, c, req, elicits, samples) {
+		if e.startRelay(ctx, cs, r, actor, c, req, elicits, samples) {
 			return
 		}
 	}
-	result := e.invoke(ctx, actor, c, req.progressToken, nil)
+	result := e.invoke(ctx, r, actor, c, req.progressToken, nil)
 	if c.Tool.Kind == core.KindAction && !c.Confirm && e.opts.ElicitConfirm && req.elicits {
 		if asked, ok := e.askToConfirm(actor, c, result); ok {
 			result = asked
@@ -256,7 +258,7 @@ func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *inbou
 	// in its listing. A call needs no such wait: resolve reads the
 	// registry itself.
 	e.applied.wait(ctx, e.opts.Registry.Bus().Seq())
-	listable := e.listable(ctx, tr.actor, tr.session)
+	listable := e.listable(ctx, e.rules.Load(), tr.actor, tr.session)
 	var buf bytes.Buffer
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(tr.rawID)

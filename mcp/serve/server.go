@@ -14,7 +14,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,7 +90,7 @@ type EndpointOptions struct {
 	// negative none. The body-read deadline is WithDeadlines'.
 	WriteTimeout time.Duration
 	// Inspection is what calls may carry in and out (IN-1); nil inspects
-	// nothing. SetInspection replaces it.
+	// nothing. SetRules replaces it.
 	Inspection *Inspection
 	// HeartbeatInterval is how often an event stream (GET streams, calls
 	// answering as SSE) gets an SSE comment; 0 is
@@ -129,10 +128,10 @@ type EndpointOptions struct {
 	ForwardKey []byte
 	Logger     *slog.Logger
 	// Policy decides calls and hides tools by rules (PO-1, PO-2); nil
-	// applies none. SetPolicy replaces it.
+	// applies none. SetRules replaces it.
 	Policy *policy.Policy
 	// Limits are rates and quotas, shared by the gateway's endpoints
-	// (PO-3); nil applies none. SetLimits replaces them.
+	// (PO-3); nil applies none. SetRules replaces them.
 	CallLimits *policy.Limits
 	// Discovery lists search_tools and call_tool instead of every tool
 	// (DS-1, discovery.go); nil lists every tool.
@@ -169,9 +168,9 @@ type Endpoint struct {
 	unsolicited unsolicited
 	// running are the POSTs being served, for CutCalls (SV-9).
 	running running
-	// tools is the allow-list in force: opts.Tools until a reload sets
-	// another (OP-8).
-	tools atomic.Pointer[[]string]
+	// rules are the allow-list, policy, limits and inspection in force:
+	// the options' until a reload swaps in another set (OP-8).
+	rules atomic.Pointer[Rules]
 	// stopSweep ends the idle-session sweeper; nil without one.
 	stopSweep chan struct{}
 	swept     sync.WaitGroup
@@ -198,14 +197,6 @@ type Endpoint struct {
 	// changes counts the list changes told to all sessions, by kind; a
 	// woken session is told of those since it was parked.
 	changes listChanges
-	// policy is the rule set in force: opts.Policy until a reload sets
-	// another (PO-1, OP-8); nil applies none.
-	policy atomic.Pointer[policy.Policy]
-	// limits are the gateway's rates and quotas in force (PO-3); nil
-	// applies none.
-	limits atomic.Pointer[policy.Limits]
-	// inspection is what calls may carry in force (IN-1); nil: none.
-	inspection atomic.Pointer[Inspection]
 	// flows are the labels sessions and sessionless clients gathered
 	// (IN-3).
 	flows flowStore
@@ -274,10 +265,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.infoMeta = e.serverInfoMeta()
 	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
 	e.ids.onEnded = opts.SessionTerminated
-	e.tools.Store(&opts.Tools)
-	e.policy.Store(opts.Policy)
-	e.limits.Store(opts.CallLimits)
-	e.inspection.Store(opts.Inspection)
+	e.rules.Store(&Rules{Tools: opts.Tools, Policy: opts.Policy, Limits: opts.CallLimits, Inspection: opts.Inspection})
 	e.disco = newDiscoverer(opts.Discovery)
 
 	hooks := &server.Hooks{}
@@ -872,18 +860,6 @@ func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id
 // tooManyStreams refuses a GET stream over the session's cap (SV-2).
 func tooManyStreams(w http.ResponseWriter, max int) {
 	http.Error(w, fmt.Sprintf("too many GET streams on this session: at most %d may be open at once (gateway.maxStreamsPerSession); close one first", max), http.StatusTooManyRequests)
-}
-
-// allowList is the endpoint's allow-list in force.
-func (e *Endpoint) allowList() []string { return *e.tools.Load() }
-
-// SetTools replaces the endpoint's allow-list (a reload, OP-8). Live
-// sessions keep going and are sent notifications/tools/list_changed, since
-// what they may list changed with it.
-func (e *Endpoint) SetTools(allow []string) {
-	allow = slices.Clone(allow)
-	e.tools.Store(&allow)
-	e.ToolsChanged()
 }
 
 // ToolsChanged tells every live session that its tool list may have

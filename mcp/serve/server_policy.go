@@ -13,18 +13,6 @@ import (
 	"github.com/toolgate/toolgate/core/policy"
 )
 
-// SetPolicy replaces the endpoint's policy (a reload, OP-8): calls already
-// past their decision keep it, the next one reads the new set. Live
-// sessions are told their tool lists may have changed (PO-2). nil applies
-// no policy.
-func (e *Endpoint) SetPolicy(p *policy.Policy) {
-	e.policy.Store(p)
-	e.ToolsChanged()
-}
-
-// Policy is the endpoint's policy in force; nil when none is configured.
-func (e *Endpoint) Policy() *policy.Policy { return e.policy.Load() }
-
 // clientVars names the calling client for the policy: the session's
 // clientInfo and the era of the protocol in use.
 func (e *Endpoint) clientVars(ctx context.Context, session server.ClientSession) policy.ClientVars {
@@ -54,15 +42,15 @@ func (e *Endpoint) endpointVars() policy.EndpointVars {
 	return policy.EndpointVars{Path: e.opts.Path, Name: e.opts.Name}
 }
 
-// listable returns the test a listing applies to each tool for actor:
+// listable returns the test a listing under rules r applies to each tool
+// for actor:
 // every gate of SV-4, then the policy, which hides a tool it denies to
 // the actor whatever the arguments (PO-2). session may be nil. mcp-go
 // applies the same test to a tools/call it dispatches (a stateless
 // endpoint's): there the policy is left to the call's decision, so a
 // hidden tool is refused with its rule's reason, not as unknown.
-func (e *Endpoint) listable(ctx context.Context, actor core.Actor, session server.ClientSession) func(name string) bool {
-	allow := e.allowList()
-	p := e.policy.Load()
+func (e *Endpoint) listable(ctx context.Context, r *Rules, actor core.Actor, session server.ClientSession) func(name string) bool {
+	allow, p := r.Tools, r.Policy
 	if p.Empty() {
 		return func(name string) bool { return e.opts.Registry.Allowed(ctx, actor, allow, name) == nil }
 	}
@@ -76,12 +64,11 @@ func (e *Endpoint) listable(ctx context.Context, actor core.Actor, session serve
 	}
 }
 
-// decide applies the policy to a parsed call (PO-1): it records the
+// decide applies policy p to a parsed call (PO-1): it records the
 // deciding rule for the audit, marks a call an operator must approve, and
 // answers the refusal of a denied one. A call whose arguments are invalid
 // is left to the validation that refuses it, undecided.
-func (e *Endpoint) decide(ctx context.Context, actor core.Actor, c *core.ToolCall, fc *flowCall) (reason string, err error) {
-	p := e.policy.Load()
+func (e *Endpoint) decide(ctx context.Context, p *policy.Policy, actor core.Actor, c *core.ToolCall, fc *flowCall) (reason string, err error) {
 	if p == nil {
 		return "", nil
 	}
@@ -127,15 +114,11 @@ func (e *Endpoint) waitOperator(ctx context.Context, actor core.Actor, c *core.T
 // after which the limit that refused it lets a call through (PO-3).
 const RetryAfterMetaKey = "dev.toolgate/retryAfterSeconds"
 
-// SetLimits replaces the rates and quotas (a reload, OP-8).
-func (e *Endpoint) SetLimits(l *policy.Limits) { e.limits.Store(l) }
-
-// limit counts a call that is about to run against the limits (PO-3): an
+// limit counts a call that is about to run against the limits l (PO-3): an
 // action's preview runs nothing and is not counted. A refusal names the
 // limit in the audit. What it counted in the store is answered, for
 // giveBack.
-func (e *Endpoint) limit(ctx context.Context, actor core.Actor, c *core.ToolCall) (*policy.Counted, error) {
-	l := e.limits.Load()
+func (e *Endpoint) limit(ctx context.Context, l *policy.Limits, actor core.Actor, c *core.ToolCall) (*policy.Counted, error) {
 	if l.Empty() || c.Tool.Kind == core.KindAction && !c.Confirm || c.ArgsErr != nil || c.Validate() != nil {
 		return nil, nil
 	}
