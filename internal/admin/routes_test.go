@@ -40,7 +40,8 @@ func TestEveryRouteServedAsDeclaredCO9(t *testing.T) {
 	}
 }
 
-// A route's path is its pattern with each parameter escaped in its place.
+// A route's path is its pattern with each parameter escaped in its place, as
+// the client sends it (CO-9).
 func TestRoutePathCO9(t *testing.T) {
 	if got := RouteApplyRefresh.Path("plan 1/2"); got != "/v1/refresh/plans/plan%201%2F2/apply" {
 		t.Errorf("Path = %q", got)
