@@ -73,8 +73,11 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	}
 	// --offline reaches no server, a PostgreSQL store included: review
 	// states then read as if nothing were approved.
-	existing := !*offline || !postgres.IsDSN(cfg.Gateway.Store)
-	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: existing})
+	reviews := gateway.ReviewsIfStored
+	if *offline && postgres.IsDSN(cfg.Gateway.Store) {
+		reviews = gateway.ReviewsInMemory
+	}
+	g, err := gateway.NewImporter(ctx, cfg, &gateway.ImporterOptions{Reviews: reviews})
 	if err != nil {
 		return fail(fmt.Errorf("toolgate check: %w", err))
 	}
@@ -150,7 +153,7 @@ func runTools(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
+	g, err := gateway.NewImporter(ctx, cfg, &gateway.ImporterOptions{Reviews: gateway.ReviewsIfStored})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate tools: %v\n", err)
 		return 1

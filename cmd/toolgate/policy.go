@@ -119,7 +119,7 @@ func runPolicyTest(ctx context.Context, c *cli, fs *flag.FlagSet, args []string)
 	if set["tenant"] {
 		actor.Tenant = *tenant
 	}
-	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ExistingStore: true})
+	g, err := gateway.NewImporter(ctx, cfg, &gateway.ImporterOptions{Reviews: gateway.ReviewsIfStored})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate policy test: %v\n", err)
 		return 1

@@ -116,12 +116,12 @@ func configFlag(fs *flag.FlagSet) *string {
 }
 
 // reviewEnv is what every subcommand works with: the config and an
-// import-only gateway over the store, its reviewer; its upstreams are
+// import-only assembly over the store, its reviewer; its upstreams are
 // imported only by the subcommands that need their current tools.
 type reviewEnv struct {
 	cfg *config.Config
 	rev *review.Reviewer
-	g   *gateway.Gateway
+	g   *gateway.Importer
 }
 
 func (e *reviewEnv) close() {
@@ -144,7 +144,7 @@ func (c *cli) openReview(ctx context.Context, name, path string, upstreams bool)
 	}
 	e.cfg = cfg
 	var err error
-	if e.g, err = gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true, ReviewStore: true}); err != nil {
+	if e.g, err = gateway.NewImporter(ctx, cfg, &gateway.ImporterOptions{Reviews: gateway.ReviewsStored}); err != nil {
 		return fail(err)
 	}
 	e.rev = e.g.Reviewer()

@@ -104,7 +104,7 @@ func TestCloseStopsOAuthRefresh(t *testing.T) {
 	baseline := goroutineBaseline()
 
 	ctx := testCtx(t)
-	g, err := gateway.New(ctx, cfg, &gateway.Options{NoListen: true})
+	g, err := gateway.NewHandler(ctx, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

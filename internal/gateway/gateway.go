@@ -24,35 +24,18 @@ import (
 	"github.com/toolgate/toolgate/core/review"
 	"github.com/toolgate/toolgate/core/upstreams"
 	"github.com/toolgate/toolgate/internal/metrics"
-	"github.com/toolgate/toolgate/internal/store/memory"
 	"github.com/toolgate/toolgate/mcp/serve"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
-// Options adjust what New builds. nil means defaults: a serving gateway on
-// cfg.Gateway.Listen over the store cfg.Gateway.Store names.
+// Options adjust what New and NewHandler build. nil means defaults: a
+// serving gateway over the store cfg.Gateway.Store names.
 type Options struct {
 	// Logger receives the gateway's logs; nil discards them.
 	Logger *slog.Logger
 	// Store is used instead of opening cfg.Gateway.Store. The caller keeps
 	// it: Close does not close a store it was given.
 	Store core.Store
-	// ImportOnly builds review, registry and importer and nothing that
-	// serves: no confirm gate, endpoints, authentication or listener
-	// (check, tools and review list). Without Store the review approvals
-	// are kept in memory.
-	ImportOnly bool
-	// ReviewStore makes an ImportOnly gateway open cfg.Gateway.Store (the
-	// review commands record decisions in it) instead of keeping approvals
-	// in memory.
-	ReviewStore bool
-	// ExistingStore opens cfg.Gateway.Store (or the default file) only if
-	// it exists, and keeps approvals in memory otherwise: check and tools
-	// read the approvals without creating a store.
-	ExistingStore bool
-	// NoListen builds the endpoints but binds no listener; Handler serves
-	// them (tests mount it on their own server).
-	NoListen bool
 	// Demo and Notice are shown by the console (OP-4).
 	Demo   bool
 	Notice string
@@ -129,10 +112,44 @@ type Gateway struct {
 	closeErr        error
 }
 
-// New builds the gateway cfg describes and, unless told otherwise, binds its
-// listener, so a taken port fails here with the address. Nothing connects
-// to an upstream yet. On error everything built so far is released.
-func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, err error) {
+// New builds the serving gateway cfg describes and binds its listener and
+// admin API, so a taken port fails here with the address. Nothing
+// connects to an upstream yet. On error everything built so far is
+// released.
+func New(ctx context.Context, cfg *config.Config, opts *Options) (*Gateway, error) {
+	return assemble(ctx, cfg, opts, assembly{
+		open: (*Gateway).openStore, background: true,
+		steps: []func(*Gateway, context.Context) error{(*Gateway).buildServing, (*Gateway).bind},
+	})
+}
+
+// NewHandler builds the serving gateway cfg describes, as New does, but
+// binds nothing: no listener and no admin API. Handler serves its
+// endpoints on a server of the caller's (tests mount it on their own).
+func NewHandler(ctx context.Context, cfg *config.Config, opts *Options) (*Gateway, error) {
+	return assemble(ctx, cfg, opts, assembly{
+		open: (*Gateway).openStore, background: true,
+		steps: []func(*Gateway, context.Context) error{(*Gateway).buildServing},
+	})
+}
+
+// assembly is what one constructor builds beyond the parts every gateway
+// has (its life, review, registry, importer and operator log).
+type assembly struct {
+	// open sets the gateway's store.
+	open func(*Gateway, context.Context) error
+	// background: the importer retries and refreshes behind the first
+	// import. Only a gateway that serves needs it: a one-shot command
+	// reports what one import found, and retrying behind it would only
+	// change the answer while it is being printed.
+	background bool
+	// steps build the rest, in order.
+	steps []func(*Gateway, context.Context) error
+}
+
+// assemble builds the parts every gateway has, then runs a's steps. On
+// error everything built so far is released.
+func assemble(ctx context.Context, cfg *config.Config, opts *Options, a assembly) (res *Gateway, err error) {
 	g := &Gateway{cfg: cfg, served: make(chan error, 1), creds: newCredentials()}
 	g.setOperators(cfg)
 	if opts != nil {
@@ -155,26 +172,10 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 			res = nil
 		}
 	}()
-	switch {
-	case g.opts.Store != nil:
-		g.store = g.opts.Store
-	case g.opts.ExistingStore:
-		if g.store, err = existingStore(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("opening the store: %w", err)
-		}
-		g.ownStore = g.store != nil
-		if g.store == nil {
-			g.store = memory.NewMemStore()
-		}
-	case g.opts.ImportOnly && !g.opts.ReviewStore:
-		g.store = memory.NewMemStore()
-	default:
-		if g.store, err = OpenStore(ctx, cfg.Gateway.Store); err != nil {
-			return nil, fmt.Errorf("opening the store: %w", err)
-		}
-		g.ownStore = true
+	if err = a.open(g, ctx); err != nil {
+		return nil, fmt.Errorf("opening the store: %w", err)
 	}
-	if err = g.buildRegistry(ctx); err != nil {
+	if err = g.buildRegistry(ctx, a.background); err != nil {
 		return nil, fmt.Errorf("building the gateway: %w", err)
 	}
 	if g.opts.Logger != nil {
@@ -182,43 +183,66 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (res *Gateway, 
 		// rather than the console (OP-7).
 		g.ops = startOpsLog(g.log, g.reg.Bus(), opsLogBuffer)
 	}
-	if g.opts.ImportOnly {
-		return g, nil
+	for _, step := range a.steps {
+		if err = step(g, ctx); err != nil {
+			return nil, err
+		}
 	}
+	return g, nil
+}
+
+// openStore is the serving gateway's store: the one Options gave, or
+// cfg.Gateway.Store's, created if missing.
+func (g *Gateway) openStore(ctx context.Context) (err error) {
+	if g.opts.Store != nil {
+		g.store = g.opts.Store
+		return nil
+	}
+	if g.store, err = OpenStore(ctx, g.cfg.Gateway.Store); err != nil {
+		return err
+	}
+	g.ownStore = true
+	return nil
+}
+
+// buildServing builds what serves: audit, sessions, the confirm gate and
+// approval queue, replica sharing, metrics, tracing and the endpoints
+// behind their authentication.
+func (g *Gateway) buildServing(ctx context.Context) (err error) {
 	if err = g.startAudit(); err != nil {
-		return nil, err
+		return err
 	}
 	bus := g.reg.Bus()
 	g.sessions = core.NewSessions(bus)
 	g.replica = replicaName()
 	g.startSessionShare()
 	g.approvals = confirm.NewApprovalQueue(bus)
-	if g.gate, err = newGate(ctx, cfg, g.store, g.approvals, g.needsOperator); err != nil {
-		return nil, fmt.Errorf("confirm gate: %w", err)
+	if g.gate, err = newGate(ctx, g.cfg, g.store, g.approvals, g.needsOperator); err != nil {
+		return fmt.Errorf("confirm gate: %w", err)
 	}
 	g.startShared(ctx)
 	g.startMetrics()
-	if err = g.startTracing(ctx, cfg); err != nil {
-		return nil, err
+	if err = g.startTracing(ctx, g.cfg); err != nil {
+		return err
 	}
 	if err = g.buildHandler(g.life); err != nil {
-		return nil, fmt.Errorf("building endpoints: %w", err)
+		return fmt.Errorf("building endpoints: %w", err)
 	}
-	if g.opts.NoListen {
-		return g, nil
-	}
-	if g.ln, err = net.Listen("tcp", cfg.Gateway.Listen); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+	return nil
+}
+
+// bind binds the endpoints' listener and the admin API's.
+func (g *Gateway) bind(context.Context) (err error) {
+	if g.ln, err = net.Listen("tcp", g.cfg.Gateway.Listen); err != nil {
+		return fmt.Errorf("listen: %w", err)
 	}
 	g.advertise()
-	if err = g.bindAdmin(); err != nil {
-		return nil, err
-	}
-	return g, nil
+	return g.bindAdmin()
 }
 
 // buildRegistry builds review, registry and importer.
-func (g *Gateway) buildRegistry(ctx context.Context) error {
+// background: see assembly.
+func (g *Gateway) buildRegistry(ctx context.Context, background bool) error {
 	bus := core.NewBus()
 	rev, err := review.NewReviewer(ctx, core.ReviewMode(g.cfg.Gateway.Review.Mode), g.store, bus)
 	if err != nil {
@@ -237,9 +261,7 @@ func (g *Gateway) buildRegistry(ctx context.Context) error {
 		}
 		specs = append(specs, s)
 	}
-	// A one-shot command reports what one import found; retrying behind it
-	// would only change the answer while it is being printed.
-	g.importer = upstreams.NewImporter(g.reg, specs, &upstreams.ImporterOptions{ReviewState: rev.State, NoBackground: g.opts.ImportOnly})
+	g.importer = upstreams.NewImporter(g.reg, specs, &upstreams.ImporterOptions{ReviewState: rev.State, NoBackground: !background})
 	return nil
 }
 
@@ -446,7 +468,6 @@ func (g *Gateway) closeEndpoints() {
 }
 
 // Handler serves every endpoint, the OAuth metadata, /healthz and /readyz.
-// nil for an ImportOnly gateway.
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Addr is the address the listener is bound to ("" without one).

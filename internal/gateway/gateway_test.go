@@ -132,14 +132,14 @@ func TestLifecycle(t *testing.T) {
 
 // /healthz answers from New on; /readyz is 503 until the first import is
 // done — while an upstream is still being listed it is not ready — and 200
-// after (IM-7). Handler serves without the gateway's listener (NoListen).
+// after (IM-7). Handler serves without the gateway's listener (NewHandler).
 func TestReadyOnlyAfterFirstImport(t *testing.T) {
 	ctx := testCtx(t)
 	slow := serveGatedDemo(t, "echo")
 	cfg := loadConfig(t, gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"), upstreamYAML("echo", slow.URL, true)))
-	g := newGateway(t, cfg, &gateway.Options{NoListen: true})
+	g := newHandlerGateway(t, cfg, nil)
 	if g.Addr() != "" {
-		t.Fatalf("NoListen bound %q", g.Addr())
+		t.Fatalf("NewHandler bound %q", g.Addr())
 	}
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
@@ -196,7 +196,7 @@ func TestRequiredUpstreamDownNotReady(t *testing.T) {
 	t.Run("required", func(t *testing.T) {
 		cfg := loadConfig(t, gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"),
 			upstreamYAML("echo", echo, false), upstreamYAML("vital", down, true)))
-		g := newGateway(t, cfg, &gateway.Options{NoListen: true})
+		g := newHandlerGateway(t, cfg, nil)
 		srv := httptest.NewServer(g.Handler())
 		t.Cleanup(srv.Close)
 		err := g.Start(ctx)
@@ -218,7 +218,7 @@ func TestRequiredUpstreamDownNotReady(t *testing.T) {
 	t.Run("optional", func(t *testing.T) {
 		cfg := loadConfig(t, gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"),
 			upstreamYAML("echo", echo, true), upstreamYAML("offline", down, false)))
-		g := newGateway(t, cfg, &gateway.Options{NoListen: true})
+		g := newHandlerGateway(t, cfg, nil)
 		srv := httptest.NewServer(g.Handler())
 		t.Cleanup(srv.Close)
 		if err := g.Start(ctx); err != nil {
@@ -234,11 +234,12 @@ func TestRequiredUpstreamDownNotReady(t *testing.T) {
 	})
 }
 
-// ImportOnly (check, tools, review list) builds the registry and importer
-// and nothing that serves: no handler, no listener — the configured port
-// stays free — and, given no store, no store file: the review approvals
-// live in memory.
-func TestImportOnly(t *testing.T) {
+// NewImporter (check, tools, policy test, review) builds review, registry
+// and importer and nothing that serves: no listener — the configured port,
+// taken here, is never tried — and, with ReviewsInMemory or
+// ReviewsIfStored and no store yet, no store file. ReviewsStored creates
+// the store and records the decisions, which ReviewsIfStored reads back.
+func TestImporter(t *testing.T) {
 	ctx := testCtx(t)
 	echo := serveDemo(t, "echo")
 	dir := t.TempDir()
@@ -249,36 +250,81 @@ func TestImportOnly(t *testing.T) {
 	}
 	defer taken.Close()
 	cfg := loadConfig(t, gatewayYAML(store, upstreamYAML("echo", echo, true)))
-	// A taken port: an ImportOnly gateway must not even try it.
 	cfg.Gateway.Listen = taken.Addr().String()
 	baseline := goroutineBaseline()
 
-	g, err := gateway.New(ctx, cfg, &gateway.Options{ImportOnly: true})
-	if err != nil {
-		t.Fatalf("New: %v", err)
+	// open imports once through a new importer and returns it with echo's
+	// tool; the importer is closed at cleanup.
+	open := func(reviews gateway.ReviewStore) (*gateway.Importer, core.ToolInfo) {
+		t.Helper()
+		im, err := gateway.NewImporter(ctx, cfg, &gateway.ImporterOptions{Reviews: reviews})
+		if err != nil {
+			t.Fatalf("NewImporter(%d): %v", reviews, err)
+		}
+		t.Cleanup(func() { _ = im.Close(context.Background()) })
+		if err := im.Start(ctx); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if names := im.Registry().Names("echo"); !slices.Equal(names, []string{"echo_echo"}) {
+			t.Fatalf("imported %q", names)
+		}
+		tool, _ := im.Registry().Get("echo_echo")
+		return im, tool.Info()
 	}
-	if g.Handler() != nil || g.Addr() != "" || g.Sessions() != nil || g.Approvals() != nil {
-		t.Errorf("ImportOnly built serving parts: handler %v, addr %q, sessions %v, approvals %v",
-			g.Handler() != nil, g.Addr(), g.Sessions() != nil, g.Approvals() != nil)
+	closeImporter := func(im *gateway.Importer) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(context.Background(), closeWait)
+		defer cancel()
+		if err := im.Close(cctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
 	}
-	if err := g.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
+	storeFiles := func() []os.DirEntry {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entries
 	}
-	if names := g.Registry().Names("echo"); !slices.Equal(names, []string{"echo_echo"}) {
-		t.Errorf("imported %q", names)
+
+	for _, reviews := range []gateway.ReviewStore{gateway.ReviewsInMemory, gateway.ReviewsIfStored} {
+		im, tool := open(reviews)
+		if err := im.Reviewer().Approve(ctx, tool, "alice"); err != nil {
+			t.Fatalf("approve in memory: %v", err)
+		}
+		closeImporter(im)
+		if entries := storeFiles(); len(entries) != 0 {
+			t.Errorf("importer (%d) wrote to the store's directory: %v", reviews, entries)
+		}
 	}
-	tool, _ := g.Registry().Get("echo_echo")
-	if err := g.Reviewer().Approve(ctx, tool.Info(), "alice"); err != nil {
-		t.Fatalf("approve in memory: %v", err)
+
+	im, tool := open(gateway.ReviewsStored)
+	if got := im.Reviewer().State(tool); got == core.ReviewApproved {
+		t.Fatalf("a decision made in memory reached the store: %s", got)
 	}
-	if info, _ := g.Console().Info(ctx); len(info.Endpoints) != 0 {
-		t.Errorf("console lists endpoints of a gateway that serves none: %q", info.Endpoints)
+	if err := im.Reviewer().Approve(ctx, tool, "alice"); err != nil {
+		t.Fatalf("approve in the store: %v", err)
 	}
-	closeGateway(t, g)
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
-		t.Errorf("ImportOnly wrote to the store's directory: %v %v", entries, err)
+	closeImporter(im)
+	assertStoreReleased(t, store)
+	for _, tc := range []struct {
+		reviews gateway.ReviewStore
+		want    core.ReviewState
+	}{{gateway.ReviewsIfStored, core.ReviewApproved}, {gateway.ReviewsInMemory, core.ReviewNew}} {
+		im, tool := open(tc.reviews)
+		if got := im.Reviewer().State(tool); got != tc.want {
+			t.Errorf("importer (%d) after a stored approval: %s, want %s", tc.reviews, got, tc.want)
+		}
+		closeImporter(im)
 	}
+	assertStoreReleased(t, store)
 	assertGoroutinesSettle(t, baseline)
+
+	if im, err := gateway.NewImporter(ctx, cfg, &gateway.ImporterOptions{Reviews: 99}); err == nil {
+		_ = im.Close(context.Background())
+		t.Error("NewImporter with an unknown review store succeeded")
+	}
 }
 
 // Close before Start releases what New built, listener and store included,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/eventbustest"
-	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
 
@@ -37,7 +36,7 @@ func TestUpstreamUpLaterIsServedIM37(t *testing.T) {
 	late := "  - name: late\n    url: " + down + "\n    transport: http\n    timeout: 5s\n" +
 		"    reconnect: {initialDelay: 200ms, maxDelay: 1s}\n"
 	cfg := loadConfig(t, gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"), late))
-	g := newGateway(t, cfg, &gateway.Options{NoListen: true})
+	g := newHandlerGateway(t, cfg, nil)
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
 	_, sub := g.Registry().Bus().Subscribe(0)

@@ -221,6 +221,18 @@ func newGateway(t *testing.T, cfg *config.Config, opts *gateway.Options) *gatewa
 	return g
 }
 
+// newHandlerGateway runs gateway.NewHandler, which binds nothing, and
+// closes the gateway at cleanup.
+func newHandlerGateway(t *testing.T, cfg *config.Config, opts *gateway.Options) *gateway.Gateway {
+	t.Helper()
+	g, err := gateway.NewHandler(testCtx(t), cfg, opts)
+	if err != nil {
+		t.Fatalf("NewHandler: %v", err)
+	}
+	t.Cleanup(func() { closeGateway(t, g) })
+	return g
+}
+
 func closeGateway(t *testing.T, g *gateway.Gateway) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)

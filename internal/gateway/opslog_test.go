@@ -128,7 +128,7 @@ func TestOperatorLogRecordsDropsCollisionsDiffsOnce(t *testing.T) {
 	}
 	cfg := loadConfig(t, gatewayYAML(filepath.Join(t.TempDir(), "toolgate.db"), ups...))
 	var buf logBuffer
-	g, err := gateway.New(ctx, cfg, &gateway.Options{NoListen: true, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	g, err := gateway.NewHandler(ctx, cfg, &gateway.Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
