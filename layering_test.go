@@ -128,6 +128,7 @@ var productForbidden = map[string]string{
 	module + "/internal/lab/peers":            "real-peer test fixtures",
 	module + "/internal/lab/peers/confclient": "the conformance suite's client",
 	module + "/internal/lab/rrproxy":          "the round-robin proxy of replica tests",
+	module + "/internal/lab/sidebyside":       "runs of other gateways and of replicas side by side",
 	module + "/auth/authtest":                 "a test identity provider",
 	module + "/core/auditchain/chaintest":     "audit chain test helpers",
 	module + "/core/coretest":                 "core test helpers",

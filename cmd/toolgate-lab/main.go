@@ -3,8 +3,9 @@
 // own (peers), the time from starting a gateway to its first tools/list
 // (startup), and calls per second of replicas on PostgreSQL behind a
 // round-robin proxy (replicas). It is built from the repository, never
-// installed with toolgate: its proxy (internal/lab/rrproxy) is lab tooling, and
-// the layering test keeps it out of cmd/toolgate. `toolgate bench`, the
+// installed with toolgate: its side-by-side runs (internal/lab/sidebyside)
+// and proxy (internal/lab/rrproxy) are lab tooling, and the layering test
+// keeps them out of cmd/toolgate. `toolgate bench`, the
 // gateway's overhead against a direct call, stays in toolgate for
 // operators (QB-2).
 package main
@@ -22,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/bench"
 	"github.com/toolgate/toolgate/internal/lab/rrproxy"
+	"github.com/toolgate/toolgate/internal/lab/sidebyside"
 )
 
 // postgresEnv holds the replicas database's URL, kept off the command line
@@ -117,11 +119,11 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int,
 }
 
 // peerFlags collects repeated --peer flags.
-type peerFlags []bench.Peer
+type peerFlags []sidebyside.Peer
 
 func (p *peerFlags) String() string { return fmt.Sprint(len(*p)) }
 func (p *peerFlags) Set(s string) error {
-	peer, err := bench.ParsePeer(s)
+	peer, err := sidebyside.ParsePeer(s)
 	if err == nil {
 		*p = append(*p, peer)
 	}
@@ -146,13 +148,13 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	cfg := bench.DefaultConfig(*sz.quick)
-	pc := bench.PeerConfig{Direct: *direct, DirectTool: "echo", Peers: peers,
+	pc := sidebyside.PeerConfig{Direct: *direct, DirectTool: "echo", Peers: peers,
 		Calls: cfg.Calls, Sessions: cfg.Sessions, Seconds: cfg.Seconds, Rounds: cfg.Rounds, Progress: stderr}
 	override(&pc.Calls, *sz.calls)
 	override(&pc.Sessions, *sz.sessions)
 	override(&pc.Rounds, *sz.rounds)
 	override(&pc.Seconds, *sz.seconds)
-	res, err := bench.RunPeers(ctx, pc)
+	res, err := sidebyside.RunPeers(ctx, pc)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgate-lab peers: %v\n", err)
 		return 1
@@ -160,7 +162,7 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *sz.asJSON {
 		return printJSON(stdout, stderr, res)
 	}
-	bench.PrintPeers(stdout, res)
+	sidebyside.PrintPeers(stdout, res)
 	return 0
 }
 
@@ -182,14 +184,14 @@ func runReplicas(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "toolgate-lab replicas: no database: pass --postgres postgres://… or set %s\n", postgresEnv)
 		return 2
 	}
-	rc := bench.DefaultReplicasConfig(*sz.quick)
+	rc := sidebyside.DefaultReplicasConfig(*sz.quick)
 	rc.Postgres, rc.Progress = *dsn, stderr
-	rc.NewProxy = func(backends []string) (bench.ReplicaProxy, error) { return rrproxy.New(backends, nil) }
+	rc.NewProxy = func(backends []string) (sidebyside.ReplicaProxy, error) { return rrproxy.New(backends, nil) }
 	override(&rc.Calls, *sz.calls)
 	override(&rc.Sessions, *sz.sessions)
 	override(&rc.Rounds, *sz.rounds)
 	override(&rc.Seconds, *sz.seconds)
-	res, err := bench.RunReplicas(ctx, rc)
+	res, err := sidebyside.RunReplicas(ctx, rc)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgate-lab replicas: %v\n", err)
 		return 1
@@ -199,7 +201,7 @@ func runReplicas(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return code
 		}
 	} else {
-		bench.PrintReplicas(stdout, res)
+		sidebyside.PrintReplicas(stdout, res)
 	}
 	if res.Errors > 0 {
 		fmt.Fprintf(stderr, "toolgate-lab replicas: %d calls failed; the numbers above include only the ones that succeeded\n", res.Errors)

@@ -1,4 +1,4 @@
-package bench
+package sidebyside
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/bench"
 	"github.com/toolgate/toolgate/internal/gateway"
 )
 
@@ -37,8 +38,7 @@ type ReplicasConfig struct {
 	// Progress, if not nil, gets a line per phase.
 	Progress io.Writer `json:"-"`
 	// NewProxy makes the round-robin proxy the replicas are measured
-	// behind. toolgate-lab passes internal/lab/rrproxy's, which is lab and test
-	// tooling and so stays out of the installed binary.
+	// behind (toolgate-lab passes internal/lab/rrproxy's).
 	NewProxy func(backends []string) (ReplicaProxy, error) `json:"-"`
 }
 
@@ -96,7 +96,7 @@ const replicasMethod = "Every path in every round: sequential calls, then the se
 // DefaultReplicasConfig follows DefaultConfig's sizes, with concurrent
 // phases twice as long: a store's commits make short phases noisy.
 func DefaultReplicasConfig(quick bool) ReplicasConfig {
-	c := DefaultConfig(quick)
+	c := bench.DefaultConfig(quick)
 	return ReplicasConfig{Replicas: 3, Calls: c.Calls, Sessions: c.Sessions, Seconds: 2 * c.Seconds, Rounds: max(3, c.Rounds), CPUs: c.CPUs}
 }
 
@@ -125,19 +125,19 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	hc := benchHTTPClient(cfg.Sessions)
+	hc := bench.HTTPClient(cfg.Sessions)
 	defer hc.CloseIdleConnections()
 
 	var servers sync.WaitGroup
 	defer servers.Wait() // after cancel: the servers stop
 	defer cancel()
-	echoURL, err := serveEcho(ctx, &servers, nil)
+	echoURL, err := bench.ServeEcho(ctx, &servers)
 	if err != nil {
 		return nil, err
 	}
-	ups := []config.Upstream{echoUpstream(echoURL)}
+	ups := []config.Upstream{bench.EchoUpstream(echoURL)}
 
-	suffix := randomHex(6)
+	suffix := bench.RandomHex(6)
 	one, many := "toolgate_bench_"+suffix+"_1", "toolgate_bench_"+suffix+"_n"
 	oneDSN, err := withSchema(cfg.Postgres, one)
 	if err != nil {
@@ -146,10 +146,10 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	manyDSN, _ := withSchema(cfg.Postgres, many)
 	defer dropSchemas(cfg.Postgres, one, many)
 
-	key := randomHex(24)
-	secret := config.Secret(randomHex(32)) // replicas on one store share it (CF-3)
+	key := bench.RandomHex(24)
+	secret := config.Secret(bench.RandomHex(32)) // replicas on one store share it (CF-3)
 	start := func(store string) (*gateway.Gateway, error) {
-		gcfg, err := benchGatewayConfig(key, store, ups)
+		gcfg, err := bench.GatewayConfig(key, store, ups)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +163,7 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 			return nil, fmt.Errorf("gateway start-up: %w", err)
 		}
 		url := "http://" + gw.Addr() + "/mcp"
-		if err := waitForTools(ctx, hc, url, key, 1, 10*time.Second); err != nil {
+		if err := bench.WaitForTools(ctx, hc, url, key, 1, 10*time.Second); err != nil {
 			gw.Close(context.Background())
 			return nil, err
 		}
@@ -217,7 +217,7 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	paths := []struct {
 		out ReplicaPath
 		url string
-		run *pathRun
+		run *bench.Path
 	}{
 		{out: ReplicaPath{Name: "1 gateway, SQLite", Store: "sqlite", Replicas: 1}, url: "http://" + gws[0].Addr() + "/mcp"},
 		{out: ReplicaPath{Name: "1 gateway, PostgreSQL", Store: "postgres", Replicas: 1}, url: "http://" + gws[1].Addr() + "/mcp"},
@@ -228,7 +228,7 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	for i := range paths {
 		p := &paths[i]
 		fmt.Fprintf(progress, "toolgate bench: opening %d sessions on %s…\n", cfg.Sessions+1, p.out.Name)
-		r, err := newPathRun(ctx, p.out.Name, func() (caller, error) { return newHTTPCaller(ctx, hc, p.url, key, "http_echo") }, cfg.Sessions, warm)
+		r, err := bench.NewPath(ctx, p.out.Name, func() (bench.Caller, error) { return bench.SessionCaller(ctx, hc, p.url, key, "http_echo") }, cfg.Sessions, warm)
 		if err != nil {
 			return nil, err
 		}
@@ -240,44 +240,40 @@ func RunReplicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasResult, erro
 	for round := range cfg.Rounds {
 		fmt.Fprintf(progress, "toolgate bench: round %d of %d…\n", round+1, cfg.Rounds)
 		for i := range paths {
-			paths[i].run.runSeq(ctx, perRound)
+			paths[i].run.RunSeq(ctx, perRound)
 		}
 		rates := make([]float64, len(paths))
 		for i := range paths {
-			rates[i], _ = paths[i].run.runConc(ctx, phase, &countingListener{}, &rssMax{})
-			paths[i].out.Rounds = append(paths[i].out.Rounds, round1(rates[i]))
+			rates[i] = paths[i].run.RunConc(ctx, phase)
+			paths[i].out.Rounds = append(paths[i].out.Rounds, bench.Round1(rates[i]))
 		}
-		pgOverSQLite = append(pgOverSQLite, ratio(rates[1], rates[0]))
-		manyOverOne = append(manyOverOne, ratio(rates[3], rates[1]))
-		manyOverProxied = append(manyOverProxied, ratio(rates[3], rates[2]))
-		manyOverSQLite = append(manyOverSQLite, ratio(rates[3], rates[0]))
+		pgOverSQLite = append(pgOverSQLite, bench.Ratio(rates[1], rates[0]))
+		manyOverOne = append(manyOverOne, bench.Ratio(rates[3], rates[1]))
+		manyOverProxied = append(manyOverProxied, bench.Ratio(rates[3], rates[2]))
+		manyOverSQLite = append(manyOverSQLite, bench.Ratio(rates[3], rates[0]))
 	}
 	for i := range paths {
-		for _, c := range append([]caller{paths[i].run.seq}, paths[i].run.workers...) {
-			if h, ok := c.(*httpCaller); ok {
-				_, _ = h.c.Delete(ctx)
-			}
-		}
+		paths[i].run.EndSessions(ctx)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	for i := range paths {
 		p := &paths[i]
-		r := p.run.result(p.out.Name)
+		r := p.run.Result(p.out.Name)
 		p.out.SeqP50, p.out.SeqP99 = r.Seq.P50, r.Seq.P99
 		p.out.ConcP50, p.out.ConcP99 = r.Conc.P50, r.Conc.P99
-		p.out.CallsPerSec = round1(median(p.out.Rounds))
-		p.out.Errors = p.run.errors
-		if p.run.lastErr != nil {
-			p.out.LastError = p.run.lastErr.Error()
+		p.out.CallsPerSec = bench.Round1(bench.Median(p.out.Rounds))
+		var lastErr error
+		if p.out.Errors, lastErr = p.run.Failures(); lastErr != nil {
+			p.out.LastError = lastErr.Error()
 		}
 		res.Errors += p.out.Errors
 		res.Paths = append(res.Paths, p.out)
 	}
-	res.PostgresRatio, res.ReplicasRatio, res.ReplicasSQLite = median(pgOverSQLite), median(manyOverOne), median(manyOverSQLite)
-	res.ReplicasProxied = median(manyOverProxied)
-	res.ElapsedSeconds = round3(time.Since(started).Seconds())
+	res.PostgresRatio, res.ReplicasRatio, res.ReplicasSQLite = bench.Median(pgOverSQLite), bench.Median(manyOverOne), bench.Median(manyOverSQLite)
+	res.ReplicasProxied = bench.Median(manyOverProxied)
+	res.ElapsedSeconds = bench.Round3(time.Since(started).Seconds())
 	return res, nil
 }
 
@@ -321,8 +317,8 @@ func PrintReplicas(w io.Writer, res *ReplicasResult) {
 	fmt.Fprintf(w, "toolgate-lab replicas — calls/s by store and replicas, %d rounds, %d sessions, %d CPUs\n\n", c.Rounds, c.Sessions, c.CPUs)
 	fmt.Fprintf(w, "%-30s %10s %10s %12s %10s %10s  %-24s %s\n", "path", "seq p50", "seq p99", "conc call/s", "conc p50", "conc p99", "rounds (call/s)", "errors")
 	for _, p := range res.Paths {
-		fmt.Fprintf(w, "%-30s %10s %10s %12.0f %10s %10s  %-24s %d\n", p.Name, fmtUs(p.SeqP50), fmtUs(p.SeqP99), p.CallsPerSec,
-			fmtUs(p.ConcP50), fmtUs(p.ConcP99), fmt.Sprint(p.Rounds), p.Errors)
+		fmt.Fprintf(w, "%-30s %10s %10s %12.0f %10s %10s  %-24s %d\n", p.Name, bench.FmtUs(p.SeqP50), bench.FmtUs(p.SeqP99), p.CallsPerSec,
+			bench.FmtUs(p.ConcP50), bench.FmtUs(p.ConcP99), fmt.Sprint(p.Rounds), p.Errors)
 	}
 	fmt.Fprintf(w, "\ncalls/s ratios (per round, median): PostgreSQL ÷ SQLite %.2f; %d replicas ÷ 1 on PostgreSQL %.2f (÷ 1 behind the same proxy %.2f); %d replicas ÷ SQLite %.2f\n",
 		res.PostgresRatio, c.Replicas, res.ReplicasRatio, res.ReplicasProxied, c.Replicas, res.ReplicasSQLite)

@@ -1,14 +1,21 @@
-package bench
+// Package sidebyside is toolgate-lab's runs of other programs side by side:
+// toolgate and other gateways in their own processes in front of one echo
+// upstream (peers), and replicas on one PostgreSQL store behind a
+// round-robin proxy (replicas). They measure with internal/bench's parts,
+// so their figures are taken as toolgate bench takes its own. Lab tooling:
+// the installed binary does not link it.
+package sidebyside
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/bench"
 )
 
 // Peer is a gateway running in a process of its own, in front of the same
@@ -82,12 +89,12 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	hc := benchHTTPClient(cfg.Sessions * (len(cfg.Peers) + 1))
+	hc := bench.HTTPClient(cfg.Sessions * (len(cfg.Peers) + 1))
 	defer hc.CloseIdleConnections()
 	warm := min(50, cfg.Calls/10+5)
 	type peerRun struct {
 		peer            Peer
-		run             *pathRun
+		run             *bench.Path
 		added           []float64
 		seqCPU, concCPU time.Duration
 		seqN            int
@@ -100,11 +107,11 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 	}
 	for _, p := range paths {
 		fmt.Fprintf(progress, "toolgate-lab peers: opening %d sessions on %s…\n", cfg.Sessions+1, p.peer.Name)
-		r, err := newPathRun(ctx, p.peer.Name, func() (caller, error) {
+		r, err := bench.NewPath(ctx, p.peer.Name, func() (bench.Caller, error) {
 			if p.peer.Modern {
-				return newModernCaller(hc, p.peer.URL, p.peer.Key, p.peer.Tool), nil
+				return bench.ModernCaller(hc, p.peer.URL, p.peer.Key, p.peer.Tool), nil
 			}
-			return newPeerCaller(ctx, hc, p.peer.URL, p.peer.Key, p.peer.Tool)
+			return bench.PeerCaller(ctx, hc, p.peer.URL, p.peer.Key, p.peer.Tool)
 		}, cfg.Sessions, warm)
 		if err != nil {
 			return nil, err
@@ -118,13 +125,12 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 		return pidCPU(p.peer.PID)
 	}
 	perRound := max(1, cfg.Calls/cfg.Rounds)
-	noConns := &countingListener{}
 	for round := range cfg.Rounds {
 		fmt.Fprintf(progress, "toolgate-lab peers: round %d of %d…\n", round+1, cfg.Rounds)
 		var direct float64
 		for i, p := range paths {
 			c0, ok0 := cpuOf(p)
-			lat := p.run.runSeq(ctx, perRound)
+			lat := p.run.RunSeq(ctx, perRound)
 			c1, ok1 := cpuOf(p)
 			if ok0 && ok1 {
 				p.seqCPU += c1 - c0
@@ -132,9 +138,9 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 				p.cpuOK = true
 			}
 			if i == 0 {
-				direct = pct(lat, 50)
+				direct = bench.Pct(lat, 50)
 			}
-			p.added = append(p.added, pct(lat, 50)-direct)
+			p.added = append(p.added, bench.Pct(lat, 50)-direct)
 		}
 		phase := time.Duration(cfg.Seconds / float64(cfg.Rounds) * float64(time.Second))
 		for _, p := range paths {
@@ -143,11 +149,11 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 			if p.peer.PID != 0 {
 				stop = sampleRSS(p.peer.PID, &p.rss)
 			}
-			ok := p.run.concOK
-			p.run.runConc(ctx, phase, noConns, &rssMax{})
+			ok := p.run.ConcCalls()
+			p.run.RunConc(ctx, phase)
 			stop()
 			c1, ok1 := cpuOf(p)
-			if ok0 && ok1 && p.run.concOK > ok {
+			if ok0 && ok1 && p.run.ConcCalls() > ok {
 				p.concCPU += c1 - c0
 			}
 		}
@@ -155,33 +161,29 @@ func RunPeers(ctx context.Context, cfg PeerConfig) (*PeerResult, error) {
 	// End the sessions, so that runs one after another stay under the
 	// gateways' session caps.
 	for _, p := range paths {
-		for _, c := range append([]caller{p.run.seq}, p.run.workers...) {
-			if hc, ok := c.(*httpCaller); ok && hc.c.Session() != "" {
-				_, _ = hc.c.Delete(ctx)
-			}
-		}
+		p.run.EndSessions(ctx)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	res := &PeerResult{Config: cfg, Method: peerMethod}
 	for _, p := range paths {
-		r := p.run.result(p.peer.Name)
+		r := p.run.Result(p.peer.Name)
 		var out PeerPath
 		out.Name = p.peer.Name
 		out.Seq.P50, out.Seq.P99 = r.Seq.P50, r.Seq.P99
-		out.Seq.AddedP50 = round1(median(p.added))
+		out.Seq.AddedP50 = bench.Round1(bench.Median(p.added))
 		out.Conc.CallsPerSec, out.Conc.P50, out.Conc.P99 = r.Conc.CallsPerSec, r.Conc.P50, r.Conc.P99
 		if p.cpuOK && p.seqN > 0 {
-			out.Seq.CPUPerCall = round1(float64(p.seqCPU) / float64(time.Microsecond) / float64(p.seqN))
+			out.Seq.CPUPerCall = bench.Round1(float64(p.seqCPU) / float64(time.Microsecond) / float64(p.seqN))
 		}
-		if p.cpuOK && p.run.concOK > 0 {
-			out.Conc.CPUPerCall = round1(float64(p.concCPU) / float64(time.Microsecond) / float64(p.run.concOK))
+		if p.cpuOK && p.run.ConcCalls() > 0 {
+			out.Conc.CPUPerCall = bench.Round1(float64(p.concCPU) / float64(time.Microsecond) / float64(p.run.ConcCalls()))
 		}
 		out.RSSMaxBytes = p.rss
-		out.Errors = p.run.errors
-		if p.run.lastErr != nil {
-			out.LastError = p.run.lastErr.Error()
+		var lastErr error
+		if out.Errors, lastErr = p.run.Failures(); lastErr != nil {
+			out.LastError = lastErr.Error()
 		}
 		res.Paths = append(res.Paths, out)
 	}
@@ -200,9 +202,9 @@ func PrintPeers(w io.Writer, res *PeerResult) {
 	for i, p := range res.Paths {
 		rel := ""
 		if first != nil && i > 0 {
-			rel = fmt.Sprintf("conc %.2f, added %.2f", ratio(p.Conc.CallsPerSec, first.Conc.CallsPerSec), ratio(p.Seq.AddedP50, first.Seq.AddedP50))
+			rel = fmt.Sprintf("conc %.2f, added %.2f", bench.Ratio(p.Conc.CallsPerSec, first.Conc.CallsPerSec), bench.Ratio(p.Seq.AddedP50, first.Seq.AddedP50))
 			if p.Seq.CPUPerCall > 0 && first.Seq.CPUPerCall > 0 {
-				rel += fmt.Sprintf(", cpu %.2f/%.2f", ratio(p.Seq.CPUPerCall, first.Seq.CPUPerCall), ratio(p.Conc.CPUPerCall, first.Conc.CPUPerCall))
+				rel += fmt.Sprintf(", cpu %.2f/%.2f", bench.Ratio(p.Seq.CPUPerCall, first.Seq.CPUPerCall), bench.Ratio(p.Conc.CPUPerCall, first.Conc.CPUPerCall))
 			}
 		}
 		fmt.Fprintf(w, "%-24s %8.0fµs %8.0fµs %10.0fµs %12.0f %10.0fµs %11.0fµs %9.1f %8d   %s\n",
@@ -247,8 +249,10 @@ func ParsePeer(s string) (Peer, error) {
 	return p, nil
 }
 
-// pidCPU is another process's user+system CPU time (see statCPU).
-func pidCPU(pid int) (time.Duration, bool) { return statCPU("/proc/" + strconv.Itoa(pid) + "/stat") }
+// pidCPU is another process's user+system CPU time.
+func pidCPU(pid int) (time.Duration, bool) {
+	return bench.StatCPU("/proc/" + strconv.Itoa(pid) + "/stat")
+}
 
 // pidRSS is another process's VmRSS.
 func pidRSS(pid int) (int64, bool) {
@@ -285,20 +289,4 @@ func sampleRSS(pid int, maxRSS *int64) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-ended }
-}
-
-// newPeerCaller is newHTTPCaller for a gateway that may serve without
-// sessions (mcp-proxy's Streamable HTTP is stateless).
-func newPeerCaller(ctx context.Context, hc *http.Client, url, key, tool string) (caller, error) {
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	c := newMCPClient(url, hc, key)
-	if err := c.initialize(ictx); err != nil {
-		return nil, err
-	}
-	return &httpCaller{
-		c:      c,
-		prefix: `{"jsonrpc":"2.0","id":`,
-		suffix: `,"method":"tools/call","params":{"name":` + strconv.Quote(tool) + `,"arguments":` + string(echoArgs) + `}}`,
-	}, nil
 }
