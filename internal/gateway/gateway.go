@@ -2,7 +2,9 @@
 // store, review, registry, importer, confirm gate, approval queue, sessions
 // and the MCP endpoints behind their authentication. It owns the lifecycle
 // (New → Start → Close) so that the command line, the console, the bench and
-// the tests all run one assembly.
+// the tests all run the same assemblies: New (serving), NewHandler (serving
+// on the caller's server) and NewImporter (review, registry and importer
+// only), built from the same parts.
 package gateway
 
 import (

@@ -47,8 +47,8 @@ const (
 	ReviewsStored
 )
 
-// open sets g's store as r says.
-func (r ReviewStore) open(g *Gateway, ctx context.Context) (err error) {
+// openReviewStore sets g's store as r says.
+func (g *Gateway) openReviewStore(ctx context.Context, r ReviewStore) (err error) {
 	switch r {
 	case ReviewsInMemory:
 	case ReviewsIfStored:
@@ -78,7 +78,8 @@ func NewImporter(ctx context.Context, cfg *config.Config, opts *ImporterOptions)
 	if opts != nil {
 		o = *opts
 	}
-	g, err := assemble(ctx, cfg, &Options{Logger: o.Logger}, assembly{open: o.Reviews.open})
+	open := func(g *Gateway, ctx context.Context) error { return g.openReviewStore(ctx, o.Reviews) }
+	g, err := assemble(ctx, cfg, &Options{Logger: o.Logger}, assembly{open: open})
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +94,11 @@ func (im *Importer) Start(ctx context.Context) error { return im.g.Start(ctx) }
 // closes the store if the importer opened it. It is safe more than once.
 func (im *Importer) Close(ctx context.Context) error { return im.g.Close(ctx) }
 
-// Registry, Importer, Reviewer and Store are the assembly's parts, for the
+// Registry, Importer and Reviewer are the assembly's parts, for the
 // command line's reports and for tests.
 func (im *Importer) Registry() *core.Registry      { return im.g.reg }
 func (im *Importer) Importer() *upstreams.Importer { return im.g.importer }
 func (im *Importer) Reviewer() *review.Reviewer    { return im.g.review }
-func (im *Importer) Store() core.Store             { return im.g.store }
 
 // TryPolicy is Gateway.TryPolicy over the imported tools: Start first.
 func (im *Importer) TryPolicy(ctx context.Context, path string, actor core.Actor, tool string, args json.RawMessage, via string, sessionLabels []string) (PolicyTrial, error) {
