@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/store/postgres"
 	"github.com/toolgate/toolgate/internal/waittest"
 )
 
@@ -176,12 +179,10 @@ func TestFlowLabelsFollowSessionToAnotherReplicaIN3(t *testing.T) {
 	sendWaits(t, ctx, legacy, b, sid, sub, func(id string) error { return rs[1].g.Approvals().Reject(id, "olivia", "not this time") })
 }
 
-// IN-3, OP-11: with both replicas up, a session whose labels grew on one
-// replica while the other held it: the holder is told and its next
-// sends-out call waits. And a 2026-07-28 client without a session, whose
-// requests a load balancer spreads, gathers one flow across the replicas:
-// untrusted read on A, private on B, and its sends-out call waits on
-// either.
+// IN-3, OP-11: a 2026-07-28 client without a session, whose requests a
+// load balancer spreads, gathers one flow across live replicas: untrusted
+// read on A, a sends-out call on B that runs (B now holds the flow),
+// private read on B, and its next sends-out call, on A, waits.
 func TestFlowLabelsAcrossLiveReplicasIN3(t *testing.T) {
 	ctx := testCtx(t)
 	dsn := pgtest.Start(t, nil).NewDatabase(t)
@@ -234,4 +235,49 @@ func TestFlowLabelsSurviveParkAndRestartIN3(t *testing.T) {
 	_, sub2 := g2.Registry().Bus().Subscribe(64)
 	defer sub2.Close()
 	sendWaits(t, ctx, legacy, g2.Addr(), sid, sub2, func(id string) error { return g2.Approvals().Reject(id, "olivia", "not this time") })
+}
+
+// IN-3, OP-11: a session held by replica B whose labels grew on another
+// replica holding it too (as one adopted while the store did not list its
+// holder yet): told so, B reads them again, and the session's next
+// sends-out call waits. The other replica is played by a store handle of
+// the test's own, which records the labels and tells the replicas as a
+// gateway does; a session ended after it, on B, marks when B has applied
+// the news, since events reach a replica in the order they were sent.
+func TestFlowLabelsGrownElsewhereReachHolderIN3(t *testing.T) {
+	ctx := testCtx(t)
+	dsn := pgtest.Start(t, nil).NewDatabase(t)
+	rs := startReplicas(t, ctx, flowsYAML(t, dsn, ""), 1, flowsTools)
+	b := rs[0].g.Addr()
+	c := rawClient{t, ctx}
+	sid := c.initialize(b, testKey)
+	mark := c.initialize(b, testKey)
+	sendRuns(t, ctx, legacy, b, sid) // B holds the session's flow: sends-out only
+
+	other, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// The flow's name as the gateway derives it from the session id.
+	sum := sha256.Sum256([]byte("toolgate flow labels\x00session\x00" + sid))
+	digest := hex.EncodeToString(sum[:16])
+	now := time.Now()
+	if err := other.AddFlowLabels(ctx, digest, []string{"private", "untrusted"}, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_, sub := rs[0].g.Registry().Bus().Subscribe(64)
+	defer sub.Close()
+	for _, e := range []core.SharedEvent{{Kind: core.SharedFlow, ID: digest}, {Kind: core.SharedSessionEnded, ID: mark}} {
+		if err := other.Broadcast(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within(t, ctx, "the news reaching B", func(ctx context.Context) {
+		waitBusEvent(t, ctx, sub, "the marker session ending on B", func(d core.EventData) bool {
+			e, ok := d.(core.SessionEnded)
+			return ok && e.Session.ID == mark
+		})
+	})
+	sendWaits(t, ctx, legacy, b, sid, sub, func(id string) error { return rs[0].g.Approvals().Reject(id, "olivia", "not this time") })
 }

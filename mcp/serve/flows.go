@@ -110,7 +110,11 @@ func gathered(toolLabels []string, found []inspect.Reported) []string {
 // Labels only grow, so the store is written when a call adds labels the
 // flow did not have (rare), never per call, and before the call's result
 // is handed back: a crash between the two cannot lose what the client
-// read. A write that fails withholds that result (fail closed): the
+// read. A session is served by one replica at a time but for a moment
+// (one adopted while the store did not list its holder yet): the others
+// are told when its labels grow, and read them again. A sessionless
+// client's next call may land anywhere: over a shared store each of its
+// calls reads its flow (one read by key). A write that fails withholds that result (fail closed): the
 // labels would otherwise live on this replica only. A sessionless flow is
 // also written when its stored until would come within a flow window of
 // the call (at most every quarter window while it calls), so the store
@@ -122,8 +126,9 @@ func gathered(toolLabels []string, found []inspect.Reported) []string {
 // value keeps them in memory only.
 type flowBacking struct {
 	store core.FlowLabels
-	// grew is told of a flow whose labels grew in the store (its digest),
-	// for the other replicas to read it again; nil tells no one.
+	// grew is told of a session's flow whose labels grew in the store (its
+	// digest), for the other replicas to read it again; nil tells no one,
+	// and means no other replica shares the store.
 	grew func(digest string)
 	// keep is how long a session's flow is kept after its last write.
 	keep time.Duration
@@ -193,15 +198,19 @@ func (f *flow) lapsed(window time.Duration, now time.Time) bool {
 func (s *flowStore) labels(ctx context.Context, b flowBacking, key string, sessioned bool, window time.Duration, now time.Time) ([]string, error) {
 	s.mu.Lock()
 	f := s.flows[key]
-	if f != nil && !f.lapsed(window, now) && (!f.stale || b.store == nil) {
-		out := slices.Clone(f.labels)
+	// A sessionless client's calls are spread over the replicas by design:
+	// with replicas sharing the store, every call reads it, since the last
+	// one may have been served elsewhere a moment ago.
+	held := f != nil && !f.lapsed(window, now) && (sessioned || b.grew == nil)
+	if b.store == nil || held && !f.stale {
+		var out []string
+		if f != nil && !f.lapsed(window, now) {
+			out = slices.Clone(f.labels)
+		}
 		s.mu.Unlock()
 		return out, nil
 	}
 	s.mu.Unlock()
-	if b.store == nil {
-		return nil, nil
-	}
 	stored, until, err := b.store.FlowLabels(ctx, flowDigest(key), now)
 	if err != nil {
 		return nil, err
@@ -274,7 +283,7 @@ func (s *flowStore) add(ctx context.Context, b flowBacking, key string, sessione
 		f.until = until
 	}
 	s.mu.Unlock()
-	if err == nil && grown && b.grew != nil {
+	if err == nil && grown && sessioned && b.grew != nil {
 		b.grew(f.digest)
 	}
 	return err

@@ -184,3 +184,36 @@ func TestSessionlessFlowBackedIN3(t *testing.T) {
 		t.Errorf("a replica reading past the store's keep: %v", got)
 	}
 }
+
+// IN-3, OP-11: over a store replicas share, a sessionless client's flow is
+// read on every call, since its calls are spread: what it read on A an
+// instant ago counts on B, which held the flow already and was told
+// nothing. Its growth is not broadcast.
+func TestSessionlessFlowSharedReadsEveryCallIN3(t *testing.T) {
+	ctx := context.Background()
+	st := &countingFlows{MemStore: memory.NewMemStore()}
+	told := 0
+	back := flowBacking{store: st, keep: 25 * time.Hour, grew: func(string) { told++ }}
+	var a, b flowStore
+	w := time.Hour
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	key, sessioned := flowKey("", core.Actor{ID: "dev"}, "modern-peer")
+	if err := a.add(ctx, back, key, sessioned, w, t0, []string{"untrusted"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.labels(ctx, back, key, sessioned, w, t0); err != nil || !slices.Equal(got, []string{"untrusted"}) {
+		t.Fatalf("B's first read: %v, %v", got, err)
+	}
+	if err := b.add(ctx, back, key, sessioned, w, t0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.add(ctx, back, key, sessioned, w, t0.Add(time.Second), []string{"private"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.labels(ctx, back, key, sessioned, w, t0.Add(2*time.Second)); err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
+		t.Errorf("B's next call after A's: %v, %v", got, err)
+	}
+	if told != 0 {
+		t.Errorf("a sessionless flow's growth was told %d times", told)
+	}
+}
