@@ -20,8 +20,8 @@ import (
 // session's first call on a replica that does not hold it (adopted,
 // woken after a restart): one read; grow is a call that adds a label: one
 // write; sessionless is a 2026-07-28 client's call over a store replicas
-// share: one read every call. Each over no store (memory), a SQLite file
-// and PostgreSQL (pgtest's server on loopback).
+// share (PostgreSQL): one read every call. Each over no store (memory), a
+// SQLite file and PostgreSQL (pgtest's server on loopback).
 func BenchmarkFlowLabels(b *testing.B) {
 	ctx := context.Background()
 	lite, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
@@ -80,6 +80,9 @@ func BenchmarkFlowLabels(b *testing.B) {
 				}
 			}
 		})
+		if st.name != "postgres" {
+			continue // only replicas share a store, and they share PostgreSQL
+		}
 		b.Run("sessionless/"+st.name, func(b *testing.B) {
 			sb := back
 			sb.grew = shared
