@@ -132,11 +132,25 @@ type flowBacking struct {
 	grew func(digest string)
 	// keep is how long a session's flow is kept after its last write.
 	keep time.Duration
+	// sessions: sessions' flows go to the store too. Not when session ids
+	// are not sealed: no other replica, and no later process, can
+	// continue such a session.
+	sessions bool
+}
+
+// forFlow is b as it applies to a flow: without the store for a session
+// that cannot be continued elsewhere.
+func (b flowBacking) forFlow(sessioned bool) flowBacking {
+	if sessioned && !b.sessions {
+		b.store = nil
+	}
+	return b
 }
 
 // flowBacking is the endpoint's backing, from its options.
 func (e *Endpoint) flowBacking() flowBacking {
-	return flowBacking{store: e.opts.FlowLabels, grew: e.opts.FlowGrew, keep: adoptWindow(e.opts.SessionIdleTimeout) + clockSlack}
+	return flowBacking{store: e.opts.FlowLabels, grew: e.opts.FlowGrew, keep: adoptWindow(e.opts.SessionIdleTimeout) + clockSlack,
+		sessions: e.seal != nil}
 }
 
 // sessionlessKeep is how long past a call a sessionless flow is kept in
@@ -196,6 +210,7 @@ func (f *flow) lapsed(window time.Duration, now time.Time) bool {
 // labels are flow key's labels at now. A flow not held here (or lapsed
 // here, or grown elsewhere) is read from the store, if there is one.
 func (s *flowStore) labels(ctx context.Context, b flowBacking, key string, sessioned bool, window time.Duration, now time.Time) ([]string, error) {
+	b = b.forFlow(sessioned)
 	s.mu.Lock()
 	f := s.flows[key]
 	// A sessionless client's calls are spread over the replicas by design:
@@ -238,6 +253,7 @@ func (s *flowStore) labels(ctx context.Context, b flowBacking, key string, sessi
 // when it grew (or a touch is due, or an earlier write failed) before it
 // returns.
 func (s *flowStore) add(ctx context.Context, b flowBacking, key string, sessioned bool, window time.Duration, now time.Time, labels []string) error {
+	b = b.forFlow(sessioned)
 	s.mu.Lock()
 	if s.flows == nil {
 		s.flows = map[string]*flow{}

@@ -40,7 +40,7 @@ func BenchmarkFlowLabels(b *testing.B) {
 		name  string
 		store core.FlowLabels
 	}{{"memory", nil}, {"sqlite", lite}, {"postgres", pg}} {
-		back := flowBacking{store: st.store, keep: 25 * time.Hour}
+		back := flowBacking{store: st.store, keep: 25 * time.Hour, sessions: true}
 		key, _ := flowKey("bench-session", core.Actor{ID: "dev"}, "bench")
 		b.Run("held/"+st.name, func(b *testing.B) {
 			var s flowStore

@@ -67,7 +67,7 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
 	var grew []string
-	back := flowBacking{store: st, keep: 25 * time.Hour, grew: func(d string) { grew = append(grew, d) }}
+	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true, grew: func(d string) { grew = append(grew, d) }}
 	var a, b flowStore
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	key, sessioned := flowKey("sess-1", core.Actor{ID: "dev"}, "sdk")
@@ -156,7 +156,7 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 func TestSessionlessFlowBackedIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
-	back := flowBacking{store: st, keep: 25 * time.Hour}
+	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true}
 	var a, b flowStore
 	w := time.Hour
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -193,7 +193,7 @@ func TestSessionlessFlowSharedReadsEveryCallIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
 	told := 0
-	back := flowBacking{store: st, keep: 25 * time.Hour, grew: func(string) { told++ }}
+	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true, grew: func(string) { told++ }}
 	var a, b flowStore
 	w := time.Hour
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

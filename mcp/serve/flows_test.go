@@ -55,9 +55,11 @@ func TestFlowStoreDownFailsClosedIN3(t *testing.T) {
 	const email = "jane.roe@example.org"
 	store := &brokenFlows{MemStore: memory.NewMemStore()}
 	var logs bytes.Buffer
-	s := serveEndpoint(t, serve.EndpointOptions{FlowLabels: store, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	opts := serve.EndpointOptions{FlowLabels: store, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		SessionKey: []byte("0123456789abcdef0123456789abcdef"),
 		Inspection: &serve.Inspection{FlowWindow: time.Hour, BySource: map[string]*serve.Inspect{
-			"crm": {Policy: &inspect.Policy{Inspector: det, Results: [4]inspect.Action{inspect.ActionOff, inspect.ActionFlag}}}}}})
+			"crm": {Policy: &inspect.Policy{Inspector: det, Results: [4]inspect.Action{inspect.ActionOff, inspect.ActionFlag}}}}}}
+	s := serveEndpoint(t, opts)
 	if err := s.reg.Register(core.Tool{Name: "crm_lookup", Source: "crm", RemoteName: "lookup", Kind: core.KindRead, Description: "Looks up.",
 		Handler: func(context.Context, json.RawMessage) (core.Result, error) {
 			return core.TextResult("customer: " + email), nil
@@ -102,5 +104,21 @@ func TestFlowStoreDownFailsClosedIN3(t *testing.T) {
 	store.reads.Store(false)
 	if r, raw := lookup("dev"); r.IsError || !strings.Contains(raw, email) {
 		t.Errorf("a call once the store works again: %s", raw)
+	}
+
+	// Without sealed session ids no session can continue elsewhere: its
+	// flow stays in memory, and a store that is down changes nothing.
+	opts.SessionKey = nil
+	s = serveEndpoint(t, opts)
+	if err := s.reg.Register(core.Tool{Name: "crm_lookup", Source: "crm", RemoteName: "lookup", Kind: core.KindRead, Description: "Looks up.",
+		Handler: func(context.Context, json.RawMessage) (core.Result, error) {
+			return core.TextResult("customer: " + email), nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	store.reads.Store(true)
+	store.writes.Store(true)
+	if r, raw := lookup("dev"); r.IsError || !strings.Contains(raw, email) {
+		t.Errorf("a session that cannot be continued elsewhere, the store down: %s", raw)
 	}
 }
