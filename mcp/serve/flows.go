@@ -110,17 +110,18 @@ func gathered(toolLabels []string, found []inspect.Reported) []string {
 // Labels only grow, so the store is written when a call adds labels the
 // flow did not have (rare), never per call, and before the call's result
 // is handed back: a crash between the two cannot lose what the client
-// read. A session is served by one replica at a time but for a moment
-// (one adopted while the store did not list its holder yet): the others
-// are told when its labels grow, and read them again. A sessionless
-// client's next call may land anywhere: over a shared store each of its
-// calls reads its flow (one read by key). A write that fails withholds that result (fail closed): the
-// labels would otherwise live on this replica only. A sessionless flow is
-// also written when its stored until would come within a flow window of
-// the call (at most every quarter window while it calls), so the store
-// keeps it at least a window after its last call on any replica. A
-// session's flow is kept for the adoption window and a margin after its
-// last write: no replica may continue an id older than that (resume.go).
+// read. A write that fails withholds that result (fail closed): the
+// labels would otherwise live on this replica only. A session is served by
+// one replica at a time but for a moment (one adopted while the store did
+// not list its holder yet): the others are told when its labels grow, and
+// read them again. A sessionless client's next call may land anywhere:
+// over a shared store each of its calls reads its flow (one read by key).
+// A sessionless flow is also written when its stored until would come
+// within a flow window of the call (at most every quarter window while it
+// calls), so the store keeps it at least a window after its last call on
+// any replica. A session's flow is kept for the adoption window and a
+// margin after its last write: no replica may continue an id older than
+// that (resume.go).
 
 // flowBacking is where an endpoint keeps its flows beyond memory; a zero
 // value keeps them in memory only.
@@ -179,6 +180,9 @@ type flowStore struct {
 	mu    sync.Mutex
 	flows map[string]*flow
 	calls int // since the last sweep
+	// news counts what changedElsewhere was told: a read of the store that
+	// news overtook may predate it, and leaves its flow stale.
+	news uint64
 }
 
 type flow struct {
@@ -225,6 +229,7 @@ func (s *flowStore) labels(ctx context.Context, b flowBacking, key string, sessi
 		s.mu.Unlock()
 		return out, nil
 	}
+	news := s.news
 	s.mu.Unlock()
 	stored, until, err := b.store.FlowLabels(ctx, flowDigest(key), now)
 	if err != nil {
@@ -241,7 +246,7 @@ func (s *flowStore) labels(ctx context.Context, b flowBacking, key string, sessi
 		f = &flow{sessioned: sessioned, last: now, digest: flowDigest(key)}
 		s.flows[key] = f
 	}
-	f.stale = false
+	f.stale = s.news != news
 	f.labels = union(f.labels, stored)
 	if until.After(f.until) {
 		f.until = until
@@ -272,8 +277,9 @@ func (s *flowStore) add(ctx context.Context, b flowBacking, key string, sessione
 		s.flows[key] = f
 	}
 	f.last = now
-	grown := len(union(f.labels, labels)) > len(f.labels)
-	f.labels = union(f.labels, labels)
+	merged := union(f.labels, labels)
+	grown := len(merged) > len(f.labels)
+	f.labels = merged
 	var until time.Time
 	write := false
 	if b.store != nil && len(f.labels) > 0 {
@@ -323,6 +329,7 @@ func (s *flowStore) forget(key string) {
 func (s *flowStore) changedElsewhere(digest string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.news++
 	for _, f := range s.flows {
 		if digest == "" || f.digest == digest {
 			f.stale = true

@@ -19,6 +19,9 @@ type countingFlows struct {
 	mu            sync.Mutex
 	writes, reads int
 	failing       bool
+	// afterRead, when set, runs once after the next read took its labels,
+	// before it returns: what happens while a read is on its way back.
+	afterRead func()
 }
 
 var errStoreDown = errors.New("store down")
@@ -37,12 +40,17 @@ func (c *countingFlows) AddFlowLabels(ctx context.Context, key string, labels []
 func (c *countingFlows) FlowLabels(ctx context.Context, key string, now time.Time) ([]string, time.Time, error) {
 	c.mu.Lock()
 	c.reads++
-	failing := c.failing
+	failing, after := c.failing, c.afterRead
+	c.afterRead = nil
 	c.mu.Unlock()
 	if failing {
 		return nil, time.Time{}, errStoreDown
 	}
-	return c.MemStore.FlowLabels(ctx, key, now)
+	labels, until, err := c.MemStore.FlowLabels(ctx, key, now)
+	if after != nil {
+		after()
+	}
+	return labels, until, err
 }
 
 func (c *countingFlows) counts() (writes, reads int) {
@@ -215,5 +223,34 @@ func TestSessionlessFlowSharedReadsEveryCallIN3(t *testing.T) {
 	}
 	if told != 0 {
 		t.Errorf("a sessionless flow's growth was told %d times", told)
+	}
+}
+
+// IN-3, OP-11: news that a session's labels grew elsewhere, arriving while
+// this replica's read of them is on its way back with what the store held
+// before, leaves the flow to be read again: the next call sees the growth.
+func TestFlowNewsDuringReadIN3(t *testing.T) {
+	ctx := context.Background()
+	st := &countingFlows{MemStore: memory.NewMemStore()}
+	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true, grew: func(string) {}}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	key, _ := flowKey("sess-1", core.Actor{ID: "dev"}, "sdk")
+	var a, b flowStore
+	if err := a.add(ctx, back, key, true, time.Hour, t0, []string{"untrusted"}); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	st.afterRead = func() {
+		if err := a.add(ctx, back, key, true, time.Hour, t0, []string{"private"}); err != nil {
+			t.Error(err)
+		}
+		b.changedElsewhere(flowDigest(key))
+	}
+	st.mu.Unlock()
+	if got, err := b.labels(ctx, back, key, true, time.Hour, t0); err != nil || !slices.Equal(got, []string{"untrusted"}) {
+		t.Fatalf("the read the news overtook: %v, %v", got, err)
+	}
+	if got, err := b.labels(ctx, back, key, true, time.Hour, t0); err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
+		t.Errorf("the next call: %v, %v", got, err)
 	}
 }
