@@ -66,6 +66,9 @@ const (
 	// SharedEndSession: an operator asks whichever replica serves the
 	// session whose SessionKey is ID to end it (CO-5).
 	SharedEndSession = "end-session"
+	// SharedFlow: the labels of the flow whose digest is ID grew; a
+	// replica holding it reads it again (IN-3).
+	SharedFlow = "flow"
 	// SharedResync: events may have been missed; read everything again.
 	SharedResync = "resync"
 )

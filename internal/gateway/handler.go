@@ -25,6 +25,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 		return err
 	}
 	ended := g.broadcastSessionEnded()
+	flowLabels, flowGrew := g.flowLabels() // IN-3
 	policies, err := endpointPolicies(cfg)
 	if err != nil {
 		return err
@@ -58,7 +59,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 			SessionStarted: g.creds.started, SessionEnded: g.creds.forget,
 			SessionKey: sessionKey, SessionTerminated: ended, Replica: g.replica, Peers: peers, ForwardKey: forwardKey,
 			Policy: policies[e.Path], CallLimits: callLimits, Discovery: endpointDiscovery(e),
-			Inspection: inspection,
+			Inspection: inspection, FlowLabels: flowLabels, FlowGrew: flowGrew,
 		})
 		if err != nil {
 			return err

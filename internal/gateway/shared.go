@@ -57,6 +57,9 @@ func (g *Gateway) runShared(sh *shared) {
 			if g.sessionShare != nil {
 				g.sessionShare.changedElsewhere()
 			}
+			g.flowsChangedElsewhere("") // IN-3
+		case core.SharedFlow:
+			g.flowsChangedElsewhere(e.ID)
 		case core.SharedReview:
 			err = g.review.Reload(ctx)
 		case core.SharedPending, core.SharedDecided:
@@ -120,4 +123,15 @@ func broadcastRefresh(ctx context.Context, b core.Broadcaster, upstream string) 
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedWait)
 	defer cancel()
 	_ = b.Broadcast(bctx, core.SharedEvent{Kind: core.SharedRefresh, ID: upstream})
+}
+
+// flowsChangedElsewhere tells the endpoints that another replica added
+// labels to the flow named digest ("": any flow, events were missed), so
+// they read it from the store again (IN-3).
+func (g *Gateway) flowsChangedElsewhere(digest string) {
+	if eps := g.sessionEnds.Load(); eps != nil {
+		for _, ep := range *eps {
+			ep.FlowChangedElsewhere(digest)
+		}
+	}
 }

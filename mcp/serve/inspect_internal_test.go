@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -65,23 +66,39 @@ func TestStreamFilterAppliesResultRules(t *testing.T) {
 // follow what reached the client.
 func TestFlowStore(t *testing.T) {
 	var s flowStore
+	ctx := context.Background()
+	mem := flowBacking{}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	labels := func(key string, sessioned bool, at time.Time) []string {
+		t.Helper()
+		got, err := s.labels(ctx, mem, key, sessioned, time.Hour, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	add := func(key string, sessioned bool, at time.Time, ls []string) {
+		t.Helper()
+		if err := s.add(ctx, mem, key, sessioned, time.Hour, at, ls); err != nil {
+			t.Fatal(err)
+		}
+	}
 	key, sessioned := flowKey("", core.Actor{ID: "dev"}, "modern-peer")
-	s.add(key, sessioned, time.Hour, t0, []string{"untrusted"})
-	s.add(key, sessioned, time.Hour, t0.Add(50*time.Minute), []string{"private", "untrusted"})
-	if got := s.labels(key, time.Hour, t0.Add(100*time.Minute)); !slices.Equal(got, []string{"private", "untrusted"}) {
+	add(key, sessioned, t0, []string{"untrusted"})
+	add(key, sessioned, t0.Add(50*time.Minute), []string{"private", "untrusted"})
+	if got := labels(key, sessioned, t0.Add(100*time.Minute)); !slices.Equal(got, []string{"private", "untrusted"}) {
 		t.Errorf("within the window of the last call: %v", got)
 	}
-	if got := s.labels(key, time.Hour, t0.Add(111*time.Minute)); got != nil {
+	if got := labels(key, sessioned, t0.Add(111*time.Minute)); got != nil {
 		t.Errorf("a window after the last call: %v", got)
 	}
 	sk, sessioned := flowKey("sess-1", core.Actor{ID: "dev"}, "sdk")
-	s.add(sk, sessioned, time.Hour, t0, []string{"private"})
-	if got := s.labels(sk, time.Hour, t0.Add(48*time.Hour)); !slices.Equal(got, []string{"private"}) {
+	add(sk, sessioned, t0, []string{"private"})
+	if got := labels(sk, sessioned, t0.Add(48*time.Hour)); !slices.Equal(got, []string{"private"}) {
 		t.Errorf("a session's labels after a long pause: %v", got)
 	}
 	s.forget(sk)
-	if got := s.labels(sk, time.Hour, t0); got != nil {
+	if got := labels(sk, sessioned, t0); got != nil {
 		t.Errorf("an ended session's labels: %v", got)
 	}
 

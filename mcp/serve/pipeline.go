@@ -87,7 +87,7 @@ func (e *Endpoint) invoke(ctx context.Context, r *Rules, actor core.Actor, c *co
 	if err == nil && insp != nil && (c.Tool.Kind != core.KindAction || c.Confirm) {
 		res, err = e.inspectResult(ctx, actor, c, insp, res, &found)
 	}
-	e.settle(ctx, actor, c, call, fc, counted, res, err, found, start, tr)
+	err = e.settle(ctx, actor, c, call, fc, counted, res, err, found, start, tr)
 	if err != nil {
 		raw, _ := json.Marshal(toolError(c.Tool.Name, err))
 		return raw
@@ -135,9 +135,11 @@ func (e *Endpoint) callContext(ctx context.Context, r *Rules, c *core.ToolCall, 
 func (e *Endpoint) admit(ctx context.Context, r *Rules, actor core.Actor, c *core.ToolCall, call core.Call, tr *telemetry.Request) (reason string, fc *flowCall, counted *policy.Counted, err error) {
 	t0 := tr.Now()
 	if in := r.Inspection; in != nil {
-		fc = e.flowOf(in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool)
+		fc, err = e.flowOf(ctx, in, e.clientVars(ctx, server.ClientSessionFromContext(ctx)).Name, actor, call.Session, c.Tool)
 	}
-	reason, err = e.decide(ctx, r.Policy, actor, c, fc)
+	if err == nil {
+		reason, err = e.decide(ctx, r.Policy, actor, c, fc)
+	}
 	if err == nil {
 		counted, err = e.limit(ctx, r.Limits, actor, c)
 	}
@@ -186,11 +188,13 @@ func (e *Endpoint) run(ctx context.Context, actor core.Actor, c *core.ToolCall, 
 
 // settle ends the call: what reached the client joins its flow's labels
 // (IN-3), a refused or failed call gives its count back (PO-3), the span
-// notes the outcome, and the call is audited (OP-6).
+// notes the outcome, and the call is audited (OP-6). It returns the call's
+// error: err, or why the result is withheld when its labels could not be
+// recorded.
 func (e *Endpoint) settle(ctx context.Context, actor core.Actor, c *core.ToolCall, call core.Call, fc *flowCall, counted *policy.Counted,
-	res core.Result, err error, found []inspect.Reported, start time.Time, tr *telemetry.Request) {
+	res core.Result, err error, found []inspect.Reported, start time.Time, tr *telemetry.Request) error {
 	if fc != nil && err == nil {
-		e.finishFlow(fc, found)
+		err = e.finishFlow(ctx, fc, found)
 	}
 	e.giveBack(ctx, counted, err)
 	if tr != nil {
@@ -203,6 +207,7 @@ func (e *Endpoint) settle(ctx context.Context, actor core.Actor, c *core.ToolCal
 	}
 	e.audit(ctx, call, actor, c, res, err, time.Since(start), found)
 	tr.Took(telemetry.StageAudit, t0)
+	return err
 }
 
 // operatorWaitProgress sends notifications/progress to the calling session

@@ -136,6 +136,14 @@ type EndpointOptions struct {
 	// Discovery lists search_tools and call_tool instead of every tool
 	// (DS-1, discovery.go); nil lists every tool.
 	Discovery *Discovery
+	// FlowLabels keeps the labels flows gathered where other replicas,
+	// and this gateway after a restart, read them (IN-3, flows.go); nil
+	// keeps them in memory only.
+	FlowLabels core.FlowLabels
+	// FlowGrew, when set, is told of each flow whose labels grew in
+	// FlowLabels (by its digest), for the other replicas to read it
+	// again (FlowChangedElsewhere).
+	FlowGrew func(digest string)
 }
 
 // Endpoint serves the live registry as a Streamable HTTP MCP server. It is

@@ -30,6 +30,8 @@ type MemStore struct {
 	verifier  string                     // the confirm secret's, once checked
 	quotas    map[quotaKey]int64         // calls per quota window (PO-3)
 	conns     map[string]core.Connection // upstream connections by id (UI-3)
+	flows     map[string]memFlow         // flow labels by key (IN-3)
+	flowAdds  int
 }
 
 type approvalKey struct{ source, remoteName string }

@@ -196,4 +196,16 @@ ALTER TABLE {s}.audit ADD COLUMN findings text NOT NULL DEFAULT '';
 	`
 ALTER TABLE {s}.quota_counts ADD COLUMN granted bigint NOT NULL DEFAULT 0;
 `,
+	// 14: the flow labels sessions and sessionless clients gathered
+	// (IN-3), so a session continued on another replica keeps them: one
+	// row a flow, keyed by a digest (never a session id), until in Unix
+	// nanoseconds.
+	`
+CREATE TABLE {s}.flow_labels (
+	key    text PRIMARY KEY,
+	labels text[] NOT NULL,
+	until  bigint NOT NULL
+);
+CREATE INDEX flow_labels_until ON {s}.flow_labels (until);
+`,
 }

@@ -54,6 +54,9 @@ type Store struct {
 	// quotaTakes counts counted quota calls, to prune old windows now
 	// and then (PO-3).
 	quotaTakes atomic.Int64
+	// flowAdds counts flow label writes, to prune lapsed flows now and
+	// then (IN-3).
+	flowAdds atomic.Int64
 	// lost is the latest finding that the database holds another store (or
 	// none): set by the ledger, which checks on every spend, cleared when a
 	// spend finds the store again.

@@ -147,4 +147,16 @@ ALTER TABLE audit ADD COLUMN findings TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE quota_counts ADD COLUMN granted INTEGER NOT NULL DEFAULT 0;
 `,
+	// 13: the flow labels sessions and sessionless clients gathered
+	// (IN-3), so a session continued after a restart keeps them: one row a
+	// flow, keyed by a digest (never a session id), its labels a JSON array
+	// of strings, until in Unix nanoseconds.
+	`
+CREATE TABLE flow_labels (
+	key    TEXT PRIMARY KEY,
+	labels TEXT NOT NULL,
+	until  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX flow_labels_until ON flow_labels (until);
+`,
 }

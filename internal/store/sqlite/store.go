@@ -74,6 +74,9 @@ type Store struct {
 	// quotaTakes counts counted quota calls, to prune old windows now
 	// and then (PO-3).
 	quotaTakes atomic.Int64
+	// flowAdds counts flow label writes, to prune lapsed flows now and
+	// then (IN-3).
+	flowAdds atomic.Int64
 
 	// audit is the queue the flusher goroutine writes the audit log from,
 	// through aw, on w.

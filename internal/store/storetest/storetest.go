@@ -43,6 +43,13 @@ func StoreConformance(t *testing.T, open func(t *testing.T) core.Store) {
 		}
 		suiteSecret(t, sc)
 	})
+	t.Run("IN-3/FlowLabels", func(t *testing.T) {
+		fl, ok := fresh(t).(core.FlowLabels)
+		if !ok {
+			t.Skip("the store is no core.FlowLabels")
+		}
+		FlowLabelsConformance(t, fl, fl)
+	})
 	t.Run("OP-5/UseAfterClose", func(t *testing.T) { suiteClosed(t, open(t)) })
 }
 
@@ -109,6 +116,15 @@ func SharedConformance(t *testing.T, open func(t *testing.T) (core.Store, core.S
 			t.Skip("the store is no core.QuotaCounter")
 		}
 		QuotaConformance(t, qa, qb)
+	})
+	t.Run("IN-3/FlowLabelsAcrossHandles", func(t *testing.T) {
+		a, b := fresh(t)
+		fa, okA := a.(core.FlowLabels)
+		fb, okB := b.(core.FlowLabels)
+		if !okA || !okB {
+			t.Skip("the store is no core.FlowLabels")
+		}
+		FlowLabelsConformance(t, fa, fb)
 	})
 	t.Run("CO-5/SessionsListedAcrossHandles", func(t *testing.T) {
 		a, b := fresh(t)
