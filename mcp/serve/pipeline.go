@@ -116,8 +116,7 @@ func (e *Endpoint) callContext(ctx context.Context, r *Rules, c *core.ToolCall, 
 		level := info.LogLevel
 		logLevel = func() (mcpgo.LoggingLevel, bool) { return level, true }
 	}
-	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
-		listening: e.ids.listening, asks: asks}
+	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel, asks: asks}
 	insp := r.inspectFor(c.Tool.Source)
 	if insp != nil && insp.Policy != nil {
 		down.filter = &streamFilter{pol: insp.Policy} // IN-1

@@ -34,8 +34,6 @@ type downstream struct {
 	logLevel func() (level mcpgo.LoggingLevel, ok bool)
 	// streamed is set once anything was passed on during the call.
 	streamed atomic.Bool
-	// listening reports whether a session has a GET stream open.
-	listening func(session string) bool
 	// asks sends a request on the call's own stream and waits for the
 	// client's answer; nil without a legacy session.
 	asks *pendingRequests
@@ -195,27 +193,16 @@ func (d *downstream) request(ctx context.Context, method string, params json.Raw
 		// as the upstream sent it, and the answer comes back untouched.
 		return d.asks.ask(rctx, cs, d.session, method, params)
 	}
-	// mcp-go sends sampling requests to a client only on its GET stream;
-	// without one the request would wait for an answer that cannot come.
-	if d.listening != nil && !d.listening(d.session) && method == string(mcpgo.MethodSamplingCreateMessage) {
-		return nil, fmt.Errorf("%s: the client has no open stream (GET) to receive the request", method)
-	}
-	switch method {
-	case string(mcpgo.MethodSamplingCreateMessage):
-		req := mcpgo.CreateMessageRequest{Request: mcpgo.Request{Method: method}}
-		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
-			return nil, fmt.Errorf("%s: invalid params: %w", method, err)
-		}
-		return d.srv.RequestSampling(rctx, req)
-	case string(mcpgo.MethodElicitationCreate):
-		req := mcpgo.ElicitationRequest{Request: mcpgo.Request{Method: method}}
-		if err := json.Unmarshal(params, &req.Params); err != nil {
-			return nil, fmt.Errorf("%s: invalid params: %w", method, err)
-		}
-		return d.srv.RequestElicitation(rctx, req)
-	}
-	return nil, fmt.Errorf("%s: %w", method, errNoSuchRequest)
+	// Every call is served from the method table, on a call stream: only
+	// a call without a legacy session to ask on (a stateless endpoint's, a
+	// 2026-07-28 client's that declared neither elicitation nor sampling,
+	// or one whose session ended meanwhile) comes here, and its client has
+	// no way to be asked.
+	return nil, fmt.Errorf("%s: %w", method, errNoOneToAsk)
 }
+
+// errNoOneToAsk: the call has no session whose client could be asked.
+var errNoOneToAsk = errors.New("the client cannot be asked during this call: it has no session here")
 
 // Hub carries what upstreams send outside any call to the endpoints whose
 // sessions asked for it: notifications/resources/updated goes to the

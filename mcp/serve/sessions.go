@@ -286,13 +286,6 @@ func (m *sessionIDs) listen(id string, max int) (func(), bool) {
 	}, true
 }
 
-func (m *sessionIDs) listening(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.byID[id]
-	return rec != nil && rec.streams > 0
-}
-
 func (m *sessionIDs) ownedBy(id, actor string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
