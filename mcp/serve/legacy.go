@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // Legacy sessions (SV-2): the endpoint's own transport (doc.go). Owning it
@@ -24,20 +20,9 @@ import (
 // (adoption, waking), let go of one without asking mcp-go, and keep what
 // is queued for a session until its GET stream takes it.
 
-// legacyQueue is how many notifications wait for a session's GET stream,
-// and legacyAsks how many requests to its client: what mcp-go's transport
-// queued. A full queue drops a notification, and refuses a request at once.
-const (
-	legacyQueue = 100
-	legacyAsks  = 10
-)
-
-// getAskPrefix starts the ids of the requests a session's GET stream
-// carries, told apart from those asked on a call's own stream (askPrefix).
-const getAskPrefix = "tg-get-"
-
-// getAskSeq numbers those requests, across sessions.
-var getAskSeq atomic.Int64
+// legacyQueue is how many notifications wait for a session's GET stream:
+// what mcp-go's transport queued. A full queue drops a notification.
+const legacyQueue = 100
 
 // legacySession is a legacy session as mcp-go's server sees it.
 type legacySession struct {
@@ -46,10 +31,6 @@ type legacySession struct {
 	// notes are what mcp-go and the endpoint send the session, for its GET
 	// stream.
 	notes chan mcpgo.JSONRPCNotification
-	// asks are requests to the client (sampling, elicitation) for its GET
-	// stream, encoded; waiting are their answers to come, by id.
-	asks    chan []byte
-	waiting sync.Map // id → chan json.RawMessage
 	// done closes when the session ends or is parked: its GET streams end.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -66,8 +47,7 @@ type legacySession struct {
 }
 
 func newLegacySession(id string) *legacySession {
-	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue),
-		asks: make(chan []byte, legacyAsks), done: make(chan struct{})}
+	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue), done: make(chan struct{})}
 }
 
 // sessionFromSeal makes the session a sealed id carries, as its initialize
@@ -90,8 +70,6 @@ var (
 	_ server.SessionWithLogging            = (*legacySession)(nil)
 	_ server.SessionWithClientInfo         = (*legacySession)(nil)
 	_ server.SessionWithProtocolVersion    = (*legacySession)(nil)
-	_ server.SessionWithSampling           = (*legacySession)(nil)
-	_ server.SessionWithElicitation        = (*legacySession)(nil)
 	_ server.SessionWithSubscriptionFilter = (*legacySession)(nil)
 )
 
@@ -169,86 +147,6 @@ func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
 	case s.notes <- n:
 	default:
 	}
-}
-
-// RequestSampling asks the client on its GET stream, for what mcp-go asks
-// of a session outside a call's own stream (the gateway asks on that).
-func (s *legacySession) RequestSampling(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
-	raw, err := s.ask(ctx, string(mcpgo.MethodSamplingCreateMessage), req.CreateMessageParams)
-	if err != nil {
-		return nil, err
-	}
-	var res mcpgo.CreateMessageResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodSamplingCreateMessage, err)
-	}
-	if res.Content, err = mcpgo.ParseSamplingContent(res.Content); err != nil {
-		return nil, fmt.Errorf("%s: %w", mcpgo.MethodSamplingCreateMessage, err)
-	}
-	return &res, nil
-}
-
-// RequestElicitation asks the client on its GET stream, as RequestSampling.
-func (s *legacySession) RequestElicitation(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
-	raw, err := s.ask(ctx, string(mcpgo.MethodElicitationCreate), req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var res mcpgo.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodElicitationCreate, err)
-	}
-	return &res, nil
-}
-
-// errSessionGone: the session ended, or was parked, before its client
-// answered.
-var errSessionGone = errors.New("the session ended before its client answered")
-
-// ask sends a request to the client on the session's GET stream and waits
-// for the answer it posts (answer), until ctx ends or the session does.
-func (s *legacySession) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := getAskPrefix + strconv.FormatInt(getAskSeq.Add(1), 10)
-	msg, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      string `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params,omitempty"`
-	}{mcpgo.JSONRPC_VERSION, id, method, params})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
-	}
-	answer := make(chan json.RawMessage, 1)
-	s.waiting.Store(id, answer)
-	defer s.waiting.Delete(id)
-	select {
-	case s.asks <- msg:
-	default:
-		return nil, fmt.Errorf("%s: %d requests already wait for the client's GET stream", method, legacyAsks)
-	}
-	select {
-	case raw := <-answer:
-		return clientAnswer(method, raw)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
-	case <-s.done:
-		return nil, fmt.Errorf("%s: %w", method, errSessionGone)
-	}
-}
-
-// answer delivers a client's posted answer to the request of the
-// session's GET stream waiting for it, and reports whether one was.
-func (s *legacySession) answer(rawID json.RawMessage, body []byte) bool {
-	id, ok := jsonrpc.ReadString(rawID)
-	if !ok || !strings.HasPrefix(id, getAskPrefix) {
-		return false
-	}
-	ch, ok := s.waiting.LoadAndDelete(id)
-	if !ok {
-		return false
-	}
-	ch.(chan json.RawMessage) <- body
-	return true
 }
 
 // serveInitialize answers an initialize, which opens a session: mcp-go
@@ -348,9 +246,8 @@ func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage, status int) {
 	_, _ = cs.Write(append(out, '\n'))
 }
 
-// serveStream is a legacy session's GET stream: what is queued for the
-// session — notifications, and requests to its client — goes out as SSE
-// events, each kind in order, until the client goes away,
+// serveStream is a legacy session's GET stream: the notifications queued
+// for the session go out as SSE events, in order, until the client goes away,
 // the session ends or is parked, or the endpoint closes. Every write moves
 // the write deadline on, and a heartbeat keeps a quiet stream alive (SV-9).
 // A session's streams share its queue: each notification goes out on one.
@@ -374,26 +271,11 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 				return
 			}
 			sw.Flush()
-		case msg := <-s.asks:
-			if err := writeEvent(sw, msg); err != nil {
-				s.requeueAsk(msg)
-				return
-			}
-			sw.Flush()
 		case <-ctx.Done():
 			return
 		case <-s.done:
 			return
 		}
-	}
-}
-
-// requeueAsk puts back a request a stream took but could not write, for
-// the session's next stream; the request waits for an answer meanwhile.
-func (s *legacySession) requeueAsk(msg []byte) {
-	select {
-	case s.asks <- msg:
-	default:
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
 )
@@ -141,54 +139,5 @@ func TestAdoptedSessionFromItsSealSV2(t *testing.T) {
 	}
 	if m, err := st.Next(); err != nil || m.Method != "notifications/test/adopted" {
 		t.Fatalf("the adopted session's stream: %+v %v", m, err)
-	}
-}
-
-// SV-2: what mcp-go asks of a legacy session outside a call's own stream
-// (elicitation, sampling) goes out on the session's GET stream, and the
-// answer the client posts with the request's id is accepted (202) and
-// returned to the asker; posted again, it answers nothing and is refused.
-func TestSessionAskedOnItsStreamSV2(t *testing.T) {
-	e, url := legacyEndpoint(t, EndpointOptions{})
-	c := mcptest.New(url, &mcptest.Options{Capabilities: json.RawMessage(`{"elicitation":{}}`)})
-	if _, err := c.Initialize(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	st, err := c.Listen(ctx)
-	if err != nil || st.Status != http.StatusOK {
-		t.Fatalf("GET stream: %v %+v", err, st)
-	}
-	defer st.Close()
-	type result struct {
-		res *mcpgo.ElicitationResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := e.mcp.RequestElicitation(e.mcp.WithContext(ctx, e.ids.session(c.Session())), mcpgo.ElicitationRequest{
-			Params: mcpgo.ElicitationParams{Message: "Name?", RequestedSchema: map[string]any{"type": "object",
-				"properties": map[string]any{"name": map[string]any{"type": "string"}}}}})
-		done <- result{res, err}
-	}()
-	m, err := st.Next()
-	if err != nil || m.Method != string(mcpgo.MethodElicitationCreate) || len(m.ID) == 0 {
-		t.Fatalf("on the GET stream: %+v %v", m, err)
-	}
-	answer := []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`)
-	if resp, err := c.Post(ctx, answer, nil); err != nil || resp.Status != http.StatusAccepted {
-		t.Fatalf("the client's answer: %v %+v", err, resp)
-	}
-	select {
-	case r := <-done:
-		if r.err != nil || r.res.Action != mcpgo.ElicitationResponseActionAccept || r.res.Content.(map[string]any)["name"] != "Ada" {
-			t.Fatalf("elicitation: %+v %v", r.res, r.err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the asker was not given the client's answer")
-	}
-	if resp, err := c.Post(ctx, answer, nil); err != nil || resp.Status == http.StatusAccepted {
-		t.Fatalf("the same answer again: %v %+v", err, resp)
 	}
 }

@@ -330,8 +330,7 @@ type pendingRequests struct {
 	waiting map[string]chan json.RawMessage // session + id → answer
 }
 
-// askPrefix starts the ids of the requests asked on a call's own stream,
-// told apart from a GET stream's (getAskPrefix).
+// askPrefix starts the ids of the requests asked on a call's own stream.
 const askPrefix = "tg-ask-"
 
 func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, method string, params json.RawMessage) (any, error) {
