@@ -239,7 +239,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		return true
 	}
 	p.forwarded = forwarded
-	if forwarded && p.legacy && p.id != "" && e.seal != nil && !e.ids.live(p.id) &&
+	if forwarded && p.legacy && p.id != "" && e.ids.Resumable() && !e.ids.Live(p.id) &&
 		(r.Method == http.MethodDelete || p.env.Kind == jsonrpc.Response || p.env.Method == string(mcpgo.MethodNotificationCancelled)) {
 		// Told to every replica, an end, an answer or a cancellation is
 		// for the ones holding the session; one that does not takes no
@@ -255,7 +255,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		// Never forwarded twice: no loops between replicas.
 		return false
 	}
-	if p.legacy && p.id != "" && e.seal != nil && r.Method == http.MethodDelete {
+	if p.legacy && p.id != "" && e.ids.Resumable() && r.Method == http.MethodDelete {
 		// A session may be held by more than one replica (adopted where
 		// a request came before the store listed its holder): every
 		// holder ends its copy before the client is answered, not when
@@ -263,9 +263,9 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 		defer cancel()
 		endedElsewhere := e.tellOthers(ctx, r, p, http.StatusOK)
-		if endedElsewhere && !e.ids.live(p.id) {
+		if endedElsewhere && !e.ids.Live(p.id) {
 			// Ended where it lived; not to be adopted here after either.
-			e.ids.tombstone(p.id)
+			e.ids.Tombstone(p.id)
 			w.WriteHeader(http.StatusOK)
 			return true
 		}
@@ -291,19 +291,19 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		var q struct {
 			RequestID any `json:"requestId"`
 		}
-		if json.Unmarshal(p.env.ParamsOrEmpty(), &q) == nil && q.RequestID != nil && !e.ids.inflight.Has(p.id+"\x00"+jsonrpc.IDKey(q.RequestID)) {
+		if json.Unmarshal(p.env.ParamsOrEmpty(), &q) == nil && q.RequestID != nil && !e.inflight.Has(p.id+"\x00"+jsonrpc.IDKey(q.RequestID)) {
 			ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 			defer cancel()
 			e.tellOthers(ctx, r, p, http.StatusAccepted)
 		}
-		if !e.ids.live(p.id) {
+		if !e.ids.Live(p.id) {
 			// Told where the call runs; nothing of this session is here to
 			// adopt for a notification.
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
 		return false
-	case p.id != "" && !p.isModern && !e.opts.Stateless && e.seal != nil && !e.ids.live(p.id):
+	case p.id != "" && !p.isModern && !e.opts.Stateless && e.ids.Resumable() && !e.ids.Live(p.id):
 		replica, ok := e.opts.Peers.SessionReplica(core.SessionKey(p.id))
 		if !ok || replica == e.opts.Replica {
 			return false

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // Legacy sessions (SV-2): the endpoint's own transport (doc.go). Owning it
@@ -52,7 +53,7 @@ func newLegacySession(id string) *legacySession {
 
 // sessionFromSeal makes the session a sealed id carries, as its initialize
 // made it where it opened (OP-5): no initialize is made up for it.
-func sessionFromSeal(id string, c sealedSession) *legacySession {
+func sessionFromSeal(id string, c session.Sealed) *legacySession {
 	s := newLegacySession(id)
 	s.SetClientInfo(mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion})
 	var caps mcpgo.ClientCapabilities
@@ -152,24 +153,16 @@ func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
 // serveInitialize answers an initialize, which opens a session: mcp-go
 // answers it with a session of the endpoint's in the context, and only
 // once it succeeded is an id minted and handed out, and the session
-// registered, bound to the actor, counted under the caps (slot) and
-// listed (SV-2). A failed one leaves nothing.
-func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *sessionSlot) {
+// opened in the table: registered, bound to the actor, counted under the
+// caps (slot) and listed (SV-2). A failed one leaves nothing.
+func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *session.Slot) {
 	s := newLegacySession("")
 	answer := e.mcp.HandleMessage(e.mcp.WithContext(ctx, s), body)
 	if res, ok := answer.(mcpgo.JSONRPCResponse); ok && s.Initialized() {
-		s.id = randomID()
-		if e.seal != nil {
-			s.id = e.sealedFor(actor, body)
-		}
-		// Opened under e.adopting, as every end is decided: a Close or an
-		// end racing it sees the session not yet opened, or opened and
-		// told to SessionStarted.
-		e.adopting.Lock()
-		err := e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot)
-		e.adopting.Unlock()
+		s.id = e.ids.Mint(actor.ID, actor.Tenant, body)
+		err := e.ids.Open(ctx, s.id, actor.ID, s, slot)
 		switch {
-		case errors.Is(err, errClosed):
+		case errors.Is(err, session.ErrClosed):
 			answer = mcpgo.NewJSONRPCError(res.ID, codeShutdown, ErrCallCut.Error(), nil)
 		case err != nil:
 			e.opts.Logger.Warn("opening a session failed", "endpoint", e.opts.Path, "actor", actor.ID, "err", err)
@@ -179,43 +172,6 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 		}
 	}
 	writeAnswer(cs, answer, http.StatusOK)
-}
-
-// errSessionTaken: a session of that id is still live, or being ended.
-var errSessionTaken = errors.New("a session of that id is live or being ended")
-
-// errClosed: the endpoint is closing, and opens no session.
-var errClosed = errors.New("the endpoint is shutting down")
-
-// openSession makes s, with its id, a live session of actor holding slot:
-// registered with mcp-go, told to SessionStarted (with ctx, the request
-// that opened or continued it) and listed. An error opens nothing;
-// errClosed once Close began. e.adopting is held.
-func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core.Actor, slot *sessionSlot) error {
-	if e.closed {
-		return errClosed
-	}
-	id := s.id
-	// Registered first: an id mcp-go still holds a session of is not
-	// made a second one, whose notifications would go to the first.
-	if err := e.mcp.RegisterSession(ctx, s); err != nil {
-		return err
-	}
-	// The session holds its place under the caps until it is forgotten,
-	// however it ends.
-	if !e.ids.start(actor.ID, s, slot) {
-		e.mcp.UnregisterSession(ctx, id)
-		return errSessionTaken
-	}
-	if e.opts.SessionStarted != nil {
-		e.opts.SessionStarted(ctx, id)
-	}
-	if e.opts.Sessions != nil {
-		info := s.GetClientInfo()
-		e.opts.Sessions.Add(core.Session{ID: id, Endpoint: e.opts.Path, Actor: actor, Protocol: s.ProtocolVersion(),
-			Replica: e.opts.Replica, ClientName: info.Name, ClientVersion: info.Version})
-	}
-	return nil
 }
 
 // serveLegacy answers what mcp-go serves on a legacy session (ping,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // legacyEndpoint serves an endpoint for actor "a" on a test server.
@@ -39,7 +40,7 @@ func legacyEndpoint(t *testing.T, opts EndpointOptions) (*Endpoint, string) {
 // mcp-go's as HandleMessage gave it, not edited after the fact.
 func TestFailedInitializeOpensNothingSV2(t *testing.T) {
 	var started atomic.Int32
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e, url := legacyEndpoint(t, EndpointOptions{Limits: limits, SessionStarted: func(context.Context, string) { started.Add(1) }})
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`)
 	resp, err := mcptest.New(url, nil).Post(t.Context(), body, nil)
@@ -53,7 +54,7 @@ func TestFailedInitializeOpensNothingSV2(t *testing.T) {
 	if !bytes.Equal(bytes.TrimSpace(resp.Body), want) || !bytes.Contains(want, []byte(`"error"`)) {
 		t.Fatalf("failed initialize: HTTP %d %s, want mcp-go's own %s", resp.Status, resp.Body, want)
 	}
-	if n, open, told := e.ids.count(), limits.Open(), started.Load(); n != 0 || open != 0 || told != 0 {
+	if n, open, told := e.KnownSessionsForTest(), limits.Open(), started.Load(); n != 0 || open != 0 || told != 0 {
 		t.Fatalf("after a failed initialize: %d records, %d places held, SessionStarted told %d times", n, open, told)
 	}
 }
@@ -117,14 +118,14 @@ func TestAdoptedSessionFromItsSealSV2(t *testing.T) {
 	if _, rpcErr, err := moved.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
 		t.Fatalf("ping on the other endpoint: %v %v", rpcErr, err)
 	}
-	s := second.ids.session(c.Session())
+	s := second.ids.Conn(c.Session())
 	if s == nil {
 		t.Fatal("the other endpoint holds no session")
 	}
 	if info := s.GetClientInfo(); info.Name != "sealed" || info.Version != "1.2" || s.GetClientCapabilities().Elicitation == nil || !s.Initialized() {
 		t.Fatalf("adopted session: %+v, capabilities %+v", info, s.GetClientCapabilities())
 	}
-	if p := second.ids.protocolOf(c.Session()); p != "2025-06-18" {
+	if p := second.ids.Protocol(c.Session()); p != "2025-06-18" {
 		t.Fatalf("adopted session's protocol %q", p)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // method is one entry of the endpoint's method table (SV-1): who answers
@@ -128,7 +129,7 @@ func (e *Endpoint) serveSessionless(cs *callStream, r *http.Request, p *post) {
 		// id: the stream's is registered under a key of its own while it
 		// runs, and gets only what its filter lets through.
 		s.listening.Store(true)
-		listen = "\x00listen-" + randomID()
+		listen = "\x00listen-" + session.NewID()
 		_ = e.mcp.RegisterSession(r.Context(), listenKey{s, listen})
 		defer e.mcp.UnregisterSession(context.Background(), listen)
 	}
@@ -261,7 +262,7 @@ func (e *Endpoint) serveSessionlessMethod(w http.ResponseWriter, r *http.Request
 	}
 	if r.Method == http.MethodGet && id != "" {
 		// Capped per id, though any id is served (SV-2).
-		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+		leave, ok := e.ids.Listen(id, e.opts.MaxStreamsPerSession)
 		if !ok {
 			tooManyStreams(w, e.opts.MaxStreamsPerSession)
 			return
@@ -314,7 +315,8 @@ func (e *Endpoint) stream(id string) *legacySession {
 func (e *Endpoint) streamGone(s *legacySession) {
 	if e.streams.CompareAndDelete(s.id, s) {
 		e.mcp.UnregisterSession(context.Background(), s.id)
-		e.sessionGone(s.id)
+		(*sessionHost)(e).Gone(s.id)
+		e.ids.Forget(s.id)
 	}
 }
 

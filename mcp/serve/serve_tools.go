@@ -72,7 +72,7 @@ func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *m
 		return tr, true
 	}
 	tr.sessionID = session
-	if s := e.ids.session(session); s != nil {
+	if s := e.ids.Conn(session); s != nil {
 		tr.session = s
 	}
 	return tr, true
@@ -154,8 +154,8 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		ctx = e.mcp.WithContext(ctx, tr.session)
 		id, _ := jsonrpc.ReadID(tr.rawID)
 		key := tr.sessionID + "\x00" + jsonrpc.IDKey(id)
-		e.ids.inflight.Add(key, func() { tr.cancel(context.Canceled) })
-		defer e.ids.inflight.Remove(key)
+		e.inflight.Add(key, func() { tr.cancel(context.Canceled) })
+		defer e.inflight.Remove(key)
 		asks = &e.asks
 	}
 	writeResult(cs, tr.rawID, e.invoke(ctx, r, tr.actor, c, progress, asks))

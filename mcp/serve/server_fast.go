@@ -204,7 +204,7 @@ func (e *Endpoint) cancelFast(env *jsonrpc.Envelope, session string) {
 	if json.Unmarshal(env.ParamsOrEmpty(), &p) != nil {
 		return
 	}
-	e.ids.inflight.Cancel(session + "\x00" + jsonrpc.IDKey(p.RequestID))
+	e.inflight.Cancel(session + "\x00" + jsonrpc.IDKey(p.RequestID))
 }
 
 // unknownToolText is the words for a tool that is not there, as
