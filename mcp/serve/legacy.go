@@ -52,9 +52,13 @@ func newLegacySession(id string) *legacySession {
 }
 
 // sessionFromSeal makes the session a sealed id carries, as its initialize
-// made it where it opened (OP-5): no initialize is made up for it.
-func sessionFromSeal(id string, c session.Sealed) *legacySession {
+// made it where it opened (OP-5): no initialize is made up for it. Its log
+// level is the one it set while it lived here.
+func (e *Endpoint) sessionFromSeal(id string, c session.Sealed) *legacySession {
 	s := newLegacySession(id)
+	if level, ok := e.levels.getter(id)(); ok {
+		s.SetLogLevel(level)
+	}
 	s.SetClientInfo(mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion})
 	var caps mcpgo.ClientCapabilities
 	if len(c.Capabilities) > 0 {
@@ -171,7 +175,7 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 			cs.Header().Set(server.HeaderKeySessionID, s.id)
 		}
 	}
-	writeAnswer(cs, answer, http.StatusOK)
+	writeJSONRPC(cs, http.StatusOK, answer)
 }
 
 // serveLegacy answers what mcp-go serves on a legacy session (ping,
@@ -183,23 +187,7 @@ func (e *Endpoint) serveLegacy(ctx context.Context, cs *callStream, s *legacySes
 	if s != nil {
 		ctx = e.mcp.WithContext(ctx, s)
 	}
-	writeAnswer(cs, e.mcp.HandleMessage(ctx, body), http.StatusOK)
-}
-
-// writeAnswer writes a JSON-RPC answer with status: 202 with no body when
-// there is none (a notification, a response).
-func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage, status int) {
-	if answer == nil {
-		cs.WriteHeader(http.StatusAccepted)
-		return
-	}
-	out, err := json.Marshal(answer)
-	if err != nil {
-		out = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the answer could not be written"}}`)
-	}
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(status)
-	_, _ = cs.Write(append(out, '\n'))
+	writeJSONRPC(cs, http.StatusOK, e.mcp.HandleMessage(ctx, body))
 }
 
 // serveStream is a legacy session's GET stream: the notifications queued

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -30,21 +29,11 @@ func refuseSession(w http.ResponseWriter, r *http.Request, body []byte, err erro
 		http.Error(w, err.Error(), status)
 		return
 	}
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	_ = json.Unmarshal(body, &req)
-	if len(req.ID) == 0 {
-		req.ID = json.RawMessage("null")
-	}
-	rpcErr := map[string]any{"code": codeTooManySessions, "message": err.Error()}
+	e := &modernError{code: codeTooManySessions, message: err.Error()}
 	if le != nil {
-		rpcErr["data"] = map[string]any{"limit": le.Key, "max": le.Limit}
+		e.data = map[string]any{"limit": le.Key, "max": le.Limit}
 	}
-	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(out)
+	writeJSON(w, status, errorBody(idOf(body), e))
 }
 
 // codeTooManySessions is the JSON-RPC error code of a refused initialize,

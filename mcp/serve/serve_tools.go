@@ -88,9 +88,7 @@ func (tr *inbound) writeError(cs *callStream, code int, message string) {
 		writeModernError(cs, tr.rawID, &modernError{code: code, message: message})
 		return
 	}
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
-	_, _ = cs.Write(jsonrpc.ErrorBody(tr.rawID, code, message))
+	writeJSON(cs, http.StatusOK, jsonrpc.ErrorBody(tr.rawID, code, message))
 }
 
 // serveToolsCall answers a tools/call: the upstream's result goes out as
@@ -141,7 +139,7 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		if tr.modern != nil {
 			status = http.StatusBadRequest
 		}
-		writeUnknownTool(cs, tr.rawID, name, status)
+		writeJSON(cs, status, unknownToolAnswer(tr.rawID, name))
 		return
 	}
 	c.RequestID, c.Via = tr.requestID(), via
@@ -285,7 +283,5 @@ func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *inbou
 		buf.Write(raw)
 	})
 	buf.WriteString("]}}\n")
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
-	_, _ = cs.Write(buf.Bytes())
+	writeJSON(cs, http.StatusOK, buf.Bytes())
 }

@@ -809,7 +809,7 @@ func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id
 		http.Error(w, "unknown session", http.StatusNotFound)
 		return
 	}
-	// Requests from upstreams reach a client on this stream.
+	// Counted under the cap of GET streams per session (SV-2).
 	leave, ok := e.ids.Listen(id, e.opts.MaxStreamsPerSession)
 	if !ok {
 		tooManyStreams(w, e.opts.MaxStreamsPerSession)

@@ -45,14 +45,9 @@ func (h *sessionHost) Register(ctx context.Context, id string, s *legacySession,
 	return nil
 }
 
-// Remake makes the session a sealed id carries (sessionFromSeal), with
-// the log level it set while it lived here.
+// Remake is sessionFromSeal.
 func (h *sessionHost) Remake(id string, c session.Sealed) *legacySession {
-	s := sessionFromSeal(id, c)
-	if level, ok := h.levels.getter(id)(); ok {
-		s.SetLogLevel(level)
-	}
-	return s
+	return (*Endpoint)(h).sessionFromSeal(id, c)
 }
 
 // Parkable: the client's capabilities are left out of a seal when they
