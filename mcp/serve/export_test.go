@@ -12,3 +12,7 @@ func (e *Endpoint) ParkedSessionsForTest() int {
 	_, n := e.ids.Count()
 	return n
 }
+
+// UnsolicitedResponses is how many responses to requests the gateway never
+// made clients have posted, logged or not.
+func (e *Endpoint) UnsolicitedResponses() int64 { return e.unsolicited.total.Load() }

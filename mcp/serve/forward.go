@@ -239,7 +239,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		return true
 	}
 	p.forwarded = forwarded
-	if forwarded && p.legacy && p.id != "" && e.ids.Resumable() && !e.ids.Live(p.id) &&
+	if forwarded && p.legacy && p.id != "" && e.ids.Resumable() && !e.ids.Lookup(p.id).Phase.Serves() &&
 		(r.Method == http.MethodDelete || p.env.Kind == jsonrpc.Response || p.env.Method == string(mcpgo.MethodNotificationCancelled)) {
 		// Told to every replica, an end, an answer or a cancellation is
 		// for the ones holding the session; one that does not takes no
@@ -263,7 +263,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 		defer cancel()
 		endedElsewhere := e.tellOthers(ctx, r, p, http.StatusOK)
-		if endedElsewhere && !e.ids.Live(p.id) {
+		if endedElsewhere && !e.ids.Lookup(p.id).Phase.Serves() {
 			// Ended where it lived; not to be adopted here after either.
 			e.ids.Tombstone(p.id)
 			w.WriteHeader(http.StatusOK)
@@ -296,14 +296,14 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 			defer cancel()
 			e.tellOthers(ctx, r, p, http.StatusAccepted)
 		}
-		if !e.ids.Live(p.id) {
+		if !e.ids.Lookup(p.id).Phase.Serves() {
 			// Told where the call runs; nothing of this session is here to
 			// adopt for a notification.
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
 		return false
-	case p.id != "" && !p.isModern && !e.opts.Stateless && e.ids.Resumable() && !e.ids.Live(p.id):
+	case p.id != "" && !p.isModern && !e.opts.Stateless && e.ids.Resumable() && !e.ids.Lookup(p.id).Phase.Serves():
 		replica, ok := e.opts.Peers.SessionReplica(core.SessionKey(p.id))
 		if !ok || replica == e.opts.Replica {
 			return false

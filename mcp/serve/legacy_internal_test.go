@@ -118,14 +118,14 @@ func TestAdoptedSessionFromItsSealSV2(t *testing.T) {
 	if _, rpcErr, err := moved.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
 		t.Fatalf("ping on the other endpoint: %v %v", rpcErr, err)
 	}
-	s := second.ids.Conn(c.Session())
+	s := second.ids.Lookup(c.Session()).Conn
 	if s == nil {
 		t.Fatal("the other endpoint holds no session")
 	}
 	if info := s.GetClientInfo(); info.Name != "sealed" || info.Version != "1.2" || s.GetClientCapabilities().Elicitation == nil || !s.Initialized() {
 		t.Fatalf("adopted session: %+v, capabilities %+v", info, s.GetClientCapabilities())
 	}
-	if p := second.ids.Protocol(c.Session()); p != "2025-06-18" {
+	if p := second.ids.Lookup(c.Session()).Protocol; p != "2025-06-18" {
 		t.Fatalf("adopted session's protocol %q", p)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

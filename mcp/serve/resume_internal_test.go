@@ -41,17 +41,17 @@ func TestWokenSessionKeepsCapabilitiesSV2(t *testing.T) {
 	large := `{"elicitation":{},"experimental":{"x":"` + strings.Repeat("x", 4096) + `"}}`
 	small, big := open(`{"elicitation":{}}`), open(large)
 	later := time.Now().Add(time.Hour)
-	if n := e.ids.ParkIdle(later); n != 1 || !e.ids.Parked(small.Session()) {
-		t.Fatalf("parked %d, small parked: %v; want only the session whose id holds its capabilities", n, e.ids.Parked(small.Session()))
+	if n := e.ids.ParkIdle(later); n != 1 || e.ids.Lookup(small.Session()).Phase.State != session.Parked {
+		t.Fatalf("parked %d, small parked: %v; want only the session whose id holds its capabilities", n, e.ids.Lookup(small.Session()).Phase.State == session.Parked)
 	}
 	if _, rpcErr, err := small.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
 		t.Fatalf("ping on the parked session: %v %v", rpcErr, err)
 	}
-	if s := e.ids.Conn(small.Session()); s == nil || s.GetClientCapabilities().Elicitation == nil {
+	if s := e.ids.Lookup(small.Session()).Conn; s == nil || s.GetClientCapabilities().Elicitation == nil {
 		t.Errorf("the woken session lost the client's elicitation capability")
 	}
 	later = time.Now().Add(time.Hour)
-	if e.ids.ParkIdle(later) != 1 || e.ids.ParkIdle(later) != 0 || e.ids.Parked(big.Session()) {
+	if e.ids.ParkIdle(later) != 1 || e.ids.ParkIdle(later) != 0 || e.ids.Lookup(big.Session()).Phase.State == session.Parked {
 		t.Error("the woken session is not parked again once, or the large one is parked")
 	}
 }

@@ -72,7 +72,7 @@ func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *m
 		return tr, true
 	}
 	tr.sessionID = session
-	if s := e.ids.Conn(session); s != nil {
+	if s := e.ids.Lookup(session).Conn; s != nil {
 		tr.session = s
 	}
 	return tr, true

@@ -615,15 +615,16 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, boo
 // when the answer is written.
 func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post) (done func(), ok bool) {
 	actor, _ := e.opts.Actor(r.Context())
-	if e.ids.Resumable() && !e.ids.Live(p.id) && e.adopt(w, r, p.body, p.id, actor) {
+	if e.ids.Resumable() && !e.ids.Lookup(p.id).Phase.Serves() && e.adopt(w, r, p.body, p.id, actor) {
 		return nil, false
 	}
 	// A session belongs to the actor that opened it: another actor's
 	// token cannot ride on it, and an unknown or ended id is 404.
-	if !e.ids.OwnedBy(p.id, actor.ID) {
+	if v := e.ids.Lookup(p.id); !v.Phase.Serves() || !v.OwnedBy(actor.ID) {
 		// Its client's DELETE of a session a shutdown or the idle sweep is
 		// ending makes that end for good (OP-5).
-		if r.Method == http.MethodDelete && e.ids.EndingOwnedBy(p.id, actor.ID) {
+		ending := v.Phase.State == session.TakenIdle || v.Phase.State == session.Ending
+		if r.Method == http.MethodDelete && ending && v.OwnedBy(actor.ID) {
 			if end, upgraded := e.ids.End(p.id, session.ByClient); end || upgraded {
 				w.WriteHeader(http.StatusOK)
 				return nil, false
@@ -637,7 +638,7 @@ func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post)
 	}
 	// A session is not idle while a request or stream of it is open.
 	leave := e.ids.Enter(p.id)
-	if !e.ids.Parked(p.id) {
+	if e.ids.Lookup(p.id).Phase.State != session.Parked {
 		return leave, true
 	}
 	owed, ok := e.wake(p.id)
@@ -718,7 +719,7 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 	}
 	var s *legacySession
 	if p.legacy && p.id != "" {
-		s = e.ids.Conn(p.id)
+		s = e.ids.Lookup(p.id).Conn
 	}
 	if p.env.Kind == jsonrpc.Notification && s != nil {
 		e.cancelFast(&p.env, p.id)
@@ -803,7 +804,7 @@ func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id
 	}
 	e.tellOwed(id, *owed)
 	*owed = nil
-	s := e.ids.Conn(id)
+	s := e.ids.Lookup(id).Conn
 	if s == nil {
 		// Ended by a request racing this one.
 		http.Error(w, "unknown session", http.StatusNotFound)

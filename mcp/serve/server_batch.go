@@ -29,7 +29,7 @@ func (e *Endpoint) serveBatch(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	protocol := ""
 	if session != "" {
-		protocol = e.ids.Protocol(session)
+		protocol = e.ids.Lookup(session).Protocol
 	}
 	if protocol != batchRevision {
 		why := "this request has no session"

@@ -153,7 +153,7 @@ func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeReq
 		// A request admitted before its session's end may be handled after
 		// it: a session that ended is not subscribed (the table's lock
 		// inside h.mu).
-		live = func() bool { return e.ids.Live(s.SessionID()) }
+		live = func() bool { return e.ids.Lookup(s.SessionID()).Phase.Serves() }
 	}
 	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}, live) {
 		if err := e.router.SubscribeResource(ctx, req.Params.URI); err != nil {

@@ -81,14 +81,14 @@ func TestSessionEndHoldsUpNoWakeSV2(t *testing.T) {
 	if err != nil || rpcErr != nil {
 		t.Fatalf("a ping of b's parked session while a's end told the other replicas: %v %v (the wake waited for that end)", rpcErr, err)
 	}
-	if e.ids.Parked(bID) || !e.ids.Live(bID) {
+	if e.ids.Lookup(bID).Phase.State == session.Parked || !e.ids.Lookup(bID).Phase.Serves() {
 		t.Error("b's session did not wake")
 	}
 	free()
 	if err := waittest.Recv(t, 10*time.Second, "a's DELETE", deleted); err != nil {
 		t.Fatalf("DELETE: %v", err)
 	}
-	if e.ids.Known(aID) {
+	if e.ids.Lookup(aID).Phase.State != session.Absent {
 		t.Error("a's session still has a record after its DELETE was answered")
 	}
 }
@@ -109,8 +109,8 @@ func TestEndRacingParkEndsTheSessionSV2(t *testing.T) {
 	if err := e.EndSession(id); err != nil {
 		t.Fatal(err)
 	}
-	if e.ids.Live(id) || e.ids.Known(id) {
-		t.Fatalf("EndSession reported the end, yet the session has a record (parked: %v)", e.ids.Parked(id))
+	if e.ids.Lookup(id).Phase.Serves() || e.ids.Lookup(id).Phase.State != session.Absent {
+		t.Fatalf("EndSession reported the end, yet the session has a record (parked: %v)", e.ids.Lookup(id).Phase.State == session.Parked)
 	}
 	if st := pingStatus(t, c); st != http.StatusNotFound {
 		t.Errorf("a ping on the ended session: HTTP %d, want 404", st)
@@ -215,8 +215,8 @@ func TestAdoptionRacingEndedElsewhereRefusedOP5(t *testing.T) {
 	if st := pingStatus(t, moved); st != http.StatusNotFound {
 		t.Errorf("a request of a session ended elsewhere as it was adopted: HTTP %d, want 404", st)
 	}
-	if e2.ids.Known(id) || limits.Open() != 0 {
-		t.Fatalf("the session ended elsewhere is kept here: live %v, places held %d", e2.ids.Live(id), limits.Open())
+	if e2.ids.Lookup(id).Phase.State != session.Absent || limits.Open() != 0 {
+		t.Fatalf("the session ended elsewhere is kept here: live %v, places held %d", e2.ids.Lookup(id).Phase.Serves(), limits.Open())
 	}
 }
 
@@ -378,8 +378,8 @@ func TestAdoptRacingCloseOpensNothingSV2(t *testing.T) {
 	if err != nil || rpcErr == nil || rpcErr.Code != codeShutdown {
 		t.Errorf("the request adopting during Close: HTTP %d, %v %v, want the shutdown's JSON-RPC error", resp.Status, rpcErr, err)
 	}
-	if e2.ids.Known(id) || limits.Open() != 0 || started.Load() != 0 {
-		t.Errorf("after Close: session known %v, places held %d, sessions started %d (want none)", e2.ids.Known(id), limits.Open(), started.Load())
+	if e2.ids.Lookup(id).Phase.State != session.Absent || limits.Open() != 0 || started.Load() != 0 {
+		t.Errorf("after Close: session known %v, places held %d, sessions started %d (want none)", e2.ids.Lookup(id).Phase.State != session.Absent, limits.Open(), started.Load())
 	}
 }
 
@@ -431,7 +431,7 @@ func TestSubscribeRacingEndLeavesNoSubscriptionSV2(t *testing.T) {
 	r := &subscriptionRouter{}
 	e.router = r
 	id := openTestSession(t, mcptest.New(url, nil))
-	s := e.ids.Conn(id)
+	s := e.ids.Lookup(id).Conn
 	ctx := e.mcp.WithContext(t.Context(), s)
 	// The client's DELETE ends the session first...
 	if end, _ := e.ids.End(id, session.ByClient); !end {
@@ -449,7 +449,7 @@ func TestSubscribeRacingEndLeavesNoSubscriptionSV2(t *testing.T) {
 	}
 	// A live session still subscribes.
 	live := openTestSession(t, mcptest.New(url, nil))
-	e.subscribe(e.mcp.WithContext(t.Context(), e.ids.Conn(live)), nil, req)
+	e.subscribe(e.mcp.WithContext(t.Context(), e.ids.Lookup(live).Conn), nil, req)
 	if r.sub.Load() != 1 {
 		t.Errorf("a live session's subscribe: upstream subscribed %d times, want once", r.sub.Load())
 	}

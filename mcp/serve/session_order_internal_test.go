@@ -467,7 +467,7 @@ func (o *order) event(nested bool) {
 		}
 		held := map[string]bool{}
 		for _, id := range o.allIDs() {
-			if rep.e.ids.Live(id) {
+			if rep.e.ids.Lookup(id).Phase.Serves() {
 				held[id] = true
 			}
 		}
@@ -500,7 +500,7 @@ func (o *order) check() {
 	slices.Sort(gone)
 	for _, id := range gone {
 		for i, r := range o.reps {
-			if r.e.ids.Live(id) {
+			if r.e.ids.Lookup(id).Phase.Serves() {
 				o.fail("live after its end", "session %s ended for good, still live on replica %d", short(id), i)
 			}
 			if !r.e.ids.Ended(id) {

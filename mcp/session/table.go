@@ -110,20 +110,12 @@ var (
 )
 
 // record is one session as the table knows it; the table's lock guards
-// every field.
+// every field. A record that does not serve is kept until the session's
+// end lets go of what it holds; a record of GET streams alone (Listen) is
+// Absent. Its owner is kept through the end, so that its client's DELETE
+// racing an end that is not for good is known to be its own.
 type record[C Conn] struct {
-	// phase is where the session is in its life: live or parked (it
-	// serves), taken by the idle sweep, or ending with its cause. A record
-	// that does not serve is kept until the session's end lets go of what
-	// it holds; a record of GET streams alone (Listen) is Absent.
-	phase Phase
-	// owner is the actor's id. It is kept through the end, so that its
-	// client's DELETE racing an end that is not for good is known to be
-	// its own.
-	owner string
-	// conn is the session as the endpoint serves it; zero while parked.
-	conn     C
-	protocol string
+	View[C]
 	// streams counts the open GET streams; busy the open requests and
 	// streams; seen is when the last one ended (or the session opened). A
 	// session is idle when it has none open and was last seen longer ago
@@ -218,7 +210,7 @@ func (t *Table[C]) openLocked(ctx context.Context, id, owner string, c C, slot *
 		slot = nil
 	}
 	phase, _ := Step(Phase{}, Event{Kind: Open})
-	t.byID[id] = &record[C]{phase: phase, owner: owner, conn: c, protocol: c.ProtocolVersion(), seen: t.now(), slot: slot}
+	t.byID[id] = &record[C]{View: View[C]{Phase: phase, Owner: owner, Conn: c, Protocol: c.ProtocolVersion()}, seen: t.now(), slot: slot}
 	return nil
 }
 
@@ -273,10 +265,10 @@ func (t *Table[C]) End(id string, cause Cause) (end, upgraded bool) {
 	end, tell := t.endLocked(id, cause)
 	if !end && cause.ForGood() {
 		if rec := t.byID[id]; rec != nil {
-			was := rec.phase.Cause
-			phase, out := Step(rec.phase, Event{Kind: End, Cause: cause})
+			was := rec.Phase.Cause
+			phase, out := Step(rec.Phase, Event{Kind: End, Cause: cause})
 			if upgraded = out == Upgraded; upgraded {
-				rec.phase = phase
+				rec.Phase = phase
 				// The idle sweep recorded the end already, but told no one.
 				tell = (t.gone.add(id, t.now()) || was == Idle) && cause == ByClient
 			}
@@ -301,13 +293,13 @@ func (t *Table[C]) endLocked(id string, cause Cause) (end, tell bool) {
 	if rec == nil {
 		return false, false
 	}
-	phase, out := Step(rec.phase, Event{Kind: End, Cause: cause})
+	phase, out := Step(rec.Phase, Event{Kind: End, Cause: cause})
 	if out != Claimed {
 		return false, false
 	}
 	var zero C
-	c := rec.conn
-	rec.phase, rec.conn, rec.parked = phase, zero, nil
+	c := rec.Conn
+	rec.Phase, rec.Conn, rec.parked = phase, zero, nil
 	if c != zero {
 		t.host.Release(id, c, false)
 	}
@@ -332,8 +324,8 @@ func (t *Table[C]) finish(id string, tell bool) {
 	t.mu.Lock()
 	rec := t.byID[id]
 	if rec != nil {
-		if phase, out := Step(rec.phase, Event{Kind: Forget}); out != Refused {
-			rec.phase = phase
+		if phase, out := Step(rec.Phase, Event{Kind: Forget}); out != Refused {
+			rec.Phase = phase
 		}
 	}
 	delete(t.byID, id)
@@ -376,7 +368,7 @@ func (t *Table[C]) Close() {
 	t.closed = true
 	var ids []string
 	for id, rec := range t.byID {
-		if rec.phase.Endable() {
+		if rec.Phase.Endable() {
 			ids = append(ids, id)
 		}
 	}
@@ -398,11 +390,11 @@ func (t *Table[C]) TakeIdle(now time.Time, timeout time.Duration) []string {
 		if rec.busy > 0 || now.Sub(rec.seen) < timeout {
 			continue
 		}
-		phase, out := Step(rec.phase, Event{Kind: TakeIdle})
+		phase, out := Step(rec.Phase, Event{Kind: TakeIdle})
 		if out == Refused {
 			continue
 		}
-		rec.phase = phase
+		rec.Phase = phase
 		idle = append(idle, id)
 	}
 	return idle
@@ -446,7 +438,7 @@ func (t *Table[C]) ParkIdle(now time.Time) int {
 // idleFor reports whether the session may be parked at now, idle for
 // after; the lock is held.
 func (rec *record[C]) idleFor(now time.Time, after time.Duration) bool {
-	return rec.phase.State == Live && rec.busy == 0 && rec.streams == 0 && !rec.pinned && now.Sub(rec.seen) >= after
+	return rec.Phase.State == Live && rec.busy == 0 && rec.streams == 0 && !rec.pinned && now.Sub(rec.seen) >= after
 }
 
 // Park lets go of session id's session object, if it is still idle at now.
@@ -455,13 +447,13 @@ func (t *Table[C]) Park(id string, now time.Time) bool {
 	defer t.mu.Unlock()
 	rec := t.byID[id]
 	var zero C
-	if rec == nil || rec.conn == zero || t.parks <= 0 {
+	if rec == nil || rec.Conn == zero || t.parks <= 0 {
 		return false
 	}
 	sealed, ok := t.seal.Open(id)
 	holds, queued := false, false
 	if ok {
-		holds, queued = t.host.Parkable(rec.conn, sealed)
+		holds, queued = t.host.Parkable(rec.Conn, sealed)
 	}
 	if !holds {
 		rec.pinned = true
@@ -470,7 +462,7 @@ func (t *Table[C]) Park(id string, now time.Time) bool {
 	if !rec.idleFor(now, t.parks) {
 		return false
 	}
-	phase, out := Step(rec.phase, Event{Kind: Park})
+	phase, out := Step(rec.Phase, Event{Kind: Park})
 	if out == Refused {
 		return false
 	}
@@ -478,8 +470,8 @@ func (t *Table[C]) Park(id string, now time.Time) bool {
 	if queued {
 		seen = Changes{}
 	}
-	c := rec.conn
-	rec.phase, rec.conn, rec.parked = phase, zero, &seen
+	c := rec.Conn
+	rec.Phase, rec.Conn, rec.parked = phase, zero, &seen
 	t.host.Release(id, c, true)
 	return true
 }
@@ -508,10 +500,10 @@ func (t *Table[C]) wakeLocked(ctx context.Context, id string) (missed Changes, o
 		return Changes{}, false, end, tell, nil
 	}
 	rec := t.byID[id]
-	if rec == nil || rec.phase.State != Parked {
+	if rec == nil || rec.Phase.State != Parked {
 		// Woken by a request racing this one, or ended meanwhile.
 		var zero C
-		return Changes{}, rec != nil && rec.conn != zero, false, false, nil
+		return Changes{}, rec != nil && rec.Conn != zero, false, false, nil
 	}
 	sealed, ok := t.seal.Open(id)
 	if !ok {
@@ -524,8 +516,8 @@ func (t *Table[C]) wakeLocked(ctx context.Context, id string) (missed Changes, o
 		return Changes{}, false, end, tell, err
 	}
 	seen := *rec.parked
-	phase, _ := Step(rec.phase, Event{Kind: Wake})
-	rec.phase, rec.conn, rec.parked = phase, c, nil
+	phase, _ := Step(rec.Phase, Event{Kind: Wake})
+	rec.Phase, rec.Conn, rec.parked = phase, c, nil
 	now := t.changes
 	if now.Tools != seen.Tools {
 		missed.Tools = 1
@@ -559,72 +551,36 @@ func (t *Table[C]) Pin(id string) {
 
 // serving is id's record if it serves; the lock is held.
 func (t *Table[C]) serving(id string) *record[C] {
-	if rec := t.byID[id]; rec != nil && rec.phase.Serves() {
+	if rec := t.byID[id]; rec != nil && rec.Phase.Serves() {
 		return rec
 	}
 	return nil
 }
 
-// Live reports whether session id serves here, live or parked.
-func (t *Table[C]) Live(id string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.serving(id) != nil
+// View is a session's record as a request reads it, at one moment: the
+// zero View for an id with no record.
+type View[C Conn] struct {
+	// Phase is where the session is in its life: live or parked (it
+	// serves), taken by the idle sweep, or ending with its cause.
+	Phase Phase
+	// Owner is the actor's id.
+	Owner string
+	// Conn is the session as the endpoint serves it; zero while parked.
+	Conn     C
+	Protocol string
 }
 
-// Known reports whether id has a record: a session live, parked, or being
-// ended.
-func (t *Table[C]) Known(id string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.byID[id] != nil
-}
+// OwnedBy reports whether the session is actor's (or bound to none).
+func (v View[C]) OwnedBy(actor string) bool { return v.Owner == "" || v.Owner == actor }
 
-// OwnedBy reports whether session id serves and is actor's.
-func (t *Table[C]) OwnedBy(id, actor string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	rec := t.serving(id)
-	return rec != nil && (rec.owner == "" || rec.owner == actor)
-}
-
-// EndingOwnedBy reports whether session id of actor is being ended, or
-// was taken by the idle sweep to be.
-func (t *Table[C]) EndingOwnedBy(id, actor string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	rec := t.byID[id]
-	return rec != nil && (rec.phase.State == TakenIdle || rec.phase.State == Ending) &&
-		(rec.owner == "" || rec.owner == actor)
-}
-
-// Parked reports whether session id is parked.
-func (t *Table[C]) Parked(id string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	rec := t.byID[id]
-	return rec != nil && rec.phase.State == Parked
-}
-
-// Conn is session id's object; zero while parked, or unknown.
-func (t *Table[C]) Conn(id string) C {
+// Lookup is session id's record as it is now.
+func (t *Table[C]) Lookup(id string) View[C] {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if rec := t.byID[id]; rec != nil {
-		return rec.conn
+		return rec.View
 	}
-	var zero C
-	return zero
-}
-
-// Protocol is the revision session id negotiated.
-func (t *Table[C]) Protocol(id string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if rec := t.byID[id]; rec != nil {
-		return rec.protocol
-	}
-	return ""
+	return View[C]{}
 }
 
 // Enter marks id busy until the returned function is called: a session is
@@ -643,7 +599,7 @@ func (t *Table[C]) Enter(id string) func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		rec.busy--
-		if rec.phase.Serves() {
+		if rec.Phase.Serves() {
 			rec.seen = t.now()
 		}
 	}
@@ -670,7 +626,7 @@ func (t *Table[C]) Listen(id string, max int) (func(), bool) {
 		defer t.mu.Unlock()
 		rec.streams--
 		var zero C
-		if rec.streams == 0 && rec.phase.State == Absent && rec.conn == zero && rec.slot == nil && rec.busy == 0 && t.byID[id] == rec {
+		if rec.streams == 0 && rec.Phase.State == Absent && rec.Conn == zero && rec.slot == nil && rec.busy == 0 && t.byID[id] == rec {
 			delete(t.byID, id)
 		}
 	}, true
@@ -682,7 +638,7 @@ func (t *Table[C]) Listen(id string, max int) (func(), bool) {
 func (t *Table[C]) Forget(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if rec := t.byID[id]; rec != nil && rec.phase.State == Absent {
+	if rec := t.byID[id]; rec != nil && rec.Phase.State == Absent {
 		delete(t.byID, id)
 	}
 }
@@ -692,7 +648,7 @@ func (t *Table[C]) Count() (records, parked int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, rec := range t.byID {
-		if rec.phase.State == Parked {
+		if rec.Phase.State == Parked {
 			parked++
 		}
 	}

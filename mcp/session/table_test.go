@@ -129,27 +129,27 @@ func open(t *testing.T, tb *Table[*conn], limits *Limits) string {
 func TestTableEventsSV2(t *testing.T) {
 	tb, h, clock, limits := newTestTable(t)
 	id := open(t, tb, limits)
-	if !tb.Live(id) || tb.Protocol(id) != "2025-06-18" || limits.Open() != 1 {
-		t.Fatalf("opened: live %v, protocol %q, places %d", tb.Live(id), tb.Protocol(id), limits.Open())
+	if !tb.Lookup(id).Phase.Serves() || tb.Lookup(id).Protocol != "2025-06-18" || limits.Open() != 1 {
+		t.Fatalf("opened: live %v, protocol %q, places %d", tb.Lookup(id).Phase.Serves(), tb.Lookup(id).Protocol, limits.Open())
 	}
 	if tb.ParkIdle(clock.Now()) != 0 {
 		t.Fatal("parked before it was idle for the park delay")
 	}
 	clock.add(2 * time.Minute)
-	if tb.ParkIdle(clock.Now()) != 1 || !tb.Parked(id) || tb.Conn(id) != nil || h.registered[id] != nil {
+	if tb.ParkIdle(clock.Now()) != 1 || tb.Lookup(id).Phase.State != Parked || tb.Lookup(id).Conn != nil || h.registered[id] != nil {
 		t.Fatal("an idle session was not parked, or its object is still held")
 	}
 	tb.Tell(func(c *Changes) { c.Prompts++ })
 	missed, ok, err := tb.Wake(context.Background(), id)
-	if !ok || err != nil || missed != (Changes{Prompts: 1}) || tb.Conn(id) == nil || h.registered[id] == nil {
+	if !ok || err != nil || missed != (Changes{Prompts: 1}) || tb.Lookup(id).Conn == nil || h.registered[id] == nil {
 		t.Fatalf("woken: %+v %v %v; want the prompts' change missed, and the session held again", missed, ok, err)
 	}
 
 	// The idle sweep takes it; its client's DELETE makes that end one for
 	// good, recorded and told once.
 	clock.add(2 * time.Hour)
-	if taken := tb.TakeIdle(clock.Now(), time.Hour); !slices.Equal(taken, []string{id}) || tb.Live(id) {
-		t.Fatalf("taken idle: %v, live %v", taken, tb.Live(id))
+	if taken := tb.TakeIdle(clock.Now(), time.Hour); !slices.Equal(taken, []string{id}) || tb.Lookup(id).Phase.Serves() {
+		t.Fatalf("taken idle: %v, live %v", taken, tb.Lookup(id).Phase.Serves())
 	}
 	if end, upgraded := tb.End(id, ByClient); !end || upgraded {
 		t.Fatalf("the DELETE of a session taken idle: end %v, upgraded %v", end, upgraded)
@@ -157,8 +157,8 @@ func TestTableEventsSV2(t *testing.T) {
 	if end, upgraded := tb.End(id, Idle); end || upgraded {
 		t.Fatal("the sweep's end, after the DELETE's, claimed it again")
 	}
-	if h.terminated[id] != 1 || h.gone[id] != 1 || limits.Open() != 0 || tb.Known(id) || !tb.Ended(id) {
-		t.Fatalf("after the end: told %d, gone %d, places %d, known %v, ended %v", h.terminated[id], h.gone[id], limits.Open(), tb.Known(id), tb.Ended(id))
+	if h.terminated[id] != 1 || h.gone[id] != 1 || limits.Open() != 0 || tb.Lookup(id).Phase.State != Absent || !tb.Ended(id) {
+		t.Fatalf("after the end: told %d, gone %d, places %d, known %v, ended %v", h.terminated[id], h.gone[id], limits.Open(), tb.Lookup(id).Phase.State != Absent, tb.Ended(id))
 	}
 	if adopted, err := tb.Adopt(context.Background(), id, "a", "", limits); adopted || !errors.Is(err, ErrNotAdopted) {
 		t.Fatalf("an ended id adopted: %v %v", adopted, err)
@@ -171,16 +171,16 @@ func TestTableEventsSV2(t *testing.T) {
 	if adopted, err := tb.Adopt(context.Background(), other, "b", "", limits); adopted || !errors.Is(err, ErrNotAdopted) {
 		t.Fatalf("adopted for another actor: %v %v", adopted, err)
 	}
-	if adopted, err := tb.Adopt(context.Background(), other, "a", "", limits); !adopted || err != nil || tb.Protocol(other) != "2025-03-26" {
-		t.Fatalf("adoption: %v %v, protocol %q", adopted, err, tb.Protocol(other))
+	if adopted, err := tb.Adopt(context.Background(), other, "a", "", limits); !adopted || err != nil || tb.Lookup(other).Protocol != "2025-03-26" {
+		t.Fatalf("adoption: %v %v, protocol %q", adopted, err, tb.Lookup(other).Protocol)
 	}
 	if adopted, err := tb.Adopt(context.Background(), other, "a", "", limits); adopted || err != nil {
 		t.Fatalf("adopted twice: %v %v", adopted, err)
 	}
 	tb.Close()
-	if tb.Known(other) || limits.Open() != 0 || h.terminated[other] != 0 || h.gone[other] != 1 {
+	if tb.Lookup(other).Phase.State != Absent || limits.Open() != 0 || h.terminated[other] != 0 || h.gone[other] != 1 {
 		t.Fatalf("after Close: known %v, places %d, told %d (a shutdown is not an end for good), gone %d",
-			tb.Known(other), limits.Open(), h.terminated[other], h.gone[other])
+			tb.Lookup(other).Phase.State != Absent, limits.Open(), h.terminated[other], h.gone[other])
 	}
 	if err := tb.Open(context.Background(), "x", "a", &conn{}, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("opened after Close: %v", err)
@@ -203,11 +203,11 @@ func TestTableHostRefusesSV2(t *testing.T) {
 	if _, ok, err := tb.Wake(context.Background(), id); ok || err == nil {
 		t.Fatalf("woken though the host refused: %v %v", ok, err)
 	}
-	if tb.Known(id) || limits.Open() != 0 || h.terminated[id] != 0 {
-		t.Fatalf("after a failed wake: known %v, places %d, told %d", tb.Known(id), limits.Open(), h.terminated[id])
+	if tb.Lookup(id).Phase.State != Absent || limits.Open() != 0 || h.terminated[id] != 0 {
+		t.Fatalf("after a failed wake: known %v, places %d, told %d", tb.Lookup(id).Phase.State != Absent, limits.Open(), h.terminated[id])
 	}
 	slot, _ := limits.Acquire("a")
-	if err := tb.Open(context.Background(), "y", "a", &conn{}, slot); err == nil || tb.Known("y") {
+	if err := tb.Open(context.Background(), "y", "a", &conn{}, slot); err == nil || tb.Lookup("y").Phase.State != Absent {
 		t.Fatalf("opened though the host refused: %v", err)
 	}
 	slot.RequestDone()
@@ -307,7 +307,7 @@ func tableOrder(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d round %d: %d places held for %d session records", seed, round, open, records)
 		}
 		for _, id := range ids {
-			c := tb.Conn(id)
+			c := tb.Lookup(id).Conn
 			h.mu.Lock()
 			held := h.registered[id]
 			h.mu.Unlock()
@@ -315,8 +315,8 @@ func tableOrder(t *testing.T, seed uint64) {
 				t.Fatalf("seed %d round %d: session %s: the table holds %p, the host %p", seed, round, id, c, held)
 			}
 			if gone[id] {
-				if tb.Live(id) || !tb.Ended(id) {
-					t.Fatalf("seed %d round %d: session %s ended for good: live %v, end recorded %v", seed, round, id, tb.Live(id), tb.Ended(id))
+				if tb.Lookup(id).Phase.Serves() || !tb.Ended(id) {
+					t.Fatalf("seed %d round %d: session %s ended for good: live %v, end recorded %v", seed, round, id, tb.Lookup(id).Phase.Serves(), tb.Ended(id))
 				}
 				if adopted, _ := tb.Adopt(context.Background(), id, "a", "", limits); adopted {
 					t.Fatalf("seed %d round %d: session %s ended for good, adopted again", seed, round, id)
