@@ -171,7 +171,7 @@ func (e *Endpoint) run(ctx context.Context, actor core.Actor, c *core.ToolCall, 
 	intent := e.intent(call, actor, c)
 	t0 := tr.Now()
 	res, err := e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
-	if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+	if err == nil && !c.Confirm && e.opts.ElicitConfirm && sessionElicitation(ctx) != nil {
 		res, err = e.confirmByElicitation(ctx, actor, c, res, intent)
 	}
 	tr.Took(telemetry.StageConfirm, t0)

@@ -161,13 +161,7 @@ func canElicitURL(ctx context.Context) bool {
 		cc := info.ClientCapabilities
 		return modernRelayFrom(ctx) != nil && cc != nil && cc.Elicitation != nil && cc.Elicitation.URL != nil
 	}
-	s, ok := server.ClientSessionFromContext(ctx).(interface {
-		GetClientCapabilities() mcpgo.ClientCapabilities
-	})
-	if !ok {
-		return false
-	}
-	el := s.GetClientCapabilities().Elicitation
+	el := sessionElicitation(ctx)
 	return el != nil && el.URL != nil
 }
 

@@ -16,13 +16,13 @@ import (
 // errDeclined: the user said no when asked to confirm (CF-6).
 var errDeclined = errors.New("the user declined the call")
 
-// canElicit reports whether the calling client declared the elicitation
-// capability.
-func canElicit(ctx context.Context) bool {
-	s, ok := server.ClientSessionFromContext(ctx).(interface {
-		GetClientCapabilities() mcpgo.ClientCapabilities
-	})
-	return ok && s.GetClientCapabilities().Elicitation != nil
+// sessionElicitation is the elicitation capability the calling legacy
+// session's client declared; nil for none, or without a session.
+func sessionElicitation(ctx context.Context) *mcpgo.ElicitationCapability {
+	if s, ok := server.ClientSessionFromContext(ctx).(*legacySession); ok {
+		return s.GetClientCapabilities().Elicitation
+	}
+	return nil
 }
 
 // confirmByElicitation is CF-6: where the client can ask its user, the
@@ -60,8 +60,8 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c
 }
 
 // elicit asks the calling client and decodes its answer into out, as an
-// upstream's request is asked (downstream.request): canElicit found the
-// call's legacy session, so the question goes on the call's own stream.
+// upstream's request is asked (downstream.request): the call has a legacy
+// session, so the question goes on the call's own stream.
 func (e *Endpoint) elicit(ctx context.Context, params mcpgo.ElicitationParams, out any) error {
 	d := downstreamFrom(ctx)
 	if d == nil {
