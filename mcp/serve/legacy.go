@@ -51,25 +51,6 @@ func newLegacySession(id string) *legacySession {
 	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue), done: make(chan struct{})}
 }
 
-// sessionFromSeal makes the session a sealed id carries, as its initialize
-// made it where it opened (OP-5): no initialize is made up for it. Its log
-// level is the one it set while it lived here.
-func (e *Endpoint) sessionFromSeal(id string, c session.Sealed) *legacySession {
-	s := newLegacySession(id)
-	if level, ok := e.levels.getter(id)(); ok {
-		s.SetLogLevel(level)
-	}
-	s.SetClientInfo(mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion})
-	var caps mcpgo.ClientCapabilities
-	if len(c.Capabilities) > 0 {
-		_ = json.Unmarshal(c.Capabilities, &caps)
-	}
-	s.SetClientCapabilities(caps)
-	s.SetProtocolVersion(mcpgo.NegotiateLegacyVersion(c.Protocol))
-	s.Initialize()
-	return s
-}
-
 var (
 	_ server.ClientSession                 = (*legacySession)(nil)
 	_ server.SessionWithLogging            = (*legacySession)(nil)
@@ -83,11 +64,7 @@ func (s *legacySession) SetSubscriptionFilter(f mcpgo.SubscriptionFilter) { s.fi
 // SubscriptionFilter is active while the session serves a listen stream:
 // it gets nothing before its filter is recorded, or after it is cleared.
 func (s *legacySession) SubscriptionFilter() (mcpgo.SubscriptionFilter, bool) {
-	var f mcpgo.SubscriptionFilter
-	if p := s.filter.Load(); p != nil {
-		f = *p
-	}
-	return f, s.listening.Load()
+	return loaded(&s.filter), s.listening.Load()
 }
 
 func (s *legacySession) SessionID() string { return s.id }
@@ -106,29 +83,22 @@ func (s *legacySession) GetLogLevel() mcpgo.LoggingLevel {
 	return mcpgo.LoggingLevelError
 }
 
-func (s *legacySession) GetClientInfo() mcpgo.Implementation {
-	if i := s.info.Load(); i != nil {
-		return *i
-	}
-	return mcpgo.Implementation{}
-}
+func (s *legacySession) GetClientInfo() mcpgo.Implementation { return loaded(&s.info) }
 
 func (s *legacySession) SetClientInfo(info mcpgo.Implementation) { s.info.Store(&info) }
 
-func (s *legacySession) GetClientCapabilities() mcpgo.ClientCapabilities {
-	if c := s.caps.Load(); c != nil {
-		return *c
-	}
-	return mcpgo.ClientCapabilities{}
-}
+func (s *legacySession) GetClientCapabilities() mcpgo.ClientCapabilities { return loaded(&s.caps) }
 
 func (s *legacySession) SetClientCapabilities(caps mcpgo.ClientCapabilities) { s.caps.Store(&caps) }
 
-func (s *legacySession) ProtocolVersion() string {
-	if p := s.protocol.Load(); p != nil {
-		return *p
+func (s *legacySession) ProtocolVersion() string { return loaded(&s.protocol) }
+
+// loaded is what p holds, or the zero T while it holds nothing.
+func loaded[T any](p *atomic.Pointer[T]) (v T) {
+	if x := p.Load(); x != nil {
+		v = *x
 	}
-	return ""
+	return v
 }
 
 // SetProtocolVersion is how mcp-go's initialize records the revision it

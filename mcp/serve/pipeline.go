@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
+	ds "github.com/toolgate/toolgate/mcp/downstream"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -125,7 +126,7 @@ func (e *Endpoint) callContext(ctx context.Context, r *Rules, c *core.ToolCall, 
 		down.progressToken = token
 		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
 	}
-	return withDownstream(ctx, down), call, down, insp
+	return ds.With(ctx, down), call, down, insp
 }
 
 // admit decides the call by the policy rules, with the labels its flow

@@ -19,7 +19,7 @@ import (
 // downstream is the client session a tools/call came from, as the upstream
 // side sees it: where the upstream's progress, log messages and requests
 // made during that call are sent. The endpoint puts it in the call's
-// context (withDownstream); package mcp/upstream finds it there as a
+// context (ds.With); package mcp/upstream finds it there as a
 // ds.Downstream, the seam's interface, and knows nothing more of it.
 type downstream struct {
 	// ctx is the downstream request's context: sending with it reaches the
@@ -40,11 +40,6 @@ type downstream struct {
 	// filter inspects what the upstream sends during the call (IN-1); nil
 	// when nothing is inspected.
 	filter *streamFilter
-}
-
-// withDownstream puts d in ctx for the upstream side (package downstream).
-func withDownstream(ctx context.Context, d *downstream) context.Context {
-	return ds.With(ctx, d)
 }
 
 // downstreamFrom is the call's downstream, when the serving side put it in

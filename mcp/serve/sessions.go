@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp/session"
 )
@@ -45,9 +47,23 @@ func (h *sessionHost) Register(ctx context.Context, id string, s *legacySession,
 	return nil
 }
 
-// Remake is sessionFromSeal.
+// Remake makes the session a sealed id carries, as its initialize made it
+// where it opened (OP-5): no initialize is made up for it. Its log level is
+// the one it set while it lived here.
 func (h *sessionHost) Remake(id string, c session.Sealed) *legacySession {
-	return (*Endpoint)(h).sessionFromSeal(id, c)
+	s := newLegacySession(id)
+	if level, ok := h.levels.getter(id)(); ok {
+		s.SetLogLevel(level)
+	}
+	s.SetClientInfo(mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion})
+	var caps mcpgo.ClientCapabilities
+	if len(c.Capabilities) > 0 {
+		_ = json.Unmarshal(c.Capabilities, &caps)
+	}
+	s.SetClientCapabilities(caps)
+	s.SetProtocolVersion(mcpgo.NegotiateLegacyVersion(c.Protocol))
+	s.Initialize()
+	return s
 }
 
 // Parkable: the client's capabilities are left out of a seal when they
