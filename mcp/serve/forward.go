@@ -221,13 +221,6 @@ func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 }
 
-// peekState reads which replica a requestState's relayed call waits in,
-// if the state is the gateway's own; nothing is checked or spent.
-func (s *requestStates) peekState(state string) (stateBody, bool) {
-	b, err := s.unseal(state)
-	return b, err == nil
-}
-
 // route passes p to the replica it belongs to, or refuses a forged
 // forwarded request; true when the answer is written. A request this
 // replica serves gets false, and forwarded set if another replica sent it.
@@ -273,8 +266,10 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 	}
 	switch {
 	case p.modern != nil && p.modern.method == string(mcpgo.MethodToolsCall) && p.modern.callOK && p.modern.call.RequestState != nil:
-		b, ok := e.states.peekState(*p.modern.call.RequestState)
-		if !ok || b.Relay == "" || b.Replica == e.opts.Replica || b.Replica == "" {
+		// Which replica the relayed call waits in, if the state is the
+		// gateway's own; nothing is checked or spent.
+		b, err := e.states.unseal(*p.modern.call.RequestState)
+		if err != nil || b.Relay == "" || b.Replica == e.opts.Replica || b.Replica == "" {
 			return false
 		}
 		// Within the call's own deadline: its wait for this answer ends

@@ -115,15 +115,6 @@ func (s *legacySession) close() bool {
 	return closed
 }
 
-// requeue puts back a notification a stream took but could not write,
-// for the session's next stream; dropped if the queue is full.
-func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
-	select {
-	case s.notes <- n:
-	default:
-	}
-}
-
 // serveInitialize answers an initialize, which opens a session: mcp-go
 // answers it with a session of the endpoint's in the context, and only
 // once it succeeded is an id minted and handed out, and the session
@@ -181,7 +172,12 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 				continue
 			}
 			if err := writeEvent(sw, data); err != nil {
-				s.requeue(n)
+				// Put back for the session's next stream; dropped if
+				// the queue is full.
+				select {
+				case s.notes <- n:
+				default:
+				}
 				return
 			}
 			sw.Flush()

@@ -670,7 +670,8 @@ func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) b
 }
 
 // serveAnswer takes a client's answer to a request made of it: the
-// gateway's (an upstream's, relayed); without a legacy session, it answers nothing asked (serveSessionless). The session's owner was checked, so
+// gateway's (an upstream's, relayed); without a legacy session, it answers
+// nothing asked (serveSessionless). The session's owner was checked, so
 // only the client a request went to can answer it.
 func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) {
 	if p.id != "" && e.asks.answer(p.id, p.env.RawID, p.body) {

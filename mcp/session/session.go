@@ -66,12 +66,7 @@ const (
 
 var stateNames = [...]string{Absent: "absent", Live: "live", Parked: "parked", TakenIdle: "taken idle", Ending: "ending"}
 
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("state(%d)", uint8(s))
-}
+func (s State) String() string { return nameOf(stateNames[:], s, "state") }
 
 // Cause is what ended a session, which decides whether it ended for good.
 type Cause uint8
@@ -92,12 +87,7 @@ const (
 
 var causeNames = [...]string{ByClient: "by client", Elsewhere: "elsewhere", Idle: "idle", Dropped: "dropped"}
 
-func (c Cause) String() string {
-	if int(c) < len(causeNames) {
-		return causeNames[c]
-	}
-	return fmt.Sprintf("cause(%d)", uint8(c))
-}
+func (c Cause) String() string { return nameOf(causeNames[:], c, "cause") }
 
 // ForGood reports whether an end of this cause is final everywhere: no
 // replica continues the session after it.
@@ -137,12 +127,7 @@ const (
 
 var kindNames = [...]string{Open: "open", Park: "park", Wake: "wake", TakeIdle: "take idle", End: "end", Forget: "forget"}
 
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return nameOf(kindNames[:], k, "kind") }
 
 // Event is what happens to a session; Cause is End's only.
 type Event struct {
@@ -169,12 +154,7 @@ const (
 
 var outcomeNames = [...]string{Refused: "refused", Moved: "moved", Claimed: "claimed", Upgraded: "upgraded"}
 
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("outcome(%d)", uint8(o))
-}
+func (o Outcome) String() string { return nameOf(outcomeNames[:], o, "outcome") }
 
 // Step is the transition function: the phase a session in p moves to on
 // ev, and what the move was. A refused event leaves p as it was. It is the
@@ -211,4 +191,12 @@ func Step(p Phase, ev Event) (Phase, Outcome) {
 		}
 	}
 	return p, Refused
+}
+
+// nameOf is v's name in names, or kind(v) for a value it does not name.
+func nameOf[T ~uint8](names []string, v T, kind string) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", kind, uint8(v))
 }

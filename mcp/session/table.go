@@ -544,17 +544,9 @@ func (t *Table[C]) Tell(tell func(c *Changes)) {
 func (t *Table[C]) Pin(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if rec := t.serving(id); rec != nil {
+	if rec := t.byID[id]; rec != nil && rec.Phase.Serves() {
 		rec.pinned = true
 	}
-}
-
-// serving is id's record if it serves; the lock is held.
-func (t *Table[C]) serving(id string) *record[C] {
-	if rec := t.byID[id]; rec != nil && rec.Phase.Serves() {
-		return rec
-	}
-	return nil
 }
 
 // View is a session's record as a request reads it, at one moment: the
