@@ -54,7 +54,7 @@ func parkInterval(after time.Duration) time.Duration {
 }
 
 // sweep ends sessions idle for longer than the timeout, and parks those
-// idle for SessionParkAfter (resume.go), until stop closes.
+// idle for SessionParkAfter (package session), until stop closes.
 func (e *Endpoint) sweep(stop <-chan struct{}) {
 	defer e.swept.Done()
 	timeout := e.opts.SessionIdleTimeout

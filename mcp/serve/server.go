@@ -77,7 +77,7 @@ type EndpointOptions struct {
 	SessionIdleTimeout time.Duration
 	// SessionParkAfter lets go of an idle session's session object after
 	// that long without a request or an open stream; its next request
-	// makes it again from the sealed id (resume.go). 0 is
+	// makes it again from the sealed id (package session). 0 is
 	// DefaultSessionParkAfter, negative never. Only with a SessionKey.
 	SessionParkAfter time.Duration
 	// Limits caps sessions in all and per actor (SV-2); endpoints of one
@@ -113,7 +113,7 @@ type EndpointOptions struct {
 	SessionEnded   func(id string)
 	// SessionKey (16, 24 or 32 bytes) seals session ids so that any
 	// endpoint holding the same key continues a session it did not open
-	// (resume.go); nil mints plain random ids, known only here.
+	// (package session); nil mints plain random ids, known only here.
 	SessionKey []byte
 	// SessionTerminated, when set, is told of each session ended for good
 	// — by DELETE or by an operator, during a shutdown too — but not of

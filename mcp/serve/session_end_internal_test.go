@@ -286,7 +286,7 @@ func TestDeleteDuringShutdownEndsForGoodSV2(t *testing.T) {
 }
 
 // SV-2, OP-5: a client's DELETE, or an operator's end, of a session that a
-// shutdown (endedDropped) or the idle sweep (endedIdle) is already ending
+// shutdown (session.Dropped) or the idle sweep (session.Idle) is already ending
 // makes that end one for good: it is answered 200 (EndSession returns
 // nil), the end is recorded and told to the other replicas once, and
 // another replica does not continue the session.
