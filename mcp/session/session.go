@@ -1,10 +1,11 @@
 // Package session is the life of a legacy MCP session on one replica, as
 // a written state machine (SV-2, OP-5): one State type, one Event type and
 // one transition function, Step, that every change of a session's state
-// goes through. mcp/serve keeps one Phase per session record and calls
-// Step under the lock that guards the record; what a transition lets go of
-// (the session object, its place under the caps, the other replicas told)
-// is the caller's to do, after the lock, as Step's answer says.
+// goes through; one Table of sessions (table.go) whose methods are the
+// events, each made under the table's one lock; the sealed ids that let
+// another replica continue a session (seal.go), the ids ended here
+// (tombstones.go) and the places under the caps (limits.go).
+// docs/architecture.md draws the machine.
 //
 // The table (from → event → to; every pair not listed is refused, and
 // leaves the phase as it was):
@@ -20,20 +21,6 @@
 //	Ending(c)  End(c')           Ending(c')  only c not for good (Idle, Dropped) and c' for
 //	                                         good (ByClient, Elsewhere): the end is upgraded
 //	Ending(c)  Forget            Absent      what the session held is let go of
-//
-// As a diagram (docs/architecture.md has the same):
-//
-//	          Open             Park
-//	Absent ─────────► Live ──────────► Parked
-//	  ▲                │ ◄──────────     │
-//	  │                │      Wake       │
-//	  │                │ TakeIdle        │ TakeIdle
-//	  │                ▼                 │
-//	  │            TakenIdle ◄───────────┘
-//	  │                │
-//	  │                │ End(c)      (End(c) from Live and Parked too)
-//	  │     Forget     ▼
-//	  └─────────── Ending(c) ───► Ending(c')  End(c'), c' for good, c not
 //
 // Only Live and Parked serve: a session in any other phase is refused
 // (404), and is never opened again under its id while it has a record. An

@@ -262,18 +262,7 @@ func (t *Table[C]) Adopt(ctx context.Context, id, actor, tenant string, limits *
 // was under way, and this one, for good, made it so (SV-2, OP-5).
 func (t *Table[C]) End(id string, cause Cause) (end, upgraded bool) {
 	t.mu.Lock()
-	end, tell := t.endLocked(id, cause)
-	if !end && cause.ForGood() {
-		if rec := t.byID[id]; rec != nil {
-			was := rec.Phase.Cause
-			phase, out := Step(rec.Phase, Event{Kind: End, Cause: cause})
-			if upgraded = out == Upgraded; upgraded {
-				rec.Phase = phase
-				// The idle sweep recorded the end already, but told no one.
-				tell = (t.gone.add(id, t.now()) || was == Idle) && cause == ByClient
-			}
-		}
-	}
+	end, upgraded, tell := t.endLocked(id, cause)
 	t.mu.Unlock()
 	switch {
 	case end:
@@ -284,18 +273,25 @@ func (t *Table[C]) End(id string, cause Cause) (end, upgraded bool) {
 	return end, upgraded
 }
 
-// endLocked claims the end of session id, the lock held, and makes what
-// must be at once: the host lets go of its session object, and an end for
-// good is recorded. end: it claimed it, and the caller finishes it after
-// the lock; tell: the other replicas are to be told.
-func (t *Table[C]) endLocked(id string, cause Cause) (end, tell bool) {
+// endLocked is End under the lock, and makes what must be at once. end:
+// it claimed the end, the host let go of the session object, an end for
+// good is recorded, and the caller finishes it after the lock. upgraded:
+// it made an end under way one for good, and recorded it. tell: the other
+// replicas are to be told.
+func (t *Table[C]) endLocked(id string, cause Cause) (end, upgraded, tell bool) {
 	rec := t.byID[id]
 	if rec == nil {
-		return false, false
+		return false, false, false
 	}
+	was := rec.Phase.Cause
 	phase, out := Step(rec.Phase, Event{Kind: End, Cause: cause})
+	if out == Upgraded {
+		rec.Phase = phase
+		// The idle sweep recorded the end already, but told no one.
+		return false, true, (t.gone.add(id, t.now()) || was == Idle) && cause == ByClient
+	}
 	if out != Claimed {
-		return false, false
+		return false, false, false
 	}
 	var zero C
 	c := rec.Conn
@@ -309,7 +305,7 @@ func (t *Table[C]) endLocked(id string, cause Cause) (end, tell bool) {
 	case Elsewhere, Idle:
 		t.gone.add(id, t.now())
 	}
-	return true, tell
+	return true, false, tell
 }
 
 // finish completes the end endLocked claimed, outside the lock: the other
@@ -476,11 +472,10 @@ func (t *Table[C]) Park(id string, now time.Time) bool {
 	return true
 }
 
-// Wake makes parked session id again from its seal, and returns the kinds
-// of list change it missed (non-zero in missed), for the caller to tell it
-// of. ok: it serves,
-// woken here or by a request racing this one. false: it has ended, or
-// could not be made again and ends; err says why it could not.
+// Wake makes parked session id again from its seal, and returns the list
+// changes it missed, counted by kind, for the caller to tell it of. ok: it
+// serves, woken here or by a request racing this one. false: it has ended,
+// or could not be made again and ends; err says why it could not.
 func (t *Table[C]) Wake(ctx context.Context, id string) (missed Changes, ok bool, err error) {
 	t.mu.Lock()
 	missed, ok, end, tell, err := t.wakeLocked(ctx, id)
@@ -496,7 +491,7 @@ func (t *Table[C]) Wake(ctx context.Context, id string) (missed Changes, ok bool
 func (t *Table[C]) wakeLocked(ctx context.Context, id string) (missed Changes, ok, end, tell bool, err error) {
 	if t.gone.has(id, t.now()) {
 		// Ended elsewhere, the end not made here yet: it is now.
-		end, tell = t.endLocked(id, Elsewhere)
+		end, _, tell = t.endLocked(id, Elsewhere)
 		return Changes{}, false, end, tell, nil
 	}
 	rec := t.byID[id]
@@ -507,27 +502,19 @@ func (t *Table[C]) wakeLocked(ctx context.Context, id string) (missed Changes, o
 	}
 	sealed, ok := t.seal.Open(id)
 	if !ok {
-		end, tell = t.endLocked(id, Dropped)
+		end, _, tell = t.endLocked(id, Dropped)
 		return Changes{}, false, end, tell, errors.New("its id no longer opens under the seal")
 	}
 	c := t.host.Remake(id, sealed)
 	if err := t.host.Register(ctx, id, c, false); err != nil {
-		end, tell = t.endLocked(id, Dropped)
+		end, _, tell = t.endLocked(id, Dropped)
 		return Changes{}, false, end, tell, err
 	}
 	seen := *rec.parked
 	phase, _ := Step(rec.Phase, Event{Kind: Wake})
 	rec.Phase, rec.Conn, rec.parked = phase, c, nil
 	now := t.changes
-	if now.Tools != seen.Tools {
-		missed.Tools = 1
-	}
-	if now.Resources != seen.Resources {
-		missed.Resources = 1
-	}
-	if now.Prompts != seen.Prompts {
-		missed.Prompts = 1
-	}
+	missed = Changes{Tools: now.Tools - seen.Tools, Resources: now.Resources - seen.Resources, Prompts: now.Prompts - seen.Prompts}
 	return missed, true, false, false, nil
 }
 
