@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp/serve"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // buildHandler mounts every endpoint behind its authentication, the RFC 9728
@@ -19,7 +20,7 @@ func (g *Gateway) buildHandler(ctx context.Context) error {
 	mux := http.NewServeMux()
 	// One set of caps for all endpoints: gateway.maxSessions bounds the
 	// gateway, not each endpoint (SV-2).
-	limits := serve.NewSessionLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
+	limits := session.NewLimits(cfg.Gateway.MaxSessions, cfg.Gateway.MaxSessionsPerActor)
 	sessionKey, err := sessionKey(cfg)
 	if err != nil {
 		return err

@@ -185,7 +185,7 @@ func (e *Endpoint) discoveryCall(ctx context.Context, cs *callStream, tr *inboun
 		if tr.modern != nil {
 			status = http.StatusBadRequest
 		}
-		writeUnknownTool(cs, tr.rawID, inner, status)
+		writeJSON(cs, status, unknownToolAnswer(tr.rawID, inner))
 		return "", nil, "", true
 	}
 	return inner, innerArgs, discovery.CallToolName, false

@@ -22,10 +22,11 @@
 // context: the legacy session the request names (legacy.go), or, without
 // one, a session of the request's own (methods.go).
 //
-// The legacy session transport is the endpoint's (legacy.go, resume.go):
-// an id minted only once initialize succeeded, bound to the actor that
-// opened it, 404 once ended; its GET stream, its DELETE, adoption on
-// another replica, park and wake, each phase change through package
-// session's transition function (sessions.go). docs/architecture.md shows
-// the method table and the session's states.
+// The legacy session transport is the endpoint's (legacy.go): an id
+// minted only once initialize succeeded, bound to the actor that opened
+// it, 404 once ended; its GET stream and its DELETE. The session's life —
+// adoption on another replica, park and wake, the caps, the idle sweep,
+// its end — is package session's table, whose host the endpoint is
+// (sessions.go, resume.go). docs/architecture.md shows the method table
+// and the session's states.
 package serve

@@ -221,13 +221,6 @@ func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 }
 
-// peekState reads which replica a requestState's relayed call waits in,
-// if the state is the gateway's own; nothing is checked or spent.
-func (s *requestStates) peekState(state string) (stateBody, bool) {
-	b, err := s.unseal(state)
-	return b, err == nil
-}
-
 // route passes p to the replica it belongs to, or refuses a forged
 // forwarded request; true when the answer is written. A request this
 // replica serves gets false, and forwarded set if another replica sent it.
@@ -239,7 +232,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		return true
 	}
 	p.forwarded = forwarded
-	if forwarded && p.legacy && p.id != "" && e.seal != nil && !e.ids.live(p.id) &&
+	if forwarded && p.legacy && p.id != "" && e.ids.Resumable() && !e.ids.Lookup(p.id).Phase.Serves() &&
 		(r.Method == http.MethodDelete || p.env.Kind == jsonrpc.Response || p.env.Method == string(mcpgo.MethodNotificationCancelled)) {
 		// Told to every replica, an end, an answer or a cancellation is
 		// for the ones holding the session; one that does not takes no
@@ -255,7 +248,7 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		// Never forwarded twice: no loops between replicas.
 		return false
 	}
-	if p.legacy && p.id != "" && e.seal != nil && r.Method == http.MethodDelete {
+	if p.legacy && p.id != "" && e.ids.Resumable() && r.Method == http.MethodDelete {
 		// A session may be held by more than one replica (adopted where
 		// a request came before the store listed its holder): every
 		// holder ends its copy before the client is answered, not when
@@ -263,9 +256,9 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 		defer cancel()
 		endedElsewhere := e.tellOthers(ctx, r, p, http.StatusOK)
-		if endedElsewhere && !e.ids.live(p.id) {
+		if endedElsewhere && !e.ids.Lookup(p.id).Phase.Serves() {
 			// Ended where it lived; not to be adopted here after either.
-			e.ids.tombstone(p.id)
+			e.ids.Tombstone(p.id)
 			w.WriteHeader(http.StatusOK)
 			return true
 		}
@@ -273,8 +266,10 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 	}
 	switch {
 	case p.modern != nil && p.modern.method == string(mcpgo.MethodToolsCall) && p.modern.callOK && p.modern.call.RequestState != nil:
-		b, ok := e.states.peekState(*p.modern.call.RequestState)
-		if !ok || b.Relay == "" || b.Replica == e.opts.Replica || b.Replica == "" {
+		// Which replica the relayed call waits in, if the state is the
+		// gateway's own; nothing is checked or spent.
+		b, err := e.states.unseal(*p.modern.call.RequestState)
+		if err != nil || b.Relay == "" || b.Replica == e.opts.Replica || b.Replica == "" {
 			return false
 		}
 		// Within the call's own deadline: its wait for this answer ends
@@ -291,19 +286,19 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		var q struct {
 			RequestID any `json:"requestId"`
 		}
-		if json.Unmarshal(p.env.ParamsOrEmpty(), &q) == nil && q.RequestID != nil && !e.ids.inflight.Has(p.id+"\x00"+jsonrpc.IDKey(q.RequestID)) {
+		if json.Unmarshal(p.env.ParamsOrEmpty(), &q) == nil && q.RequestID != nil && !e.inflight.Has(p.id+"\x00"+jsonrpc.IDKey(q.RequestID)) {
 			ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 			defer cancel()
 			e.tellOthers(ctx, r, p, http.StatusAccepted)
 		}
-		if !e.ids.live(p.id) {
+		if !e.ids.Lookup(p.id).Phase.Serves() {
 			// Told where the call runs; nothing of this session is here to
 			// adopt for a notification.
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
 		return false
-	case p.id != "" && !p.isModern && !e.opts.Stateless && e.seal != nil && !e.ids.live(p.id):
+	case p.id != "" && !p.isModern && !e.opts.Stateless && e.ids.Resumable() && !e.ids.Lookup(p.id).Phase.Serves():
 		replica, ok := e.opts.Peers.SessionReplica(core.SessionKey(p.id))
 		if !ok || replica == e.opts.Replica {
 			return false

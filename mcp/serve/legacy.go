@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
-	"github.com/toolgate/toolgate/mcp/jsonrpc"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // Legacy sessions (SV-2): the endpoint's own transport (doc.go). Owning it
@@ -24,20 +21,9 @@ import (
 // (adoption, waking), let go of one without asking mcp-go, and keep what
 // is queued for a session until its GET stream takes it.
 
-// legacyQueue is how many notifications wait for a session's GET stream,
-// and legacyAsks how many requests to its client: what mcp-go's transport
-// queued. A full queue drops a notification, and refuses a request at once.
-const (
-	legacyQueue = 100
-	legacyAsks  = 10
-)
-
-// getAskPrefix starts the ids of the requests a session's GET stream
-// carries, told apart from those asked on a call's own stream (askPrefix).
-const getAskPrefix = "tg-get-"
-
-// getAskSeq numbers those requests, across sessions.
-var getAskSeq atomic.Int64
+// legacyQueue is how many notifications wait for a session's GET stream:
+// what mcp-go's transport queued. A full queue drops a notification.
+const legacyQueue = 100
 
 // legacySession is a legacy session as mcp-go's server sees it.
 type legacySession struct {
@@ -46,10 +32,6 @@ type legacySession struct {
 	// notes are what mcp-go and the endpoint send the session, for its GET
 	// stream.
 	notes chan mcpgo.JSONRPCNotification
-	// asks are requests to the client (sampling, elicitation) for its GET
-	// stream, encoded; waiting are their answers to come, by id.
-	asks    chan []byte
-	waiting sync.Map // id → chan json.RawMessage
 	// done closes when the session ends or is parked: its GET streams end.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -66,23 +48,7 @@ type legacySession struct {
 }
 
 func newLegacySession(id string) *legacySession {
-	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue),
-		asks: make(chan []byte, legacyAsks), done: make(chan struct{})}
-}
-
-// sessionFromSeal makes the session a sealed id carries, as its initialize
-// made it where it opened (OP-5): no initialize is made up for it.
-func sessionFromSeal(id string, c sealedSession) *legacySession {
-	s := newLegacySession(id)
-	s.SetClientInfo(mcpgo.Implementation{Name: c.ClientName, Version: c.ClientVersion})
-	var caps mcpgo.ClientCapabilities
-	if len(c.Capabilities) > 0 {
-		_ = json.Unmarshal(c.Capabilities, &caps)
-	}
-	s.SetClientCapabilities(caps)
-	s.SetProtocolVersion(mcpgo.NegotiateLegacyVersion(c.Protocol))
-	s.Initialize()
-	return s
+	return &legacySession{id: id, notes: make(chan mcpgo.JSONRPCNotification, legacyQueue), done: make(chan struct{})}
 }
 
 var (
@@ -90,8 +56,6 @@ var (
 	_ server.SessionWithLogging            = (*legacySession)(nil)
 	_ server.SessionWithClientInfo         = (*legacySession)(nil)
 	_ server.SessionWithProtocolVersion    = (*legacySession)(nil)
-	_ server.SessionWithSampling           = (*legacySession)(nil)
-	_ server.SessionWithElicitation        = (*legacySession)(nil)
 	_ server.SessionWithSubscriptionFilter = (*legacySession)(nil)
 )
 
@@ -100,11 +64,7 @@ func (s *legacySession) SetSubscriptionFilter(f mcpgo.SubscriptionFilter) { s.fi
 // SubscriptionFilter is active while the session serves a listen stream:
 // it gets nothing before its filter is recorded, or after it is cleared.
 func (s *legacySession) SubscriptionFilter() (mcpgo.SubscriptionFilter, bool) {
-	var f mcpgo.SubscriptionFilter
-	if p := s.filter.Load(); p != nil {
-		f = *p
-	}
-	return f, s.listening.Load()
+	return loaded(&s.filter), s.listening.Load()
 }
 
 func (s *legacySession) SessionID() string { return s.id }
@@ -123,29 +83,22 @@ func (s *legacySession) GetLogLevel() mcpgo.LoggingLevel {
 	return mcpgo.LoggingLevelError
 }
 
-func (s *legacySession) GetClientInfo() mcpgo.Implementation {
-	if i := s.info.Load(); i != nil {
-		return *i
-	}
-	return mcpgo.Implementation{}
-}
+func (s *legacySession) GetClientInfo() mcpgo.Implementation { return loaded(&s.info) }
 
 func (s *legacySession) SetClientInfo(info mcpgo.Implementation) { s.info.Store(&info) }
 
-func (s *legacySession) GetClientCapabilities() mcpgo.ClientCapabilities {
-	if c := s.caps.Load(); c != nil {
-		return *c
-	}
-	return mcpgo.ClientCapabilities{}
-}
+func (s *legacySession) GetClientCapabilities() mcpgo.ClientCapabilities { return loaded(&s.caps) }
 
 func (s *legacySession) SetClientCapabilities(caps mcpgo.ClientCapabilities) { s.caps.Store(&caps) }
 
-func (s *legacySession) ProtocolVersion() string {
-	if p := s.protocol.Load(); p != nil {
-		return *p
+func (s *legacySession) ProtocolVersion() string { return loaded(&s.protocol) }
+
+// loaded is what p holds, or the zero T while it holds nothing.
+func loaded[T any](p *atomic.Pointer[T]) (v T) {
+	if x := p.Load(); x != nil {
+		v = *x
 	}
-	return ""
+	return v
 }
 
 // SetProtocolVersion is how mcp-go's initialize records the revision it
@@ -162,116 +115,19 @@ func (s *legacySession) close() bool {
 	return closed
 }
 
-// requeue puts back a notification a stream took but could not write,
-// for the session's next stream; dropped if the queue is full.
-func (s *legacySession) requeue(n mcpgo.JSONRPCNotification) {
-	select {
-	case s.notes <- n:
-	default:
-	}
-}
-
-// RequestSampling asks the client on its GET stream, for what mcp-go asks
-// of a session outside a call's own stream (the gateway asks on that).
-func (s *legacySession) RequestSampling(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
-	raw, err := s.ask(ctx, string(mcpgo.MethodSamplingCreateMessage), req.CreateMessageParams)
-	if err != nil {
-		return nil, err
-	}
-	var res mcpgo.CreateMessageResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodSamplingCreateMessage, err)
-	}
-	if res.Content, err = mcpgo.ParseSamplingContent(res.Content); err != nil {
-		return nil, fmt.Errorf("%s: %w", mcpgo.MethodSamplingCreateMessage, err)
-	}
-	return &res, nil
-}
-
-// RequestElicitation asks the client on its GET stream, as RequestSampling.
-func (s *legacySession) RequestElicitation(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
-	raw, err := s.ask(ctx, string(mcpgo.MethodElicitationCreate), req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var res mcpgo.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%s: the client's answer does not parse: %w", mcpgo.MethodElicitationCreate, err)
-	}
-	return &res, nil
-}
-
-// errSessionGone: the session ended, or was parked, before its client
-// answered.
-var errSessionGone = errors.New("the session ended before its client answered")
-
-// ask sends a request to the client on the session's GET stream and waits
-// for the answer it posts (answer), until ctx ends or the session does.
-func (s *legacySession) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := getAskPrefix + strconv.FormatInt(getAskSeq.Add(1), 10)
-	msg, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      string `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params,omitempty"`
-	}{mcpgo.JSONRPC_VERSION, id, method, params})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
-	}
-	answer := make(chan json.RawMessage, 1)
-	s.waiting.Store(id, answer)
-	defer s.waiting.Delete(id)
-	select {
-	case s.asks <- msg:
-	default:
-		return nil, fmt.Errorf("%s: %d requests already wait for the client's GET stream", method, legacyAsks)
-	}
-	select {
-	case raw := <-answer:
-		return clientAnswer(method, raw)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
-	case <-s.done:
-		return nil, fmt.Errorf("%s: %w", method, errSessionGone)
-	}
-}
-
-// answer delivers a client's posted answer to the request of the
-// session's GET stream waiting for it, and reports whether one was.
-func (s *legacySession) answer(rawID json.RawMessage, body []byte) bool {
-	id, ok := jsonrpc.ReadString(rawID)
-	if !ok || !strings.HasPrefix(id, getAskPrefix) {
-		return false
-	}
-	ch, ok := s.waiting.LoadAndDelete(id)
-	if !ok {
-		return false
-	}
-	ch.(chan json.RawMessage) <- body
-	return true
-}
-
 // serveInitialize answers an initialize, which opens a session: mcp-go
 // answers it with a session of the endpoint's in the context, and only
 // once it succeeded is an id minted and handed out, and the session
-// registered, bound to the actor, counted under the caps (slot) and
-// listed (SV-2). A failed one leaves nothing.
-func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *sessionSlot) {
+// opened in the table: registered, bound to the actor, counted under the
+// caps (slot) and listed (SV-2). A failed one leaves nothing.
+func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []byte, actor core.Actor, slot *session.Slot) {
 	s := newLegacySession("")
 	answer := e.mcp.HandleMessage(e.mcp.WithContext(ctx, s), body)
 	if res, ok := answer.(mcpgo.JSONRPCResponse); ok && s.Initialized() {
-		s.id = randomID()
-		if e.seal != nil {
-			s.id = e.sealedFor(actor, body)
-		}
-		// Opened under e.adopting, as every end is decided: a Close or an
-		// end racing it sees the session not yet opened, or opened and
-		// told to SessionStarted.
-		e.adopting.Lock()
-		err := e.openSession(e.mcp.WithContext(ctx, s), s, actor, slot)
-		e.adopting.Unlock()
+		s.id = e.ids.Mint(actor.ID, actor.Tenant, body)
+		err := e.ids.Open(ctx, s.id, actor.ID, s, slot)
 		switch {
-		case errors.Is(err, errClosed):
+		case errors.Is(err, session.ErrClosed):
 			answer = mcpgo.NewJSONRPCError(res.ID, codeShutdown, ErrCallCut.Error(), nil)
 		case err != nil:
 			e.opts.Logger.Warn("opening a session failed", "endpoint", e.opts.Path, "actor", actor.ID, "err", err)
@@ -280,44 +136,7 @@ func (e *Endpoint) serveInitialize(ctx context.Context, cs *callStream, body []b
 			cs.Header().Set(server.HeaderKeySessionID, s.id)
 		}
 	}
-	writeAnswer(cs, answer, http.StatusOK)
-}
-
-// errSessionTaken: a session of that id is still live, or being ended.
-var errSessionTaken = errors.New("a session of that id is live or being ended")
-
-// errClosed: the endpoint is closing, and opens no session.
-var errClosed = errors.New("the endpoint is shutting down")
-
-// openSession makes s, with its id, a live session of actor holding slot:
-// registered with mcp-go, told to SessionStarted (with ctx, the request
-// that opened or continued it) and listed. An error opens nothing;
-// errClosed once Close began. e.adopting is held.
-func (e *Endpoint) openSession(ctx context.Context, s *legacySession, actor core.Actor, slot *sessionSlot) error {
-	if e.closed {
-		return errClosed
-	}
-	id := s.id
-	// Registered first: an id mcp-go still holds a session of is not
-	// made a second one, whose notifications would go to the first.
-	if err := e.mcp.RegisterSession(ctx, s); err != nil {
-		return err
-	}
-	// The session holds its place under the caps until it is forgotten,
-	// however it ends.
-	if !e.ids.start(actor.ID, s, slot) {
-		e.mcp.UnregisterSession(ctx, id)
-		return errSessionTaken
-	}
-	if e.opts.SessionStarted != nil {
-		e.opts.SessionStarted(ctx, id)
-	}
-	if e.opts.Sessions != nil {
-		info := s.GetClientInfo()
-		e.opts.Sessions.Add(core.Session{ID: id, Endpoint: e.opts.Path, Actor: actor, Protocol: s.ProtocolVersion(),
-			Replica: e.opts.Replica, ClientName: info.Name, ClientVersion: info.Version})
-	}
-	return nil
+	writeJSONRPC(cs, http.StatusOK, answer)
 }
 
 // serveLegacy answers what mcp-go serves on a legacy session (ping,
@@ -329,28 +148,11 @@ func (e *Endpoint) serveLegacy(ctx context.Context, cs *callStream, s *legacySes
 	if s != nil {
 		ctx = e.mcp.WithContext(ctx, s)
 	}
-	writeAnswer(cs, e.mcp.HandleMessage(ctx, body), http.StatusOK)
+	writeJSONRPC(cs, http.StatusOK, e.mcp.HandleMessage(ctx, body))
 }
 
-// writeAnswer writes a JSON-RPC answer with status: 202 with no body when
-// there is none (a notification, a response).
-func writeAnswer(cs *callStream, answer mcpgo.JSONRPCMessage, status int) {
-	if answer == nil {
-		cs.WriteHeader(http.StatusAccepted)
-		return
-	}
-	out, err := json.Marshal(answer)
-	if err != nil {
-		out = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the answer could not be written"}}`)
-	}
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(status)
-	_, _ = cs.Write(append(out, '\n'))
-}
-
-// serveStream is a legacy session's GET stream: what is queued for the
-// session — notifications, and requests to its client — goes out as SSE
-// events, each kind in order, until the client goes away,
+// serveStream is a legacy session's GET stream: the notifications queued
+// for the session go out as SSE events, in order, until the client goes away,
 // the session ends or is parked, or the endpoint closes. Every write moves
 // the write deadline on, and a heartbeat keeps a quiet stream alive (SV-9).
 // A session's streams share its queue: each notification goes out on one.
@@ -370,13 +172,12 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 				continue
 			}
 			if err := writeEvent(sw, data); err != nil {
-				s.requeue(n)
-				return
-			}
-			sw.Flush()
-		case msg := <-s.asks:
-			if err := writeEvent(sw, msg); err != nil {
-				s.requeueAsk(msg)
+				// Put back for the session's next stream; dropped if
+				// the queue is full.
+				select {
+				case s.notes <- n:
+				default:
+				}
 				return
 			}
 			sw.Flush()
@@ -385,15 +186,6 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request, s *legacy
 		case <-s.done:
 			return
 		}
-	}
-}
-
-// requeueAsk puts back a request a stream took but could not write, for
-// the session's next stream; the request waits for an answer meanwhile.
-func (s *legacySession) requeueAsk(msg []byte) {
-	select {
-	case s.asks <- msg:
-	default:
 	}
 }
 

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // legacyEndpoint serves an endpoint for actor "a" on a test server.
@@ -41,7 +40,7 @@ func legacyEndpoint(t *testing.T, opts EndpointOptions) (*Endpoint, string) {
 // mcp-go's as HandleMessage gave it, not edited after the fact.
 func TestFailedInitializeOpensNothingSV2(t *testing.T) {
 	var started atomic.Int32
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e, url := legacyEndpoint(t, EndpointOptions{Limits: limits, SessionStarted: func(context.Context, string) { started.Add(1) }})
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`)
 	resp, err := mcptest.New(url, nil).Post(t.Context(), body, nil)
@@ -55,7 +54,7 @@ func TestFailedInitializeOpensNothingSV2(t *testing.T) {
 	if !bytes.Equal(bytes.TrimSpace(resp.Body), want) || !bytes.Contains(want, []byte(`"error"`)) {
 		t.Fatalf("failed initialize: HTTP %d %s, want mcp-go's own %s", resp.Status, resp.Body, want)
 	}
-	if n, open, told := e.ids.count(), limits.Open(), started.Load(); n != 0 || open != 0 || told != 0 {
+	if n, open, told := e.KnownSessionsForTest(), limits.Open(), started.Load(); n != 0 || open != 0 || told != 0 {
 		t.Fatalf("after a failed initialize: %d records, %d places held, SessionStarted told %d times", n, open, told)
 	}
 }
@@ -119,14 +118,14 @@ func TestAdoptedSessionFromItsSealSV2(t *testing.T) {
 	if _, rpcErr, err := moved.Call(t.Context(), "ping", nil); err != nil || rpcErr != nil {
 		t.Fatalf("ping on the other endpoint: %v %v", rpcErr, err)
 	}
-	s := second.ids.session(c.Session())
+	s := second.ids.Lookup(c.Session()).Conn
 	if s == nil {
 		t.Fatal("the other endpoint holds no session")
 	}
 	if info := s.GetClientInfo(); info.Name != "sealed" || info.Version != "1.2" || s.GetClientCapabilities().Elicitation == nil || !s.Initialized() {
 		t.Fatalf("adopted session: %+v, capabilities %+v", info, s.GetClientCapabilities())
 	}
-	if p := second.ids.protocolOf(c.Session()); p != "2025-06-18" {
+	if p := second.ids.Lookup(c.Session()).Protocol; p != "2025-06-18" {
 		t.Fatalf("adopted session's protocol %q", p)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -141,54 +140,5 @@ func TestAdoptedSessionFromItsSealSV2(t *testing.T) {
 	}
 	if m, err := st.Next(); err != nil || m.Method != "notifications/test/adopted" {
 		t.Fatalf("the adopted session's stream: %+v %v", m, err)
-	}
-}
-
-// SV-2: what mcp-go asks of a legacy session outside a call's own stream
-// (elicitation, sampling) goes out on the session's GET stream, and the
-// answer the client posts with the request's id is accepted (202) and
-// returned to the asker; posted again, it answers nothing and is refused.
-func TestSessionAskedOnItsStreamSV2(t *testing.T) {
-	e, url := legacyEndpoint(t, EndpointOptions{})
-	c := mcptest.New(url, &mcptest.Options{Capabilities: json.RawMessage(`{"elicitation":{}}`)})
-	if _, err := c.Initialize(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	st, err := c.Listen(ctx)
-	if err != nil || st.Status != http.StatusOK {
-		t.Fatalf("GET stream: %v %+v", err, st)
-	}
-	defer st.Close()
-	type result struct {
-		res *mcpgo.ElicitationResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := e.mcp.RequestElicitation(e.mcp.WithContext(ctx, e.ids.session(c.Session())), mcpgo.ElicitationRequest{
-			Params: mcpgo.ElicitationParams{Message: "Name?", RequestedSchema: map[string]any{"type": "object",
-				"properties": map[string]any{"name": map[string]any{"type": "string"}}}}})
-		done <- result{res, err}
-	}()
-	m, err := st.Next()
-	if err != nil || m.Method != string(mcpgo.MethodElicitationCreate) || len(m.ID) == 0 {
-		t.Fatalf("on the GET stream: %+v %v", m, err)
-	}
-	answer := []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`)
-	if resp, err := c.Post(ctx, answer, nil); err != nil || resp.Status != http.StatusAccepted {
-		t.Fatalf("the client's answer: %v %+v", err, resp)
-	}
-	select {
-	case r := <-done:
-		if r.err != nil || r.res.Action != mcpgo.ElicitationResponseActionAccept || r.res.Content.(map[string]any)["name"] != "Ada" {
-			t.Fatalf("elicitation: %+v %v", r.res, r.err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the asker was not given the client's answer")
-	}
-	if resp, err := c.Post(ctx, answer, nil); err != nil || resp.Status == http.StatusAccepted {
-		t.Fatalf("the same answer again: %v %+v", err, resp)
 	}
 }

@@ -1,150 +1,27 @@
 package serve
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // Session bounds (SV-2), the defaults of the gateway.* keys that set them.
 const (
 	DefaultSessionIdleTimeout   = 30 * time.Minute
-	DefaultMaxSessions          = 10000
-	DefaultMaxSessionsPerActor  = 100
+	DefaultMaxSessions          = session.DefaultMaxSessions
+	DefaultMaxSessionsPerActor  = session.DefaultMaxSessionsPerActor
 	DefaultMaxStreamsPerSession = 4
 )
-
-// ErrTooManySessions: an initialize was refused because a session cap is
-// reached. The error is a *SessionLimitError naming the cap.
-var ErrTooManySessions = errors.New("too many sessions")
-
-// SessionLimitError says which cap refused a new session.
-type SessionLimitError struct {
-	// Key is the configuration key of the cap (gateway.maxSessions,
-	// gateway.maxSessionsPerActor).
-	Key   string
-	Limit int
-	// Actor is the actor refused, for the per-actor cap.
-	Actor string
-}
-
-func (e *SessionLimitError) Error() string {
-	if e.Actor != "" {
-		return fmt.Sprintf("too many sessions: actor %q already has %d open sessions (%s); end one with DELETE or let it expire", e.Actor, e.Limit, e.Key)
-	}
-	return fmt.Sprintf("too many sessions: the gateway already has %d open sessions (%s); retry later", e.Limit, e.Key)
-}
-
-func (e *SessionLimitError) Unwrap() error { return ErrTooManySessions }
-
-// SessionLimits caps open sessions in all and per actor (SV-2). One value
-// is shared by every endpoint of a gateway, so the caps hold across them.
-// Safe for concurrent use.
-type SessionLimits struct {
-	max, perActor int
-
-	mu      sync.Mutex
-	total   int
-	byActor map[string]int
-}
-
-// NewSessionLimits returns caps of max sessions in all and perActor per
-// actor; a value ≤ 0 is its default.
-func NewSessionLimits(max, perActor int) *SessionLimits {
-	if max <= 0 {
-		max = DefaultMaxSessions
-	}
-	if perActor <= 0 {
-		perActor = DefaultMaxSessionsPerActor
-	}
-	return &SessionLimits{max: max, perActor: perActor, byActor: map[string]int{}}
-}
-
-// Open reports how many sessions hold a place.
-func (l *SessionLimits) Open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.total
-}
-
-// acquire takes a place for a new session of actor. It is taken before the
-// session exists, so concurrent initializes cannot overshoot a cap.
-func (l *SessionLimits) acquire(actor string) (*sessionSlot, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.byActor[actor] >= l.perActor:
-		return nil, &SessionLimitError{Key: "gateway.maxSessionsPerActor", Limit: l.perActor, Actor: actor}
-	case l.total >= l.max:
-		return nil, &SessionLimitError{Key: "gateway.maxSessions", Limit: l.max}
-	}
-	l.total++
-	l.byActor[actor]++
-	return &sessionSlot{limits: l, actor: actor}, nil
-}
-
-func (l *SessionLimits) release(actor string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.total--
-	if l.byActor[actor]--; l.byActor[actor] <= 0 {
-		delete(l.byActor, actor)
-	}
-}
-
-// sessionSlot is one place under the caps. The request that took it
-// releases it unless a session was opened with it; then the session holds
-// it until it is forgotten.
-type sessionSlot struct {
-	limits *SessionLimits
-	actor  string
-
-	mu       sync.Mutex
-	claimed  bool
-	released bool
-}
-
-// claim hands the slot to an opened session; false if it was claimed
-// already (a request opens at most one session).
-func (s *sessionSlot) claim() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.claimed || s.released {
-		return false
-	}
-	s.claimed = true
-	return true
-}
-
-// requestDone runs when the request that took the slot ends.
-func (s *sessionSlot) requestDone() {
-	s.mu.Lock()
-	claimed := s.claimed
-	s.mu.Unlock()
-	if !claimed {
-		s.release()
-	}
-}
-
-func (s *sessionSlot) release() {
-	s.mu.Lock()
-	done := s.released
-	s.released = true
-	s.mu.Unlock()
-	if !done {
-		s.limits.release(s.actor)
-	}
-}
 
 // refuseSession answers a request that would open a session over a cap:
 // 429 when the actor's own cap is reached, 503 when the gateway's is; an
 // initialize gets a JSON-RPC error saying which.
 func refuseSession(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 	status := http.StatusServiceUnavailable
-	var le *SessionLimitError
+	var le *session.LimitError
 	if errors.As(err, &le) && le.Actor != "" {
 		status = http.StatusTooManyRequests
 	}
@@ -152,21 +29,11 @@ func refuseSession(w http.ResponseWriter, r *http.Request, body []byte, err erro
 		http.Error(w, err.Error(), status)
 		return
 	}
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	_ = json.Unmarshal(body, &req)
-	if len(req.ID) == 0 {
-		req.ID = json.RawMessage("null")
-	}
-	rpcErr := map[string]any{"code": codeTooManySessions, "message": err.Error()}
+	e := &modernError{code: codeTooManySessions, message: err.Error()}
 	if le != nil {
-		rpcErr["data"] = map[string]any{"limit": le.Key, "max": le.Limit}
+		e.data = map[string]any{"limit": le.Key, "max": le.Limit}
 	}
-	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(out)
+	writeJSON(w, status, errorBody(idOf(body), e))
 }
 
 // codeTooManySessions is the JSON-RPC error code of a refused initialize,
@@ -187,7 +54,7 @@ func parkInterval(after time.Duration) time.Duration {
 }
 
 // sweep ends sessions idle for longer than the timeout, and parks those
-// idle for SessionParkAfter (resume.go), until stop closes.
+// idle for SessionParkAfter (package session), until stop closes.
 func (e *Endpoint) sweep(stop <-chan struct{}) {
 	defer e.swept.Done()
 	timeout := e.opts.SessionIdleTimeout
@@ -197,7 +64,7 @@ func (e *Endpoint) sweep(stop <-chan struct{}) {
 		defer t.Stop()
 		expire = t.C
 	}
-	if e.parks() {
+	if e.ids.Parks() {
 		t := time.NewTicker(parkInterval(e.opts.SessionParkAfter))
 		defer t.Stop()
 		park = t.C
@@ -207,12 +74,12 @@ func (e *Endpoint) sweep(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-park:
-			e.parkIdle(now)
+			e.ids.ParkIdle(now)
 		case <-expire:
 			e.clients.sweep(time.Now())
-			for _, id := range e.ids.takeIdle(time.Now(), timeout) {
+			for _, id := range e.ids.TakeIdle(time.Now(), timeout) {
 				e.opts.Logger.Info("session expired", "endpoint", e.opts.Path, "session", id, "idle", timeout.String())
-				e.endSession(id, endedIdle)
+				e.ids.End(id, session.Idle)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp/serve"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // inProcess sends requests straight to h, without a network, so a
@@ -108,7 +109,7 @@ func TestAbandonedSessionsReturnHeap(t *testing.T) {
 	const n = 2000
 	synctest.Test(t, func(t *testing.T) {
 		ep, sessions, client := bubbleEndpoint(t, serve.EndpointOptions{
-			SessionIdleTimeout: time.Minute, Limits: serve.NewSessionLimits(n+1, n)})
+			SessionIdleTimeout: time.Minute, Limits: session.NewLimits(n+1, n)})
 		defer ep.Close(context.Background())
 		// One session first, so what is measured is per session, not the
 		// first use of every code path.
@@ -155,7 +156,7 @@ func heapAfterGC() uint64 {
 // actor's own cap and 503 for the gateway's, and mints no session; ending
 // a session frees its place.
 func TestSessionCaps(t *testing.T) {
-	s := serveEndpoint(t, serve.EndpointOptions{Limits: serve.NewSessionLimits(3, 2)})
+	s := serveEndpoint(t, serve.EndpointOptions{Limits: session.NewLimits(3, 2)})
 	a1, a2, a3 := testClient(s.url, "a", "MEMBER"), testClient(s.url, "a", "MEMBER"), testClient(s.url, "a", "MEMBER")
 	initialize(t, a1)
 	initialize(t, a2)
@@ -197,7 +198,7 @@ func TestSessionCaps(t *testing.T) {
 // SV-2: an initialize carrying a live session's id opens another session,
 // and is held to the caps as any other: it used to pass them.
 func TestInitializeOnASessionIsCapped(t *testing.T) {
-	s := serveEndpoint(t, serve.EndpointOptions{Limits: serve.NewSessionLimits(0, 1)})
+	s := serveEndpoint(t, serve.EndpointOptions{Limits: session.NewLimits(0, 1)})
 	a := testClient(s.url, "a", "MEMBER")
 	initialize(t, a)
 	resp := post(t, a, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)

@@ -9,8 +9,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // method is one entry of the endpoint's method table (SV-1): who answers
@@ -128,7 +128,7 @@ func (e *Endpoint) serveSessionless(cs *callStream, r *http.Request, p *post) {
 		// id: the stream's is registered under a key of its own while it
 		// runs, and gets only what its filter lets through.
 		s.listening.Store(true)
-		listen = "\x00listen-" + randomID()
+		listen = "\x00listen-" + session.NewID()
 		_ = e.mcp.RegisterSession(r.Context(), listenKey{s, listen})
 		defer e.mcp.UnregisterSession(context.Background(), listen)
 	}
@@ -178,7 +178,7 @@ func (e *Endpoint) serveSessionless(cs *callStream, r *http.Request, p *post) {
 	if rpcErr, ok := answer.(mcpgo.JSONRPCError); ok && modern {
 		status = modernErrorStatus(rpcErr.Error.Code)
 	}
-	writeAnswer(cs, answer, status)
+	writeJSONRPC(cs, status, answer)
 }
 
 // unasked answers a client's response to a request no one made of it
@@ -261,7 +261,7 @@ func (e *Endpoint) serveSessionlessMethod(w http.ResponseWriter, r *http.Request
 	}
 	if r.Method == http.MethodGet && id != "" {
 		// Capped per id, though any id is served (SV-2).
-		leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+		leave, ok := e.ids.Listen(id, e.opts.MaxStreamsPerSession)
 		if !ok {
 			tooManyStreams(w, e.opts.MaxStreamsPerSession)
 			return
@@ -285,18 +285,12 @@ func (e *Endpoint) serveSessionlessMethod(w http.ResponseWriter, r *http.Request
 	} else {
 		// A stateless endpoint's GET stream is a session of its own,
 		// registered so broadcasts reach it, listed while it is open.
-		if err := e.mcp.RegisterSession(r.Context(), s); err != nil {
+		if err := (*sessionHost)(e).Register(r.Context(), id, s, true); err != nil {
 			e.streams.CompareAndDelete(id, s)
 			http.Error(w, "Session registration failed: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		defer e.streamGone(s)
-		if e.opts.SessionStarted != nil {
-			e.opts.SessionStarted(r.Context(), id)
-		}
-		if actor, _ := e.opts.Actor(r.Context()); e.opts.Sessions != nil {
-			e.opts.Sessions.Add(core.Session{ID: id, Endpoint: e.opts.Path, Actor: actor, Replica: e.opts.Replica})
-		}
 	}
 	e.serveStream(w, r, s)
 }
@@ -314,7 +308,8 @@ func (e *Endpoint) stream(id string) *legacySession {
 func (e *Endpoint) streamGone(s *legacySession) {
 	if e.streams.CompareAndDelete(s.id, s) {
 		e.mcp.UnregisterSession(context.Background(), s.id)
-		e.sessionGone(s.id)
+		(*sessionHost)(e).Gone(s.id)
+		e.ids.Forget(s.id)
 	}
 }
 
@@ -368,10 +363,25 @@ func modernErrorStatus(code int) int {
 	return http.StatusOK
 }
 
-func writeJSONRPC(w http.ResponseWriter, status int, msg any) {
+// writeJSONRPC writes a JSON-RPC message with status: 202 with no body
+// when there is none (a notification, a response).
+func writeJSONRPC(w http.ResponseWriter, status int, msg mcpgo.JSONRPCMessage) {
+	if msg == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		out = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the answer could not be written"}}`)
+	}
+	writeJSON(w, status, append(out, '\n'))
+}
+
+// writeJSON writes body, a JSON document, with status.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(msg)
+	_, _ = w.Write(body)
 }
 
 // blank reports whether v is absent, null, {} or [] (whitespace aside).

@@ -12,6 +12,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // Revision 2026-07-28 has no server-initiated requests: what an upstream
@@ -259,7 +260,7 @@ func relays(req *modernInbound) (elicits, samples bool) {
 // it on cs. false: the gateway is closing; the call did not start.
 func (e *Endpoint) startRelay(ctx context.Context, cs *callStream, rules *Rules, actor core.Actor, c *core.ToolCall, req *modernInbound, elicits, samples bool) bool {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	r := &modernRelay{id: randomID(), elicits: elicits, samples: samples, bound: e.opts.Gate.ApprovalWait(),
+	r := &modernRelay{id: session.NewID(), elicits: elicits, samples: samples, bound: e.opts.Gate.ApprovalWait(),
 		asks: make(chan *relayAsk), done: make(chan json.RawMessage, 1), cancel: cancel, gone: make(chan struct{})}
 	if !e.states.relays.add(r) {
 		cancel(nil)
@@ -321,7 +322,7 @@ func (e *Endpoint) followRelay(ctx context.Context, cs *callStream, rawID json.R
 func (e *Endpoint) relayState(actor core.Actor, c *core.ToolCall, r *modernRelay, a *relayAsk) stateBody {
 	digest, _ := argsDigest(c) // resolve read these arguments already
 	return stateBody{Actor: actor.ID, Tenant: actor.Tenant, Tool: c.Tool.Name, Args: digest, Relay: r.id, Input: a.key, Replica: e.opts.Replica,
-		Expires: time.Now().Add(r.bound).Unix(), Nonce: randomID()}
+		Expires: time.Now().Add(r.bound).Unix(), Nonce: session.NewID()}
 }
 
 // relayInputResult is the result carrying an upstream's request to the

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/waittest"
 	"github.com/toolgate/toolgate/mcp/serve"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // SV-2: an idle session is parked — its session object let go — and its
@@ -31,7 +32,7 @@ func TestIdleSessionsParkAndWakeSV2(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var ended []string
-	limits := serve.NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	ep, err := serve.NewEndpoint(serve.EndpointOptions{Path: "/mcp", Registry: reg, Sessions: sessions, Actor: testActor,
 		SessionKey: testSessionKey, SessionParkAfter: 20 * time.Millisecond, Limits: limits,
 		SessionEnded: func(id string) { mu.Lock(); ended = append(ended, id); mu.Unlock() }})

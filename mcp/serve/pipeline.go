@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/policy"
 	"github.com/toolgate/toolgate/core/schema"
+	ds "github.com/toolgate/toolgate/mcp/downstream"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -116,8 +117,7 @@ func (e *Endpoint) callContext(ctx context.Context, r *Rules, c *core.ToolCall, 
 		level := info.LogLevel
 		logLevel = func() (mcpgo.LoggingLevel, bool) { return level, true }
 	}
-	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel,
-		listening: e.ids.listening, asks: asks}
+	down := &downstream{ctx: ctx, srv: e.mcp, session: call.Session, logLevel: logLevel, asks: asks}
 	insp := r.inspectFor(c.Tool.Source)
 	if insp != nil && insp.Policy != nil {
 		down.filter = &streamFilter{pol: insp.Policy} // IN-1
@@ -126,7 +126,7 @@ func (e *Endpoint) callContext(ctx context.Context, r *Rules, c *core.ToolCall, 
 		down.progressToken = token
 		ctx = confirm.WithProgress(ctx, operatorWaitProgress(down, e.opts.Gate, c.Tool))
 	}
-	return withDownstream(ctx, down), call, down, insp
+	return ds.With(ctx, down), call, down, insp
 }
 
 // admit decides the call by the policy rules, with the labels its flow
@@ -174,7 +174,7 @@ func (e *Endpoint) run(ctx context.Context, actor core.Actor, c *core.ToolCall, 
 	intent := e.intent(call, actor, c)
 	t0 := tr.Now()
 	res, err := e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
-	if err == nil && !c.Confirm && e.opts.ElicitConfirm && canElicit(ctx) {
+	if err == nil && !c.Confirm && e.opts.ElicitConfirm && sessionElicitation(ctx) != nil {
 		res, err = e.confirmByElicitation(ctx, actor, c, res, intent)
 	}
 	tr.Took(telemetry.StageConfirm, t0)

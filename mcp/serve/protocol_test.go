@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/mcp/serve"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // SV-5, IM-20: a tool that is unknown and one that is off the actor's list
@@ -63,7 +64,7 @@ func TestFailedInitializeMintsNoSessionSV2(t *testing.T) {
 // before it, and SessionStarted and SessionEnded are told of nothing.
 func TestFailedInitializesKeepNothing(t *testing.T) {
 	var told atomic.Int32
-	limits := serve.NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	s := serveEndpoint(t, serve.EndpointOptions{Limits: limits,
 		SessionStarted: func(context.Context, string) { told.Add(1) },
 		SessionEnded:   func(string) { told.Add(1) }})

@@ -19,7 +19,7 @@ import (
 // downstream is the client session a tools/call came from, as the upstream
 // side sees it: where the upstream's progress, log messages and requests
 // made during that call are sent. The endpoint puts it in the call's
-// context (withDownstream); package mcp/upstream finds it there as a
+// context (ds.With); package mcp/upstream finds it there as a
 // ds.Downstream, the seam's interface, and knows nothing more of it.
 type downstream struct {
 	// ctx is the downstream request's context: sending with it reaches the
@@ -34,19 +34,12 @@ type downstream struct {
 	logLevel func() (level mcpgo.LoggingLevel, ok bool)
 	// streamed is set once anything was passed on during the call.
 	streamed atomic.Bool
-	// listening reports whether a session has a GET stream open.
-	listening func(session string) bool
 	// asks sends a request on the call's own stream and waits for the
 	// client's answer; nil without a legacy session.
 	asks *pendingRequests
 	// filter inspects what the upstream sends during the call (IN-1); nil
 	// when nothing is inspected.
 	filter *streamFilter
-}
-
-// withDownstream puts d in ctx for the upstream side (package downstream).
-func withDownstream(ctx context.Context, d *downstream) context.Context {
-	return ds.With(ctx, d)
 }
 
 // downstreamFrom is the call's downstream, when the serving side put it in
@@ -163,13 +156,7 @@ func canElicitURL(ctx context.Context) bool {
 		cc := info.ClientCapabilities
 		return modernRelayFrom(ctx) != nil && cc != nil && cc.Elicitation != nil && cc.Elicitation.URL != nil
 	}
-	s, ok := server.ClientSessionFromContext(ctx).(interface {
-		GetClientCapabilities() mcpgo.ClientCapabilities
-	})
-	if !ok {
-		return false
-	}
-	el := s.GetClientCapabilities().Elicitation
+	el := sessionElicitation(ctx)
 	return el != nil && el.URL != nil
 }
 
@@ -195,27 +182,16 @@ func (d *downstream) request(ctx context.Context, method string, params json.Raw
 		// as the upstream sent it, and the answer comes back untouched.
 		return d.asks.ask(rctx, cs, d.session, method, params)
 	}
-	// mcp-go sends sampling requests to a client only on its GET stream;
-	// without one the request would wait for an answer that cannot come.
-	if d.listening != nil && !d.listening(d.session) && method == string(mcpgo.MethodSamplingCreateMessage) {
-		return nil, fmt.Errorf("%s: the client has no open stream (GET) to receive the request", method)
-	}
-	switch method {
-	case string(mcpgo.MethodSamplingCreateMessage):
-		req := mcpgo.CreateMessageRequest{Request: mcpgo.Request{Method: method}}
-		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
-			return nil, fmt.Errorf("%s: invalid params: %w", method, err)
-		}
-		return d.srv.RequestSampling(rctx, req)
-	case string(mcpgo.MethodElicitationCreate):
-		req := mcpgo.ElicitationRequest{Request: mcpgo.Request{Method: method}}
-		if err := json.Unmarshal(params, &req.Params); err != nil {
-			return nil, fmt.Errorf("%s: invalid params: %w", method, err)
-		}
-		return d.srv.RequestElicitation(rctx, req)
-	}
-	return nil, fmt.Errorf("%s: %w", method, errNoSuchRequest)
+	// Every call is served from the method table, on a call stream: only
+	// a call without a legacy session to ask on (a stateless endpoint's, a
+	// 2026-07-28 client's that declared neither elicitation nor sampling,
+	// or one whose session ended meanwhile) comes here, and its client has
+	// no way to be asked.
+	return nil, fmt.Errorf("%s: %w", method, errNoOneToAsk)
 }
+
+// errNoOneToAsk: the call has no session whose client could be asked.
+var errNoOneToAsk = errors.New("the client cannot be asked during this call: it has no session here")
 
 // Hub carries what upstreams send outside any call to the endpoints whose
 // sessions asked for it: notifications/resources/updated goes to the
@@ -343,8 +319,7 @@ type pendingRequests struct {
 	waiting map[string]chan json.RawMessage // session + id → answer
 }
 
-// askPrefix starts the ids of the requests asked on a call's own stream,
-// told apart from a GET stream's (getAskPrefix).
+// askPrefix starts the ids of the requests asked on a call's own stream.
 const askPrefix = "tg-ask-"
 
 func (p *pendingRequests) ask(ctx context.Context, cs *callStream, session, method string, params json.RawMessage) (any, error) {

@@ -72,7 +72,7 @@ func (e *Endpoint) readInbound(r *http.Request, env *jsonrpc.Envelope, modern *m
 		return tr, true
 	}
 	tr.sessionID = session
-	if s := e.ids.session(session); s != nil {
+	if s := e.ids.Lookup(session).Conn; s != nil {
 		tr.session = s
 	}
 	return tr, true
@@ -88,9 +88,7 @@ func (tr *inbound) writeError(cs *callStream, code int, message string) {
 		writeModernError(cs, tr.rawID, &modernError{code: code, message: message})
 		return
 	}
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
-	_, _ = cs.Write(jsonrpc.ErrorBody(tr.rawID, code, message))
+	writeJSON(cs, http.StatusOK, jsonrpc.ErrorBody(tr.rawID, code, message))
 }
 
 // serveToolsCall answers a tools/call: the upstream's result goes out as
@@ -141,7 +139,7 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		if tr.modern != nil {
 			status = http.StatusBadRequest
 		}
-		writeUnknownTool(cs, tr.rawID, name, status)
+		writeJSON(cs, status, unknownToolAnswer(tr.rawID, name))
 		return
 	}
 	c.RequestID, c.Via = tr.requestID(), via
@@ -154,8 +152,8 @@ func (e *Endpoint) serveToolsCall(ctx context.Context, cs *callStream, tr *inbou
 		ctx = e.mcp.WithContext(ctx, tr.session)
 		id, _ := jsonrpc.ReadID(tr.rawID)
 		key := tr.sessionID + "\x00" + jsonrpc.IDKey(id)
-		e.ids.inflight.Add(key, func() { tr.cancel(context.Canceled) })
-		defer e.ids.inflight.Remove(key)
+		e.inflight.Add(key, func() { tr.cancel(context.Canceled) })
+		defer e.inflight.Remove(key)
 		asks = &e.asks
 	}
 	writeResult(cs, tr.rawID, e.invoke(ctx, r, tr.actor, c, progress, asks))
@@ -285,7 +283,5 @@ func (e *Endpoint) serveToolsList(ctx context.Context, cs *callStream, tr *inbou
 		buf.Write(raw)
 	})
 	buf.WriteString("]}}\n")
-	cs.Header().Set("Content-Type", "application/json")
-	cs.WriteHeader(http.StatusOK)
-	_, _ = cs.Write(buf.Bytes())
+	writeJSON(cs, http.StatusOK, buf.Bytes())
 }

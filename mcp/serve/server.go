@@ -24,7 +24,9 @@ import (
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
 	"github.com/toolgate/toolgate/core/policy"
+	ds "github.com/toolgate/toolgate/mcp/downstream"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
+	"github.com/toolgate/toolgate/mcp/session"
 	"github.com/toolgate/toolgate/telemetry"
 )
 
@@ -75,13 +77,13 @@ type EndpointOptions struct {
 	SessionIdleTimeout time.Duration
 	// SessionParkAfter lets go of an idle session's session object after
 	// that long without a request or an open stream; its next request
-	// makes it again from the sealed id (resume.go). 0 is
+	// makes it again from the sealed id (package session). 0 is
 	// DefaultSessionParkAfter, negative never. Only with a SessionKey.
 	SessionParkAfter time.Duration
 	// Limits caps sessions in all and per actor (SV-2); endpoints of one
 	// gateway share it. nil is a cap of this endpoint's own at the
 	// defaults.
-	Limits *SessionLimits
+	Limits *session.Limits
 	// MaxStreamsPerSession caps a session's open GET streams (SV-2); 0 is
 	// DefaultMaxStreamsPerSession.
 	MaxStreamsPerSession int
@@ -111,7 +113,7 @@ type EndpointOptions struct {
 	SessionEnded   func(id string)
 	// SessionKey (16, 24 or 32 bytes) seals session ids so that any
 	// endpoint holding the same key continues a session it did not open
-	// (resume.go); nil mints plain random ids, known only here.
+	// (package session); nil mints plain random ids, known only here.
 	SessionKey []byte
 	// SessionTerminated, when set, is told of each session ended for good
 	// — by DELETE or by an operator, during a shutdown too — but not of
@@ -157,7 +159,11 @@ type Endpoint struct {
 	// cannot.
 	router CatalogRouter
 	mcp    *server.MCPServer
-	ids    *sessionIDs
+	// ids are the legacy sessions, their whole life (package session).
+	ids *session.Table[*legacySession]
+	// inflight cancels the calls a legacy session has running, by session
+	// and request id.
+	inflight ds.Cancels
 	// streams are a stateless endpoint's GET streams' sessions by id
 	// (concurrent GETs of an id share one).
 	streams sync.Map
@@ -183,28 +189,9 @@ type Endpoint struct {
 	stopSweep chan struct{}
 	swept     sync.WaitGroup
 	closeOnce sync.Once
-	// seal makes session ids resumable; nil without a SessionKey.
-	seal *sessionSeal
-	// adopting serializes adoptions, parks, wakes and the decision to end
-	// a session, so two racing requests of one session make it once, and
-	// an end sees the session either parked or not. Nothing slow runs
-	// under it: an end lets go of what the session holds (the other
-	// replicas told, upstream subscriptions, hooks) after it. Lock order:
-	// adopting, then notifying, then ids.mu.
-	adopting sync.Mutex
-	// closed: Close began; no session opens (or is adopted) from then on.
-	// e.adopting guards it.
-	closed bool
 	// macs keeps the audit's argument-hash HMACs (*auditMAC) under
 	// opts.AuditKey.
 	macs sync.Pool
-	// notifying is held while a change is told to every session, and
-	// while a session is parked or woken: a change reaches either the
-	// session's queue or the parked record, never neither.
-	notifying sync.Mutex
-	// changes counts the list changes told to all sessions, by kind; a
-	// woken session is told of those since it was parked.
-	changes listChanges
 	// flows are the labels sessions and sessionless clients gathered
 	// (IN-3).
 	flows flowStore
@@ -248,7 +235,7 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 		opts.SessionParkAfter = DefaultSessionParkAfter
 	}
 	if opts.Limits == nil {
-		opts.Limits = NewSessionLimits(0, 0)
+		opts.Limits = session.NewLimits(0, 0)
 	}
 	if opts.MaxStreamsPerSession <= 0 {
 		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
@@ -259,20 +246,23 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	if opts.HeartbeatInterval == 0 {
 		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	e := &Endpoint{opts: opts, ids: newSessionIDs()}
+	e := &Endpoint{opts: opts}
+	sessions := session.Options{Path: opts.Path, IdleTimeout: opts.SessionIdleTimeout, ParkAfter: opts.SessionParkAfter}
 	if len(opts.SessionKey) > 0 {
-		seal, err := newSessionSeal(opts.SessionKey)
+		seal, err := session.NewSeal(opts.SessionKey)
 		if err != nil {
 			return nil, fmt.Errorf("endpoint: session key: %w", err)
 		}
-		e.seal = seal
+		sessions.Seal = seal
 	}
+	if opts.Stateless {
+		sessions.ParkAfter = 0
+	}
+	e.ids = session.New[*legacySession]((*sessionHost)(e), sessions)
 	e.states = newRequestStates(opts.SessionKey)
 	e.fwd = newForwarder(opts.Replica, opts.ForwardKey, opts.Peers)
 	e.clients = newModernClients(opts)
 	e.infoMeta = e.serverInfoMeta()
-	e.ids.gone.init(opts.SessionIdleTimeout, e.seal)
-	e.ids.onEnded = opts.SessionTerminated
 	e.rules.Store(&Rules{Tools: opts.Tools, Policy: opts.Policy, Limits: opts.CallLimits, Inspection: opts.Inspection})
 	e.disco = newDiscoverer(opts.Discovery)
 
@@ -325,35 +315,15 @@ func NewEndpoint(opts EndpointOptions) (*Endpoint, error) {
 	e.flush(&burst{tools: true, catalog: true})
 	e.applied.advance(snap.Seq)
 	// What the first flush set is no change any session could have missed.
-	e.changes = listChanges{}
+	e.ids.Tell(func(c *session.Changes) { *c = session.Changes{} })
 	e.synced.Add(1)
 	go e.follow()
-	parks := e.parks()
-	if !opts.Stateless && (opts.SessionIdleTimeout > 0 || parks) {
+	if !opts.Stateless && (opts.SessionIdleTimeout > 0 || e.ids.Parks()) {
 		e.stopSweep = make(chan struct{})
 		e.swept.Add(1)
 		go e.sweep(e.stopSweep)
 	}
 	return e, nil
-}
-
-// sessionGone lets go of everything the endpoint keeps for a session that
-// ended, however it ended. Its record goes last: until then the id is
-// refused, so a session adopted again under it is not let go of with it.
-func (e *Endpoint) sessionGone(id string) {
-	e.levels.forget(id)
-	e.unsolicited.forget(id)
-	if key, _ := flowKey(id, core.Actor{}, ""); key != "" {
-		e.flows.forget(key) // IN-3
-	}
-	e.releaseSubscriptions(id)
-	if e.opts.Sessions != nil {
-		e.opts.Sessions.Remove(id)
-	}
-	if e.opts.SessionEnded != nil {
-		e.opts.SessionEnded(id)
-	}
-	e.ids.forget(id)
 }
 
 // follow keeps the served tools equal to the registry. Every event already
@@ -429,22 +399,21 @@ func (b *burst) mark(changed bool) {
 }
 
 func (e *Endpoint) flush(b *burst) {
-	e.notifying.Lock()
-	defer e.notifying.Unlock()
-	if b.tools || b.notify {
-		e.changes.tools++
-	}
-	if b.tools && e.disco != nil {
-		e.disco.changed() // DS-3
-	}
-	// The burst, whatever it held, is one notification to every session
-	// (IM-25): a start-up of 2,000 tools in 20 bursts is 20, not 2,000.
-	if b.tools || b.notify {
-		e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
-	}
-	if b.catalog {
-		e.syncCatalog()
-	}
+	e.ids.Tell(func(c *session.Changes) {
+		if b.tools && e.disco != nil {
+			e.disco.changed() // DS-3
+		}
+		// The burst, whatever it held, is one notification to every
+		// session (IM-25): a start-up of 2,000 tools in 20 bursts is 20,
+		// not 2,000.
+		if b.tools || b.notify {
+			c.Tools++
+			e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
+		}
+		if b.catalog {
+			e.syncCatalog(c)
+		}
+	})
 }
 
 // putTool serves t (or stops serving it, if it is not to be served now)
@@ -654,18 +623,17 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request) ([]byte, boo
 // when the answer is written.
 func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post) (done func(), ok bool) {
 	actor, _ := e.opts.Actor(r.Context())
-	if e.seal != nil && !e.ids.live(p.id) {
-		if answered, _ := e.adopt(w, r, p.body, p.id, actor); answered {
-			return nil, false
-		}
+	if e.ids.Resumable() && !e.ids.Lookup(p.id).Phase.Serves() && e.adopt(w, r, p.body, p.id, actor) {
+		return nil, false
 	}
 	// A session belongs to the actor that opened it: another actor's
 	// token cannot ride on it, and an unknown or ended id is 404.
-	if !e.ids.ownedBy(p.id, actor.ID) {
+	if v := e.ids.Lookup(p.id); !v.Phase.Serves() || !v.OwnedBy(actor.ID) {
 		// Its client's DELETE of a session a shutdown or the idle sweep is
 		// ending makes that end for good (OP-5).
-		if r.Method == http.MethodDelete && e.ids.endingOwnedBy(p.id, actor.ID) {
-			if end, upgraded := e.endFor(p.id, endedByClient); end || upgraded {
+		ending := v.Phase.State == session.TakenIdle || v.Phase.State == session.Ending
+		if r.Method == http.MethodDelete && ending && v.OwnedBy(actor.ID) {
+			if end, upgraded := e.ids.End(p.id, session.ByClient); end || upgraded {
 				w.WriteHeader(http.StatusOK)
 				return nil, false
 			}
@@ -677,8 +645,8 @@ func (e *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post)
 		e.opts.Sessions.Touch(p.id, false)
 	}
 	// A session is not idle while a request or stream of it is open.
-	leave := e.ids.enter(p.id)
-	if !e.ids.isParked(p.id) {
+	leave := e.ids.Enter(p.id)
+	if e.ids.Lookup(p.id).Phase.State != session.Parked {
 		return leave, true
 	}
 	owed, ok := e.wake(p.id)
@@ -710,8 +678,8 @@ func (e *Endpoint) acceptable(w http.ResponseWriter, r *http.Request, p *post) b
 }
 
 // serveAnswer takes a client's answer to a request made of it: the
-// gateway's (an upstream's, relayed) or a legacy session's GET stream's;
-// without a legacy session, it answers nothing asked (serveSessionless). The session's owner was checked, so
+// gateway's (an upstream's, relayed); without a legacy session, it answers
+// nothing asked (serveSessionless). The session's owner was checked, so
 // only the client a request went to can answer it.
 func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) {
 	if p.id != "" && e.asks.answer(p.id, p.env.RawID, p.body) {
@@ -719,10 +687,6 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 		return
 	}
 	if p.legacy {
-		if s := e.ids.session(p.id); s != nil && s.answer(p.env.RawID, p.body) {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
 		if e.answerElsewhere(r, p) {
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -746,29 +710,29 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, p *post) 
 func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post) {
 	// opens: an initialize, which opens a new session even when it carries
 	// an id, held to the caps as any other.
-	var slot *sessionSlot
+	var slot *session.Slot
 	m := methods[p.env.Method]
 	opens := p.legacy && p.env.Kind == jsonrpc.Request && m.opens
 	if opens {
 		actor, _ := e.opts.Actor(r.Context())
 		var err error
-		if slot, err = e.opts.Limits.acquire(actor.ID); err != nil {
+		if slot, err = e.opts.Limits.Acquire(actor.ID); err != nil {
 			refuseSession(w, r, p.body, err)
 			return
 		}
-		defer slot.requestDone()
+		defer slot.RequestDone()
 	}
 	if p.legacy && !opens && p.id == "" && p.env.Kind != jsonrpc.Invalid {
 		http.Error(w, noSessionText, http.StatusBadRequest)
 		return
 	}
-	var session *legacySession
+	var s *legacySession
 	if p.legacy && p.id != "" {
-		session = e.ids.session(p.id)
+		s = e.ids.Lookup(p.id).Conn
 	}
-	if p.env.Kind == jsonrpc.Notification && session != nil {
+	if p.env.Kind == jsonrpc.Notification && s != nil {
 		e.cancelFast(&p.env, p.id)
-		e.serveLegacy(r.Context(), &callStream{w: w, hdr: http.Header{}}, session, p.body)
+		e.serveLegacy(r.Context(), &callStream{w: w, hdr: http.Header{}}, s, p.body)
 		return
 	}
 	cs := newCallStream(w)
@@ -808,7 +772,7 @@ func (e *Endpoint) serveMessage(w http.ResponseWriter, r *http.Request, p *post)
 	case p.legacy:
 		// ping, logging, resources, prompts, completions, and the
 		// errors of what no method serves.
-		e.serveLegacy(r.Context(), cs, session, p.body)
+		e.serveLegacy(r.Context(), cs, s, p.body)
 	default:
 		// A stateless endpoint's, or a 2026-07-28 client's.
 		if p.env.Kind == jsonrpc.Notification {
@@ -843,20 +807,20 @@ func (e *Endpoint) serveSessionMethod(w http.ResponseWriter, r *http.Request, id
 	}
 	if r.Method == http.MethodDelete {
 		*owed = nil
-		e.endSession(id, endedByClient)
+		e.ids.End(id, session.ByClient)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	e.tellOwed(id, *owed)
 	*owed = nil
-	s := e.ids.session(id)
+	s := e.ids.Lookup(id).Conn
 	if s == nil {
 		// Ended by a request racing this one.
 		http.Error(w, "unknown session", http.StatusNotFound)
 		return
 	}
-	// Requests from upstreams reach a client on this stream.
-	leave, ok := e.ids.listen(id, e.opts.MaxStreamsPerSession)
+	// Counted under the cap of GET streams per session (SV-2).
+	leave, ok := e.ids.Listen(id, e.opts.MaxStreamsPerSession)
 	if !ok {
 		tooManyStreams(w, e.opts.MaxStreamsPerSession)
 		return
@@ -874,13 +838,13 @@ func tooManyStreams(w http.ResponseWriter, max int) {
 // changed without the registry changing: the allow-list, or the roles and
 // review rules that decide what an actor sees (OP-8).
 func (e *Endpoint) ToolsChanged() {
-	e.notifying.Lock()
-	defer e.notifying.Unlock()
-	e.changes.tools++
-	e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
-	// Review gates prompts and resources too: a mode change may show or
-	// withhold some.
-	e.syncCatalog()
+	e.ids.Tell(func(c *session.Changes) {
+		c.Tools++
+		e.mcp.SendNotificationToAllClients(mcpgo.MethodNotificationToolsListChanged, nil)
+		// Review gates prompts and resources too: a mode change may show
+		// or withhold some.
+		e.syncCatalog(c)
+	})
 }
 
 // EndSession ends a session from the gateway side, exactly as the client's
@@ -890,77 +854,15 @@ func (e *Endpoint) EndSession(id string) error {
 	if known, err := e.clients.end(id); known {
 		return err
 	}
-	if end, upgraded := e.endFor(id, endedByClient); !end && !upgraded {
+	if end, upgraded := e.ids.End(id, session.ByClient); !end && !upgraded {
 		return fmt.Errorf("%w: %q", core.ErrUnknownSession, id)
 	}
 	return nil
 }
 
-// endSession ends session id, live or parked, whoever ends it (cause): its
-// GET streams end, mcp-go lets go of it, and so do the endpoint's maps and
-// the console's row. Two ends racing end it once; false if this one did
-// not. What is decided is decided under e.adopting, at once (endLocked);
-// what takes time runs after it (ended), so that one session's end holds
-// up no other session's wake or adoption.
-func (e *Endpoint) endSession(id string, cause endCause) bool {
-	end, _ := e.endFor(id, cause)
-	return end
-}
-
-// endFor is endSession; upgraded: another end, not for good (a shutdown,
-// the idle sweep), was under way, and this one, for good, made it so: the
-// end is recorded, and told to the other replicas when the client or an
-// operator ended it (SV-2, OP-5).
-func (e *Endpoint) endFor(id string, cause endCause) (end, upgraded bool) {
-	e.adopting.Lock()
-	end, tell := e.endLocked(id, cause)
-	if !end && (cause == endedByClient || cause == endedElsewhere) {
-		var was endCause
-		if was, upgraded = e.ids.forGood(id, cause); upgraded {
-			// The idle sweep recorded the end already, but told no one.
-			tell = (e.ids.tombstone(id) || was == endedIdle) && cause == endedByClient
-		}
-	}
-	e.adopting.Unlock()
-	switch {
-	case end:
-		e.ended(id, tell)
-	case tell && e.ids.onEnded != nil:
-		e.ids.onEnded(id)
-	}
-	return end, upgraded
-}
-
-// endLocked claims the end of session id, e.adopting held, and makes what
-// must be at once: its GET streams end, mcp-go lets go of it, and an end
-// for good is recorded. end: it claimed it, and the caller finishes it
-// (ended) after the lock; tell: the other replicas are to be told.
-func (e *Endpoint) endLocked(id string, cause endCause) (end, tell bool) {
-	s, end := e.ids.claim(id, cause)
-	if !end {
-		return false, false
-	}
-	if s != nil {
-		s.close()
-		e.mcp.UnregisterSession(context.Background(), id)
-	}
-	switch cause {
-	case endedByClient:
-		tell = e.ids.tombstone(id)
-	case endedElsewhere, endedIdle:
-		e.ids.tombstone(id)
-	}
-	return true, tell
-}
-
-// ended finishes the end endLocked claimed, outside e.adopting: the other
-// replicas told when tell, then everything the session held let go of.
-func (e *Endpoint) ended(id string, tell bool) {
-	if tell && e.ids.onEnded != nil {
-		e.ids.onEnded(id)
-	}
-	e.sessionGone(id)
-}
+// EndedElsewhere is told that another replica ended session id: it is not
+// adopted here, and ended if it was (OP-5).
+func (e *Endpoint) EndedElsewhere(id string) { e.ids.EndedElsewhere(id) }
 
 // Close stops the sweeper and following the registry, and ends every
 // session (SV-9).
@@ -974,17 +876,10 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.clients.close()
 	e.states.closeRelays()
 	e.fwd.close()
-	// From here on no session opens: every one that did is in the
-	// snapshot below, told to SessionStarted before its end.
-	e.adopting.Lock()
-	e.closed = true
-	e.adopting.Unlock()
-	// The sessions a shutdown ends are not ended for good: another
-	// replica, or this gateway restarted, may continue them. One its
-	// client or an operator ends meanwhile is, as at any other time.
-	for _, id := range e.ids.endable() {
-		e.endSession(id, endedDropped)
-	}
+	// From here on no session opens, and every one that did ends, not
+	// for good: another replica, or this gateway restarted, may continue
+	// it.
+	e.ids.Close()
 	if e.opts.Hub != nil {
 		e.opts.Hub.detach(e)
 	}
@@ -996,12 +891,6 @@ func (e *Endpoint) Close(ctx context.Context) error {
 		return true
 	})
 	return nil
-}
-
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // randomIDPair is a call's id and its idempotency key, 32 hex digits each,

@@ -29,7 +29,7 @@ func (e *Endpoint) serveBatch(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	protocol := ""
 	if session != "" {
-		protocol = e.ids.protocolOf(session)
+		protocol = e.ids.Lookup(session).Protocol
 	}
 	if protocol != batchRevision {
 		why := "this request has no session"
@@ -72,10 +72,7 @@ func (e *Endpoint) serveBatch(w http.ResponseWriter, r *http.Request, body []byt
 		}
 		out = append(out, bytes.TrimSpace(a)...)
 	}
-	out = append(out, ']', '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	writeJSON(w, http.StatusOK, append(out, ']', '\n'))
 }
 
 // batchAnswers are the responses one message got: its JSON answer, or the
@@ -110,9 +107,7 @@ func batchAnswers(rec *bufferWriter) []json.RawMessage {
 }
 
 func writeRPCError(w http.ResponseWriter, status, code int, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(jsonrpc.ErrorBody(nil, code, message), '\n'))
+	writeJSON(w, status, append(jsonrpc.ErrorBody(nil, code, message), '\n'))
 }
 
 // bufferWriter is an http.ResponseWriter into a buffer: one message of a

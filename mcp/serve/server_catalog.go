@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // Catalog is what an endpoint needs to pass upstreams' resources and
@@ -24,13 +25,13 @@ type Catalog interface {
 
 // syncCatalog makes the served resources, templates and prompts equal to
 // the aggregated catalog. Reads and gets are routed to the owning upstream
-// at call time, so a refresh never leaves a stale handler behind. The
-// caller holds e.notifying.
-func (e *Endpoint) syncCatalog() {
+// at call time, so a refresh never leaves a stale handler behind. It runs
+// under the session table's Tell, counting what it sets in c.
+func (e *Endpoint) syncCatalog(c *session.Changes) {
 	if e.opts.Catalog == nil {
 		return
 	}
-	c := e.opts.Catalog.Catalog()
+	cat := e.opts.Catalog.Catalog()
 	// The first sync sets everything: setting is also what declares the
 	// capabilities.
 	first := !e.shown.set
@@ -38,7 +39,7 @@ func (e *Endpoint) syncCatalog() {
 	// Only what changed is set again: each set notifies every session, and
 	// a refresh that changed no resource or prompt is no news (IM-25).
 	resourceRaw := func(r core.CatalogResource) json.RawMessage { return r.Raw }
-	setChanged(first, c.Resources, resourceRaw, &e.shown.resources, func(items []core.CatalogResource) {
+	setChanged(first, cat.Resources, resourceRaw, &e.shown.resources, func(items []core.CatalogResource) {
 		var resources []server.ServerResource
 		for _, r := range items {
 			var res mcpgo.Resource
@@ -46,10 +47,10 @@ func (e *Endpoint) syncCatalog() {
 				resources = append(resources, server.ServerResource{Resource: res, Handler: e.readResource})
 			}
 		}
-		e.changes.resources++
+		c.Resources++
 		e.mcp.SetResources(resources...)
 	})
-	setChanged(first, c.Templates, resourceRaw, &e.shown.templates, func(items []core.CatalogResource) {
+	setChanged(first, cat.Templates, resourceRaw, &e.shown.templates, func(items []core.CatalogResource) {
 		var templates []server.ServerResourceTemplate
 		for _, t := range items {
 			var tpl mcpgo.ResourceTemplate
@@ -57,10 +58,10 @@ func (e *Endpoint) syncCatalog() {
 				templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: e.readResource})
 			}
 		}
-		e.changes.resources++
+		c.Resources++
 		e.mcp.SetResourceTemplates(templates...)
 	})
-	setChanged(first, c.Prompts, func(p core.CatalogPrompt) json.RawMessage { return p.Raw }, &e.shown.prompts, func(items []core.CatalogPrompt) {
+	setChanged(first, cat.Prompts, func(p core.CatalogPrompt) json.RawMessage { return p.Raw }, &e.shown.prompts, func(items []core.CatalogPrompt) {
 		var prompts []server.ServerPrompt
 		for _, p := range items {
 			var pr mcpgo.Prompt
@@ -68,7 +69,7 @@ func (e *Endpoint) syncCatalog() {
 				prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: e.getPrompt})
 			}
 		}
-		e.changes.prompts++
+		c.Prompts++
 		e.mcp.SetPrompts(prompts...)
 	})
 }
@@ -146,12 +147,13 @@ func (e *Endpoint) subscribe(ctx context.Context, _ any, req *mcpgo.SubscribeReq
 		return
 	}
 	// Updates are pushed to it at any time: it is never parked.
-	e.ids.pin(s.SessionID())
+	e.ids.Pin(s.SessionID())
 	var live func() bool
 	if _, own := s.(*legacySession); own {
 		// A request admitted before its session's end may be handled after
-		// it: a session that ended is not subscribed (ids.mu inside h.mu).
-		live = func() bool { return e.ids.live(s.SessionID()) }
+		// it: a session that ended is not subscribed (the table's lock
+		// inside h.mu).
+		live = func() bool { return e.ids.Lookup(s.SessionID()).Phase.Serves() }
 	}
 	if e.opts.Hub.subscribe(req.Params.URI, subscriber{e, s.SessionID()}, live) {
 		if err := e.router.SubscribeResource(ctx, req.Params.URI); err != nil {

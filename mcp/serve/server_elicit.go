@@ -16,13 +16,13 @@ import (
 // errDeclined: the user said no when asked to confirm (CF-6).
 var errDeclined = errors.New("the user declined the call")
 
-// canElicit reports whether the calling client declared the elicitation
-// capability.
-func canElicit(ctx context.Context) bool {
-	s, ok := server.ClientSessionFromContext(ctx).(interface {
-		GetClientCapabilities() mcpgo.ClientCapabilities
-	})
-	return ok && s.GetClientCapabilities().Elicitation != nil
+// sessionElicitation is the elicitation capability the calling legacy
+// session's client declared; nil for none, or without a session.
+func sessionElicitation(ctx context.Context) *mcpgo.ElicitationCapability {
+	if s, ok := server.ClientSessionFromContext(ctx).(*legacySession); ok {
+		return s.GetClientCapabilities().Elicitation
+	}
+	return nil
 }
 
 // confirmByElicitation is CF-6: where the client can ask its user, the
@@ -59,29 +59,23 @@ func (e *Endpoint) confirmByElicitation(ctx context.Context, actor core.Actor, c
 	return e.opts.Gate.Call(ctx, e.opts.Registry, actor, c, intent)
 }
 
-// elicit asks the calling client and decodes its answer into out: on the
-// call's own stream when the gateway serves the call itself, else through
-// mcp-go.
+// elicit asks the calling client and decodes its answer into out, as an
+// upstream's request is asked (downstream.request): the call has a legacy
+// session, so the question goes on the call's own stream.
 func (e *Endpoint) elicit(ctx context.Context, params mcpgo.ElicitationParams, out any) error {
-	var answer any
-	var err error
-	if d := downstreamFrom(ctx); d != nil && d.asks != nil {
-		if cs := callStreamFrom(ctx); cs != nil {
-			raw, merr := json.Marshal(params)
-			if merr != nil {
-				return merr
-			}
-			answer, err = d.asks.ask(ctx, cs, d.session, string(mcpgo.MethodElicitationCreate), raw)
-		}
+	d := downstreamFrom(ctx)
+	if d == nil {
+		return errNoOneToAsk
 	}
-	if answer == nil && err == nil {
-		answer, err = e.mcp.RequestElicitation(ctx, mcpgo.ElicitationRequest{Params: params})
-	}
+	raw, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(answer)
+	answer, err := d.request(ctx, string(mcpgo.MethodElicitationCreate), raw)
 	if err != nil {
+		return err
+	}
+	if raw, err = json.Marshal(answer); err != nil {
 		return err
 	}
 	return json.Unmarshal(raw, out)

@@ -39,10 +39,7 @@ func writeResult(w *callStream, rawID, result json.RawMessage) {
 	resp = append(resp, rawID...)
 	resp = append(resp, `,"result":`...)
 	resp = append(resp, result...)
-	resp = append(resp, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp)
+	writeJSON(w, http.StatusOK, append(resp, "}\n"...))
 }
 
 // decorateModern adds what the 2026-07-28 revision requires of every
@@ -204,7 +201,7 @@ func (e *Endpoint) cancelFast(env *jsonrpc.Envelope, session string) {
 	if json.Unmarshal(env.ParamsOrEmpty(), &p) != nil {
 		return
 	}
-	e.ids.inflight.Cancel(session + "\x00" + jsonrpc.IDKey(p.RequestID))
+	e.inflight.Cancel(session + "\x00" + jsonrpc.IDKey(p.RequestID))
 }
 
 // unknownToolText is the words for a tool that is not there, as
@@ -215,17 +212,5 @@ func unknownToolText(name string) string { return "unknown tool: " + name }
 // unknown or off the actor's list, on every path alike: the JSON-RPC error
 // mcp-go gives an unknown tool, in the gateway's words.
 func unknownToolAnswer(rawID json.RawMessage, name string) []byte {
-	msg, _ := json.Marshal(unknownToolText(name))
-	resp := make([]byte, 0, len(rawID)+len(msg)+64)
-	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
-	resp = append(resp, rawID...)
-	resp = append(resp, `,"error":{"code":-32602,"message":`...)
-	resp = append(resp, msg...)
-	return append(resp, "}}\n"...)
-}
-
-func writeUnknownTool(w *callStream, rawID json.RawMessage, name string, status int) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(unknownToolAnswer(rawID, name))
+	return append(jsonrpc.ErrorBody(rawID, mcpgo.INVALID_PARAMS, unknownToolText(name)), '\n')
 }

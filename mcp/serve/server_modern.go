@@ -263,23 +263,20 @@ func readModernMeta(raw json.RawMessage, req *modernInbound) (info *server.Reque
 // writeModernError answers a refused 2026-07-28 request: the revision maps
 // each of these codes to HTTP 400.
 func writeModernError(w http.ResponseWriter, rawID json.RawMessage, e *modernError) {
+	writeJSON(w, http.StatusBadRequest, errorBody(rawID, e))
+}
+
+// errorBody is the JSON-RPC error e answering rawID (null when it has
+// none).
+func errorBody(rawID json.RawMessage, e *modernError) []byte {
+	if e.data == nil {
+		return append(jsonrpc.ErrorBody(rawID, e.code, e.message), '\n')
+	}
 	if len(rawID) == 0 {
 		rawID = json.RawMessage("null")
 	}
-	details := map[string]any{"code": e.code, "message": e.message}
-	if e.data != nil {
-		details["data"] = e.data
-	}
-	d, _ := json.Marshal(details)
-	resp := make([]byte, 0, len(d)+len(rawID)+40)
-	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
-	resp = append(resp, rawID...)
-	resp = append(resp, `,"error":`...)
-	resp = append(resp, d...)
-	resp = append(resp, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(resp)
+	d, _ := json.Marshal(map[string]any{"code": e.code, "message": e.message, "data": e.data})
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`+"\n", rawID, d)
 }
 
 // modernCallParams are a 2026-07-28 tools/call's params as the gateway

@@ -28,7 +28,7 @@ func (e *Endpoint) clientVars(ctx context.Context, session server.ClientSession)
 			cv.Name, cv.Version = info.Name, info.Version
 		}
 		if proto == "" {
-			proto = e.ids.protocolOf(session.SessionID())
+			proto = e.ids.Lookup(session.SessionID()).Protocol
 		}
 	}
 	cv.Era = "legacy"

@@ -16,6 +16,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // requestStates hands out and takes back the requestState of a
@@ -94,7 +95,7 @@ func (s *requestStates) seal(actor core.Actor, c *core.ToolCall, token string) (
 		return "", err
 	}
 	return s.sealBody(stateBody{Actor: actor.ID, Tenant: actor.Tenant, Tool: c.Tool.Name, Args: digest, Token: token,
-		Expires: time.Now().Add(s.ttl).Unix(), Nonce: randomID()})
+		Expires: time.Now().Add(s.ttl).Unix(), Nonce: session.NewID()})
 }
 
 func (s *requestStates) sealBody(b stateBody) (string, error) {

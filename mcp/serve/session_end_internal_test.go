@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/waittest"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // endKey seals the session ids of these tests' endpoints, shared by the
@@ -60,7 +61,7 @@ func TestSessionEndHoldsUpNoWakeSV2(t *testing.T) {
 	t.Cleanup(free)
 	a, b := mcptest.New(url, nil), mcptest.New(url, nil)
 	aID, bID := openTestSession(t, a), openTestSession(t, b)
-	if !e.park(bID, time.Now().Add(2*time.Hour)) {
+	if !e.ids.Park(bID, time.Now().Add(2*time.Hour)) {
 		t.Fatal("b's session was not parked")
 	}
 	deleted := make(chan error, 1)
@@ -80,14 +81,14 @@ func TestSessionEndHoldsUpNoWakeSV2(t *testing.T) {
 	if err != nil || rpcErr != nil {
 		t.Fatalf("a ping of b's parked session while a's end told the other replicas: %v %v (the wake waited for that end)", rpcErr, err)
 	}
-	if e.ids.isParked(bID) || !e.ids.live(bID) {
+	if e.ids.Lookup(bID).Phase.State == session.Parked || !e.ids.Lookup(bID).Phase.Serves() {
 		t.Error("b's session did not wake")
 	}
 	free()
 	if err := waittest.Recv(t, 10*time.Second, "a's DELETE", deleted); err != nil {
 		t.Fatalf("DELETE: %v", err)
 	}
-	if e.ids.known(aID) {
+	if e.ids.Lookup(aID).Phase.State != session.Absent {
 		t.Error("a's session still has a record after its DELETE was answered")
 	}
 }
@@ -98,18 +99,18 @@ func TestSessionEndHoldsUpNoWakeSV2(t *testing.T) {
 // parked, for its next request to wake. The park comes just before the end
 // takes the lock (the generated-order test explores the other orders).
 func TestEndRacingParkEndsTheSessionSV2(t *testing.T) {
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour, Limits: limits})
 	c := mcptest.New(url, nil)
 	id := openTestSession(t, c)
-	if !e.park(id, time.Now().Add(2*time.Hour)) {
+	if !e.ids.Park(id, time.Now().Add(2*time.Hour)) {
 		t.Error("the session was not parked")
 	}
 	if err := e.EndSession(id); err != nil {
 		t.Fatal(err)
 	}
-	if e.ids.live(id) || e.ids.known(id) {
-		t.Fatalf("EndSession reported the end, yet the session has a record (parked: %v)", e.ids.isParked(id))
+	if e.ids.Lookup(id).Phase.Serves() || e.ids.Lookup(id).Phase.State != session.Absent {
+		t.Fatalf("EndSession reported the end, yet the session has a record (parked: %v)", e.ids.Lookup(id).Phase.State == session.Parked)
 	}
 	if st := pingStatus(t, c); st != http.StatusNotFound {
 		t.Errorf("a ping on the ended session: HTTP %d, want 404", st)
@@ -124,20 +125,20 @@ func TestEndRacingParkEndsTheSessionSV2(t *testing.T) {
 // sealed id; the session's place under the caps is released once its end
 // completes, and nothing of it is left.
 func TestRequestRacingIdleEndLeaksNoPlaceSV2(t *testing.T) {
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, Limits: limits,
 		SessionIdleTimeout: time.Hour, SessionParkAfter: -1})
 	c := mcptest.New(url, nil)
 	id := openTestSession(t, c)
 	// What the sweeper does (sweep), with a request between its steps.
-	if idle := e.ids.takeIdle(time.Now().Add(2*time.Hour), time.Hour); len(idle) != 1 || idle[0] != id {
+	if idle := e.ids.TakeIdle(time.Now().Add(2*time.Hour), time.Hour); len(idle) != 1 || idle[0] != id {
 		t.Fatalf("takeIdle: %v", idle)
 	}
 	if st := pingStatus(t, c); st != http.StatusNotFound {
 		t.Errorf("a ping racing the session's idle end: HTTP %d, want 404", st)
 	}
-	e.endSession(id, endedIdle)
-	if n := e.ids.count(); n != 0 {
+	e.ids.End(id, session.Idle)
+	if n := e.KnownSessionsForTest(); n != 0 {
 		t.Errorf("records left: %d", n)
 	}
 	if open := limits.Open(); open != 0 {
@@ -156,7 +157,7 @@ func TestRequestRacingIdleEndLeaksNoPlaceSV2(t *testing.T) {
 func TestInitializeOnParkedSessionHandsOutItsIDSV2(t *testing.T) {
 	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: time.Hour})
 	old := openTestSession(t, mcptest.New(url, nil))
-	if !e.park(old, time.Now().Add(2*time.Hour)) {
+	if !e.ids.Park(old, time.Now().Add(2*time.Hour)) {
 		t.Fatal("the session was not parked")
 	}
 	e.ToolsChanged()
@@ -204,7 +205,7 @@ func TestInitializeOnParkedSessionHandsOutItsIDSV2(t *testing.T) {
 // adoption takes it refuses it, and the session is not continued here.
 func TestAdoptionRacingEndedElsewhereRefusedOP5(t *testing.T) {
 	_, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits})
 	id := openTestSession(t, mcptest.New(url1, nil))
 	// The broadcast of the first replica's DELETE arrives.
@@ -214,8 +215,8 @@ func TestAdoptionRacingEndedElsewhereRefusedOP5(t *testing.T) {
 	if st := pingStatus(t, moved); st != http.StatusNotFound {
 		t.Errorf("a request of a session ended elsewhere as it was adopted: HTTP %d, want 404", st)
 	}
-	if e2.ids.known(id) || limits.Open() != 0 {
-		t.Fatalf("the session ended elsewhere is kept here: live %v, places held %d", e2.ids.live(id), limits.Open())
+	if e2.ids.Lookup(id).Phase.State != session.Absent || limits.Open() != 0 {
+		t.Fatalf("the session ended elsewhere is kept here: live %v, places held %d", e2.ids.Lookup(id).Phase.Serves(), limits.Open())
 	}
 }
 
@@ -285,7 +286,7 @@ func TestDeleteDuringShutdownEndsForGoodSV2(t *testing.T) {
 }
 
 // SV-2, OP-5: a client's DELETE, or an operator's end, of a session that a
-// shutdown (endedDropped) or the idle sweep (endedIdle) is already ending
+// shutdown (session.Dropped) or the idle sweep (session.Idle) is already ending
 // makes that end one for good: it is answered 200 (EndSession returns
 // nil), the end is recorded and told to the other replicas once, and
 // another replica does not continue the session.
@@ -330,8 +331,8 @@ func TestEndDuringAnEndNotForGoodMakesItForGoodSV2(t *testing.T) {
 			x = mcptest.New(url1, nil)
 			id := openTestSession(t, x)
 			if tc.idle {
-				for _, taken := range e1.ids.takeIdle(time.Now().Add(time.Hour), time.Minute) {
-					e1.endSession(taken, endedIdle)
+				for _, taken := range e1.ids.TakeIdle(time.Now().Add(time.Hour), time.Minute) {
+					e1.ids.End(taken, session.Idle)
 				}
 			} else if err := e1.Close(t.Context()); err != nil {
 				t.Fatal(err)
@@ -342,7 +343,7 @@ func TestEndDuringAnEndNotForGoodMakesItForGoodSV2(t *testing.T) {
 			if n := told.Load(); n != 1 {
 				t.Errorf("SessionTerminated told %d times, want once", n)
 			}
-			if !e1.ids.ended(id) {
+			if !e1.ids.Ended(id) {
 				t.Error("the end for good was not recorded")
 			}
 			other := mcptest.New(url2, nil)
@@ -360,7 +361,7 @@ func TestEndDuringAnEndNotForGoodMakesItForGoodSV2(t *testing.T) {
 func TestAdoptRacingCloseOpensNothingSV2(t *testing.T) {
 	_, url1 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1})
 	var started atomic.Int32
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e2, url2 := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
 		SessionStarted: func(context.Context, string) { started.Add(1) }})
 	id := openTestSession(t, mcptest.New(url1, nil))
@@ -377,8 +378,8 @@ func TestAdoptRacingCloseOpensNothingSV2(t *testing.T) {
 	if err != nil || rpcErr == nil || rpcErr.Code != codeShutdown {
 		t.Errorf("the request adopting during Close: HTTP %d, %v %v, want the shutdown's JSON-RPC error", resp.Status, rpcErr, err)
 	}
-	if e2.ids.known(id) || limits.Open() != 0 || started.Load() != 0 {
-		t.Errorf("after Close: session known %v, places held %d, sessions started %d (want none)", e2.ids.known(id), limits.Open(), started.Load())
+	if e2.ids.Lookup(id).Phase.State != session.Absent || limits.Open() != 0 || started.Load() != 0 {
+		t.Errorf("after Close: session known %v, places held %d, sessions started %d (want none)", e2.ids.Lookup(id).Phase.State != session.Absent, limits.Open(), started.Load())
 	}
 }
 
@@ -387,7 +388,7 @@ func TestAdoptRacingCloseOpensNothingSV2(t *testing.T) {
 // the caps, and SessionStarted is not told.
 func TestInitializeAfterCloseOpensNothingSV2(t *testing.T) {
 	var started atomic.Int32
-	limits := NewSessionLimits(0, 0)
+	limits := session.NewLimits(0, 0)
 	e, url := legacyEndpoint(t, EndpointOptions{SessionKey: endKey, SessionParkAfter: -1, Limits: limits,
 		SessionStarted: func(context.Context, string) { started.Add(1) }})
 	if err := e.Close(t.Context()); err != nil {
@@ -399,8 +400,8 @@ func TestInitializeAfterCloseOpensNothingSV2(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != codeShutdown {
 		t.Errorf("initialize after Close: %v, want the shutdown's JSON-RPC error", err)
 	}
-	if c.Session() != "" || e.ids.count() != 0 || limits.Open() != 0 || started.Load() != 0 {
-		t.Errorf("after Close: id %q, records %d, places held %d, sessions started %d (want none)", c.Session(), e.ids.count(), limits.Open(), started.Load())
+	if c.Session() != "" || e.KnownSessionsForTest() != 0 || limits.Open() != 0 || started.Load() != 0 {
+		t.Errorf("after Close: id %q, records %d, places held %d, sessions started %d (want none)", c.Session(), e.KnownSessionsForTest(), limits.Open(), started.Load())
 	}
 }
 
@@ -430,10 +431,10 @@ func TestSubscribeRacingEndLeavesNoSubscriptionSV2(t *testing.T) {
 	r := &subscriptionRouter{}
 	e.router = r
 	id := openTestSession(t, mcptest.New(url, nil))
-	s := e.ids.session(id)
+	s := e.ids.Lookup(id).Conn
 	ctx := e.mcp.WithContext(t.Context(), s)
 	// The client's DELETE ends the session first...
-	if !e.endSession(id, endedByClient) {
+	if end, _ := e.ids.End(id, session.ByClient); !end {
 		t.Fatal("the session did not end")
 	}
 	// ...then the handler of the subscribe admitted before it runs.
@@ -448,7 +449,7 @@ func TestSubscribeRacingEndLeavesNoSubscriptionSV2(t *testing.T) {
 	}
 	// A live session still subscribes.
 	live := openTestSession(t, mcptest.New(url, nil))
-	e.subscribe(e.mcp.WithContext(t.Context(), e.ids.session(live)), nil, req)
+	e.subscribe(e.mcp.WithContext(t.Context(), e.ids.Lookup(live).Conn), nil, req)
 	if r.sub.Load() != 1 {
 		t.Errorf("a live session's subscribe: upstream subscribed %d times, want once", r.sub.Load())
 	}

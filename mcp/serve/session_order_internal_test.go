@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // orderSeeds is how many generated orders TestGeneratedSessionOrdersSV2
@@ -92,7 +93,7 @@ func TestGeneratedSessionOrdersSV2(t *testing.T) {
 // knows of it.
 type orderReplica struct {
 	e      *Endpoint
-	limits *SessionLimits
+	limits *session.Limits
 	closed bool
 	// closing: its shutdown is under way; held are the sessions live on
 	// it as it began, which serve until the shutdown reaches them. No
@@ -162,7 +163,7 @@ func runOrder(t *testing.T, seed uint64, quiet bool) (kind string, hung bool) {
 	o := &order{t: t, seed: seed, quiet: quiet, rng: rand.New(rand.NewPCG(seed, 0x5e55)), gone: map[string]bool{}, dying: map[string]int{}}
 	for i := range o.reps {
 		other := 1 - i
-		limits := NewSessionLimits(0, 0)
+		limits := session.NewLimits(0, 0)
 		e, err := NewEndpoint(EndpointOptions{Registry: core.NewRegistry(nil), Path: "/mcp",
 			Actor:      func(context.Context) (core.Actor, bool) { return core.Actor{ID: "a"}, true },
 			SessionKey: endKey, Limits: limits, SessionParkAfter: time.Hour, SessionIdleTimeout: time.Hour,
@@ -447,10 +448,10 @@ func (o *order) event(nested bool) {
 		}
 		o.mu.Unlock()
 	case k < 9: // park what is idle
-		n := rep.e.parkIdle(time.Now().Add(2 * time.Hour))
+		n := rep.e.ids.ParkIdle(time.Now().Add(2 * time.Hour))
 		o.note("park@%d=%d", r, n)
 	case k < 11: // the idle sweep, as sweep runs it
-		taken := rep.e.ids.takeIdle(time.Now().Add(3*time.Hour), time.Hour)
+		taken := rep.e.ids.TakeIdle(time.Now().Add(3*time.Hour), time.Hour)
 		o.mu.Lock()
 		for _, id := range taken {
 			rep.idled[id] = true
@@ -458,7 +459,7 @@ func (o *order) event(nested bool) {
 		o.mu.Unlock()
 		o.note("sweep@%d=%d", r, len(taken))
 		for _, id := range taken {
-			rep.e.endSession(id, endedIdle)
+			rep.e.ids.End(id, session.Idle)
 		}
 	default: // shutdown
 		if o.intN(2) == 0 {
@@ -466,7 +467,7 @@ func (o *order) event(nested bool) {
 		}
 		held := map[string]bool{}
 		for _, id := range o.allIDs() {
-			if rep.e.ids.live(id) {
+			if rep.e.ids.Lookup(id).Phase.Serves() {
 				held[id] = true
 			}
 		}
@@ -485,7 +486,7 @@ func (o *order) event(nested bool) {
 func (o *order) check() {
 	o.t.Helper()
 	for i, r := range o.reps {
-		if held, open := r.e.ids.count(), r.limits.Open(); held != open {
+		if held, open := r.e.KnownSessionsForTest(), r.limits.Open(); held != open {
 			o.fail("places", "replica %d: %d session records, %d places held under the caps", i, held, open)
 		}
 		if r.closed && r.limits.Open() != 0 {
@@ -499,10 +500,10 @@ func (o *order) check() {
 	slices.Sort(gone)
 	for _, id := range gone {
 		for i, r := range o.reps {
-			if r.e.ids.live(id) {
+			if r.e.ids.Lookup(id).Phase.Serves() {
 				o.fail("live after its end", "session %s ended for good, still live on replica %d", short(id), i)
 			}
-			if !r.e.ids.ended(id) {
+			if !r.e.ids.Ended(id) {
 				o.fail("end lost", "session %s ended for good, its end not recorded on replica %d", short(id), i)
 			}
 		}

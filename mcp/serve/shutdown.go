@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/toolgate/toolgate/mcp/jsonrpc"
 )
 
 // ErrCallCut is the cause of a call's context when the gateway cut it at
@@ -54,12 +56,8 @@ func (e *Endpoint) CutCalls() int {
 	defer e.running.mu.Unlock()
 	n := 0
 	for fl := range e.running.m {
-		var msg struct {
-			ID json.RawMessage `json:"id"`
-		}
-		_ = json.Unmarshal(fl.body, &msg)
-		if id := strings.TrimSpace(string(msg.ID)); id != "" && id != "null" {
-			fl.cs.cut(msg.ID)
+		if id := idOf(fl.body); id != nil {
+			fl.cs.cut(id)
 		}
 		fl.cancel(ErrCallCut)
 		delete(e.running.m, fl)
@@ -79,10 +77,7 @@ func (c *callStream) cut(id json.RawMessage) {
 		return
 	}
 	c.dl.extend()
-	data, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": codeShutdown, "message": ErrCallCut.Error()},
-	})
+	data := jsonrpc.ErrorBody(id, codeShutdown, ErrCallCut.Error())
 	switch {
 	case c.upgraded:
 		// An event stream is open: the answer is its last event.
@@ -106,22 +101,24 @@ func (c *callStream) cut(id json.RawMessage) {
 // endpoint is closing as a call cut at shutdown is answered: a POST gets
 // the JSON-RPC error, anything else 503 (SV-9).
 func refuseClosed(w http.ResponseWriter, r *http.Request, body []byte) {
-	if r.Method != http.MethodPost {
+	id := idOf(body)
+	if r.Method != http.MethodPost || id == nil {
+		// Not a POST, or a notification or a batch: no id to answer.
 		http.Error(w, ErrCallCut.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	var req struct {
+	writeJSON(w, http.StatusOK, jsonrpc.ErrorBody(id, codeShutdown, ErrCallCut.Error()))
+}
+
+// idOf is the id of the request body, nil when it has none: a
+// notification, a batch, or an id null.
+func idOf(body []byte) json.RawMessage {
+	var msg struct {
 		ID json.RawMessage `json:"id"`
 	}
-	_ = json.Unmarshal(body, &req)
-	if id := strings.TrimSpace(string(req.ID)); id == "" || id == "null" {
-		// A notification, or a batch: no id to answer.
-		http.Error(w, ErrCallCut.Error(), http.StatusServiceUnavailable)
-		return
+	_ = json.Unmarshal(body, &msg)
+	if id := strings.TrimSpace(string(msg.ID)); id == "" || id == "null" {
+		return nil
 	}
-	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
-		"error": map[string]any{"code": codeShutdown, "message": ErrCallCut.Error()}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	return msg.ID
 }

@@ -83,7 +83,3 @@ func (u *unsolicited) forget(session string) {
 	defer u.mu.Unlock()
 	delete(u.last, session)
 }
-
-// UnsolicitedResponses is how many responses to requests the gateway never
-// made clients have posted, logged or not.
-func (e *Endpoint) UnsolicitedResponses() int64 { return e.unsolicited.total.Load() }

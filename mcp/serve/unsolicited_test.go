@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/mcp/serve"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // lockedBuffer is a log sink safe for the endpoint's goroutines.
@@ -51,7 +52,7 @@ func TestUnsolicitedResponsesLogBounded(t *testing.T) {
 		var logs lockedBuffer
 		ep, _, client := bubbleEndpoint(t, serve.EndpointOptions{
 			Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			Limits: serve.NewSessionLimits(100, 100),
+			Limits: session.NewLimits(100, 100),
 		})
 		defer ep.Close(t.Context())
 		c := client("a")

@@ -1,10 +1,11 @@
 // Package session is the life of a legacy MCP session on one replica, as
 // a written state machine (SV-2, OP-5): one State type, one Event type and
 // one transition function, Step, that every change of a session's state
-// goes through. mcp/serve keeps one Phase per session record and calls
-// Step under the lock that guards the record; what a transition lets go of
-// (the session object, its place under the caps, the other replicas told)
-// is the caller's to do, after the lock, as Step's answer says.
+// goes through; one Table of sessions (table.go) whose methods are the
+// events, each made under the table's one lock; the sealed ids that let
+// another replica continue a session (seal.go), the ids ended here
+// (tombstones.go) and the places under the caps (limits.go).
+// docs/architecture.md draws the machine.
 //
 // The table (from → event → to; every pair not listed is refused, and
 // leaves the phase as it was):
@@ -20,20 +21,6 @@
 //	Ending(c)  End(c')           Ending(c')  only c not for good (Idle, Dropped) and c' for
 //	                                         good (ByClient, Elsewhere): the end is upgraded
 //	Ending(c)  Forget            Absent      what the session held is let go of
-//
-// As a diagram (docs/architecture.md has the same):
-//
-//	          Open             Park
-//	Absent ─────────► Live ──────────► Parked
-//	  ▲                │ ◄──────────     │
-//	  │                │      Wake       │
-//	  │                │ TakeIdle        │ TakeIdle
-//	  │                ▼                 │
-//	  │            TakenIdle ◄───────────┘
-//	  │                │
-//	  │                │ End(c)      (End(c) from Live and Parked too)
-//	  │     Forget     ▼
-//	  └─────────── Ending(c) ───► Ending(c')  End(c'), c' for good, c not
 //
 // Only Live and Parked serve: a session in any other phase is refused
 // (404), and is never opened again under its id while it has a record. An
@@ -66,12 +53,7 @@ const (
 
 var stateNames = [...]string{Absent: "absent", Live: "live", Parked: "parked", TakenIdle: "taken idle", Ending: "ending"}
 
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("state(%d)", uint8(s))
-}
+func (s State) String() string { return nameOf(stateNames[:], s, "state") }
 
 // Cause is what ended a session, which decides whether it ended for good.
 type Cause uint8
@@ -92,12 +74,7 @@ const (
 
 var causeNames = [...]string{ByClient: "by client", Elsewhere: "elsewhere", Idle: "idle", Dropped: "dropped"}
 
-func (c Cause) String() string {
-	if int(c) < len(causeNames) {
-		return causeNames[c]
-	}
-	return fmt.Sprintf("cause(%d)", uint8(c))
-}
+func (c Cause) String() string { return nameOf(causeNames[:], c, "cause") }
 
 // ForGood reports whether an end of this cause is final everywhere: no
 // replica continues the session after it.
@@ -137,12 +114,7 @@ const (
 
 var kindNames = [...]string{Open: "open", Park: "park", Wake: "wake", TakeIdle: "take idle", End: "end", Forget: "forget"}
 
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return nameOf(kindNames[:], k, "kind") }
 
 // Event is what happens to a session; Cause is End's only.
 type Event struct {
@@ -169,12 +141,7 @@ const (
 
 var outcomeNames = [...]string{Refused: "refused", Moved: "moved", Claimed: "claimed", Upgraded: "upgraded"}
 
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("outcome(%d)", uint8(o))
-}
+func (o Outcome) String() string { return nameOf(outcomeNames[:], o, "outcome") }
 
 // Step is the transition function: the phase a session in p moves to on
 // ev, and what the move was. A refused event leaves p as it was. It is the
@@ -211,4 +178,12 @@ func Step(p Phase, ev Event) (Phase, Outcome) {
 		}
 	}
 	return p, Refused
+}
+
+// nameOf is v's name in names, or kind(v) for a value it does not name.
+func nameOf[T ~uint8](names []string, v T, kind string) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", kind, uint8(v))
 }
