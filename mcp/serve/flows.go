@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/inspect"
+	"github.com/toolgate/toolgate/mcp/session"
 )
 
 // Flow labels (IN-3). A tool's labels are its upstream's configured ones,
@@ -150,8 +151,8 @@ func (b flowBacking) forFlow(sessioned bool) flowBacking {
 
 // flowBacking is the endpoint's backing, from its options.
 func (e *Endpoint) flowBacking() flowBacking {
-	return flowBacking{store: e.opts.FlowLabels, grew: e.opts.FlowGrew, keep: adoptWindow(e.opts.SessionIdleTimeout) + clockSlack,
-		sessions: e.seal != nil}
+	return flowBacking{store: e.opts.FlowLabels, grew: e.opts.FlowGrew, keep: session.ContinuableFor(e.opts.SessionIdleTimeout),
+		sessions: e.ids.Resumable()}
 }
 
 // sessionlessKeep is how long past a call a sessionless flow is kept in

@@ -31,6 +31,13 @@ func adoptWindow(idle time.Duration) time.Duration {
 	return max(idle, minAdoptWindow)
 }
 
+// ContinuableFor is how long past its issue a sealed id may still be
+// continued by some replica, the clocks' disagreement included: what is
+// kept of a session elsewhere (its flow labels) is kept at least as long.
+func ContinuableFor(idle time.Duration) time.Duration {
+	return adoptWindow(idle) + clockSlack
+}
+
 type tombstones struct {
 	window time.Duration // ids older than this are not adopted
 	ttl    time.Duration // how long a tombstone is kept: longer than window
