@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/flows"
 	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/mcp/serve"
 )
@@ -37,10 +38,10 @@ func endpointInspection(cfg *config.Config, e *config.Endpoint) (*serve.Inspecti
 			return nil, err
 		}
 	}
-	labels := map[string]*serve.LabelRules{}
+	labels := map[string]*flows.Rules{}
 	for _, u := range cfg.Upstreams {
 		if len(u.Labels) > 0 || len(u.ToolLabels) > 0 {
-			labels[u.Name] = &serve.LabelRules{Labels: u.Labels, ByGlob: u.ToolLabels}
+			labels[u.Name] = &flows.Rules{Labels: u.Labels, ByGlob: u.ToolLabels}
 		}
 	}
 	// Flows are gathered where something can read or make labels: a rule
@@ -104,8 +105,8 @@ func inspectHooks(hs []config.InspectHook) []serve.Hook {
 func toolLabelsOf(cfg *config.Config, t core.Tool) []string {
 	for _, u := range cfg.Upstreams {
 		if u.Name == t.Source {
-			return serve.ToolLabels(&serve.LabelRules{Labels: u.Labels, ByGlob: u.ToolLabels}, t)
+			return flows.ToolLabels(&flows.Rules{Labels: u.Labels, ByGlob: u.ToolLabels}, t)
 		}
 	}
-	return serve.ToolLabels(nil, t)
+	return flows.ToolLabels(nil, t)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/flows"
 	"github.com/toolgate/toolgate/core/inspect"
 	"github.com/toolgate/toolgate/core/jsontree"
 	"github.com/toolgate/toolgate/core/schema"
@@ -25,7 +26,7 @@ const FindingsMetaKey = "dev.toolgate/findings"
 type Inspection struct {
 	BySource map[string]*Inspect
 	// Labels are each upstream's configured flow labels (IN-3).
-	Labels map[string]*LabelRules
+	Labels map[string]*flows.Rules
 	// FlowWindow is how long a sessionless client's labels are kept.
 	FlowWindow time.Duration
 }

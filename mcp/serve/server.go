@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/confirm"
+	"github.com/toolgate/toolgate/core/flows"
 	"github.com/toolgate/toolgate/core/policy"
 	ds "github.com/toolgate/toolgate/mcp/downstream"
 	"github.com/toolgate/toolgate/mcp/jsonrpc"
@@ -139,7 +140,7 @@ type EndpointOptions struct {
 	// (DS-1, discovery.go); nil lists every tool.
 	Discovery *Discovery
 	// FlowLabels keeps the labels flows gathered where other replicas,
-	// and this gateway after a restart, read them (IN-3, flows.go); nil
+	// and this gateway after a restart, read them (IN-3, core/flows); nil
 	// keeps them in memory only.
 	FlowLabels core.FlowLabels
 	// FlowGrew, when set, is told of each flow whose labels grew in
@@ -194,7 +195,7 @@ type Endpoint struct {
 	macs sync.Pool
 	// flows are the labels sessions and sessionless clients gathered
 	// (IN-3).
-	flows flowStore
+	flows flows.Set
 	// states seals the requestState of confirmations asked as input
 	// requests (CF-6, revision 2026-07-28).
 	states *requestStates

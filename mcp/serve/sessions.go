@@ -7,6 +7,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolgate/toolgate/core"
+	"github.com/toolgate/toolgate/core/flows"
 	"github.com/toolgate/toolgate/mcp/session"
 )
 
@@ -100,8 +101,8 @@ func (h *sessionHost) Gone(id string) {
 	e := (*Endpoint)(h)
 	e.levels.forget(id)
 	e.unsolicited.forget(id)
-	if key, _ := flowKey(id, core.Actor{}, ""); key != "" {
-		e.flows.forget(key) // IN-3
+	if key, _ := flows.Key(id, core.Actor{}, ""); key != "" {
+		e.flows.Forget(key) // IN-3
 	}
 	e.releaseSubscriptions(id)
 	if e.opts.Sessions != nil {

@@ -1,4 +1,4 @@
-package serve
+package flows
 
 import (
 	"context"
@@ -75,20 +75,20 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
 	var grew []string
-	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true, grew: func(d string) { grew = append(grew, d) }}
-	var a, b flowStore
+	back := Backing{Store: st, Keep: 25 * time.Hour, Sessions: true, Grew: func(d string) { grew = append(grew, d) }}
+	var a, b Set
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	key, sessioned := flowKey("sess-1", core.Actor{ID: "dev"}, "sdk")
-	read := func(s *flowStore, at time.Time) []string {
+	key, sessioned := Key("sess-1", core.Actor{ID: "dev"}, "sdk")
+	read := func(s *Set, at time.Time) []string {
 		t.Helper()
-		got, err := s.labels(ctx, back, key, sessioned, time.Hour, at)
+		got, err := s.Labels(ctx, back, key, sessioned, time.Hour, at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got
 	}
-	add := func(s *flowStore, at time.Time, ls ...string) error {
-		return s.add(ctx, back, key, sessioned, time.Hour, at, ls)
+	add := func(s *Set, at time.Time, ls ...string) error {
+		return s.Add(ctx, back, key, sessioned, time.Hour, at, ls)
 	}
 
 	if got := read(&a, t0); got != nil {
@@ -105,7 +105,7 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 	if w, _ := st.counts(); w != 2 {
 		t.Errorf("%d writes for two growths over eleven calls, want 2", w)
 	}
-	if len(grew) != 2 || grew[0] != flowDigest(key) {
+	if len(grew) != 2 || grew[0] != digest(key) {
 		t.Errorf("growths told: %q", grew)
 	}
 	// B never held the session: it reads the store once, then holds it.
@@ -118,7 +118,7 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 		t.Errorf("B read the store again for a flow it holds: %d reads, want %d", r, reads)
 	}
 	// Kept a day and more after the last write, as adoption allows.
-	if got, _, _ := st.FlowLabels(ctx, flowDigest(key), t0.Add(24*time.Hour)); !slices.Equal(got, []string{"private", "untrusted"}) {
+	if got, _, _ := st.FlowLabels(ctx, digest(key), t0.Add(24*time.Hour)); !slices.Equal(got, []string{"private", "untrusted"}) {
 		t.Errorf("stored a day later: %v", got)
 	}
 
@@ -129,7 +129,7 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 	if got := read(&b, t0.Add(15*time.Minute)); slices.Contains(got, "crm") {
 		t.Fatalf("B saw A's growth untold (a read per call): %v", got)
 	}
-	b.changedElsewhere(grew[len(grew)-1])
+	b.ChangedElsewhere(grew[len(grew)-1])
 	if got := read(&b, t0.Add(15*time.Minute)); !slices.Equal(got, []string{"crm", "private", "untrusted"}) {
 		t.Errorf("B after being told: %v", got)
 	}
@@ -143,15 +143,15 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 	if err := add(&a, t0.Add(17*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	var c flowStore
+	var c Set
 	if got := read(&c, t0.Add(18*time.Minute)); !slices.Contains(got, "sends-out") {
 		t.Errorf("the label whose write failed, after the next call: %v", got)
 	}
 
 	// A read that fails is an error.
 	st.fail(true)
-	var d flowStore
-	if got, err := d.labels(ctx, back, key, sessioned, time.Hour, t0); !errors.Is(err, errStoreDown) || got != nil {
+	var d Set
+	if got, err := d.Labels(ctx, back, key, sessioned, time.Hour, t0); !errors.Is(err, errStoreDown) || got != nil {
 		t.Errorf("a failed read = %v, %v", got, err)
 	}
 	st.fail(false)
@@ -164,31 +164,31 @@ func TestFlowStoreBackedIN3(t *testing.T) {
 func TestSessionlessFlowBackedIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
-	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true}
-	var a, b flowStore
+	back := Backing{Store: st, Keep: 25 * time.Hour, Sessions: true}
+	var a, b Set
 	w := time.Hour
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	key, sessioned := flowKey("", core.Actor{ID: "dev"}, "modern-peer")
-	if err := a.add(ctx, back, key, sessioned, w, t0, []string{"untrusted", "private"}); err != nil {
+	key, sessioned := Key("", core.Actor{ID: "dev"}, "modern-peer")
+	if err := a.Add(ctx, back, key, sessioned, w, t0, []string{"untrusted", "private"}); err != nil {
 		t.Fatal(err)
 	}
 	// Calls every minute for two hours on A, gathering nothing new.
 	last := t0
 	for i := 1; i <= 120; i++ {
 		last = t0.Add(time.Duration(i) * time.Minute)
-		if err := a.add(ctx, back, key, sessioned, w, last, nil); err != nil {
+		if err := a.Add(ctx, back, key, sessioned, w, last, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if wr, _ := st.counts(); wr < 2 || wr > 1+120/15 {
 		t.Errorf("%d writes for 121 calls over two hours, want one a quarter window at most", wr)
 	}
-	got, err := b.labels(ctx, back, key, sessioned, w, last.Add(w))
+	got, err := b.Labels(ctx, back, key, sessioned, w, last.Add(w))
 	if err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
 		t.Errorf("B a window after the last call on A: %v, %v", got, err)
 	}
-	var c flowStore
-	if got, _ := c.labels(ctx, back, key, sessioned, w, last.Add(w+w/4+time.Second)); got != nil {
+	var c Set
+	if got, _ := c.Labels(ctx, back, key, sessioned, w, last.Add(w+w/4+time.Second)); got != nil {
 		t.Errorf("a replica reading past the store's keep: %v", got)
 	}
 }
@@ -201,24 +201,24 @@ func TestSessionlessFlowSharedReadsEveryCallIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
 	told := 0
-	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true, grew: func(string) { told++ }}
-	var a, b flowStore
+	back := Backing{Store: st, Keep: 25 * time.Hour, Sessions: true, Grew: func(string) { told++ }}
+	var a, b Set
 	w := time.Hour
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	key, sessioned := flowKey("", core.Actor{ID: "dev"}, "modern-peer")
-	if err := a.add(ctx, back, key, sessioned, w, t0, []string{"untrusted"}); err != nil {
+	key, sessioned := Key("", core.Actor{ID: "dev"}, "modern-peer")
+	if err := a.Add(ctx, back, key, sessioned, w, t0, []string{"untrusted"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.labels(ctx, back, key, sessioned, w, t0); err != nil || !slices.Equal(got, []string{"untrusted"}) {
+	if got, err := b.Labels(ctx, back, key, sessioned, w, t0); err != nil || !slices.Equal(got, []string{"untrusted"}) {
 		t.Fatalf("B's first read: %v, %v", got, err)
 	}
-	if err := b.add(ctx, back, key, sessioned, w, t0, nil); err != nil {
+	if err := b.Add(ctx, back, key, sessioned, w, t0, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.add(ctx, back, key, sessioned, w, t0.Add(time.Second), []string{"private"}); err != nil {
+	if err := a.Add(ctx, back, key, sessioned, w, t0.Add(time.Second), []string{"private"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.labels(ctx, back, key, sessioned, w, t0.Add(2*time.Second)); err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
+	if got, err := b.Labels(ctx, back, key, sessioned, w, t0.Add(2*time.Second)); err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
 		t.Errorf("B's next call after A's: %v, %v", got, err)
 	}
 	if told != 0 {
@@ -232,25 +232,25 @@ func TestSessionlessFlowSharedReadsEveryCallIN3(t *testing.T) {
 func TestFlowNewsDuringReadIN3(t *testing.T) {
 	ctx := context.Background()
 	st := &countingFlows{MemStore: memory.NewMemStore()}
-	back := flowBacking{store: st, keep: 25 * time.Hour, sessions: true, grew: func(string) {}}
+	back := Backing{Store: st, Keep: 25 * time.Hour, Sessions: true, Grew: func(string) {}}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	key, _ := flowKey("sess-1", core.Actor{ID: "dev"}, "sdk")
-	var a, b flowStore
-	if err := a.add(ctx, back, key, true, time.Hour, t0, []string{"untrusted"}); err != nil {
+	key, _ := Key("sess-1", core.Actor{ID: "dev"}, "sdk")
+	var a, b Set
+	if err := a.Add(ctx, back, key, true, time.Hour, t0, []string{"untrusted"}); err != nil {
 		t.Fatal(err)
 	}
 	st.mu.Lock()
 	st.afterRead = func() {
-		if err := a.add(ctx, back, key, true, time.Hour, t0, []string{"private"}); err != nil {
+		if err := a.Add(ctx, back, key, true, time.Hour, t0, []string{"private"}); err != nil {
 			t.Error(err)
 		}
-		b.changedElsewhere(flowDigest(key))
+		b.ChangedElsewhere(digest(key))
 	}
 	st.mu.Unlock()
-	if got, err := b.labels(ctx, back, key, true, time.Hour, t0); err != nil || !slices.Equal(got, []string{"untrusted"}) {
+	if got, err := b.Labels(ctx, back, key, true, time.Hour, t0); err != nil || !slices.Equal(got, []string{"untrusted"}) {
 		t.Fatalf("the read the news overtook: %v, %v", got, err)
 	}
-	if got, err := b.labels(ctx, back, key, true, time.Hour, t0); err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
+	if got, err := b.Labels(ctx, back, key, true, time.Hour, t0); err != nil || !slices.Equal(got, []string{"private", "untrusted"}) {
 		t.Errorf("the next call: %v, %v", got, err)
 	}
 }

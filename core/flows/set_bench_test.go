@@ -1,4 +1,4 @@
-package serve
+package flows
 
 import (
 	"context"
@@ -40,20 +40,20 @@ func BenchmarkFlowLabels(b *testing.B) {
 		name  string
 		store core.FlowLabels
 	}{{"memory", nil}, {"sqlite", lite}, {"postgres", pg}} {
-		back := flowBacking{store: st.store, keep: 25 * time.Hour, sessions: true}
-		key, _ := flowKey("bench-session", core.Actor{ID: "dev"}, "bench")
+		back := Backing{Store: st.store, Keep: 25 * time.Hour, Sessions: true}
+		key, _ := Key("bench-session", core.Actor{ID: "dev"}, "bench")
 		b.Run("held/"+st.name, func(b *testing.B) {
-			var s flowStore
-			if err := s.add(ctx, back, key, true, w, time.Now(), []string{"private", "untrusted"}); err != nil {
+			var s Set
+			if err := s.Add(ctx, back, key, true, w, time.Now(), []string{"private", "untrusted"}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				now := time.Now()
-				if _, err := s.labels(ctx, back, key, true, w, now); err != nil {
+				if _, err := s.Labels(ctx, back, key, true, w, now); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.add(ctx, back, key, true, w, now, []string{"untrusted"}); err != nil {
+				if err := s.Add(ctx, back, key, true, w, now, []string{"untrusted"}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -63,19 +63,19 @@ func BenchmarkFlowLabels(b *testing.B) {
 		}
 		b.Run("first/"+st.name, func(b *testing.B) {
 			for b.Loop() {
-				var s flowStore
-				if got, err := s.labels(ctx, back, key, true, w, time.Now()); err != nil || len(got) != 2 {
+				var s Set
+				if got, err := s.Labels(ctx, back, key, true, w, time.Now()); err != nil || len(got) != 2 {
 					b.Fatal(got, err)
 				}
 			}
 		})
 		b.Run("grow/"+st.name, func(b *testing.B) {
-			var s flowStore
+			var s Set
 			i := 0
 			for b.Loop() {
 				i++
-				k, _ := flowKey(fmt.Sprint("grow-", st.name, i), core.Actor{ID: "dev"}, "bench")
-				if err := s.add(ctx, back, k, true, w, time.Now(), []string{"untrusted"}); err != nil {
+				k, _ := Key(fmt.Sprint("grow-", st.name, i), core.Actor{ID: "dev"}, "bench")
+				if err := s.Add(ctx, back, k, true, w, time.Now(), []string{"untrusted"}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -85,18 +85,18 @@ func BenchmarkFlowLabels(b *testing.B) {
 		}
 		b.Run("sessionless/"+st.name, func(b *testing.B) {
 			sb := back
-			sb.grew = shared
-			k, _ := flowKey("", core.Actor{ID: "dev"}, "bench-modern")
-			var s flowStore
-			if err := s.add(ctx, sb, k, false, w, time.Now(), []string{"untrusted"}); err != nil {
+			sb.Grew = shared
+			k, _ := Key("", core.Actor{ID: "dev"}, "bench-modern")
+			var s Set
+			if err := s.Add(ctx, sb, k, false, w, time.Now(), []string{"untrusted"}); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
 				now := time.Now()
-				if _, err := s.labels(ctx, sb, k, false, w, now); err != nil {
+				if _, err := s.Labels(ctx, sb, k, false, w, now); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.add(ctx, sb, k, false, w, now, nil); err != nil {
+				if err := s.Add(ctx, sb, k, false, w, now, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
