@@ -1,12 +1,14 @@
 // Package earlygc holds the garbage collector off while the binary's heavy
-// package initialisers run, until package main's initialiser calls Resume
-// (QB-5).
+// package initialisers run, and keeps the first collection after them for
+// when the heap has grown past them (QB-5).
 //
 // The initialisers allocate about 6 MB, nearly all of it kept (the
 // phone-number metadata, the JSON Schema meta-schemas, protobuf
-// descriptors, the CEL environment …); a collection in their midst, at
-// the runtime's first 4 MB goal, cost a few milliseconds of every start
-// and freed well under a megabyte.
+// descriptors, the CEL environment …). The runtime's first goal is 4 MB
+// (at GOGC=100): a collection in their midst cost a few milliseconds of
+// every start and freed well under a megabyte, and one as soon as they
+// were done, at the start of main, did the same to every command, serve's
+// start-up among them.
 //
 // Go initialises a package once everything it imports is; among ready
 // packages it takes them in import-path order. So this package imports
@@ -22,6 +24,7 @@
 package earlygc
 
 import (
+	"runtime"
 	"sync"
 	_ "unsafe" // for go:linkname
 
@@ -34,16 +37,67 @@ import (
 //go:linkname setGCPercent runtime/debug.setGCPercent
 func setGCPercent(int32) int32
 
-var (
-	percent int32 // the setting before init turned the collector off: GOGC's
+// firstFactor widens the runtime's first goal on Resume: until the first
+// collection the setting is this many times GOGC's, so the first goal is
+// 16 MB at GOGC=100 instead of 4 MB, past what the initialisers and a
+// gateway's start with a small configuration allocate. The collection at
+// 16 MB gives the setting back, so a larger start is collected as usual
+// from there on and the heap never runs further ahead than this once.
+const firstFactor = 4
+
+// std is the process's gate; its initialiser turned the collector off.
+var std = newGate(setGCPercent)
+
+func init() { std.percent = std.set(-1) }
+
+// Resume turns the collector back on, the first goal widened by
+// firstFactor; the first collection gives the collector the setting it
+// had before this package's initialiser (GOGC's, or 100), and Settled is
+// closed then. Only the first call does anything, and the first
+// collection does not undo a setting made after Resume.
+func Resume() { std.resume() }
+
+// Settled is closed once the collector has the setting it had before the
+// initialisers (after the first collection that followed Resume).
+func Settled() <-chan struct{} { return std.settled }
+
+// gate is Resume's state, with the function that changes the setting (a
+// test's own records instead).
+type gate struct {
+	set     func(int32) int32
+	percent int32 // the setting before it was turned off: GOGC's
 	resumed sync.Once
-)
+	settled chan struct{}
+}
 
-func init() { percent = setGCPercent(-1) }
+func newGate(set func(int32) int32) *gate {
+	return &gate{set: set, settled: make(chan struct{})}
+}
 
-// Resume gives the collector back the setting it had before this package's
-// initialiser (GOGC's, or 100). Only the first call does anything, so a
-// later debug.SetGCPercent is never undone.
-func Resume() {
-	resumed.Do(func() { setGCPercent(percent) })
+// sentinel is what the first collection finds unreachable; it holds a
+// pointer so that it is never one of the runtime's combined tiny
+// allocations, whose cleanups may never run.
+type sentinel struct{ _ *byte }
+
+func (g *gate) resume() {
+	g.resumed.Do(func() {
+		if g.percent <= 0 {
+			// Off (or collecting all the time): nothing to widen.
+			g.set(g.percent)
+			close(g.settled)
+			return
+		}
+		wide := g.percent * firstFactor
+		g.set(wide)
+		// The cleanup of an object nothing refers to runs once a
+		// collection has found it unreachable: after the first one.
+		runtime.AddCleanup(new(sentinel), g.settle, wide)
+	})
+}
+
+func (g *gate) settle(wide int32) {
+	if prev := g.set(g.percent); prev != wide {
+		g.set(prev) // set by someone else since resume: theirs stays
+	}
+	close(g.settled)
 }
