@@ -43,15 +43,23 @@ func setGCPercent(int32) int32
 // gateway's start with a small configuration allocate. The collection at
 // 16 MB gives the setting back, so a larger start is collected as usual
 // from there on and the heap never runs further ahead than this once.
-const firstFactor = 4
+// widest caps the widened setting: a GOGC whose own first goal is 16 MB
+// or more is left as it is.
+const (
+	firstFactor = 4
+	widest      = 400
+)
+
+// widened is the setting until the first collection, for GOGC's p > 0.
+func widened(p int32) int32 { return min(p*firstFactor, max(p, widest)) }
 
 // std is the process's gate; its initialiser turned the collector off.
 var std = newGate(setGCPercent)
 
 func init() { std.percent = std.set(-1) }
 
-// Resume turns the collector back on, the first goal widened by
-// firstFactor; the first collection gives the collector the setting it
+// Resume turns the collector back on, the first goal widened (see
+// firstFactor); the first collection gives the collector the setting it
 // had before this package's initialiser (GOGC's, or 100), and Settled is
 // closed then. Only the first call does anything, and the first
 // collection does not undo a setting made after Resume.
@@ -87,7 +95,12 @@ func (g *gate) resume() {
 			close(g.settled)
 			return
 		}
-		wide := g.percent * firstFactor
+		wide := widened(g.percent)
+		if wide == g.percent {
+			g.set(g.percent)
+			close(g.settled)
+			return
+		}
 		g.set(wide)
 		// The cleanup of an object nothing refers to runs once a
 		// collection has found it unreachable: after the first one.

@@ -57,7 +57,7 @@ func TestHeldUntilResumeQB5(t *testing.T) {
 	Resume()
 	wide := want
 	if want > 0 {
-		wide = want * firstFactor
+		wide = int(widened(int32(want)))
 	}
 	select {
 	case <-Settled():
@@ -101,17 +101,19 @@ func (r *recorder) get() int32 {
 }
 
 // QB-5: what Resume sets and what the first collection gives back, for a
-// setting left alone, one changed in between (which stays), and one off
-// (not widened, settled at once).
+// setting left alone, one changed in between (which stays), one already
+// as wide (left as it is) and one off (not widened, settled at once).
 func TestFirstCollectionGivesBackQB5(t *testing.T) {
 	for _, tc := range []struct {
 		name                    string
 		gogc, between, wantWide int32
 		want                    int32
 	}{
-		{name: "left alone", gogc: 100, wantWide: 100 * firstFactor, want: 100},
-		{name: "GOGC=50", gogc: 50, wantWide: 50 * firstFactor, want: 50},
-		{name: "changed in between", gogc: 100, between: 300, wantWide: 100 * firstFactor, want: 300},
+		{name: "left alone", gogc: 100, wantWide: 400, want: 100},
+		{name: "GOGC=50", gogc: 50, wantWide: 200, want: 50},
+		{name: "GOGC=200, capped", gogc: 200, wantWide: 400, want: 200},
+		{name: "GOGC=1000, already wide", gogc: 1000, wantWide: 1000, want: 1000},
+		{name: "changed in between", gogc: 100, between: 300, wantWide: 400, want: 300},
 		{name: "off", gogc: -1, wantWide: -1, want: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
