@@ -50,8 +50,14 @@ const (
 	widest      = 400
 )
 
-// widened is the setting until the first collection, for GOGC's p > 0.
-func widened(p int32) int32 { return min(p*firstFactor, max(p, widest)) }
+// widened is the setting until the first collection for GOGC's p: p
+// itself when it is off (negative), 0 or already that wide.
+func widened(p int32) int32 {
+	if p <= 0 || p >= widest {
+		return p
+	}
+	return min(p*firstFactor, widest)
+}
 
 // std is the process's gate; its initialiser turned the collector off.
 var std = newGate(setGCPercent)
@@ -89,12 +95,6 @@ type sentinel struct{ _ *byte }
 
 func (g *gate) resume() {
 	g.resumed.Do(func() {
-		if g.percent <= 0 {
-			// Off (or collecting all the time): nothing to widen.
-			g.set(g.percent)
-			close(g.settled)
-			return
-		}
 		wide := widened(g.percent)
 		if wide == g.percent {
 			g.set(g.percent)

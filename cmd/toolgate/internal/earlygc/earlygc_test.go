@@ -1,6 +1,7 @@
 package earlygc
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -115,6 +116,8 @@ func TestFirstCollectionGivesBackQB5(t *testing.T) {
 		{name: "GOGC=1000, already wide", gogc: 1000, wantWide: 1000, want: 1000},
 		{name: "changed in between", gogc: 100, between: 300, wantWide: 400, want: 300},
 		{name: "off", gogc: -1, wantWide: -1, want: -1},
+		{name: "0", gogc: 0, wantWide: 0, want: 0},
+		{name: "the largest", gogc: math.MaxInt32, wantWide: math.MaxInt32, want: math.MaxInt32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// No collection of the test's own until collectUntil forces
