@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // type error.
 type expanded string
 
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var varName = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // editorOnlyVars are VS Code and Cursor variables that mcpServers files use
 // and that have no meaning outside the editor.
@@ -79,7 +78,7 @@ func (x *expander) expand(path, s string) (string, bool) {
 }
 
 func (x *expander) resolve(path, ref string) (string, bool) {
-	if name, def, ok := strings.Cut(ref, ":-"); ok && varName.MatchString(name) {
+	if name, def, ok := strings.Cut(ref, ":-"); ok && varName().MatchString(name) {
 		if strings.Contains(def, "${") {
 			// The reference ends at the first "}", so a nested one would
 			// be cut in half.
@@ -97,7 +96,7 @@ func (x *expander) resolve(path, ref string) (string, bool) {
 	}
 	switch kind {
 	case "", "env":
-		if !varName.MatchString(arg) {
+		if !varName().MatchString(arg) {
 			x.fail(path, fmt.Sprintf("%s is not a valid variable reference (use ${NAME} with letters, digits and _)", strconv.Quote("${"+ref+"}")))
 			return "", false
 		}

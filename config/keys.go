@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -73,148 +74,152 @@ type Key struct {
 
 // Keys lists every key of the configuration, in the order of the docs. The
 // slice is the caller's own.
-func Keys() []Key { return slices.Clone(keys) }
+func Keys() []Key { return slices.Clone(keys()) }
 
 // KeyByPath returns the key at path, written as in Key.Path.
 func KeyByPath(path string) (Key, bool) {
-	k, ok := keyIndex[path]
+	k, ok := keyIndex()[path]
 	return k, ok
 }
 
-// keys is the table. The order is docs/configuration.md's.
-var keys = slices.Concat([]Key{
-	{Path: "gateway.listen", Env: "TOOLGATE_GATEWAY_LISTEN", Default: DefaultListen, Reload: Restart},
-	{Path: "gateway.publicUrl", Env: "TOOLGATE_GATEWAY_PUBLICURL", About: "the request's scheme and Host", Reload: Live},
-	{Path: "gateway.stateless", Env: "TOOLGATE_GATEWAY_STATELESS", Default: false, Reload: Restart},
-	{Path: "gateway.advertise", Env: "TOOLGATE_GATEWAY_ADVERTISE", About: "the listen address as bound; for a host binding every interface, POD_IP or the first non-loopback interface address", Reload: Restart},
-	{Path: "gateway.store", Env: "TOOLGATE_GATEWAY_STORE", About: "toolgate.db in the user data dir", Reload: Restart},
-	{Path: "gateway.maxRequestBytes", Env: "TOOLGATE_GATEWAY_MAXREQUESTBYTES", Default: int64(DefaultMaxRequestBytes), Unit: "bytes", Reload: Restart},
-	{Path: "gateway.sessionIdleTimeout", Env: "TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT", Default: DefaultSessionIdleTimeout, Reload: Restart},
-	{Path: "gateway.sessionParkAfter", Env: "TOOLGATE_GATEWAY_SESSIONPARKAFTER", Default: DefaultSessionParkAfter, Negative: NegativeNever, Reload: Restart},
-	{Path: "gateway.maxSessions", Env: "TOOLGATE_GATEWAY_MAXSESSIONS", Default: DefaultMaxSessions, Unit: "sessions", Reload: Restart},
-	{Path: "gateway.maxSessionsPerActor", Env: "TOOLGATE_GATEWAY_MAXSESSIONSPERACTOR", Default: DefaultMaxSessionsPerActor, Unit: "sessions", Reload: Restart},
-	{Path: "gateway.maxStreamsPerSession", Env: "TOOLGATE_GATEWAY_MAXSTREAMSPERSESSION", Default: DefaultMaxStreamsPerSession, Unit: "streams", Reload: Restart},
-	{Path: "gateway.readTimeout", Env: "TOOLGATE_GATEWAY_READTIMEOUT", Default: DefaultReadTimeout, Reload: Restart},
-	{Path: "gateway.writeTimeout", Env: "TOOLGATE_GATEWAY_WRITETIMEOUT", Default: DefaultWriteTimeout, Reload: Restart},
-	{Path: "gateway.idleTimeout", Env: "TOOLGATE_GATEWAY_IDLETIMEOUT", Default: DefaultIdleTimeout, Reload: Restart},
-	{Path: "gateway.heartbeatInterval", Env: "TOOLGATE_GATEWAY_HEARTBEATINTERVAL", Default: DefaultHeartbeatInterval, Reload: Restart},
-	{Path: "gateway.listTtl", Env: "TOOLGATE_GATEWAY_LISTTTL", Default: time.Duration(0), Zero: "the client revalidates every time", Reload: Restart},
-	{Path: "gateway.watchConfig", Env: "TOOLGATE_GATEWAY_WATCHCONFIG", Default: false, Reload: Live},
-	{Path: "gateway.confirm.secret", Env: "TOOLGATE_GATEWAY_CONFIRM_SECRET", EnvDeprecated: "TOOLGATE_CONFIRM_SECRET", About: "none; required when an action tool can be served", Reload: Restart},
-	{Path: "gateway.confirm.ttl", Env: "TOOLGATE_GATEWAY_CONFIRM_TTL", Default: DefaultConfirmTTL, Reload: Restart},
-	{Path: "gateway.confirm.approvalWait", Env: "TOOLGATE_GATEWAY_CONFIRM_APPROVALWAIT", Default: DefaultApprovalWait, Reload: Restart},
-	{Path: "gateway.confirm.messages.preview", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.invalid", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.used", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.expired", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.rejected", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.timedOut", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.waiting", About: "built-in text", Reload: Live},
-	{Path: "gateway.confirm.messages.shuttingDown", About: "built-in text", Reload: Live},
-	{Path: "gateway.review.mode", Env: "TOOLGATE_GATEWAY_REVIEW_MODE", Default: DefaultReviewMode, Reload: Live},
-	{Path: "gateway.metrics.enabled", Env: "TOOLGATE_GATEWAY_METRICS_ENABLED", Default: true, Derived: true, About: "on unless set to false", Reload: Restart},
-	// The admin API exists only when its block does: an override of its
-	// listen address alone would open one.
-	{Path: "gateway.admin.listen", Default: AdminDefaultListen, Derived: true, About: "when gateway.admin is present", Reload: Restart},
-	{Path: "gateway.admin.keys[].key", Reload: Restart},
-	{Path: "gateway.admin.keys[].operator", Reload: Restart},
-	{Path: "gateway.credentialsKey", Env: "TOOLGATE_GATEWAY_CREDENTIALSKEY", About: "none; required when an upstream has oauth", Reload: Restart},
-	{Path: "gateway.credentialsKeyPrevious", Env: "TOOLGATE_GATEWAY_CREDENTIALSKEYPREVIOUS", Reload: Restart},
+// keys is the table, built on first use rather than in the package's
+// initialiser, like keyIndex: a process that loads no configuration never
+// needs it (QB-5). The order is docs/configuration.md's.
+var keys = sync.OnceValue(func() []Key {
+	return slices.Concat([]Key{
+		{Path: "gateway.listen", Env: "TOOLGATE_GATEWAY_LISTEN", Default: DefaultListen, Reload: Restart},
+		{Path: "gateway.publicUrl", Env: "TOOLGATE_GATEWAY_PUBLICURL", About: "the request's scheme and Host", Reload: Live},
+		{Path: "gateway.stateless", Env: "TOOLGATE_GATEWAY_STATELESS", Default: false, Reload: Restart},
+		{Path: "gateway.advertise", Env: "TOOLGATE_GATEWAY_ADVERTISE", About: "the listen address as bound; for a host binding every interface, POD_IP or the first non-loopback interface address", Reload: Restart},
+		{Path: "gateway.store", Env: "TOOLGATE_GATEWAY_STORE", About: "toolgate.db in the user data dir", Reload: Restart},
+		{Path: "gateway.maxRequestBytes", Env: "TOOLGATE_GATEWAY_MAXREQUESTBYTES", Default: int64(DefaultMaxRequestBytes), Unit: "bytes", Reload: Restart},
+		{Path: "gateway.sessionIdleTimeout", Env: "TOOLGATE_GATEWAY_SESSIONIDLETIMEOUT", Default: DefaultSessionIdleTimeout, Reload: Restart},
+		{Path: "gateway.sessionParkAfter", Env: "TOOLGATE_GATEWAY_SESSIONPARKAFTER", Default: DefaultSessionParkAfter, Negative: NegativeNever, Reload: Restart},
+		{Path: "gateway.maxSessions", Env: "TOOLGATE_GATEWAY_MAXSESSIONS", Default: DefaultMaxSessions, Unit: "sessions", Reload: Restart},
+		{Path: "gateway.maxSessionsPerActor", Env: "TOOLGATE_GATEWAY_MAXSESSIONSPERACTOR", Default: DefaultMaxSessionsPerActor, Unit: "sessions", Reload: Restart},
+		{Path: "gateway.maxStreamsPerSession", Env: "TOOLGATE_GATEWAY_MAXSTREAMSPERSESSION", Default: DefaultMaxStreamsPerSession, Unit: "streams", Reload: Restart},
+		{Path: "gateway.readTimeout", Env: "TOOLGATE_GATEWAY_READTIMEOUT", Default: DefaultReadTimeout, Reload: Restart},
+		{Path: "gateway.writeTimeout", Env: "TOOLGATE_GATEWAY_WRITETIMEOUT", Default: DefaultWriteTimeout, Reload: Restart},
+		{Path: "gateway.idleTimeout", Env: "TOOLGATE_GATEWAY_IDLETIMEOUT", Default: DefaultIdleTimeout, Reload: Restart},
+		{Path: "gateway.heartbeatInterval", Env: "TOOLGATE_GATEWAY_HEARTBEATINTERVAL", Default: DefaultHeartbeatInterval, Reload: Restart},
+		{Path: "gateway.listTtl", Env: "TOOLGATE_GATEWAY_LISTTTL", Default: time.Duration(0), Zero: "the client revalidates every time", Reload: Restart},
+		{Path: "gateway.watchConfig", Env: "TOOLGATE_GATEWAY_WATCHCONFIG", Default: false, Reload: Live},
+		{Path: "gateway.confirm.secret", Env: "TOOLGATE_GATEWAY_CONFIRM_SECRET", EnvDeprecated: "TOOLGATE_CONFIRM_SECRET", About: "none; required when an action tool can be served", Reload: Restart},
+		{Path: "gateway.confirm.ttl", Env: "TOOLGATE_GATEWAY_CONFIRM_TTL", Default: DefaultConfirmTTL, Reload: Restart},
+		{Path: "gateway.confirm.approvalWait", Env: "TOOLGATE_GATEWAY_CONFIRM_APPROVALWAIT", Default: DefaultApprovalWait, Reload: Restart},
+		{Path: "gateway.confirm.messages.preview", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.invalid", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.used", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.expired", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.rejected", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.timedOut", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.waiting", About: "built-in text", Reload: Live},
+		{Path: "gateway.confirm.messages.shuttingDown", About: "built-in text", Reload: Live},
+		{Path: "gateway.review.mode", Env: "TOOLGATE_GATEWAY_REVIEW_MODE", Default: DefaultReviewMode, Reload: Live},
+		{Path: "gateway.metrics.enabled", Env: "TOOLGATE_GATEWAY_METRICS_ENABLED", Default: true, Derived: true, About: "on unless set to false", Reload: Restart},
+		// The admin API exists only when its block does: an override of its
+		// listen address alone would open one.
+		{Path: "gateway.admin.listen", Default: AdminDefaultListen, Derived: true, About: "when gateway.admin is present", Reload: Restart},
+		{Path: "gateway.admin.keys[].key", Reload: Restart},
+		{Path: "gateway.admin.keys[].operator", Reload: Restart},
+		{Path: "gateway.credentialsKey", Env: "TOOLGATE_GATEWAY_CREDENTIALSKEY", About: "none; required when an upstream has oauth", Reload: Restart},
+		{Path: "gateway.credentialsKeyPrevious", Env: "TOOLGATE_GATEWAY_CREDENTIALSKEYPREVIOUS", Reload: Restart},
 
-	{Path: "endpoints[].path", Default: DefaultEndpointPath, Derived: true, About: "the path of the endpoint served when none is configured", Reload: Restart},
-	{Path: "endpoints[].name", Default: DefaultEndpointName, Reload: Restart},
-	{Path: "endpoints[].version", Derived: true, About: "toolgate's version", Reload: Restart},
-	{Path: "endpoints[].instructions", Reload: Restart},
-	{Path: "endpoints[].discovery.mode", Default: DiscoveryOff, Reload: Restart},
-	{Path: "endpoints[].discovery.alwaysList", Reload: Restart},
-	{Path: "endpoints[].tools", Derived: true, About: `["*"]: every tool`, Reload: Live},
-	{Path: "endpoints[].auth.apiKeys[].key", Reload: Live},
-	{Path: "endpoints[].auth.apiKeys[].actor.id", Reload: Live},
-	{Path: "endpoints[].auth.apiKeys[].actor.roles", Reload: Live},
-	{Path: "endpoints[].auth.apiKeys[].actor.tenant", Reload: Live},
-	{Path: "endpoints[].auth.apiKeys[].actor.claims", Reload: Live},
-	{Path: "endpoints[].auth.oauth.issuer", Reload: Live},
-	{Path: "endpoints[].auth.oauth.jwksUrl", About: "discovered from the issuer", Reload: Live},
-	{Path: "endpoints[].auth.oauth.audience", Derived: true, About: "default: this endpoint's resource URL", Reload: Live},
-	{Path: "endpoints[].auth.oauth.scopesSupported", Reload: Live},
-	{Path: "endpoints[].auth.oauth.rolesFromScopes", Reload: Live},
-	{Path: "endpoints[].auth.oauth.actorClaim", Default: DefaultActorClaim, Derived: true, About: "in every oauth block, anyOf's included", Reload: Live},
-	{Path: "endpoints[].auth.oauth.tenantClaim", Reload: Live},
-	{Path: "endpoints[].auth.oauth.introspectionUrl", Reload: Live},
-	{Path: "endpoints[].auth.oauth.clientId", Reload: Live},
-	{Path: "endpoints[].auth.oauth.clientSecret", Reload: Live},
-	{Path: "endpoints[].auth.anyOf[]", Reload: Live},
-	{Path: "endpoints[].actor.id", Reload: Live},
-	{Path: "endpoints[].actor.roles", Reload: Live},
-	{Path: "endpoints[].actor.tenant", Reload: Live},
-	{Path: "endpoints[].actor.claims", Reload: Live},
-	{Path: "endpoints[].policies.default", About: "the top-level policies.default", Reload: Live},
-	{Path: "endpoints[].policies.rules[].id", Reload: Live},
-	{Path: "endpoints[].policies.rules[].when", Reload: Live},
-	{Path: "endpoints[].policies.rules[].effect", Reload: Live},
-	{Path: "endpoints[].policies.rules[].reason", Reload: Live},
-}, inspectKeys("endpoints[].inspect", "the upstream's, else the top level's"), []Key{
+		{Path: "endpoints[].path", Default: DefaultEndpointPath, Derived: true, About: "the path of the endpoint served when none is configured", Reload: Restart},
+		{Path: "endpoints[].name", Default: DefaultEndpointName, Reload: Restart},
+		{Path: "endpoints[].version", Derived: true, About: "toolgate's version", Reload: Restart},
+		{Path: "endpoints[].instructions", Reload: Restart},
+		{Path: "endpoints[].discovery.mode", Default: DiscoveryOff, Reload: Restart},
+		{Path: "endpoints[].discovery.alwaysList", Reload: Restart},
+		{Path: "endpoints[].tools", Derived: true, About: `["*"]: every tool`, Reload: Live},
+		{Path: "endpoints[].auth.apiKeys[].key", Reload: Live},
+		{Path: "endpoints[].auth.apiKeys[].actor.id", Reload: Live},
+		{Path: "endpoints[].auth.apiKeys[].actor.roles", Reload: Live},
+		{Path: "endpoints[].auth.apiKeys[].actor.tenant", Reload: Live},
+		{Path: "endpoints[].auth.apiKeys[].actor.claims", Reload: Live},
+		{Path: "endpoints[].auth.oauth.issuer", Reload: Live},
+		{Path: "endpoints[].auth.oauth.jwksUrl", About: "discovered from the issuer", Reload: Live},
+		{Path: "endpoints[].auth.oauth.audience", Derived: true, About: "default: this endpoint's resource URL", Reload: Live},
+		{Path: "endpoints[].auth.oauth.scopesSupported", Reload: Live},
+		{Path: "endpoints[].auth.oauth.rolesFromScopes", Reload: Live},
+		{Path: "endpoints[].auth.oauth.actorClaim", Default: DefaultActorClaim, Derived: true, About: "in every oauth block, anyOf's included", Reload: Live},
+		{Path: "endpoints[].auth.oauth.tenantClaim", Reload: Live},
+		{Path: "endpoints[].auth.oauth.introspectionUrl", Reload: Live},
+		{Path: "endpoints[].auth.oauth.clientId", Reload: Live},
+		{Path: "endpoints[].auth.oauth.clientSecret", Reload: Live},
+		{Path: "endpoints[].auth.anyOf[]", Reload: Live},
+		{Path: "endpoints[].actor.id", Reload: Live},
+		{Path: "endpoints[].actor.roles", Reload: Live},
+		{Path: "endpoints[].actor.tenant", Reload: Live},
+		{Path: "endpoints[].actor.claims", Reload: Live},
+		{Path: "endpoints[].policies.default", About: "the top-level policies.default", Reload: Live},
+		{Path: "endpoints[].policies.rules[].id", Reload: Live},
+		{Path: "endpoints[].policies.rules[].when", Reload: Live},
+		{Path: "endpoints[].policies.rules[].effect", Reload: Live},
+		{Path: "endpoints[].policies.rules[].reason", Reload: Live},
+	}, inspectKeys("endpoints[].inspect", "the upstream's, else the top level's"), []Key{
 
-	{Path: "upstreams[].name", Reload: Live},
-	{Path: "upstreams[].command", Reload: Live},
-	{Path: "upstreams[].args", Reload: Live},
-	{Path: "upstreams[].cwd", About: "the gateway's", Reload: Live},
-	{Path: "upstreams[].env", About: "a minimal environment", Reload: Live},
-	{Path: "upstreams[].required", Default: false, Reload: Live},
-	{Path: "upstreams[].prefix", About: "the name", Reload: Live},
-	{Path: "upstreams[].include", About: "all", Reload: Live},
-	{Path: "upstreams[].exclude", Reload: Live},
-	{Path: "upstreams[].reads", Reload: Live},
-	{Path: "upstreams[].actions", Reload: Live},
-	{Path: "upstreams[].defaultKind", Default: KindAction, Reload: Live},
-	{Path: "upstreams[].approval", Default: ApprovalClient, Reload: Live},
-	{Path: "upstreams[].roles", Reload: Live},
-	{Path: "upstreams[].timeout", Default: DefaultUpstreamTimeout, Reload: Live},
-	{Path: "upstreams[].health.enabled", Default: true, Derived: true, About: "on unless set to false", Reload: Live},
-	{Path: "upstreams[].health.interval", Default: DefaultHealthInterval, Min: MinHealthInterval, Reload: Live},
-	{Path: "upstreams[].health.timeout", Default: DefaultHealthTimeout, Derived: true, About: "at most timeout and health.interval", Reload: Live},
-	{Path: "upstreams[].reconnect.enabled", Default: true, Derived: true, About: "on unless set to false", Reload: Live},
-	{Path: "upstreams[].reconnect.initialDelay", Default: DefaultReconnectDelay, Min: MinReconnectDelay, Reload: Live},
-	{Path: "upstreams[].reconnect.maxDelay", Default: DefaultReconnectMax, Derived: true, About: "at least reconnect.initialDelay", Reload: Live},
-	{Path: "upstreams[].url", Reload: Live},
-	{Path: "upstreams[].transport", Default: TransportAuto, Derived: true, About: "for a url upstream", Reload: Live},
-	{Path: "upstreams[].headers", Reload: Live},
-	{Path: "upstreams[].authorization", Reload: Live},
-	{Path: "upstreams[].signing.hmacSha256.secret", Reload: Live},
-	{Path: "upstreams[].signing.hmacSha256.header", Reload: Live},
-	{Path: "upstreams[].roots", Reload: Live},
-	{Path: "upstreams[].oauth.credentials", Reload: Restart},
-	{Path: "upstreams[].oauth.clientId", About: "a Client ID Metadata Document, else dynamic registration", Reload: Restart},
-	{Path: "upstreams[].oauth.clientSecret", Reload: Restart},
-	{Path: "upstreams[].oauth.clientKeyFile", Reload: Restart},
-	{Path: "upstreams[].oauth.clientKeyId", Reload: Restart},
-	{Path: "upstreams[].oauth.clientAssertionAudience", Default: "issuer", Derived: true, About: "read as issuer when unset", Reload: Restart},
-	{Path: "upstreams[].oauth.scopes", About: "the scopes_supported of the upstream's protected-resource metadata", Reload: Restart},
-	{Path: "upstreams[].oauth.tokenExchange", Default: false, Reload: Restart},
-}, inspectKeys("upstreams[].inspect", "the top level's"), []Key{
-	{Path: "upstreams[].labels", Reload: Live},
-	{Path: "upstreams[].toolLabels", Reload: Live},
-	{Path: "upstreamsFrom", Reload: Live},
+		{Path: "upstreams[].name", Reload: Live},
+		{Path: "upstreams[].command", Reload: Live},
+		{Path: "upstreams[].args", Reload: Live},
+		{Path: "upstreams[].cwd", About: "the gateway's", Reload: Live},
+		{Path: "upstreams[].env", About: "a minimal environment", Reload: Live},
+		{Path: "upstreams[].required", Default: false, Reload: Live},
+		{Path: "upstreams[].prefix", About: "the name", Reload: Live},
+		{Path: "upstreams[].include", About: "all", Reload: Live},
+		{Path: "upstreams[].exclude", Reload: Live},
+		{Path: "upstreams[].reads", Reload: Live},
+		{Path: "upstreams[].actions", Reload: Live},
+		{Path: "upstreams[].defaultKind", Default: KindAction, Reload: Live},
+		{Path: "upstreams[].approval", Default: ApprovalClient, Reload: Live},
+		{Path: "upstreams[].roles", Reload: Live},
+		{Path: "upstreams[].timeout", Default: DefaultUpstreamTimeout, Reload: Live},
+		{Path: "upstreams[].health.enabled", Default: true, Derived: true, About: "on unless set to false", Reload: Live},
+		{Path: "upstreams[].health.interval", Default: DefaultHealthInterval, Min: MinHealthInterval, Reload: Live},
+		{Path: "upstreams[].health.timeout", Default: DefaultHealthTimeout, Derived: true, About: "at most timeout and health.interval", Reload: Live},
+		{Path: "upstreams[].reconnect.enabled", Default: true, Derived: true, About: "on unless set to false", Reload: Live},
+		{Path: "upstreams[].reconnect.initialDelay", Default: DefaultReconnectDelay, Min: MinReconnectDelay, Reload: Live},
+		{Path: "upstreams[].reconnect.maxDelay", Default: DefaultReconnectMax, Derived: true, About: "at least reconnect.initialDelay", Reload: Live},
+		{Path: "upstreams[].url", Reload: Live},
+		{Path: "upstreams[].transport", Default: TransportAuto, Derived: true, About: "for a url upstream", Reload: Live},
+		{Path: "upstreams[].headers", Reload: Live},
+		{Path: "upstreams[].authorization", Reload: Live},
+		{Path: "upstreams[].signing.hmacSha256.secret", Reload: Live},
+		{Path: "upstreams[].signing.hmacSha256.header", Reload: Live},
+		{Path: "upstreams[].roots", Reload: Live},
+		{Path: "upstreams[].oauth.credentials", Reload: Restart},
+		{Path: "upstreams[].oauth.clientId", About: "a Client ID Metadata Document, else dynamic registration", Reload: Restart},
+		{Path: "upstreams[].oauth.clientSecret", Reload: Restart},
+		{Path: "upstreams[].oauth.clientKeyFile", Reload: Restart},
+		{Path: "upstreams[].oauth.clientKeyId", Reload: Restart},
+		{Path: "upstreams[].oauth.clientAssertionAudience", Default: "issuer", Derived: true, About: "read as issuer when unset", Reload: Restart},
+		{Path: "upstreams[].oauth.scopes", About: "the scopes_supported of the upstream's protected-resource metadata", Reload: Restart},
+		{Path: "upstreams[].oauth.tokenExchange", Default: false, Reload: Restart},
+	}, inspectKeys("upstreams[].inspect", "the top level's"), []Key{
+		{Path: "upstreams[].labels", Reload: Live},
+		{Path: "upstreams[].toolLabels", Reload: Live},
+		{Path: "upstreamsFrom", Reload: Live},
 
-	{Path: "policies.default", Default: PolicyAllow, Derived: true, About: "read as allow when unset", Reload: Live},
-	{Path: "policies.rules[].id", Reload: Live},
-	{Path: "policies.rules[].when", Reload: Live},
-	{Path: "policies.rules[].effect", Reload: Live},
-	{Path: "policies.rules[].reason", Reload: Live},
-	{Path: "limits[].id", Reload: Live},
-	{Path: "limits[].per", Reload: Live},
-	{Path: "limits[].rate", Reload: Live},
-	{Path: "limits[].burst", Derived: true, About: "the rate's count, rounded up", Unit: "calls", Reload: Live},
-	{Path: "limits[].match", About: "every call", Reload: Live},
-	{Path: "limits[].quota", Reload: Live},
+		{Path: "policies.default", Default: PolicyAllow, Derived: true, About: "read as allow when unset", Reload: Live},
+		{Path: "policies.rules[].id", Reload: Live},
+		{Path: "policies.rules[].when", Reload: Live},
+		{Path: "policies.rules[].effect", Reload: Live},
+		{Path: "policies.rules[].reason", Reload: Live},
+		{Path: "limits[].id", Reload: Live},
+		{Path: "limits[].per", Reload: Live},
+		{Path: "limits[].rate", Reload: Live},
+		{Path: "limits[].burst", Derived: true, About: "the rate's count, rounded up", Unit: "calls", Reload: Live},
+		{Path: "limits[].match", About: "every call", Reload: Live},
+		{Path: "limits[].quota", Reload: Live},
 
-	{Path: "telemetry.traces.endpoint", About: "none (no traces)", Reload: Restart},
-	{Path: "telemetry.traces.protocol", Derived: true, About: "OTEL_EXPORTER_OTLP_PROTOCOL, else http", Reload: Restart},
-	{Path: "telemetry.traces.headers", Reload: Restart},
-	{Path: "telemetry.traces.sampleRatio", Derived: true, About: "1.0", Reload: Restart},
-	{Path: "audit.checkpointKey", Env: "TOOLGATE_AUDIT_CHECKPOINTKEY", About: "derived from gateway.confirm.secret", Reload: Restart},
-	{Path: "audit.export.path", Reload: Restart},
-}, inspectKeys("inspect", ""))
+		{Path: "telemetry.traces.endpoint", About: "none (no traces)", Reload: Restart},
+		{Path: "telemetry.traces.protocol", Derived: true, About: "OTEL_EXPORTER_OTLP_PROTOCOL, else http", Reload: Restart},
+		{Path: "telemetry.traces.headers", Reload: Restart},
+		{Path: "telemetry.traces.sampleRatio", Derived: true, About: "1.0", Reload: Restart},
+		{Path: "audit.checkpointKey", Env: "TOOLGATE_AUDIT_CHECKPOINTKEY", About: "derived from gateway.confirm.secret", Reload: Restart},
+		{Path: "audit.export.path", Reload: Restart},
+	}, inspectKeys("inspect", ""))
+})
 
 // inspectKeys are the keys of an inspect block at prefix. inherited says
 // where an unset action, list or bound of a scoped block comes from; ""
@@ -250,13 +255,14 @@ func inspectKeys(prefix, inherited string) []Key {
 }
 
 // keyIndex finds a key by its path.
-var keyIndex = func() map[string]Key {
-	m := make(map[string]Key, len(keys))
-	for _, k := range keys {
+var keyIndex = sync.OnceValue(func() map[string]Key {
+	ks := keys()
+	m := make(map[string]Key, len(ks))
+	for _, k := range ks {
 		m[k.Path] = k
 	}
 	return m
-}()
+})
 
 // FormatValue writes a default or limit as a config file would: durations
 // in their shortest Go form (30m, 1s, 100ms), the rest as YAML scalars.
@@ -306,7 +312,7 @@ func (k Key) zeroMeans() string {
 
 // envOf is the environment variable of the key at path, for messages.
 func envOf(path string) string {
-	return keyIndex[path].Env
+	return keyIndex()[path].Env
 }
 
 // EnvOverride is one environment variable that overrides a key.
@@ -321,7 +327,7 @@ type EnvOverride struct {
 // deprecated names included, in the order of Keys.
 func EnvOverrides() []EnvOverride {
 	var out []EnvOverride
-	for _, k := range keys {
+	for _, k := range keys() {
 		if k.Env != "" {
 			out = append(out, EnvOverride{Name: k.Env, Key: k})
 		}
@@ -385,7 +391,7 @@ func keysBelow(prefix string) []struct {
 		rel string
 		key Key
 	}
-	for _, k := range keys {
+	for _, k := range keys() {
 		rel, ok := strings.CutPrefix(k.Path, prefix+".")
 		if ok && !strings.Contains(rel, "[]") {
 			out = append(out, struct {

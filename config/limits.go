@@ -50,8 +50,8 @@ func (v *validator) limits() {
 		switch {
 		case l.ID == "":
 			v.fail(p+".id", "required: refusals, the audit and the metrics name the limit by it")
-		case !ruleIDRE.MatchString(l.ID):
-			v.fail(p+".id", "must match %s", ruleIDRE)
+		case !ruleIDRE().MatchString(l.ID):
+			v.fail(p+".id", "must match %s", ruleIDRE())
 		case ids[l.ID] != "":
 			v.fail(p+".id", "%q is taken by %s", l.ID, ids[l.ID])
 		default:

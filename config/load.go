@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -275,7 +274,7 @@ func (yamlParser) Unmarshal(b []byte) (map[string]any, error) {
 		quoted := b
 		// Adjacent matches share a "," so one pass can miss every other one.
 		for range 8 {
-			next := unquotedFlowVar.ReplaceAll(quoted, []byte(`$1"$2"$3`))
+			next := unquotedFlowVar().ReplaceAll(quoted, []byte(`$1"$2"$3`))
 			if string(next) == string(quoted) {
 				break
 			}
@@ -316,7 +315,7 @@ func (yamlParser) Marshal(m map[string]any) ([]byte, error) {
 
 // unquotedFlowVar finds a ${VAR} that is a whole plain scalar inside a flow
 // mapping or sequence: after "{", "[", "," or ":" and before ",", "}" or "]".
-var unquotedFlowVar = regexp.MustCompile(`([{\[,:][ \t]*)(\$\{[A-Za-z_][A-Za-z0-9_]*(?::[^{}"'\s,\]]+)?\})([ \t]*[,}\]])`)
+var unquotedFlowVar = lazyRegexp(`([{\[,:][ \t]*)(\$\{[A-Za-z_][A-Za-z0-9_]*(?::[^{}"'\s,\]]+)?\})([ \t]*[,}\]])`)
 
 // syntaxError keeps the parser's position and message but drops the source
 // excerpt that goccy's Error() appends.

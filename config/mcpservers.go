@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -28,7 +27,7 @@ type mcpEntry struct {
 	Disabled  bool              `json:"disabled"`
 }
 
-var nameCharRE = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+var nameCharRE = lazyRegexp(`[^a-zA-Z0-9_-]`)
 
 // MCPImport is an mcpServers file converted to upstreams (OP-2).
 type MCPImport struct {
@@ -234,7 +233,7 @@ func editorVars(u *Upstream) {
 }
 
 func entryPath(block, key string) string {
-	if upstreamNameRE.MatchString(key) {
+	if upstreamNameRE().MatchString(key) {
 		return block + "." + key
 	}
 	return fmt.Sprintf("%s[%q]", block, key)
@@ -256,7 +255,7 @@ func jsonKind(goType string) string {
 
 // sanitizeName reshapes a server key to the upstream-name rule.
 func sanitizeName(key string) string {
-	n := nameCharRE.ReplaceAllString(key, "_")
+	n := nameCharRE().ReplaceAllString(key, "_")
 	if len(n) > maxPrefixLen {
 		n = n[:maxPrefixLen]
 	}
@@ -371,7 +370,7 @@ func jsonError(data []byte, err error) error {
 	return errors.New("invalid JSON")
 }
 
-var envRefRE = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRefRE = lazyRegexp(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // YAML prints the import as `toolgate import-config FILE` does (OP-2): a
 // comment line per skipped server, then UpstreamsYAML of the upstreams.
@@ -455,8 +454,8 @@ func writeSecret(b *bytes.Buffer, indent, key, value, placeholder string) {
 		out = envRefs(value)
 		// A ${VAR:-default} whose default is a secret would print it.
 		var dropped []string
-		out = defaultRefRE.ReplaceAllStringFunc(out, func(ref string) string {
-			m := defaultRefRE.FindStringSubmatch(ref)
+		out = defaultRefRE().ReplaceAllStringFunc(out, func(ref string) string {
+			m := defaultRefRE().FindStringSubmatch(ref)
 			if m[2] == "" || !looksSecret(key, m[2]) {
 				return ref
 			}
@@ -479,31 +478,31 @@ func writeSecret(b *bytes.Buffer, indent, key, value, placeholder string) {
 	b.WriteByte('\n')
 }
 
-var defaultRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}`)
+var defaultRefRE = lazyRegexp(`\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}`)
 
-func envRefs(s string) string { return envRefRE.ReplaceAllString(s, "$${$1}") }
+func envRefs(s string) string { return envRefRE().ReplaceAllString(s, "$${$1}") }
 
 // placeholderName makes an environment variable name of s: kept when it
 // is one, else every character outside [A-Za-z0-9_] becomes _.
 func placeholderName(s string) string {
-	if varName.MatchString(s) {
+	if varName().MatchString(s) {
 		return s
 	}
-	n := nonVarCharRE.ReplaceAllString(s, "_")
+	n := nonVarCharRE().ReplaceAllString(s, "_")
 	if n == "" || (n[0] >= '0' && n[0] <= '9') {
 		n = "_" + n
 	}
 	return n
 }
 
-var nonVarCharRE = regexp.MustCompile(`[^A-Za-z0-9_]`)
+var nonVarCharRE = lazyRegexp(`[^A-Za-z0-9_]`)
 
-var plainRE = regexp.MustCompile(`^[A-Za-z0-9_./@+~-][A-Za-z0-9_./@+~=:-]*$`)
+var plainRE = lazyRegexp(`^[A-Za-z0-9_./@+~-][A-Za-z0-9_./@+~=:-]*$`)
 
 // yamlScalar writes s plain when that reads back as the same string, and
 // double-quoted (JSON escapes are valid YAML) otherwise.
 func yamlScalar(s string) string {
-	if plainRE.MatchString(s) && !strings.HasSuffix(s, ":") {
+	if plainRE().MatchString(s) && !strings.HasSuffix(s, ":") {
 		var back map[string]any
 		if err := yaml.Unmarshal([]byte("k: "+s), &back); err == nil {
 			if got, ok := back["k"].(string); ok && got == s {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/toolgate/toolgate/core/policy"
 )
@@ -35,7 +34,7 @@ const (
 	PolicyDeny    = "deny"
 )
 
-var ruleIDRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,64}$`)
+var ruleIDRE = lazyRegexp(`^[a-zA-Z0-9_.:-]{1,64}$`)
 
 // policies checks the top-level policies and every endpoint's: defaults,
 // effects, ids unique where they meet (an endpoint's among its own and the
@@ -64,8 +63,8 @@ func (v *validator) policyLayer(p string, ps *Policies, ids, outer map[string]st
 			v.fail(rp+".id", "required: the audit and the console name the rule by it")
 		case r.ID == policy.DefaultRule:
 			v.fail(rp+".id", "%q names the default in the audit; choose another id", r.ID)
-		case !ruleIDRE.MatchString(r.ID):
-			v.fail(rp+".id", "must match %s", ruleIDRE)
+		case !ruleIDRE().MatchString(r.ID):
+			v.fail(rp+".id", "must match %s", ruleIDRE())
 		case ids[r.ID] != "":
 			v.fail(rp+".id", "%q is taken by %s", r.ID, ids[r.ID])
 		case outer[r.ID] != "":

@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 )
@@ -78,7 +77,7 @@ var secretPrefixes = []string{
 
 // randomRunRE is a long unbroken run of letters and digits: what random
 // keys look like, unlike words, paths and UUIDs.
-var randomRunRE = regexp.MustCompile(`[A-Za-z0-9]{20,}`)
+var randomRunRE = lazyRegexp(`[A-Za-z0-9]{20,}`)
 
 func secretValue(v string) bool {
 	for _, p := range secretPrefixes {
@@ -96,7 +95,7 @@ func secretValue(v string) bool {
 			}
 		}
 	}
-	for _, run := range randomRunRE.FindAllString(v, -1) {
+	for _, run := range randomRunRE().FindAllString(v, -1) {
 		if strings.ContainsAny(run, "0123456789") && strings.IndexFunc(run, unicode.IsLetter) >= 0 {
 			return true
 		}

@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -23,8 +22,8 @@ const MinConfirmSecretBytes = 32
 const MinAPIKeyBytes = 16
 
 var (
-	upstreamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-	prefixRE       = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,40}$`)
+	upstreamNameRE = lazyRegexp(`^[a-zA-Z0-9_-]+$`)
+	prefixRE       = lazyRegexp(`^[a-zA-Z0-9_-]{1,40}$`)
 )
 
 // maxPrefixLen bounds a tool-name prefix, leaving room in the 64 characters
@@ -187,14 +186,14 @@ func checkStore(s string) string {
 	if err != nil {
 		return "not a valid PostgreSQL URL (a password with @ : / ? # % must be percent-encoded)"
 	}
-	if sc := u.Query().Get("schema"); u.Query().Has("schema") && !storeSchema.MatchString(sc) {
+	if sc := u.Query().Get("schema"); u.Query().Has("schema") && !storeSchema().MatchString(sc) {
 		return fmt.Sprintf("schema %q: must be 1 to 63 of a-z, 0-9 and _, not starting with a digit", sc)
 	}
 	return ""
 }
 
 // storeSchema is what a PostgreSQL store's ?schema= may be.
-var storeSchema = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var storeSchema = lazyRegexp(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // RedactStore shows a store URL with its password as ••• (IM-5); a file
 // path is returned as it is. A URL that does not parse is shown as a
@@ -495,7 +494,7 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 	switch {
 	case u.Name == "":
 		v.fail(p+".name", "required")
-	case !upstreamNameRE.MatchString(u.Name):
+	case !upstreamNameRE().MatchString(u.Name):
 		v.fail(p+".name", "must match ^[a-zA-Z0-9_-]+$ (it prefixes tool names)")
 	case names[u.Name] != "":
 		v.fail(p+".name", "duplicate upstream name %q (also %s)", u.Name, names[u.Name])
@@ -562,7 +561,7 @@ func (v *validator) upstream(p string, u Upstream, names map[string]string) {
 		v.upstreamOAuth(p, u)
 	}
 
-	if u.Prefix != nil && *u.Prefix != "" && !prefixRE.MatchString(*u.Prefix) {
+	if u.Prefix != nil && *u.Prefix != "" && !prefixRE().MatchString(*u.Prefix) {
 		v.fail(p+".prefix", `must match ^[a-zA-Z0-9_-]{1,40}$, or be "" for no prefix`)
 	}
 	v.globs(p+".include", u.Include)

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/auth"
@@ -104,8 +105,10 @@ func pageHeaders(w http.ResponseWriter) {
 }
 
 // consentPage names what the link connects, so the person who opened it
-// can tell a link meant for someone else (UI-2).
-var consentPage = template.Must(template.New("connect").Parse(`<!doctype html>
+// can tell a link meant for someone else (UI-2). Parsed when first shown,
+// not in the package's initialiser (QB-5).
+var consentPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("connect").Parse(`<!doctype html>
 <html lang="en"><meta charset="utf-8"><meta name="referrer" content="no-referrer">
 <title>toolgate: connect {{.Upstream}}</title>
 <h1>Connect {{.Upstream}}</h1>
@@ -123,6 +126,7 @@ var consentPage = template.Must(template.New("connect").Parse(`<!doctype html>
 </form>
 </html>
 `))
+})
 
 // consent answers the connect GET: the link is checked, not spent, and the
 // page's form carries it on. A previewer that fetches the link only gets
@@ -144,7 +148,7 @@ func (m *Manager) consent(w http.ResponseWriter, r *http.Request) error {
 	pageHeaders(w)
 	w.WriteHeader(http.StatusOK)
 	// A failed write is the browser gone: nothing to answer.
-	_ = consentPage.Execute(w, map[string]any{
+	_ = consentPage().Execute(w, map[string]any{
 		"Upstream": claim.Upstream, "Actor": claim.Actor, "Shared": claim.Actor == core.SharedActor,
 		"URL": m.ups[claim.Upstream].URL, "Until": time.Unix(claim.Expires, 0).UTC().Format("15:04 UTC"),
 		"Token": t, "Nonce": nonce,

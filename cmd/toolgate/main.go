@@ -15,7 +15,8 @@ import (
 
 // Package main initialises after every package it imports: the heavy
 // initialisers are done, so the collector earlygc held off resumes here,
-// before main or a test binary's main runs (QB-5).
+// before main or a test binary's main runs, its first collection waiting
+// until the heap has grown past them (QB-5).
 func init() { earlygc.Resume() }
 
 func main() {

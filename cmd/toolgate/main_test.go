@@ -10,13 +10,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolgate/toolgate/cmd/toolgate/internal/earlygc"
 	"github.com/toolgate/toolgate/internal/report"
 	"github.com/toolgate/toolgate/mcp/demo"
 )
@@ -396,7 +399,8 @@ func TestCheckShowsResolvedTransportIM9(t *testing.T) {
 }
 
 // QB-5: package main's initialiser resumed the collector earlygc held off
-// during the other initialisers: everything main runs has it as GOGC says.
+// during the other initialisers: from the first collection on, everything
+// main runs has it as GOGC says.
 func TestCollectorOnAfterInitQB5(t *testing.T) {
 	want := 100
 	switch v := os.Getenv("GOGC"); v {
@@ -410,7 +414,66 @@ func TestCollectorOnAfterInitQB5(t *testing.T) {
 		}
 		want = n
 	}
+	settled := false
+	for range 2000 {
+		runtime.GC()
+		select {
+		case <-earlygc.Settled():
+			settled = true
+		default:
+			time.Sleep(time.Millisecond) // the cleanup runs on the runtime's goroutine
+		}
+		if settled {
+			break
+		}
+	}
+	if !settled {
+		t.Fatal("no collection gave the collector its setting back")
+	}
 	if got := debug.SetGCPercent(want); got != want {
 		t.Errorf("the collector's setting in main is %d, want %d", got, want)
+	}
+}
+
+// QB-5: the collector is off before the heavy initialisers start, so the
+// binary's start runs no collection at all before main: earlygc comes
+// ahead of the phone-number metadata and the JSON Schema meta-schemas in
+// the initialisation order, and no cycle ends (gctrace prints one line per
+// cycle) before the last initialiser has run.
+func TestNoCollectionBeforeMainQB5(t *testing.T) {
+	bin := toolgateBinary(t)
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1,gctrace=1", "GOGC=100", "GOMEMLIMIT=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("toolgate version: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(stderr.String(), "\n")
+	at := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return i
+			}
+		}
+		t.Fatalf("no line %q in the trace:\n%s", prefix, stderr.String())
+		return -1
+	}
+	held := at("init github.com/toolgate/toolgate/cmd/toolgate/internal/earlygc ")
+	for _, heavy := range []string{"github.com/nyaruka/phonenumbers ", "github.com/santhosh-tekuri/jsonschema/v6 "} {
+		if i := at("init " + heavy); i < held {
+			t.Errorf("%sinitialised before earlygc held the collector off", heavy)
+		}
+	}
+	lastInit := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "init ") {
+			lastInit = i
+		}
+	}
+	for _, l := range lines[:lastInit] {
+		if strings.HasPrefix(l, "gc ") {
+			t.Errorf("a collection ran among the initialisers: %s", l)
+		}
 	}
 }

@@ -210,7 +210,7 @@ func queryWeights(query string) map[string]float64 {
 		w[t] = 1
 	}
 	for _, t := range terms {
-		for _, s := range synonyms[t] {
+		for _, s := range synonyms()[t] {
 			if _, ok := w[s]; !ok {
 				w[s] = weightSynonym
 			}

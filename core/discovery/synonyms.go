@@ -1,6 +1,9 @@
 package discovery
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // synonymGroups are everyday words people use for the same operation or
 // thing in tool texts: a query says "remove", a tool "delete". Each line
@@ -43,8 +46,10 @@ var synonymGroups = []string{
 	"sum add total plus",
 }
 
-// synonyms maps a term to the other terms of its groups.
-var synonyms = func() map[string][]string {
+// synonyms maps a term to the other terms of its groups. Built on the
+// first search, not in the package's initialiser: a gateway without
+// tool search never needs it (QB-5).
+var synonyms = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
 	for _, g := range synonymGroups {
 		var terms []string
@@ -60,7 +65,7 @@ var synonyms = func() map[string][]string {
 		}
 	}
 	return m
-}()
+})
 
 func contains(s []string, x string) bool {
 	for _, v := range s {

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -15,7 +16,7 @@ func Terms(s string) []string {
 	var out []string
 	eachWord(s, func(w string) {
 		w = fold(w)
-		if stopwords[w] {
+		if stopwords()[w] {
 			return
 		}
 		out = append(out, Stem(w))
@@ -136,7 +137,9 @@ func undouble(w string) string {
 
 // stopwords are words too common in tool texts and requests to tell tools
 // apart; leaving them out keeps "a", "the" and "to" from ranking a tool.
-var stopwords = func() map[string]bool {
+//
+// Built on first use, as synonyms is.
+var stopwords = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an the and or of to in on at for from by with into onto
 		is are be been was were it its this that these those as if then than so
@@ -148,4 +151,4 @@ var stopwords = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})

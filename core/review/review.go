@@ -162,7 +162,7 @@ type approvalFile struct {
 
 // fingerprintRE is the form Fingerprint produces, or the older one, which
 // is read so that its approvals show as changed rather than vanish.
-var fingerprintRE = regexp.MustCompile(`^sha256(?:v2)?:[0-9a-f]{64}$`)
+var fingerprintRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256(?:v2)?:[0-9a-f]{64}$`) })
 
 // ParseApprovals reads and validates an approvals file without storing
 // anything. Every entry must be a valid Approval with a well-formed
@@ -199,7 +199,7 @@ func ParseApprovals(data []byte) ([]core.Approval, error) {
 		if strings.Contains(a.Source, ":") {
 			return nil, fmt.Errorf("%w: approvals[%d]: source %q is not an upstream name (a prompt's or resource's decision names its kind in \"kind\")", ErrApprovalFile, i, a.Source)
 		}
-		if !fingerprintRE.MatchString(a.Fingerprint) {
+		if !fingerprintRE().MatchString(a.Fingerprint) {
 			return nil, fmt.Errorf("%w: approvals[%d] (%s/%s): fingerprint %q is not sha256:<64 hex digits> (the older format) or sha256v2:<64 hex digits>", ErrApprovalFile, i, a.Source, a.RemoteName, a.Fingerprint)
 		}
 		k := keyOf(a)

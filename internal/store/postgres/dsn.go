@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,7 +28,7 @@ const connectTimeout = 5 * time.Second
 // enough for concurrent ledger writes beside the audit flusher.
 const defaultMaxConns = 8
 
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var schemaName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`) })
 
 // IsDSN reports whether spec names a PostgreSQL store.
 func IsDSN(spec string) bool {
@@ -72,7 +73,7 @@ func parseDSN(spec string) (*dsn, error) {
 		q.Del("schema")
 		u.RawQuery = q.Encode()
 	}
-	if !schemaName.MatchString(d.schema) {
+	if !schemaName().MatchString(d.schema) {
 		return nil, fmt.Errorf("store: schema %q: must be 1 to 63 of a-z, 0-9 and _, not starting with a digit", d.schema)
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
