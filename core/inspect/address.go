@@ -3,7 +3,6 @@ package inspect
 import (
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Instructions aimed at the model, as they appear in tool results (IN-1).
@@ -328,18 +327,14 @@ var addressRules = []addressRule{
 const pairReach = 400
 
 // addressFindings returns the spans of s that address the model (IN-1).
-// addressKeywords indexes every rule's anchors, which match the lowercased
-// text as they are.
-var addressKeywords = sync.OnceValue(func() *keywordSet {
-	return newKeywordSet(len(addressRules),
-		func(r int) []string { return addressRules[r].anchors },
-		func(int) bool { return false })
-})
-
 func addressFindings(s, path string) []Finding {
-	lower := unescapeBreaks(asciiLower(s))
-	hits, done := addressKeywords().scan(lower, len(addressRules))
-	defer done()
+	ix := indexText(s, 1<<resultFamily)
+	defer ix.release()
+	return addressFindingsIn(ix, path)
+}
+
+func addressFindingsIn(ix textIndex, path string) []Finding {
+	s, lower, hits := ix.s, ix.spaced, ix.scan.of(resultFamily)
 	var strong, weak []Finding
 	for i := range addressRules {
 		if len(hits[i]) == 0 {

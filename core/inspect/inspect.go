@@ -129,16 +129,29 @@ func (in *Inspector) Text(s, path string, set Set) []Finding {
 	if s == "" || set == 0 {
 		return nil
 	}
+	// The keyword-gated detectors share one lowered copy and one pass.
+	var fams families
+	if set.Has(Secrets) {
+		fams |= 1 << secretsFamily
+	}
+	if set.Has(Injection) {
+		fams |= 1<<resultFamily | 1<<addresseeFamily
+	}
+	var ix textIndex
+	if fams != 0 {
+		ix = indexText(s, fams)
+		defer ix.release()
+	}
 	var out []Finding
 	if set.Has(Secrets) {
-		out = appendNew(out, secretFindings(s, path))
+		out = appendNew(out, secretFindingsIn(ix, path))
 	}
 	if set.Has(PII) {
 		out = appendNew(out, in.piiFindings(s, path))
 	}
 	if set.Has(Injection) {
-		out = appendNew(out, injectionFindings(s, path))
-		out = appendNew(out, addressFindings(s, path))
+		out = appendNew(out, injectionFindingsIn(ix, path))
+		out = appendNew(out, addressFindingsIn(ix, path))
 	}
 	if set.Has(Links) {
 		out = appendNew(out, in.linkFindings(s, path))

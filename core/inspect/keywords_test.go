@@ -56,6 +56,7 @@ func keywordTexts(t *testing.T) []string {
 	for _, r := range addressRules {
 		words = append(words, r.anchors...)
 	}
+	words = append(words, addresseeAnchors...)
 	rng := rand.New(rand.NewPCG(1, 2))
 	mixCase := func(w string) string {
 		b := []byte(w)
@@ -66,7 +67,7 @@ func keywordTexts(t *testing.T) []string {
 		}
 		return string(b)
 	}
-	fillers := []string{" ", "", "\n", "_", "x", "=", ": ", "s ", "://", "\"", "ü", "—"}
+	fillers := []string{" ", "", "\n", "_", "x", "=", ": ", "s ", "://", "\"", "ü", "—", `\n`, `\t`, `\`}
 	for range 3000 {
 		var b strings.Builder
 		for range 1 + rng.IntN(12) {
@@ -86,29 +87,59 @@ func keywordTexts(t *testing.T) []string {
 	return texts
 }
 
-// The one-pass scan finds exactly the occurrences the searches did, so
-// every secrets and result rule reads the same windows and finds the same
-// spans (IN-1).
+// The one pass finds exactly the occurrences the searches did, for every
+// family in every combination a text is scanned for, so every secrets rule,
+// result rule and the addressee's gate read the same windows and find the
+// same spans (IN-1). Texts with escaped line breaks, where the result rules
+// read other text than the rest, are among them.
 func TestKeywordScanMatchesSearchIN1(t *testing.T) {
 	texts := keywordTexts(t)
+	escaped := 0
 	for _, s := range texts {
-		hits, done := secretKeywords().scan(s, len(secretRules))
-		for i, r := range secretRules {
-			if want := searchHits(s, r.keywords, r.fold); !reflect.DeepEqual(nonNil(hits[i]), nonNil(want)) {
-				t.Fatalf("secrets rule %s on %.80q: scan %v, searches %v", r.detector, s, hits[i], want)
-			}
-		}
-		done()
 		lower := asciiLower(s)
-		hits, done = addressKeywords().scan(lower, len(addressRules))
-		for i, r := range addressRules {
-			if want := searchHits(lower, r.anchors, false); !reflect.DeepEqual(nonNil(hits[i]), nonNil(want)) {
-				t.Fatalf("result rule %d (%s) on %.80q: scan %v, searches %v", i, r.detector, s, hits[i], want)
-			}
+		spaced := unescapeBreaks(lower)
+		if spaced != lower {
+			escaped++
 		}
-		done()
+		var wantSecrets, wantResult [][]keywordHit
+		for _, r := range secretRules {
+			wantSecrets = append(wantSecrets, nonNil(searchHits(s, r.keywords, r.fold)))
+		}
+		for _, r := range addressRules {
+			wantResult = append(wantResult, nonNil(searchHits(spaced, r.anchors, false)))
+		}
+		wantAddressee := nonNil(searchHits(lower, addresseeAnchors, false))
+		for fams := families(1); fams < 1<<numFamilies; fams++ {
+			ix := indexText(s, fams)
+			if ix.lower != lower || ix.spaced != spaced && fams.has(resultFamily) {
+				t.Fatalf("families %b on %.80q: the index's texts differ from asciiLower and unescapeBreaks", fams, s)
+			}
+			if fams.has(secretsFamily) {
+				for i, r := range secretRules {
+					if want := wantSecrets[i]; !reflect.DeepEqual(nonNil(ix.scan.of(secretsFamily)[i]), want) {
+						t.Fatalf("families %b, secrets rule %s on %.80q: scan %v, searches %v", fams, r.detector, s, ix.scan.of(secretsFamily)[i], want)
+					}
+				}
+			}
+			if fams.has(resultFamily) {
+				for i, r := range addressRules {
+					if want := wantResult[i]; !reflect.DeepEqual(nonNil(ix.scan.of(resultFamily)[i]), want) {
+						t.Fatalf("families %b, result rule %d (%s) on %.80q: scan %v, searches %v", fams, i, r.detector, s, ix.scan.of(resultFamily)[i], want)
+					}
+				}
+			}
+			if fams.has(addresseeFamily) {
+				if want := wantAddressee; !reflect.DeepEqual(nonNil(ix.scan.of(addresseeFamily)[0]), want) {
+					t.Fatalf("families %b, addressee anchors on %.80q: scan %v, searches %v", fams, s, ix.scan.of(addresseeFamily)[0], want)
+				}
+			}
+			ix.release()
+		}
 	}
-	t.Logf("%d texts, the same occurrences", len(texts))
+	if escaped < 100 {
+		t.Fatalf("only %d texts with escaped breaks", escaped)
+	}
+	t.Logf("%d texts (%d with escaped breaks), the same occurrences", len(texts), escaped)
 }
 
 func nonNil(h []keywordHit) []keywordHit {
