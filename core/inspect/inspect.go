@@ -164,28 +164,15 @@ func (in *Inspector) Text(s, path string, set Set) []Finding {
 // each finding's Path points to its string. A document that is not JSON is
 // an error.
 func (in *Inspector) JSON(raw []byte, set Set) ([]Finding, error) {
-	root, err := jsontree.DecodeJSONTree(raw)
+	texts, err := readStrings(raw, true)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
-	in.walk(root, "", set, &out)
-	return out, nil
-}
-
-func (in *Inspector) walk(n *jsontree.JsonNode, path string, set Set, out *[]Finding) {
-	switch n.Kind {
-	case 's':
-		*out = append(*out, in.Text(n.Str, path, set)...)
-	case 'o':
-		for i, k := range n.Keys {
-			in.walk(n.Elems[i], jsontree.PointerAppend(path, k), set, out)
-		}
-	case 'a':
-		for i, e := range n.Elems {
-			in.walk(e, jsontree.PointerAppend(path, itoa(i)), set, out)
-		}
+	for _, t := range texts {
+		out = append(out, in.Text(t.s, t.path, set)...)
 	}
+	return out, nil
 }
 
 // Placeholder is what Redact puts in place of a span.
