@@ -287,104 +287,113 @@ func (r *jsonReader) array(m readMode, path string) bool {
 }
 
 // str reads a string at r.i and, with want, returns its value as
-// encoding/json decodes it: escapes resolved, bytes that are not UTF-8
-// each read as U+FFFD. It checks what encoding/json's scanner checks: no
-// control character, only the escapes JSON has.
+// encoding/json decodes it: escapes resolved, each byte that is not part
+// of UTF-8 read as U+FFFD. It checks what encoding/json's scanner checks:
+// no control character, only the escapes JSON has.
 func (r *jsonReader) str(want bool) (string, bool) {
+	raw := r.raw
 	start := r.i + 1
-	plain := true // no escape, nothing but ASCII
-	for j := start; j < len(r.raw); j++ {
-		switch c := r.raw[j]; {
+	// buf is the value so far once it differs from the body; the body's
+	// bytes from run on are not in it yet.
+	var buf []byte
+	run := start
+	for j := start; ; {
+		for j < len(raw) && plainByte[raw[j]] {
+			j++
+		}
+		if j >= len(raw) {
+			return "", false
+		}
+		switch c := raw[j]; {
 		case c == '"':
 			r.i = j + 1
-			if !want {
+			switch {
+			case !want:
 				return "", true
+			case buf == nil:
+				return string(raw[start:j]), true
 			}
-			body := r.raw[start:j]
-			if plain || utf8.Valid(body) && !hasByte(body, '\\') {
-				return string(body), true
-			}
-			return unquote(body), true
+			return string(append(buf, raw[run:j]...)), true
 		case c == '\\':
-			plain = false
-			j++
-			if j >= len(r.raw) {
+			if j+1 >= len(raw) {
 				return "", false
 			}
-			switch r.raw[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			var d byte // what the escape stands for, when one byte
+			switch e := raw[j+1]; e {
+			case '"', '\\', '/':
+				d = e
+			case 'b':
+				d = '\b'
+			case 'f':
+				d = '\f'
+			case 'n':
+				d = '\n'
+			case 'r':
+				d = '\r'
+			case 't':
+				d = '\t'
 			case 'u':
-				if getu4(r.raw[j-1:]) < 0 {
+				rr := getu4(raw[j:])
+				if rr < 0 {
 					return "", false
 				}
-				j += 4
+				if want {
+					buf = append(grow(buf, len(raw)-start), raw[run:j]...)
+				}
+				j += 6
+				if utf16.IsSurrogate(rr) {
+					// A pair is read whole; a half alone is U+FFFD,
+					// and what follows it is read on its own.
+					if dec := utf16.DecodeRune(rr, getu4(raw[j:])); dec != unicode.ReplacementChar {
+						j += 6
+						rr = dec
+					} else {
+						rr = unicode.ReplacementChar
+					}
+				}
+				if want {
+					buf = utf8.AppendRune(buf, rr)
+				}
+				run = j
+				continue
 			default:
 				return "", false
 			}
+			if want {
+				buf = append(append(grow(buf, len(raw)-start), raw[run:j]...), d)
+			}
+			j += 2
+			run = j
 		case c < ' ':
 			return "", false
-		case c >= utf8.RuneSelf:
-			plain = false
-		}
-	}
-	return "", false
-}
-
-func hasByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
-
-// unquote is encoding/json's unquoting of a string's body the scanner
-// accepted.
-func unquote(s []byte) string {
-	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
-	for r := 0; r < len(s); {
-		switch c := s[r]; {
-		case c == '\\':
-			switch s[r+1] {
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				rr := getu4(s[r:])
-				r += 6
-				if utf16.IsSurrogate(rr) {
-					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
-						r += 6
-						b = utf8.AppendRune(b, dec)
-						continue
-					}
-					rr = unicode.ReplacementChar
-				}
-				b = utf8.AppendRune(b, rr)
-				continue
-			default: // '"', '\\', '/'
-				b = append(b, s[r+1])
+		default: // not ASCII
+			rr, size := utf8.DecodeRune(raw[j:])
+			if rr == utf8.RuneError && size == 1 && want {
+				buf = append(append(grow(buf, len(raw)-start), raw[run:j]...), "\uFFFD"...)
+				run = j + 1
 			}
-			r += 2
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			b = utf8.AppendRune(b, rr)
-			r += size
+			j += size
 		}
 	}
-	return string(b)
 }
+
+// grow gives buf, when it is still nil, room for a value of up to 4 KiB
+// (most of them) or n bytes.
+func grow(buf []byte, n int) []byte {
+	if buf == nil {
+		buf = make([]byte, 0, min(n, 4<<10))
+	}
+	return buf
+}
+
+// plainByte: bytes a string holds as they are, which need neither
+// checking nor decoding.
+var plainByte = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // getu4 reads "\uXXXX" at the start of s; -1 if it is not one.
 func getu4(s []byte) rune {
