@@ -341,7 +341,7 @@ func addressFindingsIn(ix textIndex, path string) []Finding {
 			continue
 		}
 		r := &addressRules[i]
-		fs := r.find(s, lower, path, hits[i])
+		fs := r.find(s, lower, path, hits[i], ix.scan.of(needsFamily)[i])
 		if r.weak {
 			weak = append(weak, fs...)
 		} else {
@@ -428,10 +428,28 @@ func quotedMention(s string, start, end int) bool {
 // listItem is the start of an item of a list.
 var listItem = lazyCompile(`^\s*(?:[-*•]|\d+[.)])\s*(?:$|\S)`)
 
-// holdsNeeds reports whether s holds a literal of each group of needs.
-func holdsNeeds(s string, needs [][]string) bool {
-	for _, group := range needs {
-		if !slices.ContainsFunc(group, func(w string) bool { return strings.Contains(s, w) }) {
+// needsWithin reports whether [lo, hi) of the rule's text holds a literal
+// of each group of r.needs, as holdsNeeds of that window would, from the
+// literals' occurrences (occ, ordered by literal, then place): the window
+// is not read again.
+func (r *addressRule) needsWithin(occ []keywordHit, lo, hi int) bool {
+	kw := 0
+	for _, group := range r.needs {
+		found := false
+		for _, w := range group {
+			if !found {
+				// The literal's first occurrence from lo on.
+				j, _ := slices.BinarySearchFunc(occ, keywordHit{kw, lo}, func(h, t keywordHit) int {
+					if h.kw != t.kw {
+						return h.kw - t.kw
+					}
+					return h.at - t.at
+				})
+				found = j < len(occ) && occ[j].kw == kw && occ[j].at+len(w) <= hi
+			}
+			kw++
+		}
+		if !found {
 			return false
 		}
 	}
@@ -447,7 +465,9 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 	return false
 }
 
-func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
+// find reads the windows around the rule's anchors (hits) in lower;
+// needs are the occurrences of its needs' literals there.
+func (r *addressRule) find(s, lower, path string, hits, needs []keywordHit) []Finding {
 	var out []Finding
 	add := func(start, end int) {
 		f := Finding{Type: Injection, Detector: r.detector, Path: path, Start: start, End: end}
@@ -473,7 +493,7 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 			continue
 		}
 		if r.at != nil {
-			if !holdsNeeds(lower[i:min(len(lower), at+r.fwd)], r.needs) {
+			if !r.needsWithin(needs, i, min(len(lower), at+r.fwd)) {
 				continue
 			}
 			if m := r.at.FindStringIndex(lower[i:min(len(lower), at+r.fwd)]); m != nil {
@@ -484,7 +504,7 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 		wins = append(wins, [2]int{max(0, i-r.back), min(len(lower), at+r.fwd)})
 	}
 	eachMergedWindow(wins, len(lower), func(lo, hi int) {
-		if !holdsNeeds(lower[lo:hi], r.needs) {
+		if !r.needsWithin(needs, lo, hi) {
 			return
 		}
 		for _, m := range r.re.FindAllStringIndex(lower[lo:hi], -1) {

@@ -1,6 +1,9 @@
 package inspect
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // One pass finds the keywords of every detector that is gated by them
 // (IN-1): the secrets rules' keywords, the result rules' anchors and the
@@ -24,8 +27,15 @@ const (
 	resultFamily
 	// addresseeFamily: addresseeAnchors, in the ASCII-lowercased text.
 	addresseeFamily
+	// needsFamily: the literals of addressRules' needs, in the result
+	// rules' text, every occurrence (those that overlap too): a window
+	// holds a literal where one of them lies inside it.
+	needsFamily
 	numFamilies
 )
+
+// resultText are the families read in the result rules' text.
+const resultText families = 1<<resultFamily | 1<<needsFamily
 
 // families is a set of families.
 type families uint8
@@ -43,6 +53,8 @@ func familyKeywords(f family) (rules int, keywords func(int) []string, fold func
 		return len(secretRules), func(r int) []string { return secretRules[r].keywords }, func(r int) bool { return secretRules[r].fold }
 	case resultFamily:
 		return len(addressRules), func(r int) []string { return addressRules[r].anchors }, always
+	case needsFamily:
+		return len(addressRules), func(r int) []string { return slices.Concat(addressRules[r].needs...) }, always
 	default:
 		return 1, func(int) []string { return addresseeAnchors }, always
 	}
@@ -56,6 +68,7 @@ type keywordSet struct {
 	// compared as written with the text itself (exact[w] != "").
 	words  []string
 	exact  []string
+	every  []bool     // every occurrence counts, not only those apart
 	owners [][]keyRef // the rules (and their keyword) each word gates
 	rules  [numFamilies]int
 	starts [1 << 16 / 64]uint64 // the byte pairs that start a word
@@ -103,7 +116,11 @@ func pairOf(a, b byte) uint16 { return uint16(lowerASCII(a))<<8 | uint16(lowerAS
 // is at least two bytes long.
 func newKeywordSet(fams families) *keywordSet {
 	k := &keywordSet{fams: fams, byPair: make([]uint16, 1<<16)}
-	index := map[[2]string]int{}
+	type wordKey struct {
+		lower, exact string
+		every        bool
+	}
+	index := map[wordKey]int{}
 	for f := range numFamilies {
 		if !fams.has(f) {
 			continue
@@ -119,13 +136,15 @@ func newKeywordSet(fams families) *keywordSet {
 				if !fold(r) {
 					lw, exact = asciiLower(w), w
 				}
-				key := [2]string{lw, exact}
+				every := f == needsFamily
+				key := wordKey{lw, exact, every}
 				i, ok := index[key]
 				if !ok {
 					i = len(k.words)
 					index[key] = i
 					k.words = append(k.words, lw)
 					k.exact = append(k.exact, exact)
+					k.every = append(k.every, every)
 					k.owners = append(k.owners, nil)
 					p := pairOf(lw[0], lw[1])
 					k.starts[p>>6] |= 1 << (p & 63)
@@ -213,7 +232,9 @@ func (ks *keywordScan) pass(k *keywordSet, s, lower string) {
 			if e := k.exact[w]; e != "" && s[i:i+len(e)] != e {
 				continue
 			}
-			ks.next[w] = i + len(word)
+			if !k.every[w] {
+				ks.next[w] = i + len(word)
+			}
 			for _, o := range k.owners[w] {
 				ks.hits[o.fam][o.rule] = append(ks.hits[o.fam][o.rule], keywordHit{int(o.kw), i})
 			}
@@ -260,13 +281,16 @@ func indexText(s string, fams families) textIndex {
 	ix.spaced = ix.lower
 	ks := scanPool.Get().(*keywordScan)
 	ix.scan = ks
-	all := fams
 	if fams.has(resultFamily) {
+		fams |= 1 << needsFamily
+	}
+	all := fams
+	if fams&resultText != 0 {
 		ix.spaced = unescapeBreaks(ix.lower)
 		if ix.spaced != ix.lower {
 			// The result rules read other text here: a pass of their own.
-			rest := fams &^ (1 << resultFamily)
-			k := keywordsOf(1 << resultFamily)
+			rest := fams &^ resultText
+			k := keywordsOf(fams & resultText)
 			ks.reset(k)
 			ks.pass(k, s, ix.spaced)
 			if rest == 0 {

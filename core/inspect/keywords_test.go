@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +25,85 @@ func searchHits(s string, keywords []string, fold bool) []keywordHit {
 		}
 	}
 	return hits
+}
+
+// everyHit is every occurrence of each literal in s, those that overlap
+// too, ordered by literal, then place.
+func everyHit(s string, literals []string) []keywordHit {
+	var hits []keywordHit
+	for kw, k := range literals {
+		for at := 0; ; {
+			i := strings.Index(s[at:], k)
+			if i < 0 {
+				break
+			}
+			hits = append(hits, keywordHit{kw, at + i})
+			at += i + 1
+		}
+	}
+	return hits
+}
+
+// holdsNeeds is what needsWithin replaces: the window searched for a
+// literal of each group of needs.
+func holdsNeeds(s string, needs [][]string) bool {
+	for _, group := range needs {
+		if !slices.ContainsFunc(group, func(w string) bool { return strings.Contains(s, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// A window holds a rule's needs by the occurrences the pass found exactly
+// where searching the window finds them (IN-1): over every text above,
+// for every rule with needs, windows at every anchor, at each of the
+// literals' occurrences and at random, of the sizes the rules read and
+// cut through literals.
+func TestNeedsWithinExactIN1(t *testing.T) {
+	texts := keywordTexts(t)
+	rng := rand.New(rand.NewPCG(3, 5))
+	checked, held := 0, 0
+	for _, s := range texts {
+		ix := indexText(s, 1<<resultFamily)
+		lower := ix.spaced
+		for i := range addressRules {
+			r := &addressRules[i]
+			if len(r.needs) == 0 {
+				continue
+			}
+			occ := ix.scan.of(needsFamily)[i]
+			var starts []int
+			for _, h := range ix.scan.of(resultFamily)[i] {
+				starts = append(starts, h.at, max(0, h.at-r.back))
+			}
+			for _, h := range occ {
+				starts = append(starts, h.at, max(0, h.at-1), h.at+1)
+			}
+			for range 8 {
+				starts = append(starts, rng.IntN(len(lower)+1))
+			}
+			for _, lo := range starts {
+				lo = min(lo, len(lower))
+				for _, n := range []int{0, 1, 3, r.fwd, r.back + r.fwd, rng.IntN(300)} {
+					hi := min(len(lower), lo+n)
+					got, want := r.needsWithin(occ, lo, hi), holdsNeeds(lower[lo:hi], r.needs)
+					if got != want {
+						t.Fatalf("rule %d (%s), window [%d,%d) of %.80q: needsWithin %v, the search %v", i, r.detector, lo, hi, s, got, want)
+					}
+					checked++
+					if want {
+						held++
+					}
+				}
+			}
+		}
+		ix.release()
+	}
+	if held < 1000 || checked-held < 1000 {
+		t.Fatalf("%d windows, %d holding the needs", checked, held)
+	}
+	t.Logf("%d windows, %d holding the needs, the same answers", checked, held)
 }
 
 // keywordTexts are texts to compare on: every string of the review corpora
@@ -57,6 +136,9 @@ func keywordTexts(t *testing.T) []string {
 		words = append(words, r.anchors...)
 	}
 	words = append(words, addresseeAnchors...)
+	for _, r := range addressRules {
+		words = append(words, slices.Concat(r.needs...)...)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	mixCase := func(w string) string {
 		b := []byte(w)
@@ -103,12 +185,16 @@ func TestKeywordScanMatchesSearchIN1(t *testing.T) {
 		}
 		var wantSecrets, wantResult [][]keywordHit
 		for _, r := range secretRules {
-			wantSecrets = append(wantSecrets, nonNil(searchHits(s, r.keywords, r.fold)))
+			wantSecrets = append(wantSecrets, (searchHits(s, r.keywords, r.fold)))
 		}
 		for _, r := range addressRules {
-			wantResult = append(wantResult, nonNil(searchHits(spaced, r.anchors, false)))
+			wantResult = append(wantResult, (searchHits(spaced, r.anchors, false)))
 		}
-		wantAddressee := nonNil(searchHits(lower, addresseeAnchors, false))
+		wantAddressee := (searchHits(lower, addresseeAnchors, false))
+		var wantNeeds [][]keywordHit
+		for _, r := range addressRules {
+			wantNeeds = append(wantNeeds, (everyHit(spaced, slices.Concat(r.needs...))))
+		}
 		for fams := families(1); fams < 1<<numFamilies; fams++ {
 			ix := indexText(s, fams)
 			if ix.lower != lower || ix.spaced != spaced && fams.has(resultFamily) {
@@ -116,20 +202,27 @@ func TestKeywordScanMatchesSearchIN1(t *testing.T) {
 			}
 			if fams.has(secretsFamily) {
 				for i, r := range secretRules {
-					if want := wantSecrets[i]; !reflect.DeepEqual(nonNil(ix.scan.of(secretsFamily)[i]), want) {
+					if want := wantSecrets[i]; !slices.Equal(ix.scan.of(secretsFamily)[i], want) {
 						t.Fatalf("families %b, secrets rule %s on %.80q: scan %v, searches %v", fams, r.detector, s, ix.scan.of(secretsFamily)[i], want)
 					}
 				}
 			}
 			if fams.has(resultFamily) {
 				for i, r := range addressRules {
-					if want := wantResult[i]; !reflect.DeepEqual(nonNil(ix.scan.of(resultFamily)[i]), want) {
+					if want := wantResult[i]; !slices.Equal(ix.scan.of(resultFamily)[i], want) {
 						t.Fatalf("families %b, result rule %d (%s) on %.80q: scan %v, searches %v", fams, i, r.detector, s, ix.scan.of(resultFamily)[i], want)
 					}
 				}
 			}
+			if fams.has(resultFamily) {
+				for i, r := range addressRules {
+					if want := wantNeeds[i]; !slices.Equal(ix.scan.of(needsFamily)[i], want) {
+						t.Fatalf("families %b, result rule %d (%s)'s needs on %.80q: scan %v, searches %v", fams, i, r.detector, s, ix.scan.of(needsFamily)[i], want)
+					}
+				}
+			}
 			if fams.has(addresseeFamily) {
-				if want := wantAddressee; !reflect.DeepEqual(nonNil(ix.scan.of(addresseeFamily)[0]), want) {
+				if want := wantAddressee; !slices.Equal(ix.scan.of(addresseeFamily)[0], want) {
 					t.Fatalf("families %b, addressee anchors on %.80q: scan %v, searches %v", fams, s, ix.scan.of(addresseeFamily)[0], want)
 				}
 			}
@@ -140,11 +233,4 @@ func TestKeywordScanMatchesSearchIN1(t *testing.T) {
 		t.Fatalf("only %d texts with escaped breaks", escaped)
 	}
 	t.Logf("%d texts (%d with escaped breaks), the same occurrences", len(texts), escaped)
-}
-
-func nonNil(h []keywordHit) []keywordHit {
-	if h == nil {
-		return []keywordHit{}
-	}
-	return h
 }
