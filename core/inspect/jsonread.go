@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -295,7 +296,7 @@ func (r *jsonReader) str(want bool) (string, bool) {
 	start := r.i + 1
 	// buf is the value so far once it differs from the body; the body's
 	// bytes from run on are not in it yet.
-	var buf []byte
+	var buf strings.Builder
 	run := start
 	for j := start; ; {
 		for j < len(raw) && plainByte[raw[j]] {
@@ -310,10 +311,11 @@ func (r *jsonReader) str(want bool) (string, bool) {
 			switch {
 			case !want:
 				return "", true
-			case buf == nil:
+			case buf.Cap() == 0:
 				return string(raw[start:j]), true
 			}
-			return string(append(buf, raw[run:j]...)), true
+			buf.Write(raw[run:j])
+			return buf.String(), true
 		case c == '\\':
 			if j+1 >= len(raw) {
 				return "", false
@@ -338,7 +340,8 @@ func (r *jsonReader) str(want bool) (string, bool) {
 					return "", false
 				}
 				if want {
-					buf = append(grow(buf, len(raw)-start), raw[run:j]...)
+					grow(&buf, len(raw)-start)
+					buf.Write(raw[run:j])
 				}
 				j += 6
 				if utf16.IsSurrogate(rr) {
@@ -352,7 +355,7 @@ func (r *jsonReader) str(want bool) (string, bool) {
 					}
 				}
 				if want {
-					buf = utf8.AppendRune(buf, rr)
+					buf.WriteRune(rr)
 				}
 				run = j
 				continue
@@ -360,7 +363,9 @@ func (r *jsonReader) str(want bool) (string, bool) {
 				return "", false
 			}
 			if want {
-				buf = append(append(grow(buf, len(raw)-start), raw[run:j]...), d)
+				grow(&buf, len(raw)-start)
+				buf.Write(raw[run:j])
+				buf.WriteByte(d)
 			}
 			j += 2
 			run = j
@@ -369,7 +374,9 @@ func (r *jsonReader) str(want bool) (string, bool) {
 		default: // not ASCII
 			rr, size := utf8.DecodeRune(raw[j:])
 			if rr == utf8.RuneError && size == 1 && want {
-				buf = append(append(grow(buf, len(raw)-start), raw[run:j]...), "\uFFFD"...)
+				grow(&buf, len(raw)-start)
+				buf.Write(raw[run:j])
+				buf.WriteRune(utf8.RuneError)
 				run = j + 1
 			}
 			j += size
@@ -377,13 +384,12 @@ func (r *jsonReader) str(want bool) (string, bool) {
 	}
 }
 
-// grow gives buf, when it is still nil, room for a value of up to 4 KiB
+// grow gives buf, when it is still empty, room for a value of up to 4 KiB
 // (most of them) or n bytes.
-func grow(buf []byte, n int) []byte {
-	if buf == nil {
-		buf = make([]byte, 0, min(n, 4<<10))
+func grow(buf *strings.Builder, n int) {
+	if buf.Cap() == 0 {
+		buf.Grow(min(n, 4<<10))
 	}
-	return buf
 }
 
 // plainByte: bytes a string holds as they are, which need neither

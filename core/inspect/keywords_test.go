@@ -234,3 +234,28 @@ func TestKeywordScanMatchesSearchIN1(t *testing.T) {
 	}
 	t.Logf("%d texts (%d with escaped breaks), the same occurrences", len(texts), escaped)
 }
+
+// asciiLower lowers ASCII capitals and nothing else, byte for byte
+// (IN-1): every offset into the lowered text is the same offset in s.
+func TestASCIILowerIN1(t *testing.T) {
+	texts := keywordTexts(t)
+	rng := rand.New(rand.NewPCG(23, 29))
+	for range 2000 {
+		b := make([]byte, rng.IntN(200))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		texts = append(texts, string(b))
+	}
+	for _, s := range texts {
+		want := []byte(s)
+		for i, c := range want {
+			if 'A' <= c && c <= 'Z' {
+				want[i] = c + 32
+			}
+		}
+		if got := asciiLower(s); got != string(want) {
+			t.Fatalf("asciiLower(%.80q) = %.80q, want %.80q", s, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -74,18 +75,28 @@ func lowerASCII(c byte) byte {
 }
 
 // asciiLower lowers ASCII letters only, so every byte offset of the result
-// is the same offset in s.
+// is the same offset in s. It builds the copy once, from the runs between
+// capitals.
 func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if isUpper(s[i]) {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				b[j] = lowerASCII(b[j])
-			}
-			return string(b)
+	i := 0
+	for i < len(s) && !isUpper(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	run := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; isUpper(c) {
+			b.WriteString(s[run:i])
+			b.WriteByte(c + 'a' - 'A')
+			run = i + 1
 		}
 	}
-	return s
+	b.WriteString(s[run:])
+	return b.String()
 }
 
 // eachMergedWindow calls f on each window of wins, in order, windows that
