@@ -1,10 +1,10 @@
 package inspect
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -65,6 +65,24 @@ func digitsOnly(s string) string {
 	return string(b)
 }
 
+// Classes of bytes, for loops that pass over most bytes of a text.
+const (
+	classUpper       = 1 << iota // A-Z
+	classNumberStart             // a digit, "+" or "(": where a number may start
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		if isUpper(byte(c)) {
+			t[c] |= classUpper
+		}
+		if isDigit(byte(c)) || c == '+' || c == '(' {
+			t[c] |= classNumberStart
+		}
+	}
+	return t
+}()
+
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 func lowerASCII(c byte) byte {
@@ -75,8 +93,7 @@ func lowerASCII(c byte) byte {
 }
 
 // asciiLower lowers ASCII letters only, so every byte offset of the result
-// is the same offset in s. It builds the copy once, from the runs between
-// capitals.
+// is the same offset in s. The copy is lowered eight bytes at a time.
 func asciiLower(s string) string {
 	i := 0
 	for i < len(s) && !isUpper(s[i]) {
@@ -85,18 +102,27 @@ func asciiLower(s string) string {
 	if i == len(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	run := 0
-	for ; i < len(s); i++ {
-		if c := s[i]; isUpper(c) {
-			b.WriteString(s[run:i])
-			b.WriteByte(c + 'a' - 'A')
-			run = i + 1
-		}
+	b := []byte(s)
+	for ; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], lower8(binary.LittleEndian.Uint64(b[i:])))
 	}
-	b.WriteString(s[run:])
-	return b.String()
+	for ; i < len(b); i++ {
+		b[i] = lowerASCII(b[i])
+	}
+	return string(b)
+}
+
+// lower8 lowers the ASCII capitals among eight bytes: each byte's low
+// seven bits plus 0x80-'A' carry into its top bit where it is 'A' or
+// above, plus 0x80-'Z'-1 where it is above 'Z'; a byte whose own top bit
+// is set is not ASCII. No sum carries into the next byte (127+63 < 256).
+func lower8(x uint64) uint64 {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	low := x &^ tops
+	atLeastA := low + (0x80-'A')*ones
+	aboveZ := low + (0x80-'Z'-1)*ones
+	upper := atLeastA &^ aboveZ &^ x & tops
+	return x | upper>>2
 }
 
 // eachMergedWindow calls f on each window of wins, in order, windows that
