@@ -76,8 +76,21 @@ type keywordSet struct {
 	// index in buckets: a dense table, since a map lookup at each
 	// position that passes starts was most of the pass's cost.
 	byPair  []uint16
-	buckets [][]bucketWord
+	buckets []pairBucket
+	// triples marks (hashed) the first three bytes of the words of
+	// three bytes or more: most positions whose pair starts a word
+	// start none of the longer ones.
+	triples [1 << tripleBits / 64]uint64
 }
+
+// pairBucket holds the words that start with one pair: those of two
+// bytes, and the longer ones.
+type pairBucket struct{ short, long []bucketWord }
+
+const tripleBits = 18
+
+// tripleOf hashes the first three bytes of a head (see head4).
+func tripleOf(head uint32) uint32 { return (head & 0xffffff) * 0x9e3779b1 >> (32 - tripleBits) }
 
 // bucketWord is a word in its pair's bucket, with its first four bytes
 // (fewer for a shorter word, the rest of mask zero) as a little-endian
@@ -149,13 +162,20 @@ func newKeywordSet(fams families) *keywordSet {
 					p := pairOf(lw[0], lw[1])
 					k.starts[p>>6] |= 1 << (p & 63)
 					if k.byPair[p] == 0 {
-						k.buckets = append(k.buckets, nil)
+						k.buckets = append(k.buckets, pairBucket{})
 						k.byPair[p] = uint16(len(k.buckets))
 					}
-					b := k.byPair[p] - 1
+					b := &k.buckets[k.byPair[p]-1]
 					n := min(len(lw), 4)
 					mask := uint32(1<<(8*n) - 1)
-					k.buckets[b] = append(k.buckets[b], bucketWord{head4(lw[:n], 0), mask, int32(i)})
+					bw := bucketWord{head4(lw[:n], 0), mask, int32(i)}
+					if len(lw) == 2 {
+						b.short = append(b.short, bw)
+					} else {
+						b.long = append(b.long, bw)
+						t := tripleOf(bw.head)
+						k.triples[t>>6] |= 1 << (t & 63)
+					}
 				}
 				k.owners[i] = append(k.owners[i], keyRef{f, int32(r), int32(kw)})
 			}
@@ -220,24 +240,36 @@ func (ks *keywordScan) pass(k *keywordSet, s, lower string) {
 			continue
 		}
 		h := head4(lower, i)
-		for _, c := range k.buckets[k.byPair[p]-1] {
-			if h&c.mask != c.head {
-				continue
-			}
-			w := c.w
-			word := k.words[w]
-			if i < ks.next[w] || i+len(word) > len(lower) || len(word) > 4 && lower[i+4:i+len(word)] != word[4:] {
-				continue
-			}
-			if e := k.exact[w]; e != "" && s[i:i+len(e)] != e {
-				continue
-			}
-			if !k.every[w] {
-				ks.next[w] = i + len(word)
-			}
-			for _, o := range k.owners[w] {
-				ks.hits[o.fam][o.rule] = append(ks.hits[o.fam][o.rule], keywordHit{int(o.kw), i})
-			}
+		b := &k.buckets[k.byPair[p]-1]
+		if len(b.short) > 0 {
+			ks.try(k, s, lower, i, h, b.short)
+		}
+		if t := tripleOf(h); len(b.long) > 0 && k.triples[t>>6]&(1<<(t&63)) != 0 {
+			ks.try(k, s, lower, i, h, b.long)
+		}
+	}
+}
+
+// try compares the words of a bucket with lower at i, whose first four
+// bytes are h.
+func (ks *keywordScan) try(k *keywordSet, s, lower string, i int, h uint32, words []bucketWord) {
+	for _, c := range words {
+		if h&c.mask != c.head {
+			continue
+		}
+		w := c.w
+		word := k.words[w]
+		if i < ks.next[w] || i+len(word) > len(lower) || len(word) > 4 && lower[i+4:i+len(word)] != word[4:] {
+			continue
+		}
+		if e := k.exact[w]; e != "" && s[i:i+len(e)] != e {
+			continue
+		}
+		if !k.every[w] {
+			ks.next[w] = i + len(word)
+		}
+		for _, o := range k.owners[w] {
+			ks.hits[o.fam][o.rule] = append(ks.hits[o.fam][o.rule], keywordHit{int(o.kw), i})
 		}
 	}
 }
