@@ -45,6 +45,14 @@ type addressRule struct {
 	// it: rules whose anchors are common words stay cheap on prose that
 	// cannot match.
 	needs [][]string
+	// readerAfter, when set, must match the text right after the letters
+	// an anchor begins and any white space after them (anchored there,
+	// reading at most 16 bytes) for the expression to be able to match
+	// with its reader word there. For rules whose every match
+	// names its reader with a word of letters that begins at one of
+	// their anchors: a text where no anchor passes holds no match, and
+	// the expression is not asked (TestReaderAfterExactIN1).
+	readerAfter *lazyRegexp
 }
 
 // aiReader names a reader that can only be a model; bare "assistant",
@@ -148,7 +156,10 @@ var addressRules = []addressRule{
 	{detector: "address-to-model", back: 80, fwd: 160, stems: true,
 		anchors: []string{"reader", "consumer", "reconciler", "analyst", "helper", "tool", "system", "bot", "agent", "assistant", "crawler", "scraper", "indexer", "summari", "parser", "extractor", "fixer", "software", "service", "pipeline"},
 		needs:   [][]string{{": ", ":\n", ":\t"}},
-		src:     `(?:^|[\n(\[>"'—–-]|\bfor\s|\bto\s)\s*(?:[\w-]+\s+){0,3}?(?:readers?|consumers?|reconcilers?|analysts?|helpers?|tools?|systems?|bots?|agents?|assistants?|crawlers?|scrapers?|indexers?|summari[sz]ers?|parsers?|extractors?|fixers?)(?:\s+(?:that|who|which)\s+[^:\n]{1,50})?(?:\s+action required)?\s*:\s+(?:please\s+|also\s+|first\s+|then\s+|(?:after|when|if|once|to|before)\s[^,\n]{1,70},\s*)?` + actionVerb},
+		// After the reader: a relative clause, "action required", or
+		// the colon.
+		readerAfter: lazyCompile(`^(?::|(?:that|who|which)\s|action required)`),
+		src:         `(?:^|[\n(\[>"'—–-]|\bfor\s|\bto\s)\s*(?:[\w-]+\s+){0,3}?(?:readers?|consumers?|reconcilers?|analysts?|helpers?|tools?|systems?|bots?|agents?|assistants?|crawlers?|scrapers?|indexers?|summari[sz]ers?|parsers?|extractors?|fixers?)(?:\s+(?:that|who|which)\s+[^:\n]{1,50})?(?:\s+action required)?\s*:\s+(?:please\s+|also\s+|first\s+|then\s+|(?:after|when|if|once|to|before)\s[^,\n]{1,70},\s*)?` + actionVerb},
 	{detector: "address-to-model", back: 80, fwd: 160, stems: true,
 		anchors: []string{"reader", "consumer", "reconciler", "analyst", "helper", "tool", "system", "bot", "agent", "assistant", "crawler", "scraper", "indexer", "summari", "parser", "extractor", "fixer", "software", "service", "pipeline"},
 		needs:   [][]string{{"this", "these"}, {"should", "must", "shall", "are to", "need to"}},
@@ -341,6 +352,9 @@ func addressFindingsIn(ix textIndex, path string) []Finding {
 			continue
 		}
 		r := &addressRules[i]
+		if r.readerAfter != nil && !r.readerFollows(lower, hits[i]) {
+			continue
+		}
 		fs := r.find(s, lower, path, hits[i], ix.scan.of(needsFamily)[i])
 		if r.weak {
 			weak = append(weak, fs...)
@@ -459,6 +473,24 @@ func (r *addressRule) needsWithin(occ []keywordHit, lo, hi int) bool {
 func hasAnyPrefix(s string, prefixes ...string) bool {
 	for _, p := range prefixes {
 		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// readerFollows reports whether, after the letters one of the hits
+// begins, readerAfter matches.
+func (r *addressRule) readerFollows(lower string, hits []keywordHit) bool {
+	for _, h := range hits {
+		e := h.at
+		for e < len(lower) && isLetter(lower[e]) {
+			e++
+		}
+		for e < len(lower) && strings.IndexByte("\t\n\f\r ", lower[e]) >= 0 { // \s
+			e++
+		}
+		if r.readerAfter.MatchString(lower[e:min(len(lower), e+16)]) {
 			return true
 		}
 	}
