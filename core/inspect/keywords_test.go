@@ -259,3 +259,37 @@ func TestASCIILowerIN1(t *testing.T) {
 		}
 	}
 }
+
+// The scans that read eight bytes at a time stop where a scan of one
+// byte at a time does, from every place of texts of every byte (IN-1).
+func TestWordScansIN1(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 43))
+	alphabets := []string{"", "aZ0+( é\x80\xff@AMz9/.:-", "abc def ghi"}
+	for range 3000 {
+		a := alphabets[rng.IntN(len(alphabets))]
+		b := make([]byte, rng.IntN(70))
+		for i := range b {
+			if a == "" {
+				b[i] = byte(rng.IntN(256))
+			} else {
+				b[i] = a[rng.IntN(len(a))]
+			}
+		}
+		s := string(b)
+		for i := 0; i <= len(s); i++ {
+			wantUpper, wantNumber := i, i
+			for wantUpper < len(s) && !('A' <= s[wantUpper] && s[wantUpper] <= 'Z') {
+				wantUpper++
+			}
+			for wantNumber < len(s) && !('0' <= s[wantNumber] && s[wantNumber] <= '9' || s[wantNumber] == '+' || s[wantNumber] == '(') {
+				wantNumber++
+			}
+			if got := nextUpper(s, i); got != wantUpper {
+				t.Fatalf("nextUpper(%q, %d) = %d, want %d", s, i, got, wantUpper)
+			}
+			if got := nextNumberStart(s, i); got != wantNumber {
+				t.Fatalf("nextNumberStart(%q, %d) = %d, want %d", s, i, got, wantNumber)
+			}
+		}
+	}
+}

@@ -49,8 +49,11 @@ func (in *Inspector) piiFindings(s, path string) []Finding {
 	}
 	if in.pii[PIIIBAN] {
 		for i := 0; i+15 <= len(s); i++ {
-			// Most bytes are turned away by their class alone.
-			if byteClass[s[i]]&classUpper == 0 || !ibanStart(s, i) {
+			// An IBAN starts with a capital; most bytes are not.
+			if i = nextUpper(s, i); i+15 > len(s) {
+				break
+			}
+			if !ibanStart(s, i) {
 				continue
 			}
 			if m := ibanRe.FindStringIndex(s[i:min(len(s), i+48)]); m != nil && m[0] == 0 && validIBAN(s[i:i+m[1]]) {
@@ -78,7 +81,10 @@ func (in *Inspector) piiFindings(s, path string) []Finding {
 // digits or more: the candidates for cards, SSNs and phone numbers.
 func numberRun(s string, i int) (start, end int, ok bool) {
 	for i < len(s) {
-		if byteClass[s[i]]&classNumberStart == 0 || i > 0 && isWordByte(s[i-1]) {
+		if i = nextNumberStart(s, i); i == len(s) {
+			break
+		}
+		if i > 0 && isWordByte(s[i-1]) {
 			i++
 			continue
 		}
