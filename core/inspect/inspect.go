@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -142,19 +143,31 @@ func (in *Inspector) Text(s, path string, set Set) []Finding {
 		ix = indexText(s, fams)
 		defer ix.release()
 	}
+	// Every finding here has this path; one of a kind is kept where it
+	// overlaps none of that kind kept before it.
+	var kept [4]spanSet // per kind, indexed like Types
 	var out []Finding
+	keep := func(fs []Finding) {
+		for _, f := range fs {
+			k := &kept[typeIndex(f.Type)]
+			if !k.overlaps(f.Start, f.End) {
+				k.insert(f.Start, f.End)
+				out = append(out, f)
+			}
+		}
+	}
 	if set.Has(Secrets) {
-		out = appendNew(out, secretFindingsIn(ix, path))
+		keep(secretFindingsIn(ix, path))
 	}
 	if set.Has(PII) {
-		out = appendNew(out, in.piiFindings(s, path))
+		keep(in.piiFindings(s, path))
 	}
 	if set.Has(Injection) {
-		out = appendNew(out, injectionFindingsIn(ix, path))
-		out = appendNew(out, addressFindingsIn(ix, path))
+		keep(injectionFindingsIn(ix, path))
+		keep(addressFindingsIn(ix, path))
 	}
 	if set.Has(Links) {
-		out = appendNew(out, in.linkFindings(s, path))
+		keep(in.linkFindings(s, path))
 	}
 	sortFindings(out)
 	return out
@@ -267,6 +280,40 @@ func encodeRedacted(b *bytes.Buffer, n *jsontree.JsonNode, path string, paths ma
 func writeString(b *bytes.Buffer, s string) {
 	enc, _ := json.Marshal(s) // a Go string always encodes
 	b.Write(enc)
+}
+
+// typeIndex is t's place in Types.
+func typeIndex(t Type) int {
+	for i, x := range Types {
+		if x == t {
+			return i
+		}
+	}
+	panic("inspect: a finding of no known kind: " + string(t))
+}
+
+// spanSet holds spans none of which overlaps another ([a, b) and [c, d)
+// overlap where a < d and c < b), ordered by start, then end: so ordered,
+// their ends never decrease, and whether a span overlaps one of them is a
+// binary search, not a comparison with each (a megabyte's thousands of
+// findings compared pair by pair were half of what reading it cost).
+type spanSet struct{ spans [][2]int }
+
+// overlaps reports whether [start, end) overlaps a span of the set: the
+// first span ending after start is the only one that may, the others
+// ending after start beginning no earlier.
+func (ss *spanSet) overlaps(start, end int) bool {
+	j := sort.Search(len(ss.spans), func(i int) bool { return ss.spans[i][1] > start })
+	return j < len(ss.spans) && ss.spans[j][0] < end
+}
+
+// insert adds [start, end), which overlaps no span of the set.
+func (ss *spanSet) insert(start, end int) {
+	j := sort.Search(len(ss.spans), func(i int) bool {
+		s := ss.spans[i]
+		return s[0] > start || s[0] == start && s[1] > end
+	})
+	ss.spans = slices.Insert(ss.spans, j, [2]int{start, end})
 }
 
 func appendNew(out, add []Finding) []Finding {

@@ -18,10 +18,11 @@ var (
 
 func (in *Inspector) piiFindings(s, path string) []Finding {
 	var out []Finding
+	var kept spanSet // out's spans
 	add := func(det string, start, end int) {
-		f := Finding{Type: PII, Detector: det, Path: path, Start: start, End: end}
-		if !overlaps(out, f) {
-			out = append(out, f)
+		if !kept.overlaps(start, end) {
+			kept.insert(start, end)
+			out = append(out, Finding{Type: PII, Detector: det, Path: path, Start: start, End: end})
 		}
 	}
 	if in.pii[PIIEmail] {
