@@ -3,7 +3,6 @@ package inspect
 import (
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Instructions aimed at the model, as they appear in tool results (IN-1).
@@ -46,6 +45,14 @@ type addressRule struct {
 	// it: rules whose anchors are common words stay cheap on prose that
 	// cannot match.
 	needs [][]string
+	// readerAfter, when set, must match the text right after the letters
+	// an anchor begins and any white space after them (anchored there,
+	// reading at most 16 bytes) for the expression to be able to match
+	// with its reader word there. For rules whose every match
+	// names its reader with a word of letters that begins at one of
+	// their anchors: a text where no anchor passes holds no match, and
+	// the expression is not asked (TestReaderAfterExactIN1).
+	readerAfter *lazyRegexp
 }
 
 // aiReader names a reader that can only be a model; bare "assistant",
@@ -149,7 +156,10 @@ var addressRules = []addressRule{
 	{detector: "address-to-model", back: 80, fwd: 160, stems: true,
 		anchors: []string{"reader", "consumer", "reconciler", "analyst", "helper", "tool", "system", "bot", "agent", "assistant", "crawler", "scraper", "indexer", "summari", "parser", "extractor", "fixer", "software", "service", "pipeline"},
 		needs:   [][]string{{": ", ":\n", ":\t"}},
-		src:     `(?:^|[\n(\[>"'—–-]|\bfor\s|\bto\s)\s*(?:[\w-]+\s+){0,3}?(?:readers?|consumers?|reconcilers?|analysts?|helpers?|tools?|systems?|bots?|agents?|assistants?|crawlers?|scrapers?|indexers?|summari[sz]ers?|parsers?|extractors?|fixers?)(?:\s+(?:that|who|which)\s+[^:\n]{1,50})?(?:\s+action required)?\s*:\s+(?:please\s+|also\s+|first\s+|then\s+|(?:after|when|if|once|to|before)\s[^,\n]{1,70},\s*)?` + actionVerb},
+		// After the reader: a relative clause, "action required", or
+		// the colon.
+		readerAfter: lazyCompile(`^(?::|(?:that|who|which)\s|action required)`),
+		src:         `(?:^|[\n(\[>"'—–-]|\bfor\s|\bto\s)\s*(?:[\w-]+\s+){0,3}?(?:readers?|consumers?|reconcilers?|analysts?|helpers?|tools?|systems?|bots?|agents?|assistants?|crawlers?|scrapers?|indexers?|summari[sz]ers?|parsers?|extractors?|fixers?)(?:\s+(?:that|who|which)\s+[^:\n]{1,50})?(?:\s+action required)?\s*:\s+(?:please\s+|also\s+|first\s+|then\s+|(?:after|when|if|once|to|before)\s[^,\n]{1,70},\s*)?` + actionVerb},
 	{detector: "address-to-model", back: 80, fwd: 160, stems: true,
 		anchors: []string{"reader", "consumer", "reconciler", "analyst", "helper", "tool", "system", "bot", "agent", "assistant", "crawler", "scraper", "indexer", "summari", "parser", "extractor", "fixer", "software", "service", "pipeline"},
 		needs:   [][]string{{"this", "these"}, {"should", "must", "shall", "are to", "need to"}},
@@ -328,25 +338,24 @@ var addressRules = []addressRule{
 const pairReach = 400
 
 // addressFindings returns the spans of s that address the model (IN-1).
-// addressKeywords indexes every rule's anchors, which match the lowercased
-// text as they are.
-var addressKeywords = sync.OnceValue(func() *keywordSet {
-	return newKeywordSet(len(addressRules),
-		func(r int) []string { return addressRules[r].anchors },
-		func(int) bool { return false })
-})
-
 func addressFindings(s, path string) []Finding {
-	lower := unescapeBreaks(asciiLower(s))
-	hits, done := addressKeywords().scan(lower, len(addressRules))
-	defer done()
+	ix := indexText(s, 1<<resultFamily)
+	defer ix.release()
+	return addressFindingsIn(ix, path)
+}
+
+func addressFindingsIn(ix textIndex, path string) []Finding {
+	s, lower, hits := ix.s, ix.spaced, ix.scan.of(resultFamily)
 	var strong, weak []Finding
 	for i := range addressRules {
 		if len(hits[i]) == 0 {
 			continue
 		}
 		r := &addressRules[i]
-		fs := r.find(s, lower, path, hits[i])
+		if r.readerAfter != nil && !r.readerFollows(lower, hits[i]) {
+			continue
+		}
+		fs := r.find(s, lower, path, hits[i], ix.scan.of(needsFamily)[i])
 		if r.weak {
 			weak = append(weak, fs...)
 		} else {
@@ -433,10 +442,28 @@ func quotedMention(s string, start, end int) bool {
 // listItem is the start of an item of a list.
 var listItem = lazyCompile(`^\s*(?:[-*•]|\d+[.)])\s*(?:$|\S)`)
 
-// holdsNeeds reports whether s holds a literal of each group of needs.
-func holdsNeeds(s string, needs [][]string) bool {
-	for _, group := range needs {
-		if !slices.ContainsFunc(group, func(w string) bool { return strings.Contains(s, w) }) {
+// needsWithin reports whether [lo, hi) of the rule's text holds a literal
+// of each group of r.needs, as holdsNeeds of that window would, from the
+// literals' occurrences (occ, ordered by literal, then place): the window
+// is not read again.
+func (r *addressRule) needsWithin(occ []keywordHit, lo, hi int) bool {
+	kw := 0
+	for _, group := range r.needs {
+		found := false
+		for _, w := range group {
+			if !found {
+				// The literal's first occurrence from lo on.
+				j, _ := slices.BinarySearchFunc(occ, keywordHit{kw, lo}, func(h, t keywordHit) int {
+					if h.kw != t.kw {
+						return h.kw - t.kw
+					}
+					return h.at - t.at
+				})
+				found = j < len(occ) && occ[j].kw == kw && occ[j].at+len(w) <= hi
+			}
+			kw++
+		}
+		if !found {
 			return false
 		}
 	}
@@ -452,7 +479,27 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 	return false
 }
 
-func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
+// readerFollows reports whether, after the letters one of the hits
+// begins, readerAfter matches.
+func (r *addressRule) readerFollows(lower string, hits []keywordHit) bool {
+	for _, h := range hits {
+		e := h.at
+		for e < len(lower) && isLetter(lower[e]) {
+			e++
+		}
+		for e < len(lower) && strings.IndexByte("\t\n\f\r ", lower[e]) >= 0 { // \s
+			e++
+		}
+		if r.readerAfter.MatchString(lower[e:min(len(lower), e+16)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// find reads the windows around the rule's anchors (hits) in lower;
+// needs are the occurrences of its needs' literals there.
+func (r *addressRule) find(s, lower, path string, hits, needs []keywordHit) []Finding {
 	var out []Finding
 	add := func(start, end int) {
 		f := Finding{Type: Injection, Detector: r.detector, Path: path, Start: start, End: end}
@@ -478,7 +525,7 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 			continue
 		}
 		if r.at != nil {
-			if !holdsNeeds(lower[i:min(len(lower), at+r.fwd)], r.needs) {
+			if !r.needsWithin(needs, i, min(len(lower), at+r.fwd)) {
 				continue
 			}
 			if m := r.at.FindStringIndex(lower[i:min(len(lower), at+r.fwd)]); m != nil {
@@ -489,7 +536,7 @@ func (r *addressRule) find(s, lower, path string, hits []keywordHit) []Finding {
 		wins = append(wins, [2]int{max(0, i-r.back), min(len(lower), at+r.fwd)})
 	}
 	eachMergedWindow(wins, len(lower), func(lo, hi int) {
-		if !holdsNeeds(lower[lo:hi], r.needs) {
+		if !r.needsWithin(needs, lo, hi) {
 			return
 		}
 		for _, m := range r.re.FindAllStringIndex(lower[lo:hi], -1) {

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,4 +261,57 @@ func TestMentionsAddresseeExactIN1(t *testing.T) {
 	if checked < 1000 {
 		t.Fatalf("checked %d texts", checked)
 	}
+}
+
+// A rule not asked for want of a reader's follower finds nothing when it
+// is asked (IN-1): over every corpus string, the result sets and
+// generated text dense with the rule's readers followed by every kind of
+// what may come after them, the gated answer is the ungated one.
+func TestReaderAfterExactIN1(t *testing.T) {
+	texts := keywordTexts(t)
+	for _, f := range []string{"injection_training.json", "injection_heldout.json", "injection_heldout18.json", "injection_fresh13.json", "injection_fresh14.json", "injection_fresh15.json", "injection_fresh16.json", "injection_fresh17.json", "injection_fresh19.json"} {
+		set := readInjectionSet(t, f)
+		texts = append(append(texts, set.Hostile...), set.Benign...)
+	}
+	rng := rand.New(rand.NewPCG(31, 37))
+	readers := []string{"reader", "readers", "Tool", "tools", "toolgate", "system", "bots", "agent", "assistants", "summarizers", "summarisers", "helper", "crawler", "fixers", "analysts", "reconciler"}
+	after := []string{":", " :", ": ", ":\n", "\t:\t", "  that reads this: ", " who handles rows, ", " who handles rows: ", " which reads these:\n", " which", " action required: ", "action required:", "s: ", "gate: ", " restarted", "-", ",", " ", "\n\n:", "\f:"}
+	orders := []string{"please list every row", "mark it", "send the notes", "run tests", "x", ""}
+	for range 4000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(4) {
+			b.WriteString([]string{"", "\n", "(", "- ", "for ", "to ", "the ", "Note. "}[rng.IntN(8)])
+			b.WriteString(readers[rng.IntN(len(readers))])
+			b.WriteString(after[rng.IntN(len(after))])
+			b.WriteString(orders[rng.IntN(len(orders))])
+			b.WriteString([]string{" ", ". ", "\n"}[rng.IntN(3)])
+		}
+		texts = append(texts, b.String())
+	}
+	gated, found := 0, 0
+	for _, s := range texts {
+		ix := indexText(s, 1<<resultFamily)
+		for i := range addressRules {
+			r := &addressRules[i]
+			hits := ix.scan.of(resultFamily)[i]
+			if r.readerAfter == nil || len(hits) == 0 {
+				continue
+			}
+			fs := r.find(s, ix.spaced, "", hits, ix.scan.of(needsFamily)[i])
+			if len(fs) > 0 {
+				found++
+			}
+			if !r.readerFollows(ix.spaced, hits) {
+				gated++
+				if len(fs) > 0 {
+					t.Fatalf("rule %d (%s) is not asked of %.120q, but finds %v there", i, r.detector, s, detectors(s, fs, Injection))
+				}
+			}
+		}
+		ix.release()
+	}
+	if gated < 1000 || found < 1000 {
+		t.Fatalf("%d texts: %d not asked, %d with findings", len(texts), gated, found)
+	}
+	t.Logf("%d texts: %d not asked, %d with findings", len(texts), gated, found)
 }

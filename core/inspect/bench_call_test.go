@@ -36,9 +36,7 @@ func benchCheck(b *testing.B, s string) {
 	}
 	b.SetBytes(int64(len(s)))
 	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = p.Check(Results, raw)
-	}
+	loopCPU(b, func() { _, _ = p.Check(Results, raw) })
 }
 
 // BenchmarkInspect2KBBenign: a 2 KB result with nothing to flag but an
@@ -73,8 +71,8 @@ func BenchmarkInspectEchoCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	for b.Loop() {
+	loopCPU(b, func() {
 		_, _ = p.Check(Arguments, args)
 		_, _ = p.Check(Results, res)
-	}
+	})
 }

@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/review/scan"
@@ -29,17 +28,18 @@ var addresseeAnchors = []string{"ai", "a.i.", "chat", "ki", "ia", "ии", "ИИ"
 	"intelligence", "model", "assistant", "agent", "bot", "automat", "autonom", "人工智能", "人工知能", "アシスタント", "助手",
 	"<!--", "display", "visibility", "font-size"}
 
-var addresseeKeywords = sync.OnceValue(func() *keywordSet {
-	return newKeywordSet(1, func(int) []string { return addresseeAnchors }, func(int) bool { return false })
-})
-
 // mentionsAddressee is addressee.MatchString(s), asked only of the text
 // around its anchors: the expression is a long alternation, and most
 // results hold none of them.
 func mentionsAddressee(s string) bool {
-	hits, done := addresseeKeywords().scan(asciiLower(s), 1)
-	defer done()
-	for _, h := range hits[0] {
+	ix := indexText(s, 1<<addresseeFamily)
+	defer ix.release()
+	return mentionsAddresseeIn(ix)
+}
+
+func mentionsAddresseeIn(ix textIndex) bool {
+	s := ix.s
+	for _, h := range ix.scan.of(addresseeFamily)[0] {
 		// The expression's words start at a word boundary: an anchor
 		// inside a word ("ai" in "email") is none of them.
 		if h.at > 0 && isWordByte(s[h.at-1]) && isWordByte(s[h.at]) {
@@ -74,9 +74,16 @@ var chatRole = lazyCompile(`^"?role"?\s*:\s*"(?:system|assistant|user|developer|
 // as its reader, on the finding's line (within pairReach of it), and not
 // inside a quoted example being talked about.
 func injectionFindings(s, path string) []Finding {
+	ix := indexText(s, 1<<addresseeFamily)
+	defer ix.release()
+	return injectionFindingsIn(ix, path)
+}
+
+func injectionFindingsIn(ix textIndex, path string) []Finding {
+	s := ix.s
 	// A finding counts only beside an addressee, so text with none
 	// anywhere has nothing the scanner could report: it is not run.
-	if !mentionsAddressee(s) {
+	if !mentionsAddresseeIn(ix) {
 		return nil
 	}
 	var out []Finding

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -129,19 +130,44 @@ func (in *Inspector) Text(s, path string, set Set) []Finding {
 	if s == "" || set == 0 {
 		return nil
 	}
-	var out []Finding
+	// The keyword-gated detectors share one lowered copy and one pass.
+	var fams families
 	if set.Has(Secrets) {
-		out = appendNew(out, secretFindings(s, path))
-	}
-	if set.Has(PII) {
-		out = appendNew(out, in.piiFindings(s, path))
+		fams |= 1 << secretsFamily
 	}
 	if set.Has(Injection) {
-		out = appendNew(out, injectionFindings(s, path))
-		out = appendNew(out, addressFindings(s, path))
+		fams |= 1<<resultFamily | 1<<addresseeFamily
+	}
+	var ix textIndex
+	if fams != 0 {
+		ix = indexText(s, fams)
+		defer ix.release()
+	}
+	// Every finding here has this path; one of a kind is kept where it
+	// overlaps none of that kind kept before it.
+	var kept [4]spanSet // per kind, indexed like Types
+	var out []Finding
+	keep := func(fs []Finding) {
+		for _, f := range fs {
+			k := &kept[typeIndex(f.Type)]
+			if !k.overlaps(f.Start, f.End) {
+				k.insert(f.Start, f.End)
+				out = append(out, f)
+			}
+		}
+	}
+	if set.Has(Secrets) {
+		keep(secretFindingsIn(ix, path))
+	}
+	if set.Has(PII) {
+		keep(in.piiFindings(s, path))
+	}
+	if set.Has(Injection) {
+		keep(injectionFindingsIn(ix, path))
+		keep(addressFindingsIn(ix, path))
 	}
 	if set.Has(Links) {
-		out = appendNew(out, in.linkFindings(s, path))
+		keep(in.linkFindings(s, path))
 	}
 	sortFindings(out)
 	return out
@@ -151,28 +177,15 @@ func (in *Inspector) Text(s, path string, set Set) []Finding {
 // each finding's Path points to its string. A document that is not JSON is
 // an error.
 func (in *Inspector) JSON(raw []byte, set Set) ([]Finding, error) {
-	root, err := jsontree.DecodeJSONTree(raw)
+	texts, err := readStrings(raw, true)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
-	in.walk(root, "", set, &out)
-	return out, nil
-}
-
-func (in *Inspector) walk(n *jsontree.JsonNode, path string, set Set, out *[]Finding) {
-	switch n.Kind {
-	case 's':
-		*out = append(*out, in.Text(n.Str, path, set)...)
-	case 'o':
-		for i, k := range n.Keys {
-			in.walk(n.Elems[i], jsontree.PointerAppend(path, k), set, out)
-		}
-	case 'a':
-		for i, e := range n.Elems {
-			in.walk(e, jsontree.PointerAppend(path, itoa(i)), set, out)
-		}
+	for _, t := range texts {
+		out = append(out, in.Text(t.s, t.path, set)...)
 	}
+	return out, nil
 }
 
 // Placeholder is what Redact puts in place of a span.
@@ -267,6 +280,40 @@ func encodeRedacted(b *bytes.Buffer, n *jsontree.JsonNode, path string, paths ma
 func writeString(b *bytes.Buffer, s string) {
 	enc, _ := json.Marshal(s) // a Go string always encodes
 	b.Write(enc)
+}
+
+// typeIndex is t's place in Types.
+func typeIndex(t Type) int {
+	for i, x := range Types {
+		if x == t {
+			return i
+		}
+	}
+	panic("inspect: a finding of no known kind: " + string(t))
+}
+
+// spanSet holds spans none of which overlaps another ([a, b) and [c, d)
+// overlap where a < d and c < b), ordered by start, then end: so ordered,
+// their ends never decrease, and whether a span overlaps one of them is a
+// binary search, not a comparison with each (a megabyte's thousands of
+// findings compared pair by pair were half of what reading it cost).
+type spanSet struct{ spans [][2]int }
+
+// overlaps reports whether [start, end) overlaps a span of the set: the
+// first span ending after start is the only one that may, the others
+// ending after start beginning no earlier.
+func (ss *spanSet) overlaps(start, end int) bool {
+	j := sort.Search(len(ss.spans), func(i int) bool { return ss.spans[i][1] > start })
+	return j < len(ss.spans) && ss.spans[j][0] < end
+}
+
+// insert adds [start, end), which overlaps no span of the set.
+func (ss *spanSet) insert(start, end int) {
+	j := sort.Search(len(ss.spans), func(i int) bool {
+		s := ss.spans[i]
+		return s[0] > start || s[0] == start && s[1] > end
+	})
+	ss.spans = slices.Insert(ss.spans, j, [2]int{start, end})
 }
 
 func appendNew(out, add []Finding) []Finding {

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -127,5 +128,36 @@ func TestRedactOverlap(t *testing.T) { // IN-1
 	fs := []Finding{{Detector: "a", Start: 1, End: 5}, {Detector: "b", Start: 3, End: 7}, {Detector: "c", Start: 8, End: 9}, {Detector: "x", Path: "/other", Start: 0, End: 2}}
 	if got, want := Redact(s, "", fs), "a[redacted:a]h[redacted:c]j"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// Keeping a span where it overlaps none kept before gives the same spans
+// with the set's binary search as with a comparison against each kept
+// one (IN-1): over random sequences of spans, empty ones, equal ones and
+// ones sharing an end among them.
+func TestSpanSetKeepsAsComparingEachIN1(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 53))
+	kept := 0
+	for range 3000 {
+		var set spanSet
+		var naive, fast []Finding
+		for range rng.IntN(60) {
+			start := rng.IntN(80)
+			f := Finding{Start: start, End: start + rng.IntN(6)}
+			if !overlaps(naive, f) {
+				naive = append(naive, f)
+			}
+			if !set.overlaps(f.Start, f.End) {
+				set.insert(f.Start, f.End)
+				fast = append(fast, f)
+			}
+		}
+		if d := cmp.Diff(naive, fast); d != "" {
+			t.Fatalf("kept spans (-each +set):\n%s", d)
+		}
+		kept += len(fast)
+	}
+	if kept < 10000 {
+		t.Fatalf("only %d spans kept", kept)
 	}
 }

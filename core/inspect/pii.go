@@ -18,10 +18,11 @@ var (
 
 func (in *Inspector) piiFindings(s, path string) []Finding {
 	var out []Finding
+	var kept spanSet // out's spans
 	add := func(det string, start, end int) {
-		f := Finding{Type: PII, Detector: det, Path: path, Start: start, End: end}
-		if !overlaps(out, f) {
-			out = append(out, f)
+		if !kept.overlaps(start, end) {
+			kept.insert(start, end)
+			out = append(out, Finding{Type: PII, Detector: det, Path: path, Start: start, End: end})
 		}
 	}
 	if in.pii[PIIEmail] {
@@ -49,6 +50,10 @@ func (in *Inspector) piiFindings(s, path string) []Finding {
 	}
 	if in.pii[PIIIBAN] {
 		for i := 0; i+15 <= len(s); i++ {
+			// An IBAN starts with a capital; most bytes are not.
+			if i = nextUpper(s, i); i+15 > len(s) {
+				break
+			}
 			if !ibanStart(s, i) {
 				continue
 			}
@@ -77,8 +82,10 @@ func (in *Inspector) piiFindings(s, path string) []Finding {
 // digits or more: the candidates for cards, SSNs and phone numbers.
 func numberRun(s string, i int) (start, end int, ok bool) {
 	for i < len(s) {
-		c := s[i]
-		if !(isDigit(c) || c == '+' || c == '(') || i > 0 && isWordByte(s[i-1]) {
+		if i = nextNumberStart(s, i); i == len(s) {
+			break
+		}
+		if i > 0 && isWordByte(s[i-1]) {
 			i++
 			continue
 		}
@@ -118,7 +125,7 @@ func (in *Inspector) number(s string, start, end int, add func(string, int, int)
 			case in.pii[PIICard] && validCard(c):
 				add(PIICard, start, end)
 				return
-			case in.pii[PIISSN] && ssnShape.MatchString(c) && validSSNText(c):
+			case in.pii[PIISSN] && ssnShape(c) && validSSNText(c):
 				add(PIISSN, start, end)
 				return
 			case in.pii[PIIPhone] && in.validPhone(c):
@@ -230,7 +237,7 @@ func (in *Inspector) validPhone(cand string) bool {
 		return false
 	}
 	// 3-2-4 is how SSNs are written, and a date is not a number to call.
-	if ssnShape.MatchString(cand) || looksLikeDate(cand) {
+	if ssnShape(cand) || looksLikeDate(cand) {
 		return false
 	}
 	// Without "+" the number must be written in groups: a bare run of
@@ -260,11 +267,62 @@ func leadingDigits(s string) int {
 	return n
 }
 
-var ssnShape = lazyCompile(`^\d{3}[- ]\d{2}[- ]\d{4}$`)
+// ssnShape: three digits, two and four, apart by "-" or " ", how an SSN
+// is written. Written out rather than as an expression (what
+// ssnShapeExpr, in the tests, says): every run of digits in a result is
+// asked, and the expression's machinery cost more than the rest of the
+// PII detectors together.
+func ssnShape(s string) bool {
+	return len(s) == 11 && digitsAt(s, 0, 3) && byteIn(s, 3, "- ") && digitsAt(s, 4, 2) && byteIn(s, 6, "- ") && digitsAt(s, 7, 4)
+}
 
-var dateRe = lazyCompile(`^\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d{1,2}[-./]\d{1,2}[-./]\d{4}|^\d{1,2}[.:]\d{2}(?:[.:]\d{2})?$`)
+// looksLikeDate: s starts with a date, its year first or last, or is a
+// time of day (what dateExpr, in the tests, says).
+func looksLikeDate(s string) bool {
+	if digitsAt(s, 0, 4) && byteIn(s, 4, "-./") {
+		for _, m := range []int{1, 2} {
+			if digitsAt(s, 5, m) && byteIn(s, 5+m, "-./") && digitsAt(s, 6+m, 1) {
+				return true
+			}
+		}
+	}
+	for _, d := range []int{1, 2} {
+		if !digitsAt(s, 0, d) {
+			continue
+		}
+		if byteIn(s, d, "-./") {
+			for _, m := range []int{1, 2} {
+				if digitsAt(s, d+1, m) && byteIn(s, d+1+m, "-./") && digitsAt(s, d+2+m, 4) {
+					return true
+				}
+			}
+		}
+		if byteIn(s, d, ".:") && digitsAt(s, d+1, 2) {
+			if rest := s[d+3:]; rest == "" || len(rest) == 3 && byteIn(rest, 0, ".:") && digitsAt(rest, 1, 2) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
-func looksLikeDate(s string) bool { return dateRe.MatchString(s) }
+// digitsAt: s holds n digits from i.
+func digitsAt(s string, i, n int) bool {
+	if i+n > len(s) {
+		return false
+	}
+	for _, c := range []byte(s[i : i+n]) {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// byteIn: s has at i one of the bytes of set.
+func byteIn(s string, i int, set string) bool {
+	return i < len(s) && strings.IndexByte(set, s[i]) >= 0
+}
 
 // validCard checks Luhn and the issuer's number ranges and lengths; the
 // separators, if any, must be one kind.

@@ -1,6 +1,8 @@
 package inspect
 
 import (
+	"math/rand/v2"
+	"regexp"
 	"slices"
 	"testing"
 )
@@ -78,4 +80,80 @@ func TestPIITypesLimit(t *testing.T) { // IN-1
 	if _, err := New(&Options{PIITypes: []string{"passport"}}); err == nil {
 		t.Error("unknown pii type accepted")
 	}
+}
+
+// The expressions ssnShape and looksLikeDate are written out from.
+var (
+	ssnShapeExpr = regexp.MustCompile(`^\d{3}[- ]\d{2}[- ]\d{4}$`)
+	dateExpr     = regexp.MustCompile(`^\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d{1,2}[-./]\d{1,2}[-./]\d{4}|^\d{1,2}[.:]\d{2}(?:[.:]\d{2})?$`)
+)
+
+// ssnShape and looksLikeDate answer as their expressions do (IN-1): on
+// every string of up to six bytes made of a digit, each separator the
+// expressions know, a space and a letter, and on longer ones drawn at
+// random from the same bytes, digits weighted.
+func TestShapesMatchExpressionsIN1(t *testing.T) {
+	alphabet := []byte("0-./: x")
+	checked, ssn, date := 0, 0, 0
+	check := func(s string) {
+		if got, want := ssnShape(s), ssnShapeExpr.MatchString(s); got != want {
+			t.Fatalf("ssnShape(%q) = %v, the expression says %v", s, got, want)
+		} else if want {
+			ssn++
+		}
+		if got, want := looksLikeDate(s), dateExpr.MatchString(s); got != want {
+			t.Fatalf("looksLikeDate(%q) = %v, the expression says %v", s, got, want)
+		} else if want {
+			date++
+		}
+		checked++
+	}
+	var gen func(prefix []byte, n int)
+	gen = func(prefix []byte, n int) {
+		check(string(prefix))
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(append(prefix, c), n-1)
+		}
+	}
+	gen(nil, 6)
+	rng := rand.New(rand.NewPCG(11, 13))
+	weighted := []byte("0123456789012345678901234-./: x")
+	for range 300_000 {
+		b := make([]byte, 8+rng.IntN(8))
+		for i := range b {
+			b[i] = weighted[rng.IntN(len(weighted))]
+		}
+		check(string(b))
+	}
+	// Near the shapes: each of these with a byte or two changed, taken
+	// out or added.
+	shapes := []string{"123-45-6789", "123 45 6789", "2024-01-15", "2024.1.5x", "15/01/2024", "1/1/2024", "9:30", "09:30:15", "09:30:1", "09.30.15"}
+	for _, s := range shapes {
+		check(s)
+	}
+	for range 300_000 {
+		b := []byte(shapes[rng.IntN(len(shapes))])
+		for range rng.IntN(3) {
+			i := rng.IntN(len(b))
+			switch c := weighted[rng.IntN(len(weighted))]; rng.IntN(3) {
+			case 0:
+				b[i] = c
+			case 1:
+				b = append(b[:i], b[i+1:]...)
+			default:
+				b = append(b[:i], append([]byte{c}, b[i:]...)...)
+			}
+			if len(b) == 0 {
+				break
+			}
+		}
+		check(string(b))
+	}
+	if ssn < 1000 || date < 1000 {
+		t.Fatalf("%d strings, only %d SSN shapes and %d dates among them", checked, ssn, date)
+	}
+	t.Logf("%d strings, %d SSN shapes, %d dates: the same answers", checked, ssn, date)
 }

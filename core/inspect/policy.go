@@ -3,8 +3,6 @@ package inspect
 import (
 	"fmt"
 	"strings"
-
-	"github.com/toolgate/toolgate/core/jsontree"
 )
 
 // Action is what happens to a call where a kind is found (IN-1).
@@ -167,15 +165,13 @@ func (p *Policy) check(d Direction, raw []byte, everyString bool, in string) (Re
 		}
 		unread = append(unread, Reported{Type: Injection, Detector: OversizeDetector, Path: "", Action: a, In: in})
 	}
-	root, err := jsontree.DecodeJSONTree(raw)
+	texts, err := readStrings(raw, everyString)
 	if err != nil {
 		return Report{}, err
 	}
 	var fs []Finding
-	if everyString {
-		p.Inspector.walk(root, "", set, &fs)
-	} else {
-		p.resultStrings(root, set, &fs)
+	for _, t := range texts {
+		fs = append(fs, p.Inspector.Text(t.s, t.path, set)...)
 	}
 	r := Report{Findings: fs, Action: ActionOff, Reported: unread}
 	for _, u := range unread {
@@ -189,46 +185,6 @@ func (p *Policy) check(d Direction, raw []byte, everyString bool, in string) (Re
 		}
 	}
 	return r, nil
-}
-
-func (p *Policy) resultStrings(root *jsontree.JsonNode, set Set, fs *[]Finding) {
-	if root.Kind != 'o' {
-		return
-	}
-	for i, k := range root.Keys {
-		v, path := root.Elems[i], jsontree.PointerAppend("", k)
-		switch k {
-		case "content":
-			if v.Kind != 'a' {
-				continue
-			}
-			for j, block := range v.Elems {
-				p.contentBlock(block, jsontree.PointerAppend(path, itoa(j)), set, fs)
-			}
-		case "structuredContent":
-			p.Inspector.walk(v, path, set, fs)
-		}
-	}
-}
-
-// contentBlock reads a text block's text and an embedded resource's text.
-func (p *Policy) contentBlock(b *jsontree.JsonNode, path string, set Set, fs *[]Finding) {
-	if b.Kind != 'o' {
-		return
-	}
-	for i, k := range b.Keys {
-		v := b.Elems[i]
-		switch {
-		case k == "text" && v.Kind == 's':
-			*fs = append(*fs, p.Inspector.Text(v.Str, jsontree.PointerAppend(path, k), set)...)
-		case k == "resource" && v.Kind == 'o':
-			for j, rk := range v.Keys {
-				if rk == "text" && v.Elems[j].Kind == 's' {
-					*fs = append(*fs, p.Inspector.Text(v.Elems[j].Str, jsontree.PointerAppend(jsontree.PointerAppend(path, k), rk), set)...)
-				}
-			}
-		}
-	}
 }
 
 // Redactable are the findings whose action is redact.

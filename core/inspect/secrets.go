@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"strings"
-	"sync"
 )
 
 // The secrets rule table (IN-1). It follows gitleaks' rules for the same
@@ -118,20 +117,20 @@ var firebaseExamples = map[string]bool{
 	"AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE": true, "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY": true,
 }
 
-// secretKeywords indexes every rule's keywords, once the table is whole.
-var secretKeywords = sync.OnceValue(func() *keywordSet {
-	return newKeywordSet(len(secretRules),
-		func(r int) []string { return secretRules[r].keywords },
-		func(r int) bool { return secretRules[r].fold })
-})
-
 func secretFindings(s, path string) []Finding {
-	hits, done := secretKeywords().scan(s, len(secretRules))
-	defer done()
+	ix := indexText(s, 1<<secretsFamily)
+	defer ix.release()
+	return secretFindingsIn(ix, path)
+}
+
+// secretFindingsIn reads the windows around the secrets rules' keywords
+// found in ix.
+func secretFindingsIn(ix textIndex, path string) []Finding {
+	hits := ix.scan.of(secretsFamily)
 	var out []Finding
 	for i := range secretRules {
 		if len(hits[i]) > 0 {
-			out = secretRules[i].find(s, path, out, hits[i])
+			out = secretRules[i].find(ix.s, path, out, hits[i])
 		}
 	}
 	return out

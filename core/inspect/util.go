@@ -1,8 +1,10 @@
 package inspect
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -64,6 +66,20 @@ func digitsOnly(s string) string {
 	return string(b)
 }
 
+// Classes of bytes, for loops that pass over most bytes of a text.
+const (
+	classNumberStart = 1 << iota // a digit, "+" or "(": where a number may start
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		if isDigit(byte(c)) || c == '+' || c == '(' {
+			t[c] |= classNumberStart
+		}
+	}
+	return t
+}()
+
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 func lowerASCII(c byte) byte {
@@ -74,18 +90,74 @@ func lowerASCII(c byte) byte {
 }
 
 // asciiLower lowers ASCII letters only, so every byte offset of the result
-// is the same offset in s.
+// is the same offset in s. The copy is lowered eight bytes at a time.
 func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if isUpper(s[i]) {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				b[j] = lowerASCII(b[j])
-			}
-			return string(b)
+	i := 0
+	for i < len(s) && !isUpper(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s)
+	for ; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], lower8(binary.LittleEndian.Uint64(b[i:])))
+	}
+	for ; i < len(b); i++ {
+		b[i] = lowerASCII(b[i])
+	}
+	return string(b)
+}
+
+// lower8 lowers the ASCII capitals among eight bytes.
+func lower8(x uint64) uint64 { return x | inRange8(x, 'A', 'Z')>>2 }
+
+const ones8, tops8 = 0x0101010101010101, 0x8080808080808080
+
+// inRange8 sets the top bit of each of the eight bytes of x that is in
+// [lo, hi] (ASCII), and no other bit: a byte's low seven bits plus
+// 0x80-lo carry into its top bit where it is lo or above, plus 0x80-hi-1
+// where it is above hi; a byte whose own top bit is set is not ASCII. No
+// sum carries into the next byte.
+func inRange8(x uint64, lo, hi byte) uint64 {
+	low := x &^ tops8
+	return (low + uint64(0x80-lo)*ones8) &^ (low + uint64(0x80-hi-1)*ones8) &^ x & tops8
+}
+
+// load8 is s[i:i+8] as a little-endian word.
+func load8(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// nextUpper is the index of the first ASCII capital of s from i on, or
+// len(s); eight bytes at a time, as most of a text is not.
+func nextUpper(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if m := inRange8(load8(s, i), 'A', 'Z'); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	return s
+	for i < len(s) && !isUpper(s[i]) {
+		i++
+	}
+	return i
+}
+
+// nextNumberStart is the index of the first digit, "+" or "(" of s from
+// i on, or len(s).
+func nextNumberStart(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := load8(s, i)
+		if m := inRange8(x, '0', '9') | inRange8(x, '+', '+') | inRange8(x, '(', '('); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(s) && byteClass[s[i]]&classNumberStart == 0 {
+		i++
+	}
+	return i
 }
 
 // eachMergedWindow calls f on each window of wins, in order, windows that
