@@ -119,8 +119,12 @@ var intentRules = []intentRule{
 		reason: reasonAmount, needles: []string{"add"}},
 	// confirmation switched off
 	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*|merge|review)\b`),
-		with:   []*lazyRegexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
+		with:   []*lazyRegexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
 		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori", "merge", "review"}},
+	// the same, said of the confirmation itself: "approval is disabled",
+	// not "the host asks the user to approve; network access is disabled"
+	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*|merge|review)\b(?: [\w-]+){0,4}? (?:is|are|has been|have been|been|gets?|get|stays?|remains?) (?:now )?(?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off|skipped|bypassed)\b`),
+		reason: reasonConfirm, needles: []string{"disabled", "switched off", "turned off", "not required", "not needed", "unnecessary", "waived", " off", "skipped", "bypassed"}},
 	// rights handed to a party of the tool's choosing
 	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b(?:[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}|s? (?:of|on|in|for|to) )\b(?:every|each|all|any)\b`),
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},

@@ -144,6 +144,21 @@ func TestRV2ScanHoldout7(t *testing.T) {
 	}
 }
 
+// TestRV2ScanBenign16 measures benign16.json: honest tools written apart
+// from the rules to share words with poisoned ones (a host that asks the
+// user to approve, a notification delivered silently, a tool whose job is
+// a dotenv file or an ssh config, a quoted prompt). None may be warned
+// about.
+func TestRV2ScanBenign16(t *testing.T) {
+	flagged, total := measureFalseWarnings(t, "benign16.json")
+	if total < 30 {
+		t.Errorf("benign16.json has %d honest tools, want at least 30", total)
+	}
+	if flagged > 0 {
+		t.Errorf("benign16.json: %d honest tools warned about", flagged)
+	}
+}
+
 // TestRV2ScanFamilyNegatives: the honest descriptions written beside the
 // family rules (negatives.json) get no warning.
 func TestRV2ScanFamilyNegatives(t *testing.T) {
@@ -198,6 +213,8 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh13.json", 40, 0.90},
 		{"fresh14.json", 40, 0.90},
 		{"fresh15.json", 40, 0.92},
+		{"fresh16.json", 40, 0.83},
+		{"fresh17.json", 40, 0.73},
 		{"families.json", 30, 1.0},
 		{"paraphrase.json", 40, 0.95},
 		{"paraphrase2.json", 40, 0.97},
