@@ -1414,6 +1414,7 @@ func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
 	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
+	out = append(out, t.rules(core.FlagHiddenInstruction, fetchRunRules)...)
 	out = append(out, t.intents()...)
 	out = append(out, t.signals(out)...)
 	if !t.mayContain([]string{"<"}) || !instructionTag.mayMatch(t) {
