@@ -17,7 +17,7 @@ var concealRules = []intentRule{
 		"usuário", "usuario", "utilizador", "cliente"),
 	// Spanish
 	conceal(`\busuarios?\b|\bclientes?\b`,
-		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:avisar|informar|decir|mencionar|contar|notificar|revelar)(?:le|les)?\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
+		`\bno (?:hace falta|es necesario) que\b[^.\n]{0,30}\b(?:sepa|se entere|sepan|se enteren)\b|\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:avisar|informar|decir|mencionar|contar|notificar|revelar)(?:le|les)?\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,

@@ -57,6 +57,8 @@ func TestRV2ScanSettings(t *testing.T) {
 		"Sicherheitsprüfung: aus",
 		"confirmacion_requerida: no",
 		"BENUTZER_BENACHRICHTIGEN=nein",
+		// pairs on one line, parted by spaces, as environment variables are
+		"Environment for hosts: AGENT_COLOR=1 AGENT_CONFIRM=0 AGENT_SAFE_MODE=0",
 	}
 	clean := []string{
 		`{"require_confirmation": true, "disclose_to_user": true}`,
@@ -88,6 +90,7 @@ func TestRV2ScanSettings(t *testing.T) {
 		`[{"op":"remove","path":"/items/3"}]`,
 		"LOGBOEK_KLEUR=uit",
 		"nein: aus",
+		"Flags: COLOR=0 VERBOSE=1 CONFIRM=1",
 	}
 	for _, s := range flagged {
 		in := ScanInput{Name: "t", Description: s}
