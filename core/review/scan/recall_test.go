@@ -188,8 +188,10 @@ func TestRV2ScanFamilyNegatives(t *testing.T) {
 // family of poisoning the rules read and measures nothing;
 // paraphrase.json to paraphrase6.json were each written after a round of
 // family rules and measured before the next (their sources give the
-// figures), then tuned on. Every floor is the value measured, not a
-// target.
+// figures), then tuned on. fresh16.json and fresh17.json were written by
+// other hands without reading the rules and measured blind (their sources
+// give the figures), then tuned on by family. Every floor is the value
+// measured, not a target.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
 		file  string
