@@ -37,7 +37,7 @@ import (
 // word, quoted or not, ending where a pair ends in JSON, YAML or TOML (a
 // comma, a brace or bracket, a line's end, a backtick, a comment), so that
 // prose ("Review: none of these apply") is not read as a setting.
-var settingPair = lazyMust(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?(\p{L}[\p{L}\p{N}_.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed)|` + offWordsOther + `|` + onWordsOther + `)["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#)|[\x20\t]+\p{L}[\p{L}\p{N}_.-]{0,63}[\x20\t]*[:=])`)
+var settingPair = lazyMust(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-zA-Z\x{80}-\x{10FFFF}][\w.\x{80}-\x{10FFFF}-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed)|` + offWordsOther + `|` + onWordsOther + `)["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#)|[\x20\t]+[a-zA-Z\x{80}-\x{10FFFF}][\w.\x{80}-\x{10FFFF}-]{0,63}[\x20\t]*[:=])`)
 
 // offWordsOther and onWordsOther are off and on, false and true, no and
 // yes, in the languages of the keys of guardWords beside English.
