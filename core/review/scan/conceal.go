@@ -17,7 +17,7 @@ var concealRules = []intentRule{
 		"usuário", "usuario", "utilizador", "cliente"),
 	// Spanish
 	conceal(`\busuarios?\b|\bclientes?\b`,
-		`\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:avisar|informar|decir|mencionar|contar|notificar|revelar)(?:le|les)?\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
+		`\bno (?:hace falta|es necesario) que\b[^.\n]{0,30}\b(?:sepa|se entere|sepan|se enteren)\b|\bno se ente\w*|\bno lo sepa|\bno se d[eé] cuenta|\bcon discreci[oó]n\b|\bdiscretamente\b|\ba escondidas\b|\boculta\w*|\bsin que\b|\bno (?:le |les )?(?:digas|diga|informes|informe|avises|avise|menciones|mencione|cuentes|cuente)\b|\bno (?:avisar|informar|decir|mencionar|contar|notificar|revelar)(?:le|les)?\b|\bno (?:necesita|tiene que|debe) saber(?:lo|nada| nada| esto| eso)\b`,
 		"usuario", "cliente"),
 	// French
 	conceal(`\butilisat(?:eur|rice)s?\b|\bclients?\b`,
@@ -120,6 +120,14 @@ var concealRules = []intentRule{
 	conceal(`사용자|유저|이용자`,
 		`몰래|알리지|말하지|숨기|모르게|(?:말할|알릴|보고할) 필요(?:는|가)? 없|비밀로`,
 		"사용자", "유저", "이용자"),
+	// Dutch
+	conceal(`\bgebruikers?\b|\bklant(?:en)?\b`,
+		`\b(?:vertel|meld|zeg|toon|laat)\b[^.\n]{0,40}\bniet\b|\bniet (?:vertellen|melden|zeggen|tonen|vermelden|laten weten)\b|\bzonder (?:medeweten|dat)\b|\bstilletjes\b|\bin het geheim\b|\bhoeft (?:dit|het) niet te weten\b`,
+		"gebruiker", "klant"),
+	// Polish
+	conceal(`\bu[żz]ytkownik\w*|\bklient\w*`,
+		`\bnie (?:wspominaj|mów|informuj|pokazuj|zgłaszaj|ujawniaj|powiadamiaj)\w*|\bbez (?:wiedzy|informowania|powiadomienia)\b|\bpo cichu\b|\bpotajemnie\b|\bw tajemnicy\b|\bnie musi (?:o tym )?wiedzie\w*`,
+		"użytkownik", "uzytkownik", "klient"),
 	// the user is not to know, notice or find out: a word for the user, a
 	// negation and a verb of knowing in one sentence. English is left out:
 	// "if the user does not know the id, call list_ids" is how honest

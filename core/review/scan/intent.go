@@ -119,8 +119,17 @@ var intentRules = []intentRule{
 		reason: reasonAmount, needles: []string{"add"}},
 	// confirmation switched off
 	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*|merge|review)\b`),
-		with:   []*lazyRegexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\b(?:is|are|been) (?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
+		with:   []*lazyRegexp{ire(`\bwithout (?:a |any |the |further )?(?:confirm|approv|asking|check)|\bwithout (?:waiting for|awaiting|asking for|getting|requesting|seeking) (?:a |any |the |further |their |a human )?(?:review|approval|confirmation|permission|sign-?off|consent|go-ahead)\b|\bno need (?:for|to)\b|\bpre-?authori[sz]ed\b|\bpre-?approved\b|\bin advance\b|\bopted out\b|\bnever (?:pause|wait|stop)\b|\b(?:do not|don['’]t) (?:pause|wait|stop)\b|\bstraight away\b|\bright away\b`)},
 		reason: reasonConfirm, needles: []string{"confirm", "approv", "permission", "consent", "authori", "merge", "review"}},
+	// the same, said of the confirmation itself: "approval is disabled",
+	// not "the host asks the user to approve; network access is disabled"
+	{re: ire(`\b(?:confirm\w*|approv\w*|permission|consent|authori[sz]\w*|merge|review)\b(?: [\w-]+){0,4}? (?:is|are|has been|have been|been|gets?|get|stays?|remains?) (?:now )?(?:disabled|switched off|turned off|not (?:required|needed)|unnecessary|waived|off|skipped|bypassed)\b`),
+		reason: reasonConfirm, needles: []string{"disabled", "switched off", "turned off", "not required", "not needed", "unnecessary", "waived", " off", "skipped", "bypassed"}},
+	// one approval stretched over what comes later: "once the user has
+	// approved one action, that approval covers all subsequent actions"
+	{re: ire(`\b(?:approv\w*|confirm\w*|consent\w*|permission|go-ahead|ok)\b[^.\n]{0,80}?\b(?:cover(?:s|ing)?|appl(?:y|ies|ying) to|extends? to|carr(?:y|ies) over to|counts? for|stands? for|(?:is|are|remains?|stays?) valid for|also (?:covers|applies to))\b[^.\n]{0,40}?\b(?:all|every|any|each|subsequent|later|future|further|remaining|other)\b`),
+		with:   []*lazyRegexp{ire(`\b(?:subsequent|future|later|following|remaining|rest of (?:the|this)|every tool|all tools|other tools|any tool|of every|of all|(?:the|this) (?:whole |entire )?(?:conversation|session|chat))\b`)},
+		reason: reasonConfirm, needles: []string{"cover", "appl", "extend", "carr", "count", "stand", "valid"}},
 	// rights handed to a party of the tool's choosing
 	{re: ire(`\b(?:add|give|grant|invite|make)\b[^.\n]{0,60}\b(?:admin|owner|write|maintainer|full|root|superuser)\b(?:[^.\n]{0,30}\b(?:rights|permissions?|access|role|privileges)\b[^.\n]{0,60}|s? (?:of|on|in|for|to) )\b(?:every|each|all|any)\b`),
 		reason: "tells the model to grant rights to a party of the tool's choosing", needles: []string{"admin", "owner", "write", "maintainer", "full", "root", "superuser"}},
@@ -346,4 +355,24 @@ var outputRules = []textRule{
 		reason: reasonExecute, needles: []string{"must", "should", "shall", "has to", "have to", "is to", "are to", "need"}},
 	{re: phrase(`\b(?:is|are) (?:authoritative|binding|mandatory|an order|orders|a command|commands|an instruction|instructions) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\b(?:is|are) authoritative and (?:must|should|has to|is to)\b`),
 		reason: reasonExecute, needles: []string{"authoritative", "binding", "mandatory", "order", "command", "instruction"}},
+}
+
+// fetchRunRules (RV-2): a command line, in a description or a field, that
+// downloads code and runs it, or installs a package from an index or
+// address the tool chooses. An honest tool states what it needs; it does
+// not hand the model a one-liner that pipes the network into a shell
+// ("iex (irm https://…)", "exec(urlopen(…).read())", "curl … | sh"), and
+// a package's usual index needs no address spelt out.
+var fetchRunRules = []textRule{
+	{re: phrase(`\b(?:iex|invoke-expression)\b\s*[(\x60"']*\s*\(?\s*(?:irm|iwr|invoke-restmethod|invoke-webrequest|curl|wget|\(?\s*new-object\s+(?:system\.)?net\.webclient\s*\)?)\b` +
+		`|\b(?:exec|eval)\s*\(\s*(?:[\w.]+\.)?(?:urlopen|get|fetch|urlretrieve|read)\s*\(` +
+		`|\b(?:exec|eval)\s*\(\s*(?:[\w.]+\.)?(?:urlopen|requests\.get|httpx\.get)\b` +
+		`|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|python3?|perl|ruby|node|iex|powershell|pwsh)\b` +
+		`|\b(?:(?:ba|z)?sh|source)\s+<\(\s*(?:curl|wget)\b|\b(?:ba|z)?sh\s+-c\s+["']?\$\(\s*(?:curl|wget)\b` +
+		`|\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,80}\s-(?:w|windowstyle)\s+hidden\b|\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{20,}` +
+		`|\b(?:mshta|rundll32|regsvr32)(?:\.exe)?\b[^\n]{0,60}\bhttps?://|\bcertutil(?:\.exe)?\b[^\n]{0,40}-urlcache\b`),
+		reason: "tells the model to download code and run it", needles: []string{"iex", "invoke-expression", "exec", "eval", "curl", "wget", "sh", "powershell", "pwsh", "mshta", "rundll32", "regsvr32", "certutil"}},
+	{re: phrase(`\b(?:pip3?|pipx|uv pip|python3? -m pip|npm|pnpm|yarn|gem|cargo)\s+(?:install|add|i)\b[^\n]{0,120}?\s(?:--(?:extra-)?index-url|--registry|--source|-i)[\s=]+https?://` +
+		`|\b(?:pip3?|pipx|npm|pnpm|yarn)\s+(?:install|add|i)\s+(?:git\+)?https?://`),
+		reason: "tells the model to install a package from an address of the tool's choosing", needles: []string{"://"}},
 }

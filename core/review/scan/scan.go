@@ -160,6 +160,7 @@ func ScanTool(in ScanInput) []core.Flag {
 	}
 	out = append(out, w.flags...)
 	out = append(out, slowPatternFlags(in)...)
+	out = withoutOwnSubject(in, input, out)
 	sortFlags(out)
 	return out
 }
@@ -545,6 +546,92 @@ var secretRules = []textRule{
 	{re: phrase(`\b(?:send|pass|include|attach|upload|post|forward|exfiltrate|leak|dump|print)\b(?: all| the| every| your| my)* (environment variables|env vars|process\.env|os\.environ)\b`), group: 1, reason: "asks for the environment, where secrets live", quote: true, needles: []string{"environment", "env"}},
 	{re: phrase(`\b((?:read|cat|send|upload|copy|include|pass|extract|steal|exfiltrate|retrieve|attach|dump|collect) (?:the |your |their |all |any )?(?:(?:ssh|gpg|pgp|wallet) )?private keys?)\b`), group: 1, reason: "asks for private keys", quote: true, needles: []string{"private"}},
 }
+
+// subjectWords name, for the files secretRules find, what a tool is
+// about when those files are its subject: an ssh tool names ~/.ssh/config
+// for its hosts and ~/.ssh/id_ed25519 as its key; a dotenv checker reads
+// .env.
+var subjectWords = []struct {
+	path  []string // a secret-path finding naming one of these
+	words []string // the tool's name holding one of these as a word
+}{
+	{[]string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}, []string{"ssh", "sftp", "scp"}},
+	{[]string{".env"}, []string{"dotenv", "env"}},
+	{[]string{".aws/"}, []string{"aws"}},
+	{[]string{"kube/config"}, []string{"kube", "kubectl", "kubernetes", "k8s", "kubeconfig"}},
+	{[]string{".npmrc"}, []string{"npm", "npmrc"}},
+	{[]string{".pgpass"}, []string{"postgres", "postgresql", "pg", "psql", "pgpass"}},
+	{[]string{".docker/config"}, []string{"docker"}},
+	{[]string{".gnupg"}, []string{"gpg", "gnupg", "pgp"}},
+}
+
+// handOver are the signals of a sentence that does something with a file
+// beyond naming it: moves it, puts it in a field, sends it outside, or
+// speaks to the model.
+const handOver = sigMove | sigField | sigOutside | sigSendNow | sigFlowOut | sigAddressed | sigObey | sigForModel | sigChain
+
+// withoutOwnSubject drops the secret-path findings that name the tool's
+// own subject (RV-2): a tool whose name says it works on SSH, dotenv or
+// cloud credential files, naming such a file where nothing in the
+// sentence moves it, sends it or speaks to the model, and where no other
+// rule found an instruction in that text ("Hostname from ~/.ssh/config",
+// an identity_file defaulting to ~/.ssh/id_ed25519, a dotenv checker's
+// path defaulting to .env). Such a file is what the tool reads on the
+// user's machine to do its job, as a text editor names the file it opens;
+// the same path in any other tool, or in a sentence that hands it over
+// ("include ~/.ssh/config in the meta field"), is still a finding.
+func withoutOwnSubject(in ScanInput, input *jsontree.JsonNode, flags []core.Flag) []core.Flag {
+	nameText := newCleanText(cmp.Or(in.RemoteName, in.Name), nil)
+	if w := nameText.wordText(); w != nil {
+		nameText = w
+	}
+	name := strings.Fields(strings.ToLower(nameText.text))
+	textAt := func(where string) string {
+		switch {
+		case where == DescriptionWhere:
+			return in.Description
+		case where == TitleWhere:
+			return in.Title
+		case strings.HasPrefix(where, "/") && input != nil:
+			if n := input.Lookup(where); n != nil && n.Kind == 's' {
+				return n.Str
+			}
+		}
+		return ""
+	}
+	return slices.DeleteFunc(flags, func(f core.Flag) bool {
+		if f.Kind != core.FlagSecretPath {
+			return false
+		}
+		// known_hosts holds the servers' public keys, no secret of the user's
+		if strings.HasSuffix(f.Reason, "/known_hosts)") {
+			return true
+		}
+		own := false
+		for _, s := range subjectWords {
+			if slices.ContainsFunc(s.path, func(p string) bool { return strings.Contains(f.Reason, p) }) &&
+				slices.ContainsFunc(s.words, func(w string) bool { return slices.Contains(name, w) }) {
+				own = true
+			}
+		}
+		text := textAt(f.Where)
+		if !own || text == "" || f.End > len(text) {
+			return false
+		}
+		if slices.ContainsFunc(flags, func(o core.Flag) bool {
+			return o.Where == f.Where && o.Kind.Severity() != core.SeverityInfo && o.Kind != core.FlagSecretPath
+		}) {
+			return false
+		}
+		a, z := sentence(text, f.Start, f.End)
+		return signalsIn(text[a:z], false, handOver)&handOver == 0 && !showsValues.MatchString(text[a:z])
+	})
+}
+
+// showsValues: a sentence that puts the file's values before the model
+// ("prints every key", "returns the contents") hands them over however
+// the tool is named.
+var showsValues = phrase(`\b(?:print|prints|printed|printing|show|shows|showing|display|displays|return|returns|output|outputs|echo|echoes|cat|dump|dumps|reads? out|lists?)\b[^.\n]{0,30}\b(?:values?|contents?|keys?|secrets?|tokens?|passwords?|every|all|whole|entire|full)\b`)
 
 var urlRules = []textRule{
 	{re: lazyMust(`(?i)\b(?:https?|ftp|file|wss?)://[^\s<>"'\x60]+`), reason: "links to", quote: true, trim: trimURL, needles: []string{"://"}},
@@ -1331,6 +1418,7 @@ func (t *cleanText) instructions() []core.Flag {
 	out := t.rules(core.FlagHiddenInstruction, instructionRules)
 	out = append(out, t.rules(core.FlagHiddenInstruction, languageRules)...)
 	out = append(out, t.rules(core.FlagHiddenInstruction, resultExecRules)...)
+	out = append(out, t.rules(core.FlagHiddenInstruction, fetchRunRules)...)
 	out = append(out, t.intents()...)
 	out = append(out, t.signals(out)...)
 	if !t.mayContain([]string{"<"}) || !instructionTag.mayMatch(t) {

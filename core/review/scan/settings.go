@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/core"
 	"github.com/toolgate/toolgate/core/jsontree"
@@ -36,28 +37,93 @@ import (
 // word, quoted or not, ending where a pair ends in JSON, YAML or TOML (a
 // comma, a brace or bracket, a line's end, a backtick, a comment), so that
 // prose ("Review: none of these apply") is not read as a setting.
-var settingPair = lazyMust(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-z][\w.-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed))["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#))`)
+var settingPair = lazyMust(`(?i)(?:^|[\s{,\[("'\x60>;|])["']?([a-zA-Z\x{80}-\x{10FFFF}][\w.\x{80}-\x{10FFFF}-]{0,63})["']?[\x20\t]*[:=][\x20\t]*["']?(true|false|on|off|yes|no|y|n|enabled?|disabled?|none|null|nobody|0|1|never|always|all|skip(?:ped)?|bypass(?:ed)?|ignored?|silent|hidden|auto(?:matic)?|not[\x20_-](?:required|needed)|` + offWordsOther + `|` + onWordsOther + `)["']?(?:[\x20\t]*(?:$|[,;}\]\n\r\x60)<|]|#)|[\x20\t]+[a-zA-Z\x{80}-\x{10FFFF}][\w.\x{80}-\x{10FFFF}-]{0,63}[\x20\t]*[:=])`)
+
+// offWordsOther and onWordsOther are off and on, false and true, no and
+// yes, in the languages of the keys of guardWords beside English.
+const (
+	offWordsOther = `uit|aus|nee|nein|non|n[aã]o|falso|faux|falsch|onwaar|nie|нет|выкл|ложь|关|关闭|否|オフ|無効|いいえ|끔|아니오|لا|नहीं|hayır|kapalı|wyłączone|nessuno|ninguno|aucun|keine?|geen|nunca|jamais|niemals|nooit|mai|desactivado|désactivé|deaktiviert|uitgeschakeld|disattivato|desativado`
+	onWordsOther  = `aan|ein|ja|oui|s[ií]m?|waar|wahr|vrai|verdadero|verdadeiro|vero|да|вкл|开|是|オン|はい|켬|예|نعم|हाँ|evet|tak|immer|altijd|siempre|toujours|sempre`
+)
 
 // settingNeedles: a pair can only be found in text that holds ':' or '=',
 // and only flagged when its key holds one of settingKeyNeedles.
-var settingNeedles = []string{":", "=", "--"}
+var settingNeedles = []string{":", "=", "--", "</"}
 
 var (
 	// guardWords name a safeguard on their own.
 	// "sandbox" is left out: a browser's --no-sandbox is honest advice
 	// (Puppeteer's launch options).
 	guardWords = []string{"confirm", "approv", "review", "safety", "safeguard", "guard", "disclos", "consent", "signoff",
-		"oversight", "moderat", "transparen", "audit", "security", "four_eyes", "four-eyes", "foureyes", "dual_control", "maker_checker"}
+		"oversight", "moderat", "transparen", "audit", "security", "four_eyes", "four-eyes", "foureyes", "dual_control", "maker_checker",
+		// confirmation, approval and safety in the languages most
+		// people speak (Dutch, German, Spanish, French, Italian,
+		// Portuguese, Polish, Turkish, Russian, Chinese, Japanese,
+		// Korean, Arabic, Hindi)
+		"bevestig", "bestätig", "bestaetig", "conferm", "potwierdz", "onay", "подтвержд", "确认", "確認", "확인", "تأكيد", "पुष्टि",
+		"goedkeur", "genehmig", "freigabe", "aprob", "approb", "aprov", "zatwierdz", "одобр", "审批", "批准", "承認", "승인", "موافقة",
+		"veiligheid", "sicherheit", "segurid", "securit", "sécurit", "sicurezz", "seguran", "bezpiecz", "güvenlik", "безопасн", "安全", "안전", "أمان",
+		"toezicht", "aufsicht", "überprüf"}
 	// askWords name one only beside a word for the user or a requirement.
 	askWords = []string{"permission", "notif", "inform", "warn", "tell", "show", "ask", "display",
-		"visib", "reveal", "report", "prompt", "mention", "explain", "check", "verif"}
-	userWords = []string{"user", "human", "operator", "person", "people", "require", "need", "must", "ask", "customer", "owner"}
+		"visib", "reveal", "report", "prompt", "mention", "explain", "check", "verif",
+		"melden", "tonen", "anzeig", "benachrichtig", "avis", "avvis", "mostrar", "affich", "mostra", "pokaz", "показ", "уведом", "通知", "显示", "表示", "알림", "إعلام", "सूचित"}
+	userWords = []string{"user", "human", "operator", "person", "people", "require", "need", "must", "ask", "customer", "owner",
+		// the user, and "required", in other languages
+		"gebruiker", "nutzer", "benutzer", "usuari", "usuári", "utilisat", "utent", "utilizador", "użytkownik", "uzytkownik", "kullanıcı",
+		"пользовател", "用户", "ユーザー", "사용자", "المستخدم", "उपयोगकर्ता", "klant", "kunde",
+		"vereist", "erforderlich", "requer", "requis", "richiest", "obbligator", "wymagan", "gerekli", "обязател", "必须", "必須", "필수"}
 	// negWords in a key mean the safeguard is already negated.
 	negWords = []string{"skip", "bypass", "disable", "no", "not", "without", "suppress", "hide", "hidden",
 		"ignore", "dont", "never", "off", "auto", "silent", "silently", "quiet", "quietly", "conceal", "unsafe", "dangerously"}
 	// aloneWords mean "out of the user's sight" on their own.
 	aloneWords = []string{"silent", "silently", "stealth", "stealthy", "yolo", "unrestricted", "unsupervised", "unattended"}
 )
+
+// otherOff and otherOn are offWordsOther and onWordsOther as sets.
+var (
+	otherOff = wordSet(offWordsOther)
+	otherOn  = wordSet(onWordsOther)
+)
+
+// wordSet reads an alternation of words, with [xy] classes and an optional
+// last letter (keine?), as the set of the words it matches.
+func wordSet(alt string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.Split(alt, "|") {
+		forms := []string{""}
+		for i := 0; i < len(w); {
+			switch {
+			case w[i] == '[':
+				j := strings.IndexByte(w[i:], ']') + i
+				var next []string
+				for _, f := range forms {
+					for _, r := range w[i+1 : j] {
+						next = append(next, f+string(r))
+					}
+				}
+				forms, i = next, j+1
+			case w[i] == '?':
+				var next []string
+				for _, f := range forms {
+					_, size := utf8.DecodeLastRuneInString(f)
+					next = append(next, f, f[:len(f)-size])
+				}
+				forms, i = next, i+1
+			default:
+				_, size := utf8.DecodeRuneInString(w[i:])
+				for k := range forms {
+					forms[k] += w[i : i+size]
+				}
+				i += size
+			}
+		}
+		for _, f := range forms {
+			out[f] = true
+		}
+	}
+	return out
+}
 
 // settingKeyNeedles are the words a key that switchesOff must hold one of.
 var settingKeyNeedles = slices.Concat(guardWords, askWords, aloneWords,
@@ -141,6 +207,8 @@ func switchesOff(key, value string) bool {
 		off = true
 	case "true", "on", "yes", "y", "enabled", "enable", "1", "always", "all":
 		on = true
+	default:
+		off, on = otherOff[v], otherOn[v]
 	}
 	guarded := hasWord(words, guardWords, true) ||
 		hasWord(words, askWords, true) && hasWord(words, userWords, true) ||
@@ -187,6 +255,7 @@ func (t *cleanText) settings() []core.Flag {
 			Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(t.text[m[2]:m[5]], 60))})
 	}
 	out = append(out, t.jsonSettings()...)
+	out = append(out, t.xmlSettings()...)
 	for _, m := range cliFlag.FindAllStringSubmatchIndex(t.text, -1) {
 		if switchesOff(t.text[m[2]:m[3]], "true") {
 			start, end := t.span(m[2]-2, m[3])
@@ -300,6 +369,14 @@ func (t *cleanText) jsonSettings() []core.Flag {
 func nestedSetting(v any, parent string) string {
 	switch x := v.(type) {
 	case map[string]any:
+		if op, ok := x["op"].(string); ok {
+			if path, ok := x["path"].(string); ok {
+				value, has := x["value"]
+				if f := jsonPatchSetting(op, path, value, has); f != "" {
+					return f
+				}
+			}
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -411,4 +488,74 @@ func (w *schemaScan) memberFlag(v *jsontree.JsonNode, k, p string, f core.Flag) 
 	if f.End > 0 {
 		w.flags = append(w.flags, f)
 	}
+}
+
+// xmlElement is an XML element's opening tag with its attributes, or an
+// element holding one word (<requireConfirmation>false</requireConfirmation>).
+var (
+	xmlElement = lazyMust(`<([A-Za-z][\w.:-]{0,63})((?:\s+[A-Za-z][\w.:-]{0,63}\s*=\s*(?:"[^"<>]{0,40}"|'[^'<>]{0,40}'))+)\s*/?>|<([A-Za-z][\w.:-]{0,63})>\s*([\w\x20-]{1,20}?)\s*</([A-Za-z][\w.:-]{0,63})>`)
+	xmlAttr    = lazyMust(`([A-Za-z][\w.:-]{0,63})\s*=\s*(?:"([^"<>]{0,40})"|'([^'<>]{0,40})')`)
+)
+
+// xmlSettings flags the settings written as XML: an attribute read under
+// its element's name (<confirmations enabled="false"/>, <disclosure
+// toUser="none"/>), and an element holding the value.
+func (t *cleanText) xmlSettings() []core.Flag {
+	if !strings.Contains(t.text, "<") {
+		return nil
+	}
+	var out []core.Flag
+	for _, m := range xmlElement.FindAllStringSubmatchIndex(t.text, maxJSONBlobs*4) {
+		found := ""
+		if m[2] >= 0 {
+			elem := t.text[m[2]:m[3]]
+			attrs := t.text[m[4]:m[5]]
+			for _, a := range xmlAttr.FindAllStringSubmatchIndex(attrs, -1) {
+				key, value := attrs[a[2]:a[3]], attrs[max(a[4], a[6]):max(a[5], a[7])]
+				if nestedSwitchesOff(elem, key, value) || switchesOff(elem+"_"+key, value) {
+					found = elem + " " + key + "=" + value
+					break
+				}
+			}
+		} else if open, value, shut := t.text[m[6]:m[7]], t.text[m[8]:m[9]], t.text[m[10]:m[11]]; open == shut && switchesOff(open, value) {
+			found = open + ": " + value
+		}
+		if found != "" {
+			start, end := t.span(m[0], m[1])
+			out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end,
+				Reason: fmt.Sprintf("%s (%s)", reasonSetting, clip(found, 60))})
+		}
+	}
+	return out
+}
+
+// jsonPatchSetting reads a JSON Patch operation (RFC 6902) as the setting
+// it makes: {"op": "replace", "path": "/policy/require_confirmation",
+// "value": false} sets require_confirmation under policy to false, and
+// {"op": "remove", "path": "/policy/audit_log"} switches audit_log off.
+// It returns "parent.key: value" when that switches a safeguard off.
+func jsonPatchSetting(op, path string, value any, hasValue bool) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	key, parent := segs[len(segs)-1], ""
+	if len(segs) > 1 {
+		parent = segs[len(segs)-2]
+	}
+	var v string
+	switch op = strings.ToLower(op); {
+	case op == "remove":
+		v = "off"
+	case (op == "add" || op == "replace") && hasValue:
+		switch e := value.(type) {
+		case bool:
+			v = strconv.FormatBool(e)
+		case string:
+			v = e
+		case json.Number:
+			v = e.String()
+		}
+	}
+	if key == "" || v == "" || !nestedSwitchesOff(parent, key, v) {
+		return ""
+	}
+	return strings.TrimPrefix(parent+"."+key, ".") + ": " + v
 }

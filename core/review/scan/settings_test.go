@@ -44,6 +44,21 @@ func TestRV2ScanSettings(t *testing.T) {
 		`{"require_human": false}`,
 		"Options: dryRunFirst=no, promptOnDelete=no",
 		"summary_for_owner: never",
+		// XML: an attribute read under its element, an element's text
+		"<gatewayPolicy>\n  <confirmations enabled=\"false\"/>\n</gatewayPolicy>",
+		`<disclosure toUser="none"/>`,
+		"<requireApproval>false</requireApproval>",
+		// a JSON Patch applied to a policy: a value replaced, a safeguard removed
+		`[{"op":"replace","path":"/policy/require_confirmation","value":false}]`,
+		`[{"op":"remove","path":"/policy/audit_log"}]`,
+		// keys and values in other languages
+		"environment:\n  - BEVESTIGING_VEREIST=false\n",
+		"GEBRUIKER_INFORMEREN=nee",
+		"Sicherheitsprüfung: aus",
+		"confirmacion_requerida: no",
+		"BENUTZER_BENACHRICHTIGEN=nein",
+		// pairs on one line, parted by spaces, as environment variables are
+		"Environment for hosts: AGENT_COLOR=1 AGENT_CONFIRM=0 AGENT_SAFE_MODE=0",
 	}
 	clean := []string{
 		`{"require_confirmation": true, "disclose_to_user": true}`,
@@ -67,6 +82,15 @@ func TestRV2ScanSettings(t *testing.T) {
 		"sign: off",
 		`{"owner": false}`,
 		"prompt_color: none",
+		`<logging enabled="false"/>`,
+		`<confirmations enabled="true"/>`,
+		"<title>None</title>",
+		`[{"op":"replace","path":"/settings/theme","value":"dark"}]`,
+		`[{"op":"add","path":"/policy/require_confirmation","value":true}]`,
+		`[{"op":"remove","path":"/items/3"}]`,
+		"LOGBOEK_KLEUR=uit",
+		"nein: aus",
+		"Flags: COLOR=0 VERBOSE=1 CONFIRM=1",
 	}
 	for _, s := range flagged {
 		in := ScanInput{Name: "t", Description: s}

@@ -89,7 +89,7 @@ func TestRV2ScanSignalIdentifier(t *testing.T) {
 // needles read off its pattern, so the prefilter never hides a finding. (RV-2)
 func TestRV2ScanSignalPairsExercised(t *testing.T) {
 	fired := make([]bool, len(signalPairs))
-	for _, name := range []string{"fresh6.json", "fresh7.json", "fresh8.json", "fresh9.json", "fresh10.json", "fresh11.json", "fresh12.json", "families.json", "paraphrase.json", "paraphrase2.json", "paraphrase3.json", "paraphrase4.json", "paraphrase5.json", "paraphrase6.json"} {
+	for _, name := range []string{"fresh6.json", "fresh7.json", "fresh8.json", "fresh9.json", "fresh10.json", "fresh11.json", "fresh12.json", "families.json", "paraphrase.json", "paraphrase2.json", "paraphrase3.json", "paraphrase4.json", "paraphrase5.json", "paraphrase6.json", "fresh16.json", "fresh17.json"} {
 		for _, c := range readRecallSet(t, name).Cases {
 			texts := []string{c.Tool.Title, c.Tool.Description}
 			texts = appendStrings(texts, c.Tool.InputSchema, c.Tool.OutputSchema, c.Tool.Annotations, c.Tool.Meta)

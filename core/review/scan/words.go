@@ -85,15 +85,24 @@ func isIdentifier(tok string) bool {
 func (t *cleanText) splitWords(b *strings.Builder, w *cleanText, i, j int) {
 	s := t.text
 	prev := rune(-1)
+	// Past an @ or a scheme's "://" the token is an address
+	// (urgent_and_cc_security@audit.example): its dots and hyphens stay,
+	// so the address reads as one; an underscore still parts words (a
+	// query's {chat_history}).
+	addr := false
 	for k := i; k < j; {
 		r, size := utf8.DecodeRuneInString(s[k:])
 		next := rune(-1)
 		if k+size < j {
 			next, _ = utf8.DecodeRuneInString(s[k+size:])
 		}
+		if r == '@' || r == ':' && strings.HasPrefix(s[k:j], "://") {
+			addr = true
+		}
 		switch {
 		case r == '_':
 			r = ' '
+		case addr:
 		case (r == '-' || r == '.') && isWordRune(prev) && isWordRune(next) && !(r == '.' && (unicode.IsDigit(prev) || unicode.IsDigit(next))):
 			r = ' '
 		case unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev) ||
