@@ -190,7 +190,9 @@ func TestRV2ScanFamilyNegatives(t *testing.T) {
 // family rules and measured before the next (their sources give the
 // figures), then tuned on. fresh16.json and fresh17.json were written by
 // other hands without reading the rules and measured blind (their sources
-// give the figures), then tuned on by family. Every floor is the value
+// give the figures), then tuned on by family. fresh18.json, written by the same kind of hand
+// after that tuning, is held out: measured only, its misses never studied.
+// Every floor is the value
 // measured, not a target.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
@@ -217,6 +219,7 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh15.json", 40, 0.92},
 		{"fresh16.json", 40, 1.0},
 		{"fresh17.json", 40, 1.0},
+		{"fresh18.json", 40, 0.80},
 		{"families.json", 30, 1.0},
 		{"paraphrase.json", 40, 0.95},
 		{"paraphrase2.json", 40, 0.97},
