@@ -75,6 +75,7 @@ func TestInjectionInResultsIN1(t *testing.T) {
 		{"injection_fresh17.json", 0.78, 4, 50, 50},
 		{"injection_heldout18.json", 0.30, 6, 50, 50},
 		{"injection_fresh19.json", 0.48, 2, 50, 50},
+		{"injection_fresh20.json", 0.92, 0, 50, 50},
 	} {
 		set := readInjectionSet(t, c.file)
 		if len(set.Hostile) < c.minHostile || len(set.Benign) < c.minBenign {
@@ -196,9 +197,12 @@ func TestDetectorExpressionsCompile(t *testing.T) {
 // families, injection_fresh14.json at 20 of 30 after that and
 // injection_fresh15.json at 22 of 40 after that, injection_fresh16.json
 // at 7 of 40 after that and injection_fresh17.json at 23 of 50 after that;
-// the floors are the values measured after each was tuned on.
+// injection_fresh20.json, written without reading the rules, at 23 of 50
+// (29 with the description scanner, 2 false alarms) on the build before
+// its families were added; the floors are the values measured after each
+// was tuned on.
 func TestResultRulesAloneOnFreshSetsIN1(t *testing.T) {
-	for file, floor := range map[string]int{"injection_fresh13.json": 29, "injection_fresh14.json": 25, "injection_fresh15.json": 38, "injection_fresh16.json": 36, "injection_fresh17.json": 36, "injection_fresh19.json": 21} {
+	for file, floor := range map[string]int{"injection_fresh13.json": 29, "injection_fresh14.json": 25, "injection_fresh15.json": 38, "injection_fresh16.json": 36, "injection_fresh17.json": 36, "injection_fresh19.json": 21, "injection_fresh20.json": 42} {
 		set := readInjectionSet(t, file)
 		caught := 0
 		for _, s := range set.Hostile {
@@ -269,7 +273,7 @@ func TestMentionsAddresseeExactIN1(t *testing.T) {
 // what may come after them, the gated answer is the ungated one.
 func TestReaderAfterExactIN1(t *testing.T) {
 	texts := keywordTexts(t)
-	for _, f := range []string{"injection_training.json", "injection_heldout.json", "injection_heldout18.json", "injection_fresh13.json", "injection_fresh14.json", "injection_fresh15.json", "injection_fresh16.json", "injection_fresh17.json", "injection_fresh19.json"} {
+	for _, f := range []string{"injection_training.json", "injection_heldout.json", "injection_heldout18.json", "injection_fresh13.json", "injection_fresh14.json", "injection_fresh15.json", "injection_fresh16.json", "injection_fresh17.json", "injection_fresh19.json", "injection_fresh20.json"} {
 		set := readInjectionSet(t, f)
 		texts = append(append(texts, set.Hostile...), set.Benign...)
 	}
