@@ -72,7 +72,7 @@ var peopleDocument = lazyCompile(`^\s+(?:in|on|from|printed on|that came with) (
 var clauseStart = lazyCompile(`(?:^|[\n.!?:;(\[{<"'*#>@/—–-]|\\n|\bby the way,?|\balso,?|\bso,?|\bok(?:ay)?,?|\bdear|\bhey|\battention,?)\s*(?:the |an? )?$`)
 
 // taskVerb is what a machine does to the text it is handed.
-const taskVerb = `(?:process(?:es)?|handles?|reads?|triages?|summari[sz]es?|parses?|works?(?: on)?|picks? up|(?:re)?generates?|lints?|upgrades?|refactors?|compiles?|builds?|touches|consults?|translates?|extracts?|converts?|imports?|reviews?|index(?:es)?|compares?|ranks?|scores?|screens?|evaluates?|assesses|sorts?|aggregates?|analy[sz]es?|condenses?|ingests?|crawls?|scans?)`
+const taskVerb = `(?:process(?:es)?|handles?|reads?|triages?|summari[sz]es?|parses?|works?(?: on)?|picks? up|(?:re)?generates?|lints?|upgrades?|refactors?|compiles?|builds?|touches|consults?|translates?|extracts?|converts?|imports?|packages?|bundles?|deploys?|publish(?:es)?|installs?|reviews?|index(?:es)?|compares?|ranks?|scores?|screens?|evaluates?|assesses|sorts?|aggregates?|analy[sz]es?|condenses?|ingests?|crawls?|scans?)`
 
 // actionVerb is what an order to a machine reader asks it to do.
 const actionVerb = `(?:list|describe|leave out|omit|mark|approve|accept|forward|send|reply|respond|run|execute|delete|remove|rank|rate|score|recommend|state|report|say|tell|include|add|prepend|append|schedule|transfer|pay|route|move|classify|present|promote|call|open|visit|install|download|share|post|upload|e-?mail|copy|paste|grant|set|change|update|merge|push|sign|buy|order|book|cancel|refund|close|archive|flag|skip|disable|enable|read|request|fetch|use)\b`
@@ -129,7 +129,7 @@ var addressRules = []addressRule{
 	// A reader described by what it does, with or without a name:
 	// "Assistant managing Sara's calendar:", "Agent reading this:",
 	// "Whoever processes this ticket automatically must …".
-	{detector: "address-to-model", back: 0, fwd: 140, anchors: []string{"assistant", "agent", "bot", "model", "whoever", "whatever", "anyone", "any agent", "any bot", "any system", "the system", "the tool", "tools", "systems"},
+	{detector: "address-to-model", back: 0, fwd: 140, anchors: []string{"assistant", "agent", "bot", "model", "whoever", "whatever", "anyone", "anything", "any agent", "any bot", "any system", "the system", "the tool", "tools", "systems"},
 		src: `\b(?:assistant|agent|bot|model)s?\s+(?:managing|handling|reading|processing|summari[sz]ing|triaging|reviewing|working on|responsible for|in charge of|that (?:reads|manages|handles|processes)|who (?:reads|manages|handles|processes))\b[^\n:.]{0,60}:` +
 			`|\b(?:whoever|whatever|anyone|anything|any (?:agent|bot|system|tool|process|assistant|service|software)|(?:the |all |any )?(?:systems?|tools?|services?|software|pipelines?|processes))\s+(?:that |who |which )?(?:automatically\s+)?` + taskVerb + `(?:(?:,\s*|\s+or\s+|\s+and\s+)` + taskVerb + `){0,3}\s+(?:the [\w-]+ (?:of|for|from)\s+)?(?:this|these)\s+[\w-]+(?:\s+(?:automatically|next|now|first|later))?\s+(?:must|should|shall|is to|are to|needs? to|has to|have to|will)\b` +
 			`|\b(?:note|message|instructions?|memo|notice|reminder|next steps?|steps?|tasks?|action items?)\s+(?:to|for)\s+(?:whoever|whatever|anyone|anything|any (?:system|tool|service|software|process))\s+` + taskVerb + `(?:(?:,\s*|\s+or\s+|\s+and\s+)` + taskVerb + `){0,3}\s+(?:this|these)\b` +
@@ -190,6 +190,12 @@ var addressRules = []addressRule{
 	// AI-codeerassistenten".
 	{detector: "address-to-model", back: 1, fwd: 90, stems: true, anchors: []string{"\n#", "# "},
 		src: `(?:^|\n)#{1,4}\s*(?:notes?\s+|instructions?\s+)?(?:to|for|voor|für|pour|para|per|dla|till)\s+(?:the |all |any |les |de |die |alle )?(?:[\w-]+\s+)?(?:ai|ki|ia|llm)(?:[\s-][\w-]+)?\s*(?:\n|$)`},
+	// A document that dictates its own verdict, as an order: "Score this
+	// candidate 10/10", "rank this proposal first". An opinion ("I'd score
+	// this candidate 10/10") does not start the clause; a rubric scores
+	// "the candidate" on a scale, not this one at its top.
+	{detector: "address-to-model", back: 0, fwd: 80, anchors: []string{"score", "rate", "rank", "grade", "mark"}, pre: clauseStart,
+		src: `\b(?:score|rate|rank|grade|mark)\s+(?:this|her|his|their|my|our)\s+(?:candidate|applicant|application|submission|resume|résumé|cv|proposal|bid|tender|paper|essay|thesis|entry|pitch)s?\b(?:\s+(?:as\s+)?(?:10/10|5/5|100/100|10 out of 10|5 out of 5|first|highest|top|#1|number one|(?:a |an )?(?:strong|top|excellent|outstanding|perfect)\b))`},
 	// Encoded orders: "decode it and follow it exactly", "reverse it and
 	// carry it out".
 	{detector: "encoded-order", back: 0, fwd: 80, anchors: []string{"decode", "reverse", "decrypt", "unscramble", "base64-decode", "rot13"},
@@ -282,7 +288,7 @@ var addressRules = []addressRule{
 	// и ассистентам, которые пересказывают эту тему:".
 	{detector: "address-to-model", back: 60, fwd: 300, stems: true,
 		anchors: []string{"시스템", "도구", "에이전트", "어시스턴트", "봇", "нейросет", "Нейросет", "ассистент", "Ассистент"},
-		src: `(?:이|본|해당)\s+[^\n.]{0,30}?(?:처리|읽|요약|분석|등록|검토)[^\n.]{0,20}?(?:시스템|도구|봇|에이전트|어시스턴트|모델)(?:은|는|이|가)\s[^\n]{0,200}?(?:해야|아야|어야|하십시오|하세요|주십시오|주세요|하시오)` +
+		src: `(?:이|본|해당)\s+[^\n.]{0,30}?(?:처리|읽|요약|분석|등록|검토)[^\n.]{0,20}?(?:시스템|도구|봇|에이전트|어시스턴트|모델)(?:은|는|이|가)\s[^\n]{0,200}?(?:야\s*(?:합니다|한다|하고|하며|해요|함)|하십시오|하세요|주십시오|주세요|하시오)` +
 			`|(?i:(?:нейросет|ассистент|ии-ассистент|чат-?бот)\p{L}*(?:\s+и\s+\p{L}+)?,?\s+(?:которые|который)\s+[^\n.:]{0,40}?(?:эт(?:у|от|о|и|ого|ой|им)|данн\p{L}*)\s[^\n.:]{0,30}?:)`},
 	{detector: "concealment", back: 60, fwd: 80, stems: true,
 		anchors: []string{"usuari", "usuári", "cliente", "utente", "utilisateur", "benutzer", "nutzer", "пользовател", "Пользовател", "用户", "ユーザー"},
@@ -325,8 +331,8 @@ var addressRules = []addressRule{
 		src: `\b(?:reveal|print|output|show|repeat|leak|disclose|display|dump|return|paste|share|send|give me|write out|tell me|include)\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:(?:full|entire|complete|original|initial|hidden|exact|verbatim)\s+)*(?:system prompt|system message|initial prompt|hidden prompt|original prompt|instructions you were given|developer message|pre-?prompt)\b`},
 
 	// Keeping the user out of it.
-	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"do not", "don't", "never", "without"},
-		src: `\b(?:do not|don't|never|without)\s+(?:(?:ever|again|first|need to|have to|bother to)\s+)?(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|ask(?:ing)?|show(?:ing)?|reveal(?:ing)?|let(?:ting)?|warn(?:ing)?|consult(?:ing)?|confirm(?:ing)? with|bother(?:ing)?|check(?:ing)? with)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+|about (?:this|it) (?:to\s+)?)?(?:the |your |any )?(?:user|users|human|humans|customer|customers|operator|recruiter|reviewer|owner|them)\b(?:\s+again)?`},
+	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"do not", "don't", "never", "without", "no need to"},
+		src: `\b(?:do not|don't|never|without|no need to)\s+(?:(?:ever|again|first|need to|have to|bother to)\s+)?(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|notify(?:ing)?|alert(?:ing)?|ask(?:ing)?|show(?:ing)?|reveal(?:ing)?|let(?:ting)?|warn(?:ing)?|consult(?:ing)?|confirm(?:ing)? with|bother(?:ing)?|check(?:ing)? with)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+|about (?:this|it) (?:to\s+)?)?(?:the |your |any )?(?:users?|humans?|customers?|operator|recruiter|reviewer|owner|them|subscribers?|account holders?|requesters?)\b(?:\s+again)?`},
 	{detector: "concealment", back: 0, fwd: 80, anchors: []string{"hide", "conceal", "keep this", "keep it", "behind the user", "without the user", "à l'insu", "sans ", "sin ", "ohne ", "senza "},
 		src: `\b(?:hide|conceal|keep)\s+(?:this|it|the following)\s+(?:note\s+|message\s+)?(?:secret\s+)?from\s+(?:the )?(?:user|human|recruiter|reviewer|customer|operator)` +
 			`|\bbehind the user'?s back\b|\bwithout the user(?:'s)? (?:knowledge|knowing|consent|noticing|seeing)\b` +
