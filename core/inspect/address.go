@@ -84,6 +84,12 @@ const outcomeVerb = `(?:state|report|say|mention|describe|present|omit|leave out
 // modalElsewhere: "should", "must" in the other languages the rules read.
 const modalElsewhere = `\b(?:soll(?:en|te)?|muss|müssen|doit|doivent|devra|devrait|debe(?:rá|n)?|deve|devono|dovrà|dovrebbe|moet(?:en)?|powinien|powinni|musi|ska|skall|bör|måste|harus|wajib|perlu)`
 
+// elsewhereThis and elsewhereTask: "this" and what a machine does to a
+// text, in German, French, Spanish, Italian and Portuguese.
+const elsewhereThis = `\b(?:diese[nrsm]?|ce|cet|cette|ces|este|esta|estos|estas|questo|questa|questi|queste|deste|desta|isto)\b`
+
+const elsewhereTask = `\b(?:verarbeite[nt]?|(?:zusammen)?fasst|liest|auswertet|analysiert|indexiert|übersetzt|traite|lit|résume|analyse|indexe|tradui[ts]|procesa|procese|lee|lea|resume|resuma|analiza|analice|traduzca|elabora|elabori|legge|legga|riassume|riassuma|analizza|analizzi|traduce|traduca|processa|processar|l[eê]|ler|resumir|analisar|traduzir)\b`
+
 // anyReader adds the bare words.
 const anyReader = `(?:` + aiReader + `|(?:the |an? )?(?:assistant|model|bot|agent)s?)`
 
@@ -283,6 +289,13 @@ var addressRules = []addressRule{
 			`|(?:ai|인공지능)\s*(?:에이전트|어시스턴트|비서|모델|봇)(?:는|은|가|이|에게|께)` +
 			`|(?:ai|人工知能)\s*(?:アシスタント|エージェント|モデル)(?:へ|に|の方|様|さん)?\s*[：:、,]` +
 			`|(?i:(?:сообщение|примечание|указание|инструкция|внимание|заметка|обращение)\s+(?:для|к)\s+(?:ии|ai|нейросет|ассистент|модел|бот)|(?:^|[\n.!?:;>*-])\s*для\s+(?:ии|ai)[- ]?(?:агент|ассистент|модел|бот)\w*|(?:ии|ai)-?\s*(?:ассистент|агент|модел)\w*\s*[:,])`},
+	// "Whoever processes this message must …" in the other languages the
+	// rules read: the reader is whoever does to this text what a machine
+	// does ("Wer diese Nachricht verarbeitet, soll", "quiconque traite ce
+	// message doit", "quien procese este correo debe"). Editing or
+	// answering is what people do, and is not among the verbs.
+	{detector: "address-to-model", back: 0, fwd: 200, anchors: []string{"wer", "quiconque", "quien", "quienquiera", "chiunque", "quem"},
+		src: `\b(?:wer|quiconque|quien|quienquiera que|chiunque|quem)\s+(?:` + elsewhereThis + `[^.!?\n:]{0,40}?` + elsewhereTask + `|` + elsewhereTask + `[^.!?\n:]{0,40}?` + elsewhereThis + `)[^.!?\n:]{0,60}?` + modalElsewhere},
 	// A machine reader described by its work on this very text, in Korean
 	// and Russian: "이 공지를 읽어 일정에 등록하는 시스템은 … 해야", "Нейросетям
 	// и ассистентам, которые пересказывают эту тему:".
