@@ -91,7 +91,7 @@ func injectionFindingsIn(ix textIndex, path string) []Finding {
 		if !injectionKinds[f.Kind] {
 			continue
 		}
-		if !addressee.MatchString(lineAround(s, f.Start, f.End, pairReach)) || quotedMention(s, f.Start, f.End) || chatRole.MatchString(s[f.Start:f.End]) {
+		if !namesReader(lineAround(s, f.Start, f.End, pairReach)) || quotedMention(s, f.Start, f.End) || chatRole.MatchString(s[f.Start:f.End]) {
 			continue
 		}
 		out = append(out, Finding{Type: Injection, Detector: string(f.Kind), Path: path, Start: f.Start, End: f.End})
@@ -109,3 +109,21 @@ func lineAround(s string, start, end, reach int) string {
 	}
 	return s[lo:hi]
 }
+
+// namesReader reports whether line names a reader as addressee does, not
+// counting a bare assistant, agent, model or bot that belongs to someone
+// ("CC her assistant", "Claire's assistant"): that is a person or a
+// thing of theirs, not whatever reads the text.
+func namesReader(line string) bool {
+	for _, m := range addressee.FindAllStringIndex(line, -1) {
+		if !ownedReader.MatchString(line[m[0]:m[1]]) || !owner.MatchString(line[max(0, m[0]-40):m[0]]) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	ownedReader = lazyCompile(`(?i)^(?:assistant|model|bot|agent)s?$`)
+	owner       = lazyCompile(`(?i)(?:\b(?:his|her|their)|\w['’]s)\s+$`)
+)
