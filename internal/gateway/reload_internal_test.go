@@ -332,6 +332,33 @@ func TestReloadCoalescesOP8(t *testing.T) {
 	})
 }
 
+// OP-8: a kick whose requests an earlier reload already took reloads
+// nothing. A burst of SIGHUPs leaves one: a request made after the loop
+// took a kick and before it took the reasons joins that reload and kicks
+// again; the leftover kick is sent here directly, since that window
+// cannot be held open from outside.
+func TestReloadLeftoverKickReloadsNothingOP8(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newReloadHarness(t, false)
+		defer h.g.stopReloads()
+		h.g.RequestReload("SIGHUP")
+		synctest.Wait()
+		if n := h.reloads(); n != 1 {
+			t.Fatalf("%d reloads after one request, want 1", n)
+		}
+		h.g.reloads.kick <- struct{}{}
+		synctest.Wait()
+		if n := h.reloads(); n != 1 {
+			t.Fatalf("%d reloads after a leftover kick, want still 1", n)
+		}
+		h.g.RequestReload("SIGHUP")
+		synctest.Wait()
+		if n := h.reloads(); n != 2 {
+			t.Fatalf("%d reloads after a second request, want 2", n)
+		}
+	})
+}
+
 // OP-8: Close stops the watcher and ends a reload under way; no reload
 // starts after it. The watch follows gateway.watchConfig.
 func TestReloadCloseOP8(t *testing.T) {

@@ -210,9 +210,15 @@ func (g *Gateway) reloadLoop(src ReloadSource, kick, stop <-chan struct{}, done 
 			return
 		case <-kick:
 			r.mu.Lock()
-			reason := strings.Join(r.reasons, ", ")
+			reason, pending := strings.Join(r.reasons, ", "), len(r.reasons) > 0
 			r.reasons = nil
 			r.mu.Unlock()
+			if !pending {
+				// A request made between this loop taking the last kick
+				// and taking the reasons joined that reload; its own kick
+				// is left over and has nothing to do.
+				continue
+			}
 			debounce.Stop() // this reload reads the file as it is now
 			reload(reason)
 		case <-changed:
