@@ -77,17 +77,19 @@ func Normalize(r *core.AuditRecord) {
 // covered (a test fails until appendRecord writes it). r is hashed as
 // given: Normalize it first.
 func Hash(chain string, seq int64, prev string, r core.AuditRecord) (string, error) {
-	h, _, err := hashWith(nil, chain, seq, prev, r)
+	h, _, err := hashWith(nil, chain, seq, prev, &r)
 	return h, err
 }
 
-// hashWith is Hash building its input in buf, returned for reuse.
-func hashWith(buf []byte, chain string, seq int64, prev string, r core.AuditRecord) (string, []byte, error) {
+// hashWith is Hash building its input in buf, returned for reuse. r is a
+// pointer: a record passed by value was copied to the heap for every hash,
+// since the encoder's fallback hands it to encoding/json.
+func hashWith(buf []byte, chain string, seq int64, prev string, r *core.AuditRecord) (string, []byte, error) {
 	buf = append(buf[:0], hashPrefix...)
 	buf = append(append(buf, chain...), 0)
 	buf = append(strconv.AppendInt(buf, seq, 10), 0)
 	buf = append(append(buf, prev...), 0)
-	buf, err := appendRecord(buf, &r)
+	buf, err := appendRecord(buf, r)
 	if err != nil {
 		return "", buf, fmt.Errorf("audit chain: %w", err)
 	}
@@ -210,7 +212,7 @@ func (w *Writer) Link(recs []core.AuditRecord) ([]Link, *Checkpoint, error) {
 		seq++
 		var h string
 		var err error
-		h, w.buf, err = hashWith(w.buf, w.id, seq, prev, recs[i])
+		h, w.buf, err = hashWith(w.buf, w.id, seq, prev, &recs[i])
 		if err != nil {
 			return nil, nil, err
 		}

@@ -180,7 +180,7 @@ func (v *Verifier) Add(e Entry) error {
 	case e.Seq == cs.want:
 		var h string
 		var err error
-		h, v.buf, err = hashWith(v.buf, e.Chain, e.Seq, cs.prev, e.Record)
+		h, v.buf, err = hashWith(v.buf, e.Chain, e.Seq, cs.prev, &e.Record)
 		if err != nil {
 			return err
 		}
