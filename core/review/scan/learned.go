@@ -366,6 +366,8 @@ func signalFeatureWords(k uint32) string {
 func learnedSignals(places []learnedPlace, tokens []learnedToken) []uint32 {
 	set := map[uint32]bool{}
 	var doc signal
+	var buf []byte
+	var cand []uint64
 	ti := 0
 	for pi, p := range places {
 		text := p.text
@@ -383,7 +385,12 @@ func learnedSignals(places []learnedPlace, tokens []learnedToken) []uint32 {
 		for a := 0; a < len(text); {
 			e := sentenceEnd(text, a)
 			if strings.TrimSpace(text[a:e]) != "" {
-				have := signalsIn(text[a:e], words, ^signal(0))
+				st := signalTableFor(words)
+				if len(cand) != len(st.always) {
+					cand = make([]uint64, len(st.always))
+				}
+				var have signal
+				have, buf = st.sentenceSignals(text[a:e], buf, cand)
 				doc |= have
 				n := 0
 				for i := range 64 {
@@ -530,4 +537,25 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// sentenceSignals returns every signal s holds, each asked only of the
+// branches the needles of s allow, as signalsGated asks them.
+func (st *signalTable) sentenceSignals(s string, buf []byte, cand []uint64) (signal, []byte) {
+	buf = appendGateText(buf[:0], s)
+	copy(cand, st.always)
+	sigs := st.candidates(buf, cand)
+	var in signal
+	for k, sig := range st.order {
+		if sigs&sig == 0 {
+			continue
+		}
+		for _, b := range st.bySig[k] {
+			if cand[b/64]&(1<<(b%64)) != 0 && st.branches[b].re.MatchString(s) {
+				in |= sig
+				break
+			}
+		}
+	}
+	return in, buf
 }

@@ -130,3 +130,31 @@ func TestRV2LearnedSignalWordsCoverEverySignal(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestRV2LearnedSentenceSignalsExact: the gated reading of a sentence's
+// signals is every rule's own answer, over the sentences of the training
+// set's tools and the samples.
+func TestRV2LearnedSentenceSignalsExact(t *testing.T) {
+	texts := slices.Clone(intentSamples)
+	for _, c := range readRecallSet(t, "training.json").Cases {
+		for _, p := range learnedPlaces(c.Tool.input(nil)) {
+			texts = append(texts, p.text)
+		}
+	}
+	var buf []byte
+	for _, words := range []bool{false, true} {
+		st := signalTableFor(words)
+		cand := make([]uint64, len(st.always))
+		for _, text := range texts {
+			for a := 0; a < len(text); {
+				e := sentenceEnd(text, a)
+				var got signal
+				got, buf = st.sentenceSignals(text[a:e], buf, cand)
+				if want := signalsIn(text[a:e], words, ^signal(0)); got != want {
+					t.Fatalf("%q (words %v): gated %b, rules %b", text[a:e], words, got, want)
+				}
+				a = e + 1
+			}
+		}
+	}
+}
