@@ -60,6 +60,11 @@ const (
 	// (degree 2) or a few hundred (degree 3), and no maxLength keeps inputs
 	// that long out (IM-19). The tool is still served.
 	FlagSlowPattern FlagKind = "slow-pattern"
+	// FlagResemblesPoisoning: no rule matched, but the definition's words,
+	// weighed together by a model trained on the scanner's corpus of
+	// poisoned and honest tools, score above anything an honest real tool
+	// scored. The span is the word that weighed most.
+	FlagResemblesPoisoning FlagKind = "resembles-poisoning"
 )
 
 // Severities, from least to most alarming.

@@ -10,7 +10,7 @@ func (k FlagKind) Severity() string {
 	switch k {
 	case FlagURL, FlagTooLong:
 		return SeverityInfo
-	case FlagBase64, FlagShadowing, FlagSchemaText, FlagObfuscated, FlagSlowPattern:
+	case FlagBase64, FlagShadowing, FlagSchemaText, FlagObfuscated, FlagSlowPattern, FlagResemblesPoisoning:
 		return SeverityWarn
 	default:
 		return SeverityDanger

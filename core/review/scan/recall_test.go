@@ -192,8 +192,10 @@ func TestRV2ScanFamilyNegatives(t *testing.T) {
 // other hands without reading the rules and measured blind (their sources
 // give the figures), then tuned on by family. fresh18.json, written by the same kind of hand
 // after that tuning, is held out: measured only, its misses never studied.
-// Every floor is the value
-// measured, not a target.
+// fresh19.json and fresh20.json were written later by two more such hands
+// and fresh21.json by a third after the learned reader was built; all are
+// held out the same way, and none is in the learned reader's training. Every floor is the value measured (the rules and the
+// learned reader together), not a target.
 func TestRV2ScanRecall(t *testing.T) {
 	for _, set := range []struct {
 		file  string
@@ -219,7 +221,10 @@ func TestRV2ScanRecall(t *testing.T) {
 		{"fresh15.json", 40, 0.92},
 		{"fresh16.json", 40, 1.0},
 		{"fresh17.json", 40, 1.0},
-		{"fresh18.json", 40, 0.80},
+		{"fresh18.json", 40, 0.90},
+		{"fresh19.json", 40, 0.85},
+		{"fresh20.json", 40, 0.95},
+		{"fresh21.json", 40, 0.95},
 		{"families.json", 30, 1.0},
 		{"paraphrase.json", 40, 0.95},
 		{"paraphrase2.json", 40, 0.97},
@@ -322,3 +327,78 @@ const (
 	holdout7RecallFloor      = 0.50
 	holdout7FalseWarningsMax = 0
 )
+
+// TestRV2LearnedHeldOut measures the learned reader on the sets kept out
+// of its training and of the rules' tuning: what the rules catch alone,
+// what the two catch together, and how many of the honest tools written
+// beside them each warns about. The floors and ceilings are the values
+// measured.
+func TestRV2LearnedHeldOut(t *testing.T) {
+	warned := func(in ScanInput) (rules, any bool) {
+		for _, f := range ScanTool(in) {
+			if f.Kind.Severity() == core.SeverityInfo {
+				continue
+			}
+			any = true
+			if f.Kind != core.FlagResemblesPoisoning {
+				rules = true
+			}
+		}
+		return rules, any
+	}
+	var rulesCaught, caught, total int
+	for _, name := range []string{"fresh18.json", "fresh19.json", "fresh20.json", "fresh21.json"} {
+		for _, c := range readRecallSet(t, name).Cases {
+			r, a := warned(c.Tool.input(c.OtherTools))
+			total++
+			if r {
+				rulesCaught++
+			}
+			if a {
+				caught++
+			}
+		}
+	}
+	t.Logf("RV-2 held-out poisoned: rules %d of %d, with the learned reader %d", rulesCaught, total, caught)
+	if caught < 154 {
+		t.Errorf("held-out recall %d of %d, below the %d measured", caught, total, 154)
+	}
+	for _, set := range []struct {
+		name     string
+		ceilings int // warned, the learned reader included
+	}{{"benign18.json", 5}, {"benign19.json", 3}, {"benign20.json", 10}} {
+		var rulesWarned, anyWarned int
+		for _, b := range readRecallSet(t, set.name).Benign {
+			r, a := warned(b.input(nil))
+			if r {
+				rulesWarned++
+			}
+			if a {
+				anyWarned++
+			}
+		}
+		t.Logf("RV-2 %s, honest: rules warn %d, with the learned reader %d", set.name, rulesWarned, anyWarned)
+		if anyWarned > set.ceilings {
+			t.Errorf("%s: %d honest tools warned about, above the %d measured", set.name, anyWarned, set.ceilings)
+		}
+	}
+}
+
+// TestRV2ScanWrittenHonest: the honest tools written in fourteen languages
+// and across the domains poisoning hides in. The rules' warnings on them
+// were measured blind (each set's source says how many); the ceilings are
+// those values, so no change adds one.
+func TestRV2ScanWrittenHonest(t *testing.T) {
+	for _, set := range []struct {
+		name    string
+		ceiling int
+	}{{"honest-languages.json", 3}, {"honest-domains.json", 19}} {
+		flagged, total := measureFalseWarnings(t, set.name)
+		if total < 100 {
+			t.Errorf("%s has %d honest tools, want at least 100", set.name, total)
+		}
+		if flagged > set.ceiling {
+			t.Errorf("%s: %d honest tools warned about, above the %d measured", set.name, flagged, set.ceiling)
+		}
+	}
+}

@@ -161,6 +161,7 @@ func ScanTool(in ScanInput) []core.Flag {
 	out = append(out, w.flags...)
 	out = append(out, slowPatternFlags(in)...)
 	out = withoutOwnSubject(in, input, out)
+	out = append(out, learnedFlags(in, out)...)
 	sortFlags(out)
 	return out
 }
