@@ -30,3 +30,14 @@ func BenchmarkScanTool(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ins)), "ns/tool")
 }
+
+// BenchmarkLearnedModelDecode is the learned reader's one-time cost, paid
+// by the first scan of a process that finds no rule to warn about.
+func BenchmarkLearnedModelDecode(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeLearnedModel(learnedModelFile); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -104,12 +104,11 @@ func decodeLearnedModel(raw []byte) (*learnedModel, error) {
 	}
 	m.idf = make(map[uint32]float32, n)
 	m.weight = make(map[uint32]float32, n)
-	for range n {
-		var k uint32
-		var idf, w float32
-		_ = binary.Read(r, binary.LittleEndian, &k)
-		_ = binary.Read(r, binary.LittleEndian, &idf)
-		_ = binary.Read(r, binary.LittleEndian, &w)
+	rest = rest[len(rest)-r.Len():]
+	le := binary.LittleEndian
+	for i := range int(n) {
+		e := rest[12*i : 12*i+12]
+		k, idf, w := le.Uint32(e), math.Float32frombits(le.Uint32(e[4:])), math.Float32frombits(le.Uint32(e[8:]))
 		if k < learnedDims {
 			m.idf[k] = idf
 		}
