@@ -435,20 +435,27 @@ func TestTransparencyLogging(t *testing.T) {
 		t.Logf("run %d: %d of 3 log messages before the result", attempt, len(before))
 	}
 	if !complete {
-		// The fixture sometimes sends its last message after the result,
-		// and on a loaded machine it may do so run after run: the gateway
-		// is at fault only if the fixture delivers all three directly.
-		d := trConnect(t, ctx, direct, false)
-		directly := false
-		for attempt := 1; attempt <= trAttempts && !directly; attempt++ {
+		// The fixture queues its last message as it returns, on a channel
+		// its POST and GET streams share, so on a loaded machine that
+		// message often goes out after the result or on the GET stream, run
+		// after run. The gateway's own client to the fixture listens on a
+		// GET stream, so the fair comparison is a direct client that does
+		// too; and since a rare complete run directly is chance, the
+		// gateway is at fault only if such a client gets all three before
+		// the result in several runs (a third of them) while it got none.
+		d := trConnect(t, ctx, direct, true)
+		directly := 0
+		for range trAttempts {
 			seen := len(d.logs())
 			d.call(t, ctx, "test_tool_with_logging", nil, nil)
-			directly = len(d.logs()[seen:]) == len(trLogWant)
+			if len(d.logs()[seen:]) == len(trLogWant) {
+				directly++
+			}
 		}
-		if directly {
-			t.Errorf("no run out of %d delivered all 3 log messages through toolgate; directly, one did", trAttempts)
+		if directly >= trAttempts/3 {
+			t.Errorf("no run out of %d delivered all 3 log messages through toolgate; directly, %d did", trAttempts, directly)
 		} else {
-			t.Logf("no run out of %d delivered all 3 log messages, directly either: the fixture's order, not the gateway's", trAttempts)
+			t.Logf("no run out of %d delivered all 3 log messages through toolgate, %d directly: the fixture's order, not the gateway's", trAttempts, directly)
 		}
 	}
 	time.Sleep(trSettle)
