@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/binary"
 	"errors"
@@ -135,7 +136,7 @@ type learnedToken struct {
 // string value but a type, reference, format or pattern, and every member
 // name but a schema keyword's.
 func learnedPlaces(in ScanInput) []learnedPlace {
-	out := []learnedPlace{{NameWhere, cmp0(in.RemoteName, in.Name)}, {TitleWhere, in.Title}, {DescriptionWhere, in.Description}}
+	out := []learnedPlace{{NameWhere, cmp.Or(in.RemoteName, in.Name)}, {TitleWhere, in.Title}, {DescriptionWhere, in.Description}}
 	walk := func(raw []byte, prefix string) {
 		if len(raw) == 0 {
 			return
@@ -174,13 +175,6 @@ func learnedPlaces(in ScanInput) []learnedPlace {
 		walk(in.field(f), f)
 	}
 	return out
-}
-
-func cmp0(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 var (
@@ -498,7 +492,7 @@ func learnedFlags(in ScanInput, flags []core.Flag) []core.Flag {
 	if len(parts) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(parts, func(a, b part) int { return -cmpFloat(a.weight, b.weight) })
+	slices.SortStableFunc(parts, func(a, b part) int { return cmp.Compare(b.weight, a.weight) })
 	var words []string
 	for _, p := range parts[:min(3, len(parts))] {
 		words = append(words, strconv.Quote(feats[p.feat].text))
@@ -526,16 +520,6 @@ func learnedFlags(in ScanInput, flags []core.Flag) []core.Flag {
 	return []core.Flag{{Kind: core.FlagResemblesPoisoning, Where: where, Start: start, End: end,
 		Reason: fmt.Sprintf("worded like the poisoned tools in the scanner's corpus, though no rule matched (score %.2f, warned above %.2f; the words that weigh most: %s%s): read the whole text",
 			s, m.threshold, strings.Join(words, ", "), signals)}}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sentenceSignals returns every signal s holds, each asked only of the

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"cmp"
 	"encoding/json"
 	"math/bits"
 	"slices"
@@ -26,7 +27,7 @@ func heaviestWords(t *testing.T, n int) []string {
 		}
 	}
 	slices.SortStableFunc(words, func(a, b string) int {
-		return -cmpFloat(float64(m.weight[featureKey(a)]), float64(m.weight[featureKey(b)]))
+		return cmp.Compare(m.weight[featureKey(b)], m.weight[featureKey(a)])
 	})
 	if len(words) < n {
 		t.Fatalf("only %d words weigh toward poisoning", len(words))
