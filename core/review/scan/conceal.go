@@ -8,8 +8,11 @@ package scan
 // mean "behind someone's back" are flagged alone.
 var concealRules = []intentRule{
 	// English, beyond the fixed phrases of instructionRules
-	conceal(`\b(?:user|customer|human|operator|client)s?\b`,
+	// "unaware" as the condition for telling the user ("mention this if
+	// the user seems unaware") is the opposite of keeping them so
+	concealUnless(`\b(?:user|customer|human|operator|client)s?\b`,
 		`\bout of the loop\b|\bin the dark\b|\bnever (?:finds?|found) out\b|\bneed(?:n['’]t| not) (?:be told|find out|(?:know|hear) (?:about )?(?:it|this|that|anything))\b|\bnone the wiser\b|\bwithout (?:them|him|her) (?:knowing|noticing|seeing)\b|\bwithout (?:telling|informing|notifying|warning|alerting) (?:them|him|her)\b|\bdiscreetly\b|\bon the quiet\b|\bunder the radar\b|\bnot (?:be )?(?:made )?aware\b|\bunaware\b|\bno (?:tell|let)\b|\bmake (?:the |di )?user no\b|\bhide (?:am|it|this|that)\b`,
+		`\b(?:mention|tell|explain|point out|say|note|warn|inform|remind)\b[^.\n]{0,80}\b(?:if|when|in case|should) (?:the |a )?(?:user|customer|client)s? (?:seems?|is|are|appears?|might be|may be) unaware\b`,
 		"user", "customer", "human", "operator", "client"),
 	// Portuguese
 	conceal(`\busu[aá]rios?\b|\butilizador(?:es)?\b|\bclientes?\b`,
@@ -144,7 +147,11 @@ var concealRules = []intentRule{
 	conceal3(`пользовател\p{L}*`, `если`, `(?:^|\s)(?:не|ни|без)\s`, `(?:об этом|ничего)[^.\n]{0,20}зна\p{L}*|узна\p{L}*|замет\p{L}*|догада\p{L}*|обнаруж\p{L}*`, "пользовател"),
 	conceal(`kullanıcı\p{L}*`, `(?:öğren|bil|fark et|haberdar ol|duy)(?:memeli|mamalı|mesin|masın|meden|madan|meyecek|mayacak|mez|maz)`, "kullanıcı"),
 	conceal3(`المستخدم|للمستخدم`, `إذا|إن لم`, `(?:^|\s)(?:لا|لن|دون|بدون|ألا|ما)\s`, `يعلم|يعرف|يدري|يلاحظ|يكتشف|تذكر|تخبر|تعلم|تبلغ|تقول|تُعلم|تُخبر`, "المستخدم", "للمستخدم"),
-	conceal3(`उपयोगकर्ता|यूज़र|यूजर`, `अगर|यदि`, `(?:^|\s)(?:न|नहीं|मत|ना|बिना)(?:\s|$|।)`, `पता|भनक|जान|मालूम|खबर|बता`, "उपयोगकर्ता", "यूज़र", "यूजर"),
+	// the negation and the verb of knowing in one clause ("पता न चले",
+	// "मत बताना", "बिना उपयोगकर्ता को बताए"): in "उपयोगकर्ता द्वारा बताई
+	// गई जानकारी से भरें; अनुमान न लगाएँ" the verb is "told" and the
+	// negation belongs to guessing
+	conceal3(`उपयोगकर्ता|यूज़र|यूजर`, `अगर|यदि`, `(?:^|\s)(?:न|नहीं|मत|ना|बिना)(?:\s|$|।)`, `(?:पता|भनक|जान|मालूम|खबर|बता)[^;।\n]{0,25}(?:^|\s)(?:न|नहीं|मत|ना)(?:\s|$|।)|(?:^|\s)(?:न|नहीं|मत|ना|बिना)\s[^;।\n]{0,25}(?:पता|भनक|जान|मालूम|खबर|बता)`, "उपयोगकर्ता", "यूज़र", "यूजर"),
 	conceal3(`वापरकर्त\p{M}*\p{L}*`, `(?:^|\s)जर\s`, `नका|नये|नाही|(?:^|\s)न(?:\s|$)`, `कळ|समज|माहीत|सांग`, "वापरकर्त"),
 	conceal3(`صارف|یوزر`, `اگر`, `(?:^|\s)(?:نہ|نہیں|مت|بغیر)(?:\s|$|۔)`, `خبر|پتہ|پتا|معلوم|علم|بتا`, "صارف", "یوزر"),
 	conceal3(`ব্যবহারকারী`, `যদি`, `(?:^|\s)(?:না|নয়|ছাড়া)(?:\s|$|।)`, `টের|জান|বুঝ|খবর|বল`, "ব্যবহারকারী"),
@@ -167,6 +174,13 @@ var concealRules = []intentRule{
 // a word for keeping something from them.
 func conceal(user, cue string, needles ...string) intentRule {
 	return intentRule{re: ire(user), with: []*lazyRegexp{ire(cue)}, reason: reasonConceal, needles: needles}
+}
+
+// concealUnless is conceal, left alone in a sentence that matches unless.
+func concealUnless(user, cue, unless string, needles ...string) intentRule {
+	r := conceal(user, cue, needles...)
+	r.unless = ire(unless)
+	return r
 }
 
 // conceal3 is a rule that flags a sentence holding a word for the user, a

@@ -44,4 +44,10 @@
 // themselves (a default that is an object, an annotation, _meta) are read
 // as key/value pairs for settings that switch the user's confirmation,
 // review or disclosure off (settings.go).
+//
+// A word is read in its context: one that says the opposite of an order —
+// quietly as what is refused, what the tool cannot do, a destructive
+// option by its name, a command shown as what never to do, a setting as
+// the condition of what the tool does — does not count toward a signal
+// pair (negation.go) or a rule.
 package scan

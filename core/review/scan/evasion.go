@@ -530,6 +530,13 @@ var (
 	// scriptLink is a javascript: or vbscript: link with code after it
 	// ("JavaScript: the language" is prose, with a space).
 	scriptLink = lazyMust(`(?i)\b(?:javascript|vbscript):[^\s"'<>\x60]{3,}`)
+	// forbidsPiping is a sentence's start that forbids what follows
+	// ("Never pipe downloaded scripts into a shell (curl … | sh)"): the
+	// example of what not to do, not code to run.
+	forbidsPiping = phrase(`(?:^|[.:!?]\s)\s*(?:[-*•]\s*)?(?:never|do not|don['’]t|must not|should not|avoid)\s+(?:ever\s+)?(?:pipe|run|execute|use|paste|feed)\b[^.;,\n]{0,60}$`)
+	// forbidsStart is a sentence's start that forbids the verb that comes
+	// next ("Never pipe …", "- Do not feed …").
+	forbidsStart = phrase(`(?:^|[.:!?]\s)\s*(?:[-*•]\s*)?(?:never|do not|don['’]t|must not|should not|avoid)\s+(?:ever\s+)?$`)
 	// pipeToShell downloads code and runs it.
 	pipeToShell = lazyMust(`(?i)\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:iwr|invoke-webrequest)\b[^|\n]{0,200}\|\s*iex\b`)
 	// scriptMarker is what script in HTML or SVG looks like.
@@ -598,6 +605,9 @@ func (t *cleanText) links(scripts bool) []core.Flag {
 		return out
 	}
 	for _, m := range pipeToShell.findAllIn(t) {
+		if a, _ := sentence(t.text, m[0], m[1]); forbidsPiping.MatchString(t.text[a:m[0]]) {
+			continue
+		}
 		flag(core.FlagScript, m[0], m[1], "downloads code and pipes it into a shell")
 	}
 	for _, m := range scriptLink.findAllIn(t) {

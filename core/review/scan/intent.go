@@ -29,6 +29,9 @@ type intentRule struct {
 	also []string
 	// unless: the sentence must not match it.
 	unless *lazyRegexp
+	// forbidden: a match is passed over when the text of its sentence
+	// before it matches this: the match is what is forbidden.
+	forbidden *lazyRegexp
 }
 
 const (
@@ -140,7 +143,10 @@ var intentRules = []intentRule{
 	{re: ire(`\b(?:for|during|throughout) the (?:remainder|rest) of (?:the|this|our|your) (?:chat|conversation|session|dialog(?:ue)?|thread)\b|\buntil the (?:end of the )?(?:session|conversation|chat)\b|\bpersists? (?:across|throughout|for) (?:the|this) (?:whole |entire )?(?:conversation|session|chat)\b`),
 		reason: reasonOthers, needles: []string{"remainder of", "rest of", "until the", "persist"}},
 	{re: ire(`\b(?:in|on|for|during|with|after|before) (?:(?:all|every|each|any) )?(?:later|future|upcoming|subsequent|following|remaining) (?:turns?|repl(?:y|ies)|answers?|responses?|questions?|messages?|conversations?|chats?|tasks?|(?:[\w-]+ )?tool (?:calls?|uses?|invocations?|runs?|requests?))\b|\blater in (?:the|this) (?:conversation|chat|session)\b|\b(?:every|each|all|any) (?:subsequent|future|later|following|upcoming) (?:\w+ ){0,2}(?:you|in this|during this)\b`),
-		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"}},
+		reason: reasonOthers, needles: []string{"later", "future", "upcoming", "subsequent", "following"},
+		// a memory tool says what it keeps is there in later
+		// conversations: what the tool does, not an order for them
+		unless: ire(`\bso (?:that )?(?:it|they|this|these|the (?:fact|note|memory|preference|entry)s?) (?:is|are|will be|stays?|remains?) (?:available|accessible|searchable|retrievable)\b`)},
 	{re: ire(`\bfrom now until\b|\buntil the user says\b|\bnext time (?:you|the user)\b|\b(?:after|once) this (?:call|tool|has run)\b[^.\n]{0,30}\b(?:every|each|all|any|you)\b`),
 		reason: reasonOthers, needles: []string{"from now until", "until the user says", "next time", "after this", "once this"}},
 	// orders about tools in general
@@ -204,14 +210,21 @@ var intentRules = []intentRule{
 	{re: ire(`\b(?:treat|regard|consider|handle)\b[^.\n]{0,60}\bas (?:the user['’]s|a user|an? (?:new )?(?:instruction|command|order|request) (?:from|of) the user|authoritative|coming from the user)`),
 		reason: reasonExecute, needles: []string{"authoritative", "the user", "a user"}},
 	{re: ire(`\b(?:is|are) (?:meant|intended|written|addressed) (?:for|to) (?:you|the (?:assistant|model|ai|agent))\b|\bright after (?:receiving|getting|reading) (?:it|them|this)\b|\bact on (?:it|this|them) as (?:though|if)\b|\bas (?:though|if) the user had (?:written|typed|said|asked|sent)\b`),
-		reason: reasonExecute, needles: []string{"meant", "intended", "written", "addressed", "right after", "as though", "as if"}},
+		reason: reasonExecute, needles: []string{"meant", "intended", "written", "addressed", "right after", "as though", "as if"},
+		// what an application makes of a value it is given, read as a
+		// kind of data ("treated as formulas, as if the user had typed
+		// them"), is how the tool works, not an order to the model
+		unless: ire(`\b(?:treated|parsed|interpreted|evaluated|read|stored|entered) as (?:formulas?|numbers?|dates?|values?|markdown|html|plain text|literals?|text|strings?)\b`)},
 	{re: ire(`\baddressed to (?:the )?(?:assistant|model|ai|llm|agent)\b|\b(?:commands?|instructions?|directives?|orders?|tasks?) (?:for|to) (?:you|the (?:assistant|model|ai|agent)) to (?:run|execute|perform|follow|carry out|do)\b`),
 		reason: reasonExecute, needles: []string{"addressed", "command", "instruction", "directive", "order", "task"},
 		also: []string{"addressed", "for you", "to you", "for the", "to the"}},
 	{re: ire(`\b(?:obey|follow|execute|carry out) the (?:text|content|instructions?|command|directive) in (?:this|that|the) (?:field|key|message|value|property)\b`),
 		reason: reasonExecute, needles: []string{"obey", "follow", "execute", "carry out"}},
 	{re: ire(`\b(?:pass|send|give|feed|hand|pipe)\b[^.\n]{0,40}\b(?:to|into) (?:(?:any|the|an?|your)(?: available)? )?(?:code[-\x20]execution|shell|terminal|exec|python|bash|sh|zsh|powershell|command|eval)\b|\b(?:evaluate|execute|run) (?:it|this|them)\b (?:with|in|using) (?:the |a |any )?(?:python|shell|bash|terminal|code[-\x20]execution|exec)\b|\b(?:evaluate|execute|run)\b[^.\n]{0,20}\b(?:in|with|using) (?:the |a |any )?(?:browser|python|shell|bash|terminal|code[-\x20]execution|exec)(?: [\w-]+)? tool\b|\brun (?:it|each|each of them|them|this) in (?:a|the|your) (?:terminal|shell)\b`),
-		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"}},
+		reason: reasonExecute, needles: []string{"code", "shell", "terminal", "exec", "python", "bash", "command", "eval", "browser"},
+		// a rule of caution that forbids it ("Never pipe downloaded
+		// scripts into a shell") says the opposite of an order to
+		forbidden: forbidsStart},
 }
 
 // intents applies intentRules and concealRules.
@@ -236,7 +249,7 @@ func (t *cleanText) intents() []core.Flag {
 						break
 					}
 				}
-				if !ok || r.unless != nil && r.unless.MatchString(s) {
+				if !ok || r.unless != nil && r.unless.MatchString(s) || r.forbidden != nil && r.forbidden.MatchString(t.text[a:m[0]]) {
 					continue
 				}
 				covered = z
@@ -371,7 +384,9 @@ var fetchRunRules = []textRule{
 		`|\b(?:(?:ba|z)?sh|source)\s+<\(\s*(?:curl|wget)\b|\b(?:ba|z)?sh\s+-c\s+["']?\$\(\s*(?:curl|wget)\b` +
 		`|\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,80}\s-(?:w|windowstyle)\s+hidden\b|\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{20,}` +
 		`|\b(?:mshta|rundll32|regsvr32)(?:\.exe)?\b[^\n]{0,60}\bhttps?://|\bcertutil(?:\.exe)?\b[^\n]{0,40}-urlcache\b`),
-		reason: "tells the model to download code and run it", needles: []string{"iex", "invoke-expression", "exec", "eval", "curl", "wget", "sh", "powershell", "pwsh", "mshta", "rundll32", "regsvr32", "certutil"}},
+		reason: "tells the model to download code and run it", needles: []string{"iex", "invoke-expression", "exec", "eval", "curl", "wget", "sh", "powershell", "pwsh", "mshta", "rundll32", "regsvr32", "certutil"},
+		// the command as the example of what never to do
+		forbidden: forbidsPiping},
 	{re: phrase(`\b(?:pip3?|pipx|uv pip|python3? -m pip|npm|pnpm|yarn|gem|cargo)\s+(?:install|add|i)\b[^\n]{0,120}?\s(?:--(?:extra-)?index-url|--registry|--source|-i)[\s=]+https?://` +
 		`|\b(?:pip3?|pipx|npm|pnpm|yarn)\s+(?:install|add|i)\s+(?:git\+)?https?://`),
 		reason: "tells the model to install a package from an address of the tool's choosing", needles: []string{"://"}},

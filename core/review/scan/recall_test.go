@@ -366,7 +366,7 @@ func TestRV2LearnedHeldOut(t *testing.T) {
 	for _, set := range []struct {
 		name     string
 		ceilings int // warned, the learned reader included
-	}{{"benign18.json", 5}, {"benign19.json", 3}, {"benign20.json", 10}} {
+	}{{"benign18.json", 5}, {"benign19.json", 3}, {"benign20.json", 9}} {
 		var rulesWarned, anyWarned int
 		for _, b := range readRecallSet(t, set.name).Benign {
 			r, a := warned(b.input(nil))
@@ -386,13 +386,15 @@ func TestRV2LearnedHeldOut(t *testing.T) {
 
 // TestRV2ScanWrittenHonest: the honest tools written in fourteen languages
 // and across the domains poisoning hides in. The rules' warnings on them
-// were measured blind (each set's source says how many); the ceilings are
-// those values, so no change adds one.
+// were measured blind (each set's source says how many: 3 and 19), then
+// lowered by reading words in the contexts that say the opposite of an
+// order (TestRV2ScanSpokenAgainst); the ceilings are the values measured
+// since, so no change adds one.
 func TestRV2ScanWrittenHonest(t *testing.T) {
 	for _, set := range []struct {
 		name    string
 		ceiling int
-	}{{"honest-languages.json", 3}, {"honest-domains.json", 19}} {
+	}{{"honest-languages.json", 1}, {"honest-domains.json", 9}} {
 		flagged, total := measureFalseWarnings(t, set.name)
 		if total < 100 {
 			t.Errorf("%s has %d honest tools, want at least 100", set.name, total)

@@ -435,6 +435,9 @@ type textRule struct {
 	// of these (none: always try). Most prose contains none, and skipping the
 	// regular expression is most of the scanner's speed.
 	needles []string
+	// forbidden: a match is passed over when the text of its sentence
+	// before it matches this: the match is shown as what not to do.
+	forbidden *lazyRegexp
 }
 
 // clip shortens s to n runes for a reason, showing hidden characters.
@@ -1398,6 +1401,11 @@ func (t *cleanText) rules(kind core.FlagKind, rules []textRule) []core.Flag {
 			s, e := m[2*r.group], m[2*r.group+1]
 			if s < 0 || e <= s {
 				continue
+			}
+			if r.forbidden != nil {
+				if a, _ := sentence(t.text, s, e); r.forbidden.MatchString(t.text[a:s]) {
+					continue
+				}
 			}
 			if r.trim != nil {
 				if e = s + len(r.trim(t.text[s:e])); e <= s {

@@ -247,7 +247,7 @@ func (t *cleanText) settings() []core.Flag {
 	var out []core.Flag
 	for _, m := range settingPairs(t.text) {
 		key, value := t.text[m[2]:m[3]], t.text[m[4]:m[5]]
-		if !nestedSwitchesOff(yamlParent(t.text, m[2]), key, value) {
+		if !nestedSwitchesOff(yamlParent(t.text, m[2]), key, value) || settingAsCondition.MatchString(t.text[max(0, m[2]-24):m[2]]) {
 			continue
 		}
 		start, end := t.span(m[2], m[5])
@@ -265,6 +265,11 @@ func (t *cleanText) settings() []core.Flag {
 	}
 	return out
 }
+
+// settingAsCondition is what, just before a pair in prose, makes it the
+// condition of what a tool does ("a snapshot is taken first unless
+// skip_safety_snapshot=true"): an option documented, not a setting given.
+var settingAsCondition = phrase(`\b(?:unless|if|when|whenever|only if|until)\s*[\x60"'(]?$`)
 
 // settingPairs returns the submatch indexes of every settingPair in text.
 // Each search starts again where a value ended, not where its match did:

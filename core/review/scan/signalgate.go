@@ -290,7 +290,7 @@ func (t *cleanText) signalsGated(seen []core.Flag) []core.Flag {
 		buf = appendGateText(buf[:0], t.text[a:z])
 		copy(cand, st.always)
 		sigs := st.candidates(buf, cand)
-		if reason := st.sentenceReason(t.text[a:z], cand, sigs, &whole, &known, inWhole); reason != "" {
+		if reason := st.sentenceReason(t.text[a:z], cand, sigs, &whole, &known, inWhole, t.words); reason != "" {
 			start, end := t.span(a, z)
 			if !slices.ContainsFunc(seen, func(f core.Flag) bool { return f.Start < end && start < f.End }) {
 				out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: reason})
@@ -324,11 +324,11 @@ func signalsAll(all signal, has func(signal) bool) bool {
 
 // sentenceReason returns the reason of the first pair the sentence s
 // carries of the signals the whole text carries, or "": what
-// pairReason(signalsIn(s, words, have)) gives when have is what the whole
+// pairReason(unsaid(s, words, signalsIn(s, words, have))) gives when have is what the whole
 // text holds. cand marks the branches whose needles s holds, sigs their
 // signals. A rule's match in s found by an unanchored branch is a match in
 // the whole text, recorded in whole and known.
-func (st *signalTable) sentenceReason(s string, cand []uint64, sigs signal, whole, known *signal, inWhole func(signal) bool) string {
+func (st *signalTable) sentenceReason(s string, cand []uint64, sigs signal, whole, known *signal, inWhole func(signal) bool, words bool) string {
 	rel := pairsWithin(sigs)
 	if rel == 0 {
 		return ""
@@ -357,6 +357,7 @@ func (st *signalTable) sentenceReason(s string, cand []uint64, sigs signal, whol
 			}
 		}
 	}
+	in = unsaid(s, words, in)
 	for _, p := range signalPairs {
 		if in&p.all == p.all && signalsAll(p.all, inWhole) {
 			return p.reason

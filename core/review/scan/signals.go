@@ -342,7 +342,7 @@ func (t *cleanText) signalsWhole(seen []core.Flag) []core.Flag {
 			a++
 		}
 		z := sentenceEnd(t.text, a)
-		if reason := pairReason(signalsIn(t.text[a:z], t.words, have)); reason != "" {
+		if reason := pairReason(unsaid(t.text[a:z], t.words, signalsIn(t.text[a:z], t.words, have))); reason != "" {
 			start, end := t.span(a, z)
 			if !slices.ContainsFunc(seen, func(f core.Flag) bool { return f.Start < end && start < f.End }) {
 				out = append(out, core.Flag{Kind: core.FlagHiddenInstruction, Start: start, End: end, Reason: reason})
@@ -418,7 +418,7 @@ func sentenceEnd(text string, a int) int {
 // sentenceSignal returns the reason of the first pair the sentence holds,
 // or "". words: the sentence is an identifier read as words.
 func sentenceSignal(s string, words bool) string {
-	return pairReason(signalsIn(s, words, ^signal(0)))
+	return pairReason(unsaid(s, words, signalsIn(s, words, ^signal(0))))
 }
 
 // signalsIn returns the signals of mask the sentence carries.
