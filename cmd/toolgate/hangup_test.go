@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -228,13 +229,19 @@ func TestConsoleHangupStopsOP12(t *testing.T) {
 	}
 	var console int
 	if !waittest.Poll(serveBootWait, func() bool {
-		// The console and at least one upstream child are up.
+		// The console and at least one upstream child are up. The console
+		// is the root of the marked tree, the one whose parent carries no
+		// marker: a child it has forked and not yet exec'd has its
+		// executable and command line too.
 		procs := treeProcs(marker)
+		console = 0
 		for _, pid := range procs {
+			p, ok := readProc(pid)
+			if !ok || slices.Contains(procs, p.ppid) {
+				continue
+			}
 			if exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); exe == bin {
-				if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); !strings.Contains(string(cmdline), "demo-upstream") && !strings.Contains(string(cmdline), "_supervise") {
-					console = pid
-				}
+				console = pid
 			}
 		}
 		return console != 0 && len(procs) >= 3
