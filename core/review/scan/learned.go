@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -242,30 +241,52 @@ func isIdeograph(w string) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai)
 }
 
-// learnedFeature is one hashed word or pair of neighbouring words of a place,
-// with the first token it starts at.
+// learnedFeature is one hashed word, or pair of neighbouring words of a
+// place, by the token it starts at.
 type learnedFeature struct {
 	key   uint32
 	token int
-	text  string
+	pair  bool
+}
+
+// text is the word or pair the feature hashes, for a flag's reason.
+func (f learnedFeature) text(tokens []learnedToken) string {
+	if f.pair {
+		return tokens[f.token].word + " " + tokens[f.token+1].word
+	}
+	return tokens[f.token].word
 }
 
 func learnedFeatures(tokens []learnedToken) []learnedFeature {
 	out := make([]learnedFeature, 0, 2*len(tokens))
 	for i, t := range tokens {
-		out = append(out, learnedFeature{featureKey(t.word), i, t.word})
+		out = append(out, learnedFeature{featureKey(t.word), i, false})
 		if i+1 < len(tokens) && tokens[i+1].place == t.place {
-			pair := t.word + " " + tokens[i+1].word
-			out = append(out, learnedFeature{featureKey(pair), i, pair})
+			out = append(out, learnedFeature{pairKey(t.word, tokens[i+1].word), i, true})
 		}
 	}
 	return out
 }
 
-func featureKey(s string) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(s))
-	return h.Sum32() & (learnedDims - 1)
+// Features are FNV-1a hashes of the word, or of the two words joined by a
+// space, taken modulo learnedDims; hashed in place, a scan builds no
+// string for them.
+const (
+	fnvOffset = 2166136261
+	fnvPrime  = 16777619
+)
+
+func fnvAppend(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * fnvPrime
+	}
+	return h
+}
+
+func featureKey(word string) uint32 { return fnvAppend(fnvOffset, word) & (learnedDims - 1) }
+
+func pairKey(a, b string) uint32 {
+	return fnvAppend(fnvAppend(fnvAppend(fnvOffset, a), " "), b) & (learnedDims - 1)
 }
 
 // learnedVector is a definition's features as the model reads them: a
@@ -495,7 +516,7 @@ func learnedFlags(in ScanInput, flags []core.Flag) []core.Flag {
 	slices.SortStableFunc(parts, func(a, b part) int { return cmp.Compare(b.weight, a.weight) })
 	var words []string
 	for _, p := range parts[:min(3, len(parts))] {
-		words = append(words, strconv.Quote(feats[p.feat].text))
+		words = append(words, strconv.Quote(feats[p.feat].text(tokens)))
 	}
 	// The span is the heaviest word whose place a flag can point at: a
 	// member name whose value is a string cannot be (the pointer means the
@@ -505,7 +526,7 @@ func learnedFlags(in ScanInput, flags []core.Flag) []core.Flag {
 		f := feats[p.feat]
 		t := tokens[f.token]
 		e := t.end
-		if strings.Contains(f.text, " ") {
+		if f.pair {
 			e = tokens[f.token+1].end
 		}
 		if text, ok := in.Text(places[t.place].where); ok && text == places[t.place].text && utf8.ValidString(text[t.start:e]) {

@@ -19,10 +19,11 @@ func heaviestWords(t *testing.T, n int) []string {
 	seen := map[string]bool{}
 	var words []string
 	for _, c := range readRecallSet(t, "training.json").Cases {
-		for _, f := range learnedFeatures(learnedTokens(learnedPlaces(c.Tool.input(nil)))) {
-			if !strings.Contains(f.text, " ") && !seen[f.text] && m.weight[f.key] > 0 {
-				seen[f.text] = true
-				words = append(words, f.text)
+		tokens := learnedTokens(learnedPlaces(c.Tool.input(nil)))
+		for _, f := range learnedFeatures(tokens) {
+			if w := f.text(tokens); !f.pair && !seen[w] && m.weight[f.key] > 0 {
+				seen[w] = true
+				words = append(words, w)
 			}
 		}
 	}
@@ -76,7 +77,7 @@ func TestRV2LearnedOnlyWhereRulesAreSilent(t *testing.T) {
 // TestRV2LearnedReadsEveryPlace: the learned reader's places are the
 // strings a model reads, each with a Where the scanner's Text resolves to
 // that string (or, for a member name, to the name when its value is not a
-// string); schema keywords and type names are not read as words.
+// string); schema keywords and type names are not read as words (RV-2).
 func TestRV2LearnedReadsEveryPlace(t *testing.T) {
 	schema := `{"type":"object","properties":{"report_title":{"type":"string","description":"Title of the report.","default":"quarterly_summary","enum":["draft","final"]}},"required":["report_title","cc_the_auditor"],"$defs":{"Entry":{"type":"object","properties":{"note":{"type":"string","title":"A note"}}}}}`
 	in := ScanInput{Name: "makeReport", Title: "Report maker", Description: "Makes reports.",
@@ -122,7 +123,7 @@ func TestRV2LearnedReadsEveryPlace(t *testing.T) {
 }
 
 // TestRV2LearnedSignalWordsCoverEverySignal: every signal has its words
-// for a learned flag's reason, in the signals' order.
+// for a learned flag's reason, in the signals' order (RV-2).
 func TestRV2LearnedSignalWordsCoverEverySignal(t *testing.T) {
 	if n := bits.Len64(uint64(sigAudience)); n != len(signalWords) {
 		t.Fatalf("%d signals, %d with words", n, len(signalWords))
@@ -134,7 +135,7 @@ func TestRV2LearnedSignalWordsCoverEverySignal(t *testing.T) {
 
 // TestRV2LearnedSentenceSignalsExact: the gated reading of a sentence's
 // signals is every rule's own answer, over the sentences of the training
-// set's tools and the samples.
+// set's tools and the samples (RV-2).
 func TestRV2LearnedSentenceSignalsExact(t *testing.T) {
 	texts := slices.Clone(intentSamples)
 	for _, c := range readRecallSet(t, "training.json").Cases {

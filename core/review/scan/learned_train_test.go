@@ -1,8 +1,8 @@
 package scan
 
 import (
-	"encoding/json"
 	"flag"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -63,35 +63,18 @@ func learnedCorpus(t testing.TB) []learnedDoc {
 			docs = append(docs, docOf(b.input(nil), false, name))
 		}
 	}
-	files, _ = filepath.Glob(filepath.Join(scanCorpus, "poisoned", "*.json"))
-	for i, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	// In file order: a poisoned file's group is its place in it.
+	poisoned := readCorpus[poisonedCase](t, "poisoned")
+	for i, name := range slices.Sorted(maps.Keys(poisoned)) {
+		if c := poisoned[name]; len(c.Entry) == 0 {
+			docs = append(docs, docOf(c.input(c.OtherTools), true, "poisoned/"+string(rune('a'+i%4))))
 		}
-		var c poisonedCase
-		if err := json.Unmarshal(raw, &c); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if len(c.Entry) > 0 {
-			continue
-		}
-		docs = append(docs, docOf(c.input(c.OtherTools), true, "poisoned/"+string(rune('a'+i%4))))
 	}
-	files, _ = filepath.Glob(filepath.Join(scanCorpus, "benign", "*.json"))
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s benignServer
-		if err := json.Unmarshal(raw, &s); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		name := filepath.Base(f)
-		for _, tool := range s.Tools {
-			d := docOf(tool.input(nil), false, "real/"+name)
-			d.real = name != "hard-negatives.json"
+	servers := readCorpus[benignServer](t, "benign")
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		for _, tool := range servers[name].Tools {
+			d := docOf(tool.input(nil), false, "real/"+name+".json")
+			d.real = name != "hard-negatives"
 			docs = append(docs, d)
 		}
 	}
@@ -101,15 +84,13 @@ func learnedCorpus(t testing.TB) []learnedDoc {
 // learnedC is the inverse of the regularisation's strength.
 const learnedC = 2.0
 
-var learnedCVC = learnedC
-
 // learnedFolds is how many parts cross-validation holds out in turn; each
 // recall set, real server and quarter of the poisoned files is held out
 // whole.
 const learnedFolds = 10
 
 // learnedIters is how many steps the descent takes.
-var learnedIters = 1200
+const learnedIters = 1200
 
 // trainLearned fits the model on docs: idf over features in at least two
 // definitions, then a logistic regression with balanced class weights.
@@ -181,7 +162,7 @@ func trainLearned(docs []learnedDoc) *learnedModel {
 		for _, v := range r.vals {
 			sq += v * v
 		}
-		lip += learnedCVC * r.cw * sq / 4
+		lip += learnedC * r.cw * sq / 4
 	}
 	step := 1 / lip
 	q := math.Sqrt(lip)
@@ -200,7 +181,7 @@ func trainLearned(docs []learnedDoc) *learnedModel {
 			for j, c := range r.cols {
 				z += look[c] * r.vals[j]
 			}
-			g := -learnedCVC * r.cw * r.y / (1 + math.Exp(r.y*z))
+			g := -learnedC * r.cw * r.y / (1 + math.Exp(r.y*z))
 			grad[dim-1] += g
 			for j, c := range r.cols {
 				grad[c] += g * r.vals[j]
@@ -316,7 +297,7 @@ func TestLearnedModelIsTheCorpusModel(t *testing.T) {
 	t.Logf("learned model: %d features, threshold %.3f", len(m.weight), m.threshold)
 }
 
-// TestLearnedModelRoundTrips: the file format keeps every number.
+// TestLearnedModelRoundTrips: the file format keeps every number (RV-2).
 func TestLearnedModelRoundTrips(t *testing.T) {
 	m := learned()
 	back, err := decodeLearnedModel(encodeLearnedModel(m))

@@ -332,7 +332,7 @@ const (
 // of its training and of the rules' tuning: what the rules catch alone,
 // what the two catch together, and how many of the honest tools written
 // beside them each warns about. The floors and ceilings are the values
-// measured.
+// measured (RV-2).
 func TestRV2LearnedHeldOut(t *testing.T) {
 	warned := func(in ScanInput) (rules, any bool) {
 		for _, f := range ScanTool(in) {
@@ -389,7 +389,7 @@ func TestRV2LearnedHeldOut(t *testing.T) {
 // were measured blind (each set's source says how many: 3 and 19), then
 // lowered by reading words in the contexts that say the opposite of an
 // order (TestRV2ScanSpokenAgainst); the ceilings are the values measured
-// since, so no change adds one.
+// since, so no change adds one (RV-2).
 func TestRV2ScanWrittenHonest(t *testing.T) {
 	for _, set := range []struct {
 		name    string
