@@ -119,7 +119,7 @@ func relayClient(t *testing.T, url, version string) *client.Client {
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Initialize(t.Context(), mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ProtocolVersion: version}}); err != nil {
+	if _, err := c.Initialize(boundedCtx(t), mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ProtocolVersion: version}}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -131,7 +131,7 @@ func relayClient(t *testing.T, url, version string) *client.Client {
 func askAcross(t *testing.T, c *client.Client, proxy *rrproxy.Proxy, what string, wantRequests int) {
 	t.Helper()
 	from := len(proxy.Entries())
-	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "asks_ask"}})
+	res, err := c.CallTool(boundedCtx(t), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "asks_ask"}})
 	if err != nil {
 		t.Fatalf("%s: call: %v\n%s", what, err, logText(proxy.Entries()))
 	}
@@ -277,6 +277,8 @@ const relayMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-2
 // modernPost posts one 2026-07-28 request as the test's client and reads
 // the answer whole.
 func modernPost(ctx context.Context, url, method, tool, body string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayEventWait)
+	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -299,6 +301,15 @@ func modernPost(ctx context.Context, url, method, tool, body string) (int, error
 // timeout is far longer, so a call ended before it was ended by the test.
 const relayEventWait = 2 * time.Minute
 
+// boundedCtx is the test's context for one request, ended after
+// relayEventWait: a request that hangs fails the test, naming itself,
+// instead of the whole test binary at its timeout.
+func boundedCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), relayEventWait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // waitTag waits, bounded, for tag on ch.
 func waitTag(t *testing.T, ch <-chan string, tag, what string) {
 	t.Helper()
@@ -320,7 +331,7 @@ func waitTag(t *testing.T, ch <-chan string, tag, what string) {
 // client and returns its status.
 func sessionRequest(t *testing.T, url, method, sid, body string) int {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(boundedCtx(t), method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+topoClientKey)

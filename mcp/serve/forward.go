@@ -255,14 +255,17 @@ func (e *Endpoint) route(w http.ResponseWriter, r *http.Request, p *post) bool {
 		// the end's notice reaches it.
 		ctx, cancel := context.WithTimeout(r.Context(), cancelFanoutWait)
 		defer cancel()
-		endedElsewhere := e.tellOthers(ctx, r, p, http.StatusOK)
-		if endedElsewhere && !e.ids.Lookup(p.id).Phase.Serves() {
-			// Ended where it lived; not to be adopted here after either.
-			e.ids.Tombstone(p.id)
-			w.WriteHeader(http.StatusOK)
-			return true
+		if !e.tellOthers(ctx, r, p, http.StatusOK) {
+			return false
 		}
-		return false
+		// Ended where it lived, under this request's credentials, and not
+		// to be adopted here after. A copy held here ends as the holders'
+		// notice of their end would end it: that notice races this
+		// request, and had it landed between a look here and the end, the
+		// client would have been told 404 for a session it did end.
+		e.ids.EndedElsewhere(p.id)
+		w.WriteHeader(http.StatusOK)
+		return true
 	}
 	switch {
 	case p.modern != nil && p.modern.method == string(mcpgo.MethodToolsCall) && p.modern.callOK && p.modern.call.RequestState != nil:

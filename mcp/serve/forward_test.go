@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -104,5 +105,67 @@ func TestModernRetryPassedToItsReplicaOP11(t *testing.T) {
 	code, ans = retry(t, urlA, "alice", "the gate", input, state, good)
 	if code != http.StatusOK || !strings.Contains(string(ans["result"]), "answer accept map[colour:blue]") {
 		t.Fatalf("the same retry at its own replica: HTTP %d %s", code, mustJSON(ans))
+	}
+}
+
+// SV-2, OP-11: a DELETE of a session another replica holds too ends it
+// there and here, and its client is answered 200 whenever the holder's
+// notice of its own end reaches this replica. A replica sends that notice
+// before it answers a DELETE passed to it, so the notice races the rest of
+// this replica's handling of the request; here it lands before the other
+// replica answers, or as it answers. Each of 40 DELETEs is passed on and
+// answered 200, and each session is refused here after.
+func TestDeleteRacingItsEndNoticeSV2(t *testing.T) {
+	up := startElicitingUpstream(t)
+	key := []byte("a session key both replicas share")[:32]
+	fk, err := serve.ForwardKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := &staticPeers{m: map[string]string{}}
+	urlA, epA := serveRelayedWith(t, up.url, time.Minute, serve.EndpointOptions{SessionKey: key, Replica: "host-a:1", Peers: peers, ForwardKey: fk})
+	var notices sync.WaitGroup
+	var mu sync.Mutex
+	passedOn := 0
+	holder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodDelete || r.Header.Get(serve.HeaderForwarded) == "" {
+			http.Error(w, "not a passed-on DELETE", http.StatusBadRequest)
+			return
+		}
+		id := r.Header.Get("Mcp-Session-Id")
+		mu.Lock()
+		passedOn++
+		first := passedOn%2 == 0
+		mu.Unlock()
+		if first {
+			epA.EndedElsewhere(id)
+		} else {
+			notices.Go(func() { epA.EndedElsewhere(id) })
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer holder.Close()
+	defer notices.Wait()
+	peers.set("host-b:2", holder.Listener.Addr().String())
+
+	const deletes = 40
+	for i := range deletes {
+		c := testClient(urlA, "alice", "MEMBER")
+		initialize(t, c)
+		resp, err := c.Delete(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != http.StatusOK {
+			t.Fatalf("DELETE %d on A: HTTP %d %s", i, resp.Status, resp.Body)
+		}
+		if resp := post(t, c, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.Status != http.StatusNotFound {
+			t.Fatalf("session %d after its DELETE: HTTP %d, want 404", i, resp.Status)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if passedOn != deletes {
+		t.Fatalf("%d DELETEs passed on to the other holder, want %d", passedOn, deletes)
 	}
 }
