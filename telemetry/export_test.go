@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -8,11 +9,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -114,6 +118,94 @@ func TestExportMessagesSayWhatEnded(t *testing.T) {
 		t.Errorf("the first export's encoding changed: %v", err)
 	}
 	if m.fill(nil) != nil {
+		t.Error("an empty export has messages")
+	}
+}
+
+// OP-9: the exporter's own encoding of spans, sent as a client sends it
+// (the export request marshalled by the protobuf library), decodes to the
+// very messages the generated types make of the same spans: every
+// attribute type, zero values included, events, links with their trace
+// state, each status, a span's trace state, dropped counts, and spans of
+// two resources and four scopes in one export. A second export into the
+// same buffers carries nothing of the first, and the first's encoding,
+// taken before, is untouched.
+func TestExportWireIsTheMessagesOP9(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	limits := sdktrace.NewSpanLimits()
+	limits.AttributeCountLimit, limits.EventCountLimit, limits.LinkCountLimit, limits.AttributePerEventCountLimit = 14, 2, 2, 1
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithRawSpanLimits(limits))
+	res, err := resource.New(context.Background(), resource.WithAttributes(attribute.String("service.name", "other"), attribute.Int("replica", 3)),
+		resource.WithSchemaURL("https://opentelemetry.io/schemas/1.26.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(res))
+	ctx := context.Background()
+	ts, err := trace.ParseTraceState("vendor=abc,other=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true})
+	local := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}})
+
+	tr := tp.Tracer(ScopeName)
+	rctx, root := tr.Start(trace.ContextWithRemoteSpanContext(ctx, remote), "tools/call probe", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("s", "v"), attribute.String("empty", ""), attribute.Int("i", -7), attribute.Int("zero", 0),
+			attribute.Float64("f", 0.25), attribute.Float64("fzero", 0), attribute.Bool("b", true), attribute.Bool("no", false),
+			attribute.StringSlice("ss", []string{"x", ""}), attribute.Int64Slice("is", []int64{1, -2, 0}), attribute.Float64Slice("fs", []float64{1.5}),
+			attribute.BoolSlice("bs", []bool{true, false}), attribute.StringSlice("none", nil), attribute.String("ünïcode ключ", "値")))
+	root.SetAttributes(attribute.String("over", "the limit"), attribute.Int("over2", 2)) // dropped
+	_, child := tr.Start(rctx, "tools/call echo", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithLinks(trace.Link{SpanContext: local}, // the oldest, dropped over the limit
+			trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{attribute.String("why", "retry")}}, trace.Link{SpanContext: local}))
+	child.AddEvent("first") // the oldest, dropped over the limit
+	child.AddEvent("e", trace.WithAttributes(attribute.String("k", "v"), attribute.Int("dropped", 1)))
+	child.AddEvent("plain")
+	child.SetStatus(codes.Error, "broke")
+	child.End()
+	_, ok := tr.Start(rctx, "", trace.WithSpanKind(trace.SpanKindInternal))
+	ok.SetStatus(codes.Ok, "")
+	ok.End()
+	root.End()
+	_, versioned := tp.Tracer("scope-two", trace.WithInstrumentationVersion("1.2.3"), trace.WithSchemaURL("https://example.com/s"),
+		trace.WithInstrumentationAttributes(attribute.Bool("scoped", true))).Start(ctx, "in scope two", trace.WithSpanKind(trace.SpanKindProducer))
+	versioned.End()
+	_, unscoped := tp.Tracer("").Start(ctx, "no scope", trace.WithSpanKind(trace.SpanKindConsumer))
+	unscoped.End()
+	_, elsewhere := other.Tracer(ScopeName).Start(ctx, "other resource")
+	elsewhere.End()
+
+	var w wire
+	check := func(what string, spans []sdktrace.ReadOnlySpan) []byte {
+		t.Helper()
+		sent, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: w.encode(spans)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(sent, &got); err != nil {
+			t.Fatalf("%s: the encoding does not decode: %v", what, err)
+		}
+		var m messages
+		want := &coltracepb.ExportTraceServiceRequest{ResourceSpans: m.fill(spans)}
+		if !proto.Equal(&got, want) {
+			t.Errorf("%s: the encoding decodes to\n%v\nwant\n%v", what, prototext.Format(&got), prototext.Format(want))
+		}
+		return sent
+	}
+	all := rec.Ended()
+	if len(all) != 6 {
+		t.Fatalf("%d spans ended", len(all))
+	}
+	first := check("six spans of two resources and four scopes", all)
+	kept := bytes.Clone(first)
+	check("one span", all[len(all)-1:])
+	check("the first span again", all[:1])
+	if !bytes.Equal(first, kept) {
+		t.Error("the first export's encoding changed under the next ones")
+	}
+	if w.encode(nil) != nil || w.encode([]sdktrace.ReadOnlySpan{nil}) != nil {
 		t.Error("an empty export has messages")
 	}
 }
