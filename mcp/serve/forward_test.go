@@ -44,6 +44,21 @@ func hostOf(t *testing.T, raw string) string {
 	return u.Host
 }
 
+// replicaOptions makes the options of an endpoint replica of one
+// deployment, all sharing the session key, the forwarding key and peers.
+func replicaOptions(t *testing.T) (opts func(replica string) serve.EndpointOptions, peers *staticPeers) {
+	t.Helper()
+	key := []byte("a session key both replicas share")[:32]
+	fk, err := serve.ForwardKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers = &staticPeers{m: map[string]string{}}
+	return func(replica string) serve.EndpointOptions {
+		return serve.EndpointOptions{SessionKey: key, Replica: replica, Peers: peers, ForwardKey: fk}
+	}, peers
+}
+
 // OP-11: two replicas that pass requests on. A retry reaching the replica
 // its call does not wait in is passed to the one it waits in and answered
 // there; a replica listed but unreachable leaves the retry to be served
@@ -52,15 +67,7 @@ func hostOf(t *testing.T, raw string) string {
 // directory points back at the sender.
 func TestModernRetryPassedToItsReplicaOP11(t *testing.T) {
 	up := startElicitingUpstream(t)
-	key := []byte("a session key both replicas share")[:32]
-	fk, err := serve.ForwardKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peers := &staticPeers{m: map[string]string{}}
-	opts := func(replica string) serve.EndpointOptions {
-		return serve.EndpointOptions{SessionKey: key, Replica: replica, Peers: peers, ForwardKey: fk}
-	}
+	opts, peers := replicaOptions(t)
 	urlA, _ := serveRelayedWith(t, up.url, time.Minute, opts("host-a:1"))
 	urlB, _ := serveRelayedWith(t, up.url, time.Minute, opts("host-b:2"))
 	peers.set("host-a:1", hostOf(t, urlA))
@@ -117,13 +124,8 @@ func TestModernRetryPassedToItsReplicaOP11(t *testing.T) {
 // answered 200, and each session is refused here after.
 func TestDeleteRacingItsEndNoticeSV2(t *testing.T) {
 	up := startElicitingUpstream(t)
-	key := []byte("a session key both replicas share")[:32]
-	fk, err := serve.ForwardKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peers := &staticPeers{m: map[string]string{}}
-	urlA, epA := serveRelayedWith(t, up.url, time.Minute, serve.EndpointOptions{SessionKey: key, Replica: "host-a:1", Peers: peers, ForwardKey: fk})
+	opts, peers := replicaOptions(t)
+	urlA, epA := serveRelayedWith(t, up.url, time.Minute, opts("host-a:1"))
 	var notices sync.WaitGroup
 	var mu sync.Mutex
 	passedOn := 0
