@@ -9,196 +9,65 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
-// The OTLP messages of spans built through the generated types, field by
-// field: what the exporter sent before it wrote the wire format itself,
-// kept as the reference its encoding is held equal to.
-
-// messages is the OTLP messages of one export, kept for the next. Slices
-// of messages grow by replacement, never by append, so no message is
-// copied (they must not be).
-type messages struct {
-	resources []*tracepb.ResourceSpans
-	spans     []tracepb.Span
-	statuses  []tracepb.Status
-	kvs       []commonpb.KeyValue
-	kvPtrs    []*commonpb.KeyValue
-	values    []commonpb.AnyValue
-	strs      []commonpb.AnyValue_StringValue
-	ints      []commonpb.AnyValue_IntValue
-	doubles   []commonpb.AnyValue_DoubleValue
-	bools     []commonpb.AnyValue_BoolValue
-	ids       []byte
-	// Per resource and scope, the messages made once: a gateway's spans
-	// come from one provider and one scope.
-	groups []group
-}
-
-type group struct {
-	res                              *resourcepb.Resource
-	resKey                           attribute.Distinct
-	scope                            *commonpb.InstrumentationScope
-	name, version, schema, resSchema string
-	rs                               tracepb.ResourceSpans
-	ss                               tracepb.ScopeSpans
-	ssPtr                            []*tracepb.ScopeSpans
-	used                             bool
-}
-
-// fill makes spans' OTLP messages, reusing the last export's.
-func (m *messages) fill(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	n, attrs := 0, 0
-	for _, s := range spans {
-		if s != nil {
-			n++
-			attrs += len(s.Attributes())
-		}
+// referenceMessages is spans' OTLP messages built through the generated
+// types, every message new: what the exporter sent before it wrote the
+// wire format itself, kept as the reference its encoding is held equal
+// to. One ResourceSpans per resource and scope, in the order first seen;
+// nil for no span.
+func referenceMessages(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
+	type groupKey struct {
+		res                   attribute.Distinct
+		name, version, schema string
 	}
-	if n == 0 {
-		return nil
-	}
-	if cap(m.spans) < n {
-		m.spans = make([]tracepb.Span, 2*n)
-		m.statuses = make([]tracepb.Status, 2*n)
-		m.ids = make([]byte, 2*n*32)
-	}
-	if cap(m.kvs) < attrs {
-		m.kvs = make([]commonpb.KeyValue, 2*attrs)
-		m.kvPtrs = make([]*commonpb.KeyValue, 2*attrs)
-		m.values = make([]commonpb.AnyValue, 2*attrs)
-		m.strs = make([]commonpb.AnyValue_StringValue, 2*attrs)
-		m.ints = make([]commonpb.AnyValue_IntValue, 2*attrs)
-		m.doubles = make([]commonpb.AnyValue_DoubleValue, 2*attrs)
-		m.bools = make([]commonpb.AnyValue_BoolValue, 2*attrs)
-	}
-	for i := range m.groups {
-		g := &m.groups[i]
-		g.used = false
-		g.ss.Spans = g.ss.Spans[:0]
-	}
-	m.resources = m.resources[:0]
-	si, ai := 0, 0
+	var out []*tracepb.ResourceSpans
+	groups := map[groupKey]*tracepb.ScopeSpans{}
 	for _, sd := range spans {
 		if sd == nil {
 			continue
 		}
-		g := m.group(sd)
-		s := &m.spans[si]
-		*s = tracepb.Span{}
-		sc := sd.SpanContext()
-		ids := m.ids[si*32 : si*32+32 : si*32+32]
-		tid, sid := sc.TraceID(), sc.SpanID()
-		s.TraceId = append(ids[:0:16], tid[:]...)
-		s.SpanId = append(ids[16:16:24], sid[:]...)
-		if psid := sd.Parent().SpanID(); psid.IsValid() {
-			s.ParentSpanId = append(ids[24:24:32], psid[:]...)
+		res, scope := sd.Resource(), sd.InstrumentationScope()
+		key := groupKey{res.Equivalent(), scope.Name, scope.Version, scope.SchemaURL}
+		ss := groups[key]
+		if ss == nil {
+			ss = &tracepb.ScopeSpans{SchemaUrl: scope.SchemaURL}
+			if scope.Name != "" || scope.Version != "" || scope.SchemaURL != "" || scope.Attributes.Len() > 0 {
+				ss.Scope = &commonpb.InstrumentationScope{Name: scope.Name, Version: scope.Version, Attributes: plainKeyValues(scope.Attributes.ToSlice())}
+			}
+			groups[key] = ss
+			out = append(out, &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: plainKeyValues(res.Attributes())},
+				SchemaUrl: res.SchemaURL(), ScopeSpans: []*tracepb.ScopeSpans{ss}})
 		}
-		if ts := sc.TraceState(); ts.Len() > 0 {
-			s.TraceState = ts.String()
-		}
-		s.Flags = uint32(sc.TraceFlags()) | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
-		if sd.Parent().IsRemote() {
-			s.Flags |= uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
-		}
-		s.Name = sd.Name()
-		s.Kind = spanKind(sd.SpanKind())
-		s.StartTimeUnixNano = uint64(max(0, sd.StartTime().UnixNano()))
-		s.EndTimeUnixNano = uint64(max(0, sd.EndTime().UnixNano()))
-		st := &m.statuses[si]
-		*st = tracepb.Status{}
-		switch status := sd.Status(); status.Code {
-		case codes.Ok:
-			st.Code = tracepb.Status_STATUS_CODE_OK
-		case codes.Error:
-			st.Code, st.Message = tracepb.Status_STATUS_CODE_ERROR, status.Description
-		}
-		s.Status = st
-		as := sd.Attributes()
-		s.Attributes = m.kvPtrs[ai : ai+len(as) : ai+len(as)]
-		for j, a := range as {
-			s.Attributes[j] = m.keyValue(ai+j, a)
-		}
-		ai += len(as)
-		s.DroppedAttributesCount = clamp(sd.DroppedAttributes())
-		s.Events = events(sd.Events())
-		s.DroppedEventsCount = clamp(sd.DroppedEvents())
-		s.Links = links(sd.Links())
-		s.DroppedLinksCount = clamp(sd.DroppedLinks())
-		g.ss.Spans = append(g.ss.Spans, s)
-		si++
+		ss.Spans = append(ss.Spans, referenceSpan(sd))
 	}
-	for i := range m.groups {
-		if g := &m.groups[i]; g.used {
-			m.resources = append(m.resources, &g.rs)
-		}
-	}
-	return m.resources
+	return out
 }
 
-// group is the resource and scope sd belongs to, made on first sight.
-func (m *messages) group(sd sdktrace.ReadOnlySpan) *group {
-	res, scope := sd.Resource(), sd.InstrumentationScope()
-	key := res.Equivalent()
-	for i := range m.groups {
-		g := &m.groups[i]
-		if g.resKey == key && g.name == scope.Name && g.version == scope.Version && g.schema == scope.SchemaURL {
-			g.used = true
-			return g
-		}
+// referenceSpan is sd's Span message.
+func referenceSpan(sd sdktrace.ReadOnlySpan) *tracepb.Span {
+	sc := sd.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	s := &tracepb.Span{TraceId: tid[:], SpanId: sid[:], Name: sd.Name(), Kind: spanKind(sd.SpanKind()),
+		StartTimeUnixNano: uint64(max(0, sd.StartTime().UnixNano())), EndTimeUnixNano: uint64(max(0, sd.EndTime().UnixNano())),
+		Attributes: plainKeyValues(sd.Attributes()), DroppedAttributesCount: clamp(sd.DroppedAttributes()),
+		Events: events(sd.Events()), DroppedEventsCount: clamp(sd.DroppedEvents()),
+		Links: links(sd.Links()), DroppedLinksCount: clamp(sd.DroppedLinks()),
+		Flags: uint32(sc.TraceFlags()) | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK), Status: &tracepb.Status{}}
+	if sd.Parent().IsRemote() {
+		s.Flags |= uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
 	}
-	// A new group: rare (one per provider and scope), so the groups slice
-	// is made anew rather than appended to, and the pointers into the
-	// old one are fixed up.
-	groups := make([]group, len(m.groups)+1)
-	for i := range m.groups {
-		old := &m.groups[i]
-		g := &groups[i]
-		g.res, g.resKey, g.scope, g.name, g.version, g.schema, g.resSchema, g.used =
-			old.res, old.resKey, old.scope, old.name, old.version, old.schema, old.resSchema, old.used
-		g.ss.Spans = old.ss.Spans
-		g.link()
+	if psid := sd.Parent().SpanID(); psid.IsValid() {
+		s.ParentSpanId = psid[:]
 	}
-	g := &groups[len(m.groups)]
-	g.resKey, g.name, g.version, g.schema, g.used = key, scope.Name, scope.Version, scope.SchemaURL, true
-	g.res = &resourcepb.Resource{Attributes: plainKeyValues(res.Attributes())}
-	g.resSchema = res.SchemaURL()
-	if scope.Name != "" || scope.Version != "" || scope.SchemaURL != "" || scope.Attributes.Len() > 0 {
-		g.scope = &commonpb.InstrumentationScope{Name: scope.Name, Version: scope.Version, Attributes: plainKeyValues(scope.Attributes.ToSlice())}
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		s.TraceState = ts.String()
 	}
-	g.link()
-	m.groups = groups
-	return g
-}
-
-// link points g's resource message at its scope message.
-func (g *group) link() {
-	g.rs.Resource, g.rs.SchemaUrl = g.res, g.resSchema
-	g.ss.Scope, g.ss.SchemaUrl = g.scope, g.schema
-	g.ssPtr = []*tracepb.ScopeSpans{&g.ss}
-	g.rs.ScopeSpans = g.ssPtr
-}
-
-// keyValue is a as the i-th kept KeyValue.
-func (m *messages) keyValue(i int, a attribute.KeyValue) *commonpb.KeyValue {
-	kv, v := &m.kvs[i], &m.values[i]
-	*v = commonpb.AnyValue{}
-	switch a.Value.Type() {
-	case attribute.STRING:
-		m.strs[i].StringValue = a.Value.AsString()
-		v.Value = &m.strs[i]
-	case attribute.INT64:
-		m.ints[i].IntValue = a.Value.AsInt64()
-		v.Value = &m.ints[i]
-	case attribute.FLOAT64:
-		m.doubles[i].DoubleValue = a.Value.AsFloat64()
-		v.Value = &m.doubles[i]
-	case attribute.BOOL:
-		m.bools[i].BoolValue = a.Value.AsBool()
-		v.Value = &m.bools[i]
-	default:
-		v.Value = plainValue(a.Value).Value // slices: rare, made new
+	switch status := sd.Status(); status.Code {
+	case codes.Ok:
+		s.Status.Code = tracepb.Status_STATUS_CODE_OK
+	case codes.Error:
+		s.Status.Code, s.Status.Message = tracepb.Status_STATUS_CODE_ERROR, status.Description
 	}
-	*kv = commonpb.KeyValue{Key: string(a.Key), Value: v}
-	return kv
+	return s
 }
 
 // plainKeyValues is attrs as new messages, for what is made once or

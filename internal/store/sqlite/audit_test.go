@@ -234,18 +234,7 @@ func TestBatchSizesOP6(t *testing.T) {
 		}
 		want = append(want, batch...)
 	}
-	got, err := s.Audit(context.Background(), core.AuditQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d records, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("record %d = %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	requireAudit(t, s, want)
 }
 
 // OP-6: a batch that fails part way commits none of its records, and
@@ -327,18 +316,7 @@ func TestRepeatedColumnValuesOP6(t *testing.T) {
 		}
 		want = append(want, recs...)
 	}
-	got, err := s.Audit(ctx, core.AuditQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d records, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("record %d = %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	requireAudit(t, s, want)
 	entries, err := auditchain.Entries(ctx, s)
 	if err != nil {
 		t.Fatal(err)
@@ -351,5 +329,23 @@ func TestRepeatedColumnValuesOP6(t *testing.T) {
 	rep, err := auditchain.VerifyStore(ctx, s, nil)
 	if err != nil || !rep.Intact() {
 		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+// requireAudit fails the test unless s's audit reads back as want, record
+// for record in seq order.
+func requireAudit(t *testing.T, s *Store, want []core.AuditRecord) {
+	t.Helper()
+	got, err := s.Audit(context.Background(), core.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("record %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
