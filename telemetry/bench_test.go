@@ -10,13 +10,13 @@ import (
 	"github.com/toolgate/toolgate/internal/otlptest"
 )
 
-// BenchmarkCallSpans is what the spans of one tools/call cost the SDK and
+// BenchmarkCallSpans is what the spans of one tools/call cost the tracer and
 // the OTLP/HTTP exporter alone (OP-9): the request span with its stages
 // (authentication, policy, validation, the audit write) noted as its
 // attributes, and one upstream attempt's client span (with the trace
 // context it hands on), opened and ended as the gateway does, exported in
 // batches to a counting receiver. It is the floor under the gateway's
-// cost of tracing a call; profile it (-cpuprofile) to see the SDK's share
+// cost of tracing a call; profile it (-cpuprofile) to see the tracer's share
 // and the exporter's (flush). Each batch is exported in the loop, as soon
 // as it is full: spans made faster than exported would be dropped and not
 // measured.
@@ -32,8 +32,8 @@ func BenchmarkCallSpans(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		var r Request
-		ctx, span := tracer.Start(context.Background(), "POST /mcp", trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String("POST"), semconv.URLPath("/mcp"), semconv.McpProtocolVersion("2025-06-18")))
+		ctx, span := StartKind(context.Background(), tracer, "POST /mcp", trace.SpanKindServer,
+			semconv.HTTPRequestMethodKey.String("POST"), semconv.URLPath("/mcp"), semconv.McpProtocolVersion("2025-06-18"))
 		ctx = WithRequest(ctx, &r)
 		req := RequestOf(ctx)
 		req.Begin(StageAuth)
@@ -52,7 +52,7 @@ func BenchmarkCallSpans(b *testing.B) {
 		TraceID(ctx)
 		r.End(span, false, semconv.HTTPResponseStatusCode(200))
 		if i++; i%(batchSize/spansPerCall) == 0 {
-			if err := p.tp.ForceFlush(context.Background()); err != nil {
+			if err := p.flush(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 		}

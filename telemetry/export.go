@@ -1,86 +1,25 @@
 package telemetry
 
 import (
-	"context"
-	"fmt"
 	"math"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// exporter is the OTLP exporter (OP-9) over the OTLP/HTTP or gRPC client
-// of the OpenTelemetry module, which keeps their configuration (the
-// OTEL_EXPORTER_OTLP_* environment, headers, TLS, retries). What it does
-// differently is turn spans into OTLP: the module's exporter makes new
-// messages for every span and three allocations for every attribute, and
-// the protobuf library then marshals them field by field; this one writes
-// the wire format itself into buffers it keeps from export to export (see
-// wire). Exports run one at a time (the batcher's), and the client has
-// encoded a batch by the time UploadTraces returns, so the buffers are
-// free again then.
-type exporter struct {
-	client otlptrace.Client
-	wire   wire
-}
-
-var _ sdktrace.SpanExporter = (*exporter)(nil)
-
-func newOTLPExporter(ctx context.Context, client otlptrace.Client) (*exporter, error) {
-	if err := client.Start(ctx); err != nil {
-		return nil, err
-	}
-	return &exporter{client: client}, nil
-}
-
-func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	rs := e.wire.encode(spans)
-	if len(rs) == 0 {
-		return nil
-	}
-	if err := e.client.UploadTraces(ctx, rs); err != nil {
-		return fmt.Errorf("traces export: %w", err)
-	}
-	return nil
-}
-
-func (e *exporter) Shutdown(ctx context.Context) error { return e.client.Stop(ctx) }
-
-// wire is the OTLP encoding of one export, kept for the next (OP-9). The
-// spans are written in the protobuf wire format straight from the SDK's
-// ended spans; the client sends each resource's encoding as the raw fields
-// of a ResourceSpans message it marshals (unknown fields are marshalled as
-// they are). Building the messages and having the protobuf library marshal
-// them was most of a traced call's export cost, and the messages, kept
-// from export to export, were a pointer-laden heap the collector scanned
-// on every cycle; these buffers hold no pointers.
-type wire struct {
-	span   []byte // one span's fields, while they are written
-	nested []byte // an event's, a link's or the status's fields
-	value  []byte // an attribute value's fields
-	groups []*wireGroup
-	out    []*tracepb.ResourceSpans
-}
-
-// wireGroup is the spans of one resource and scope: a gateway's come from
-// one provider and one scope.
-type wireGroup struct {
-	resKey                attribute.Distinct
-	name, version, schema string
-	// head is the ResourceSpans fields before its ScopeSpans: the resource.
-	// scope is the ScopeSpans fields before its spans: the scope. tail is
-	// what follows the spans: the ScopeSpans's schema URL. Made once.
-	head, scope, scopeTail, tail []byte
-	spans                        []byte // this export's, each a ScopeSpans field
-	body                         []byte // the ResourceSpans fields
-	msg                          tracepb.ResourceSpans
-	used                         bool
+// encoder writes spans in the OTLP wire format (OP-9), into buffers it
+// keeps: span is one span's fields while they are written, nested an
+// event's, a link's or the status's, value an attribute value's. Fields
+// holding their zero value are left out, as the protobuf library leaves
+// them out, except where it writes them too: a span's status, and an
+// attribute's value of any type.
+type encoder struct {
+	span   []byte
+	nested []byte
+	value  []byte
 }
 
 // The field numbers of the OTLP trace messages (opentelemetry/proto/trace/v1,
@@ -135,101 +74,28 @@ const (
 	fArrayValues            protowire.Number = 1
 )
 
-// encode writes spans' OTLP encoding, reusing the last export's buffers,
-// and returns one message per resource and scope carrying it. Fields
-// holding their zero value are left out, as the protobuf library leaves
-// them out, except where it writes them too: a span's status, and an
-// attribute's value of any type.
-func (w *wire) encode(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	for _, g := range w.groups {
-		g.used = false
-		g.spans = g.spans[:0]
-	}
-	seen := false
-	for _, sd := range spans {
-		if sd == nil {
-			continue
-		}
-		seen = true
-		g := w.group(sd)
-		w.span = w.appendSpan(w.span[:0], sd)
-		g.spans = appendMessage(g.spans, fScopeSpansSpans, w.span)
-	}
-	if !seen {
-		return nil
-	}
-	w.out = w.out[:0]
-	for _, g := range w.groups {
-		if !g.used {
-			continue
-		}
-		b := append(g.body[:0], g.head...)
-		b = protowire.AppendTag(b, fResourceSpansScopeSpans, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(len(g.scope)+len(g.spans)+len(g.scopeTail)))
-		b = append(b, g.scope...)
-		b = append(b, g.spans...)
-		b = append(b, g.scopeTail...)
-		b = append(b, g.tail...)
-		g.body = b
-		g.msg.ProtoReflect().SetUnknown(protoreflect.RawFields(b))
-		w.out = append(w.out, &g.msg)
-	}
-	return w.out
-}
-
-// group is the resource and scope sd belongs to, made on first sight.
-func (w *wire) group(sd sdktrace.ReadOnlySpan) *wireGroup {
-	res, scope := sd.Resource(), sd.InstrumentationScope()
-	key := res.Equivalent()
-	for _, g := range w.groups {
-		if g.resKey == key && g.name == scope.Name && g.version == scope.Version && g.schema == scope.SchemaURL {
-			g.used = true
-			return g
-		}
-	}
-	g := &wireGroup{resKey: key, name: scope.Name, version: scope.Version, schema: scope.SchemaURL, used: true}
-	var r []byte
-	for _, a := range res.Attributes() {
-		r = w.appendKeyValue(r, fResourceAttributes, a)
-	}
-	g.head = appendMessage(nil, fResourceSpansResource, r)
-	if scope.Name != "" || scope.Version != "" || scope.SchemaURL != "" || scope.Attributes.Len() > 0 {
-		var sc []byte
-		sc = appendString(sc, fScopeName, scope.Name)
-		sc = appendString(sc, fScopeVersion, scope.Version)
-		for _, a := range scope.Attributes.ToSlice() {
-			sc = w.appendKeyValue(sc, fScopeAttributes, a)
-		}
-		g.scope = appendMessage(nil, fScopeSpansScope, sc)
-	}
-	g.scopeTail = appendString(nil, fScopeSpansSchemaURL, scope.SchemaURL)
-	g.tail = appendString(nil, fResourceSpansSchemaURL, res.SchemaURL())
-	w.groups = append(w.groups, g)
-	return g
-}
-
-// appendSpan appends sd's Span fields to b.
-func (w *wire) appendSpan(b []byte, sd sdktrace.ReadOnlySpan) []byte {
-	sc := sd.SpanContext()
+// appendSpan appends d's Span fields to b.
+func (w *encoder) appendSpan(b []byte, d *spanData) []byte {
+	sc := d.sc
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = appendBytes(b, fSpanTraceID, tid[:])
 	b = appendBytes(b, fSpanSpanID, sid[:])
 	if ts := sc.TraceState(); ts.Len() > 0 {
 		b = appendString(b, fSpanTraceState, ts.String())
 	}
-	parent := sd.Parent()
+	parent := d.parent
 	if psid := parent.SpanID(); psid.IsValid() {
 		b = appendBytes(b, fSpanParentSpanID, psid[:])
 	}
-	b = appendString(b, fSpanName, sd.Name())
-	b = appendVarint(b, fSpanKind, uint64(spanKind(sd.SpanKind())))
-	b = appendFixed64(b, fSpanStart, uint64(max(0, sd.StartTime().UnixNano())))
-	b = appendFixed64(b, fSpanEnd, uint64(max(0, sd.EndTime().UnixNano())))
-	for _, a := range sd.Attributes() {
+	b = appendString(b, fSpanName, d.name)
+	b = appendVarint(b, fSpanKind, uint64(spanKind(d.kind)))
+	b = appendFixed64(b, fSpanStart, uint64(max(0, d.start.UnixNano())))
+	b = appendFixed64(b, fSpanEnd, uint64(max(0, d.end.UnixNano())))
+	for _, a := range d.attrs {
 		b = w.appendKeyValue(b, fSpanAttributes, a)
 	}
-	b = appendVarint(b, fSpanDroppedAttributes, uint64(clamp(sd.DroppedAttributes())))
-	for _, e := range sd.Events() {
+	b = appendVarint(b, fSpanDroppedAttributes, uint64(clamp(d.droppedAttrs)))
+	for _, e := range d.events {
 		n := appendFixed64(w.nested[:0], fEventTime, uint64(max(0, e.Time.UnixNano())))
 		n = appendString(n, fEventName, e.Name)
 		for _, a := range e.Attributes {
@@ -239,8 +105,8 @@ func (w *wire) appendSpan(b []byte, sd sdktrace.ReadOnlySpan) []byte {
 		w.nested = n
 		b = appendMessage(b, fSpanEvents, n)
 	}
-	b = appendVarint(b, fSpanDroppedEvents, uint64(clamp(sd.DroppedEvents())))
-	for _, l := range sd.Links() {
+	b = appendVarint(b, fSpanDroppedEvents, uint64(clamp(d.droppedEvents)))
+	for _, l := range d.links {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		n := appendBytes(w.nested[:0], fLinkTraceID, ltid[:])
 		n = appendBytes(n, fLinkSpanID, lsid[:])
@@ -253,9 +119,9 @@ func (w *wire) appendSpan(b []byte, sd sdktrace.ReadOnlySpan) []byte {
 		w.nested = n
 		b = appendMessage(b, fSpanLinks, n)
 	}
-	b = appendVarint(b, fSpanDroppedLinks, uint64(clamp(sd.DroppedLinks())))
+	b = appendVarint(b, fSpanDroppedLinks, uint64(clamp(d.droppedLinks)))
 	n := w.nested[:0]
-	switch status := sd.Status(); status.Code {
+	switch status := d.status; status.Code {
 	case codes.Ok:
 		n = appendVarint(n, fStatusCode, uint64(tracepb.Status_STATUS_CODE_OK))
 	case codes.Error:
@@ -278,7 +144,7 @@ func remoteFlags(f trace.TraceFlags, remote bool) uint32 {
 }
 
 // appendKeyValue appends a as a KeyValue field num to b.
-func (w *wire) appendKeyValue(b []byte, num protowire.Number, a attribute.KeyValue) []byte {
+func (w *encoder) appendKeyValue(b []byte, num protowire.Number, a attribute.KeyValue) []byte {
 	w.value = appendAnyValue(w.value[:0], a.Value)
 	size := protowire.SizeTag(fKeyValueValue) + protowire.SizeBytes(len(w.value))
 	if a.Key != "" {

@@ -16,11 +16,11 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -75,7 +75,7 @@ func (s Settings) protocol() string {
 
 // Provider is a running tracer provider and its exporter.
 type Provider struct {
-	tp     *sdktrace.TracerProvider
+	tp     *tracerProvider
 	tracer trace.Tracer
 }
 
@@ -86,7 +86,7 @@ func New(ctx context.Context, s Settings) (*Provider, error) {
 	if !s.Enabled() {
 		return nil, nil
 	}
-	exp, err := newExporter(ctx, s)
+	client, err := newClient(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry.traces: %w", err)
 	}
@@ -98,15 +98,14 @@ func New(ctx context.Context, s Settings) (*Provider, error) {
 	if err != nil {
 		res = resource.NewSchemaless(attrs...)
 	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(newBatcher(exp, s.OnExportError)),
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.SampleRatio))),
-	)
+	tp := newTracerProvider(newRecorder(client, res, s.OnExportError),
+		sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.SampleRatio)), sdktrace.NewSpanLimits(), nil)
 	return &Provider{tp: tp, tracer: tp.Tracer(ScopeName)}, nil
 }
 
-func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error) {
+// newClient starts the OTLP client s asks for.
+func newClient(ctx context.Context, s Settings) (otlptrace.Client, error) {
+	var client otlptrace.Client
 	if s.protocol() == "grpc" {
 		var opts []otlptracegrpc.Option
 		if s.Endpoint != "" {
@@ -115,16 +114,21 @@ func newExporter(ctx context.Context, s Settings) (sdktrace.SpanExporter, error)
 		if len(s.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(s.Headers))
 		}
-		return newOTLPExporter(ctx, otlptracegrpc.NewClient(opts...))
+		client = otlptracegrpc.NewClient(opts...)
+	} else {
+		var opts []otlptracehttp.Option
+		if s.Endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(s.Endpoint)))
+		}
+		if len(s.Headers) > 0 {
+			opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
+		}
+		client = otlptracehttp.NewClient(opts...)
 	}
-	var opts []otlptracehttp.Option
-	if s.Endpoint != "" {
-		opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(s.Endpoint)))
+	if err := client.Start(ctx); err != nil {
+		return nil, err
 	}
-	if len(s.Headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
-	}
-	return newOTLPExporter(ctx, otlptracehttp.NewClient(opts...))
+	return client, nil
 }
 
 // endpointURL is the traces URL of an OTLP/HTTP endpoint given as the
@@ -157,8 +161,11 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	return p.tp.Shutdown(ctx)
+	return p.tp.rec.shutdown(ctx)
 }
+
+// flush exports what is held now, within ctx.
+func (p *Provider) flush(ctx context.Context) error { return p.tp.rec.flush(ctx) }
 
 // Propagator reads and writes the W3C traceparent and tracestate.
 var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
@@ -172,26 +179,16 @@ func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (con
 	if !parent.IsRecording() {
 		return ctx, parent
 	}
-	return tracerOf(parent.TracerProvider()).Start(ctx, name, opts...)
+	return tracerOf(parent).Start(ctx, name, opts...)
 }
 
-// cachedTracer is the tracer of the provider last asked: the SDK's lookup
-// of a tracer by name takes a lock, and every span of a gateway comes from
-// the one provider.
-type cachedTracer struct {
-	provider trace.TracerProvider
-	tracer   trace.Tracer
-}
-
-var lastTracer atomic.Pointer[cachedTracer]
-
-func tracerOf(p trace.TracerProvider) trace.Tracer {
-	if c := lastTracer.Load(); c != nil && c.provider == p {
-		return c.tracer
+// tracerOf is the tracer to open a child of parent with: the one that
+// opened parent when it is toolgate's.
+func tracerOf(parent trace.Span) trace.Tracer {
+	if p, ok := parent.(*span); ok {
+		return p.tracer
 	}
-	t := p.Tracer(ScopeName)
-	lastTracer.Store(&cachedTracer{p, t})
-	return t
+	return parent.TracerProvider().Tracer(ScopeName)
 }
 
 // End ends span, marking it failed when err is not nil. Only the error's
@@ -199,7 +196,7 @@ func tracerOf(p trace.TracerProvider) trace.Tracer {
 func End(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, "")
-		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err)))
+		setAttributes(span, []attribute.KeyValue{semconv.ErrorTypeKey.String(ErrorType(err))})
 	}
 	span.End()
 }
@@ -325,9 +322,7 @@ const toolErrorType = "tool_error"
 
 // Request is what a recorded request span learns while it is served (the
 // tools/call it turns out to be, its stages' durations, its outcome), set
-// on the span when it ends, with the attributes known only then, in one
-// SetAttributes: the SDK copies a span's attributes to a larger array each
-// time it outgrows them, and an attribute costs far less than a span.
+// on the span when it ends, with the attributes known only then.
 // A nil *Request notes nothing: its methods are what the serving code
 // calls whether the request is traced or not.
 type Request struct {
@@ -340,9 +335,6 @@ type Request struct {
 	begun           [stages]time.Time
 	took            [stages]time.Duration
 	noted           uint8 // a bit per stage whose duration is noted
-	// attrs is End's, so that the span's last attributes are gathered
-	// without growing a slice.
-	attrs [16]attribute.KeyValue
 }
 
 type requestKey struct{}
@@ -435,8 +427,9 @@ func (r *Request) Outcome(outcome string, failed bool) {
 // attrs; failed when failed.
 func (r *Request) End(span trace.Span, failed bool, attrs ...attribute.KeyValue) {
 	if span.IsRecording() {
+		buf := takeAttrs()
 		r.mu.Lock()
-		attrs = append(r.attrs[:0], attrs...)
+		attrs = append(buf.kvs, attrs...)
 		if r.toolCall {
 			span.SetName(string(mcpToolsCall) + " " + r.tool)
 			attrs = append(attrs, semconv.McpMethodNameToolsCall, semconv.GenAIOperationNameExecuteTool,
@@ -458,7 +451,8 @@ func (r *Request) End(span trace.Span, failed bool, attrs ...attribute.KeyValue)
 			failed = true
 		}
 		r.mu.Unlock()
-		span.SetAttributes(attrs...)
+		setAttributes(span, attrs)
+		buf.put(attrs)
 		if failed {
 			span.SetStatus(codes.Error, "")
 		}
@@ -479,14 +473,13 @@ const (
 // Attempt opens the span of one attempt of a tools/call on an upstream:
 // which upstream, over which transport, the attempt's number from 1.
 func Attempt(ctx context.Context, upstream, transport, remoteTool string, attempt int) (context.Context, trace.Span) {
-	if !Recording(ctx) {
-		return ctx, trace.SpanFromContext(ctx)
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, parent
 	}
-	// Each attribute costs the exporter three allocations: the attempt
-	// carries what tells it apart from the request span, no more.
-	return Start(ctx, mcpToolsCall+" "+remoteTool, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	return StartKind(ctx, tracerOf(parent), mcpToolsCall+" "+remoteTool, trace.SpanKindClient,
 		semconv.McpMethodNameToolsCall, semconv.GenAIToolName(remoteTool),
-		UpstreamKey.String(upstream), TransportKey.String(transport), AttemptKey.Int(attempt)))
+		UpstreamKey.String(upstream), TransportKey.String(transport), AttemptKey.Int(attempt))
 }
 
 // EndAttempt ends an attempt's span with its outcome: ok, tool_error (a
@@ -501,11 +494,11 @@ func EndAttempt(span trace.Span, toolError bool, err error) {
 		case toolError:
 			outcome = toolErrorType
 			span.SetStatus(codes.Error, "")
-			span.SetAttributes(OutcomeKey.String(outcome), semconv.ErrorTypeKey.String(toolErrorType))
+			setAttributes(span, []attribute.KeyValue{OutcomeKey.String(outcome), semconv.ErrorTypeKey.String(toolErrorType)})
 			span.End()
 			return
 		}
-		span.SetAttributes(OutcomeKey.String(outcome))
+		setAttributes(span, []attribute.KeyValue{OutcomeKey.String(outcome)})
 	}
 	End(span, err)
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -73,8 +74,8 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		attrs := make([]attribute.KeyValue, 0, 3)
-		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(path))
+		var attrBuf [3]attribute.KeyValue
+		attrs := append(attrBuf[:0], semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(path))
 		if v := r.Header.Get(mcpgo.HeaderProtocolVersion); v != "" && len(v) <= 32 {
 			attrs = append(attrs, semconv.McpProtocolVersion(v))
 		}
@@ -82,14 +83,13 @@ func (g *Gateway) traced(path string, h http.Handler) http.Handler {
 		if !ok {
 			name = "HTTP " + path // a method of the client's invention is not a span name
 		}
-		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
 		var span trace.Span
 		var deferred *telemetry.Deferred
 		sw := &statusWriter{ResponseWriter: w}
 		if r.Method == http.MethodPost && r.Header.Get("traceparent") == "" && mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)) {
-			ctx, deferred = telemetry.Defer(ctx, tracer, name, opts...)
+			ctx, deferred = telemetry.Defer(ctx, tracer, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(slices.Clone(attrs)...))
 		} else {
-			ctx, span = tracer.Start(ctx, name, opts...)
+			ctx, span = telemetry.StartKind(ctx, tracer, name, trace.SpanKindServer, attrs...)
 		}
 		if deferred != nil || span.IsRecording() {
 			// The request's stages (authentication, policy …) are
