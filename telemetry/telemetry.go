@@ -213,11 +213,6 @@ func ErrorType(err error) string {
 	return semconv.ErrorTypeOther.Value.AsString()
 }
 
-// Recording reports whether ctx holds a span being recorded.
-func Recording(ctx context.Context) bool {
-	return trace.SpanFromContext(ctx).IsRecording()
-}
-
 // TraceID is the id of the sampled trace ctx belongs to, in hex; empty
 // when there is none.
 func TraceID(ctx context.Context) string {
